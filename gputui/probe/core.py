@@ -1,0 +1,296 @@
+"""The probe's state between samples: reader, holder scanner, per-process caches; builds records.
+
+Importable in-process (`Probe(reader).sample()`) and driven by the line loop in main.py.
+Stdlib only (+ pynvml through the nvml reader), Python >= 3.8 syntax: this runs on monitored hosts.
+"""
+
+import os
+import platform
+import socket
+import time
+
+from . import __version__ as PROBE_VERSION
+from .classify import GHOST, HIDDEN, USER, ProcFacts, classify, protection, zombie_candidates
+from .holders import HolderScanner
+from .procfs import (
+    CLOCK_TICKS,
+    PF_KTHREAD,
+    PROC,
+    ancestors,
+    boot_time,
+    in_container,
+    read_cmdline,
+    read_container,
+    read_stat,
+    read_status,
+    user_name,
+)
+from .readers.base import ReaderError
+from .wire import VERSION
+
+# Memory within this of the idle baseline counts as idle: the driver's own bookkeeping moves a little.
+IDLE_SLACK = 32 << 20
+
+
+class _Known(object):
+    """Per (pid, start time) facts that do not change, read once."""
+
+    __slots__ = ("cmdline", "container", "cpu_ticks", "cpu_time", "nspid", "uid")
+
+    def __init__(self, pid, proc):
+        # type: (int, str) -> None
+        self.cmdline = read_cmdline(pid, proc)
+        status = read_status(pid, proc)
+        self.uid = status.uid if status else None
+        nspid = status.nspid if status else None
+        # A second NSpid entry means the process lives in a nested PID namespace (a container).
+        self.nspid = nspid[-1] if nspid and len(nspid) > 1 else None
+        self.container = read_container(pid, proc) if self.nspid is not None else None
+        self.cpu_ticks = -1
+        self.cpu_time = 0.0
+
+
+class Probe(object):
+    def __init__(self, reader, read_only=False, hostname=None, proc=PROC, refresh_every=30):
+        # type: (Reader, bool, Optional[str], str, int) -> None
+        self.reader = reader
+        self.read_only = read_only
+        self.hostname = hostname or socket.gethostname()
+        self.proc = proc
+        self.pid = os.getpid()
+        self.scanner = HolderScanner(reader.device_prefix, proc, refresh_every)
+        self.reader_error = None  # type: Optional[ReaderError]
+        self.interval = 1.0
+        self.seq = 0
+        self._ancestors = set(ancestors(self.pid, proc))  # type: Set[int]
+        self._known = {}  # type: Dict[Tuple[int, int], _Known]
+        self._baseline = {}  # type: Dict[int, int]
+        self._gpu_seen = {}  # type: Dict[int, int]  # pid -> start time of past GPU processes
+        self._boot = boot_time(proc)
+        self._in_container = in_container(proc)
+        self.facts = {}  # type: Dict[str, Any]
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self):
+        # type: () -> Dict[str, Any]
+        """Open the reader; return the hello record (with its error when the reader cannot work)."""
+        facts = {"driver_version": None, "nvml_version": None, "cuda_driver_version": None}
+        try:
+            facts.update(self.reader.open())
+        except ReaderError as exc:
+            self.reader_error = exc
+        # The scanner may have been built before a sim reader chose its directory.
+        self.scanner.prefix = self.reader.device_prefix
+        self.facts = facts
+        error = None
+        if self.reader_error is not None:
+            error = {"code": self.reader_error.code, "message": self.reader_error.message}
+        return {
+            "type": "hello",
+            "v": VERSION,
+            "probe_version": PROBE_VERSION,
+            "pid": self.pid,
+            "read_only": self.read_only,
+            "reader": self.reader.name,
+            "capabilities": [] if self.read_only else ["plan"],
+            "host": dict(
+                facts,
+                hostname=self.hostname,
+                kernel=platform.release(),
+                python=platform.python_version(),
+                uid=os.getuid(),
+                in_container=self._in_container,
+                clock_ticks=CLOCK_TICKS,
+                device_prefix=self.reader.device_prefix,
+            ),
+            "error": error,
+        }
+
+    def close(self):
+        # type: () -> None
+        self.reader.close()
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def read_gpus(self):
+        # type: () -> Tuple[List[Dict[str, Any]], Listed]
+        """GPU records (with the idle baseline) and NVML's process lists; empty without a reader."""
+        if self.reader_error is not None:
+            return [], {}
+        gpus, listed = self.reader.read()
+        busy = set()  # type: Set[int]
+        for mem in listed.values():
+            busy.update(mem)
+        for gpu in gpus:
+            index = gpu["index"]
+            used = gpu.get("memory_used")
+            if index not in busy and isinstance(used, int):
+                # Learn the idle figure when nothing is listed: v1 counts the driver's reserve as used.
+                known = self._baseline.get(index)
+                self._baseline[index] = used if known is None else min(known, used)
+            base = self._baseline.get(index)
+            if base is None and gpu.get("memory_version") == 2:
+                base = 0  # v2 reports the reserve apart: idle reads 0 (GPU_FACTS.md)
+            gpu["memory_baseline"] = base
+        return gpus, listed
+
+    @staticmethod
+    def gpu_is_idle(gpu):
+        # type: (Dict[str, Any]) -> bool
+        used, base = gpu.get("memory_used"), gpu.get("memory_baseline")
+        return isinstance(used, int) and isinstance(base, int) and used <= base + IDLE_SLACK
+
+    def sample(self, full=False):
+        # type: (bool) -> Dict[str, Any]
+        t0 = time.perf_counter()
+        cpu0 = time.process_time()
+        gpus, listed = self.read_gpus()
+        t1 = time.perf_counter()
+        scan = self.scanner.scan(full=full or self.seq == 0)
+        t2 = time.perf_counter()
+        processes = self.describe(listed, scan)
+        t3 = time.perf_counter()
+        self.seq += 1
+        return {
+            "type": "sample",
+            "v": VERSION,
+            "seq": self.seq,
+            "time": time.time(),
+            "gpus": gpus,
+            "processes": processes,
+            "scan": {
+                "full": scan.full,
+                "age": self.scanner.staleness_scans() * self.interval,
+                "unreadable": scan.unreadable,
+            },
+            "cost_ms": {
+                "reader": round((t1 - t0) * 1e3, 3),
+                "holders": round((t2 - t1) * 1e3, 3),
+                "describe": round((t3 - t2) * 1e3, 3),
+                "total": round((t3 - t0) * 1e3, 3),
+                "cpu": round((time.process_time() - cpu0) * 1e3, 3),
+            },
+        }
+
+    # -- describing processes ----------------------------------------------------------------
+
+    def describe(self, listed, scan):
+        # type: (Listed, ScanResult) -> List[Dict[str, Any]]
+        """Classify and describe every process that NVML lists or that holds a device file."""
+        stats = {}  # type: Dict[int, Optional[Stat]]
+
+        def stat_of(pid):
+            # type: (int) -> Optional[Stat]
+            if pid not in stats:
+                stats[pid] = read_stat(pid, self.proc)
+            return stats[pid]
+
+        def lookup(pid):
+            # type: (int) -> Optional[ProcFacts]
+            s = stat_of(pid)
+            return ProcFacts(s.comm, s.state, s.ppid, s.pgid, s.sid) if s else None
+
+        holders = set(scan.holders)
+        gpu_pids = holders | set(listed)
+        zombie_pids = [pid for pid, state in scan.states.items() if state == "Z"]
+        zombies = zombie_candidates(zombie_pids, lookup, gpu_pids, set(self._gpu_seen))
+        verdicts = classify(
+            listed,
+            holders,
+            lookup,
+            self.pid,
+            stop=self._ancestors | {self.pid},
+            in_container=self._in_container,
+            zombies=zombies,
+        )
+        now = time.time()
+        records = []
+        for pid, verdict in verdicts.items():
+            s = stat_of(pid)
+            held = scan.holders.get(pid, (0, ()))[1]
+            records.append(self._record(pid, s, verdict, listed.get(pid, {}), held, now))
+            if s is not None and verdict.kind in (USER, HIDDEN, GHOST):
+                self._gpu_seen[pid] = s.start_time
+        self._forget_gone(scan)
+        records.sort(key=lambda r: (r["kind"] != USER, -_memory(r), r["pid"]))
+        return records
+
+    def _record(self, pid, s, verdict, mem, held, now):
+        # type: (int, Optional[Stat], Any, Dict[int, Optional[int]], Tuple[str, ...], float) -> Dict[str, Any]
+        record = {
+            "pid": pid,
+            "start_time": None,
+            "name": None,
+            "command": [],
+            "user": None,
+            "uid": None,
+            "state": None,
+            "ppid": None,
+            "pgid": None,
+            "sid": None,
+            "cpu_percent": None,
+            "rss": None,
+            "elapsed": None,
+            "holds": list(held),
+            "gpu_memory": {str(i): b for i, b in sorted(mem.items())},
+            "gpus": verdict.gpus,
+            "kind": verdict.kind,
+            "reason": verdict.reason,
+            "links": sorted(verdict.links),
+            "protected": None,
+            "nspid": None,
+            "container": None,
+        }  # type: Dict[str, Any]
+        kthread = False
+        if s is not None:
+            known = self._known.get((pid, s.start_time))
+            if known is None:
+                known = self._known[(pid, s.start_time)] = _Known(pid, self.proc)
+            record.update(
+                start_time=s.start_time,
+                name=s.comm,
+                command=known.cmdline,
+                uid=known.uid,
+                user=user_name(known.uid),
+                state=s.state,
+                ppid=s.ppid,
+                pgid=s.pgid,
+                sid=s.sid,
+                cpu_percent=self._cpu_percent(known, s, now),
+                rss=s.rss if s.state != "Z" else 0,
+                elapsed=round(now - (self._boot + s.start_time / float(CLOCK_TICKS)), 1),
+                nspid=known.nspid,
+                container=known.container,
+            )
+            kthread = bool(s.flags & PF_KTHREAD)
+        record["protected"] = protection(pid, verdict.kind, self.pid, self._ancestors, kthread)
+        return record
+
+    @staticmethod
+    def _cpu_percent(known, s, now):
+        # type: (_Known, Stat, float) -> Optional[float]
+        previous, then = known.cpu_ticks, known.cpu_time
+        known.cpu_ticks, known.cpu_time = s.cpu_ticks, now
+        if previous < 0 or now <= then:
+            return None
+        return round(100.0 * (s.cpu_ticks - previous) / CLOCK_TICKS / (now - then), 1)
+
+    def _forget_gone(self, scan):
+        # type: (ScanResult) -> None
+        alive = scan.states
+        for key in [k for k in self._known if k[0] not in alive]:
+            del self._known[key]
+        for pid in [p for p in self._gpu_seen if p not in alive]:
+            del self._gpu_seen[pid]
+
+    # -- facts for the kill engine -----------------------------------------------------------
+
+    def protected_pids(self):
+        # type: () -> Set[int]
+        return self._ancestors | {self.pid, 1}
+
+
+def _memory(record):
+    # type: (Dict[str, Any]) -> int
+    return sum(b or 0 for b in record["gpu_memory"].values())

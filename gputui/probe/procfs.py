@@ -1,0 +1,192 @@
+"""Reading /proc: one process's stat, status, command line; the host's facts.
+
+Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts. Every reader here returns None for a
+process that has gone (a PID can vanish between listing /proc and reading it) instead of raising.
+"""
+
+import os
+import pwd
+from typing import List, NamedTuple, Optional
+
+PROC = "/proc"
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+
+
+class Stat(NamedTuple):
+    """The fields of /proc/PID/stat that gputui uses."""
+
+    pid: int
+    comm: str
+    state: str
+    ppid: int
+    pgid: int
+    sid: int
+    flags: int
+    cpu_ticks: int  # utime + stime
+    start_time: int  # clock ticks since boot: with the pid, a process's identity
+    rss: int  # bytes
+
+
+PF_KTHREAD = 0x00200000  # include/linux/sched.h: the process is a kernel thread
+
+
+def parse_stat(text):
+    # type: (str) -> Stat
+    """Parse the text of /proc/PID/stat. The command name sits in parentheses and may itself hold
+    spaces and parentheses, so split on the LAST ')'."""
+    open_paren = text.index("(")
+    close_paren = text.rindex(")")
+    pid = int(text[:open_paren])
+    comm = text[open_paren + 1 : close_paren]
+    f = text[close_paren + 2 :].split()
+    # f[0] is field 3 (state); field N is f[N - 3].
+    return Stat(
+        pid=pid,
+        comm=comm,
+        state=f[0],
+        ppid=int(f[1]),
+        pgid=int(f[2]),
+        sid=int(f[3]),
+        flags=int(f[6]),
+        cpu_ticks=int(f[11]) + int(f[12]),
+        start_time=int(f[19]),
+        rss=int(f[21]) * PAGE_SIZE,
+    )
+
+
+def read_stat(pid, proc=PROC):
+    # type: (int, str) -> Optional[Stat]
+    try:
+        with open("%s/%d/stat" % (proc, pid), "rb") as f:
+            return parse_stat(f.read().decode("utf-8", "replace"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def start_time(pid, proc=PROC):
+    # type: (int, str) -> Optional[int]
+    stat = read_stat(pid, proc)
+    return stat.start_time if stat else None
+
+
+class Status(NamedTuple):
+    uid: Optional[int]
+    nspid: Optional[List[int]]
+
+
+def parse_status(text):
+    # type: (str) -> Status
+    uid = None
+    nspid = None
+    for line in text.splitlines():
+        if line.startswith("Uid:"):
+            uid = int(line.split()[1])  # the real uid: who started it
+        elif line.startswith("NSpid:"):
+            nspid = [int(p) for p in line.split()[1:]]
+    return Status(uid, nspid)
+
+
+def read_status(pid, proc=PROC):
+    # type: (int, str) -> Optional[Status]
+    try:
+        with open("%s/%d/status" % (proc, pid), "rb") as f:
+            return parse_status(f.read().decode("utf-8", "replace"))
+    except (OSError, ValueError):
+        return None
+
+
+def parse_cmdline(raw):
+    # type: (bytes) -> List[str]
+    return [part.decode("utf-8", "replace") for part in raw.rstrip(b"\0").split(b"\0")] if raw else []
+
+
+def read_cmdline(pid, proc=PROC):
+    # type: (int, str) -> List[str]
+    try:
+        with open("%s/%d/cmdline" % (proc, pid), "rb") as f:
+            return parse_cmdline(f.read())
+    except OSError:
+        return []
+
+
+def read_container(pid, proc=PROC):
+    # type: (int, str) -> Optional[str]
+    """The container a process runs in, from its cgroup path (docker, lxc, podman, k8s), or None."""
+    try:
+        with open("%s/%d/cgroup" % (proc, pid), "rb") as f:
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        path = line.split(":", 2)[-1]
+        for marker in ("docker-", "docker/", "lxc.payload.", "lxc/", "libpod-", "kubepods"):
+            at = path.find(marker)
+            if at >= 0:
+                return path[at:].split("/")[0 if not marker.endswith("/") else 1][:64] or path[at:][:64]
+    return None
+
+
+_users = {}  # type: Dict[int, str]
+
+
+def user_name(uid):
+    # type: (Optional[int]) -> Optional[str]
+    if uid is None:
+        return None
+    name = _users.get(uid)
+    if name is None:
+        try:
+            name = pwd.getpwuid(uid).pw_name
+        except KeyError:
+            name = str(uid)
+        _users[uid] = name
+    return name
+
+
+def boot_time(proc=PROC):
+    # type: (str) -> float
+    """Wall time of boot in seconds, to turn start times (ticks since boot) into elapsed times."""
+    with open(proc + "/stat") as f:
+        for line in f:
+            if line.startswith("btime "):
+                return float(line.split()[1])
+    return 0.0
+
+
+def uptime(proc=PROC):
+    # type: (str) -> float
+    with open(proc + "/uptime") as f:
+        return float(f.read().split()[0])
+
+
+def list_pids(proc=PROC):
+    # type: (str) -> List[int]
+    return [int(name) for name in os.listdir(proc) if name.isdigit()]
+
+
+def ancestors(pid, proc=PROC):
+    # type: (int, str) -> List[int]
+    """PIDs from the parent of `pid` up to PID 1 (the probe uses it to protect its own chain)."""
+    chain = []
+    seen = set()
+    stat = read_stat(pid, proc)
+    while stat is not None and stat.ppid > 0 and stat.ppid not in seen:
+        chain.append(stat.ppid)
+        seen.add(stat.ppid)
+        stat = read_stat(stat.ppid, proc)
+    return chain
+
+
+def in_container(proc=PROC):
+    # type: (str) -> bool
+    """Best guess whether this probe runs inside a container (so NVML's host PIDs are foreign here)."""
+    if os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv"):
+        return True
+    try:
+        with open(proc + "/1/environ", "rb") as f:
+            if b"container=" in f.read():
+                return True
+    except OSError:
+        pass
+    return read_container(1, proc) is not None

@@ -1,0 +1,46 @@
+"""What every GPU reader gives the probe.
+
+Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
+"""
+
+from typing import Dict, Optional
+
+# {pid: {nvml_index: bytes or None}}: the union of NVML's compute, graphics and MPS process lists.
+Listed = Dict[int, Dict[int, Optional[int]]]
+
+
+class ReaderError(Exception):
+    """The reader cannot work on this host; `code` is one of the protocol's hello error codes."""
+
+    def __init__(self, code, message):
+        # type: (str, str) -> None
+        Exception.__init__(self, message)
+        self.code = code
+        self.message = message
+
+
+class Reader(object):
+    """A source of GPU state. Subclasses: readers.nvml.NvmlReader, readers.sim.SimReader."""
+
+    name = "base"
+    # Every path that starts with this is a GPU device file ("/dev/nvidia" matches /dev/nvidia0,
+    # /dev/nvidiactl, /dev/nvidia-uvm and /dev/nvidia-caps/nvidia-cap1).
+    device_prefix = "/dev/nvidia"
+
+    def open(self):
+        # type: () -> Dict[str, object]
+        """Start; return host facts (driver_version, nvml_version, cuda_driver_version).
+
+        Raises ReaderError when the host has no usable GPU."""
+        raise NotImplementedError
+
+    def read(self):
+        # type: () -> Tuple[List[Dict[str, object]], Listed]
+        """One reading: the GPU records of docs/PROTOCOL.md (without memory_baseline, which the
+        probe keeps) and the processes NVML lists, by pid. Cheap: called every sample and every
+        few tens of milliseconds while verifying a kill."""
+        raise NotImplementedError
+
+    def close(self):
+        # type: () -> None
+        pass

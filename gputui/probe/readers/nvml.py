@@ -1,0 +1,179 @@
+"""The real driver, through pynvml (nvidia-ml-py).
+
+Costs measured on H200 (GPU_FACTS.md "Costs"): memory info 6-8 us, utilization/power/temperature
+1-2 us, running-process lists 7-16 us each. nvmlDeviceGetProcessUtilization costs 2.5 ms and is not
+called per sample. Static facts (name, UUID, minor, total memory, power limit) are read once.
+
+Stdlib + pynvml only, Python >= 3.8 syntax: this runs on monitored hosts.
+"""
+
+from .base import Reader, ReaderError
+
+GPU_LOST = "gpu-lost"
+
+
+def _text(value):
+    # type: (Any) -> str
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+class NvmlReader(Reader):
+    name = "nvml"
+    device_prefix = "/dev/nvidia"
+
+    def __init__(self):
+        # type: () -> None
+        self._nv = None  # type: Any
+        self._gpus = []  # type: List[Dict[str, Any]]
+        self._memory_v2 = True
+
+    def open(self):
+        # type: () -> Dict[str, object]
+        try:
+            import pynvml
+        except ImportError:
+            raise ReaderError("no-library", "pynvml (nvidia-ml-py) is not installed on this host")
+        self._nv = nv = pynvml
+        try:
+            nv.nvmlInit()
+        except nv.NVMLError as exc:
+            raise self._init_error(exc)
+        try:
+            count = nv.nvmlDeviceGetCount()
+        except nv.NVMLError as exc:
+            raise ReaderError("no-driver", "NVIDIA driver error: %s" % (exc,))
+        if count == 0:
+            raise ReaderError("no-gpu", "the NVIDIA driver is loaded but sees no GPU")
+        self._gpus = [self._static(i) for i in range(count)]
+        return {
+            "driver_version": self._call(nv.nvmlSystemGetDriverVersion, _text),
+            "nvml_version": self._call(nv.nvmlSystemGetNVMLVersion, _text),
+            "cuda_driver_version": self._call(nv.nvmlSystemGetCudaDriverVersion),
+        }
+
+    def _init_error(self, exc):
+        # type: (Any) -> ReaderError
+        nv = self._nv
+        code = getattr(exc, "value", None)
+        if code in (nv.NVML_ERROR_LIBRARY_NOT_FOUND, nv.NVML_ERROR_DRIVER_NOT_LOADED):
+            return ReaderError("no-driver", "no NVIDIA driver on this host (%s)" % (exc,))
+        if code == nv.NVML_ERROR_NO_PERMISSION:
+            return ReaderError("no-permission", "no permission to open the NVIDIA driver (%s)" % (exc,))
+        return ReaderError("no-driver", "NVML failed to start: %s" % (exc,))
+
+    def _call(self, fn, convert=None, *args):
+        # type: (Any, Any, Any) -> Any
+        """One NVML query; None where the GPU does not support it (never an exception)."""
+        try:
+            value = fn(*args)
+        except self._nv.NVMLError:
+            return None
+        return convert(value) if convert else value
+
+    def _static(self, index):
+        # type: (int) -> Dict[str, Any]
+        nv = self._nv
+        handle = nv.nvmlDeviceGetHandleByIndex(index)
+        limit = self._call(nv.nvmlDeviceGetEnforcedPowerLimit, None, handle)
+        return {
+            "handle": handle,
+            "index": index,
+            "minor": self._call(nv.nvmlDeviceGetMinorNumber, None, handle),
+            "uuid": self._call(nv.nvmlDeviceGetUUID, _text, handle),
+            "name": self._call(nv.nvmlDeviceGetName, _text, handle),
+            "power_limit": limit / 1000.0 if limit is not None else None,
+        }
+
+    def _memory(self, handle):
+        # type: (Any) -> Tuple[Optional[int], Optional[int], Optional[int], int]
+        nv = self._nv
+        if self._memory_v2:
+            try:
+                m = nv.nvmlDeviceGetMemoryInfo(handle, version=nv.nvmlMemory_v2)
+                return m.total, m.used, m.reserved, 2
+            except (nv.NVMLError, AttributeError, TypeError):
+                self._memory_v2 = False  # old driver or binding: v1 from now on
+        try:
+            m = nv.nvmlDeviceGetMemoryInfo(handle)
+            return m.total, m.used, None, 1
+        except nv.NVMLError:
+            return None, None, None, 1
+
+    def _processes(self, handle, index, listed):
+        # type: (Any, int, Listed) -> None
+        nv = self._nv
+        for query in (
+            nv.nvmlDeviceGetComputeRunningProcesses,
+            nv.nvmlDeviceGetGraphicsRunningProcesses,
+            getattr(nv, "nvmlDeviceGetMPSComputeRunningProcesses", None),
+        ):
+            if query is None:
+                continue
+            try:
+                procs = query(handle)
+            except nv.NVMLError:
+                continue
+            for p in procs:
+                used = p.usedGpuMemory
+                mem = listed.setdefault(p.pid, {})
+                # A process in several lists (compute and graphics) is counted once, largest figure.
+                if index not in mem or (used is not None and (mem[index] or 0) < used):
+                    mem[index] = used
+
+    def read(self):
+        # type: () -> Tuple[List[Dict[str, object]], Listed]
+        nv = self._nv
+        gpus = []  # type: List[Dict[str, object]]
+        listed = {}  # type: Listed
+        for static in self._gpus:
+            handle = static["handle"]
+            record = {k: v for k, v in static.items() if k != "handle"}  # type: Dict[str, Any]
+            total, used, reserved, version = self._memory(handle)
+            if total is None and self._lost(handle):
+                record.update(_empty(GPU_LOST))
+                gpus.append(record)
+                continue
+            util = self._call(nv.nvmlDeviceGetUtilizationRates, None, handle)
+            power = self._call(nv.nvmlDeviceGetPowerUsage, None, handle)
+            persistence = self._call(nv.nvmlDeviceGetPersistenceMode, None, handle)
+            record.update(
+                memory_total=total,
+                memory_used=used,
+                memory_reserved=reserved,
+                memory_version=version,
+                util_gpu=util.gpu if util is not None else None,
+                util_mem=util.memory if util is not None else None,
+                temperature=self._call(nv.nvmlDeviceGetTemperature, None, handle, nv.NVML_TEMPERATURE_GPU),
+                power_draw=power / 1000.0 if power is not None else None,
+                persistence=bool(persistence) if persistence is not None else None,
+                error=None,
+            )
+            gpus.append(record)
+            self._processes(handle, static["index"], listed)
+        return gpus, listed
+
+    def _lost(self, handle):
+        # type: (Any) -> bool
+        nv = self._nv
+        try:
+            nv.nvmlDeviceGetMemoryInfo(handle)
+        except nv.NVMLError as exc:
+            return getattr(exc, "value", None) == nv.NVML_ERROR_GPU_IS_LOST
+        return False
+
+    def close(self):
+        # type: () -> None
+        if self._nv is not None and self._gpus:
+            try:
+                self._nv.nvmlShutdown()
+            except self._nv.NVMLError:
+                pass
+            self._gpus = []
+
+
+def _empty(error):
+    # type: (str) -> Dict[str, Any]
+    fields = ("memory_total", "memory_used", "memory_reserved", "util_gpu", "util_mem", "temperature")
+    record = dict.fromkeys(fields)  # type: Dict[str, Any]
+    record.update(power_draw=None, persistence=None, memory_version=None, error=error)
+    return record

@@ -1,0 +1,1 @@
+"""Transports connect the app to probes: `local` (a subprocess) and `ssh` (asyncssh)."""
