@@ -32,16 +32,16 @@ class NvmlReader(Reader):
         try:
             import pynvml
         except ImportError:
-            raise ReaderError("no-library", "pynvml (nvidia-ml-py) is not installed on this host")
+            raise ReaderError("no-library", "pynvml (nvidia-ml-py) is not installed on this host") from None
         self._nv = nv = pynvml
         try:
             nv.nvmlInit()
         except nv.NVMLError as exc:
-            raise self._init_error(exc)
+            raise self._init_error(exc) from None
         try:
             count = nv.nvmlDeviceGetCount()
         except nv.NVMLError as exc:
-            raise ReaderError("no-driver", "NVIDIA driver error: %s" % (exc,))
+            raise ReaderError("no-driver", "NVIDIA driver error: %s" % (exc,)) from None
         if count == 0:
             raise ReaderError("no-gpu", "the NVIDIA driver is loaded but sees no GPU")
         self._gpus = [self._static(i) for i in range(count)]
