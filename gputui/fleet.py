@@ -68,6 +68,8 @@ class HostView:
     interval: float = 1.0
     history: dict[int, GpuHistory] = field(default_factory=dict)
     connects: int = 0
+    raw_hello: dict[str, Any] | None = None  # the records as received: `gputui snapshot --json`
+    raw_sample: dict[str, Any] | None = None
 
     @property
     def age(self) -> float | None:
@@ -119,7 +121,11 @@ class HostSession:
                 self.link = link
                 self.view.connects += 1
                 backoff = BACKOFF_FIRST
+                if link.hello is not None:
+                    self._dispatch(link.hello)
                 await self._stream(link)
+                if link.failure is not None:
+                    raise link.failure
                 self._set(DOWN, "closed", "the probe ended the stream")
             except TransportError as exc:
                 self._set(DOWN, exc.reason, exc.message)
@@ -162,12 +168,14 @@ class HostSession:
         v = self.view
         if kind == "hello":
             v.facts = HostFacts.from_hello(record)
+            v.raw_hello = record
             self.hello.set()
             self.notify(v, "hello", v.facts)
             if v.facts.error_code:
                 self.notify(v, "status", None)
         elif kind == "sample":
             v.record(Sample.from_wire(record))
+            v.raw_sample = record
             self._set(LIVE, None, None)
             self.first_sample.set()
             self.notify(v, "sample", v.sample)

@@ -19,13 +19,19 @@ class TransportError(Exception):
 
 
 class Link(Protocol):
-    """One probe session. Opened once; a broken link is replaced by a new one (fleet reconnects)."""
+    """One probe session. Opened once; a broken link is replaced by a new one (fleet reconnects).
+
+    After open(), `hello` holds the probe's hello record; when recv() has returned None because the
+    stream broke, `failure` says why (None for an orderly end)."""
+
+    hello: dict[str, Any] | None
+    failure: TransportError | None
 
     async def open(self) -> None:
         """Start the probe and wait for its `hello`; raise TransportError when that fails."""
 
     async def recv(self) -> dict[str, Any] | None:
-        """The next record from the probe (already decoded and validated); None at end of stream.
+        """The next record after the hello (decoded and validated); None at end of stream.
 
         Lines that fail to decode are returned as `{"type": "error", ...}` records, never raised."""
 

@@ -1,0 +1,187 @@
+"""Entry points: `gputui` (the dashboard), `gputui snapshot`, `gputui clean`, `gputui probe`.
+
+Exit codes (README "Exit codes"): 0 ok; 1 not clean / a host down; 2 bad usage or config;
+3 no NVIDIA driver or GPU; 4 refused (read-only, protected, permission).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+from .config import Config, ConfigError, HostSpec, load, parse_host_arg
+from .fleet import Fleet
+
+EXIT_USAGE = 2
+COMMANDS = ("snapshot", "clean", "probe")
+MIN_UI_INTERVAL = 0.1
+
+
+def _interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if value < MIN_UI_INTERVAL:
+        raise argparse.ArgumentTypeError(
+            f"{value} s is too fast: the interval must be >= {MIN_UI_INTERVAL} s"
+        )
+    return value
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("hosts", nargs="*", metavar="HOST", help="local, a config name, alias, user@host[:port]")
+    p.add_argument("--demo", action="store_true", help="a simulated cluster: real processes, no GPU needed")
+    p.add_argument(
+        "--config", metavar="PATH", help="TOML config (default: $GPUTUI_CONFIG, then the user dir)"
+    )
+
+
+def ui_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="gputui",
+        description="Live GPU memory, utilization and device-file holders; staged kill-and-verify.",
+        epilog="Other commands: gputui snapshot | gputui clean | gputui probe  (each with --help)",
+    )
+    _common(p)
+    p.add_argument("--read-only", action="store_true", help="watch only: no kill action anywhere")
+    p.add_argument("--interval", type=_interval, default=None, metavar="S", help="seconds between samples")
+    p.add_argument("--theme", metavar="NAME", help="colour theme (see themes/)")
+    p.add_argument("--log", metavar="PATH", help="audit log file (default: the user state dir)")
+    p.add_argument("--version", action="version", version=f"gputui {__version__}")
+    return p
+
+
+def snapshot_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="gputui snapshot", description="One sample of each host, then exit.")
+    _common(p)
+    p.add_argument("--json", action="store_true", help="print versioned JSON (schema in README)")
+    p.add_argument("--timeout", type=float, default=20.0, metavar="S", help="wait this long for each host")
+    return p
+
+
+def resolve_hosts(
+    names: Sequence[str], demo: bool, config: Config, read_only: bool = False
+) -> list[HostSpec]:
+    """Hosts named on the command line (config names first, then ssh-style), else the config's, else local."""
+    from dataclasses import replace
+
+    if demo:
+        from .demo import demo_specs
+
+        specs = demo_specs()
+    elif names:
+        by_name = {h.name: h for h in config.hosts}
+        specs = [by_name.get(n) or parse_host_arg(n) for n in names]
+    elif config.hosts:
+        specs = list(config.hosts)
+    else:
+        specs = [HostSpec(name="local")]
+    seen: set[str] = set()
+    for spec in specs:
+        if spec.name in seen:
+            raise ConfigError(None, None, f"host {spec.name!r} is named twice")
+        seen.add(spec.name)
+    if read_only or config.read_only:
+        specs = [replace(s, read_only=True) for s in specs]
+    return specs
+
+
+def build_fleet(specs: Sequence[HostSpec], interval: float) -> Fleet:
+    from .transport import make_link
+
+    fleet = Fleet()
+    for spec in specs:
+        fleet.add(
+            spec.name,
+            lambda spec=spec: make_link(spec, interval),
+            read_only=spec.read_only,
+            interval=interval,
+        )
+    return fleet
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> int:
+    print(f"gputui: {message}", file=sys.stderr)
+    return code
+
+
+def run_snapshot(argv: list[str]) -> int:
+    from . import snapshot
+
+    args = snapshot_parser().parse_args(argv)
+    config = load(args.config)
+    specs = resolve_hosts(args.hosts, args.demo, config)
+    fleet = build_fleet(specs, interval=1.0)
+    views = asyncio.run(snapshot.take(fleet, args.timeout))
+    if args.json:
+        print(snapshot.dumps(views))
+    else:
+        snapshot.render(views, sys.stdout)
+    code = snapshot.exit_code(views)
+    if code == snapshot.EXIT_NO_GPU:
+        print(
+            "gputui: no NVIDIA driver or GPU on this host; `gputui snapshot --demo` shows a simulated "
+            "cluster",
+            file=sys.stderr,
+        )
+    return code
+
+
+def run_clean(argv: list[str]) -> int:
+    from . import clean
+
+    p = argparse.ArgumentParser(prog="gputui clean", description="Free GPUs: staged kill, then verify.")
+    _common(p)
+    clean.add_clean_arguments(p)
+    args = p.parse_args(argv)
+    config = load(args.config)
+    hosts, gpu_specs = clean.split_targets(args.hosts)
+    args.gpu = list(args.gpu or []) + gpu_specs
+    specs = resolve_hosts(hosts, args.demo, config)
+    fleet = build_fleet(specs, interval=1.0)
+    return asyncio.run(clean.run_clean(args, fleet))
+
+
+def run_ui(argv: list[str]) -> int:
+    args = ui_parser().parse_args(argv)
+    config = load(args.config)
+    specs = resolve_hosts(args.hosts, args.demo, config, read_only=args.read_only)
+    interval = args.interval or config.interval or 1.0
+    fleet = build_fleet(specs, interval)
+    from .ui.app import make_app
+
+    app = make_app(
+        fleet,
+        read_only=args.read_only or config.read_only,
+        interval=interval,
+        theme=args.theme or config.theme,
+        log_path=args.log,
+    )
+    app.run()
+    return int(app.return_code or 0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if args and args[0] == "probe":
+            from .probe.main import main as probe_main
+
+            return probe_main(args[1:])
+        if args and args[0] == "snapshot":
+            return run_snapshot(args[1:])
+        if args and args[0] == "clean":
+            return run_clean(args[1:])
+        return run_ui(args)
+    except ConfigError as exc:
+        return _fail(f"config error: {exc}")
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
