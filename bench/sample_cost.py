@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Cost of one sample on the monitored host: the gputui probe vs the tools people use today.
+
+    python bench/sample_cost.py [--reader nvml|sim] [--samples 200] [--jobs 3] [--out results.json]
+
+CPU time is what a sample costs the host (user + system, this process or the spawned child); wall
+time is what the operator waits. With --reader nvml and PyTorch present, `--jobs` CUDA jobs are
+started (spread over the GPUs) and killed at the end, by PID. Prints a table; writes raw numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gputui.probe.core import Probe
+
+JOB = r"""
+import sys, torch
+x = torch.empty(int(float(sys.argv[1]) * (1 << 30)), dtype=torch.uint8, device="cuda:" + sys.argv[2])
+torch.cuda.synchronize()
+print("ready", flush=True)
+sys.stdin.readline()
+"""
+
+
+def child_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def self_cpu() -> float:
+    return time.process_time()
+
+
+def spawn_cost(argv: list[str], runs: int) -> tuple[list[float], list[float]] | None:
+    if shutil.which(argv[0]) is None:
+        return None
+    cpu, wall = [], []
+    for _ in range(runs):
+        c0, w0 = child_cpu(), time.perf_counter()
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        wall.append(time.perf_counter() - w0)
+        cpu.append(child_cpu() - c0)
+    return cpu, wall
+
+
+def inproc_cost(fn, runs: int) -> tuple[list[float], list[float]]:
+    fn()  # warm up
+    cpu, wall = [], []
+    for _ in range(runs):
+        c0, w0 = self_cpu(), time.perf_counter()
+        fn()
+        wall.append(time.perf_counter() - w0)
+        cpu.append(self_cpu() - c0)
+    return cpu, wall
+
+
+def probe_costs(probe: Probe, runs: int) -> dict[str, tuple[list[float], list[float]]]:
+    probe.sample(full=True)
+    probe.sample()
+    parts: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in ("nvml", "holders", "total")}
+    for _ in range(runs):
+        c0, w0 = self_cpu(), time.perf_counter()
+        _, listed = probe.read_gpus()
+        c1, w1 = self_cpu(), time.perf_counter()
+        scan = probe.scanner.scan()
+        probe.describe(listed, scan)
+        c2, w2 = self_cpu(), time.perf_counter()
+        for key, cpu, wall in (
+            ("nvml", c1 - c0, w1 - w0),
+            ("holders", c2 - c1, w2 - w1),
+            ("total", c2 - c0, w2 - w0),
+        ):
+            parts[key][0].append(cpu)
+            parts[key][1].append(wall)
+    full = inproc_cost(lambda: probe.scanner.scan(full=True), max(5, runs // 10))
+    parts["full holder scan"] = full
+    return parts
+
+
+def start_jobs(n: int, gpus: int) -> list[subprocess.Popen]:
+    jobs = []
+    for i in range(n):
+        p = subprocess.Popen(
+            [sys.executable, "-c", JOB, "2", str(i % gpus)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        if p.stdout.readline().strip() != "ready":
+            p.kill()
+            p.wait()
+            break
+        jobs.append(p)
+    return jobs
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reader", choices=("nvml", "sim"), default="nvml")
+    ap.add_argument("--samples", type=int, default=200)
+    ap.add_argument("--spawns", type=int, default=20)
+    ap.add_argument("--jobs", type=int, default=3)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+
+    if args.reader == "nvml":
+        from gputui.probe.readers.nvml import NvmlReader
+
+        reader = NvmlReader()
+    else:
+        from gputui.probe.readers.sim import SimReader
+
+        reader = SimReader(scenario="demo")
+    probe = Probe(reader)
+    hello = probe.start()
+    if hello["error"]:
+        print("no GPU reader:", hello["error"]["message"])
+        return 3
+    gpus = len(probe.read_gpus()[0])
+    jobs: list[subprocess.Popen] = []
+    try:
+        if args.reader == "nvml" and args.jobs:
+            try:
+                import torch  # noqa: F401
+
+                jobs = start_jobs(args.jobs, gpus)
+            except ImportError:
+                pass
+        rows: dict[str, tuple[list[float], list[float]]] = {}
+        for key, value in probe_costs(probe, args.samples).items():
+            rows[f"gputui probe: {key}"] = value
+        if args.reader == "nvml":
+            q = "--query-gpu=index,memory.used,memory.total,utilization.gpu,temperature.gpu,power.draw"
+            for label, argv in (
+                ("spawn nvidia-smi --query-gpu", ["nvidia-smi", q, "--format=csv"]),
+                (
+                    "spawn nvidia-smi --query-compute-apps",
+                    ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv"],
+                ),
+                ("spawn nvidia-smi (full table)", ["nvidia-smi"]),
+                ("spawn nvitop -1", ["nvitop", "-1"]),
+                ("spawn gpustat", ["gpustat"]),
+            ):
+                got = spawn_cost(argv, args.spawns)
+                if got:
+                    rows[label] = got
+            try:
+                from nvitop import Device  # type: ignore
+
+                def nvitop_sample() -> None:
+                    for d in Device.all():
+                        d.memory_used(), d.gpu_utilization(), d.temperature(), d.power_usage()
+                        d.processes()
+
+                rows["nvitop api, long-running"] = inproc_cost(nvitop_sample, args.samples)
+            except ImportError:
+                pass
+            try:
+                import gpustat  # type: ignore
+
+                rows["gpustat new_query(), long-running"] = inproc_cost(
+                    gpustat.new_query, max(10, args.samples // 10)
+                )
+            except ImportError:
+                pass
+        pattern = "/dev/nvidia*" if args.reader == "nvml" else reader.device_prefix + "*"
+        files = sorted(str(p) for p in Path(pattern).parent.glob(Path(pattern).name))
+        if shutil.which("fuser") and files:
+            rows["spawn fuser " + ("/dev/nvidia*" if args.reader == "nvml" else "<sim>/nvidia*")] = (
+                spawn_cost(["fuser", *files], args.spawns)
+            )
+        print(
+            f"\nsample cost on {os.uname().nodename}: {gpus} GPU(s), {len(jobs)} CUDA job(s), reader {args.reader}"
+        )
+        print(f"{'what':<44} {'CPU ms (median)':>16} {'CPU ms (p95)':>13} {'wall ms (median)':>17}")
+        raw = {}
+        for label, (cpu, wall) in rows.items():
+            cpu_ms = sorted(c * 1e3 for c in cpu)
+            wall_ms = sorted(w * 1e3 for w in wall)
+            p95 = cpu_ms[min(len(cpu_ms) - 1, int(len(cpu_ms) * 0.95))]
+            print(
+                f"{label:<44} {statistics.median(cpu_ms):>16.3f} {p95:>13.3f} {statistics.median(wall_ms):>17.3f}"
+            )
+            raw[label] = {"cpu_ms": cpu_ms, "wall_ms": wall_ms}
+        if args.out:
+            args.out.write_text(json.dumps({"gpus": gpus, "jobs": len(jobs), "rows": raw}, indent=1))
+    finally:
+        for p in jobs:
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+        probe.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
