@@ -75,7 +75,7 @@ def _attribute(pid, facts, listed, lookup, stop):
     return Verdict(HIDDEN, "unattributed", [], [])
 
 
-def classify(listed, holders, lookup, self_pid, stop=None, in_container=False, zombies=None):
+def classify(listed, holders, lookup, self_pid, stop=None, foreign_pids=False, zombies=None):
     # type: (Dict[int, Dict[int, Optional[int]]], Set[int], Callable[[int], Optional[ProcFacts]], int, Optional[Set[int]], bool, Optional[Set[int]]) -> Dict[int, Verdict]
     """Classify every PID NVML lists, every device-file holder, and the given zombie candidates.
 
@@ -83,6 +83,7 @@ def classify(listed, holders, lookup, self_pid, stop=None, in_container=False, z
     holders: PIDs holding any GPU device file.
     lookup: facts of a live process, None when it is gone.
     stop: PIDs where an ancestry walk ends (the probe and its ancestors: they link everything).
+    foreign_pids: this /proc is not the host's PID namespace, so a missing listed PID may be alive.
     zombies: exited-unreaped PIDs that were GPU processes or are tied to one; each gets kind zombie.
     """
     stop = stop or set()
@@ -91,7 +92,7 @@ def classify(listed, holders, lookup, self_pid, stop=None, in_container=False, z
         facts = lookup(pid)
         gpus = sorted(mem)
         if facts is None:
-            out[pid] = Verdict(GHOST, "other-namespace" if in_container else "dead", gpus, [])
+            out[pid] = Verdict(GHOST, "other-namespace" if foreign_pids else "dead", gpus, [])
         elif facts.state == "Z":
             out[pid] = Verdict(GHOST, "zombie", gpus, [facts.ppid])
         elif pid == self_pid:

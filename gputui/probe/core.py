@@ -19,6 +19,7 @@ from .procfs import (
     ancestors,
     boot_time,
     in_container,
+    in_init_pid_namespace,
     read_cmdline,
     read_container,
     read_stat,
@@ -68,6 +69,9 @@ class Probe(object):
         self._gpu_seen = {}  # type: Dict[int, int]  # pid -> start time of past GPU processes
         self._boot = boot_time(proc)
         self._in_container = in_container(proc)
+        # NVML reports host PIDs: only outside the host's PID namespace can a listed PID be alive
+        # but invisible here (GPU_FACTS.md "Containers").
+        self._foreign_pids = not in_init_pid_namespace(proc)
         self.facts = {}  # type: Dict[str, Any]
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -101,6 +105,7 @@ class Probe(object):
                 python=platform.python_version(),
                 uid=os.getuid(),
                 in_container=self._in_container,
+                host_pid_namespace=not self._foreign_pids,
                 clock_ticks=CLOCK_TICKS,
                 device_prefix=self.reader.device_prefix,
             ),
@@ -147,11 +152,12 @@ class Probe(object):
         cpu0 = time.process_time()
         gpus, listed = self.read_gpus()
         t1 = time.perf_counter()
-        scan = self.scanner.scan(full=full or self.seq == 0)
+        scan = self.scanner.scan(full=full or self.seq == 0, watch=listed)
         t2 = time.perf_counter()
         processes = self.describe(listed, scan)
         t3 = time.perf_counter()
         self.seq += 1
+        check, worst = self.scanner.staleness()
         return {
             "type": "sample",
             "v": VERSION,
@@ -161,7 +167,9 @@ class Probe(object):
             "processes": processes,
             "scan": {
                 "full": scan.full,
-                "age": self.scanner.staleness_scans() * self.interval,
+                # Seconds within which a new holder is seen; the worst case (an fd number reused).
+                "age": round(check * self.interval, 3),
+                "worst_age": round(worst * self.interval, 3),
                 "unreadable": scan.unreadable,
             },
             "cost_ms": {
@@ -201,7 +209,7 @@ class Probe(object):
             lookup,
             self.pid,
             stop=self._ancestors | {self.pid},
-            in_container=self._in_container,
+            foreign_pids=self._foreign_pids,
             zombies=zombies,
         )
         now = time.time()

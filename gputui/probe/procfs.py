@@ -178,6 +178,16 @@ def ancestors(pid, proc=PROC):
     return chain
 
 
+def in_init_pid_namespace(proc=PROC):
+    # type: (str) -> bool
+    """Whether this /proc shows the host's PID namespace, the one NVML's PIDs belong to.
+
+    kthreadd (PID 2, parent 0) and every kernel thread exist only in the initial PID namespace, so
+    seeing it means a PID missing from /proc is dead, not merely in another namespace."""
+    stat = read_stat(2, proc)
+    return stat is not None and stat.ppid == 0 and bool(stat.flags & PF_KTHREAD)
+
+
 def in_container(proc=PROC):
     # type: (str) -> bool
     """Best guess whether this probe runs inside a container (so NVML's host PIDs are foreign here)."""

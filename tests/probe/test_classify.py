@@ -26,7 +26,7 @@ def test_listed_dead_pid_is_a_ghost_and_names_its_hidden_holder():
 
 
 def test_ghost_in_a_container_is_in_another_namespace():
-    out = classify({10: {0: 1}}, set(), facts({}), SELF, in_container=True)
+    out = classify({10: {0: 1}}, set(), facts({}), SELF, foreign_pids=True)
     assert out[10].reason == "other-namespace"
 
 

@@ -120,3 +120,53 @@ def test_every_holder_among_several_is_found(devdir, spawn):
     procs = [spawn(devdir / "nvidia0") for _ in range(5)]
     result = HolderScanner(str(devdir / "nvidia")).scan(full=True)
     assert all(p.pid in result.holders for p in procs)
+
+
+LATE_OPEN = """
+import os, sys
+print("started", flush=True)
+sys.stdin.readline()
+fd = os.open(sys.argv[1], os.O_RDONLY)
+print("opened", flush=True)
+sys.stdin.readline()
+"""
+
+
+def _late_opener(path):
+    p = subprocess.Popen(
+        [sys.executable, "-c", LATE_OPEN, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert p.stdout.readline().strip() == "started"
+    return p
+
+
+def _open_now(p):
+    p.stdin.write("\n")
+    p.stdin.flush()
+    assert p.stdout.readline().strip() == "opened"
+
+
+@pytest.mark.parametrize("check_every", [1, 3, 5])
+def test_known_process_that_opens_a_device_later_is_found_within_check_every(devdir, check_every):
+    p = _late_opener(devdir / "nvidiactl")
+    try:
+        scanner = HolderScanner(str(devdir / "nvidia"), refresh_every=1000, check_every=check_every)
+        assert p.pid not in scanner.scan(full=True).holders
+        _open_now(p)
+        found_after = next(i for i in range(1, check_every + 1) if p.pid in scanner.scan().holders)
+        assert found_after <= check_every
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_watched_pids_are_checked_every_scan(devdir):
+    p = _late_opener(devdir / "nvidia0")
+    try:
+        scanner = HolderScanner(str(devdir / "nvidia"), refresh_every=1000, check_every=1000)
+        scanner.scan(full=True)
+        _open_now(p)
+        assert p.pid in scanner.scan(watch={p.pid}).holders
+    finally:
+        p.kill()
+        p.wait()

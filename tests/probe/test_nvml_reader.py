@@ -1,0 +1,175 @@
+"""NVML-to-record conversion, against values recorded on a real 2 x H200 machine (bench/record_nvml.py).
+
+A fake `pynvml` module answers from the recording, so this runs without a GPU; tests/gpu runs the same
+reader against the real driver.
+"""
+
+import json
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from gputui.probe.core import Probe
+from gputui.probe.readers.base import ReaderError
+from gputui.probe.readers.nvml import NvmlReader
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+class NVMLError(Exception):
+    def __init__(self, value):
+        super().__init__(f"NVML error {value}")
+        self.value = value
+
+
+def fake_pynvml(recording, init_error=None, lost=()):
+    """A pynvml stand-in that answers from a recording; GPUs in `lost` fail like a fallen-off GPU."""
+    nv = types.SimpleNamespace(
+        NVMLError=NVMLError,
+        NVML_ERROR_LIBRARY_NOT_FOUND=12,
+        NVML_ERROR_DRIVER_NOT_LOADED=9,
+        NVML_ERROR_NO_PERMISSION=4,
+        NVML_ERROR_GPU_IS_LOST=15,
+        NVML_ERROR_NOT_SUPPORTED=3,
+        NVML_TEMPERATURE_GPU=0,
+        nvmlMemory_v2=0x2000028,
+    )
+    gpus = recording["gpus"]
+
+    def init():
+        if init_error is not None:
+            raise NVMLError(init_error)
+
+    def answer(key, wrap=None):
+        def fn(handle, *args):
+            if handle in lost:
+                raise NVMLError(15)
+            value = gpus[handle][key]
+            if isinstance(value, dict) and "nvml_error" in value:
+                raise NVMLError(value["nvml_error"])
+            return wrap(value) if wrap else value
+
+        return fn
+
+    def ns(d):
+        return types.SimpleNamespace(**d)
+
+    def memory(handle, version=None):
+        return answer("memory_v2" if version else "memory_v1", ns)(handle)
+
+    def procs(key):
+        return answer(key, lambda rows: [ns(r) for r in rows])
+
+    nv.nvmlInit = init
+    nv.nvmlShutdown = lambda: None
+    nv.nvmlDeviceGetCount = lambda: len(gpus)
+    nv.nvmlDeviceGetHandleByIndex = lambda i: i
+    nv.nvmlSystemGetDriverVersion = lambda: recording["driver"]
+    nv.nvmlSystemGetNVMLVersion = lambda: recording["nvml"]
+    nv.nvmlSystemGetCudaDriverVersion = lambda: recording["cuda"]
+    nv.nvmlDeviceGetName = answer("name")
+    nv.nvmlDeviceGetUUID = answer("uuid")
+    nv.nvmlDeviceGetMinorNumber = answer("minor")
+    nv.nvmlDeviceGetMemoryInfo = memory
+    nv.nvmlDeviceGetUtilizationRates = answer("util", ns)
+    nv.nvmlDeviceGetTemperature = lambda h, sensor: answer("temperature")(h)
+    nv.nvmlDeviceGetPowerUsage = answer("power")
+    nv.nvmlDeviceGetEnforcedPowerLimit = answer("power_limit")
+    nv.nvmlDeviceGetPersistenceMode = answer("persistence")
+    nv.nvmlDeviceGetComputeRunningProcesses = procs("compute")
+    nv.nvmlDeviceGetGraphicsRunningProcesses = procs("graphics")
+    nv.nvmlDeviceGetMPSComputeRunningProcesses = procs("mps")
+    return nv
+
+
+def load(name):
+    return json.loads((FIXTURES / name).read_text())
+
+
+@pytest.fixture
+def use(monkeypatch):
+    def install(nv):
+        monkeypatch.setitem(sys.modules, "pynvml", nv)
+        return NvmlReader()
+
+    return install
+
+
+def test_idle_h200_records(use):
+    reader = use(fake_pynvml(load("nvml_h200x2_idle.json")))
+    facts = reader.open()
+    assert facts == {"driver_version": "580.159.04", "nvml_version": "13.580.159.04", "cuda_driver_version": 13000}
+    gpus, listed = reader.read()
+    assert listed == {}
+    g = gpus[0]
+    assert g["name"] == "NVIDIA H200" and g["uuid"].startswith("GPU-") and g["minor"] == 0
+    assert g["memory_total"] == 150754820096  # 143,771 MiB (GPU_FACTS.md)
+    assert (g["memory_used"], g["memory_reserved"], g["memory_version"]) == (0, 644939776, 2)
+    assert g["power_limit"] == 700.0 and 50 < g["power_draw"] < 700
+    assert g["persistence"] is True and g["error"] is None
+
+
+def test_job_h200_lists_the_process_with_its_memory(use):
+    rec = load("nvml_h200x2_job.json")
+    reader = use(fake_pynvml(rec))
+    reader.open()
+    gpus, listed = reader.read()
+    (pid,) = [p["pid"] for p in rec["gpus"][0]["compute"]]
+    assert listed == {pid: {0: rec["gpus"][0]["compute"][0]["usedGpuMemory"]}}
+    assert gpus[0]["memory_used"] > 3 << 30
+
+
+def test_v1_only_driver_falls_back_and_probe_learns_the_baseline(use):
+    rec = load("nvml_h200x2_idle.json")
+    for g in rec["gpus"]:
+        g["memory_v2"] = {"nvml_error": 3}  # not supported
+    probe = Probe(use(fake_pynvml(rec)))
+    probe.start()
+    gpus, _ = probe.read_gpus()
+    assert gpus[0]["memory_version"] == 1 and gpus[0]["memory_reserved"] is None
+    # v1 counts the driver's reserve as used: the idle figure is learned while nothing is listed.
+    assert gpus[0]["memory_baseline"] == 644939776 and Probe.gpu_is_idle(gpus[0])
+
+
+def test_unsupported_fields_are_null_not_errors(use):
+    rec = load("nvml_h200x2_idle.json")
+    for key in ("temperature", "power", "power_limit", "util", "persistence", "minor"):
+        rec["gpus"][1][key] = {"nvml_error": 3}
+    reader = use(fake_pynvml(rec))
+    reader.open()
+    g = reader.read()[0][1]
+    for key in ("temperature", "power_draw", "power_limit", "util_gpu", "util_mem", "persistence", "minor"):
+        assert g[key] is None, key
+    assert g["memory_total"] == 150754820096
+
+
+def test_lost_gpu_is_marked_not_raised(use):
+    reader = use(fake_pynvml(load("nvml_h200x2_idle.json"), lost={1}))
+    reader.open()
+    gpus, _ = reader.read()
+    assert gpus[0]["error"] is None and gpus[1]["error"] == "gpu-lost" and gpus[1]["memory_used"] is None
+
+
+@pytest.mark.parametrize(("code", "expected"), [(12, "no-driver"), (9, "no-driver"), (4, "no-permission")])
+def test_init_failures_become_reader_errors(use, code, expected):
+    reader = use(fake_pynvml(load("nvml_h200x2_idle.json"), init_error=code))
+    with pytest.raises(ReaderError) as err:
+        reader.open()
+    assert err.value.code == expected
+
+
+def test_missing_library(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import fails
+    with pytest.raises(ReaderError) as err:
+        NvmlReader().open()
+    assert err.value.code == "no-library"
+
+
+def test_probe_without_driver_still_streams_holders(use):
+    probe = Probe(use(fake_pynvml(load("nvml_h200x2_idle.json"), init_error=9)))
+    hello = probe.start()
+    assert hello["error"]["code"] == "no-driver"
+    sample = probe.sample()
+    assert sample["gpus"] == [] and isinstance(sample["processes"], list)
