@@ -5,9 +5,10 @@ kernel's readlink (GPU_FACTS.md "Costs": ~4.6 us per fd). The steady-state scan 
 - a process seen for the first time (new pid, or the same pid with another start time) is read in full;
 - a known holder, and every PID NVML lists (`watch`), has its fd directory listed every scan, and
   only fd numbers not seen before are read;
-- a known non-holder is listed once every `check_every` scans (round-robin by pid): a long-running
-  process that opens a GPU file later is found within that many scans (one that makes a CUDA context
-  is listed by NVML at once, and so watched from the next scan);
+- a known non-holder is listed once every `check_every` scans (round-robin by pid), and on a busy
+  host less often, so that about `budget` such directories are listed per scan: a long-running
+  process that opens a GPU file later is found within that many scans (one that makes a CUDA
+  context is listed by NVML at once, and so watched from the next scan);
 - fd numbers are reused (fd 7 closed, later reopened as /dev/nvidiactl), so a cache keyed by fd
   number can miss a new holder: every process has every link re-read once every `refresh_every`
   scans. That bounds how stale the view can be; the probe reports the bound in each sample.
@@ -57,12 +58,14 @@ class ScanResult(object):
 class HolderScanner(object):
     """Keeps a per-process fd cache; scan() returns the current holders of `prefix*` files."""
 
-    def __init__(self, prefix="/dev/nvidia", proc=PROC, refresh_every=30, check_every=5):
-        # type: (str, str, int, int) -> None
+    def __init__(self, prefix="/dev/nvidia", proc=PROC, refresh_every=30, check_every=5, budget=100):
+        # type: (str, str, int, int, int) -> None
         self.prefix = prefix
         self.proc = proc
-        self.refresh_every = max(1, refresh_every)
-        self.check_every = max(1, min(check_every, self.refresh_every))
+        self.base_refresh_every = self.refresh_every = max(1, refresh_every)
+        self.min_check_every = max(1, min(check_every, self.refresh_every))
+        self.check_every = self.min_check_every
+        self.budget = max(1, budget)
         self._cache = {}  # type: Dict[int, Entry]
         self._scans = 0
 
@@ -96,6 +99,9 @@ class HolderScanner(object):
             if entry.holds:
                 result.holders[pid] = (entry.start_time, entry.holds)
         self._cache = fresh
+        # Keep the round-robin to about `budget` listings per scan however many processes there are.
+        self.check_every = max(self.min_check_every, -(-len(fresh) // self.budget))
+        self.refresh_every = max(self.base_refresh_every, 4 * self.check_every)
         return result
 
     def _identify(self, pid, entry):
