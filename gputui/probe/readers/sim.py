@@ -1,0 +1,873 @@
+"""Simulated GPUs whose memory is owned by real processes (the `sim` reader, for --demo and tests).
+
+It behaves like docs/GPU_FACTS.md says the real driver does, using real processes and real files:
+
+- The "driver" lives in a directory, `<base>/`: device files `<base>/dev/nvidia*` (regular files) and
+  one file per CUDA context, `<base>/ctx/<gpu>-<pid>-<serial>.ctx`, JSON {"gpu", "pid", "bytes",
+  "util"}, on which the process that made it holds flock(LOCK_SH). flock locks belong to the open
+  file description, so a forked child that inherits the fd keeps the memory after its parent died
+  (a ghost), and exit (any exit: SIGKILL, crash) releases it. A zombie has no fds: it holds nothing.
+- The reader watches every context from a thread blocked in flock(LOCK_EX); when that returns, every
+  holder is gone, and the memory is released 0.10 to 0.18 s later (seeded), like NVML. Until then
+  the context's owner PID stays listed, alive or not. Any process may make contexts
+  (`create_context`); any SimReader on the directory (`attach=True`) sees the same state.
+- Jobs are real `python3 -S <base>/bin/<name>.py ARGS` processes (source: simjob.py) started by a
+  session process (a child subreaper that reaps them and their orphans). The reader holds the write
+  end of a "lifeline" pipe every sim process watches: when the reader closes or its process dies,
+  even by SIGKILL, every job exits (and the session removes the directory).
+
+Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
+"""
+
+import fcntl
+import json
+import os
+import pwd
+import random
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any, Dict, List, Optional, Tuple  # noqa: F401  (used in type comments)
+
+from .base import Listed, Reader, ReaderError  # noqa: F401
+from .simjob import WORKER_SOURCE
+
+GiB = 1 << 30
+MEMORY_TOTAL = 150754820096  # H200, GPU_FACTS "Memory figures"
+MEMORY_RESERVED = 644874240  # 615 MiB, reported apart from `used` by memory info v2
+POWER_LIMIT = 700.0
+RELEASE_DELAY = (0.10, 0.18)  # GPU_FACTS: NVML stops listing and memory is back 0.10 to 0.18 s after exit
+GPU_NAME = "NVIDIA H200 (sim)"
+FACTS = {
+    "driver_version": "580.159.04-sim",
+    "nvml_version": "13.580.159.04-sim",
+    "cuda_driver_version": 13000,
+}
+
+ROLES = ("busy", "idle", "ignore-term", "ghost", "hidden", "zombie", "monitor")
+CONTEXT_ROLES = ("busy", "idle", "ignore-term", "ghost", "zombie")
+DEFAULT_NAMES = {
+    "busy": "train.py",
+    "idle": "notebook_kernel.py",
+    "ignore-term": "serve.py",
+    "ghost": "train.py",
+    "hidden": "probe_cuda.py",
+    "zombie": "bench.py",
+    "monitor": "nv_hostengine.py",
+}
+MONITOR_COMM = "nv-hostengine"
+SCENARIOS = ("demo", "empty")
+SESSION_SCRIPT = "gputui_sim_session.py"
+SPAWN_TIMEOUT = 20.0  # seconds for a job to start and settle (Python start-up on a loaded 2-core CI box)
+CLOSE_TIMEOUT = 10.0
+JITTER_LEN = 97  # utilization jitter repeats after this many reads
+
+
+def _worker_functions():
+    # type: () -> Dict[str, Any]
+    """The worker's helpers (open_devices, create_context, start_time), run in this process."""
+    namespace = {"__name__": "gputui_sim_worker"}  # type: Dict[str, Any]
+    exec(compile(WORKER_SOURCE, "<gputui sim worker>", "exec"), namespace)
+    return namespace
+
+
+_WORKER = _worker_functions()
+
+
+def create_context(directory, gpu, nbytes, util=0):
+    # type: (str, int, int, int) -> int
+    """Allocate `nbytes` on `gpu` of the sim at `directory` for the calling process.
+
+    Returns the fd that holds the memory: it is released once this fd is closed in every process
+    that has a copy (a forked child keeps it). The caller should also hold the device files
+    (`open_devices`), as a CUDA process does."""
+    return _WORKER["create_context"](directory, gpu, nbytes, util)
+
+
+def open_devices(directory):
+    # type: (str) -> List[int]
+    """Open every device file of the sim at `directory`, as an NVML client does; return the fds
+    (the caller closes them)."""
+    return _WORKER["open_devices"](directory, False)
+
+
+def start_time(pid):
+    # type: (int) -> Optional[int]
+    """Field 22 of /proc/PID/stat, or None when the process is gone."""
+    return _WORKER["start_time"](pid)
+
+
+def _pidfd_open(pid):
+    # type: (int) -> Optional[int]
+    """A pidfd for `pid`, or None where the kernel or Python (< 3.9) has none.
+
+    Raises ProcessLookupError when the process does not exist."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        return opener(pid)
+    except ProcessLookupError:
+        raise
+    except OSError:
+        return None
+
+
+def signal_checked(pid, expected_start, sig):
+    # type: (int, Optional[int], int) -> bool
+    """Send `sig` to `pid` only if it is still the process that started at `expected_start`.
+
+    With a pidfd the check and the signal cannot be fooled by PID reuse. Returns whether it was sent."""
+    try:
+        fd = _pidfd_open(pid)
+    except ProcessLookupError:
+        return False
+    try:
+        if expected_start is None or start_time(pid) != expected_start:
+            return False
+        if fd is not None and hasattr(signal, "pidfd_send_signal"):
+            signal.pidfd_send_signal(fd, sig)
+        else:
+            os.kill(pid, sig)
+        return True
+    except OSError:
+        return False
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def wait_exit(pid, expected_start, timeout):
+    # type: (int, Optional[int], float) -> bool
+    """Wait until the process `pid` (started at `expected_start`) has exited and been reaped.
+
+    Event-driven with a pidfd; the /proc check after it only covers the instant between exit and
+    reaping. Without pidfds (Python 3.8, old kernels) it polls every 5 ms. Returns whether it is gone."""
+    deadline = time.monotonic() + timeout
+    try:
+        fd = _pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    if fd is not None:
+        try:
+            if start_time(pid) == expected_start:
+                poller = select.poll()  # a pidfd is readable once the process has exited
+                poller.register(fd, select.POLLIN)
+                poller.poll(max(0, int((deadline - time.monotonic()) * 1000)))
+        finally:
+            os.close(fd)
+    while start_time(pid) == expected_start:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.002 if fd is not None else 0.005)
+    return True
+
+
+class SimError(RuntimeError):
+    """A sim job could not be started or did not settle."""
+
+
+class SimJob(object):
+    """A process started by SimReader.spawn (plain attributes; pids are set once it is ready).
+
+    - pid, start_time: the job (for a ghost: the parent, which has exited by the time spawn returns);
+    - child_pid, child_start_time: ghost: the data-loader child that really holds the memory;
+      zombie: the unreaped child (state Z); None for other roles;
+    - role, name (script name), argv (full command line), gpus (GPUs it has contexts on),
+      memory (bytes per context), util (percent), uid, serial."""
+
+    def __init__(self, role, name, argv, gpus, memory, util, uid, serial, log):
+        # type: (str, str, List[str], List[int], int, int, Optional[int], int, str) -> None
+        self.role = role
+        self.name = name
+        self.argv = argv
+        self.gpus = gpus
+        self.memory = memory
+        self.util = util
+        self.uid = uid
+        self.serial = serial
+        self.log = log
+        self.pid = None  # type: Optional[int]
+        self.start_time = None  # type: Optional[int]
+        self.child_pid = None  # type: Optional[int]
+        self.child_start_time = None  # type: Optional[int]
+
+    def processes(self):
+        # type: () -> List[Tuple[int, Optional[int]]]
+        """(pid, start_time) of every process of this job."""
+        found = []  # type: List[Tuple[int, Optional[int]]]
+        if self.pid is not None:
+            found.append((self.pid, self.start_time))
+        if self.child_pid is not None:
+            found.append((self.child_pid, self.child_start_time))
+        return found
+
+    def signal(self, sig, child=False):
+        # type: (int, bool) -> bool
+        """Signal the job (or its child), checked against its start time."""
+        if child:
+            return self.child_pid is not None and signal_checked(self.child_pid, self.child_start_time, sig)
+        return self.pid is not None and signal_checked(self.pid, self.start_time, sig)
+
+    def __repr__(self):
+        # type: () -> str
+        fields = (self.role, self.name, self.pid, self.child_pid, self.gpus)
+        return "SimJob(%s %s pid=%s child=%s gpus=%s)" % fields
+
+
+class _Context(object):
+    """One context as the reader sees it; `release_at` (monotonic) is set once every holder is gone."""
+
+    __slots__ = ("gpu", "name", "nbytes", "pid", "release_at", "util")
+
+    def __init__(self, name, gpu, pid, nbytes, util):
+        # type: (str, int, int, int, int) -> None
+        self.name = name
+        self.gpu = gpu
+        self.pid = pid
+        self.nbytes = nbytes
+        self.util = util
+        self.release_at = None  # type: Optional[float]
+
+
+class SimReader(Reader):
+    """Simulated H200s. `open()` builds the sim directory and runs the scenario ("demo", "empty");
+    `attach=True` reads the existing sim directory `base_dir` instead (no jobs of its own)."""
+
+    name = "sim"
+
+    def __init__(
+        self, gpus=4, scenario="demo", variant=0, seed=0, base_dir=None, attach=False, hostname=None
+    ):
+        # type: (int, Optional[str], Optional[int], Optional[int], Optional[str], bool, Optional[str]) -> None
+        scenario = scenario or "demo"
+        if scenario not in SCENARIOS:
+            raise ValueError("unknown sim scenario %r (known: %s)" % (scenario, ", ".join(SCENARIOS)))
+        if not 1 <= int(gpus) <= 64:
+            raise ValueError("sim gpus must be 1 to 64, not %r" % (gpus,))
+        if attach and not base_dir:
+            raise ValueError("attach=True needs base_dir, the sim directory to read")
+        self.gpus = int(gpus)
+        self.scenario = scenario
+        self.variant = int(variant or 0)
+        self.seed = int(seed or 0)
+        self.base_dir = base_dir
+        self.attach = attach
+        self.hostname = hostname
+        self.directory = None  # type: Optional[str]
+        self.device_paths = []  # type: List[str]
+        self.jobs = []  # type: List[SimJob]
+        self._cond = threading.Condition()  # guards everything below that threads share
+        self._contexts = {}  # type: Dict[str, _Context]
+        self._retired = set()  # type: set  # released names whose file may still be listed
+        self._reads = 0
+        self._serial = 0
+        self._spawns = {}  # type: Dict[int, Dict[str, Dict[str, Any]]]  # serial -> event -> message
+        self._spawned = []  # type: List[Tuple[int, Optional[int]]]  # every pid the session started
+        self._all_gone = False  # EOF on the status pipe: the session and every job have exited
+        self._stop = threading.Event()
+        self._send_lock = threading.Lock()
+        self._device_fds = []  # type: List[int]
+        self._session = None  # type: Optional[subprocess.Popen]
+        self._lifeline_w = None  # type: Optional[int]
+        self._commands_w = None  # type: Optional[int]
+        self._status_r = None  # type: Optional[int]
+        self._status_thread = None  # type: Optional[threading.Thread]
+        self._opened = False
+        self._closed = False
+        self._rng = random.Random("gputui-sim:%d:%d" % (self.seed, self.variant))
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def open(self):
+        # type: () -> Dict[str, object]
+        if self._opened:
+            raise ReaderError("no-driver", "the sim reader is already open")
+        self._opened = True
+        try:
+            if self.attach:
+                self._attach_directory()
+            else:
+                self._make_directory()
+            self._setup_gpus()
+            # Like every NVML client, the reader holds every device file while it is open.
+            self._device_fds = [os.open(path, os.O_RDONLY) for path in self.device_paths]
+            if not self.attach:
+                self._start_session()
+                self._run_scenario()
+            self.read()
+        except ReaderError:
+            self.close()
+            raise
+        except (OSError, SimError) as exc:
+            self.close()
+            raise ReaderError("no-driver", "sim: %s" % exc) from exc
+        facts = dict(FACTS)  # type: Dict[str, object]
+        if self.hostname:
+            facts["hostname"] = self.hostname
+        return facts
+
+    def close(self):
+        # type: () -> None
+        """Stop every process of the sim and remove its directory (the attach mode only lets go)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        if self._session is not None:
+            self._stop_session()
+        for fd in self._device_fds:
+            os.close(fd)
+        self._device_fds = []
+        if not self.attach and self.directory is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __enter__(self):
+        # type: () -> SimReader
+        self.open()
+        return self
+
+    def __exit__(self, *exc_info):
+        # type: (*Any) -> None
+        self.close()
+
+    @property
+    def session_pid(self):
+        # type: () -> Optional[int]
+        """PID of the session process that starts and reaps the jobs (None in attach mode)."""
+        return self._session.pid if self._session is not None else None
+
+    def jobs_with_role(self, role):
+        # type: (str) -> List[SimJob]
+        return [job for job in self.jobs if job.role == role]
+
+    # -- the sim directory -------------------------------------------------------------------
+
+    def _make_directory(self):
+        # type: () -> None
+        # realpath: /proc/PID/fd links name the real path, and the holder scan matches on the prefix.
+        base = os.path.realpath(tempfile.mkdtemp(prefix="gputui-sim-", dir=self.base_dir))
+        self.directory = base
+        os.chmod(base, 0o755)  # mkdtemp makes it 0700; jobs may run as another user
+        for sub, mode in (("dev", 0o755), ("dev/nvidia-caps", 0o755), ("bin", 0o755), ("log", 0o755)):
+            os.mkdir(os.path.join(base, sub))
+            os.chmod(os.path.join(base, sub), mode)
+        os.mkdir(os.path.join(base, "ctx"))
+        os.chmod(os.path.join(base, "ctx"), 0o1777)  # any user may allocate; like /tmp
+        for path in self._device_path_list(base):
+            # 4 KiB, so CUDA-like jobs can mmap them (a CUDA process maps nvidiaN, nvidiactl, nvidia-uvm).
+            with open(path, "wb") as f:
+                f.truncate(4096)
+            os.chmod(path, 0o666)
+        meta = {
+            "version": 1,
+            "gpus": self.gpus,
+            "seed": self.seed,
+            "variant": self.variant,
+            "scenario": self.scenario,
+            "hostname": self.hostname,
+        }
+        self._write_file(os.path.join(base, "sim.json"), json.dumps(meta, indent=1) + "\n", 0o644)
+
+    def _attach_directory(self):
+        # type: () -> None
+        base = os.path.realpath(str(self.base_dir))
+        try:
+            with open(os.path.join(base, "sim.json")) as f:
+                meta = json.load(f)
+        except (OSError, ValueError) as exc:
+            raise ReaderError("no-gpu", "no sim at %s: %s" % (base, exc)) from exc
+        self.directory = base
+        self.gpus = int(meta["gpus"])
+        self.seed = int(meta["seed"])
+        self.variant = int(meta.get("variant", 0))
+        self.scenario = meta.get("scenario", self.scenario)
+        self.hostname = self.hostname or meta.get("hostname")
+
+    def _device_path_list(self, base):
+        # type: (str) -> List[str]
+        dev = os.path.join(base, "dev")
+        paths = [os.path.join(dev, "nvidia%d" % i) for i in range(self.gpus)]
+        paths += [os.path.join(dev, name) for name in ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools")]
+        paths += [os.path.join(dev, "nvidia-caps", "nvidia-cap%d" % i) for i in (1, 2)]
+        return paths
+
+    def _setup_gpus(self):
+        # type: () -> None
+        """Fixed per-GPU looks (UUIDs, temperature offsets, jitter), all from the seed and variant."""
+        base = str(self.directory)
+        self.device_paths = self._device_path_list(base)
+        self.device_prefix = os.path.join(base, "dev", "nvidia")
+        self._ctx_dir = os.path.join(base, "ctx")
+        rng = random.Random("gputui-sim-gpus:%d:%d" % (self.seed, self.variant))
+        self._uuids = []  # type: List[str]
+        self._offsets = []  # type: List[int]
+        self._jitter = []  # type: List[List[int]]
+        for _ in range(self.gpus):
+            h = "%032x" % rng.getrandbits(128)
+            self._uuids.append("GPU-%s-%s-%s-%s-%s" % (h[:8], h[8:12], h[12:16], h[16:20], h[20:]))
+            self._offsets.append(rng.randint(0, 3))
+            self._jitter.append([rng.randint(-3, 3) for _ in range(JITTER_LEN)])
+
+    def _write_file(self, path, text, mode):
+        # type: (str, str, int) -> None
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.chmod(tmp, mode)
+        os.rename(tmp, path)
+
+    def _script(self, name):
+        # type: (str) -> str
+        """`<base>/bin/<name>`, holding the worker program, so `ps` shows a realistic command."""
+        path = os.path.join(str(self.directory), "bin", name)
+        if not os.path.exists(path):
+            self._write_file(path, WORKER_SOURCE, 0o644)
+        return path
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def read(self):
+        # type: () -> Tuple[List[Dict[str, object]], Listed]
+        """GPU records and NVML's listing: a listdir of ctx/ plus dict work (polled every 20 ms)."""
+        if self._closed or self.directory is None:
+            raise ReaderError("no-driver", "the sim reader is closed")
+        now = time.monotonic()
+        used = [0] * self.gpus
+        util = [0] * self.gpus
+        listed = {}  # type: Listed
+        with self._cond:
+            self._reads += 1
+            reads = self._reads
+            try:
+                names = os.listdir(self._ctx_dir)
+            except OSError:
+                names = []
+            self._track_new(names)
+            for name, ctx in list(self._contexts.items()):
+                if ctx.release_at is not None and now >= ctx.release_at:
+                    self._retire(name)
+                    continue
+                used[ctx.gpu] += ctx.nbytes
+                util[ctx.gpu] += ctx.util
+                on_gpu = listed.setdefault(ctx.pid, {})
+                on_gpu[ctx.gpu] = (on_gpu.get(ctx.gpu) or 0) + ctx.nbytes
+        gpus = [self._gpu_record(i, used[i], min(100, util[i]), reads) for i in range(self.gpus)]
+        return gpus, listed
+
+    def _gpu_record(self, index, used, util, reads):
+        # type: (int, int, int, int) -> Dict[str, object]
+        if util > 0:
+            # Jitter by read count, not wall time, so screenshots are reproducible.
+            util = max(1, min(100, util + self._jitter[index][reads % JITTER_LEN]))
+        offset = self._offsets[index]
+        return {
+            "index": index,
+            "minor": index,
+            "uuid": self._uuids[index],
+            "name": GPU_NAME,
+            "memory_total": MEMORY_TOTAL,
+            "memory_used": used,
+            "memory_reserved": MEMORY_RESERVED,
+            "memory_version": 2,
+            "util_gpu": util,
+            "util_mem": (util * 3) // 5,
+            "temperature": 30 + offset + util // 3,
+            "power_draw": round(min(POWER_LIMIT, 75.0 + 0.7 * offset + 6.0 * util), 1),
+            "power_limit": POWER_LIMIT,
+            "persistence": True,
+            "error": None,
+        }
+
+    def _track_new(self, names):
+        # type: (List[str]) -> None
+        """Start watching contexts not seen before (called with self._cond held)."""
+        present = set()
+        for name in names:
+            if not name.endswith(".ctx"):
+                continue  # ".<name>.tmp": a context being made, not visible yet
+            present.add(name)
+            if name in self._contexts or name in self._retired:
+                continue
+            ctx = self._load(name)
+            if ctx is None:
+                continue
+            self._contexts[name] = ctx
+            threading.Thread(target=self._watch, args=(ctx,), name="gputui-sim-ctx", daemon=True).start()
+        if self._retired:
+            self._retired &= present  # a name can never come back: names carry a random part
+
+    def _load(self, name):
+        # type: (str) -> Optional[_Context]
+        try:
+            gpu_text, pid_text, _ = name.split("-", 2)
+            gpu, pid = int(gpu_text), int(pid_text)
+            with open(os.path.join(self._ctx_dir, name)) as f:
+                data = json.load(f)
+            nbytes, util = int(data["bytes"]), int(data.get("util", 0))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # gone already, or not a context
+        if not 0 <= gpu < self.gpus:
+            return None
+        return _Context(name, gpu, pid, nbytes, util)
+
+    def _retire(self, name):
+        # type: (str) -> None
+        """Forget a released context and delete its file (called with self._cond held)."""
+        del self._contexts[name]
+        self._retired.add(name)
+        try:
+            os.unlink(os.path.join(self._ctx_dir, name))
+        except OSError:
+            pass
+
+    def _release_delay(self, name):
+        # type: (str) -> float
+        # Seeded per context, so every reader of this sim (attach mode too) releases it at once.
+        return random.Random("gputui-sim-release:%d:%s" % (self.seed, name)).uniform(*RELEASE_DELAY)
+
+    def _watch(self, ctx):
+        # type: (_Context) -> None
+        """Wait, blocked in flock(LOCK_EX), until every holder of the context has exited."""
+        path = os.path.join(self._ctx_dir, ctx.name)
+        delay = 0.0  # the file is gone: another reader released it already
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            fd = None
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)  # let other readers' watchers through at once
+            delay = self._release_delay(ctx.name)
+        with self._cond:
+            ctx.release_at = time.monotonic() + delay
+            self._cond.notify_all()
+        # Delete the file when the memory is back even if nobody reads, so a reader attaching later
+        # never sees a long-dead context.
+        if not self._stop.wait(delay):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+    def wait_released(self, pid, timeout=5.0):
+        # type: (int, float) -> bool
+        """Wait until `pid` is listed on no GPU (its memory released); return whether it happened."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if pid not in self.read()[1]:
+                return True
+            with self._cond:
+                now = time.monotonic()
+                if now >= deadline:
+                    return False
+                pending = [c.release_at for c in self._contexts.values() if c.pid == pid]
+                if not pending:
+                    continue
+                if None in pending:
+                    wait = deadline - now  # a watcher notifies when a holder goes
+                else:
+                    wait = max(0.0, min(r for r in pending if r is not None) - now)
+                self._cond.wait(min(wait, deadline - now))
+
+    # -- the session process and jobs --------------------------------------------------------
+
+    def _start_session(self):
+        # type: () -> None
+        lifeline_r, self._lifeline_w = os.pipe()
+        commands_r, self._commands_w = os.pipe()
+        self._status_r, status_w = os.pipe()
+        config = {"dir": self.directory, "lifeline": lifeline_r, "commands": commands_r, "status": status_w}
+        env = self._env(None)
+        env["GPUTUI_SIM_INIT"] = json.dumps(config)
+        script = self._script(SESSION_SCRIPT)
+        with open(os.path.join(str(self.directory), "log", "session.log"), "ab") as log:
+            self._session = subprocess.Popen(
+                [sys.executable, "-S", script],
+                pass_fds=(lifeline_r, commands_r, status_w),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                start_new_session=True,
+            )
+        # Only the session and the jobs may hold these; the status pipe reaches EOF when all are gone.
+        for fd in (lifeline_r, commands_r, status_w):
+            os.close(fd)
+        self._status_thread = threading.Thread(
+            target=self._read_status, name="gputui-sim-status", daemon=True
+        )
+        self._status_thread.start()
+
+    def _stop_session(self):
+        # type: () -> None
+        session = self._session
+        assert session is not None
+        with self._cond:
+            known = list(self._spawned)
+        for job in self.jobs:
+            known.extend(job.processes())
+        for pid, started in known:
+            signal_checked(pid, started, signal.SIGKILL)
+        # EOF on the lifeline: every job exits; the session kills and reaps whatever is left.
+        with self._send_lock:  # a concurrent spawn must not write to a closed (or reused) fd
+            for fd in (self._lifeline_w, self._commands_w):
+                if fd is not None:
+                    os.close(fd)
+            self._lifeline_w = self._commands_w = None
+        try:
+            session.wait(CLOSE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            session.kill()
+            session.wait(CLOSE_TIMEOUT)
+        with self._cond:
+            self._cond.wait_for(lambda: self._all_gone, CLOSE_TIMEOUT)
+            all_gone = self._all_gone
+        if all_gone and self._status_r is not None:
+            os.close(self._status_r)  # the status thread has finished with it
+            self._status_r = None
+
+    def _read_status(self):
+        # type: () -> None
+        """Dispatch the JSON lines the session and the jobs write (spawned, ready, error)."""
+        pending = b""
+        status_r = self._status_r
+        assert status_r is not None
+        while True:
+            try:
+                data = os.read(status_r, 65536)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            pending += data
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                try:
+                    message = json.loads(line.decode())
+                except ValueError:
+                    continue
+                self._on_status(message)
+        with self._cond:
+            self._all_gone = True
+            self._cond.notify_all()
+
+    def _on_status(self, message):
+        # type: (Dict[str, Any]) -> None
+        with self._cond:
+            events = self._spawns.setdefault(int(message.get("serial", 0)), {})
+            events[str(message.get("event"))] = message
+            for key, start_key in (("pid", "start_time"), ("child_pid", "child_start_time")):
+                if message.get(key) is not None:
+                    self._spawned.append((int(message[key]), message.get(start_key)))
+            self._cond.notify_all()
+
+    def _env(self, user):
+        # type: (Optional[pwd.struct_passwd]) -> Dict[str, str]
+        env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "LANG": "C.UTF-8"}
+        if user is not None:
+            env.update(HOME=user.pw_dir, USER=user.pw_name, LOGNAME=user.pw_name)
+        elif "HOME" in os.environ:
+            env["HOME"] = os.environ["HOME"]
+        return env
+
+    def _user(self, user):
+        # type: (Any) -> Optional[pwd.struct_passwd]
+        if user is None:
+            return None
+        try:
+            entry = pwd.getpwuid(user) if isinstance(user, int) else pwd.getpwnam(str(user))
+        except KeyError:
+            raise SimError("no such user: %r" % (user,)) from None
+        if entry.pw_uid != os.getuid() and os.geteuid() != 0:
+            raise SimError("only root can run a sim job as another user (%s)" % entry.pw_name)
+        return entry
+
+    def spawn(
+        self, role, gpu=0, memory=GiB, util=None, name=None, argv=None, user=None, comm=None, timeout=None
+    ):
+        # type: (str, Any, int, Optional[int], Optional[str], Optional[List[str]], Any, Optional[str], Optional[float]) -> SimJob
+        """Start a job and return it once settled (see docs in the module and SimJob).
+
+        role: busy (util 85-99 unless given, burns a little CPU), idle (util 0), ignore-term
+        (SIG_IGN for SIGTERM), ghost (parent allocates, forks a child that inherits everything, exits),
+        hidden (holds the device files only, own session), zombie (allocates, forks a child that
+        allocates and exits unreaped), monitor (holds the device files, comm "nv-hostengine").
+        gpu: an index or a list (one context on each); memory: bytes per context; name: the script
+        name; argv: its arguments; user: a uid or user name (root only); comm: a process name."""
+        job = self._start_job(role, gpu, memory, util, name, argv, user, comm)
+        return self._finish_job(job, time.monotonic() + (timeout or SPAWN_TIMEOUT))
+
+    def _start_job(self, role, gpu, memory, util, name, argv, user, comm):
+        # type: (str, Any, int, Optional[int], Optional[str], Optional[List[str]], Any, Optional[str]) -> SimJob
+        if self._session is None or self._closed:
+            raise SimError("only an open SimReader that created its sim (not attach=True) can spawn")
+        if role not in ROLES:
+            raise ValueError("unknown sim role %r (known: %s)" % (role, ", ".join(ROLES)))
+        gpus = [] if role not in CONTEXT_ROLES else ([gpu] if isinstance(gpu, int) else list(gpu))
+        for index in gpus:
+            if not 0 <= index < self.gpus:
+                raise ValueError("no GPU %r in this sim (%d GPUs)" % (index, self.gpus))
+        if util is None:
+            util = self._rng.randint(85, 99) if role == "busy" else 0
+        util = max(0, min(100, int(util)))
+        name = name or DEFAULT_NAMES[role]
+        if "/" in name or name.startswith("."):
+            raise ValueError("a job name is a plain file name, not %r" % (name,))
+        if comm is None and role == "monitor":
+            comm = MONITOR_COMM
+        entry = self._user(user)
+        with self._cond:
+            self._serial += 1
+            serial = self._serial
+            self._spawns[serial] = {}
+        log = os.path.join(str(self.directory), "log", "%d-%s.log" % (serial, name))
+        command = [sys.executable, "-S", self._script(name)] + [str(a) for a in (argv or [])]
+        uid = entry.pw_uid if entry is not None else None
+        job = SimJob(role, name, command, gpus, int(memory), util, uid, serial, log)
+        config = {
+            "serial": serial,
+            "role": role,
+            "dir": self.directory,
+            "gpus": gpus,
+            "memory": int(memory),
+            "util": util,
+            "comm": comm,
+        }
+        env = self._env(entry)
+        env["GPUTUI_SIM_JOB"] = json.dumps(config)
+        request = {"serial": serial, "argv": command, "env": env, "uid": uid, "log": log}
+        request["gid"] = entry.pw_gid if entry is not None else None
+        self._send(request)
+        self.jobs.append(job)
+        return job
+
+    def _send(self, request):
+        # type: (Dict[str, Any]) -> None
+        data = (json.dumps(request) + "\n").encode()
+        with self._send_lock:
+            fd = self._commands_w
+            if fd is None:
+                raise SimError("the sim is closed")
+            try:
+                while data:
+                    data = data[os.write(fd, data) :]
+            except OSError as exc:
+                raise SimError("the sim session process is gone: %s" % exc) from exc
+
+    def _finish_job(self, job, deadline):
+        # type: (SimJob, float) -> SimJob
+        """Wait for the job's ready report, then until its role has settled."""
+        ready = self._wait_ready(job, deadline)
+        job.pid, job.start_time = ready["pid"], ready.get("start_time")
+        job.child_pid, job.child_start_time = ready.get("child_pid"), ready.get("child_start_time")
+        if job.role == "ghost" and not wait_exit(job.pid, job.start_time, deadline - time.monotonic()):
+            raise SimError("%r: the ghost's parent did not exit" % job)
+        if job.role == "zombie" and not self.wait_released(job.child_pid, deadline - time.monotonic()):
+            raise SimError("%r: the zombie's memory was not released" % job)
+        self.read()  # start watching its contexts now
+        return job
+
+    def _wait_ready(self, job, deadline):
+        # type: (SimJob, float) -> Dict[str, Any]
+        died = None  # type: Optional[float]
+        with self._cond:
+            while True:
+                events = self._spawns.get(job.serial, {})
+                if "error" in events:
+                    raise SimError("%s %s: %s" % (job.role, job.name, events["error"].get("message")))
+                if "ready" in events:
+                    return events["ready"]
+                spawned = events.get("spawned")
+                if died is None and spawned and start_time(spawned["pid"]) != spawned.get("start_time"):
+                    died = time.monotonic()
+                if died is not None and time.monotonic() - died > 1.0:
+                    # A ghost's parent reports ready, then exits: give its report a moment to arrive.
+                    raise SimError("%s %s died at start-up: %s" % (job.role, job.name, self._log_tail(job)))
+                left = deadline - time.monotonic()
+                if left <= 0 or self._all_gone:
+                    raise SimError("%s %s did not start: %s" % (job.role, job.name, self._log_tail(job)))
+                # Woken by the status thread; the timeout only catches a job dying before it reports.
+                self._cond.wait(min(left, 0.25))
+
+    def _log_tail(self, job):
+        # type: (SimJob) -> str
+        try:
+            with open(job.log, "rb") as f:
+                return f.read()[-2000:].decode("utf-8", "replace").strip() or "(no output)"
+        except OSError:
+            return "(no log)"
+
+    # -- scenarios ---------------------------------------------------------------------------
+
+    def _run_scenario(self):
+        # type: () -> None
+        """Start every job of the scenario at once, then wait for each to settle, so the first sample
+        already shows everything (the ghost's parent reaped, the zombie in state Z, its memory back)."""
+        specs = demo_jobs(self.variant, self.gpus) if self.scenario == "demo" else []
+        deadline = time.monotonic() + SPAWN_TIMEOUT
+        started = [
+            self._start_job(
+                role,
+                spec.get("gpu", 0),
+                spec.get("memory", GiB),
+                spec.get("util"),
+                spec.get("name"),
+                spec.get("argv"),
+                None,
+                None,
+            )
+            for role, spec in specs
+        ]
+        for job in started:
+            self._finish_job(job, deadline)
+
+
+def demo_jobs(variant, gpus):
+    # type: (int, int) -> List[Tuple[str, Dict[str, Any]]]
+    """The demo scenario: every kind of process at once. Variant 0 and 1 look like two different
+    hosts; variant 1 leaves GPU 3 free. Fewer than 4 GPUs: the jobs share them."""
+
+    def on(*indexes):
+        # type: (*int) -> List[int]
+        return sorted({i % gpus for i in indexes})
+
+    if variant % 2 == 0:
+        return [
+            ("busy", dict(gpu=on(0, 1), memory=118 * GiB, util=93, name="vllm_serve.py",
+                          argv=["--model", "meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size", "2",
+                                "--port", "8000"])),
+            ("ghost", dict(gpu=on(2), memory=41 * GiB, name="train.py",
+                           argv=["--model", "llama-3.1-8b", "--epochs", "3", "--num-workers", "4"])),
+            ("idle", dict(gpu=on(2), memory=12 * GiB, name="notebook_kernel.py",
+                          argv=["-f", "/run/user/1000/jupyter/kernel-4f1c.json"])),
+            ("ignore-term", dict(gpu=on(3), memory=30 * GiB, util=38, name="serve_embed.py",
+                                 argv=["--model", "BAAI/bge-large-en-v1.5", "--port", "9000"])),
+            ("zombie", dict(gpu=on(3), memory=22 * GiB, util=97, name="bench.py",
+                            argv=["--suite", "matmul", "--dtype", "bf16"])),
+            ("hidden", dict(name="probe_cuda.py", argv=["--check", "all"])),
+            ("monitor", dict(name="nv_hostengine.py", argv=["-n", "--service-account", "nvidia-dcgm"])),
+        ]  # fmt: skip
+    return [
+        ("busy", dict(gpu=on(0, 1), memory=104 * GiB, util=98, name="train.py",
+                      argv=["--model", "mixtral-8x7b", "--fsdp", "--batch-size", "8"])),
+        ("idle", dict(gpu=on(0), memory=9 * GiB, name="notebook_kernel.py",
+                      argv=["-f", "/run/user/1001/jupyter/kernel-93ab.json"])),
+        ("ignore-term", dict(gpu=on(1), memory=20 * GiB, util=35, name="vllm_serve.py",
+                             argv=["--model", "Qwen/Qwen2.5-7B-Instruct", "--port", "8001"])),
+        ("ghost", dict(gpu=on(2), memory=63 * GiB, name="finetune.py",
+                       argv=["--model", "qwen2.5-32b", "--lora", "--num-workers", "2"])),
+        ("zombie", dict(gpu=on(2), memory=16 * GiB, util=88, name="bench.py",
+                        argv=["--suite", "attention", "--seq-len", "8192"])),
+        ("hidden", dict(name="probe_cuda.py", argv=["--device", "all", "--loop"])),
+        ("monitor", dict(name="nv_hostengine.py", argv=["-n", "--service-account", "nvidia-dcgm"])),
+    ]  # fmt: skip

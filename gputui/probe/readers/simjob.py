@@ -1,0 +1,334 @@
+"""The program behind every process of the simulated GPU backend (readers/sim.py).
+
+WORKER_SOURCE is written to `<sim>/bin/<name>.py` and run as `python3 -S <sim>/bin/<name>.py ARGS`,
+so `ps` shows realistic command lines. It is a string, not a module, because on a remote host it runs
+outside the gputui package. It must stay stdlib-only and Python 3.8 compatible. sim.py also executes it
+in-process to reuse `open_devices` and `create_context`.
+
+One program, two parts:
+- the session process (env GPUTUI_SIM_INIT): a child subreaper that starts every job on request and
+  reaps them, and the orphans they leave (a ghost's data-loader child, a zombie whose parent died), so
+  nothing of the sim lingers as a zombie even where PID 1 does not reap;
+- a job (env GPUTUI_SIM_JOB): opens every device file, makes its CUDA contexts, then plays its role.
+
+The simulated driver: a context is a file `<sim>/ctx/<gpu>-<pid>-<serial>.ctx` on which the owner holds
+flock(LOCK_SH). flock locks belong to the open file description, so every process holding a copy of
+that fd (a forked child included) keeps the memory; when the last one exits, the reader's watcher
+gets LOCK_EX and releases the memory, as the real driver does.
+"""
+
+WORKER_SOURCE = r'''
+import fcntl
+import json
+import mmap
+import os
+import select
+import signal
+import sys
+import time
+
+PR_SET_NAME = 15
+PR_SET_CHILD_SUBREAPER = 36
+DEVICE_SIZE = 4096
+# Interpreters to try when the one we were given cannot be run by the job's user (e.g. under /root).
+FALLBACK_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3")
+CONTEXT_ROLES = ("busy", "idle", "ignore-term", "ghost", "zombie")
+
+_keep = []  # fds and mappings held for the life of the process: that is what "holding" means
+
+
+def start_time(pid="self"):
+    """Field 22 of /proc/PID/stat (clock ticks since boot), or None when the process is gone."""
+    try:
+        with open("/proc/%s/stat" % pid, "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(b")") + 2 :].split()[19])
+
+
+def open_devices(directory, mapped=False):
+    """Open every device file of the sim, as CUDA and NVML do; return the fds.
+
+    A CUDA process also maps nvidiaN, nvidiactl and nvidia-uvm (`mapped`); an NVML client does not."""
+    dev = os.path.join(directory, "dev")
+    fds = []
+    for root, dirs, files in os.walk(dev):
+        dirs.sort()
+        for name in sorted(files):
+            fd = os.open(os.path.join(root, name), os.O_RDWR)
+            fds.append(fd)
+            if mapped and root == dev and name != "nvidia-uvm-tools":
+                _keep.append(mmap.mmap(fd, DEVICE_SIZE, mmap.MAP_SHARED, mmap.PROT_READ))
+    return fds
+
+
+def create_context(directory, gpu, nbytes, util=0):
+    """Allocate `nbytes` on `gpu` for this process; return the fd that holds the memory.
+
+    The file is locked before it gets its visible name, so a watcher never sees an unlocked fresh
+    context. Closing the fd in every process that has it (exit does) frees the memory."""
+    ctx = os.path.join(directory, "ctx")
+    pid = os.getpid()
+    base = "%d-%d-%d%s" % (gpu, pid, int(time.monotonic() * 1e6) % 1000000, os.urandom(3).hex())
+    tmp = os.path.join(ctx, "." + base + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.write(fd, json.dumps({"gpu": gpu, "pid": pid, "bytes": nbytes, "util": util}).encode())
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        os.rename(tmp, os.path.join(ctx, base + ".ctx"))
+    except BaseException:
+        os.close(fd)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return fd
+
+
+def report(status, message):
+    """One JSON line to the reader; a line under PIPE_BUF is written atomically by any process."""
+    os.write(status, (json.dumps(message) + "\n").encode())
+
+
+def error_message(serial, exc):
+    return {"serial": serial, "event": "error", "message": "%s: %s" % (type(exc).__name__, exc)}
+
+
+def prctl(option, arg):
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, arg, 0, 0, 0) == 0
+    except Exception:
+        return False
+
+
+def set_comm(name):
+    """Rename the process (/proc/PID/comm, what `ps -o comm` and monitor detection read)."""
+    raw = name.encode()[:15]
+    if prctl(PR_SET_NAME, raw):
+        return
+    try:
+        with open("/proc/self/comm", "wb") as f:
+            f.write(raw)
+    except OSError:
+        pass
+
+
+def burn(ms):
+    end = time.perf_counter() + ms / 1000.0
+    while time.perf_counter() < end:
+        pass
+
+
+def live_until_eof(lifeline, burn_ms=0.0):
+    """Sleep until the reader is gone (EOF on the lifeline: nobody ever writes to it), then exit.
+
+    This is what makes every sim process go away when its reader closes or dies by any means,
+    SIGKILL included, even a ghost's orphaned child. A busy job burns `burn_ms` of CPU per 100 ms.
+    poll, not select: select cannot watch an fd numbered 1024 or more (fd numbers come from the reader)."""
+    poller = select.poll()
+    poller.register(lifeline, select.POLLIN)
+    while True:
+        if poller.poll(100 if burn_ms else None):
+            os._exit(0)
+        if burn_ms:
+            burn(burn_ms)
+
+
+# -- jobs ---------------------------------------------------------------------------------------
+
+
+def fork_ghost_child(lifeline):
+    """A data-loader worker: inherits every fd, context locks included, makes no context of its
+    own, and stays in the parent's process group and session (no setsid)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            live_until_eof(lifeline)
+        finally:
+            os._exit(0)
+    return pid
+
+
+def fork_zombie_child(cfg):
+    """A child that allocates and exits; we never reap it, so it stays in state Z."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            open_devices(cfg["dir"], mapped=True)
+            for gpu in cfg["gpus"]:
+                create_context(cfg["dir"], gpu, cfg["memory"], cfg["util"])
+        except BaseException:
+            code = 1
+        os._exit(code)
+    # Wait until it has exited without reaping it, so it is a zombie when we report ready.
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+    return pid
+
+
+def job_main(cfg, lifeline, status):
+    role = cfg["role"]
+    if role == "ignore-term":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if cfg.get("comm"):
+        set_comm(cfg["comm"])
+    uses_gpu = role in CONTEXT_ROLES
+    _keep.extend(open_devices(cfg["dir"], mapped=uses_gpu))
+    if uses_gpu:
+        for gpu in cfg["gpus"]:
+            _keep.append(create_context(cfg["dir"], gpu, cfg["memory"], cfg["util"]))
+    message = {"serial": cfg["serial"], "event": "ready", "pid": os.getpid(), "start_time": start_time()}
+    if role == "ghost":
+        child = fork_ghost_child(lifeline)
+        message.update(child_pid=child, child_start_time=start_time(child))
+        report(status, message)
+        os._exit(0)  # the parent dies by itself; its child keeps the memory: NVML lists a dead PID
+    if role == "zombie":
+        child = fork_zombie_child(cfg)
+        message.update(child_pid=child, child_start_time=start_time(child))
+    report(status, message)
+    burn_ms = max(0.5, 2.0 * cfg["util"] / 100.0) if uses_gpu and cfg["util"] > 0 else 0.0
+    live_until_eof(lifeline, burn_ms)
+
+
+# -- the session process ------------------------------------------------------------------------
+
+
+def list_fds():
+    return [int(n) for n in os.listdir("/proc/self/fd")]
+
+
+def exec_job(request, lifeline, status):
+    """In the forked child: become a job (own session, maybe another user), then exec it."""
+    os.setsid()
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # SIG_IGN survives exec: a zombie needs SIG_DFL
+    null = os.open(os.devnull, os.O_RDWR)
+    log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.dup2(log, 2)
+    for fd in list_fds():
+        if fd > 2 and fd not in (lifeline, status):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    os.set_inheritable(lifeline, True)
+    os.set_inheritable(status, True)
+    uid, gid = request.get("uid"), request.get("gid")
+    if uid is not None and uid != os.getuid():
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+    env = dict(request["env"], GPUTUI_SIM_FDS="%d,%d" % (lifeline, status))
+    argv = request["argv"]
+    error = None
+    for exe in [argv[0]] + [p for p in FALLBACK_PYTHONS if p != argv[0]]:
+        try:
+            os.execve(exe, [exe] + argv[1:], env)
+        except OSError as exc:
+            error = exc
+    raise error
+
+
+def start_job(request, lifeline, status):
+    serial = request["serial"]
+    pid = os.fork()
+    if pid == 0:
+        try:
+            exec_job(request, lifeline, status)
+        except BaseException as exc:
+            try:
+                report(status, error_message(serial, exc))
+            finally:
+                os._exit(127)
+    report(status, {"serial": serial, "event": "spawned", "pid": pid, "start_time": start_time(pid)})
+
+
+def children():
+    me = os.getpid()
+    try:
+        with open("/proc/%d/task/%d/children" % (me, me)) as f:
+            return [int(p) for p in f.read().split()]
+    except OSError:
+        pass
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open("/proc/%s/stat" % name, "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(b")") + 2 :].split()[1]) == me:
+                found.append(int(name))
+    return found
+
+
+def shutdown(cfg):
+    """Kill and reap every descendant (orphans come to us: we are a subreaper), then remove the sim
+    directory if the reader could not (it died)."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # from now on reap explicitly, to know when all are gone
+    while True:
+        for pid in children():
+            try:
+                os.kill(pid, signal.SIGKILL)  # our unreaped child: its PID cannot have been reused
+            except OSError:
+                pass
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+    directory = cfg["dir"]
+    if os.path.basename(directory).startswith("gputui-sim-") and os.path.exists(
+        os.path.join(directory, "sim.json")
+    ):
+        import shutil
+
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def init_main(cfg):
+    if not prctl(PR_SET_CHILD_SUBREAPER, 1):
+        sys.stderr.write("gputui sim: PR_SET_CHILD_SUBREAPER failed; orphans go to PID 1\n")
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps our children the moment they exit
+    lifeline, commands, status = cfg["lifeline"], cfg["commands"], cfg["status"]
+    poller = select.poll()
+    poller.register(lifeline, select.POLLIN)
+    poller.register(commands, select.POLLIN)
+    pending = b""
+    while True:
+        ready = [fd for fd, _ in poller.poll()]
+        if lifeline in ready:
+            break
+        data = os.read(commands, 65536)
+        if not data:
+            break
+        pending += data
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            start_job(json.loads(line.decode()), lifeline, status)
+    shutdown(cfg)
+
+
+def main():
+    if "GPUTUI_SIM_INIT" in os.environ:
+        init_main(json.loads(os.environ["GPUTUI_SIM_INIT"]))
+        return
+    cfg = json.loads(os.environ["GPUTUI_SIM_JOB"])
+    lifeline, status = [int(x) for x in os.environ["GPUTUI_SIM_FDS"].split(",")]
+    try:
+        job_main(cfg, lifeline, status)
+    except BaseException as exc:
+        report(status, error_message(cfg["serial"], exc))
+        raise
+
+
+if __name__ == "__main__":
+    main()
+'''
