@@ -243,10 +243,13 @@ class Fleet:
                 s.task = asyncio.create_task(s.run(), name=f"host-{s.view.name}")
 
     async def stop(self) -> None:
-        tasks = [s.task for s in self.sessions.values() if s.task is not None]
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        pending = {s.task for s in self.sessions.values() if s.task is not None}
+        while pending:
+            # Cancel again until each task has ended: on Python 3.10/3.11 `wait_for` can swallow a
+            # cancellation that lands just as its inner await completes.
+            for t in pending:
+                t.cancel()
+            _, pending = await asyncio.wait(pending, timeout=0.5)
         for s in self.sessions.values():
             s.task = None
 

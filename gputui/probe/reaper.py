@@ -1,0 +1,1039 @@
+"""Executing a kill plan on this host: staged signals, then proof that the GPUs are free.
+
+docs/ARCHITECTURE.md "Staged kill-and-verify", grounded in docs/GPU_FACTS.md:
+1. check each target: same start time as the operator saw (else the PID was reused), not protected;
+   a pidfd is opened first and the start time re-read after, so a match is proof (the pidfd pins
+   the process: a signal through it cannot reach a later owner of the PID);
+2. SIGTERM (SIGINT first when asked), then wait on the pidfds (readable when the process exits) up
+   to the TERM timeout; 3. SIGKILL the survivors;
+4. full rescan: hidden holders now attributed to a targeted GPU (a ghost's data-loader child) and,
+   when the plan sweeps, the listed unattributed holders get the same stages;
+5. verify: read NVML every 20 ms until each targeted GPU is back at its idle memory with no listed
+   process, then confirm with a full holder scan; give up at the verify timeout;
+6. verdicts per process and per GPU, then `done`.
+Nothing sleeps for a fixed time: every wait is a poll() on the pidfds with the next deadline as its
+timeout (the NVML polling interval while verifying), so it ends the moment a process exits.
+
+Without pidfds (Python 3.8 on an architecture whose syscall numbers are unknown, or a kernel before
+5.3) the engine says so in the `accepted` event and falls back to a start-time check right before
+os.kill, and to reading /proc every 10 ms while waiting.
+
+Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
+"""
+
+import os
+import platform
+import select
+import signal
+import time
+
+from .classify import GHOST, HIDDEN, MONITOR, MONITOR_NAMES, USER
+from .procfs import PF_KTHREAD, read_cmdline, read_stat, read_status, user_name
+from .wire import VERSION, error
+
+POLL_S = 0.02  # NVML polling while verifying: memory comes back 0.10-0.18 s after the kill
+FALLBACK_POLL_S = 0.01  # /proc polling when there is no pidfd to wait on
+KILL_WAIT_S = 2.0  # after SIGKILL, exit takes ms; longer means the process sits in the driver (D)
+MAX_ROUNDS = 3  # rescans that may find new attributed holders (children of children)
+MAX_TIMEOUT = 3600.0
+MAX_TARGETS = 100000
+# Memory within this of the idle baseline counts as idle (the same slack as core.IDLE_SLACK).
+IDLE_SLACK = 32 << 20
+
+# Set by tests to force a kill method ("pidfd", "pidfd-syscall" or "kill"); None picks the best.
+FORCE_METHOD = None  # type: Optional[str]
+
+# Process verdicts that mean the process no longer holds anything.
+GONE = ("exited", "vanished", "zombie")
+# pidfd_open / pidfd_send_signal in the unified syscall table (Linux 5.1+), for Python 3.8.
+_SYSCALLS = {"pidfd_send_signal": 424, "pidfd_open": 434}
+_UNIFIED_ARCHES = ("x86_64", "amd64", "aarch64", "arm64", "ppc64le", "s390x", "riscv64", "i686", "i386")
+
+
+# -- kill primitives ---------------------------------------------------------------------------
+
+
+class _Syscalls(object):
+    """pidfd_open and pidfd_send_signal through libc's syscall(), where Python lacks them (3.8)."""
+
+    def __init__(self):
+        # type: () -> None
+        import ctypes
+
+        self._ctypes = ctypes
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        self._libc.syscall.restype = ctypes.c_long
+
+    def _check(self, result):
+        # type: (int) -> int
+        if result < 0:
+            err = self._ctypes.get_errno()
+            raise OSError(err, os.strerror(err))
+        return result
+
+    def pidfd_open(self, pid):
+        # type: (int) -> int
+        c = self._ctypes
+        return self._check(self._libc.syscall(c.c_long(_SYSCALLS["pidfd_open"]), c.c_int(pid), c.c_uint(0)))
+
+    def pidfd_send_signal(self, fd, sig):
+        # type: (int, int) -> None
+        c = self._ctypes
+        number = c.c_long(_SYSCALLS["pidfd_send_signal"])
+        self._check(self._libc.syscall(number, c.c_int(fd), c.c_int(sig), c.c_void_p(None), c.c_uint(0)))
+
+
+class Killer(object):
+    """Opens process handles and sends signals by the best method this host has."""
+
+    def __init__(self, method=None):
+        # type: (Optional[str]) -> None
+        self.method = method or FORCE_METHOD or _best_method()
+        self._sys = _Syscalls() if self.method == "pidfd-syscall" else None
+
+    @property
+    def uses_pidfd(self):
+        # type: () -> bool
+        return self.method != "kill"
+
+    def open(self, pid):
+        # type: (int) -> Optional[int]
+        """A pidfd for `pid` (raises ProcessLookupError when it is gone); None without pidfds."""
+        if self.method == "pidfd":
+            return os.pidfd_open(pid)  # type: ignore[attr-defined]  # novermin (3.9+, checked)
+        if self._sys is not None:
+            return self._sys.pidfd_open(pid)
+        return None
+
+    def send(self, proc, sig):
+        # type: (Proc, int) -> None
+        if proc.fd is not None:
+            if self._sys is not None:
+                self._sys.pidfd_send_signal(proc.fd, sig)
+            else:
+                signal.pidfd_send_signal(proc.fd, sig)  # type: ignore[attr-defined]  # novermin (3.9+, checked)
+            return
+        # No pidfd: the start time is re-read right before kill(); the window left is a few us.
+        stat = read_stat(proc.pid)
+        if stat is None or stat.start_time != proc.start_time:
+            raise ProcessLookupError(proc.pid)
+        os.kill(proc.pid, sig)
+
+
+def _best_method():
+    # type: () -> str
+    """pidfd when both Python and the kernel have it; else the raw syscalls; else plain kill()."""
+    if hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal"):
+        if _pidfd_works(os.pidfd_open):  # type: ignore[attr-defined]  # novermin (3.9+, checked)
+            return "pidfd"
+        return "kill"
+    if platform.system() == "Linux" and platform.machine().lower() in _UNIFIED_ARCHES:
+        try:
+            sys_calls = _Syscalls()
+        except (OSError, AttributeError):
+            return "kill"
+        if _pidfd_works(sys_calls.pidfd_open):
+            return "pidfd-syscall"
+    return "kill"
+
+
+def _pidfd_works(pidfd_open):
+    # type: (Callable[[int], int]) -> bool
+    try:
+        os.close(pidfd_open(os.getpid()))
+        return True
+    except OSError:
+        return False  # ENOSYS: a kernel before 5.3
+
+
+METHOD_NOTE = {
+    "pidfd": "pidfd: signals cannot reach a reused PID",
+    "pidfd-syscall": "pidfd through syscall() (this Python has no os.pidfd_open)",
+    "kill": "no pidfd on this host (kernel < 5.3 or unknown architecture): start time re-checked "
+    "right before kill(); waiting polls /proc every 10 ms",
+}
+
+
+def _signal_name(sig):
+    # type: (int) -> str
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return str(sig)
+
+
+# -- records -----------------------------------------------------------------------------------
+
+
+class Proc(object):
+    """One process the plan may signal, and everything that happened to it."""
+
+    __slots__ = (
+        "allow",
+        "command",
+        "exit_signal",
+        "exited_ms",
+        "fd",
+        "gpus",
+        "name",
+        "origin",
+        "pid",
+        "ppid",
+        "reason",
+        "signals",
+        "start_time",
+        "state",
+        "uid",
+        "user",
+        "verdict",
+        "why",
+    )
+
+    def __init__(self, pid, start_time, reason, gpus, origin):
+        # type: (int, int, str, List[int], str) -> None
+        self.pid = pid
+        self.start_time = start_time
+        self.reason = reason  # why the plan (or the rescan) targets it
+        self.gpus = gpus
+        self.origin = origin  # "plan", "rescan" or "sweep"
+        self.fd = None  # type: Optional[int]
+        self.name = None  # type: Optional[str]
+        self.command = []  # type: List[str]
+        self.user = None  # type: Optional[str]
+        self.uid = None  # type: Optional[int]
+        self.ppid = None  # type: Optional[int]
+        self.state = None  # type: Optional[str]
+        self.verdict = None  # type: Optional[str]  # set once final
+        self.why = None  # type: Optional[str]  # words for the verdict
+        self.allow = None  # type: Optional[str]  # what would allow a refused signal
+        self.signals = []  # type: List[str]
+        self.exited_ms = None  # type: Optional[float]
+        self.exit_signal = None  # type: Optional[str]
+
+    @property
+    def pending(self):
+        # type: () -> bool
+        """Signalled or to be signalled, and not known to have exited."""
+        return self.verdict is None and self.exited_ms is None
+
+    def label(self):
+        # type: () -> str
+        """ "4121 python train.py --lr 3e-4" for messages (the full command is in `data.command`)."""
+        words = brief_command(self.command) if self.command else (self.name or "?")
+        if len(words) > 100:
+            words = words[:97] + "..."
+        return "%d %s" % (self.pid, words)
+
+    def identity(self):
+        # type: () -> Dict[str, Any]
+        return {
+            "name": self.name,
+            "command": self.command,
+            "user": self.user,
+            "uid": self.uid,
+            "gpus": self.gpus,
+            "origin": self.origin,
+            "reason": self.reason,
+        }
+
+
+class View(object):
+    """One full look at the host: GPU records, NVML's lists, and every GPU process classified."""
+
+    __slots__ = ("gpus", "listed", "records", "time")
+
+    def __init__(self, gpus, listed, records):
+        # type: (List[Dict[str, Any]], Dict[int, Dict[int, Optional[int]]], Dict[int, Dict[str, Any]]) -> None
+        self.gpus = {g["index"]: g for g in gpus}  # type: Dict[int, Dict[str, Any]]
+        self.listed = listed
+        self.records = records
+        self.time = time.monotonic()
+
+    def on_gpu(self, index):
+        # type: (int) -> List[Dict[str, Any]]
+        return [r for r in self.records.values() if index in r["gpus"]]
+
+
+class PlanError(Exception):
+    pass
+
+
+def _int_list(value, what):
+    # type: (Any, str) -> List[int]
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(_is_int(v) for v in value):
+        raise PlanError("%s must be a list of integers" % what)
+    return list(value)
+
+
+def _is_int(value):
+    # type: (Any) -> bool
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _timeout(plan, key, default):
+    # type: (Dict[str, Any], str, float) -> float
+    value = plan.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_TIMEOUT:
+        raise PlanError("%s must be a number of seconds in (0, %d]" % (key, MAX_TIMEOUT))
+    return float(value)
+
+
+def _entries(plan, key):
+    # type: (Dict[str, Any], str) -> List[Tuple[int, int, str, List[int]]]
+    raw = plan.get(key) or []
+    if not isinstance(raw, list) or len(raw) > MAX_TARGETS:
+        raise PlanError("%s must be a list of at most %d entries" % (key, MAX_TARGETS))
+    out = []
+    seen = set()  # type: Set[int]
+    for entry in raw:
+        if not isinstance(entry, dict):
+            raise PlanError("every entry of %s must be an object" % key)
+        pid, start = entry.get("pid"), entry.get("start_time")
+        # A target is a process, not a PID: without its start time it cannot be told from a reuse.
+        if not _is_int(pid) or pid <= 0 or not _is_int(start) or start < 0:
+            raise PlanError("every entry of %s needs an integer pid and start_time" % key)
+        reason = entry.get("reason")
+        gpus = _int_list(entry.get("gpus"), "%s[].gpus" % key)
+        if pid not in seen:
+            seen.add(pid)
+            out.append((pid, start, reason if isinstance(reason, str) else "", gpus))
+    return out
+
+
+class Settings(object):
+    """A validated plan record (docs/PROTOCOL.md "Plans")."""
+
+    def __init__(self, plan):
+        # type: (Dict[str, Any]) -> None
+        plan_id = plan.get("id")
+        if not isinstance(plan_id, str) or not 0 < len(plan_id) <= 64:
+            raise PlanError("a plan needs an 'id' string of 1 to 64 characters")
+        self.id = plan_id
+        self.operator = plan.get("operator") if isinstance(plan.get("operator"), str) else None
+        self.targets = _entries(plan, "targets")
+        self.sweep = _entries(plan, "sweep")
+        self.gpus = sorted(set(_int_list(plan.get("gpus"), "gpus")))
+        self.include_protected = set(_int_list(plan.get("include_protected"), "include_protected"))
+        self.sigint_first = plan.get("sigint_first") is True
+        self.term_timeout = _timeout(plan, "term_timeout", 5.0)
+        self.verify_timeout = _timeout(plan, "verify_timeout", 10.0)
+
+
+# -- the run -----------------------------------------------------------------------------------
+
+
+def execute(probe, plan, emit):
+    # type: (Any, Dict[str, Any], Callable[[Dict[str, Any]], None]) -> Optional[Dict[str, Any]]
+    """Run one plan to its end, emitting protocol events; return the `done` event (None if refused).
+
+    A plan that has started runs to its end even if the app goes away: the operator confirmed it, and
+    half of it (SIGTERM sent, no SIGKILL, nothing verified) would be the worst outcome."""
+    plan_id = plan.get("id") if isinstance(plan.get("id"), str) else None
+    if probe.read_only:
+        emit(error("read-only", "this probe runs read-only: plans are refused", plan_id))
+        return None
+    try:
+        settings = Settings(plan)
+    except PlanError as exc:
+        emit(error("bad-message", "bad plan: %s" % exc, plan_id))
+        return None
+    run = Run(probe, settings, emit)
+    try:
+        return run.go()
+    except Exception as exc:  # a bug must end the plan visibly, not kill the probe
+        return run.event(
+            "done",
+            "error",
+            "plan %s failed inside the probe: %s: %s" % (settings.id, type(exc).__name__, exc),
+            data={"clean": False, "gpus": {}, "processes": [], "error": "%s: %s" % (type(exc).__name__, exc)},
+        )
+
+
+class Run(object):
+    def __init__(self, probe, settings, emit):
+        # type: (Any, Settings, Callable[[Dict[str, Any]], None]) -> None
+        self.probe = probe
+        self.plan = settings
+        self._emit = emit
+        self.link_lost = False
+        self.killer = Killer()
+        self.t0 = time.monotonic()
+        self.procs = {}  # type: Dict[int, Proc]
+        self.before = {}  # type: Dict[int, Optional[int]]
+        self.idle_ms = {}  # type: Dict[int, float]
+        self.scan_cost = 0.0
+
+    # -- output --------------------------------------------------------------------------------
+
+    def ms(self):
+        # type: () -> float
+        return round((time.monotonic() - self.t0) * 1e3, 1)
+
+    def event(self, stage, result, message, proc=None, gpu=None, sig=None, data=None):
+        # type: (str, Optional[str], str, Optional[Proc], Optional[int], Optional[str], Optional[Dict[str, Any]]) -> Dict[str, Any]
+        body = {"elapsed_ms": self.ms()}  # type: Dict[str, Any]
+        if proc is not None:
+            body.update(proc.identity())
+        body.update(data or {})
+        record = {
+            "type": "event",
+            "v": VERSION,
+            "plan": self.plan.id,
+            "time": time.time(),
+            "stage": stage,
+            "pid": proc.pid if proc is not None else None,
+            "start_time": proc.start_time if proc is not None else None,
+            "gpu": gpu,
+            "signal": sig,
+            "result": result,
+            "message": message,
+            "data": body,
+        }
+        self.send(record)
+        return record
+
+    def send(self, record):
+        # type: (Dict[str, Any]) -> None
+        if not self.link_lost:
+            try:
+                self._emit(record)
+            except (OSError, ValueError):
+                # The app went away (broken pipe): finish the plan regardless, silently.
+                self.link_lost = True
+
+    # -- looking -------------------------------------------------------------------------------
+
+    def look(self, full=True):
+        # type: (bool) -> View
+        """A holder scan and classification. Full for the rescans and the verification, which must
+        see every holder; the accept stage only needs names and kinds, which the incremental scan
+        has (a full scan of 2,000 processes costs 0.4 s or more)."""
+        t = time.monotonic()
+        gpus, listed = self.probe.read_gpus()
+        scan = self.probe.scanner.scan(full=full)
+        records = self.probe.describe(listed, scan)
+        view = View(gpus, listed, {r["pid"]: r for r in records})
+        self.scan_cost = time.monotonic() - t
+        return view
+
+    # -- the stages ----------------------------------------------------------------------------
+
+    def go(self):
+        # type: () -> Optional[Dict[str, Any]]
+        plan = self.plan
+        view = self.look(full=False)
+        unknown = [i for i in plan.gpus if i not in view.gpus]
+        if unknown:
+            have = _gpu_list(sorted(view.gpus))
+            self.send(
+                error(
+                    "bad-message", "bad plan: no GPU %s here (GPUs: %s)" % (_gpu_list(unknown), have), plan.id
+                )
+            )
+            return None
+        self.before = {i: g.get("memory_used") for i, g in view.gpus.items() if i in plan.gpus}
+        self.event(
+            "accepted",
+            "accepted",
+            "plan %s: %d targets, %d to sweep, GPUs %s; %s"
+            % (
+                plan.id,
+                len(plan.targets),
+                len(plan.sweep),
+                _gpu_list(plan.gpus),
+                METHOD_NOTE[self.killer.method],
+            ),
+            data={
+                "method": self.killer.method,
+                "gpus": plan.gpus,
+                "targets": [t[0] for t in plan.targets],
+                "sweep": [t[0] for t in plan.sweep],
+                "sigint_first": plan.sigint_first,
+                "term_timeout": plan.term_timeout,
+                "verify_timeout": plan.verify_timeout,
+                "memory_before": _by_key(self.before),
+                "operator": plan.operator,
+                "probe_uid": os.geteuid(),
+            },
+        )
+        try:
+            first = [self.admit(pid, st, why, gpus, "plan", view) for pid, st, why, gpus in plan.targets]
+            self.stages(first)
+            for round_no in range(MAX_ROUNDS):
+                found = self.rescan(self.look(), sweep=round_no == 0)
+                if not found:
+                    break
+                self.stages(found)
+                if all(p.origin == "sweep" for p in found):
+                    break  # unattributed holders: stopping them attributes nothing new to a GPU
+            final = self.verify()
+            return self.finish(final)
+        finally:
+            for proc in self.procs.values():
+                self.close(proc)
+
+    def admit(self, pid, start_time, reason, gpus, origin, view):
+        # type: (int, int, str, List[int], str, View) -> Proc
+        """The `check` stage: is this still the process the operator confirmed, and may it be signalled?"""
+        proc = Proc(pid, start_time, reason, gpus, origin)
+        self.procs[pid] = proc
+        record = view.records.get(pid)
+        self.fill(proc, record)
+        refusal = self.protection(proc, record)
+        if refusal is not None:
+            proc.verdict, proc.why = "protected", refusal
+            self.event(
+                "check", "protected", "%s: protected (%s), not signalled" % (proc.label(), refusal), proc
+            )
+            return proc
+        stat = read_stat(pid)
+        if stat is None:
+            return self.checked(proc, "vanished", "exited before any signal")
+        if stat.start_time != start_time:
+            return self.checked(proc, "pid-reused", _reused(start_time, stat.start_time))
+        if self.killer.uses_pidfd:
+            try:
+                proc.fd = self.killer.open(pid)
+            except ProcessLookupError:
+                return self.checked(proc, "vanished", "exited before any signal")
+            except OSError as exc:
+                return self.checked(proc, "vanished", "cannot open a pidfd: %s" % exc.strerror)
+            # The pidfd pins this process: a start time that still matches now is proof of identity.
+            stat = read_stat(pid)
+            if stat is None:
+                return self.checked(proc, "vanished", "exited before any signal")
+            if stat.start_time != start_time:
+                return self.checked(proc, "pid-reused", _reused(start_time, stat.start_time))
+        proc.state, proc.ppid = stat.state, stat.ppid
+        if stat.state == "Z":
+            return self.checked(proc, "zombie", _zombie_words(stat.ppid))
+        note = "identity confirmed (pidfd)" if proc.fd is not None else "identity confirmed (start time)"
+        self.event("check", "ok", "%s: %s" % (proc.label(), note), proc, data={"state": stat.state})
+        return proc
+
+    def checked(self, proc, verdict, why):
+        # type: (Proc, str, str) -> Proc
+        """A target that will not be signalled, and why."""
+        self.close(proc)
+        proc.verdict, proc.why = verdict, why
+        data = {"ppid": proc.ppid} if verdict == "zombie" else {}
+        self.event("check", verdict, "%s: %s, not signalled" % (proc.label(), why), proc, data=data)
+        return proc
+
+    def fill(self, proc, record):
+        # type: (Proc, Optional[Dict[str, Any]]) -> None
+        """Name, command and owner for the log and the operator, from the scan or from /proc."""
+        if record is not None and record.get("start_time") == proc.start_time:
+            proc.name, proc.command = record.get("name"), _short(record.get("command") or [])
+            proc.user, proc.uid = record.get("user"), record.get("uid")
+            if not proc.gpus:
+                proc.gpus = list(record.get("gpus") or [])
+            return
+        stat = read_stat(proc.pid)
+        if stat is None or stat.start_time != proc.start_time:
+            return
+        proc.name = stat.comm
+        proc.command = _short(read_cmdline(proc.pid))
+        status = read_status(proc.pid)
+        proc.uid = status.uid if status else None
+        proc.user = user_name(proc.uid)
+
+    def protection(self, proc, record):
+        # type: (Proc, Optional[Dict[str, Any]]) -> Optional[str]
+        """Why `proc` must not be signalled, or None. PID 1, the probe, its ancestors and kernel
+        threads are never signalled; a monitor only when the operator included it explicitly."""
+        pid = proc.pid
+        if pid == 1:
+            return "pid-1"
+        if pid == self.probe.pid:
+            return "probe"
+        if pid in self.probe.protected_pids():
+            return "probe-ancestor"
+        stat = read_stat(pid)
+        if stat is not None and stat.flags & PF_KTHREAD:
+            return "kernel-thread"
+        if record is not None and record.get("protected") and record.get("protected") != "monitor":
+            return record["protected"]
+        # A monitor by the scan's classification or by name (one that holds no device file just now).
+        monitor = (record is not None and record.get("kind") == MONITOR) or (
+            stat is not None and stat.comm in MONITOR_NAMES
+        )
+        if monitor and pid not in self.plan.include_protected:
+            return "monitor"
+        return None
+
+    def stages(self, procs):
+        # type: (List[Proc]) -> None
+        """SIGTERM (SIGINT first if asked) and wait; SIGKILL the survivors and wait."""
+        live = [p for p in procs if p.pending]
+        if not live:
+            return
+        soft = [signal.SIGINT, signal.SIGTERM] if self.plan.sigint_first else [signal.SIGTERM]
+        for sig in soft:
+            sent = self.send_all(live, sig, "signal")
+            self.wait(sent, self.plan.term_timeout, _signal_name(sig))
+            live = [p for p in live if p.pending]
+            if not live:
+                return
+        sent = self.send_all(live, signal.SIGKILL, "escalate")
+        self.wait(sent, KILL_WAIT_S, "SIGKILL")
+        for proc in sent:
+            if proc.pending:
+                stat = read_stat(proc.pid)
+                proc.state = stat.state if stat is not None else proc.state
+
+    def send_all(self, procs, sig, stage):
+        # type: (List[Proc], int, str) -> List[Proc]
+        name = _signal_name(sig)
+        sent = []
+        for proc in procs:
+            if not proc.pending:
+                continue
+            try:
+                self.killer.send(proc, sig)
+            except ProcessLookupError:
+                # Exited since the last look: before any signal it vanished, else our signal worked.
+                if not proc.signals:
+                    proc.verdict, proc.why = "vanished", "exited before any signal"
+                    self.close(proc)
+                else:
+                    self.exited(proc)
+                self.event(
+                    stage, "vanished", "%s -> %s: already exited" % (name, proc.label()), proc, sig=name
+                )
+                continue
+            except PermissionError:
+                proc.verdict, proc.why = "permission-denied", "the kernel refused %s (EPERM)" % name
+                proc.allow = self.what_would_allow(proc)
+                self.close(proc)
+                self.event(
+                    stage,
+                    "permission-denied",
+                    "%s -> %s: permission denied; %s" % (name, proc.label(), proc.allow),
+                    proc,
+                    sig=name,
+                    data={"allow": proc.allow},
+                )
+                continue
+            proc.signals.append(name)
+            sent.append(proc)
+            self.event(stage, "sent", "%s -> %s" % (name, proc.label()), proc, sig=name)
+        return sent
+
+    def what_would_allow(self, proc):
+        # type: (Proc) -> str
+        if os.geteuid() != 0:
+            owner = proc.user or (str(proc.uid) if proc.uid is not None else "its owner")
+            return "run the probe as root or as user %s (sudo = true in the host config)" % owner
+        return (
+            "the probe runs as root and the kernel still refused: the process is in another user or "
+            "PID namespace, or a security module (SELinux, AppArmor) forbids it; run the probe there"
+        )
+
+    def wait(self, procs, timeout, sig_name):
+        # type: (List[Proc], float, str) -> None
+        """Until every process in `procs` has exited or `timeout` passes; ends at the last exit."""
+        pending = [p for p in procs if p.pending]
+        if not pending:
+            return
+        deadline = time.monotonic() + timeout
+        while pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self.pause(pending, left)
+            pending = [p for p in pending if p.pending]
+        if pending:
+            self.event(
+                "wait",
+                "timeout",
+                "%d still running %.1f s after %s: %s"
+                % (len(pending), timeout, sig_name, ", ".join(str(p.pid) for p in pending)),
+                data={"pids": [p.pid for p in pending], "after": sig_name},
+            )
+
+    def pause(self, procs, timeout):
+        # type: (List[Proc], float) -> None
+        """Block until one of `procs` exits or `timeout` passes; record the exits."""
+        with_fd = [p for p in procs if p.fd is not None and p.pending]
+        without = [p for p in procs if p.fd is None and p.pending]
+        if without:
+            timeout = min(timeout, FALLBACK_POLL_S)  # no pidfd: /proc must be polled
+        if with_fd:
+            poller = select.poll()
+            by_fd = {}
+            for proc in with_fd:
+                poller.register(proc.fd, select.POLLIN)
+                by_fd[proc.fd] = proc
+            for fd, _ in poller.poll(max(0.0, timeout) * 1e3):
+                self.exited(by_fd[fd])
+        elif timeout > 0:
+            # Nothing to wait on but time: the verify loop's NVML interval or the fallback poll.
+            select.select([], [], [], timeout)
+        for proc in without:
+            stat = read_stat(proc.pid)
+            if stat is None or stat.start_time != proc.start_time or stat.state == "Z":
+                self.exited(proc)
+
+    def exited(self, proc):
+        # type: (Proc) -> None
+        proc.exited_ms = self.ms()
+        proc.exit_signal = proc.signals[-1] if proc.signals else None
+        self.reap(proc)
+        self.close(proc)
+        after = " after %s" % proc.exit_signal if proc.exit_signal else ""
+        self.event(
+            "wait",
+            "exited",
+            "%s exited%s" % (proc.label(), after),
+            proc,
+            sig=proc.exit_signal,
+            data={"exited_ms": proc.exited_ms},
+        )
+
+    def reap(self, proc):
+        # type: (Proc) -> None
+        """A killed child of the probe itself stays a zombie until the probe reaps it."""
+        try:
+            if proc.fd is not None and hasattr(os, "P_PIDFD"):
+                os.waitid(os.P_PIDFD, proc.fd, os.WEXITED | os.WNOHANG)  # type: ignore[attr-defined]  # novermin (3.9+, checked)
+            elif proc.ppid == os.getpid():
+                os.waitpid(proc.pid, os.WNOHANG)
+        except OSError:
+            pass  # ECHILD: not our child (the usual case), or already reaped
+
+    def close(self, proc):
+        # type: (Proc) -> None
+        if proc.fd is not None:
+            try:
+                os.close(proc.fd)
+            except OSError:
+                pass
+            proc.fd = None
+
+    def rescan(self, view, sweep):
+        # type: (View, bool) -> List[Proc]
+        """Holders the kills uncovered: hidden holders now attributed to a targeted GPU (a ghost's
+        children) and, on the first round of a sweeping plan, the listed unattributed holders."""
+        targeted = set(self.plan.gpus)
+        attributed = []  # type: List[Tuple[int, int, str, List[int]]]
+        for pid in sorted(view.records):
+            record = view.records[pid]
+            if pid in self.procs or record["kind"] != HIDDEN or record["start_time"] is None:
+                continue
+            gpus = [g for g in record["gpus"] if g in targeted]
+            if gpus:
+                links = ",".join(str(p) for p in record.get("links") or []) or "?"
+                why = "hidden holder of GPU %s (%s %s)" % (
+                    _gpu_list(gpus),
+                    record.get("reason") or "link",
+                    links,
+                )
+                attributed.append((pid, record["start_time"], why, gpus))
+        swept = [t for t in self.plan.sweep if t[0] not in self.procs] if sweep else []
+        remaining = self.blockers(view)
+        found = len(attributed) + len(swept)
+        self.event(
+            "rescan",
+            "found" if found else "none",
+            "rescan: %d more to stop%s"
+            % (found, "; still on the GPUs: " + _pid_list(remaining) if remaining else ""),
+            data={
+                "attributed": [t[0] for t in attributed],
+                "sweep": [t[0] for t in swept],
+                "remaining": remaining,
+                "scan_ms": round(self.scan_cost * 1e3, 1),
+            },
+        )
+        procs = [self.admit(pid, st, why, gpus, "rescan", view) for pid, st, why, gpus in attributed]
+        for pid, st, why, gpus in swept:
+            procs.append(self.admit(pid, st, why or "unattributed hidden holder", gpus, "sweep", view))
+        return [p for p in procs if p.pending]
+
+    def blockers(self, view):
+        # type: (View) -> List[int]
+        """PIDs that keep a targeted GPU from being clean in `view` (live ones; ghosts are dead)."""
+        out = set()  # type: Set[int]
+        for index in self.plan.gpus:
+            for record in view.on_gpu(index):
+                if record["kind"] in (USER, HIDDEN, MONITOR):
+                    out.add(record["pid"])
+        for record in self.sweep_blockers(view):
+            out.add(record["pid"])
+        return sorted(out)
+
+    def sweep_blockers(self, view):
+        # type: (View) -> List[Dict[str, Any]]
+        """A sweeping plan asked for every unattributed holder to go: those still there."""
+        if not self.plan.sweep:
+            return []
+        return [
+            r for r in view.records.values() if r["kind"] == HIDDEN and not r["gpus"] and not r["protected"]
+        ]
+
+    # -- verification --------------------------------------------------------------------------
+
+    def verify(self):
+        # type: () -> View
+        """Poll NVML until every targeted GPU is idle with nothing listed, then confirm with a full
+        holder scan; at most the verify timeout. Returns the last full view."""
+        plan = self.plan
+        deadline = time.monotonic() + plan.verify_timeout
+        self.event(
+            "verify",
+            "polling",
+            "verifying GPUs %s: NVML every %d ms, up to %.1f s"
+            % (_gpu_list(plan.gpus), POLL_S * 1e3, plan.verify_timeout),
+            data={"poll_ms": POLL_S * 1e3},
+        )
+        next_scan = 0.0
+        polls = 0
+        while True:
+            gpus, listed = self.probe.read_gpus()
+            polls += 1
+            now = time.monotonic()
+            if self.nvml_idle(gpus, listed) and now >= next_scan:
+                view = self.look()
+                if not self.blockers(view) and self.all_idle(view):
+                    self.event(
+                        "verify",
+                        "confirmed",
+                        "GPUs %s verified free (full holder scan) after %d polls"
+                        % (_gpu_list(plan.gpus), polls),
+                        data={"polls": polls},
+                    )
+                    return view
+                # On a big host a full scan costs up to ~0.4 s: do not repeat it back to back.
+                next_scan = time.monotonic() + max(0.1, 2 * self.scan_cost)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self.pause([p for p in self.procs.values() if p.pending], min(POLL_S, left))
+        view = self.look()
+        self.event(
+            "verify",
+            "timeout",
+            "GPUs %s not free after %.1f s" % (_gpu_list(plan.gpus), plan.verify_timeout),
+            data={"polls": polls, "blockers": self.blockers(view)},
+        )
+        return view
+
+    def nvml_idle(self, gpus, listed):
+        # type: (List[Dict[str, Any]], Dict[int, Dict[int, Optional[int]]]) -> bool
+        """NVML's side: each targeted GPU at its idle memory with no process listed."""
+        busy = set()  # type: Set[int]
+        for mem in listed.values():
+            busy.update(mem)
+        ok = True
+        for gpu in gpus:
+            index = gpu["index"]
+            if index not in self.plan.gpus:
+                continue
+            if index not in busy and _idle(gpu):
+                if index not in self.idle_ms:
+                    self.idle_ms[index] = self.ms()
+                    self.event(
+                        "verify", "idle", "GPU%d: memory back at idle, nothing listed" % index, gpu=index
+                    )
+            else:
+                ok = False
+        return ok
+
+    def all_idle(self, view):
+        # type: (View) -> bool
+        busy = set()  # type: Set[int]
+        for mem in view.listed.values():
+            busy.update(mem)
+        return all(i in view.gpus and i not in busy and _idle(view.gpus[i]) for i in self.plan.gpus)
+
+    # -- verdicts ------------------------------------------------------------------------------
+
+    def finish(self, view):
+        # type: (View) -> Dict[str, Any]
+        processes = [self.process_verdict(p) for p in self.procs.values()]
+        gpus = {}  # type: Dict[str, Dict[str, Any]]
+        for index in self.plan.gpus:
+            gpus[str(index)] = self.gpu_verdict(index, view)
+        clean = all(g["result"] == "clean" for g in gpus.values())
+        if not self.plan.gpus:
+            clean = all(p["result"] in GONE for p in processes)
+        refused = [p["pid"] for p in processes if p["result"] in ("permission-denied", "protected")]
+        after = {str(i): g.get("memory_used") for i, g in view.gpus.items() if i in self.plan.gpus}
+        done = self.event(
+            "done",
+            "clean" if clean else "not-clean",
+            "plan %s: %s in %.0f ms"
+            % (self.plan.id, "every targeted GPU verified clean" if clean else "NOT clean", self.ms()),
+            data={
+                "clean": clean,
+                "gpus": gpus,
+                "processes": processes,
+                "refused": refused,
+                "memory_before": _by_key(self.before),
+                "memory_after": after,
+                "method": self.killer.method,
+                "link_lost": self.link_lost,
+            },
+        )
+        return done
+
+    def process_verdict(self, proc):
+        # type: (Proc) -> Dict[str, Any]
+        if proc.verdict is None:
+            self.settle(proc)
+        data = {
+            "result": proc.verdict,
+            "why": proc.why,
+            "pid": proc.pid,
+            "start_time": proc.start_time,
+            "signals": proc.signals,
+            "exited_ms": proc.exited_ms,
+            "exit_signal": proc.exit_signal,
+            "state": proc.state,
+        }  # type: Dict[str, Any]
+        if proc.verdict == "zombie":
+            data["ppid"] = proc.ppid
+        if proc.allow:
+            data["allow"] = proc.allow
+        record = self.event(
+            "verdict",
+            proc.verdict,
+            "%s: %s%s" % (proc.label(), proc.verdict, " (%s)" % proc.why if proc.why else ""),
+            proc,
+            data=dict(data),
+        )
+        return dict(record["data"], pid=proc.pid, start_time=proc.start_time)
+
+    def settle(self, proc):
+        # type: (Proc) -> None
+        """The final word on a process that was signalled."""
+        stat = read_stat(proc.pid)
+        same = stat is not None and stat.start_time == proc.start_time
+        if proc.exited_ms is not None or not same:
+            if same and stat is not None and stat.state == "Z":
+                proc.verdict, proc.ppid, proc.why = "zombie", stat.ppid, _zombie_words(stat.ppid)
+            else:
+                proc.verdict = "exited"
+                proc.why = "after %s" % proc.exit_signal if proc.exit_signal else None
+            return
+        assert stat is not None
+        proc.state = stat.state
+        if stat.state == "D":
+            proc.verdict = "unkillable"
+            proc.why = "state D (uninterruptible, likely inside the driver): even SIGKILL waits; not retried"
+        else:
+            proc.verdict = "survived"
+            proc.why = "still running (state %s) after %s" % (
+                stat.state,
+                ", ".join(proc.signals) or "no signal",
+            )
+
+    def gpu_verdict(self, index, view):
+        # type: (int, View) -> Dict[str, Any]
+        gpu = view.gpus.get(index) or {}
+        on_gpu = view.on_gpu(index)
+        users = [r for r in on_gpu if r["kind"] in (USER, MONITOR)]  # live, listed by NVML
+        hidden = [r for r in on_gpu if r["kind"] == HIDDEN]  # attributed through a listed PID
+        ghosts = [r for r in on_gpu if r["kind"] == GHOST]
+        live = users + hidden
+        idle = _idle(gpu) if gpu else False
+        strays = self.sweep_blockers(view)
+        suspects = set(r["pid"] for r in hidden)  # type: Set[int]
+        for ghost in ghosts:
+            suspects.update(ghost.get("links") or [])
+        result = "clean"
+        if not gpu or gpu.get("error") or users or strays:
+            result = "held"
+        elif ghosts or hidden or not idle:
+            # Only dead PIDs listed (or none), memory held: name who may really hold it.
+            result = "ghost-memory"
+            if not suspects:
+                # No link to the ghost: any unattributed holder may be the one (a child that setsid()).
+                suspects.update(
+                    r["pid"] for r in view.records.values() if r["kind"] == HIDDEN and not r["gpus"]
+                )
+        held_by = sorted(set(r["pid"] for r in live) | set(r["pid"] for r in strays))
+        data = {
+            "result": result,
+            "memory_before": self.before.get(index),
+            "memory_after": gpu.get("memory_used"),
+            "memory_baseline": gpu.get("memory_baseline"),
+            "held_by": held_by,
+            "protected": sorted(r["pid"] for r in live if r.get("protected")),
+            "ghosts": sorted(r["pid"] for r in ghosts),
+            "suspects": sorted(suspects),
+            "idle_ms": self.idle_ms.get(index),
+            "error": gpu.get("error") if gpu else "no-such-gpu",
+        }
+        if result == "clean":
+            words = "clean"
+        elif result == "ghost-memory":
+            words = "ghost memory: NVML lists %s; suspected holders: %s" % (
+                _pid_list(data["ghosts"]) or "nothing",
+                _pid_list(data["suspects"]) or "none found (run the probe as root to see every holder)",
+            )
+        else:
+            words = "still held by %s" % (_pid_list(held_by) or data["error"] or "memory in use")
+        self.event("verdict", result, "GPU%d: %s" % (index, words), gpu=index, data=data)
+        return data
+
+
+# -- small helpers -----------------------------------------------------------------------------
+
+
+def _idle(gpu):
+    # type: (Dict[str, Any]) -> bool
+    used, base = gpu.get("memory_used"), gpu.get("memory_baseline")
+    return _is_int(used) and _is_int(base) and used <= base + IDLE_SLACK
+
+
+def brief_command(command):
+    # type: (List[str]) -> str
+    """A command line as people say it: the program's base name, long absolute paths cut to
+    ".../name" (`/opt/venv/bin/python -S /tmp/x/bin/train.py` -> `python -S .../train.py`)."""
+    if not command:
+        return ""
+    words = [os.path.basename(command[0]) or command[0]]
+    for arg in command[1:]:
+        if arg.startswith("/") and len(arg) > 32 and os.path.basename(arg):
+            arg = ".../" + os.path.basename(arg)
+        words.append(arg)
+    return " ".join(words)
+
+
+def _short(command):
+    # type: (List[str]) -> List[str]
+    """A command line small enough to repeat in every event (some are kilobytes of arguments)."""
+    out = [arg if len(arg) <= 512 else arg[:509] + "..." for arg in command[:64]]
+    if len(command) > 64:
+        out.append("... (%d more)" % (len(command) - 64))
+    return out
+
+
+def _reused(expected, found):
+    # type: (int, int) -> str
+    return "PID reused: start time %d, the plan's was %d" % (found, expected)
+
+
+def _zombie_words(ppid):
+    # type: (Optional[int]) -> str
+    return "zombie: exited, holds nothing; parent %s must reap it" % (ppid if ppid is not None else "?")
+
+
+def _gpu_list(gpus):
+    # type: (List[int]) -> str
+    return ",".join(str(i) for i in gpus) if gpus else "-"
+
+
+def _pid_list(pids):
+    # type: (List[int]) -> str
+    return ", ".join(str(p) for p in pids)
+
+
+def _by_key(mapping):
+    # type: (Dict[int, Any]) -> Dict[str, Any]
+    return {str(k): v for k, v in sorted(mapping.items())}

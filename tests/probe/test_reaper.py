@@ -1,0 +1,504 @@
+"""The kill engine (gputui/probe/reaper.py) on real processes: simulated GPUs, real jobs and signals.
+
+Every job is started by a sim the fixture closes (tests/simprobe.py); the tests themselves send no
+signal: the engine under test does, and only to those jobs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gputui.probe import reaper
+from gputui.probe.main import Loop
+from gputui.probe.readers.sim import GiB
+from gputui.probe.reaper import Proc, Run, Settings, execute
+from tests import simprobe
+from tests.simprobe import alive
+
+sim_probe = simprobe.sim_probe  # the shared fixture
+
+REPO = Path(__file__).resolve().parents[2]
+PY38 = Path("/root/.pyenv/versions/3.8.18/bin/python")
+STAGES = ("accepted", "check", "signal", "wait", "escalate", "rescan", "verify", "verdict", "done")
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def target(pid: int, start: int | None, gpus: list[int], reason: str = "test") -> dict[str, Any]:
+    return {"pid": pid, "start_time": start, "reason": reason, "gpus": gpus}
+
+
+def make_plan(targets: list[dict[str, Any]], gpus: list[int], **options: Any) -> dict[str, Any]:
+    plan = {
+        "type": "plan",
+        "v": 1,
+        "id": "t-" + uuid.uuid4().hex[:8],
+        "operator": "tester",
+        "targets": targets,
+        "sweep": [],
+        "gpus": gpus,
+        "include_protected": [],
+        "sigint_first": False,
+        "term_timeout": 5.0,
+        "verify_timeout": 5.0,
+    }
+    plan.update(options)
+    return plan
+
+
+def run(probe: Any, targets: list[dict[str, Any]], gpus: list[int], **options: Any) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    execute(probe, make_plan(targets, gpus, **options), events.append)
+    return events
+
+
+def of(events: list[dict[str, Any]], stage: str, pid: int | None = None) -> list[dict[str, Any]]:
+    return [e for e in events if e.get("stage") == stage and (pid is None or e.get("pid") == pid)]
+
+
+def verdict(events: list[dict[str, Any]], pid: int) -> dict[str, Any]:
+    [found] = [e for e in of(events, "verdict", pid) if e["gpu"] is None]
+    return found
+
+
+def gpu_verdict(events: list[dict[str, Any]], index: int) -> dict[str, Any]:
+    [found] = [e for e in of(events, "verdict") if e["gpu"] == index]
+    return found
+
+
+def done(events: list[dict[str, Any]]) -> dict[str, Any]:
+    assert events[-1]["stage"] == "done", events[-1]
+    return events[-1]
+
+
+def signals_to(events: list[dict[str, Any]], pid: int) -> list[str]:
+    return [
+        e["signal"]
+        for e in events
+        if e["stage"] in ("signal", "escalate") and e["pid"] == pid and e["result"] == "sent"
+    ]
+
+
+def assert_well_formed(events: list[dict[str, Any]]) -> None:
+    """Every event is a protocol record with a known stage, JSON-clean, elapsed times never decrease."""
+    last = -1.0
+    for e in events:
+        assert e["type"] == "event" and e["v"] == 1 and e["stage"] in STAGES, e
+        json.dumps(e)
+        assert e["data"]["elapsed_ms"] >= last
+        last = e["data"]["elapsed_ms"]
+    assert events[0]["stage"] == "accepted"
+
+
+# -- the stages ---------------------------------------------------------------------------------
+
+
+def test_a_cooperative_job_ends_with_sigterm_and_the_gpu_is_verified_clean(sim_probe):
+    probe, sim = sim_probe()
+    job = sim.spawn("busy", gpu=1, memory=4 * GiB)
+    events = run(probe, [target(job.pid, job.start_time, [1])], [1])
+    assert_well_formed(events)
+    assert signals_to(events, job.pid) == ["SIGTERM"]
+    assert not of(events, "escalate")
+    python = os.path.basename(sys.executable)
+    assert of(events, "signal", job.pid)[0]["message"] == f"SIGTERM -> {job.pid} {python} -S .../train.py"
+    v = verdict(events, job.pid)
+    assert v["result"] == "exited" and v["data"]["exit_signal"] == "SIGTERM"
+    assert v["data"]["command"] and v["data"]["user"] == pwd.getpwuid(os.getuid()).pw_name
+    g = gpu_verdict(events, 1)
+    assert g["result"] == "clean"
+    assert g["data"]["memory_before"] == 4 * GiB and g["data"]["memory_after"] == 0
+    d = done(events)
+    assert d["data"]["clean"] is True and d["result"] == "clean"
+    assert d["data"]["gpus"]["1"]["result"] == "clean"
+    assert d["data"]["memory_before"] == {"1": 4 * GiB} and d["data"]["memory_after"] == {"1": 0}
+    # Verification polled until the memory came back (0.10-0.18 s in the sim), with no fixed sleep.
+    assert [e["result"] for e in of(events, "verify")] == ["polling", "idle", "confirmed"]
+    assert not alive(job.pid, job.start_time)
+    assert d["data"]["method"] == "pidfd"
+
+
+def test_a_job_that_ignores_sigterm_gets_sigkill_after_the_term_timeout(sim_probe):
+    probe, sim = sim_probe()
+    job = sim.spawn("ignore-term", gpu=2, memory=GiB)
+    events = run(probe, [target(job.pid, job.start_time, [2])], [2], term_timeout=0.4)
+    assert_well_formed(events)
+    assert signals_to(events, job.pid) == ["SIGTERM", "SIGKILL"]
+    [timeout] = [e for e in of(events, "wait") if e["result"] == "timeout"]
+    assert timeout["data"]["pids"] == [job.pid]
+    [term] = [e for e in of(events, "signal", job.pid) if e["signal"] == "SIGTERM"]
+    [kill] = of(events, "escalate", job.pid)
+    waited = kill["data"]["elapsed_ms"] - term["data"]["elapsed_ms"]
+    assert 400 <= waited < 1400, waited
+    assert verdict(events, job.pid)["data"]["exit_signal"] == "SIGKILL"
+    assert gpu_verdict(events, 2)["result"] == "clean"
+    assert done(events)["data"]["clean"] is True
+
+
+def test_a_ghosts_hidden_holder_is_found_by_the_rescan_and_freed(sim_probe):
+    probe, sim = sim_probe()
+    job = sim.spawn("ghost", gpu=3, memory=2 * GiB)
+    # NVML lists the dead parent; the child holds the memory but is listed nowhere.
+    sample = probe.sample(full=True)
+    kinds = {p["pid"]: p["kind"] for p in sample["processes"]}
+    assert kinds[job.pid] == "ghost" and kinds[job.child_pid] == "hidden"
+    # The plan names nobody (a ghost is no target): the rescan must find the child.
+    events = run(probe, [], [3])
+    assert_well_formed(events)
+    [rescan] = [e for e in of(events, "rescan") if e["result"] == "found"]
+    assert rescan["data"]["attributed"] == [job.child_pid]
+    assert signals_to(events, job.child_pid) == ["SIGTERM"]
+    v = verdict(events, job.child_pid)
+    assert v["result"] == "exited" and v["data"]["origin"] == "rescan"
+    assert "pgid" in v["data"]["reason"]
+    assert gpu_verdict(events, 3)["result"] == "clean"
+    assert done(events)["data"]["clean"] is True
+    assert not alive(job.child_pid, job.child_start_time)
+
+
+def test_ghost_memory_names_the_suspected_holders(sim_probe, monkeypatch):
+    monkeypatch.setattr(reaper, "MAX_ROUNDS", 0)  # no rescan: the holder it would stop stays
+    probe, sim = sim_probe()
+    job = sim.spawn("ghost", gpu=0, memory=GiB)
+    events = run(probe, [], [0], verify_timeout=0.3)
+    g = gpu_verdict(events, 0)
+    assert g["result"] == "ghost-memory"
+    assert g["data"]["ghosts"] == [job.pid] and g["data"]["suspects"] == [job.child_pid]
+    assert f"suspected holders: {job.child_pid}" in g["message"]
+    assert g["data"]["memory_after"] == GiB
+    assert done(events)["data"]["clean"] is False
+    assert alive(job.child_pid, job.child_start_time)
+
+
+def test_a_zombie_is_not_signalled_names_its_parent_and_does_not_block_clean(sim_probe):
+    probe, sim = sim_probe()
+    job = sim.spawn("zombie", gpu=1, memory=GiB)
+    zombie = job.child_pid
+    # The zombie alone: nothing to signal, nothing held, so the plan is clean and the parent lives on.
+    events = run(probe, [target(zombie, job.child_start_time, [])], [])
+    check = of(events, "check", zombie)[0]
+    assert check["result"] == "zombie" and check["data"]["ppid"] == job.pid
+    assert f"parent {job.pid} must reap" in check["message"]
+    assert not signals_to(events, zombie)
+    v = verdict(events, zombie)
+    assert v["result"] == "zombie" and v["data"]["ppid"] == job.pid
+    assert done(events)["data"]["clean"] is True
+    assert alive(job.pid, job.start_time)
+    # Then its GPU: the parent is the user; the zombie holds nothing and does not block the verdict.
+    events = run(probe, [target(job.pid, job.start_time, [1]), target(zombie, job.child_start_time, [])], [1])
+    assert signals_to(events, job.pid) == ["SIGTERM"] and not signals_to(events, zombie)
+    assert gpu_verdict(events, 1)["result"] == "clean"
+    assert done(events)["data"]["clean"] is True
+
+
+def test_a_protected_monitor_is_never_signalled_unless_included(sim_probe):
+    probe, sim = sim_probe()
+    monitor = sim.spawn("monitor")
+    busy = sim.spawn("busy", gpu=0, memory=GiB)
+    targets = [target(monitor.pid, monitor.start_time, []), target(busy.pid, busy.start_time, [0])]
+    events = run(probe, targets, [0])
+    check = of(events, "check", monitor.pid)[0]
+    assert check["result"] == "protected" and "monitor" in check["message"]
+    assert not signals_to(events, monitor.pid)
+    assert verdict(events, monitor.pid)["result"] == "protected"
+    assert done(events)["data"]["refused"] == [monitor.pid]
+    assert gpu_verdict(events, 0)["result"] == "clean"
+    assert alive(monitor.pid, monitor.start_time)
+    # The operator may include a monitor explicitly.
+    events = run(probe, [target(monitor.pid, monitor.start_time, [])], [], include_protected=[monitor.pid])
+    assert signals_to(events, monitor.pid) == ["SIGTERM"]
+    assert verdict(events, monitor.pid)["result"] == "exited"
+
+
+def test_pid_1_the_probe_and_its_ancestors_are_refused_even_when_included(sim_probe):
+    """Decided without sending anything: protection() is asked directly."""
+    probe, _ = sim_probe()
+    everyone = [1, probe.pid, *probe.protected_pids()]
+    settings = Settings(make_plan([], [], include_protected=everyone))
+    run_ = Run(probe, settings, lambda record: None)
+    me = Proc(probe.pid, 0, "", [], "plan")
+    assert run_.protection(me, None) == "probe"
+    assert run_.protection(Proc(1, 0, "", [], "plan"), None) == "pid-1"
+    parent = os.getppid()
+    assert run_.protection(Proc(parent, 0, "", [], "plan"), None) == "probe-ancestor"
+    kthreadd = 2  # kernel threads are never signalled either
+    if Path("/proc/2/stat").exists() and Path("/proc/2/stat").read_text().split()[1] == "(kthreadd)":
+        assert run_.protection(Proc(kthreadd, 0, "", [], "plan"), None) == "kernel-thread"
+
+
+def test_a_reused_pid_is_not_signalled(sim_probe):
+    probe, sim = sim_probe()
+    job = sim.spawn("busy", gpu=0, memory=GiB)
+    # The plan's start time is not the live process's: the PID now names another process.
+    events = run(probe, [target(job.pid, job.start_time - 1, [0])], [0], verify_timeout=0.2)
+    check = of(events, "check", job.pid)[0]
+    assert check["result"] == "pid-reused"
+    assert not signals_to(events, job.pid)
+    assert verdict(events, job.pid)["result"] == "pid-reused"
+    g = gpu_verdict(events, 0)
+    assert g["result"] == "held" and g["data"]["held_by"] == [job.pid]
+    assert done(events)["data"]["clean"] is False
+    assert alive(job.pid, job.start_time)
+
+
+def test_a_target_that_exited_before_the_plan_has_vanished(sim_probe):
+    probe, sim = sim_probe()
+    job = sim.spawn("ghost", gpu=0, memory=GiB)  # its parent has exited by now
+    events = run(probe, [target(job.pid, job.start_time, [0])], [0])
+    assert of(events, "check", job.pid)[0]["result"] == "vanished"
+    assert verdict(events, job.pid)["result"] == "vanished"
+    assert done(events)["data"]["clean"] is True  # the rescan stopped the child
+
+
+def test_sigint_first_when_asked(sim_probe):
+    probe, sim = sim_probe()
+    job = sim.spawn("busy", gpu=0, memory=GiB)
+    events = run(probe, [target(job.pid, job.start_time, [0])], [0], sigint_first=True)
+    assert signals_to(events, job.pid) == ["SIGINT"]
+    assert verdict(events, job.pid)["data"]["exit_signal"] == "SIGINT"
+    assert done(events)["data"]["clean"] is True
+
+
+def test_the_sweep_stops_unattributed_holders(sim_probe):
+    probe, sim = sim_probe()
+    hidden = sim.spawn("hidden")
+    busy = sim.spawn("busy", gpu=1, memory=GiB)
+    sweep = [target(hidden.pid, hidden.start_time, [], "unattributed hidden holder")]
+    events = run(probe, [target(busy.pid, busy.start_time, [1])], [1], sweep=sweep)
+    [rescan] = [e for e in of(events, "rescan") if e["result"] == "found"]
+    assert rescan["data"]["sweep"] == [hidden.pid]
+    assert verdict(events, hidden.pid)["data"]["origin"] == "sweep"
+    assert done(events)["data"]["clean"] is True
+    assert not alive(hidden.pid, hidden.start_time)
+
+
+def test_without_the_sweep_an_unattributed_holder_is_left_alone(sim_probe):
+    probe, sim = sim_probe()
+    hidden = sim.spawn("hidden")
+    busy = sim.spawn("busy", gpu=1, memory=GiB)
+    events = run(probe, [target(busy.pid, busy.start_time, [1])], [1])
+    assert not signals_to(events, hidden.pid)
+    assert done(events)["data"]["clean"] is True  # it holds no memory of GPU 1
+    assert alive(hidden.pid, hidden.start_time)
+
+
+def test_the_kill_fallback_without_pidfd(sim_probe, monkeypatch):
+    monkeypatch.setattr(reaper, "FORCE_METHOD", "kill")
+    probe, sim = sim_probe()
+    job = sim.spawn("ignore-term", gpu=0, memory=GiB)
+    events = run(probe, [target(job.pid, job.start_time, [0])], [0], term_timeout=0.2)
+    assert "no pidfd" in events[0]["message"] and events[0]["data"]["method"] == "kill"
+    assert signals_to(events, job.pid) == ["SIGTERM", "SIGKILL"]
+    assert done(events)["data"]["clean"] is True
+
+
+def test_the_syscall_pidfd_path_used_by_python_38(sim_probe, monkeypatch):
+    monkeypatch.setattr(reaper, "FORCE_METHOD", "pidfd-syscall")
+    probe, sim = sim_probe()
+    job = sim.spawn("busy", gpu=0, memory=GiB)
+    events = run(probe, [target(job.pid, job.start_time, [0])], [0])
+    assert events[0]["data"]["method"] == "pidfd-syscall"
+    assert "identity confirmed (pidfd)" in of(events, "check", job.pid)[0]["message"]
+    assert done(events)["data"]["clean"] is True
+
+
+def test_the_plan_finishes_even_if_the_app_goes_away(sim_probe):
+    probe, sim = sim_probe()
+    job = sim.spawn("ignore-term", gpu=0, memory=GiB)
+    seen: list[dict[str, Any]] = []
+
+    def emit(record: dict[str, Any]) -> None:
+        if record["stage"] == "signal":
+            raise BrokenPipeError("the app is gone")
+        seen.append(record)
+
+    result = execute(probe, make_plan([target(job.pid, job.start_time, [0])], [0], term_timeout=0.2), emit)
+    assert [e["stage"] for e in seen] == ["accepted", "check"]
+    assert result is not None and result["data"]["clean"] is True and result["data"]["link_lost"] is True
+    assert not alive(job.pid, job.start_time)
+
+
+# -- refusals -----------------------------------------------------------------------------------
+
+
+def test_a_read_only_probe_refuses_a_plan(sim_probe):
+    probe, sim = sim_probe(read_only=True)
+    job = sim.spawn("busy", gpu=0, memory=GiB)
+    plan = make_plan([target(job.pid, job.start_time, [0])], [0])
+    events: list[dict[str, Any]] = []
+    assert execute(probe, plan, events.append) is None
+    assert events == [
+        {"type": "error", "v": 1, "code": "read-only", "message": events[0]["message"], "plan": plan["id"]}
+    ]
+    # The same through the probe's line loop, as the app would send it.
+    lines: list[dict[str, Any]] = []
+    Loop(probe, lines.append, 1.0).handle(json.dumps(plan).encode() + b"\n")
+    assert [(r["type"], r["code"], r["plan"]) for r in lines] == [("error", "read-only", plan["id"])]
+    assert alive(job.pid, job.start_time)
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        ({"id": None}, "'id'"),
+        ({"targets": [{"pid": 5}]}, "start_time"),
+        ({"targets": [{"pid": True, "start_time": 1}]}, "integer pid"),
+        ({"gpus": ["0"]}, "gpus"),
+        ({"term_timeout": 0}, "term_timeout"),
+        ({"verify_timeout": "10"}, "verify_timeout"),
+        ({"gpus": [0, 9]}, "no GPU 9 here (GPUs: 0)"),
+    ],
+)
+def test_a_malformed_plan_is_refused_before_anything_happens(sim_probe, change, words):
+    probe, _ = sim_probe(gpus=1)
+    plan = make_plan([], [0])
+    plan.update(change)
+    events: list[dict[str, Any]] = []
+    assert execute(probe, plan, events.append) is None
+    [e] = events
+    assert e["type"] == "error" and e["code"] == "bad-message" and words in e["message"]
+
+
+# -- permission denied: an unprivileged probe and a root-owned job ------------------------------
+
+UNPRIVILEGED_RUNNER = textwrap.dedent(
+    """
+    import json, sys
+    from gputui.probe.core import Probe
+    from gputui.probe.readers.sim import SimReader
+    from gputui.probe.reaper import execute
+
+    probe = Probe(SimReader(attach=True, base_dir=sys.argv[1]), hostname="unprivileged")
+    hello = probe.start()
+    out = []
+    try:
+        execute(probe, json.loads(sys.argv[2]), out.append)
+    finally:
+        probe.close()
+    print(json.dumps({"hello": hello, "events": out}))
+    """
+)
+
+
+def _python_for(uid: int) -> str | None:
+    """An interpreter `uid` can run (the venv's may live under /root, which it cannot enter)."""
+    for exe in (sys.executable, "/usr/bin/python3", "/usr/local/bin/python3"):
+        if not os.path.exists(exe):
+            continue
+        try:
+            tried = subprocess.run(
+                [exe, "-c", "pass"], user=uid, capture_output=True, timeout=30, check=False
+            )
+        except OSError:
+            continue  # e.g. EACCES: the interpreter sits in a directory that user cannot enter
+        if tried.returncode == 0:
+            return exe
+    return None
+
+
+def test_an_unprivileged_probe_gets_permission_denied_and_says_what_would_allow_it(sim_probe):
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the job must belong to another user than the probe")
+    try:
+        nobody = pwd.getpwnam("nobody").pw_uid
+    except KeyError:
+        pytest.skip("no user 'nobody'")
+    python = _python_for(nobody)
+    if python is None:
+        pytest.skip("no Python interpreter the user nobody can run")
+    _, sim = sim_probe(gpus=2)
+    job = sim.spawn("busy", gpu=1, memory=GiB)  # root's
+    # The probe package, where nobody can read it (the checkout may sit under /root).
+    code = tempfile.mkdtemp(prefix="gputui-test-probe-")
+    try:
+        os.chmod(code, 0o755)
+        shutil.copytree(REPO / "gputui" / "probe", Path(code) / "gputui" / "probe")
+        (Path(code) / "gputui" / "__init__.py").write_text("")
+        for root, dirs, files in os.walk(code):
+            for name in dirs:
+                os.chmod(os.path.join(root, name), 0o755)
+            for name in files:
+                os.chmod(os.path.join(root, name), 0o644)
+        plan = make_plan([target(job.pid, job.start_time, [1])], [1], verify_timeout=0.3)
+        result = subprocess.run(
+            [python, "-c", UNPRIVILEGED_RUNNER, sim.directory, json.dumps(plan)],
+            user=nobody,
+            env={"PYTHONPATH": code, "PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        shutil.rmtree(code, ignore_errors=True)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["hello"]["host"]["uid"] == nobody and report["hello"]["error"] is None
+    events = report["events"]
+    [denied] = [e for e in of(events, "signal", job.pid) if e["result"] == "permission-denied"]
+    allow = denied["data"]["allow"]
+    assert "run the probe as root or as user root" in allow and "sudo = true" in allow
+    v = verdict(events, job.pid)
+    assert v["result"] == "permission-denied" and v["data"]["allow"] == allow
+    assert gpu_verdict(events, 1)["result"] == "held"
+    d = done(events)
+    assert d["data"]["clean"] is False and d["data"]["refused"] == [job.pid]
+    assert alive(job.pid, job.start_time)
+
+
+# -- Python 3.8: the probe's oldest interpreter -------------------------------------------------
+
+PY38_RUNNER = textwrap.dedent(
+    """
+    import json
+    from gputui.probe.core import Probe
+    from gputui.probe.readers.sim import SimReader
+    from gputui.probe.reaper import execute
+
+    sim = SimReader(gpus=1, scenario="empty")
+    probe = Probe(sim)
+    probe.start()
+    try:
+        job = sim.spawn("ignore-term", gpu=0, memory=1 << 30)
+        plan = {"type": "plan", "v": 1, "id": "py38", "targets": [
+            {"pid": job.pid, "start_time": job.start_time, "reason": "t", "gpus": [0]}],
+            "gpus": [0], "term_timeout": 0.2, "verify_timeout": 5.0}
+        out = []
+        execute(probe, plan, out.append)
+    finally:
+        probe.close()
+    print(json.dumps(out))
+    """
+)
+
+
+def test_the_engine_on_python_38():
+    if not PY38.exists():
+        pytest.skip("no Python 3.8 at " + str(PY38))
+    result = subprocess.run(
+        [str(PY38), "-c", PY38_RUNNER],
+        env={"PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    events = json.loads(result.stdout)
+    # Python 3.8 has no os.pidfd_open: the raw syscalls give the same guarantee.
+    assert events[0]["data"]["method"] in ("pidfd-syscall", "kill")
+    assert [e["signal"] for e in events if e["stage"] in ("signal", "escalate")] == ["SIGTERM", "SIGKILL"]
+    assert events[-1]["data"]["clean"] is True

@@ -1,0 +1,456 @@
+"""`gputui clean` end to end: real probe subprocesses over the simulated GPUs, the fleet, the audit log.
+
+The demo hosts are real probes (`--reader sim --sim-scenario demo`) reached through the local
+transport; every sim process ends with its probe (the fleet stops them). The SIGKILL test starts
+`python -m gputui clean` itself and ends every process it started through it, by PID.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import io
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gputui.actionlog import read_records, unfinished
+from gputui.clean import (
+    EXIT_CLEAN,
+    EXIT_NO_GPU,
+    EXIT_NOT_CLEAN,
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    HostOutcome,
+    add_clean_arguments,
+    exit_code,
+    plan_lines,
+    resolve_gpu_specs,
+    run_clean,
+    split_targets,
+    stage_line,
+)
+from gputui.config import HostSpec
+from gputui.demo import demo_specs
+from gputui.fleet import Fleet
+from gputui.model import Event
+from gputui.plan import PlanOptions, plan_for_gpus
+from gputui.transport.local import LocalLink
+from tests.test_plan import sample
+
+REPO = Path(__file__).resolve().parents[1]
+STAGE_LINE = re.compile(r"^\d\d:\d\d:\d\d\.\d{3} demo-[ab] ")
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="gputui clean")
+    p.add_argument("hosts", nargs="*")
+    p.add_argument("--demo", action="store_true")
+    add_clean_arguments(p)
+    args = p.parse_args(list(argv))
+    _, specs = split_targets(args.hosts)
+    args.gpu = list(args.gpu or []) + specs
+    return args
+
+
+def fleet_of(specs: list[HostSpec], interval: float = 0.5) -> Fleet:
+    fleet = Fleet()
+    for spec in specs:
+        fleet.add(
+            spec.name,
+            lambda spec=spec: LocalLink(spec, interval=interval, python=sys.executable),
+            read_only=spec.read_only,
+            interval=interval,
+        )
+    return fleet
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+async def clean(
+    *argv: str, fleet: Fleet | None = None, stdin: io.StringIO | None = None
+) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = await run_clean(
+        parse(*argv), fleet or fleet_of(demo_specs()), stdin=stdin or io.StringIO(), stdout=out, stderr=err
+    )
+    return code, out.getvalue(), err.getvalue()
+
+
+# -- end to end ---------------------------------------------------------------------------------
+
+
+async def test_the_demo_cluster_ends_clean(tmp_path):
+    log = tmp_path / "actions.jsonl"
+    code, out, err = await clean(
+        "--demo", "--all", "--yes", "--json", "--term-timeout", "0.5", "--log", str(log)
+    )
+    assert code == EXIT_CLEAN, err
+    doc = json.loads(out)
+    assert doc["version"] == 1 and doc["clean"] is True and doc["exit_code"] == 0 and doc["log"] == str(log)
+    assert [h["host"] for h in doc["hosts"]] == ["demo-a", "demo-b"]
+    for host in doc["hosts"]:
+        assert host["status"] == "clean" and host["clean"] is True
+        assert {g["result"] for g in host["gpus"].values()} == {"clean"}
+        assert set(host["gpus"]) == {"0", "1", "2", "3"}
+        assert all(v == 0 for v in host["memory_after"].values())
+        results = {p["result"] for p in host["processes"]}
+        assert results <= {"exited", "vanished"}, host["processes"]
+        plan = host["plan"]
+        assert plan["sweep_included"] and plan["excluded"] and plan["targets"]
+        kinds = {e["kind"] for e in plan["excluded"]}
+        assert {"ghost", "zombie", "monitor"} <= kinds  # ghosts, zombies and monitors are left alone
+    # The ignore-term jobs were escalated; the ghosts' children stopped.
+    escalated = [p for h in doc["hosts"] for p in h["processes"] if p["signals"] == ["SIGTERM", "SIGKILL"]]
+    assert len(escalated) == 2
+    # Stages streamed to stderr (stdout holds the JSON) with millisecond timestamps.
+    stage_lines = [line for line in err.splitlines() if STAGE_LINE.match(line)]
+    assert any("SIGTERM -> " in line for line in stage_lines)
+    assert any("SIGKILL -> " in line for line in stage_lines)
+    # The audit log: the plan and intents first, then events, a done per action.
+    records, bad = read_records(log)
+    assert bad == 0
+    by_action: dict[str, list[str]] = {}
+    for r in records:
+        by_action.setdefault(r["action"], []).append(r["kind"])
+    assert len(by_action) == 2
+    for kinds in by_action.values():
+        assert kinds[0] == "plan" and kinds[1] == "intent" and kinds[-1] == "done"
+        assert kinds.index("event") > max(i for i, k in enumerate(kinds) if k == "intent")
+    assert unfinished(log) == []
+
+
+async def test_a_scoped_clean_prints_a_table_and_verdicts(tmp_path):
+    log = tmp_path / "actions.jsonl"
+    code, out, err = await clean("--demo", "demo-a:2", "--yes", "--log", str(log))
+    assert code == EXIT_CLEAN, err + out
+    assert "== demo-a: plan" in out and "holds the memory of ghost" in out
+    assert "already dead; its memory is held by" in out
+    assert "== demo-a: CLEAN" in out and "GPU2   clean" in out
+    assert "demo-b" not in out  # not asked
+    assert any(STAGE_LINE.match(line) for line in out.splitlines())
+
+
+async def test_a_dry_run_prints_the_plan_and_touches_nothing(tmp_path):
+    log = tmp_path / "actions.jsonl"
+    code, out, err = await clean("--demo", "--all", "--dry-run", "--json", "--log", str(log))
+    assert code == EXIT_CLEAN, err
+    doc = json.loads(out)
+    assert doc["dry_run"] is True and doc["clean"] is False
+    assert all(h["status"] == "planned" and h["plan"]["targets"] for h in doc["hosts"])
+    assert "stages: SIGTERM, wait up to 5 s" in err and "left alone:" in err
+    assert not log.exists()
+
+
+async def test_without_a_terminal_or_yes_it_refuses(tmp_path):
+    log = tmp_path / "actions.jsonl"
+    code, _, err = await clean("--demo", "--all", "--log", str(log))
+    assert code == EXIT_USAGE
+    assert "stdin is not a terminal (pass --yes)" in err
+    assert not log.exists()
+
+
+async def test_answering_no_on_a_terminal_does_nothing(tmp_path):
+    log = tmp_path / "actions.jsonl"
+    code, out, _ = await clean("--demo", "demo-a:0", "--log", str(log), stdin=Tty("n\n"))
+    assert code == EXIT_NOT_CLEAN
+    assert "Proceed? [y/N]" in out and "not confirmed: nothing done" in out
+    assert not log.exists()
+
+
+async def test_answering_yes_on_a_terminal_proceeds(tmp_path):
+    log = tmp_path / "actions.jsonl"
+    code, out, _ = await clean("--demo", "demo-b:0", "--log", str(log), stdin=Tty("y\n"))
+    assert code == EXIT_CLEAN, out
+    assert "Proceed? [y/N]" in out and "== demo-b: CLEAN" in out
+
+
+async def test_a_read_only_host_is_refused(tmp_path):
+    log = tmp_path / "a.jsonl"
+    code, out, _ = await clean(
+        "--demo", "--all", "--yes", "--log", str(log), fleet=fleet_of(demo_specs(read_only=True))
+    )
+    assert code == EXIT_REFUSED
+    assert "== demo-a: REFUSED: read-only host: kill actions are disabled here" in out
+    assert not log.exists()
+
+
+async def test_a_read_only_probe_refuses_a_plan_sent_anyway():
+    spec = HostSpec(name="ro", reader="sim", sim_scenario="demo", read_only=True)
+    fleet = fleet_of([spec])
+    # The app's own guard is bypassed on purpose: the view says killing is allowed.
+    fleet.view("ro").read_only = False
+    fleet.start()
+    try:
+        await fleet.wait_first_samples(30)
+        view = fleet.view("ro")
+        assert view.facts is not None and view.facts.read_only
+        plan = plan_for_gpus(view.sample, [0], host="ro", options=PlanOptions(operator="t"))
+        events = [e async for e in fleet.execute("ro", plan.to_wire())]
+    finally:
+        await fleet.stop()
+    [done] = events
+    assert done.stage == "done" and done.result == "refused" and done.data["error"] == "read-only"
+
+
+async def test_naming_a_protected_process_is_refused(tmp_path):
+    fleet = fleet_of(demo_specs()[:1])
+    fleet.start()
+    await fleet.wait_first_samples(30)
+    sample_ = fleet.view("demo-a").sample
+    assert sample_ is not None
+    [monitor] = [p for p in sample_.processes if p.protected == "monitor"]
+    # run_clean reuses the started fleet (start() is idempotent) and stops it.
+    code, out, _err = await clean(
+        "--demo", "--pid", str(monitor.pid), "--yes", "--log", str(tmp_path / "a"), fleet=fleet
+    )
+    assert code == EXIT_REFUSED
+    assert f"REFUSED: {monitor.pid} (nv-hostengine)" in out
+    assert not (tmp_path / "a").exists()
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (("--demo",), "say what to clean"),
+        (("--demo", "--all", "--gpu", "0"), "does not combine"),
+        (("--demo", "--gpu", "demo-a:9", "--yes"), "demo-a has no GPU 9"),
+        (("--demo", "--gpu", "nohost:1", "--yes"), "nohost is not one of the hosts"),
+        (("--demo", "--gpu", "GPU-ffffffff", "--yes"), "no GPU has that UUID"),
+        (("--demo", "--pid", "999999999", "--yes"), "not a GPU process"),
+    ],
+)
+async def test_bad_usage_is_exit_2(tmp_path, argv, words):
+    code, _, err = await clean(*argv, "--log", str(tmp_path / "a.jsonl"))
+    assert code == EXIT_USAGE and words in err
+
+
+async def test_no_driver_is_exit_3(tmp_path):
+    if os.path.exists("/dev/nvidiactl"):
+        pytest.skip("this machine has an NVIDIA driver")
+    code, out, _ = await clean(
+        "--all", "--yes", "--log", str(tmp_path / "a"), fleet=fleet_of([HostSpec(name="local")])
+    )
+    assert code == EXIT_NO_GPU
+    assert "== local: NO GPU" in out and "gputui clean --demo --all" in out
+
+
+# -- killed in the middle of an action ----------------------------------------------------------
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            found += [int(p) for p in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+        except OSError:
+            pass
+    return found
+
+
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        for child in _children(todo.pop()):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _start(pid: int) -> int | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    return int(raw[raw.rindex(b")") + 2 :].split()[19])
+
+
+def _wait_for(predicate: Any, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def test_sigkill_in_the_middle_of_an_action_leaves_a_parseable_log_and_is_reported(tmp_path):
+    log = tmp_path / "actions.jsonl"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    # GPU 3 of demo-a runs a job that ignores SIGTERM: with a 60 s TERM timeout the action waits.
+    argv = [sys.executable, "-m", "gputui", "clean", "--demo", "demo-a:3", "--yes", "--term-timeout", "60",
+            "--log", str(log)]  # fmt: skip
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    started: list[tuple[int, int | None]] = []
+    try:
+
+        def signalled() -> bool:
+            records, _ = read_records(log)
+            return any(r.get("stage") == "signal" and r.get("result") == "sent" for r in records)
+
+        assert _wait_for(signalled, 90), (
+            proc.stderr.read1().decode() if proc.poll() is not None else "no signal"
+        )
+        started = [(pid, _start(pid)) for pid in _descendants(proc.pid)]
+        proc.send_signal(signal.SIGKILL)  # our own child: not reaped yet, so its PID is still ours
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+        # The probes outlive their app (they finish the plan): end them by PID. They close their sims.
+        _end_probes(started)
+    raw = log.read_bytes()
+    assert raw.endswith(b"\n")
+    parsed = [json.loads(line) for line in raw.splitlines()]
+    assert {r["kind"] for r in parsed} >= {"plan", "intent", "event"} and "done" not in {
+        r["kind"] for r in parsed
+    }
+    [lost] = unfinished(log)
+    intents = [r for r in parsed if r["kind"] == "intent"]
+    assert lost.action == intents[0]["action"] and lost.host == "demo-a"
+    assert {i.pid for i in lost.pending} == {r["pid"] for r in intents}
+    # The next start reports it, once.
+    again = subprocess.run(
+        [sys.executable, "-m", "gputui", "clean", "--demo", "demo-b:3", "--dry-run", "--log", str(log)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        check=False,
+    )
+    assert again.returncode == 0, again.stderr
+    assert (
+        f"WARNING: action {lost.action} on demo-a" in again.stderr
+        and "outcome never recorded" in again.stderr
+    )
+    assert unfinished(log) == []
+
+
+def _end_probes(started: list[tuple[int, int | None]]) -> None:
+    """SIGTERM the probes `gputui clean` started (checked by start time), then wait for everything."""
+    probes = [(pid, st) for pid, st in started if st is not None and b"gputui-probe" in _cmdline(pid)]
+    for pid, st in probes:
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        try:
+            if _start(pid) == st:
+                signal.pidfd_send_signal(fd, signal.SIGTERM)
+        finally:
+            os.close(fd)
+    for pid, st in started:
+        assert _gone_within(pid, st, 20), f"{pid} ({_cmdline(pid)!r}) is still running"
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _gone_within(pid: int, st: int | None, timeout: float) -> bool:
+    """Whether the process exits within `timeout` (waiting on a pidfd: readable at exit)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        if _start(pid) == st:
+            select.select([fd], [], [], timeout)
+        return _start(pid) != st or select.select([fd], [], [], 0)[0] != []
+    finally:
+        os.close(fd)
+
+
+# -- pieces -------------------------------------------------------------------------------------
+
+
+def test_positional_gpu_specs_are_split_from_hosts():
+    assert split_targets(["gpu-a", "gpu-b:3", "gpu-c:all", "bench@gpu-d:2222", "[::1]:5", "gpu-b:1"]) == (
+        ["gpu-a", "gpu-b", "gpu-c", "bench@gpu-d:2222", "[::1]:5"],
+        ["gpu-b:3", "gpu-c:all", "gpu-b:1"],
+    )  # fmt: skip
+    # HOST:N is a GPU below 64 (even 22), a port from 64 up; user@host:N is always a port.
+    assert split_targets(["gpu-e:22", "gpu-a:2222", "me@gpu-f:22"]) == (
+        ["gpu-e", "gpu-a:2222", "me@gpu-f:22"],
+        ["gpu-e:22"],
+    )
+
+
+def test_gpu_specs_resolve_by_index_uuid_and_host():
+    s = sample()
+    samples = {"a": s, "b": s}
+    assert resolve_gpu_specs(["1"], samples, ["a", "b"]) == {"a": {1}, "b": {1}}
+    assert resolve_gpu_specs(["a:all", "b:2"], samples, ["a", "b"]) == {"a": {0, 1, 2, 3}, "b": {2}}
+    one = {"a": s}
+    assert resolve_gpu_specs(["GPU-00000003"], one, ["a"]) == {"a": {3}}
+    assert resolve_gpu_specs(["gpu-00000003-aaaa-bbbb-cccc-dddddddddddd"], one, ["a"]) == {"a": {3}}
+
+
+def test_exit_codes_take_the_worst_host():
+    def o(status: str) -> HostOutcome:
+        return HostOutcome("h", status=status)
+
+    assert exit_code([o("clean"), o("skipped")]) == EXIT_CLEAN
+    assert exit_code([o("clean"), o("not-clean")]) == EXIT_NOT_CLEAN
+    assert exit_code([o("outcome-unknown")]) == EXIT_NOT_CLEAN
+    assert exit_code([o("unreachable"), o("refused")]) == EXIT_REFUSED
+    assert exit_code([o("refused"), o("no-gpu")]) == EXIT_NO_GPU
+
+
+def test_untrusted_text_is_escaped_in_stage_lines_and_plans():
+    event = Event(
+        plan="p", time=0.12, stage="signal", pid=5, message="SIGTERM -> 5 \x1b[2Jevil\x07", data={"gpus": [3]}
+    )
+    line = stage_line("h\x1b", event)
+    assert "\x1b" not in line and "\x07" not in line
+    assert line.endswith(" h\\e GPU3  SIGTERM -> 5 \\e[2Jevil\\x07")
+    s = sample()
+    procs = tuple(
+        dataclasses.replace(p, command=("x\x1b]0;pwned\x07",)) if p.pid == 100 else p for p in s.processes
+    )
+    plan = plan_for_gpus(dataclasses.replace(s, processes=procs), [0], host="h")
+    text = "\n".join(plan_lines(plan))
+    assert "\x1b" not in text and "\x07" not in text and "x\\e]0;pwned\\x07" in text
+
+
+def test_the_engine_is_reached_only_through_the_fleet():
+    """A guard against reaching around: the CLI never imports the probe's kill engine."""
+    source = (REPO / "gputui" / "clean.py").read_text()
+    assert "reaper" not in source and "os.kill" not in source
+
+
+def test_verdicts_map_to_outcomes():
+    from gputui.clean import _judge
+
+    def done(result: str, **data: Any) -> Event:
+        return Event(plan="p", time=0.0, stage="done", result=result, message=result, data=data)
+
+    assert _judge(done("clean", clean=True)) == ("clean", None)
+    assert _judge(done("outcome-unknown", clean=False))[0] == "outcome-unknown"
+    assert _judge(done("refused", clean=False, error="read-only"))[0] == "refused"
+    assert _judge(done("refused", clean=False, error="no-gpu"))[0] == "no-gpu"
+    denied = {"pid": 7, "result": "permission-denied", "allow": "run the probe as root or as user bob"}
+    status, message = _judge(done("not-clean", clean=False, processes=[denied]))
+    assert status == "refused" and message == "permission denied for 7: run the probe as root or as user bob"
+    assert _judge(done("not-clean", clean=False, processes=[]))[0] == "not-clean"

@@ -1,0 +1,117 @@
+"""The fleet on real probe subprocesses: status transitions, reconnects, plans cut by a lost link."""
+
+import asyncio
+import os
+import signal
+import time
+
+from gputui.config import HostSpec
+from gputui.fleet import DOWN, LIVE, STALE, Fleet
+from gputui.transport.local import LocalLink
+
+
+def sim_host(name, interval=0.2, scenario="empty"):
+    return HostSpec(name=name, reader="sim", sim_scenario=scenario)
+
+
+async def wait_for(predicate, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        await asyncio.sleep(0.02)
+    return predicate()
+
+
+async def test_hosts_stream_then_go_stale_then_down_then_live_again(monkeypatch):
+    import gputui.fleet as fleet_mod
+
+    monkeypatch.setattr(fleet_mod, "BACKOFF_FIRST", 0.1)
+    links = []
+
+    def make(spec, interval):
+        def factory():
+            link = LocalLink(spec, interval=interval)
+            links.append(link)
+            return link
+
+        return factory
+
+    fleet = Fleet()
+    history = []
+    fleet.listen(lambda v, what, _: history.append((v.name, v.status)) if what == "status" else None)
+    a = fleet.add("a", make(sim_host("a"), 0.2), interval=0.2)
+    b = fleet.add("b", make(sim_host("b"), 0.2), interval=0.2)
+    fleet.start()
+    try:
+        assert await wait_for(lambda: a.status == LIVE and b.status == LIVE)
+        # Host a's probe goes quiet (a long interval): a turns stale while b keeps streaming.
+        await fleet.sessions["a"].send({"type": "configure", "v": 1, "interval": 60})
+        assert await wait_for(lambda: a.status == STALE, timeout=5)
+        seq = b.sample.seq
+        assert await wait_for(lambda: b.sample.seq > seq + 3)
+        # Then its probe dies: down, with a reason, then reconnected by itself.
+        first = links[0]
+        connects = a.connects
+        os.kill(first.pid, signal.SIGKILL)
+        assert await wait_for(lambda: a.status == DOWN, timeout=5)
+        assert a.reason in ("probe-crashed", "closed", "silent")
+        assert await wait_for(lambda: a.status == LIVE and a.connects > connects)
+        assert ("a", STALE) in history and ("a", DOWN) in history
+    finally:
+        await fleet.stop()
+    for link in links:  # every probe we started has been reaped
+        assert link.pid is None or not os.path.exists(f"/proc/{link.pid}") or _is_zombie_free(link.pid)
+
+
+def _is_zombie_free(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except OSError:
+        return True
+
+
+async def test_unreachable_host_is_down_with_a_reason_and_does_not_block_others():
+    fleet = Fleet()
+    bad = fleet.add("bad", lambda: LocalLink(HostSpec(name="bad", python="/nonexistent/python3")))
+    good = fleet.add("good", lambda: LocalLink(sim_host("good")), interval=0.2)
+    fleet.start()
+    try:
+        assert await wait_for(lambda: bad.status == DOWN and good.status == LIVE)
+        assert bad.reason == "no-python" and "nonexistent" in bad.detail
+    finally:
+        await fleet.stop()
+
+
+async def test_plan_cut_by_a_lost_link_ends_with_outcome_unknown():
+    fleet = Fleet()
+    links = []
+
+    def factory():
+        links.append(LocalLink(sim_host("h", scenario="demo")))
+        return links[-1]
+
+    view = fleet.add("h", factory)
+    fleet.start()
+    try:
+        assert await wait_for(lambda: view.sample is not None)
+        target = next(p for p in view.sample.processes if p.kind == "user")
+        plan = {
+            "targets": [{"pid": target.pid, "start_time": target.start_time, "reason": "test", "gpus": list(target.gpus)}],
+            "gpus": list(target.gpus),
+            "term_timeout": 30.0,
+            "verify_timeout": 30.0,
+        }
+        events = []
+
+        async def run():
+            async for event in fleet.execute("h", plan):
+                events.append(event)
+                if event.stage == "signal":
+                    os.kill(links[0].pid, signal.SIGKILL)  # the probe dies mid-action
+
+        await asyncio.wait_for(run(), 20)
+        assert events[-1].stage == "done" and events[-1].result == "outcome-unknown"
+    finally:
+        await fleet.stop()
