@@ -33,7 +33,7 @@ def test_reader_fields_on_a_real_gpu():
         for key in ("uuid", "name", "memory_total", "memory_used", "util_gpu", "temperature", "power_draw"):
             assert gpu[key] is not None, key
         assert gpu["uuid"].startswith("GPU-") and gpu["minor"] is not None
-        assert os.path.exists("/dev/nvidia%d" % gpu["minor"])
+        assert os.path.exists(f"/dev/nvidia{gpu['minor']}")
     finally:
         probe.close()
 
