@@ -159,7 +159,6 @@ def run_ui(argv: list[str]) -> int:
         read_only=args.read_only or config.read_only,
         interval=interval,
         theme=args.theme or config.theme,
-        log_path=args.log,
     )
     app.run()
     return int(app.return_code or 0)

@@ -1,0 +1,452 @@
+"""The host list: from the command line (ssh-style arguments) and from a TOML config file.
+
+A bad config is a `ConfigError` that names the file, the line and what to fix; the CLI prints it and
+exits 2. Nothing here touches the network or the terminal.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the same parser, as a package (tomli)
+    import tomli as tomllib  # type: ignore[no-redef]
+
+LOCAL = "local"
+READERS = ("nvml", "sim")
+MIN_INTERVAL = 0.05  # seconds; the probe refuses a faster sample interval (docs/PROTOCOL.md)
+ENV_CONFIG = "GPUTUI_CONFIG"
+
+
+class ConfigError(Exception):
+    """A config or host argument the user must fix. `file` and `line` are None when unknown."""
+
+    def __init__(self, file: str | None, line: int | None, message: str) -> None:
+        self.file = file
+        self.line = line
+        self.message = message
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = self.file or "<command line>"
+        if self.line is not None:
+            where = f"{where}:{self.line}"
+        return f"{where}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class HostSpec:
+    """One monitored host, as the transports need it."""
+
+    name: str  # shown in the UI; unique within a config
+    address: str = LOCAL  # host name, IP address, ssh config alias, or "local"
+    user: str | None = None  # None: ssh config, then the current user
+    port: int | None = None  # None: ssh config, then 22
+    read_only: bool = False  # no kill on this host; the probe refuses plans too
+    sudo: bool = False  # run the probe with `sudo -n` (never prompts)
+    python: str | None = None  # the interpreter: None is "python3" remotely, the app's own locally
+    jump: str | None = None  # ProxyJump: "[user@]host[:port]", comma-separated for a chain
+    wrap: str | None = None  # a command prefix to run the probe through, e.g. "pct exec 129 --"
+    reader: str = "nvml"  # "nvml" or "sim"
+    sim_scenario: str | None = None  # reader="sim": the scenario name (the sim's default when None)
+    sim_variant: int | None = None  # reader="sim": which variant of the scenario
+    sim_seed: int | None = None  # reader="sim": a fixed seed, for reproducible demos and tests
+
+    def is_local(self) -> bool:
+        return self.address == LOCAL
+
+    def wrap_argv(self) -> list[str]:
+        """The wrap command as separate words (already checked to split when the spec was made)."""
+        return shlex.split(self.wrap) if self.wrap else []
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """A loaded config file (or the empty one when there is none)."""
+
+    hosts: tuple[HostSpec, ...] = ()
+    interval: float | None = None  # seconds between samples; None: the app's default
+    theme: str | None = None
+    read_only: bool = False  # every host read-only, whatever its own entry says
+    path: str | None = None  # where it was read from
+    defaults: Mapping[str, Any] = field(default_factory=dict)  # the [defaults] table, checked
+
+
+# --------------------------------------------------------------------------- values and their checks
+
+# Checks return an error text (what to fix) or None.
+Check = Callable[[Any], "str | None"]
+
+
+def _text(value: Any) -> str | None:
+    if not isinstance(value, str) or not value.strip():
+        return "must be a non-empty string"
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return "must not contain control characters"
+    return None
+
+
+def _host_word(value: Any) -> str | None:
+    """Host names and users end up as ssh arguments and in suggested commands: no spaces, no
+    leading dash (it would read as an option)."""
+    problem = _text(value)
+    if problem:
+        return problem
+    if value.startswith("-"):
+        return "must not start with '-'"
+    if any(c.isspace() for c in value):
+        return "must not contain spaces"
+    return None
+
+
+def _bool(value: Any) -> str | None:
+    return None if isinstance(value, bool) else "must be true or false"
+
+
+def _port(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
+        return "must be a port number from 1 to 65535"
+    return None
+
+
+def _count(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return "must be a whole number >= 0"
+    return None
+
+
+def _int(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return "must be a whole number"
+    return None
+
+
+def _reader(value: Any) -> str | None:
+    return None if value in READERS else "must be " + " or ".join(f'"{r}"' for r in READERS)
+
+
+def _wrap(value: Any) -> str | None:
+    problem = _text(value)
+    if problem:
+        return problem
+    try:
+        words = shlex.split(value)
+    except ValueError as exc:
+        return f"does not split into words like a shell command line ({exc})"
+    return None if words else "must name a command"
+
+
+def _jump(value: Any) -> str | None:
+    problem = _text(value)
+    if problem:
+        return problem
+    for hop in value.split(","):
+        try:
+            parse_host_arg(hop.strip())
+        except ConfigError as exc:
+            return f"hop {hop.strip()!r}: {exc.message}"
+    return None
+
+
+def _interval(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < MIN_INTERVAL:
+        return f"must be a number of seconds >= {MIN_INTERVAL}"
+    return None
+
+
+HOST_KEYS: dict[str, Check] = {
+    "name": _text,
+    "address": _host_word,
+    "user": _host_word,
+    "port": _port,
+    "read_only": _bool,
+    "sudo": _bool,
+    "python": _text,
+    "jump": _jump,
+    "wrap": _wrap,
+    "reader": _reader,
+    "sim_scenario": _text,
+    "sim_variant": _count,
+    "sim_seed": _int,
+}
+# Per-host identity makes no sense as a default for every host.
+DEFAULT_KEYS = {k: v for k, v in HOST_KEYS.items() if k not in ("name", "address")}
+TOP_KEYS: dict[str, Check] = {
+    "interval": _interval,
+    "theme": _text,
+    "read_only": _bool,
+}
+TABLES = ("hosts", "defaults")
+
+
+# --------------------------------------------------------------------------- command-line hosts
+
+_PORT_RE = re.compile(r"^[0-9]{1,5}$")
+
+
+def parse_host_arg(arg: str) -> HostSpec:
+    """A host as written on the command line, ssh-style.
+
+    `local`, `alias` (an ~/.ssh/config Host), `host`, `user@host`, `user@host:port`, `[::1]`,
+    `user@[::1]:2222`; a bare IPv6 address without a port is accepted too. The name shown in the
+    UI is the host part (`gpu-c` for `bench@gpu-c:2222`). Raises ConfigError (file None)."""
+    text = arg.strip()
+    if text == LOCAL:
+        return HostSpec(name=LOCAL, address=LOCAL)
+    user: str | None = None
+    rest = text
+    if "@" in text:
+        # The last @ splits, as in ssh: a user name may itself contain one.
+        user, rest = text.rsplit("@", 1)
+        if not user:
+            raise _arg_error(arg, "the user before '@' is empty")
+    address, port = _split_host_port(arg, rest)
+    for what, value in (("host", address), ("user", user)):
+        problem = None if value is None else _host_word(value)
+        if problem:
+            raise _arg_error(arg, f"the {what} {problem}")
+    return HostSpec(name=address, address=address, user=user, port=port)
+
+
+def _split_host_port(arg: str, rest: str) -> tuple[str, int | None]:
+    if rest.startswith("["):
+        end = rest.find("]")
+        if end < 0:
+            raise _arg_error(arg, "'[' without a closing ']' (write IPv6 as [::1] or [::1]:2222)")
+        address, tail = rest[1:end], rest[end + 1 :]
+        if tail and not tail.startswith(":"):
+            raise _arg_error(arg, f"unexpected {tail!r} after ']' (expected ':PORT')")
+        port_text = tail[1:] if tail else None
+    elif rest.count(":") > 1:
+        address, port_text = rest, None  # a bare IPv6 address; a port needs brackets
+    elif ":" in rest:
+        address, port_text = rest.split(":", 1)
+    else:
+        address, port_text = rest, None
+    if not address:
+        raise _arg_error(arg, "no host name")
+    if port_text is None:
+        return address, None
+    if not _PORT_RE.match(port_text) or not 1 <= int(port_text) <= 65535:
+        raise _arg_error(arg, f"port {port_text!r} is not a number from 1 to 65535")
+    return address, int(port_text)
+
+
+def _arg_error(arg: str, message: str) -> ConfigError:
+    return ConfigError(None, None, f"host {arg!r}: {message}")
+
+
+# --------------------------------------------------------------------------- where the config is
+
+
+def default_config_path() -> Path:
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("gputui")) / "config.toml"
+
+
+def find_config(cli_path: str | None = None, environ: Mapping[str, str] | None = None) -> Path | None:
+    """The config file to read: --config, else $GPUTUI_CONFIG, else the user config dir.
+
+    A path the user named must exist (ConfigError otherwise); the default one may be absent (None)."""
+    env = os.environ if environ is None else environ
+    for named, origin in ((cli_path, "--config"), (env.get(ENV_CONFIG) or None, f"${ENV_CONFIG}")):
+        if named:
+            path = Path(named).expanduser()
+            if not path.is_file():
+                raise ConfigError(str(path), None, f"no such config file (named by {origin})")
+            return path
+    path = default_config_path()
+    return path if path.is_file() else None
+
+
+def load(cli_path: str | None = None, environ: Mapping[str, str] | None = None) -> Config:
+    """find_config then load_config; the empty Config when there is no file."""
+    path = find_config(cli_path, environ)
+    return load_config(path) if path else Config()
+
+
+# --------------------------------------------------------------------------- reading the file
+
+
+def load_config(path: str | os.PathLike[str]) -> Config:
+    """Read and check one TOML config file. Raises ConfigError with file and line."""
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(file, None, f"cannot read the config: {exc}") from None
+    return parse_config(text, file)
+
+
+def parse_config(text: str, file: str = "<config>") -> Config:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        line, message = _decode_error_line(exc)
+        raise ConfigError(file, line, f"not valid TOML: {message}") from None
+    lines = _KeyLines(text)
+
+    def fail(table: tuple[str, int] | None, key: str | None, message: str) -> ConfigError:
+        return ConfigError(file, lines.find(table, key), message)
+
+    for key, value in data.items():
+        if key in TABLES:
+            continue
+        _check_key(key, value, TOP_KEYS, "the top level", None, fail, extra=TABLES)
+
+    defaults = data.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise fail(None, "defaults", "'defaults' must be a table: write [defaults] on its own line")
+    for key, value in defaults.items():
+        _check_key(key, value, DEFAULT_KEYS, "[defaults]", ("defaults", 0), fail)
+
+    entries = data.get("hosts", [])
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise fail(None, "hosts", "'hosts' must be an array of tables: write [[hosts]] before each host")
+    force_read_only = bool(data.get("read_only", False))
+    hosts = tuple(
+        _host_from_table(i, entry, defaults, force_read_only, fail) for i, entry in enumerate(entries)
+    )
+    _check_unique_names(hosts, fail)
+    interval = data.get("interval")
+    return Config(
+        hosts=hosts,
+        interval=None if interval is None else float(interval),
+        theme=data.get("theme"),
+        read_only=force_read_only,
+        path=file,
+        defaults=dict(defaults),
+    )
+
+
+Fail = Callable[["tuple[str, int] | None", "str | None", str], ConfigError]
+
+
+def _check_key(
+    key: str,
+    value: Any,
+    allowed: Mapping[str, Check],
+    where: str,
+    table: tuple[str, int] | None,
+    fail: Fail,
+    extra: tuple[str, ...] = (),
+) -> None:
+    check = allowed.get(key)
+    if check is None:
+        line = fail(table, key, "").line
+        at = f" (line {line})" if line else ""
+        hint = _did_you_mean(key, [*allowed, *extra])
+        if key in HOST_KEYS and table is None:
+            hint = f": '{key}' belongs in [defaults] or a [[hosts]] entry"
+        elif key in ("name", "address") and table == ("defaults", 0):
+            hint = f": '{key}' is per host, set it in each [[hosts]] entry"
+        raise fail(table, key, f"unknown key '{key}' in {where}{at}{hint}")
+    problem = check(value)
+    if problem:
+        raise fail(table, key, f"'{key}' in {where} {problem} (got {value!r})")
+
+
+def _did_you_mean(key: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(key, choices, n=1, cutoff=0.6)
+    if close:
+        return f": did you mean '{close[0]}'?"
+    return ": known keys are " + ", ".join(sorted(choices))
+
+
+def _host_from_table(
+    index: int, entry: dict[str, Any], defaults: dict[str, Any], force_read_only: bool, fail: Fail
+) -> HostSpec:
+    table = ("hosts", index)
+    where = f"[[hosts]] #{index + 1}"
+    for key, value in entry.items():
+        _check_key(key, value, HOST_KEYS, where, table, fail)
+    values = {**defaults, **entry}
+    if "name" not in values and "address" not in values:
+        raise fail(table, None, f"{where} needs an 'address' (or a 'name' that is an ssh config alias)")
+    # Either one stands in for the other: a name alone is an alias, an address alone is its own name.
+    values.setdefault("address", values.get("name"))
+    values.setdefault("name", values["address"])
+    if force_read_only:
+        values["read_only"] = True
+    reader = values.get("reader", "nvml")
+    for sim_key in ("sim_scenario", "sim_variant", "sim_seed"):
+        if sim_key in entry and reader != "sim":
+            raise fail(table, sim_key, f"'{sim_key}' in {where} only applies with reader = \"sim\"")
+    return HostSpec(**values)
+
+
+def _check_unique_names(hosts: tuple[HostSpec, ...], fail: Fail) -> None:
+    seen: dict[str, int] = {}
+    for i, host in enumerate(hosts):
+        if host.name in seen:
+            first = seen[host.name] + 1
+            raise fail(
+                ("hosts", i),
+                "name",
+                f"[[hosts]] #{i + 1} has the same name {host.name!r} as #{first}: give each a unique name",
+            )
+        seen[host.name] = i
+
+
+# --------------------------------------------------------------------------- line numbers
+
+_DECODE_AT = re.compile(r"^(.*?)\s*\(at line (\d+), column \d+\)\s*$", re.S)
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+_ASSIGN = re.compile(r"""^\s*(?:"([^"]*)"|'([^']*)'|([A-Za-z0-9_-]+))\s*=""")
+
+
+def _decode_error_line(exc: Exception) -> tuple[int | None, str]:
+    lineno = getattr(exc, "lineno", None)  # Python 3.14 sets it; older ones only in the text
+    text = str(exc)
+    match = _DECODE_AT.match(text)
+    if match:
+        return lineno or int(match.group(2)), match.group(1)
+    return lineno, text
+
+
+class _KeyLines:
+    """Where each key of each table is written, found by scanning the text (tomllib keeps no
+    positions). Best effort: a key inside an inline table or a multi-line value is not found, and
+    the error then points at its table's header instead."""
+
+    def __init__(self, text: str) -> None:
+        self.keys: dict[tuple[str, int] | None, dict[str, int]] = {None: {}}
+        self.headers: dict[tuple[str, int], int] = {}
+        table: tuple[str, int] | None = None
+        counts: dict[str, int] = {}
+        for number, line in enumerate(text.splitlines(), start=1):
+            header = _HEADER.match(line)
+            if header:
+                name = header.group(2).strip().strip("\"'")
+                if header.group(1) == "[[":
+                    counts[name] = counts.get(name, -1) + 1
+                    table = (name, counts[name])
+                else:
+                    table = (name, 0)
+                self.headers[table] = number
+                self.keys.setdefault(table, {})
+                continue
+            assign = _ASSIGN.match(line)
+            if assign:
+                key = next(g for g in assign.groups() if g is not None)
+                self.keys.setdefault(table, {}).setdefault(key, number)
+
+    def find(self, table: tuple[str, int] | None, key: str | None) -> int | None:
+        if key is not None:
+            line = self.keys.get(table, {}).get(key)
+            if line is None and table is None:
+                line = self.headers.get((key, 0))  # a top-level key written as a [table]
+            if line is not None:
+                return line
+        if table is not None:
+            return self.headers.get(table) or self.keys[None].get(table[0])
+        return None

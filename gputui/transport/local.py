@@ -1,0 +1,110 @@
+"""The local transport: the probe as a child process, started by the same bootstrap as over SSH.
+
+No shell is involved: the bootstrap runs from an argv list (`[sudo -n] [wrap...] python -c BOOT`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+from gputui.config import HostSpec
+from gputui.transport.base import TransportError
+from gputui.transport.bootstrap import Pipes, ProbeLink, boot_argv, build_payload, probe_argv
+
+
+class _ProcessPipes(Pipes):
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        assert process.stdin and process.stdout and process.stderr
+        self._stdin = process.stdin
+        self._stdout = process.stdout
+        self._stderr = process.stderr
+
+    async def read(self, size: int) -> bytes:
+        return await self._stdout.read(size)
+
+    async def read_err(self, size: int) -> bytes:
+        return await self._stderr.read(size)
+
+    async def write(self, data: bytes) -> None:
+        self._stdin.write(data)
+        await self._stdin.drain()
+
+    def write_eof(self) -> None:
+        if not self._stdin.is_closing():
+            self._stdin.close()
+
+    async def wait(self, timeout: float) -> int | None:
+        try:
+            return await asyncio.wait_for(asyncio.shield(self.process.wait()), timeout)
+        except asyncio.TimeoutError:
+            # asyncio's wait() also waits for the pipes to close, which a process that inherited
+            # them can delay forever; the return code is set as soon as the probe itself is reaped.
+            return self.process.returncode
+
+    async def kill(self) -> None:
+        if self.process.returncode is None:
+            try:
+                self.process.kill()  # SIGKILL to this PID only
+            except ProcessLookupError:
+                pass
+        await self.wait(2.0)  # asyncio's child watcher reaps it
+
+    def release(self) -> None:
+        # A process that inherited the probe's pipes keeps them open, and asyncio then keeps the
+        # transport (and our pipe ends) until it exits; Process has no public close.
+        transport = getattr(self.process, "_transport", None)
+        if transport is not None:
+            transport.close()
+
+
+class LocalLink(ProbeLink):
+    """A probe on this machine.
+
+    `python`: the interpreter (default: the spec's, else the app's own `sys.executable`).
+    `payload`: the bootstrap payload to send instead of the installed probe's (tests)."""
+
+    def __init__(
+        self,
+        spec: HostSpec | None = None,
+        *,
+        interval: float | None = None,
+        python: str | None = None,
+        payload: bytes | None = None,
+        hello_timeout: float = 30.0,
+        close_timeout: float = 2.0,
+    ) -> None:
+        self.spec = spec or HostSpec(name="local")
+        self.python = python or self.spec.python or sys.executable
+        self.label = self.spec.name
+        if payload is None:
+            payload = build_payload(probe_argv(self.spec, interval))
+        super().__init__(payload, hello_timeout, close_timeout)
+        self.pid: int | None = None
+
+    async def _start(self) -> Pipes:
+        argv = boot_argv(self.python, sudo=self.spec.sudo, wrap=self.spec.wrap_argv())
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                # Its own session: a signal meant for the terminal's foreground group (Ctrl-C
+                # outside the TUI) does not reach the probe; it ends on EOF when the app goes.
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise self._spawn_error(argv[0], exc) from None
+        self.pid = process.pid
+        return _ProcessPipes(process)
+
+    def _spawn_error(self, program: str, exc: OSError) -> TransportError:
+        if program == self.python:
+            return TransportError(
+                "no-python",
+                f"{self.label}: cannot run {self.python!r} ({exc.strerror or exc}); "
+                "set python = '/path/to/python3' for this host",
+            )
+        return TransportError("probe-crashed", f"{self.label}: cannot run {program!r}: {exc.strerror or exc}")

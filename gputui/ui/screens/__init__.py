@@ -1,0 +1,1 @@
+"""Screens: the main dashboard and the help screen."""

@@ -1,0 +1,416 @@
+"""The main screen: host list, GPU (or fleet) table, process table, action log, legend, footer.
+
+The screen renders fleet state; it never waits on a host. The app calls `refresh_data` from a short
+timer with the names of the hosts that changed since the last call, and only those hosts' rows (and
+the visible tables) are touched.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import DataTable, Footer, Input, Static
+
+from gputui.fleet import HostView
+from gputui.model import Proc
+
+from .. import fmt
+from ..intents import PlanRequest, PlanRequested, Scope
+from ..widgets.action_log import ActionLog
+from ..widgets.filter_bar import FilterBar
+from ..widgets.fleet_table import FleetTable
+from ..widgets.gpu_table import ALL, GpuTable
+from ..widgets.host_list import ALL_HOSTS, HostList, busy_total
+from ..widgets.proc_table import ProcKey, ProcScope, ProcTable
+from ..widgets.status import HostNotice, Legend, StatusLine
+from ..widgets.table import KeyedTable
+
+if TYPE_CHECKING:
+    from ..app import GpuTuiApp
+
+NARROW = 100  # columns: below this the host list starts hidden (b shows it)
+KILL_ACTIONS = ("toggle_select", "free_gpu", "free_host", "plan")
+
+
+class MainScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "app.quit", "Quit"),
+        Binding(
+            "question_mark", "help", "Help", key_display="?", tooltip="every key, and what the kinds mean"
+        ),
+        Binding(
+            "slash",
+            "filter",
+            "Filter",
+            key_display="/",
+            tooltip="filter the focused table (processes: command, user, PID)",
+        ),
+        Binding("escape", "clear_filter", "Clear filter", show=False, tooltip="clear every filter"),
+        Binding("o", "free_only", "Free only", tooltip="fleet table: only free GPUs (again: all)"),
+        Binding(
+            "f", "free_gpu", "Free GPU", tooltip="free the GPU under the cursor: kill its holders, verify"
+        ),
+        Binding("F", "free_host", "Free host", tooltip="free every GPU of this host"),
+        Binding(
+            "x",
+            "plan",
+            "Plan",
+            show=False,
+            tooltip="kill the selected processes (or the one under the cursor)",
+        ),
+        Binding("l", "toggle_log", "Log", tooltip="show or hide the action log"),
+        Binding("b", "toggle_hosts", "Host list", show=False, tooltip="show or hide the host list"),
+        Binding("left_square_bracket", "step_host(-1)", "Previous host", key_display="[", show=False),
+        Binding("right_square_bracket", "step_host(1)", "Next host", key_display="]", show=False),
+        Binding(
+            "t", "app.next_theme", "Next theme", show=False, tooltip="next gputui theme (ctrl+p: any theme)"
+        ),
+    ]
+
+    app: GpuTuiApp
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.host: str | None = None  # None: the fleet ("All hosts")
+        self.proc_filter = ""
+        self.fleet_filter = ""
+        self.free_only = False
+        self.selection: dict[str, set[ProcKey]] = {}
+        self._gpu_cursor: dict[str, str] = {}  # per host: the GPU row the cursor was on
+        self._proc_scope: ProcScope | None = None
+        self._hosts_toggled: bool | None = None  # None: the width decides
+        self._busy: dict[str, tuple[int, int]] = {}
+        self._focus_before_filter: Widget | None = None
+        self._shown_once = False
+
+    def compose(self) -> ComposeResult:
+        read_only = self.app.read_only
+        yield StatusLine(id="status")
+        with Horizontal(id="body"):
+            yield HostList(id="hosts")
+            with Vertical(id="main"):
+                yield HostNotice(id="notice")
+                yield GpuTable(id="gpus")
+                yield FleetTable(id="fleet")
+                yield ProcTable(id="procs", selectable=not read_only)
+        yield ActionLog(id="log")
+        with Horizontal(id="filter-row"):
+            yield Static("/ filter ", id="filter-label")
+            yield FilterBar(id="filter")
+        yield Legend(id="legend")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        # Widget references are cached once: the refresh path never queries the DOM.
+        self.status_line = self.query_one(StatusLine)
+        self.host_list = self.query_one(HostList)
+        self.notice = self.query_one(HostNotice)
+        self.gpu_table = self.query_one(GpuTable)
+        self.fleet_table = self.query_one(FleetTable)
+        self.proc_table = self.query_one(ProcTable)
+        self.action_log = self.query_one(ActionLog)
+        self.filter_bar = self.query_one(FilterBar)
+        self.legend = self.query_one(Legend)
+        fmt.set_title(self.host_list, "Hosts")
+        self.filter_row = self.query_one("#filter-row")
+        hosts = self.app.fleet.hosts
+        self.host_list.show(hosts, {}, {}, hosts)
+        self.select_host(None if len(hosts) > 1 else hosts[0].name if hosts else None)
+        self._apply_width()
+        (self.fleet_table if self.host is None else self.gpu_table).focus()
+
+    # -- refreshing --------------------------------------------------------------------------
+
+    def refresh_data(self, changed: set[str], *, everything: bool = False, ages: bool = False) -> None:
+        """Bring the visible widgets up to date with the fleet, touching only what `changed` names.
+
+        `everything`: every host (after a theme switch or a filter change); `ages`: refresh the age
+        column of every host (once a second: ages move even when nothing arrives)."""
+        if not self.is_attached:
+            return  # the app is exiting: its widgets are being taken down, with their styles
+        views = self.app.fleet.hosts
+        touched = views if everything else [v for v in views if v.name in changed]
+        for view in touched:
+            self._busy[view.name] = busy_total(view)
+        listed = views if (ages or everything) else touched
+        with self.app.batch_update():
+            if listed:
+                ages_now = {v.name: self.app.age_of(v.name) for v in listed}
+                self.host_list.show(listed, ages_now, self._busy, views)
+            if self.host is None:
+                self._refresh_fleet(views, touched)
+            else:
+                self._refresh_host(self.app.fleet.view(self.host), everything or self.host in changed)
+            scope = self._proc_scope
+            self.refresh_procs(force=everything or (scope is not None and scope.host in changed))
+
+    def restyle(self) -> None:
+        """After a theme switch: cells and lines keep the styles they were made with."""
+        self.legend.redraw()
+        self.action_log.restyle()
+        self.refresh_data(set(), everything=True)
+
+    def _refresh_fleet(self, views: list[HostView], touched: list[HostView]) -> None:
+        if touched:
+            order = {v.name: i for i, v in enumerate(views)}
+            self.fleet_table.show_hosts(touched, order, self.fleet_filter, self.free_only)
+            total = sum(t for _, t in self._busy.values())
+            free = sum(t - b for b, t in self._busy.values())
+            title = f"All GPUs · {total} on {len(views)} hosts, {free} free"
+            if self.free_only:
+                title += f" · showing free only ({self.fleet_table.row_count})"
+            if self.fleet_filter:
+                title += f" · filter: {fmt.safe(self.fleet_filter, 30)}"
+            fmt.set_title(self.fleet_table, title)
+        self.status_line.show_fleet(views, self._busy, self.app.read_only)
+
+    def _refresh_host(self, view: HostView, changed: bool) -> None:
+        self.status_line.show_host(view, self.app.age_of(view.name), self.app.read_only)
+        if not changed:
+            return
+        self.notice.display = self.notice.show_host(view)
+        self.gpu_table.display = bool(view.sample and view.sample.gpus)
+        self.gpu_table.show(view)
+        fmt.set_title(self.gpu_table, f"GPUs · {fmt.safe(view.name, 40)}")
+
+    def current_scope(self) -> ProcScope | None:
+        """The processes to list: of the GPU under the GPU (or fleet) cursor, or of the whole host."""
+        if self.host is not None:
+            return ProcScope(self.host, self.gpu_table.cursor_gpu)
+        at = self.fleet_table.cursor_gpu
+        return ProcScope(at[0], at[1]) if at is not None else None
+
+    def refresh_procs(self, force: bool = True) -> None:
+        if not self.is_attached:
+            return
+        scope = self.current_scope()
+        if scope != self._proc_scope:
+            if self._proc_scope is None or scope is None or scope.host != self._proc_scope.host:
+                self.proc_table.forget()  # another host's processes: a new list, not a refresh
+            self._proc_scope = scope
+            force = True
+        if not force:
+            return
+        if scope is None:
+            fmt.set_title(self.proc_table, "Processes")
+            self.proc_table.sync({})
+            return
+        view = self.app.fleet.view(scope.host)
+        selected = self.selection.get(scope.host, set())
+        self.proc_table.show(view.sample, scope, self.proc_filter, selected)
+        where = "all GPUs" if scope.gpu is None else f"GPU {scope.gpu}"
+        title = f"Processes · {fmt.safe(scope.host, 40)} · {where}"
+        if self.proc_filter:
+            title += f" · filter: {fmt.safe(self.proc_filter, 30)}"
+        if selected:
+            title += f" · {len(selected)} selected"
+        fmt.set_title(self.proc_table, title)
+
+    # -- host selection ----------------------------------------------------------------------
+
+    def select_host(self, host: str | None) -> None:
+        """Show `host`'s dashboard, or the fleet table for None."""
+        if self._shown_once and host == self.host:
+            return
+        self._shown_once = True
+        if self.host is not None and self.gpu_table.cursor_key is not None:
+            self._gpu_cursor[self.host] = self.gpu_table.cursor_key
+        self.host = host
+        fleet_view = host is None
+        # The GPU pane changes; focus on the pane that goes away moves to the one that comes.
+        refocus = self.focused in (self.fleet_table, self.gpu_table)
+        self.fleet_table.display = fleet_view
+        self.gpu_table.display = not fleet_view
+        if refocus:
+            (self.fleet_table if fleet_view else self.gpu_table).focus()
+        self.notice.display = False
+        self.gpu_table.forget()
+        self.host_list.move_to(ALL_HOSTS if host is None else host)
+        self.refresh_data(set(), everything=True)
+        if host is not None:
+            self.gpu_table.move_to(self._gpu_cursor.get(host, ALL), scroll=True)
+        self.refresh_procs()
+        self.refresh_bindings()
+
+    @on(DataTable.RowHighlighted, "#hosts")
+    def _host_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        # The cursor as it is now, not as the (possibly stale) event says: adding the first rows
+        # highlights whatever row came first before the screen put the cursor where it belongs.
+        if self._shown_once:
+            self.select_host(self.host_list.cursor_host)
+
+    @on(DataTable.RowHighlighted, "#gpus")
+    @on(DataTable.RowHighlighted, "#fleet")
+    def _gpu_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.refresh_procs(force=False)
+
+    def action_drill(self) -> None:
+        """Enter on the host list: into the host's GPUs. Enter on the fleet table: into that host."""
+        if self.focused is self.fleet_table and (at := self.fleet_table.cursor_gpu) is not None:
+            host, gpu = at
+            self._gpu_cursor[host] = ALL if gpu is None else str(gpu)
+            self.select_host(host)
+        (self.fleet_table if self.host is None else self.gpu_table).focus()
+
+    def action_step_host(self, delta: int) -> None:
+        keys = [ALL_HOSTS, *(v.name for v in self.app.fleet.hosts)]
+        current = ALL_HOSTS if self.host is None else self.host
+        index = (keys.index(current) + delta) % len(keys) if current in keys else 0
+        self.select_host(None if keys[index] == ALL_HOSTS else keys[index])
+
+    @on(KeyedTable.Refitted)
+    def _refitted(self) -> None:
+        self.refresh_data(set(), everything=True)
+
+    def action_show_procs(self) -> None:
+        self.proc_table.focus()
+
+    # -- layout ------------------------------------------------------------------------------
+
+    def on_resize(self) -> None:
+        self._apply_width()
+
+    def _apply_width(self) -> None:
+        show = self._hosts_toggled
+        if show is None:
+            show = len(self.app.fleet.hosts) > 1 and self.size.width >= NARROW
+        self.host_list.display = show
+
+    def action_toggle_hosts(self) -> None:
+        self._hosts_toggled = not self.host_list.display
+        self._apply_width()
+        if self.host_list.display:
+            self.host_list.focus()
+
+    def action_toggle_log(self) -> None:
+        self.action_log.display = not self.action_log.display
+        if (
+            not self.action_log.display
+            and self.focused is not None
+            and self.action_log in self.focused.ancestors
+        ):
+            self.proc_table.focus()
+
+    # -- filter ------------------------------------------------------------------------------
+
+    def _filter_target(self) -> str:
+        focused = self.focused
+        if focused is not None and (focused is self.action_log or self.action_log in focused.ancestors):
+            return "log"
+        if self.host is None and focused is not self.proc_table:
+            return "fleet"
+        return "procs"
+
+    def action_filter(self) -> None:
+        target = self._filter_target()
+        text = {"log": self.action_log.filter_text, "fleet": self.fleet_filter}.get(target, self.proc_filter)
+        self._focus_before_filter = self.focused
+        self.filter_row.display = True
+        self.filter_bar.open(target, text)
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self._set_filter(self.filter_bar.target, event.value)
+
+    def _set_filter(self, target: str, text: str) -> None:
+        if target == "log":
+            self.action_log.set_filter(text)
+        elif target == "fleet":
+            if text != self.fleet_filter:
+                self.fleet_filter = text
+                self.refresh_data(set(), everything=True)
+        elif text != self.proc_filter:
+            self.proc_filter = text
+            self.refresh_procs()
+
+    @on(FilterBar.Done)
+    def _filter_done(self) -> None:
+        self.filter_row = self.query_one("#filter-row")
+        self.filter_row.display = False
+        target = self._focus_before_filter
+        (target if target is not None and target.is_attached else self.proc_table).focus()
+
+    def action_clear_filter(self) -> None:
+        for target in ("procs", "fleet", "log"):
+            self._set_filter(target, "")
+
+    def action_free_only(self) -> None:
+        self.free_only = not self.free_only
+        self.refresh_data(set(), everything=True)
+
+    # -- kill-flow hooks (issue 4): gather targets, post a request ----------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in KILL_ACTIONS:
+            if self.app.read_only:
+                return False  # not offered at all: hidden from the footer and the help screen
+            host = self._target_host()
+            if host is None:
+                return None
+            view = self.app.fleet.view(host)
+            if not view.can_kill or (view.facts is not None and view.facts.error_code):
+                return None  # shown, greyed out: this host cannot take plans (now)
+            if action == "toggle_select" and self.focused is not self.proc_table:
+                return None
+        if action == "free_only":
+            return self.host is None
+        return True
+
+    def _target_host(self) -> str | None:
+        if self.host is not None:
+            return self.host
+        at = self.fleet_table.cursor_gpu
+        return at[0] if at is not None else None
+
+    def action_toggle_select(self) -> None:
+        key = self.proc_table.cursor_proc_key
+        scope = self._proc_scope
+        if key is None or scope is None:
+            return
+        chosen = self.selection.setdefault(scope.host, set())
+        chosen.symmetric_difference_update({key})
+        self.refresh_procs()
+        self.proc_table.action_cursor_down()
+
+    def _request(self, scope: Scope, gpus: tuple[int, ...] = ()) -> None:
+        host = self._target_host()
+        if host is None:
+            return
+        view = self.app.fleet.view(host)
+        sample = view.sample
+        procs: tuple[Proc, ...] = ()
+        if scope == "processes" and sample is not None:
+            chosen = self.selection.get(host) or set()
+            if not chosen and (key := self.proc_table.cursor_proc_key) is not None:
+                chosen = {key}
+            procs = tuple(p for p in sample.processes if p.key in chosen)
+            if not procs:
+                self.notify("Select processes with space first (or put the cursor on one).")
+                return
+        self.post_message(PlanRequested(PlanRequest(host, scope, gpus, procs, sample)))
+
+    def action_free_gpu(self) -> None:
+        scope = self.current_scope()
+        if scope is None or scope.gpu is None:
+            self.notify("Put the cursor on a GPU to free it (F frees every GPU of the host).")
+            return
+        self._request("gpu", (scope.gpu,))
+
+    def action_free_host(self) -> None:
+        host = self._target_host()
+        sample = self.app.fleet.view(host).sample if host is not None else None
+        self._request("host", tuple(g.index for g in sample.gpus) if sample else ())
+
+    def action_plan(self) -> None:
+        self._request("processes")
+
+    def action_help(self) -> None:
+        from .help import HelpScreen
+
+        self.app.push_screen(HelpScreen())

@@ -1,0 +1,1 @@
+"""Widgets of the main screen; each renders state it is given and reads nothing itself."""

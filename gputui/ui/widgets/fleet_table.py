@@ -1,0 +1,149 @@
+"""The fleet table: every GPU of every host in one table, sortable, filterable, "free only"."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
+
+from gputui.fleet import CONNECTING, DOWN, LIVE, REASONS, STALE, HostView
+from gputui.model import Gpu, Sample
+
+from .. import fmt, kinds
+from .gpu_table import holders_cell, memory_cell, util_cell
+from .proc_table import matches
+from .table import Cell, Column, KeyedTable, Row
+
+
+def fleet_row_key(host: str, gpu: int | None) -> str:
+    # The GPU index goes first: it never contains "@", so the first "@" splits the key.
+    return f"{'-' if gpu is None else gpu}@{host}"
+
+
+def split_row_key(key: str) -> tuple[str, int | None]:
+    index, _, host = key.partition("@")
+    return host, None if index == "-" else int(index)
+
+
+class FleetTable(KeyedTable):
+    COLUMNS = (
+        Column("host", "Host", width=None, nominal=14),
+        Column("gpu", "GPU", width=3, justify="right"),
+        Column("name", "Name", width=None, nominal=18, priority=6),
+        Column("memory", "Memory", width=18, descending=True),
+        Column("util", "Util", width=4, justify="right", descending=True, priority=1),
+        Column("temp", "Temp", width=4, justify="right", descending=True, priority=5),
+        Column("state", "State", width=5, priority=1),
+        Column("holders", "Holders", width=None, nominal=10, priority=2, flex=True),
+    )
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "screen.drill", "Open host", show=False, tooltip="open the GPU's host"),
+    ]
+    DEFAULT_SORT = ("host", False)
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        *kinds.STYLE.values(),
+        "gpu--free",
+        "gpu--warn",
+        "gpu--error",
+        "gpu--all",
+        "meter--memory",
+        "meter--util",
+        "meter--empty",
+        "host--live",
+        "host--stale",
+        "host--down",
+        "host--connecting",
+    }
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._keys_of: dict[str, set[str]] = {}
+
+    def show_hosts(
+        self, views: list[HostView], order: dict[str, int], filter_text: str = "", free_only: bool = False
+    ) -> None:
+        """Refresh the rows of `views` (only those hosts: the others keep their rows)."""
+        rows: dict[str, Row] = {}
+        replace: set[str] = set()
+        needle = filter_text.casefold()
+        for view in views:
+            replace |= self._keys_of.get(view.name, set())
+            mine = self.host_rows(view, order.get(view.name, 0), needle, free_only)
+            self._keys_of[view.name] = set(mine)
+            rows.update(mine)
+        self.sync(rows, replace=replace)
+
+    def host_rows(self, view: HostView, position: int, needle: str, free_only: bool) -> dict[str, Row]:
+        sample = view.sample
+        host_match = not needle or needle in view.name.casefold()
+        rows: dict[str, Row] = {}
+        if sample is None or not sample.gpus:
+            if not free_only and host_match:
+                rows[fleet_row_key(view.name, None)] = self.placeholder(view, position)
+            return rows
+        for gpu in sample.gpus:
+            free = view.status == LIVE and sample.gpu_is_free(gpu)
+            if free_only and not free:
+                continue
+            if not host_match and not _gpu_matches(sample, gpu, needle):
+                continue
+            rows[fleet_row_key(view.name, gpu.index)] = self.row(view, position, sample, gpu, free)
+        return rows
+
+    def row(self, view: HostView, position: int, sample: Sample, gpu: Gpu, free: bool) -> Row:
+        if view.status == LIVE:
+            state = Cell("free", self.style_of("gpu--free"), sort_key=0) if free else Cell("busy", sort_key=1)
+        else:
+            state = Cell(view.status, self.style_of(f"host--{view.status}"), sort_key=2)
+        holders = holders_cell(self, sample, (gpu,), self.width_of("holders"))
+        if gpu.error:
+            holders = Cell(f"error: {fmt.safe(gpu.error, 40)}", self.style_of("gpu--error"), sort_key=(3, 0))
+        return {
+            "host": Cell(fmt.safe(view.name, 40), sort_key=(position, gpu.index)),
+            "gpu": Cell(str(gpu.index), self.style_of("gpu--free") if free else "", sort_key=gpu.index),
+            "name": Cell(fmt.safe(gpu.name, 40) or "-"),
+            "memory": memory_cell(self, gpu.memory_used, gpu.memory_total),
+            "util": util_cell(self, gpu.util_gpu),
+            "temp": Cell(
+                f"{gpu.temperature}°C" if gpu.temperature is not None else "-", sort_key=gpu.temperature or 0
+            ),
+            "state": state,
+            "holders": holders,
+        }
+
+    def placeholder(self, view: HostView, position: int) -> Row:
+        """A host with no GPU to list: say why (connecting, down and the reason, no driver)."""
+        facts = view.facts
+        if view.status in (DOWN, STALE):
+            why = REASONS.get(view.reason or "", view.reason or view.status)
+        elif facts is not None and facts.error_code:
+            why = REASONS.get(facts.error_code, facts.error_code)
+        elif view.status == CONNECTING:
+            why = "connecting…"
+        else:
+            why = "no GPU"
+        status_style = (
+            self.style_of(f"host--{view.status}") if view.status in (LIVE, STALE, DOWN, CONNECTING) else ""
+        )
+        blank = Cell("", sort_key=-1)
+        return {
+            "host": Cell(fmt.safe(view.name, 40), sort_key=(position, -1)),
+            "gpu": Cell("-", sort_key=-1),
+            "name": blank,
+            "memory": Cell("", sort_key=-1.0),
+            "util": Cell("", sort_key=-1.0),
+            "temp": blank,
+            "state": Cell(view.status, status_style, sort_key=3),
+            "holders": Cell(fmt.safe(why, 60), self.style_of("gpu--warn"), sort_key=(4, 0)),
+        }
+
+    @property
+    def cursor_gpu(self) -> tuple[str, int | None] | None:
+        key = self.cursor_key
+        return split_row_key(key) if key is not None else None
+
+
+def _gpu_matches(sample: Sample, gpu: Gpu, needle: str) -> bool:
+    if gpu.name and needle in gpu.name.casefold():
+        return True
+    return any(matches(p, needle) for p in sample.processes if gpu.index in p.gpus)

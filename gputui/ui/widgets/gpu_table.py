@@ -1,0 +1,154 @@
+"""The GPU table of one host: a row per GPU, plus an "all" row that stands for the whole host."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
+
+from gputui.fleet import GpuHistory, HostView
+from gputui.model import Gpu, Sample
+from gputui.units import fmt_percent
+
+from .. import fmt, kinds
+from .table import Cell, Column, KeyedTable, Row
+
+ALL = "all"  # the row key of the whole-host row
+HISTORY_WINDOW = 120  # samples a sparkline spans, whatever its width
+SPARK_WIDTH = 12
+BAR_WIDTH = 8
+
+
+def holders_cell(table: KeyedTable, sample: Sample, gpus: tuple[Gpu, ...], width: int = 99) -> Cell:
+    """ "free", or who holds these GPUs: "2 user  1 ghost" in the kinds' styles ("■2 ◇1" when the
+    column is narrow; the legend explains the glyphs)."""
+    indexes = {g.index for g in gpus}
+    counts = Counter(
+        p.kind for p in sample.processes if p.kind in kinds.HOLDING and indexes.intersection(p.gpus)
+    )
+    if not counts:
+        if all(sample.gpu_is_free(g) for g in gpus):
+            return Cell("✓ free", table.style_of("gpu--free"), sort_key=(0, 0))
+        # Memory in use and nobody to blame: NVML lists nothing and no holder is attributed.
+        text = "in use, no holder" if width >= 17 else "no holder"
+        return Cell(text, table.style_of("gpu--warn"), sort_key=(1, 0))
+    held = [k for k in kinds.HOLDING if counts.get(k)]
+    words = "  ".join(f"{counts[k]} {k}" for k in held)
+    sort_key = (2, sum(counts.values()))
+    if len(words) <= width:
+        parts = [(f"{counts[k]} {k}", table.style_of(kinds.STYLE[k])) for k in held]
+    else:
+        parts = [(f"{kinds.GLYPHS[k]}{counts[k]}", table.style_of(kinds.STYLE[k])) for k in held]
+    cell = Cell.parts(parts[0], sort_key=sort_key)
+    for part in parts[1:]:
+        cell.append("  " if len(words) <= width else " ")
+        cell.append(*part)
+    return cell
+
+
+def memory_cell(table: KeyedTable, used: int | None, total: int | None, width: int = BAR_WIDTH) -> Cell:
+    fraction = used / total if used is not None and total else None
+    filled, empty = fmt.meter(fraction, width)
+    numbers = f" {fmt.gib(used).rstrip('G')}/{fmt.gib(total)}" if used is not None else " -"
+    return Cell.parts(
+        (filled, table.style_of("meter--memory")),
+        (empty, table.style_of("meter--empty")),
+        (numbers, ""),
+        sort_key=fraction or 0.0,
+    )
+
+
+def util_cell(table: KeyedTable, util: float | None) -> Cell:
+    return Cell(fmt_percent(util), sort_key=util or 0.0)
+
+
+class GpuTable(KeyedTable):
+    COLUMNS = (
+        Column("gpu", "GPU", width=3, justify="right"),
+        Column("name", "Name", width=None, nominal=18, priority=7),
+        Column("memory", "Memory", width=BAR_WIDTH + 10),
+        Column("util", "Util", width=4, justify="right", priority=1),
+        Column("temp", "Temp", width=4, justify="right", priority=3),
+        Column("power", "Power", width=8, justify="right", priority=5),
+        Column("util_hist", "Util hist", width=SPARK_WIDTH, priority=2),
+        Column("mem_hist", "Mem hist", width=SPARK_WIDTH, priority=4),
+        Column("holders", "Holders", width=None, nominal=10, priority=1, flex=True),
+    )
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "screen.show_procs", "Processes", show=False, tooltip="go to its processes"),
+    ]
+    DEFAULT_SORT = ("gpu", False)  # fixed: GPUs in index order, the "all" row on top
+    SORTABLE = False
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        *kinds.STYLE.values(),
+        "gpu--free",
+        "gpu--warn",
+        "gpu--error",
+        "gpu--all",
+        "meter--memory",
+        "meter--util",
+        "meter--empty",
+    }
+
+    def show(self, view: HostView) -> None:
+        sample = view.sample
+        if sample is None:
+            self.sync({})
+            return
+        rows = {str(g.index): self.row(g, sample, view.history.get(g.index)) for g in sample.gpus}
+        if sample.gpus:
+            rows[ALL] = self.all_row(sample)
+        self.sync(rows)
+
+    def row(self, gpu: Gpu, sample: Sample, history: GpuHistory | None) -> Row:
+        util_hist = fmt.sparkline(history.util, SPARK_WIDTH, HISTORY_WINDOW) if history else ""
+        mem_hist = fmt.sparkline(history.memory, SPARK_WIDTH, HISTORY_WINDOW) if history else ""
+        power = "-"
+        if gpu.power_draw is not None:
+            limit = f"/{gpu.power_limit:.0f}" if gpu.power_limit else ""
+            power = f"{gpu.power_draw:.0f}{limit}W"
+        holders = holders_cell(self, sample, (gpu,), self.width_of("holders"))
+        if gpu.error:
+            holders = Cell(f"error: {fmt.safe(gpu.error, 40)}", self.style_of("gpu--error"), sort_key=(3, 0))
+        free = sample.gpu_is_free(gpu)
+        return {
+            "gpu": Cell(str(gpu.index), self.style_of("gpu--free") if free else "", sort_key=gpu.index),
+            "name": Cell(fmt.safe(gpu.name, 40) or "-"),
+            "memory": memory_cell(self, gpu.memory_used, gpu.memory_total),
+            "util": util_cell(self, gpu.util_gpu),
+            "temp": Cell(
+                f"{gpu.temperature}°C" if gpu.temperature is not None else "-", sort_key=gpu.temperature or 0
+            ),
+            "power": Cell(power, sort_key=gpu.power_draw or 0.0),
+            "util_hist": Cell(util_hist, self.style_of("meter--util"), sort_key=0),
+            "mem_hist": Cell(mem_hist, self.style_of("meter--memory"), sort_key=0),
+            "holders": holders,
+        }
+
+    def all_row(self, sample: Sample) -> Row:
+        """The host as one row: the cursor on it scopes the process table (and `F`) to the host."""
+        gpus = sample.gpus
+        used = sum(g.memory_used or 0 for g in gpus)
+        total = sum(g.memory_total or 0 for g in gpus)
+        utils = [g.util_gpu for g in gpus if g.util_gpu is not None]
+        style = self.style_of("gpu--all")
+        free = sum(1 for g in gpus if sample.gpu_is_free(g))
+        top = -1  # before GPU 0
+        return {
+            "gpu": Cell("all", style, sort_key=top),
+            "name": Cell(f"{len(gpus)} GPUs, {free} free", style, sort_key=top),
+            "memory": memory_cell(self, used, total),
+            "util": util_cell(self, sum(utils) / len(utils) if utils else None),
+            "temp": Cell("", sort_key=top),
+            "power": Cell(f"{sum(g.power_draw or 0 for g in gpus):.0f}W", sort_key=top),
+            "util_hist": Cell("", sort_key=top),
+            "mem_hist": Cell("", sort_key=top),
+            "holders": holders_cell(self, sample, gpus, self.width_of("holders")),
+        }
+
+    @property
+    def cursor_gpu(self) -> int | None:
+        """The GPU under the cursor; None on the "all" row (the whole host)."""
+        key = self.cursor_key
+        return int(key) if key is not None and key != ALL else None

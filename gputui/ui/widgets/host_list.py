@@ -1,0 +1,111 @@
+"""The host list: "All hosts" (the fleet table) first, then each host with its status and busy GPUs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
+
+from gputui.fleet import CONNECTING, DOWN, LIVE, STALE, HostView
+
+from .. import fmt
+from .table import Cell, Column, KeyedTable, Row
+
+ALL_HOSTS = "\x00all"  # row key of the fleet entry; no host name holds a NUL
+DOTS = {LIVE: "●", STALE: "◐", DOWN: "✕", CONNECTING: "◌"}
+
+
+def busy_total(view: HostView) -> tuple[int, int]:
+    """(busy, total) GPUs of a host; only a live host's GPUs can count as free."""
+    sample = view.sample
+    if sample is None:
+        return 0, 0
+    total = len(sample.gpus)
+    if view.status != LIVE:
+        return total, total
+    return total - sum(1 for g in sample.gpus if sample.gpu_is_free(g)), total
+
+
+def status_word(view: HostView, age: float | None) -> str:
+    """Short: the sample age while live, else the state."""
+    if view.status == LIVE:
+        if view.facts is not None and view.facts.error_code:
+            return "no GPU"
+        return fmt.age(age)
+    if view.status == CONNECTING:
+        return "conn…"
+    return view.status
+
+
+class HostList(KeyedTable):
+    COLUMNS = (
+        Column("name", "Host", width=None, nominal=9, flex=True),
+        Column("gpus", "Busy", width=5, justify="right"),
+        Column("age", "Age", width=5, justify="right", priority=1),
+    )
+    DEFAULT_SORT = ("name", False)
+    SORTABLE = False
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "host--live",
+        "host--stale",
+        "host--down",
+        "host--connecting",
+        "host--all",
+    }
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "screen.drill", "Open", show=False, tooltip="open the host (or the fleet table)"),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._position: dict[str, int] = {}
+
+    def show(
+        self,
+        views: Iterable[HostView],
+        ages: Mapping[str, float | None],
+        busy: Mapping[str, tuple[int, int]],
+        fleet: list[HostView] | None = None,
+    ) -> None:
+        """Refresh the rows of `views`; with `fleet` (every host), also the "All hosts" summary.
+
+        `busy` holds (busy, total) GPUs per host, computed once per sample by the caller."""
+        rows: dict[str, Row] = {}
+        for view in views:
+            position = self._position.setdefault(view.name, len(self._position))
+            rows[view.name] = self.row(view, ages.get(view.name), busy.get(view.name, (0, 0)), position)
+        if fleet is not None:
+            rows[ALL_HOSTS] = self.all_row(fleet, busy)
+        self.sync(rows, replace=())
+
+    def row(self, view: HostView, age: float | None, busy_total: tuple[int, int], position: int) -> Row:
+        status = view.status
+        style = self.style_of(f"host--{status}")
+        if status == LIVE and view.facts is not None and view.facts.error_code:
+            style = self.style_of("host--stale")
+        busy, total = busy_total
+        name = Cell.parts(
+            (DOTS.get(status, "?") + " ", style), (fmt.safe(view.name, 40), ""), sort_key=position
+        )
+        return {
+            "name": name,
+            "gpus": Cell(f"{busy}/{total}" if total else "-", sort_key=position),
+            "age": Cell(status_word(view, age), style if status != LIVE else "", sort_key=position),
+        }
+
+    def all_row(self, fleet: list[HostView], busy: Mapping[str, tuple[int, int]]) -> Row:
+        used = sum(busy.get(v.name, (0, 0))[0] for v in fleet)
+        total = sum(busy.get(v.name, (0, 0))[1] for v in fleet)
+        style = self.style_of("host--all")
+        return {
+            "name": Cell("All hosts", style, sort_key=-1),
+            "gpus": Cell(f"{used}/{total}", style, sort_key=-1),
+            "age": Cell("", sort_key=-1),
+        }
+
+    @property
+    def cursor_host(self) -> str | None:
+        """The host under the cursor; None on "All hosts"."""
+        key = self.cursor_key
+        return None if key == ALL_HOSTS else key

@@ -1,0 +1,130 @@
+"""The process table: processes that use or hold the selected GPU (or any GPU of the host)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
+
+from gputui.model import Proc, Sample
+from gputui.units import fmt_bytes, fmt_duration, fmt_percent
+
+from .. import fmt, kinds
+from .table import Cell, Column, KeyedTable, Row
+
+ProcKey = tuple[int, int | None]
+
+
+def proc_row_key(proc: Proc) -> str:
+    return f"{proc.pid}:{proc.start_time if proc.start_time is not None else '-'}"
+
+
+@dataclass(frozen=True, slots=True)
+class ProcScope:
+    """What the table shows: the processes of `host` on GPU `gpu` (None: all of the host's)."""
+
+    host: str
+    gpu: int | None = None
+
+
+class ProcTable(KeyedTable):
+    COLUMNS = (
+        Column("sel", " ", width=1, priority=0, sortable=False),
+        Column("pid", "PID", width=7, justify="right", descending=False),
+        Column("user", "User", width=9, priority=2),
+        Column("kind", "Kind", width=9, priority=0),
+        Column("mem", "GPU mem", width=7, justify="right", descending=True, priority=1),
+        Column("cpu", "CPU%", width=5, justify="right", descending=True, priority=5),
+        Column("rss", "RSS", width=6, justify="right", descending=True, priority=6),
+        Column("state", "St", width=2, priority=3),
+        Column("elapsed", "Elapsed", width=8, justify="right", descending=True, priority=4),
+        Column("command", "Command", width=None, nominal=24, priority=0),
+    )
+    DEFAULT_SORT = ("mem", True)
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        *kinds.STYLE.values(),
+        "proc--note",
+        "proc--muted",
+        "proc--warn",
+        "proc--selected",
+    }
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "space",
+            "screen.toggle_select",
+            "Select",
+            key_display="space",
+            tooltip="select or unselect the process",
+        ),
+        Binding("enter", "screen.plan", "Plan", show=False, tooltip="kill the selected processes (x)"),
+    ]
+
+    def __init__(self, *, id: str | None = None, selectable: bool = True) -> None:
+        super().__init__(id=id)
+        self.selectable = selectable
+
+    def available_columns(self) -> tuple[Column, ...]:
+        if self.selectable:
+            return self.COLUMNS
+        return tuple(c for c in self.COLUMNS if c.key != "sel")
+
+    def show(
+        self,
+        sample: Sample | None,
+        scope: ProcScope,
+        filter_text: str = "",
+        selected: Collection[ProcKey] = (),
+    ) -> None:
+        procs = sample.processes if sample is not None else ()
+        if scope.gpu is not None:
+            procs = tuple(p for p in procs if scope.gpu in p.gpus)
+        needle = filter_text.casefold()
+        rows: dict[str, Row] = {}
+        for proc in procs:
+            if needle and not matches(proc, needle):
+                continue
+            rows[proc_row_key(proc)] = self.row(proc, sample, scope.gpu, proc.key in selected)
+        self.sync(rows)
+
+    def row(self, proc: Proc, sample: Sample | None, gpu: int | None, selected: bool) -> Row:
+        muted = self.style_of("proc--muted")
+        kind_style = self.style_of(kinds.STYLE.get(proc.kind, "kind--hidden"))
+        if gpu is not None:
+            mem: int | None = proc.gpu_memory.get(gpu) if gpu in proc.gpu_memory else None
+        else:
+            mem = proc.gpu_bytes if proc.gpu_memory else None
+        command = kinds.command(proc)
+        note = kinds.note(proc, sample)
+        # The note first: for a ghost, hidden holder or zombie it matters more than the command.
+        cmd = Cell.parts((note, self.style_of("proc--note")), sort_key=command.casefold())
+        if command:
+            cmd.append((" · " if note else "") + command)
+        state = proc.state or "-"
+        return {
+            "sel": Cell("●" if selected else " ", self.style_of("proc--selected"), sort_key=not selected),
+            "pid": Cell(str(proc.pid), sort_key=proc.pid),
+            "user": Cell(fmt.safe(proc.user, 32) or "-", "" if proc.user else muted),
+            "kind": Cell(kinds.label(proc.kind), kind_style, sort_key=kinds.ORDER.get(proc.kind, 9)),
+            "mem": Cell(fmt_bytes(mem) if mem is not None else "-", kind_style, sort_key=mem or 0),
+            "cpu": Cell(fmt_percent(proc.cpu_percent), sort_key=proc.cpu_percent or 0.0),
+            "rss": Cell(fmt_bytes(proc.rss), sort_key=proc.rss or 0),
+            "state": Cell(state, self.style_of("proc--warn") if state in ("D", "Z") else "", sort_key=state),
+            "elapsed": Cell(fmt_duration(proc.elapsed), sort_key=proc.elapsed or 0.0),
+            "command": cmd,
+        }
+
+    @property
+    def cursor_proc_key(self) -> ProcKey | None:
+        key = self.cursor_key
+        if key is None:
+            return None
+        pid, _, start = key.partition(":")
+        return (int(pid), None if start == "-" else int(start))
+
+
+def matches(proc: Proc, needle: str) -> bool:
+    """The filter: a case-insensitive piece of the command line, name, user or PID."""
+    hay = (" ".join(proc.command), proc.name or "", proc.user or "", str(proc.pid))
+    return any(needle in h.casefold() for h in hay)

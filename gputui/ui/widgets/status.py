@@ -1,0 +1,177 @@
+"""One-line widgets: the status line (selected host or fleet), the kinds legend, the host notice."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual.widgets import Static
+
+from gputui.fleet import CONNECTING, DOWN, LIVE, REASONS, STALE, HostView
+
+from .. import fmt, kinds
+from .host_list import DOTS, busy_total
+
+
+class StyledStatic(Static):
+    """A Static whose text is built in Python from component-class styles (so .tcss decides them),
+    and that skips the redraw when a refresh produces the same text."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = set()
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id, markup=False)
+        self._last: tuple[object, ...] | None = None
+
+    def style_of(self, name: str) -> Style:
+        return self.get_component_rich_style(name, partial=True)
+
+    def set_text(self, text: Text) -> None:
+        signature = (text.plain, tuple(text.spans))
+        if signature != self._last:
+            self._last = signature
+            self.update(text)
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return f"{seconds:.1f}s" if seconds < 10 else fmt.age(seconds)
+
+
+class StatusLine(StyledStatic):
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "status--name",
+        "status--muted",
+        "status--badge",
+        "status--warn",
+        "host--live",
+        "host--stale",
+        "host--down",
+        "host--connecting",
+    }
+
+    def show_host(self, view: HostView, age: float | None, read_only: bool) -> None:
+        muted = self.style_of("status--muted")
+        status_style = self.style_of(f"host--{view.status}")
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(f" {DOTS.get(view.status, '?')} ", status_style)
+        text.append(fmt.safe(view.name, 60), self.style_of("status--name"))
+        text.append("  ")
+        facts = view.facts
+        # First, so a narrow terminal never cuts it off.
+        if read_only or view.read_only or (facts is not None and facts.read_only):
+            text.append(" READ-ONLY ", self.style_of("status--badge"))
+            text.append("  ")
+        if view.status == LIVE:
+            text.append("live", status_style)
+            text.append(f", sample {_age(age)} old", muted)
+        elif view.status == CONNECTING:
+            text.append("connecting…", status_style)
+        else:
+            why = REASONS.get(view.reason or "", view.reason or "")
+            text.append(f"{view.status}: {why}" if why else view.status, status_style)
+            if view.detail:
+                text.append(f" ({fmt.safe(view.detail, 120)})", muted)
+            if view.status == STALE:
+                text.append(f", last sample {_age(age)} old", muted)
+            elif view.status == DOWN:
+                text.append(", retrying", muted)
+        if facts is not None and facts.error_code:
+            text.append("  ")
+            text.append(
+                REASONS.get(facts.error_code, fmt.safe(facts.error_code)), self.style_of("status--warn")
+            )
+        elif facts is not None:
+            parts = [f"driver {fmt.safe(facts.driver_version)}" if facts.driver_version else "driver ?"]
+            if facts.cuda_driver_version:
+                major, minor = divmod(facts.cuda_driver_version // 10, 100)
+                parts.append(f"CUDA {major}.{minor}")
+            sample = view.sample
+            if sample is not None and sample.gpus:
+                busy, total = busy_total(view)
+                names = {g.name for g in sample.gpus if g.name}
+                model = f" {fmt.safe(names.pop(), 40)}" if len(names) == 1 else ""
+                parts.append(f"{total}×{model}, {total - busy} free")
+            if sample is not None and sample.scan_age is not None:
+                parts.append(f"holders ≤{sample.scan_age:.0f}s old")
+            if facts.reader == "sim":
+                parts.append("simulated")
+            text.append("  ·  " + "  ·  ".join(parts), muted)
+        self.set_text(text)
+
+    def show_fleet(self, views: list[HostView], busy: dict[str, tuple[int, int]], read_only: bool) -> None:
+        muted = self.style_of("status--muted")
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(" All hosts", self.style_of("status--name"))
+        if read_only:
+            text.append("  ")
+            text.append(" READ-ONLY ", self.style_of("status--badge"))
+        text.append(f"  {len(views)} hosts: ", muted)
+        counts = {s: sum(1 for v in views if v.status == s) for s in (LIVE, STALE, DOWN, CONNECTING)}
+        first = True
+        for status, n in counts.items():
+            if n:
+                text.append("" if first else ", ", muted)
+                text.append(f"{DOTS[status]} {n} {status}", self.style_of(f"host--{status}"))
+                first = False
+        used = sum(busy.get(v.name, (0, 0))[0] for v in views)
+        total = sum(busy.get(v.name, (0, 0))[1] for v in views)
+        text.append(f"  ·  {total} GPUs: {total - used} free, {used} busy", muted)
+        self.set_text(text)
+
+
+class Legend(StyledStatic):
+    COMPONENT_CLASSES: ClassVar[set[str]] = {*kinds.STYLE.values(), "gpu--free", "status--muted"}
+
+    def on_mount(self) -> None:
+        self.redraw()
+
+    def redraw(self) -> None:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(" ")
+        for kind, style in kinds.STYLE.items():
+            text.append(kinds.label(kind), self.style_of(style))
+            text.append("  ")
+        text.append("✓ free GPU", self.style_of("gpu--free"))
+        text.append("   ? keys and what the kinds mean", self.style_of("status--muted"))
+        self.set_text(text)
+
+
+class HostNotice(StyledStatic):
+    """Why a host shows no GPUs: no driver (and how to see the demo), down, connecting."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"status--name", "status--muted", "status--warn"}
+
+    def show_host(self, view: HostView) -> bool:
+        """Fill in the notice for `view`; False when there is nothing to say (hide it)."""
+        facts = view.facts
+        text = Text()
+        warn, muted = self.style_of("status--warn"), self.style_of("status--muted")
+        if facts is not None and facts.error_code == "no-driver":
+            text.append(f"{fmt.safe(view.name, 60)} has no NVIDIA driver", warn)
+            if facts.error_message:
+                text.append(f" ({fmt.safe(facts.error_message, 200)})", muted)
+            text.append(".\nProcesses that hold /dev/nvidia* files are still listed below.\n")
+            text.append("To see what gputui shows on a GPU cluster, run ")
+            text.append("gputui --demo", self.style_of("status--name"))
+            text.append(" (a simulated cluster).")
+        elif facts is not None and facts.error_code:
+            why = REASONS.get(facts.error_code, facts.error_code)
+            text.append(f"{fmt.safe(view.name, 60)}: {why}", warn)
+            if facts.error_message:
+                text.append(f" ({fmt.safe(facts.error_message, 200)})", muted)
+            text.append(".\nProcesses that hold /dev/nvidia* files are still listed below.")
+        elif view.sample is None and view.status == DOWN:
+            why = REASONS.get(view.reason or "", view.reason or "down")
+            text.append(f"{fmt.safe(view.name, 60)} is down: {why}", warn)
+            if view.detail:
+                text.append(f"\n{fmt.safe(view.detail, 300)}", muted)
+            text.append("\ngputui keeps retrying in the background.", muted)
+        elif view.sample is None:
+            text.append(f"Connecting to {fmt.safe(view.name, 60)}…", muted)
+        else:
+            return False
+        self.set_text(text)
+        return True

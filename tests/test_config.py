@@ -1,0 +1,251 @@
+"""Hosts from the command line and from the TOML config, and the errors a user can make."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gputui import config
+from gputui.config import Config, ConfigError, HostSpec, find_config, load, load_config, parse_host_arg
+
+# ------------------------------------------------------------------------- command-line hosts
+
+
+@pytest.mark.parametrize(
+    "arg, address, user, port, name",
+    [
+        ("local", "local", None, None, "local"),
+        ("gpu-a", "gpu-a", None, None, "gpu-a"),
+        ("root@10.0.0.7", "10.0.0.7", "root", None, "10.0.0.7"),
+        ("bench@gpu-c:2222", "gpu-c", "bench", 2222, "gpu-c"),
+        ("gpu-c:2222", "gpu-c", None, 2222, "gpu-c"),
+        ("[::1]", "::1", None, None, "::1"),
+        ("[::1]:2222", "::1", None, 2222, "::1"),
+        ("user@[::1]:2222", "::1", "user", 2222, "::1"),
+        ("user@[fe80::1%eth0]", "fe80::1%eth0", "user", None, "fe80::1%eth0"),
+        ("fe80::2", "fe80::2", None, None, "fe80::2"),
+        ("a@b@host", "host", "a@b", None, "host"),  # like ssh: the last @ splits
+    ],
+)
+def test_host_argument_forms(arg, address, user, port, name):
+    spec = parse_host_arg(arg)
+    assert (spec.address, spec.user, spec.port, spec.name) == (address, user, port, name)
+    assert spec.reader == "nvml" and spec.read_only is False and spec.python is None
+
+
+def test_local_is_local():
+    assert parse_host_arg("local").is_local()
+    assert not parse_host_arg("gpu-a").is_local()
+
+
+@pytest.mark.parametrize(
+    "arg, words",
+    [
+        ("@host", "user before '@' is empty"),
+        ("user@", "no host name"),
+        ("host:", "port ''"),
+        ("host:ssh", "port 'ssh'"),
+        ("host:0", "1 to 65535"),
+        ("host:70000", "1 to 65535"),
+        ("[::1", "without a closing ']'"),
+        ("[::1]2222", "after ']'"),
+        ("[]:22", "no host name"),
+        ("-oProxyCommand=touch", "must not start with '-'"),
+        ("bad host", "must not contain spaces"),
+        ("-x@host", "user must not start with '-'"),
+        ("ho\x1bst", "control characters"),
+    ],
+)
+def test_bad_host_arguments(arg, words):
+    with pytest.raises(ConfigError) as caught:
+        parse_host_arg(arg)
+    assert caught.value.file is None and caught.value.line is None
+    assert words in caught.value.message
+    assert str(caught.value).startswith("<command line>: host ")
+
+
+# ------------------------------------------------------------------------- the config file
+
+FULL = """\
+interval = 0.5
+theme = "nord"
+
+[defaults]
+user = "root"
+python = "/usr/bin/python3"
+sudo = true
+
+[[hosts]]
+name = "gpu-a"
+address = "10.0.0.7"
+port = 2222
+read_only = true
+
+[[hosts]]
+name = "gpu-b"
+address = "bastion-alias"
+user = "bench"
+jump = "ops@bastion:2200,inner"
+wrap = "pct exec 129 --"
+sudo = false
+
+[[hosts]]
+address = "demo"
+reader = "sim"
+sim_scenario = "stuck"
+sim_variant = 2
+sim_seed = 7
+
+[[hosts]]
+name = "only-a-name"
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "config.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_full_config(tmp_path):
+    cfg = load_config(write(tmp_path, FULL))
+    assert cfg.interval == 0.5 and cfg.theme == "nord" and cfg.read_only is False
+    a, b, demo, alias = cfg.hosts
+    assert a == HostSpec(
+        name="gpu-a",
+        address="10.0.0.7",
+        user="root",
+        port=2222,
+        read_only=True,
+        sudo=True,
+        python="/usr/bin/python3",
+    )
+    assert (b.user, b.sudo, b.jump, b.wrap) == ("bench", False, "ops@bastion:2200,inner", "pct exec 129 --")
+    assert b.wrap_argv() == ["pct", "exec", "129", "--"]
+    assert (demo.name, demo.address, demo.reader) == ("demo", "demo", "sim")
+    assert (demo.sim_scenario, demo.sim_variant, demo.sim_seed) == ("stuck", 2, 7)
+    assert (alias.name, alias.address) == ("only-a-name", "only-a-name")  # an ssh config alias
+    assert cfg.path == str(tmp_path / "config.toml")
+
+
+def test_global_read_only_wins(tmp_path):
+    text = 'read_only = true\n[[hosts]]\naddress = "a"\nread_only = false\n'
+    cfg = load_config(write(tmp_path, text))
+    assert cfg.read_only is True and cfg.hosts[0].read_only is True
+
+
+def test_empty_config(tmp_path):
+    assert load_config(write(tmp_path, "")) == Config(path=str(tmp_path / "config.toml"))
+
+
+def error_of(tmp_path: Path, text: str) -> ConfigError:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert caught.value.file == str(path)
+    return caught.value
+
+
+def test_toml_syntax_error_has_its_line(tmp_path):
+    error = error_of(tmp_path, '[[hosts]]\nname = "a"\naddress = = "b"\n')
+    assert error.line == 3
+    assert "not valid TOML" in error.message
+    assert str(error).startswith(f"{tmp_path / 'config.toml'}:3: ")
+
+
+def test_unknown_key_suggests_the_right_one(tmp_path):
+    text = '[[hosts]]\nname = "a"\naddress = "x"\n\n[[hosts]]\nname = "b"\nadress = "10.0.0.8"\n'
+    error = error_of(tmp_path, text)
+    assert error.line == 7
+    assert error.message == "unknown key 'adress' in [[hosts]] #2 (line 7): did you mean 'address'?"
+
+
+@pytest.mark.parametrize(
+    "text, line, words",
+    [
+        ('[[hosts]]\naddress = "a"\nport = "22"\n', 3, "'port' in [[hosts]] #1 must be a port number"),
+        ('[[hosts]]\naddress = "a"\nport = 0\n', 3, "port number from 1 to 65535"),
+        ('[[hosts]]\naddress = "a"\nport = true\n', 3, "port number"),
+        ('[[hosts]]\naddress = "a"\nreader = "cuda"\n', 3, 'must be "nvml" or "sim"'),
+        ('[[hosts]]\naddress = "a"\nread_only = "yes"\n', 3, "must be true or false"),
+        ('[[hosts]]\naddress = "a"\nsudo = 1\n', 3, "must be true or false"),
+        ('[[hosts]]\naddress = "a"\nwrap = "pct exec \'129"\n', 3, "does not split into words"),
+        ('[[hosts]]\naddress = "a"\nwrap = "  "\n', 3, "non-empty string"),
+        ('[[hosts]]\naddress = "a"\njump = "@x"\n', 3, "hop '@x'"),
+        ('[[hosts]]\naddress = "-oProxyCommand=x"\n', 2, "must not start with '-'"),
+        ('[[hosts]]\naddress = "a b"\n', 2, "must not contain spaces"),
+        ('[[hosts]]\naddress = "a"\nreader = "sim"\nsim_variant = -1\n', 4, "whole number >= 0"),
+        ('[[hosts]]\naddress = "a"\nsim_scenario = "x"\n', 3, 'only applies with reader = "sim"'),
+        ("[[hosts]]\nport = 22\n", 1, "needs an 'address'"),
+        ("interval = 0\n", 1, "'interval' in the top level must be a number of seconds >= 0.05"),
+        ('interval = "1s"\n', 1, "number of seconds"),
+        ("theme = 3\n", 1, "non-empty string"),
+        ('colour = "x"\n', 1, "unknown key 'colour' in the top level (line 1)"),
+        ('user = "root"\n', 1, "'user' belongs in [defaults] or a [[hosts]] entry"),
+        ('[defaults]\nname = "x"\n', 2, "'name' is per host"),
+        ('[defaults]\npython = ""\n', 2, "'python' in [defaults] must be a non-empty string"),
+        ("[defaults]\nsudoo = true\n", 2, "did you mean 'sudo'?"),
+        ("defaults = 3\n", 1, "'defaults' must be a table"),
+        ("hosts = 3\n", 1, "'hosts' must be an array of tables"),
+        ('[hosts]\naddress = "a"\n', 1, "'hosts' must be an array of tables"),
+        ('[[hosts]]\nname = "a"\n\n[[hosts]]\nname = "a"\n', 5, "same name 'a' as #1"),
+    ],
+)
+def test_bad_values_name_the_line_and_the_fix(tmp_path, text, line, words):
+    error = error_of(tmp_path, text)
+    assert words in error.message
+    assert error.line == line
+
+
+def test_inline_host_tables_still_get_a_line(tmp_path):
+    error = error_of(tmp_path, 'x = 1\nhosts = [{address = "a", prot = 22}]\n')
+    assert "unknown key 'x'" in error.message  # top level first
+    error = error_of(tmp_path, 'hosts = [{address = "a", prot = 22}]\n')
+    assert "did you mean 'port'?" in error.message and error.line == 1
+
+
+def test_unreadable_file(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_bytes(b"\xff\xfe bad")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert caught.value.line is None and "cannot read" in caught.value.message
+
+
+# ------------------------------------------------------------------------- where the file is
+
+
+def test_lookup_order(tmp_path, monkeypatch):
+    cli = write(tmp_path, "", "cli.toml")
+    env = write(tmp_path, "", "env.toml")
+    user_dir = tmp_path / "xdg" / "gputui"
+    user_dir.mkdir(parents=True)
+    default = write(user_dir, "", "config.toml")
+    monkeypatch.setattr(config, "default_config_path", lambda: default)
+    assert find_config(str(cli), {"GPUTUI_CONFIG": str(env)}) == cli
+    assert find_config(None, {"GPUTUI_CONFIG": str(env)}) == env
+    assert find_config(None, {}) == default
+    assert find_config(None, {"GPUTUI_CONFIG": ""}) == default
+    default.unlink()
+    assert find_config(None, {}) is None
+    assert load(None, {}) == Config()
+
+
+def test_named_config_must_exist(tmp_path):
+    with pytest.raises(ConfigError) as caught:
+        find_config(str(tmp_path / "nope.toml"), {})
+    assert "no such config file (named by --config)" in caught.value.message
+    with pytest.raises(ConfigError) as caught:
+        find_config(None, {"GPUTUI_CONFIG": str(tmp_path / "nope.toml")})
+    assert "$GPUTUI_CONFIG" in caught.value.message
+
+
+def test_default_path_is_the_user_config_dir(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert config.default_config_path() == tmp_path / "gputui" / "config.toml"
+
+
+def test_load_reads_the_found_file(tmp_path):
+    path = write(tmp_path, '[[hosts]]\naddress = "gpu-a"\n')
+    assert load(str(path), {}).hosts == (HostSpec(name="gpu-a", address="gpu-a"),)

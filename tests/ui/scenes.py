@@ -1,0 +1,94 @@
+"""Fixed screens for the snapshot tests and scripts/screenshots: the same app, data and keys.
+
+Each scene is an app built from the replayed recordings with a frozen clock, a terminal size and a
+`run_before` that drives the app into the state to capture. Nothing here depends on timing: the
+scenes wait for the data, not for a duration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from textual.pilot import Pilot
+
+from gputui.fleet import Fleet
+from gputui.transport.replay import ReplayLink
+from gputui.ui import GpuTuiApp, make_app
+
+from .conftest import FROZEN, QUIET, build_app, recording, redrawn, settle
+
+THEMES = ("gputui-dark", "gputui-light", "gputui-contrast")
+
+
+@dataclass(frozen=True)
+class Scene:
+    name: str
+    size: tuple[int, int]
+    build: Callable[[str], GpuTuiApp]  # theme -> app
+    run_before: Callable[[Pilot[Any]], Awaitable[None]]
+
+
+def _demo(theme: str) -> GpuTuiApp:
+    return build_app(theme=theme)
+
+
+async def _fleet(pilot: Pilot[Any]) -> None:
+    await settle(pilot)
+
+
+async def _host(pilot: Pilot[Any]) -> None:
+    await settle(pilot)
+    await pilot.press("right_square_bracket")  # the next host after "All hosts": demo-a
+    await redrawn(pilot)
+
+
+async def _ghost_gpu(pilot: Pilot[Any]) -> None:
+    await _host(pilot)
+    await pilot.press("down", "down", "down")  # GPU 2: a user, a ghost and its hidden holder
+    await redrawn(pilot)
+
+
+async def _help(pilot: Pilot[Any]) -> None:
+    await _host(pilot)
+    await pilot.press("question_mark")
+    await pilot.pause()
+
+
+async def _filter(pilot: Pilot[Any]) -> None:
+    await _host(pilot)
+    await pilot.press("tab", "slash", *"serve")
+    await redrawn(pilot)
+
+
+def _no_driver(theme: str) -> GpuTuiApp:
+    hello = dict(recording("demo-a")[0])
+    hello["host"] = dict(hello["host"], hostname="workstation", driver_version=None, cuda_driver_version=None)
+    hello["error"] = {"code": "no-driver", "message": "NVML Shared Library Not Found"}
+    sample = dict(recording("demo-a")[1], gpus=[], processes=[])
+    fleet = Fleet()
+    fleet.add("workstation", lambda: ReplayLink([hello, sample]), interval=QUIET)
+    return make_app(fleet, interval=QUIET, clock=lambda: FROZEN, theme=theme)
+
+
+async def _no_driver_ready(pilot: Pilot[Any]) -> None:
+    app: GpuTuiApp = pilot.app  # type: ignore[assignment]
+    while app.fleet.view("workstation").sample is None:
+        await pilot.pause(0.02)
+    await redrawn(pilot)
+
+
+SCENES = {
+    scene.name: scene
+    for scene in (
+        Scene("fleet", (120, 36), _demo, _fleet),
+        Scene("main", (120, 36), _demo, _host),
+        Scene("ghost", (120, 36), _demo, _ghost_gpu),
+        Scene("help", (120, 36), _demo, _help),
+        Scene("filter", (120, 36), _demo, _filter),
+        Scene("narrow", (80, 24), _demo, _host),
+        Scene("narrow-fleet", (80, 24), _demo, _fleet),
+        Scene("no-driver", (100, 24), _no_driver, _no_driver_ready),
+    )
+}

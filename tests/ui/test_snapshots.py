@@ -1,0 +1,38 @@
+"""Snapshot tests (pytest-textual-snapshot) of fixed screens: replayed recordings, a frozen clock.
+
+Textual is pinned (8.2.8) so the SVGs do not drift. After a deliberate change to the look, run
+`pytest tests/ui/test_snapshots.py --snapshot-update` and review the new SVGs before committing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .scenes import SCENES, THEMES
+
+
+def _compare(snap_compare: Any, scene_name: str, theme: str) -> bool:
+    scene = SCENES[scene_name]
+    return snap_compare(scene.build(theme), terminal_size=scene.size, run_before=scene.run_before)
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_main_screen(snap_compare: Any, theme: str) -> None:
+    assert _compare(snap_compare, "main", theme)
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_help_screen(snap_compare: Any, theme: str) -> None:
+    assert _compare(snap_compare, "help", theme)
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_fleet_screen(snap_compare: Any, theme: str) -> None:
+    assert _compare(snap_compare, "fleet", theme)
+
+
+@pytest.mark.parametrize("scene", ["ghost", "filter", "narrow", "narrow-fleet", "no-driver"])
+def test_other_screens(snap_compare: Any, scene: str) -> None:
+    assert _compare(snap_compare, scene, "gputui-dark")
