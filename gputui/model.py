@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .probe.reaper import brief_command
+
 KINDS = ("user", "ghost", "hidden", "monitor", "zombie")
 
 
@@ -184,7 +186,8 @@ class Proc:
 
     @property
     def command_line(self) -> str:
-        return " ".join(self.command) if self.command else (f"[{self.name}]" if self.name else "?")
+        """The command as people say it: `python train.py`, long paths cut to `.../name`."""
+        return brief_command(list(self.command)) if self.command else (f"[{self.name}]" if self.name else "?")
 
 
 @dataclass(frozen=True, slots=True)

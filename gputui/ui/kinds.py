@@ -7,6 +7,7 @@ screenshot still tell them apart.
 from __future__ import annotations
 
 from gputui.model import KINDS, Proc, Sample
+from gputui.probe.reaper import brief_command
 
 from .fmt import safe
 
@@ -68,7 +69,8 @@ def note(proc: Proc, sample: Sample | None) -> str:
 
 
 def command(proc: Proc) -> str:
-    """The command line, made safe; empty for a PID that is not in /proc."""
+    """The command line as people say it (`python train.py`, long paths cut to `.../name`), made
+    safe; empty for a PID that is not in /proc. The filter still searches the full line."""
     if proc.command:
-        return safe(" ".join(proc.command))
+        return safe(brief_command(list(proc.command)))
     return f"[{safe(proc.name)}]" if proc.name else ""
