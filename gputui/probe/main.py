@@ -7,15 +7,11 @@ Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
 
 import argparse
+import queue
 import signal
 import sys
 import threading
 import time
-
-try:
-    import queue
-except ImportError:  # pragma: no cover
-    import Queue as queue  # type: ignore
 
 from .core import Probe
 from .wire import APP_TYPES, MAX_LINE, decode, encode, error

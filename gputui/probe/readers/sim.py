@@ -131,7 +131,7 @@ def signal_checked(pid, expected_start, sig):
         if expected_start is None or start_time(pid) != expected_start:
             return False
         if fd is not None and hasattr(signal, "pidfd_send_signal"):
-            signal.pidfd_send_signal(fd, sig)
+            signal.pidfd_send_signal(fd, sig)  # novermin (3.9+, guarded by hasattr)
         else:
             os.kill(pid, sig)
         return True
