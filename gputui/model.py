@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .probe.core import IDLE_SLACK
 from .probe.reaper import brief_command
 
 KINDS = ("user", "ghost", "hidden", "monitor", "zombie")
@@ -112,8 +113,6 @@ class Gpu:
         return min(1.0, self.memory_used / self.memory_total)
 
 
-# Memory within this of the idle baseline counts as idle (the probe uses the same slack).
-IDLE_SLACK = 32 << 20
 
 
 @dataclass(frozen=True, slots=True)

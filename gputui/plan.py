@@ -16,13 +16,13 @@ Pure functions over a Sample: nothing here touches processes or the network.
 from __future__ import annotations
 
 import getpass
-import os
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from .model import Proc, Sample
+from .probe.reaper import brief_command
 from .units import fmt_bytes
 
 DEFAULT_TERM_TIMEOUT = 5.0
@@ -36,20 +36,6 @@ PROTECTED_WORDS = {
     "probe-ancestor": "an ancestor of the probe (its shell or SSH session): never signalled",
     "kernel-thread": "a kernel thread: never signalled",
 }
-
-
-def brief_command(command: tuple[str, ...]) -> str:
-    """A command line as people say it: the program's base name, long absolute paths cut to
-    ".../name" (`/opt/venv/bin/python -S /tmp/x/bin/train.py` -> `python -S .../train.py`).
-    The probe words its messages the same way (reaper.brief_command)."""
-    if not command:
-        return ""
-    words = [os.path.basename(command[0]) or command[0]]
-    for arg in command[1:]:
-        if arg.startswith("/") and len(arg) > 32 and os.path.basename(arg):
-            arg = ".../" + os.path.basename(arg)
-        words.append(arg)
-    return " ".join(words)
 
 
 class PlanError(ValueError):

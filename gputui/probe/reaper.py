@@ -28,6 +28,7 @@ import signal
 import time
 
 from .classify import GHOST, HIDDEN, MONITOR, MONITOR_NAMES, USER
+from .core import Probe
 from .procfs import PF_KTHREAD, read_cmdline, read_stat, read_status, user_name
 from .wire import VERSION, error
 
@@ -37,8 +38,6 @@ KILL_WAIT_S = 2.0  # after SIGKILL, exit takes ms; longer means the process sits
 MAX_ROUNDS = 3  # rescans that may find new attributed holders (children of children)
 MAX_TIMEOUT = 3600.0
 MAX_TARGETS = 100000
-# Memory within this of the idle baseline counts as idle (the same slack as core.IDLE_SLACK).
-IDLE_SLACK = 32 << 20
 
 # Set by tests to force a kill method ("pidfd", "pidfd-syscall" or "kill"); None picks the best.
 FORCE_METHOD = None  # type: Optional[str]
@@ -833,7 +832,7 @@ class Run(object):
             index = gpu["index"]
             if index not in self.plan.gpus:
                 continue
-            if index not in busy and _idle(gpu):
+            if index not in busy and Probe.gpu_is_idle(gpu):
                 if index not in self.idle_ms:
                     self.idle_ms[index] = self.ms()
                     self.event(
@@ -848,7 +847,7 @@ class Run(object):
         busy = set()  # type: Set[int]
         for mem in view.listed.values():
             busy.update(mem)
-        return all(i in view.gpus and i not in busy and _idle(view.gpus[i]) for i in self.plan.gpus)
+        return all(i in view.gpus and i not in busy and Probe.gpu_is_idle(view.gpus[i]) for i in self.plan.gpus)
 
     # -- verdicts ------------------------------------------------------------------------------
 
@@ -940,7 +939,7 @@ class Run(object):
         hidden = [r for r in on_gpu if r["kind"] == HIDDEN]  # attributed through a listed PID
         ghosts = [r for r in on_gpu if r["kind"] == GHOST]
         live = users + hidden
-        idle = _idle(gpu) if gpu else False
+        idle = Probe.gpu_is_idle(gpu) if gpu else False
         strays = self.sweep_blockers(view)
         suspects = set(r["pid"] for r in hidden)  # type: Set[int]
         for ghost in ghosts:
@@ -983,12 +982,6 @@ class Run(object):
 
 
 # -- small helpers -----------------------------------------------------------------------------
-
-
-def _idle(gpu):
-    # type: (Dict[str, Any]) -> bool
-    used, base = gpu.get("memory_used"), gpu.get("memory_baseline")
-    return _is_int(used) and _is_int(base) and used <= base + IDLE_SLACK
 
 
 def brief_command(command):

@@ -32,7 +32,10 @@ def spawn():
 
     def run(*paths):
         p = subprocess.Popen(
-            [sys.executable, "-c", HOLD, *map(str, paths)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", HOLD, *map(str, paths)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         assert p.stdout.readline().strip() == "ready"
         started.append(p)
@@ -151,7 +154,9 @@ def _open_now(p):
 def test_known_process_that_opens_a_device_later_is_found_within_check_every(devdir, check_every):
     p = _late_opener(devdir / "nvidiactl")
     try:
-        scanner = HolderScanner(str(devdir / "nvidia"), refresh_every=1000, check_every=check_every)
+        scanner = HolderScanner(
+            str(devdir / "nvidia"), refresh_every=1000, check_every=check_every, budget=10**6
+        )
         assert p.pid not in scanner.scan(full=True).holders
         _open_now(p)
         found_after = next(i for i in range(1, check_every + 1) if p.pid in scanner.scan().holders)
@@ -171,3 +176,11 @@ def test_watched_pids_are_checked_every_scan(devdir):
     finally:
         p.kill()
         p.wait()
+
+
+def test_busy_hosts_get_a_slower_round_robin_within_the_budget(devdir):
+    scanner = HolderScanner(str(devdir / "nvidia"), check_every=1, budget=10)
+    result = scanner.scan(full=True)
+    check, worst = scanner.staleness()
+    assert check >= len(result.states) // 10 and worst >= 4 * check
+    assert scanner.scan().listed <= 10 + len(result.holders) + 2  # budget, holders, rounding
