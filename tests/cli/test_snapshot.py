@@ -1,0 +1,78 @@
+"""`gputui snapshot`: the real CLI, on the demo cluster and on this machine."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def gputui(*args, timeout=90):
+    return subprocess.run(
+        [sys.executable, "-m", "gputui", *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def have_driver():
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        pynvml.nvmlShutdown()
+        return True
+    except Exception:
+        return False
+
+
+def test_demo_json_follows_the_documented_schema():
+    run = gputui("snapshot", "--demo", "--json")
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(run.stdout)
+    assert doc["version"] == 1
+    assert [h["name"] for h in doc["hosts"]] == ["demo-a", "demo-b"]
+    kinds = set()
+    for host in doc["hosts"]:
+        assert host["status"] == "live" and len(host["gpus"]) >= 4
+        for p in host["processes"]:
+            assert {"pid", "start_time", "kind", "gpus", "holds", "command"} <= set(p)
+            kinds.add(p["kind"])
+    assert kinds == {"user", "ghost", "hidden", "monitor", "zombie"}
+
+
+def test_demo_table_is_readable_and_literal():
+    run = gputui("snapshot", "--demo")
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert "== demo-a" in out and "== demo-b" in out
+    assert "ghost" in out and "memory held by" in out and "must reap it" in out
+    assert "\x1b" not in out
+
+
+@pytest.mark.skipif(have_driver(), reason="this machine has an NVIDIA driver")
+def test_no_driver_exits_3_and_suggests_the_demo():
+    run = gputui("snapshot")
+    assert run.returncode == 3
+    assert "--demo" in run.stderr and "Traceback" not in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_bad_usage_exits_2_without_a_traceback(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[hosts]]\nname = "a"\nadress = "x"\n')
+    for args in (["snapshot", "--nope"], ["snapshot", "--config", str(bad)], ["snapshot", "user@host:99999"]):
+        run = gputui(*args)
+        assert run.returncode == 2, (args, run.stderr)
+        assert "Traceback" not in run.stderr and run.stderr.strip()
+    run = gputui("snapshot", "--config", str(bad))
+    assert "line 3" in run.stderr or ":3" in run.stderr
+    assert "address" in run.stderr
+
+
+def test_probe_subcommand_prints_hello_and_a_sample():
+    run = gputui("probe", "--reader", "sim", "--sim-scenario", "empty", "--once")
+    lines = [json.loads(line) for line in run.stdout.splitlines()]
+    assert [r["type"] for r in lines] == ["hello", "sample"]
+    assert lines[0]["reader"] == "sim" and len(lines[1]["gpus"]) == 4
+    assert run.returncode == 0
+    assert os.path.basename(lines[0]["host"]["device_prefix"]) == "nvidia"
