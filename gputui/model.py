@@ -186,7 +186,7 @@ class Proc:
     @property
     def command_line(self) -> str:
         """The command as people say it: `python train.py`, long paths cut to `.../name`."""
-        return brief_command(list(self.command)) if self.command else (f"[{self.name}]" if self.name else "?")
+        return brief_command(list(self.command)) if self.command else (f"[{self.name}]" if self.name else "-")
 
 
 @dataclass(frozen=True, slots=True)

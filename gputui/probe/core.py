@@ -73,6 +73,7 @@ class Probe(object):
         # but invisible here (GPU_FACTS.md "Containers").
         self._foreign_pids = not in_init_pid_namespace(proc)
         self.facts = {}  # type: Dict[str, Any]
+        self.argv = []  # type: List[str]  # the probe's options, shown as its command line
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -272,6 +273,9 @@ class Probe(object):
                 container=known.container,
             )
             kthread = bool(s.flags & PF_KTHREAD)
+        if pid == self.pid:
+            # Shipped over SSH, the probe's own command line is the bootstrap's source code.
+            record["command"] = ["gputui-probe", *self.argv]
         record["protected"] = protection(pid, verdict.kind, self.pid, self._ancestors, kthread)
         return record
 

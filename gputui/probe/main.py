@@ -163,6 +163,7 @@ def main(argv=None):
     sys.stdout = sys.stderr
     emit = Output(stdout)
     probe = Probe(make_reader(args), read_only=args.read_only, hostname=args.name)
+    probe.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         emit(probe.start())
         if args.once:
