@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Drive the real dashboard on a real GPU host, headless, and save what it shows.
+
+    python scripts/real_gpu_check.py OUTDIR
+
+Starts CUDA jobs with PyTorch on GPU 0 (a plain one, and the ghost scenario of GPU_FACTS.md: a parent
+killed while its forked child keeps the memory), runs `gputui` on this host through the real local
+transport and probe (nvml reader) inside Textual's headless driver, waits for samples, saves
+screenshots (main screen, then after selecting "free GPU 0" the plan dialog, then the action log
+after confirming) and prints the visible process rows. Ends every process it started, by PID.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gputui.cli import build_fleet
+from gputui.config import HostSpec
+from gputui.ui.app import make_app
+
+JOB = r"""
+import os, sys, torch
+gib, fork = float(sys.argv[1]), sys.argv[2] == "fork"
+x = torch.empty(int(gib * (1 << 30)), dtype=torch.uint8, device="cuda:0")
+torch.cuda.synchronize()
+child = 0
+if fork:
+    child = os.fork()
+    if child == 0:
+        sys.stdin.readline()
+        os._exit(0)
+print(os.getpid(), child, flush=True)
+sys.stdin.readline()
+"""
+
+
+def start(gib: float, fork: bool) -> tuple[subprocess.Popen, int, int]:
+    p = subprocess.Popen(
+        [sys.executable, "-c", JOB, str(gib), "fork" if fork else "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    pid, child = (int(x) for x in p.stdout.readline().split())
+    return p, pid, child
+
+
+async def session(out: Path, spec: HostSpec) -> None:
+    fleet = build_fleet([spec], interval=0.5)
+    app = make_app(fleet, interval=0.5, log_path=str(out / "actions.jsonl"))
+    async with app.run_test(size=(150, 42)) as pilot:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (
+            fleet.hosts[0].sample is None or len(fleet.hosts[0].history.get(0, [1]).util) < 4
+        ):
+            await pilot.pause(0.2)
+        await pilot.pause(1.0)
+        app.save_screenshot(str(out / "real-gpu-main.svg"))
+        view = fleet.hosts[0]
+        print("host:", view.name, view.status, view.facts.driver_version if view.facts else None)
+        for gpu in view.sample.gpus:
+            print(
+                f"  GPU{gpu.index} {gpu.name} used={gpu.memory_used} util={gpu.util_gpu} free={view.sample.gpu_is_free(gpu)}"
+            )
+        for p in view.sample.processes:
+            print(
+                f"  {p.pid:>7} {p.kind:<8} gpus={list(p.gpus)} mem={p.gpu_bytes} reason={p.reason} links={list(p.links)} {p.command_line[:60]}"
+            )
+        # Free GPU 0 through the UI: the GPU table has the focus on the "all" row; down to GPU 0,
+        # `f` (free this GPU) opens the plan dialog, ctrl+k confirms.
+        await pilot.press("down")
+        await pilot.pause(0.3)
+        await pilot.press("f")
+        await pilot.pause(0.5)
+        app.save_screenshot(str(out / "real-gpu-plan.svg"))
+        await pilot.press("ctrl+k")
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 20:
+            await pilot.pause(0.2)
+            s = view.sample
+            if s and all(s.gpu_is_free(g) for g in s.gpus if g.index == 0):
+                break
+        await pilot.pause(1.0)
+        app.save_screenshot(str(out / "real-gpu-after.svg"))
+        print(f"GPU 0 free after {time.monotonic() - t0:.2f} s (as seen by the app's samples)")
+        await pilot.press("q")
+
+
+def main() -> int:
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
+    out.mkdir(parents=True, exist_ok=True)
+    if "--sim" in sys.argv:  # a dry run of this script on simulated GPUs
+        asyncio.run(session(out, HostSpec(name="local", reader="sim", sim_scenario="demo")))
+        return 0
+    plain, _, _ = start(3, False)
+    ghost, ghost_pid, ghost_child = start(2, True)
+    os.kill(ghost_pid, signal.SIGKILL)
+    ghost.wait()
+    try:
+        asyncio.run(session(out, HostSpec(name="local")))
+    finally:
+        for pid in (ghost_child,):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if plain.poll() is None:
+            plain.kill()
+        plain.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
