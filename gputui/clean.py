@@ -422,7 +422,8 @@ def resolve_gpu_specs(
 
 
 def _resolve_one(spec: str, samples: dict[str, Sample], hosts: Sequence[str]) -> dict[str, set[int]]:
-    if spec.upper().startswith(("GPU-", "MIG-")):
+    # HOST:INDEX first: a host may well be named like a UUID prefix ("gpu-a:3"); a UUID has no ":".
+    if spec.upper().startswith(("GPU-", "MIG-")) and spec.rpartition(":")[0] not in hosts:
         found = {
             host: {g.index for g in s.gpus if g.uuid and g.uuid.lower().startswith(spec.lower())}
             for host, s in samples.items()
@@ -558,12 +559,18 @@ def clock(t: float) -> str:
 
 def stage_line(host: str, event: Event) -> str:
     """`12:01:03.120 demo-a GPU3 SIGTERM -> 4121 python train.py` (remote text escaped)."""
+    return f"{clock(event.time)} {printable(host)} {stage_text(event)}".rstrip()
+
+
+def stage_text(event: Event) -> str:
+    """A stage line without its time and host (`GPU3  SIGTERM -> 4121 python train.py`): the
+    dashboard's log pane styles those apart."""
     if event.gpu is not None:
         where = f"GPU{event.gpu}"
     else:
         gpus = event.data.get("gpus")
         where = "GPU" + ",".join(str(g) for g in gpus) if isinstance(gpus, list) and gpus else ""
-    return f"{clock(event.time)} {printable(host)} {where:<5} {printable(event.message)}".rstrip()
+    return f"{where:<5} {printable(event.message)}".rstrip()
 
 
 def _print_plan(con: Console, outcome: HostOutcome) -> None:

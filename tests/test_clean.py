@@ -405,6 +405,12 @@ def test_gpu_specs_resolve_by_index_uuid_and_host():
     one = {"a": s}
     assert resolve_gpu_specs(["GPU-00000003"], one, ["a"]) == {"a": {3}}
     assert resolve_gpu_specs(["gpu-00000003-aaaa-bbbb-cccc-dddddddddddd"], one, ["a"]) == {"a": {3}}
+    # Hosts named like a UUID prefix: HOST:INDEX and HOST:all still name the host.
+    named = {"gpu-a": s, "gpu-b": s}
+    assert resolve_gpu_specs(["gpu-a:3", "gpu-b:all"], named, ["gpu-a", "gpu-b"]) == {
+        "gpu-a": {3},
+        "gpu-b": {0, 1, 2, 3},
+    }
 
 
 def test_exit_codes_take_the_worst_host():

@@ -11,6 +11,13 @@ How live data reaches the screen:
   `batch_update`. While another screen (help, a dialog, the command palette) is on top, nothing is
   redrawn; the changes are drawn when it closes.
 
+The kill flow (f, F, x): the screen posts `PlanRequested`; the app asks each host for a sample after
+a full holder scan, builds one plan per host (gputui.plan), shows them in `PlanScreen` and, once
+confirmed, runs each plan in its own worker through `gputui.clean.execute_plan`: the plan and its
+intents are written to the audit log before the probe is sent anything. The probe runs the stages;
+the app only renders its events, live, in the action log pane, with a status line while it waits.
+At start, actions that an earlier gputui began and never saw finish are reported, then acknowledged.
+
 Sample ages come from the `clock` given to `make_app` (time.time by default): the app stamps each
 sample with clock() when it arrives and shows clock() - stamp. The probe's own `time` field is not
 used, so a remote host's clock skew does not matter, and a frozen clock makes every age 0.0 s
@@ -19,23 +26,38 @@ used, so a remote host's clock skew does not matter, and a frozen clock makes ev
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.timer import Timer
 
+from gputui.actionlog import ActionLog as AuditLog
+from gputui.actionlog import default_log_path, unfinished
+from gputui.clean import execute_plan
 from gputui.fleet import Fleet, HostView
 from gputui.model import Event
+from gputui.plan import DEFAULT_TERM_TIMEOUT, DEFAULT_VERIFY_TIMEOUT, Plan
+from gputui.transport.base import TransportError
 
+from . import actions, fmt
 from .intents import PlanRequest, PlanRequested
 from .screens.main import MainScreen
+from .screens.plan import PlanScreen
 from .themes import DEFAULT_THEME, PREFIX, bundled_themes_dir, fallback_variables, load_themes
 
 REDRAW_INTERVAL = 0.2  # seconds: at most 5 redraws a second, however many hosts report
 MIN_INTERVAL = 0.1  # the fastest sample interval the app asks for
+PROGRESS_INTERVAL = 0.1  # the log pane's status line while a plan runs
+APP_HOST = "gputui"  # the host column of the app's own log lines
+QUIT_AGAIN_WITHIN = 3.0  # seconds: quitting while a plan runs takes a second press
 
 
 class GpuTuiApp(App[None]):
@@ -43,6 +65,8 @@ class GpuTuiApp(App[None]):
     TITLE = "gputui"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
+        # People stop terminal tools with Ctrl-C (nvitop, htop, watch nvidia-smi): let it quit here too.
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
 
     def __init__(
@@ -54,6 +78,8 @@ class GpuTuiApp(App[None]):
         theme: str | None = None,
         clock: Callable[[], float] = time.time,
         themes_dir: Path | None = None,
+        log_path: str | Path | None = None,
+        operator: str | None = None,
     ) -> None:
         super().__init__()
         self.fleet = fleet
@@ -69,6 +95,17 @@ class GpuTuiApp(App[None]):
         self._last_ages = 0.0
         self._main: MainScreen | None = None
         self._gputui_themes: list[str] = []
+        # The kill flow. The audit log file is opened at the first write (a plan, or acknowledging).
+        self.audit = AuditLog(log_path if log_path is not None else default_log_path(), operator=operator)
+        self.operator = self.audit.operator
+        self.fresh_timeout = actions.FRESH_TIMEOUT  # 0: plan on the latest sample, ask for no scan
+        self.term_timeout = DEFAULT_TERM_TIMEOUT  # seconds after SIGTERM before SIGKILL
+        self.verify_timeout = DEFAULT_VERIFY_TIMEOUT
+        self.running: dict[str, actions.Progress] = {}  # plan id -> what it is doing
+        self._full_scans = actions.FullScans()
+        self._progress_timer: Timer | None = None
+        self._show_log_later = False
+        self._quit_armed = False
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -84,9 +121,20 @@ class GpuTuiApp(App[None]):
         if any(view.interval != self.interval for view in self.fleet.hosts):
             self.run_worker(self.fleet.configure(self.interval), exit_on_error=False, group="configure")
         self.set_interval(REDRAW_INTERVAL, self._redraw)
+        self._progress_timer = self.set_interval(PROGRESS_INTERVAL, self._show_progress, pause=True)
+        self.run_worker(self._report_unfinished(), group="startup", exit_on_error=False)
+        self._exit_on_signals()
+
+    def _exit_on_signals(self) -> None:
+        """SIGTERM and SIGHUP end the app like `q` does: probes stopped, terminal restored."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, self.exit)
 
     async def on_unmount(self) -> None:
         await self.fleet.stop()
+        self.audit.close()
 
     # -- themes ------------------------------------------------------------------------------
 
@@ -126,12 +174,35 @@ class GpuTuiApp(App[None]):
         self.theme = names[index % len(names)]
         self.notify(f"Theme: {self.theme.removeprefix(PREFIX)}", timeout=2)
 
+    async def action_quit(self) -> None:
+        """Quitting while a plan runs loses its verdict (the probe still finishes it): ask twice."""
+        if self.running and not self._quit_armed:
+            self._quit_armed = True
+            self.set_timer(QUIT_AGAIN_WITHIN, self._disarm_quit)
+            hosts = ", ".join(sorted({fmt.safe(p.host, 40) for p in self.running.values()}))
+            self.notify(
+                f"A plan is running on {hosts}: quitting now loses its verdict (the probe still "
+                f"finishes it; the next start reports it). Quit again within {QUIT_AGAIN_WITHIN:g} s "
+                "to quit anyway.",
+                title="Plan running",
+                severity="warning",
+                markup=False,
+            )
+            return
+        await super().action_quit()
+
+    def _disarm_quit(self) -> None:
+        self._quit_armed = False
+
     # -- fleet -> screen ---------------------------------------------------------------------
 
     def _on_fleet(self, view: HostView, what: str, payload: Any) -> None:
         """Runs on the event loop after every fleet change: record it, draw nothing."""
         if what == "sample":
             self.received[view.name] = self.clock()
+            self._full_scans.on_sample(view)
+        elif what == "event" and isinstance(payload, Event) and payload.plan in self.running:
+            self.running[payload.plan].heard = True  # its own worker renders it, as it comes
         elif what in ("event", "error"):
             self._pending_log.append((view.name, what, payload))
         self._changed.add(view.name)
@@ -142,6 +213,8 @@ class GpuTuiApp(App[None]):
 
     def _redraw(self) -> None:
         main = self._main
+        if not self.is_running:
+            return  # shutting down: the widgets are being taken down, with their styles
         if main is None or self.screen is not main or not main.is_mounted:
             return  # a modal is open: keep collecting, draw when it closes
         changed, self._changed = self._changed, set()
@@ -154,22 +227,201 @@ class GpuTuiApp(App[None]):
             main.restyle()
         elif changed or ages:
             main.refresh_data(changed, ages=ages)
+        if self._show_log_later:
+            self._show_log_later = False
+            main.show_log()
         log, self._pending_log = self._pending_log, []
         for host, what, payload in log:
             if what == "event" and isinstance(payload, Event):
                 main.action_log.add_event(host, payload)
+            elif what == "note":
+                text, level, tag = payload
+                main.action_log.note(host, text, level, tag=tag)
             elif isinstance(payload, dict):
                 text = f"probe error {payload.get('code')}: {payload.get('message')}"
                 main.action_log.note(host, text, "error")
 
-    # -- hooks for the kill flow (issue 4) ---------------------------------------------------
+    # -- the kill flow: request -> plan -> confirmation -> staged kill ------------------------
 
     def on_plan_requested(self, message: PlanRequested) -> None:
-        self.request_plan(message.request)
+        self.request_plans(message.requests)
 
-    def request_plan(self, request: PlanRequest) -> None:
-        """Turn an operator's request into a plan, a confirmation and a staged kill (issue 4)."""
-        self.notify("Freeing GPUs is not available in this build yet.", severity="warning")
+    def request_plans(self, requests: Sequence[PlanRequest]) -> None:
+        """Plan what the operator asked for (one plan per host) and open the confirmation dialog."""
+        if self.read_only:
+            return  # no key leads here; a stray message must not either
+        usable: list[PlanRequest] = []
+        for request in requests:
+            view = self.fleet.view(request.host)
+            problem = None
+            if not view.can_kill:
+                problem = (
+                    "read-only"
+                    if view.read_only or (view.facts and view.facts.read_only)
+                    else "not connected"
+                )
+                problem = f"{request.host} is {problem}: it takes no plans"
+            elif any(p.host == request.host for p in self.running.values()):
+                problem = f"a plan is running on {request.host}: wait for its verdict"
+            if problem:
+                self.notify(problem, severity="warning", markup=False)
+            else:
+                usable.append(request)
+        if usable:
+            self._plan_and_confirm(usable)
+
+    @work(exclusive=True, group="planning", exit_on_error=False)
+    async def _plan_and_confirm(self, requests: list[PlanRequest]) -> None:
+        try:
+            await self._plan_and_confirm_now(requests)
+        except Exception as exc:  # a bug must say so, not vanish with its worker
+            self.notify(
+                f"{type(exc).__name__}: {exc}", title="Planning failed", severity="error", markup=False
+            )
+            raise
+
+    async def _plan_and_confirm_now(self, requests: list[PlanRequest]) -> None:
+        hosts = [r.host for r in requests]
+        samples, late = await self._full_scans.fetch(self.fleet, hosts, self.fresh_timeout)
+        planned = actions.build_plans(
+            self.fleet,
+            requests,
+            samples,
+            operator=self.operator,
+            stale=late,
+            term_timeout=self.term_timeout,
+            verify_timeout=self.verify_timeout,
+        )
+        for problem in planned.problems:
+            self.notify(problem, title="Cannot plan", severity="warning", markup=False)
+        if not planned.plans:
+            return
+        chosen = await self.push_screen_wait(PlanScreen(planned.plans, samples, operator=self.operator))
+        if not chosen:
+            for plan in planned.plans:
+                self.log_note(plan.host, f"plan {plan.id} cancelled: nothing signalled", "info", tag=plan.id)
+            return
+        confirmed = {p.host for p in chosen}
+        if self._main is not None:
+            for request in requests:
+                if request.host in confirmed:  # now in a plan: its verdict says what became of them
+                    self._main.selection.discard(request.host, (p.key for p in request.processes))
+        for plan in chosen:
+            self.run_plan(plan)
+
+    @work(exclusive=False, group="plans", exit_on_error=False)
+    async def run_plan(self, plan: Plan) -> Event | None:
+        """Send `plan` to its host's probe and render its events until the verdict."""
+        host = plan.host
+        progress = actions.Progress(host, plan)
+        self.running[plan.id] = progress
+        self.show_log()
+        if self._progress_timer is not None:
+            self._progress_timer.resume()
+        gpus = ",".join(map(str, plan.gpu_indexes)) or "-"
+        self.log_note(host, f"plan {plan.id}: {len(plan.signalled)} to stop on GPU {gpus}", tag=plan.id)
+
+        def on_event(event: Event) -> None:
+            progress.on_event(event)
+            self.log_event(host, event)
+
+        try:
+            done = await execute_plan(self.fleet, plan, self.audit, on_event)
+        except TransportError as exc:
+            self._ended(plan, False, f"plan not sent: {exc.message}")
+            return None
+        except asyncio.CancelledError:
+            raise  # the app is closing: the probe finishes the plan; the next start reports it
+        except OSError as exc:
+            # The write-ahead record failed: without it nothing was sent. Later (an event could not
+            # be recorded) the probe finishes the plan on its own and the log misses the rest.
+            words = "the probe finishes the plan, unrecorded" if progress.heard else "nothing was sent"
+            self._ended(plan, False, f"audit log {self.audit.path}: {exc.strerror or exc}; {words}")
+            return None
+        except Exception as exc:  # a bug: the probe finishes the plan; say that the app lost it
+            self._ended(plan, False, f"the app lost track of the plan ({type(exc).__name__}: {exc})")
+            raise
+        finally:
+            self.running.pop(plan.id, None)
+            if not self.running:
+                self._show_progress()
+                if self._progress_timer is not None:
+                    self._progress_timer.pause()
+        clean, text = actions.verdict_summary(done)
+        self._ended(plan, clean, text)
+        return done
+
+    def _ended(self, plan: Plan, clean: bool, text: str) -> None:
+        self.log_note(plan.host, f"verdict: {text}", "ok" if clean else "error", tag=plan.id)
+        self.notify(
+            text,
+            title=f"{fmt.safe(plan.host, 40)}: {'verified clean' if clean else 'NOT clean'}",
+            severity="information" if clean else "error",
+            timeout=8 if clean else 20,
+            markup=False,
+        )
+
+    def _show_progress(self) -> None:
+        main = self._main
+        if main is None or not main.is_mounted or not self.is_running:
+            return
+        now = time.monotonic()
+        lines = [p.line(now) for p in self.running.values()]
+        main.action_log.set_progress(f"{actions.spinner(now)} " + " · ".join(lines) if lines else "")
+
+    # -- the log pane ------------------------------------------------------------------------
+
+    def show_log(self) -> None:
+        main = self._main
+        if main is not None and main.is_mounted:
+            main.show_log()
+        else:
+            self._show_log_later = True
+
+    def log_note(self, host: str, text: str, level: str = "info", tag: str = "") -> None:
+        main = self._main
+        if main is not None and main.is_mounted:
+            main.action_log.note(host, text, level, tag=tag)
+        else:
+            self._pending_log.append((host, "note", (text, level, tag)))
+
+    def log_event(self, host: str, event: Event) -> None:
+        main = self._main
+        if main is not None and main.is_mounted:
+            main.action_log.add_event(host, event)
+        else:
+            self._pending_log.append((host, "event", event))
+
+    async def _report_unfinished(self) -> None:
+        """Actions an earlier gputui started and never saw finish (it died mid-action): say so once."""
+        path = self.audit.path
+        try:
+            lost = await asyncio.to_thread(unfinished, path)
+        except OSError as exc:
+            self.notify(
+                f"Cannot read the audit log {path}: {exc.strerror or exc}", severity="warning", markup=False
+            )
+            return
+        if not lost:
+            return
+        for action in lost:
+            self.log_note(action.host or "?", f"UNFINISHED {action.describe()}", "error", tag=action.action)
+        self.log_note(APP_HOST, f"check those processes and GPUs; details in {path}", "warn")
+        self.show_log()
+        self.notify(
+            f"{len(lost)} kill action(s) of an earlier run never recorded an outcome (gputui stopped "
+            "mid-action). Check those processes and GPUs: see the action log (l).",
+            title="Unfinished actions",
+            severity="error",
+            timeout=30,
+            markup=False,
+        )
+        try:
+            self.audit.acknowledge(lost)
+        except OSError as exc:
+            self.notify(
+                f"Cannot write the audit log {path}: {exc.strerror or exc}", severity="error", markup=False
+            )
 
 
 def make_app(
@@ -180,15 +432,26 @@ def make_app(
     theme: str | None = None,
     clock: Callable[[], float] = time.time,
     themes_dir: Path | None = None,
+    log_path: str | Path | None = None,
+    operator: str | None = None,
 ) -> GpuTuiApp:
     """The app for `fleet` (not started yet: the app starts it on mount and stops it on exit).
 
     `interval`: seconds between samples that the probes are asked for (>= 0.1). `theme`: a theme
     name ("gputui-light" or just "light"); unknown names fall back to the default with a notification.
     `clock`: wall clock for sample ages (freeze it for reproducible screens). `themes_dir`: a
-    directory of extra theme files, loaded after the bundled ones."""
+    directory of extra theme files, loaded after the bundled ones. `log_path`: the audit log (None:
+    the user state dir, `gputui.actionlog.default_log_path()`). `operator`: the name plans and the
+    audit log carry (None: the local user)."""
     if interval < MIN_INTERVAL:
         raise ValueError(f"interval must be at least {MIN_INTERVAL} s, not {interval}")
     return GpuTuiApp(
-        fleet, read_only=read_only, interval=interval, theme=theme, clock=clock, themes_dir=themes_dir
+        fleet,
+        read_only=read_only,
+        interval=interval,
+        theme=theme,
+        clock=clock,
+        themes_dir=themes_dir,
+        log_path=log_path,
+        operator=operator,
     )

@@ -1,7 +1,7 @@
 """What the operator asked the UI to free: the hook the kill flow (issue 4) builds on.
 
 The main screen only gathers the targets (`f` on a GPU, `F` on a host, `x`/enter on selected
-processes) and posts `PlanRequested`; `GpuTuiApp.request_plan` turns it into a plan, a confirmation
+processes) and posts `PlanRequested`; `GpuTuiApp.request_plans` turns it into plans, a confirmation
 dialog and the staged kill. The screen never touches processes.
 """
 
@@ -27,8 +27,15 @@ class PlanRequest:
 
 
 class PlanRequested(Message):
-    """Posted by the main screen; handled by the app (bubbles up from the screen)."""
+    """Posted by the main screen; handled by the app (bubbles up from the screen).
 
-    def __init__(self, request: PlanRequest) -> None:
+    One request per host: a selection that spans hosts becomes one plan per host, shown in one
+    dialog and run concurrently, each by its own probe."""
+
+    def __init__(self, *requests: PlanRequest) -> None:
         super().__init__()
-        self.request = request
+        self.requests = requests
+
+    @property
+    def request(self) -> PlanRequest:
+        return self.requests[0]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -21,6 +23,7 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 FROZEN = 1764430000.0  # 2025-11-29 15:26:40 UTC: every sample age reads 0.0 s
 QUIET = 3600.0  # a fleet interval longer than any test, so a finished recording never looks stale
 HOSTS = ("demo-a", "demo-b")
+OPERATOR = "root"  # who owns the recorded processes: no "not yours" warnings in fixed screens
 
 
 @cache
@@ -47,10 +50,18 @@ def replay_fleet(
     return fleet
 
 
+def scratch_log() -> Path:
+    """A fresh audit log path for one app (created only if a plan is confirmed): an app built here
+    never reads or writes the user's audit log, nor another app's."""
+    return Path(tempfile.gettempdir()) / f"gputui-ui-{uuid.uuid4().hex[:12]}" / "actions.jsonl"
+
+
 def build_app(hosts: tuple[str, ...] = HOSTS, *, interval: float = QUIET, **kwargs: Any) -> GpuTuiApp:
     fleet_kwargs = {k: kwargs.pop(k) for k in ("records", "loop", "rate") if k in kwargs}
     fleet = replay_fleet(hosts, interval=interval, **fleet_kwargs)
     kwargs.setdefault("clock", lambda: FROZEN)
+    kwargs.setdefault("log_path", scratch_log())
+    kwargs.setdefault("operator", OPERATOR)
     return make_app(fleet, interval=interval, **kwargs)
 
 

@@ -16,6 +16,7 @@ from textual.pilot import Pilot
 from gputui.fleet import Fleet
 from gputui.transport.replay import ReplayLink
 from gputui.ui import GpuTuiApp, make_app
+from gputui.ui.screens.plan import PlanScreen
 
 from .conftest import FROZEN, QUIET, build_app, recording, redrawn, settle
 
@@ -62,6 +63,34 @@ async def _filter(pilot: Pilot[Any]) -> None:
     await redrawn(pilot)
 
 
+def _demo_plans(theme: str) -> GpuTuiApp:
+    app = build_app(theme=theme)
+    app.fresh_timeout = 0  # plan on the replayed sample: a recording answers no full-scan request
+    return app
+
+
+async def _dialog(pilot: Pilot[Any]) -> None:
+    app: GpuTuiApp = pilot.app  # type: ignore[assignment]
+    while not isinstance(app.screen, PlanScreen):
+        await pilot.pause(0.02)
+    body = app.screen.query_one("#plan-body")
+    while body.styles.max_height is None:  # fitted to the terminal after its first layout
+        await pilot.pause(0.02)
+    await pilot.pause()
+
+
+async def _plan_gpu(pilot: Pilot[Any]) -> None:
+    await _ghost_gpu(pilot)
+    await pilot.press("f")  # free GPU 2: its user, the ghost's hidden holder; the ghost left alone
+    await _dialog(pilot)
+
+
+async def _plan_host(pilot: Pilot[Any]) -> None:
+    await _host(pilot)
+    await pilot.press("F")  # every GPU of demo-a: monitors left alone, the sweep listed apart
+    await _dialog(pilot)
+
+
 def _no_driver(theme: str) -> GpuTuiApp:
     hello = dict(recording("demo-a")[0])
     hello["host"] = dict(hello["host"], hostname="workstation", driver_version=None, cuda_driver_version=None)
@@ -90,5 +119,8 @@ SCENES = {
         Scene("narrow", (80, 24), _demo, _host),
         Scene("narrow-fleet", (80, 24), _demo, _fleet),
         Scene("no-driver", (100, 24), _no_driver, _no_driver_ready),
+        Scene("plan", (120, 36), _demo_plans, _plan_gpu),
+        Scene("plan-host", (120, 36), _demo_plans, _plan_host),
+        Scene("plan-narrow", (80, 24), _demo_plans, _plan_gpu),
     )
 }

@@ -33,6 +33,14 @@ def test_fleet_screen(snap_compare: Any, theme: str) -> None:
     assert _compare(snap_compare, "fleet", theme)
 
 
-@pytest.mark.parametrize("scene", ["ghost", "filter", "narrow", "narrow-fleet", "no-driver"])
+@pytest.mark.parametrize("theme", THEMES)
+def test_plan_dialog(snap_compare: Any, theme: str) -> None:
+    """f on a GPU with a ghost: its hidden holder is a target, the ghost left alone, sweep offered."""
+    assert _compare(snap_compare, "plan", theme)
+
+
+@pytest.mark.parametrize(
+    "scene", ["ghost", "filter", "narrow", "narrow-fleet", "no-driver", "plan-host", "plan-narrow"]
+)
 def test_other_screens(snap_compare: Any, scene: str) -> None:
     assert _compare(snap_compare, scene, "gputui-dark")

@@ -24,6 +24,7 @@ from ..widgets.proc_table import ProcTable
 from ..widgets.status import StyledStatic
 from ..widgets.table import KeyedTable
 from .main import KILL_ACTIONS, MainScreen
+from .plan import PlanScreen
 
 if TYPE_CHECKING:
     from ..app import GpuTuiApp
@@ -36,15 +37,22 @@ SECTIONS: tuple[tuple[str, tuple[type, ...]], ...] = (
     ("Fleet table (All hosts)", (FleetTable,)),
     ("Process table", (ProcTable,)),
     ("Filter box", (FilterBar,)),
+    ("Confirmation dialog (f, F, x)", (PlanScreen,)),
 )
+KILL_SECTIONS = {"Confirmation dialog (f, F, x)"}  # not shown read-only: there is no dialog
 EXTRA: dict[str, list[tuple[str, str]]] = {
     "Everywhere": [("ctrl+p", "command palette (type “theme” to switch themes)")],
     "In every table": [
         ("mouse", "click a row to move there, a column header to sort by it, wheel to scroll")
     ],
+    "Confirmation dialog (f, F, x)": [
+        ("tab, enter", "on the Kill button: kill (focus starts on Cancel: enter alone cancels)"),
+        ("↑↓ pgup pgdn", "scroll the lists"),
+    ],
 }
 # DataTable's enter is each table's own (see its section); copying is for text areas.
 HIDDEN_ACTIONS = {"screen.copy_text", "help_quit", "select_cursor"}
+HIDDEN_ACTIONS |= {"scroll(-1)", "scroll(1)", "scroll(-10)", "scroll(10)"}  # the dialog's: one line
 DESCRIPTIONS = {
     "app.focus_next": "next pane",
     "app.focus_previous": "previous pane",
@@ -115,6 +123,8 @@ class HelpBody(StyledStatic):
         section = self.style_of("help--section")
         key_style = self.style_of("help--key")
         for title, classes in SECTIONS:
+            if app.read_only and title in KILL_SECTIONS:
+                continue
             rows = binding_rows(app, classes, app.read_only) + EXTRA.get(title, [])
             text.append(f"{title}\n", section)
             for keys, description in rows:

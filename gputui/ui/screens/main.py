@@ -22,12 +22,13 @@ from gputui.model import Proc
 
 from .. import fmt
 from ..intents import PlanRequest, PlanRequested, Scope
+from ..selection import Selection
 from ..widgets.action_log import ActionLog
 from ..widgets.filter_bar import FilterBar
 from ..widgets.fleet_table import FleetTable
 from ..widgets.gpu_table import ALL, GpuTable
 from ..widgets.host_list import ALL_HOSTS, HostList, busy_total
-from ..widgets.proc_table import ProcKey, ProcScope, ProcTable
+from ..widgets.proc_table import ProcScope, ProcTable
 from ..widgets.status import HostNotice, Legend, StatusLine
 from ..widgets.table import KeyedTable
 
@@ -81,7 +82,7 @@ class MainScreen(Screen[None]):
         self.proc_filter = ""
         self.fleet_filter = ""
         self.free_only = False
-        self.selection: dict[str, set[ProcKey]] = {}
+        self.selection = Selection()  # survives refreshes; by (pid, start time)
         self._gpu_cursor: dict[str, str] = {}  # per host: the GPU row the cursor was on
         self._proc_scope: ProcScope | None = None
         self._hosts_toggled: bool | None = None  # None: the width decides
@@ -138,6 +139,10 @@ class MainScreen(Screen[None]):
         touched = views if everything else [v for v in views if v.name in changed]
         for view in touched:
             self._busy[view.name] = busy_total(view)
+            for gone in self.selection.prune(view.name, view.sample):
+                self.action_log.note(
+                    view.name, f"selected {gone.label} is gone: dropped from the selection", "warn"
+                )
         listed = views if (ages or everything) else touched
         with self.app.batch_update():
             if listed:
@@ -202,7 +207,7 @@ class MainScreen(Screen[None]):
             self.proc_table.sync({})
             return
         view = self.app.fleet.view(scope.host)
-        selected = self.selection.get(scope.host, set())
+        selected = self.selection.keys(scope.host)
         self.proc_table.show(view.sample, scope, self.proc_filter, selected)
         where = "all GPUs" if scope.gpu is None else f"GPU {scope.gpu}"
         title = f"Processes · {fmt.safe(scope.host, 40)} · {where}"
@@ -210,6 +215,9 @@ class MainScreen(Screen[None]):
             title += f" · filter: {fmt.safe(self.proc_filter, 30)}"
         if selected:
             title += f" · {len(selected)} selected"
+        elsewhere = self.selection.count() - len(selected)
+        if elsewhere:
+            title += f" · {elsewhere} selected on other hosts"
         fmt.set_title(self.proc_table, title)
 
     # -- host selection ----------------------------------------------------------------------
@@ -288,6 +296,9 @@ class MainScreen(Screen[None]):
         if self.host_list.display:
             self.host_list.focus()
 
+    def show_log(self) -> None:
+        self.action_log.display = True
+
     def action_toggle_log(self) -> None:
         self.action_log.display = not self.action_log.display
         if (
@@ -354,6 +365,8 @@ class MainScreen(Screen[None]):
             if host is None:
                 return None
             view = self.app.fleet.view(host)
+            if view.read_only or (view.facts is not None and view.facts.read_only):
+                return False  # a read-only host (config or probe): no kill key at all
             if not view.can_kill or (view.facts is not None and view.facts.error_code):
                 return None  # shown, greyed out: this host cannot take plans (now)
             if action == "toggle_select" and self.focused is not self.proc_table:
@@ -373,8 +386,11 @@ class MainScreen(Screen[None]):
         scope = self._proc_scope
         if key is None or scope is None:
             return
-        chosen = self.selection.setdefault(scope.host, set())
-        chosen.symmetric_difference_update({key})
+        sample = self.app.fleet.view(scope.host).sample
+        proc = next((p for p in sample.processes if p.key == key), None) if sample else None
+        if proc is None:
+            return
+        self.selection.toggle(scope.host, proc)
         self.refresh_procs()
         self.proc_table.action_cursor_down()
 
@@ -382,18 +398,26 @@ class MainScreen(Screen[None]):
         host = self._target_host()
         if host is None:
             return
-        view = self.app.fleet.view(host)
-        sample = view.sample
-        procs: tuple[Proc, ...] = ()
-        if scope == "processes" and sample is not None:
-            chosen = self.selection.get(host) or set()
-            if not chosen and (key := self.proc_table.cursor_proc_key) is not None:
-                chosen = {key}
-            procs = tuple(p for p in sample.processes if p.key in chosen)
-            if not procs:
-                self.notify("Select processes with space first (or put the cursor on one).")
-                return
-        self.post_message(PlanRequested(PlanRequest(host, scope, gpus, procs, sample)))
+        sample = self.app.fleet.view(host).sample
+        self.post_message(PlanRequested(PlanRequest(host, scope, gpus, (), sample)))
+
+    def _selected_requests(self) -> list[PlanRequest]:
+        """The selection, one request per host (every host: a plan per host, one dialog); with
+        nothing selected, the process under the cursor."""
+        requests: list[PlanRequest] = []
+        hosts = self.selection.hosts()
+        cursor = self.proc_table.cursor_proc_key
+        if not hosts and cursor is not None and self._proc_scope is not None:
+            hosts = [self._proc_scope.host]
+        for host in hosts:
+            sample = self.app.fleet.view(host).sample
+            if sample is None:
+                continue
+            chosen = self.selection.keys(host) or ({cursor} if cursor is not None else set())
+            procs: tuple[Proc, ...] = tuple(p for p in sample.processes if p.key in chosen)
+            if procs:
+                requests.append(PlanRequest(host, "processes", (), procs, sample))
+        return requests
 
     def action_free_gpu(self) -> None:
         scope = self.current_scope()
@@ -408,7 +432,11 @@ class MainScreen(Screen[None]):
         self._request("host", tuple(g.index for g in sample.gpus) if sample else ())
 
     def action_plan(self) -> None:
-        self._request("processes")
+        requests = self._selected_requests()
+        if not requests:
+            self.notify("Select processes with space first (or put the cursor on one).")
+            return
+        self.post_message(PlanRequested(*requests))
 
     def action_help(self) -> None:
         from .help import HelpScreen

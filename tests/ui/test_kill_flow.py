@@ -1,0 +1,411 @@
+"""The kill flow from the keyboard, on the real thing: a sim probe as a real subprocess (its GPU
+memory owned by real processes) through the local transport, and an audit log in tmp_path.
+
+Select, dialog, cancel (nothing signalled), confirm, stages in the log pane, verdict, audit log; the
+dialog's lists for a ghost's GPU and for a whole host; read-only; unfinished actions at start.
+Every process signalled here was started by the test's own sim probe, which ends them all when the
+app stops the fleet.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from textual.widgets import Button
+
+from gputui.actionlog import ActionLog, read_records, unfinished
+from gputui.config import HostSpec
+from gputui.fleet import Fleet
+from gputui.plan import plan_for_gpus
+from gputui.transport.local import LocalLink
+from gputui.transport.replay import ReplayLink
+from gputui.ui import GpuTuiApp, make_app
+from gputui.ui.screens.main import MainScreen
+from gputui.ui.screens.plan import PlanScreen
+
+from .conftest import FROZEN, QUIET, build_app, recording, redrawn, screen_text, settle, wait_for
+
+INTERVAL = 0.2
+
+
+def sim_app(tmp_path: Path, **kwargs: Any) -> GpuTuiApp:
+    fleet = Fleet()
+    spec = HostSpec(name="demo-a", reader="sim", sim_scenario="demo", sim_variant=0, sim_seed=1)
+    fleet.add(spec.name, lambda: LocalLink(spec, interval=INTERVAL), interval=INTERVAL)
+    return make_app(fleet, interval=INTERVAL, log_path=tmp_path / "actions.jsonl", **kwargs)
+
+
+def main_of(app: GpuTuiApp) -> MainScreen:
+    assert app._main is not None
+    return app._main
+
+
+async def ready(pilot: Any, gpu_row: int) -> MainScreen:
+    """The host's dashboard with the GPU cursor `gpu_row` rows below "all"."""
+    app: GpuTuiApp = pilot.app
+    view = app.fleet.view("demo-a")
+    await wait_for(pilot, lambda: view.sample is not None and bool(view.sample.gpus), 60)
+    await redrawn(pilot)
+    main = main_of(app)
+    main.gpu_table.focus()
+    await pilot.press(*["down"] * gpu_row)
+    await redrawn(pilot)
+    return main
+
+
+async def dialog(pilot: Any) -> PlanScreen:
+    app: GpuTuiApp = pilot.app
+    await wait_for(pilot, lambda: isinstance(app.screen, PlanScreen), 15)
+    await pilot.pause()
+    assert isinstance(app.screen, PlanScreen)
+    return app.screen
+
+
+def alive(pid: int, start_time: int | None) -> bool:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return False
+    return fields[0] != "Z" and int(fields[19]) == start_time
+
+
+def dialog_text(app: GpuTuiApp) -> str:
+    """The screen's words with borders and line breaks gone, so a wrapped cell reads as one."""
+    return " ".join(re.sub(r"[┃│╭╮╰╯─━┏┓┗┛]", " ", screen_text(app)).split())
+
+
+def log_text(main: MainScreen) -> str:
+    return "\n".join(f"{e.host} {e.text}" for e in main.action_log.entries)
+
+
+def notes(app: GpuTuiApp) -> list[str]:
+    return [f"{n.title}: {n.message}" for n in app._notifications]
+
+
+async def test_select_cancel_then_confirm_runs_the_stages_and_shows_the_verdict(tmp_path: Path) -> None:
+    log = tmp_path / "actions.jsonl"
+    app = sim_app(tmp_path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        main = await ready(pilot, gpu_row=1)  # GPU 0: the vLLM server (GPUs 0 and 1)
+        main.proc_table.focus()
+        sample = app.fleet.view("demo-a").sample
+        assert sample is not None
+        [server] = sample.on_gpu(0)
+        assert server.kind == "user"
+        await pilot.press("space")
+        await redrawn(pilot)
+        assert "1 selected" in str(main.proc_table.border_title)
+        assert main.selection.keys("demo-a") == {server.key}
+
+        # The dialog; focus on Cancel, so Enter cancels. Nothing is signalled, nothing logged.
+        await pilot.press("x")
+        screen = await dialog(pilot)
+        assert isinstance(app.focused, Button) and app.focused.id == "plan-cancel"
+        [plan] = screen.plans
+        assert [t.pid for t in plan.targets] == [server.pid] and plan.gpu_indexes == (0, 1)
+        text = screen_text(app)
+        assert f"{server.pid}" in text and "Stop 1 process on demo-a" in text
+        assert "SIGTERM -> wait 5 s -> SIGKILL -> rescan -> verify (NVML every 20 ms, up to 10 s)" in text
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+        await pilot.pause(0.5)
+        assert alive(server.pid, server.start_time)
+        assert "SIGTERM" not in log_text(main) and "cancelled: nothing signalled" in log_text(main)
+        assert not log.exists()  # not even an intent
+        assert main.selection.keys("demo-a") == {server.key}  # the selection survives a cancel
+
+        # Escape cancels too; ctrl+k confirms.
+        await pilot.press("x")
+        await dialog(pilot)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+        await pilot.press("x")
+        await dialog(pilot)
+        await pilot.press("ctrl+k")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+        await wait_for(pilot, lambda: "verdict:" in log_text(main), 30)
+        await redrawn(pilot)
+        assert not app.running
+        assert main.action_log.display  # shown when the plan started
+        logged = log_text(main)
+        assert f"SIGTERM -> {server.pid} " in logged
+        assert "GPU0: clean" in logged and "GPU1: clean" in logged
+        assert "verdict: clean in " in logged
+        assert any("verified clean" in n for n in notes(app))
+        # The pane's lines: a millisecond timestamp, the host, GPUs, the stage.
+        stage = re.compile(rf"^\d\d:\d\d:\d\d\.\d{{3}} demo-a GPU0,1 SIGTERM -> {server.pid} python ")
+        assert any(stage.match(line) for line in _log_lines(app)), _log_lines(app)
+        assert main.selection.count() == 0  # what was planned left the selection
+        await wait_for(pilot, lambda: not alive(server.pid, server.start_time), 10)
+
+        # The pane filters (the plan id matches too).
+        main.action_log.set_filter("SIGTERM")
+        await pilot.pause()
+        assert all("SIGTERM" in line for line in _log_lines(app))
+        main.action_log.set_filter(plan.id)  # the cancelled plan's id: its note only
+        await pilot.pause()
+        assert [line.split(" ", 2)[2] for line in _log_lines(app)] == [
+            f"plan {plan.id} cancelled: nothing signalled"
+        ]
+        main.action_log.set_filter("")
+
+    # The audit log: the plan and its intent, on disk before any event; then events, verdicts, done.
+    records, bad = read_records(log)
+    assert bad == 0
+    kinds = [r["kind"] for r in records]
+    assert kinds[:2] == ["plan", "intent"] and kinds[-1] == "done"
+    assert max(i for i, k in enumerate(kinds) if k == "intent") < kinds.index("event")
+    assert "verdict" in kinds and records[-1]["clean"] is True
+    assert records[1]["pid"] == server.pid and records[1]["start_time"] == server.start_time
+    assert unfinished(log) == []
+
+
+def _log_lines(app: GpuTuiApp) -> list[str]:
+    log = main_of(app).action_log.query_one("#log-lines")
+    return [strip.text for strip in log.lines]  # type: ignore[attr-defined]
+
+
+async def test_free_a_gpu_with_a_ghost_targets_its_hidden_holder(tmp_path: Path) -> None:
+    app = sim_app(tmp_path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        main = await ready(pilot, gpu_row=3)  # GPU 2: a notebook, a ghost and the ghost's child
+        sample = app.fleet.view("demo-a").sample
+        assert sample is not None
+        [ghost] = [p for p in sample.on_gpu(2) if p.kind == "ghost"]
+        [holder] = [p for p in sample.on_gpu(2) if p.kind == "hidden"]
+        await pilot.press("f")
+        screen = await dialog(pilot)
+        [plan] = screen.plans
+        assert plan.scope == "gpus" and plan.gpu_indexes == (2,)
+        by_pid = {t.pid: t for t in plan.targets}
+        assert by_pid[holder.pid].why == f"holds the memory of ghost {ghost.pid}"
+        [left] = [e for e in plan.excluded if e.pid == ghost.pid]
+        assert left.why == f"already dead; its memory is held by {holder.pid}"
+        text = dialog_text(app)
+        assert f"holds the memory of ghost {ghost.pid}" in text
+        assert "already dead; its memory is held by" in text and "Left alone (1)" in text
+        assert "☐ Sweep (1)" in text  # the unattributed holder: offered, not included
+        assert not plan.sweep_included
+
+        # Tab to Kill, Enter: the deliberate way without ctrl+k.
+        await pilot.press("tab")
+        assert isinstance(app.focused, Button) and app.focused.id == "plan-kill"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "verdict:" in log_text(main), 30)
+        logged = log_text(main)
+        assert "GPU2: clean" in logged, logged
+        assert not alive(holder.pid, holder.start_time)
+
+
+async def test_free_the_host_leaves_monitors_alone_and_offers_the_sweep(tmp_path: Path) -> None:
+    app = sim_app(tmp_path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await ready(pilot, gpu_row=0)
+        sample = app.fleet.view("demo-a").sample
+        assert sample is not None
+        await pilot.press("F")
+        screen = await dialog(pilot)
+        [plan] = screen.plans
+        assert plan.scope == "host" and plan.gpu_indexes == (0, 1, 2, 3)
+        protected = {e.protected for e in plan.excluded}
+        assert {"monitor", "probe"} <= protected
+        [dcgm] = [e for e in plan.excluded if e.protected == "monitor"]
+        assert "a GPU monitor: protected" in dcgm.why
+        assert plan.sweep and plan.sweep_included  # `fuser -k` did; listed apart, s leaves it out
+        assert "☑ Sweep (1)" in screen_text(app)
+        sweep_pids = {t.pid for t in plan.sweep}
+        assert not sweep_pids & {t.pid for t in plan.targets}
+        await pilot.press("s")
+        await pilot.pause()
+        assert not screen.plans[0].sweep_included and "☐ Sweep (1)" in screen_text(app)
+        assert "rescan -> verify" in screen_text(app)
+        await pilot.press("s")
+        assert screen.plans[0].sweep_included and "rescan (+ sweep 1)" in screen_text(app)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+        for proc in sample.processes:
+            if proc.kind in ("user", "hidden", "monitor"):
+                assert alive(proc.pid, proc.start_time), proc
+
+
+async def test_progress_while_waiting_then_sigkill(tmp_path: Path) -> None:
+    """GPU 3's server ignores SIGTERM: the log pane says what the plan waits for, then SIGKILL."""
+    app = sim_app(tmp_path)
+    app.term_timeout = 1.5
+    async with app.run_test(size=(120, 36)) as pilot:
+        main = await ready(pilot, gpu_row=4)
+        await pilot.press("f")
+        await dialog(pilot)
+        await pilot.press("ctrl+k")
+        await wait_for(pilot, lambda: "to exit after SIGTERM" in main.action_log._progress, 15)
+        assert "s of 1.5 s)" in main.action_log._progress
+        assert "running" in str(main.action_log.border_title)
+        await pilot.press("q")  # quitting now would lose the verdict: it takes a second press
+        await pilot.pause()
+        assert app.is_running and any("Quit again within" in n for n in notes(app))
+        await wait_for(pilot, lambda: "verdict:" in log_text(main), 30)
+        await pilot.pause(0.3)
+        assert main.action_log._progress == ""
+        logged = log_text(main)
+        assert "SIGKILL -> " in logged and "GPU3: clean" in logged, logged
+
+
+async def test_a_selected_process_that_exits_drops_out_with_a_note(tmp_path: Path) -> None:
+    app = sim_app(tmp_path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        main = await ready(pilot, gpu_row=3)
+        sample = app.fleet.view("demo-a").sample
+        assert sample is not None
+        [notebook] = [p for p in sample.on_gpu(2) if p.kind == "user"]
+        main.proc_table.focus()
+        assert main.proc_table.move_to(f"{notebook.pid}:{notebook.start_time}")
+        await pilot.press("space")
+        assert main.selection.keys("demo-a") == {notebook.key}
+        os.kill(notebook.pid, 15)  # a job of this test's own sim probe
+        await wait_for(pilot, lambda: "dropped from the selection" in log_text(main), 15)
+        assert main.selection.count() == 0
+        assert f"selected {notebook.pid} python" in log_text(main)
+
+
+# -- on replayed recordings: fixed data, nothing signalled -------------------------------------
+
+
+async def test_read_only_opens_no_dialog() -> None:
+    app = build_app(read_only=True)
+    app.fresh_timeout = 0
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        main = main_of(app)
+        main.select_host("demo-a")
+        main.gpu_table.focus()
+        await redrawn(pilot)
+        await pilot.press("down", "down", "down", "f", "F")
+        main.proc_table.focus()
+        await pilot.press("space", "x", "enter")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, MainScreen)
+        assert main.selection.count() == 0
+        assert not any(isinstance(s, PlanScreen) for s in app.screen_stack)
+
+
+async def test_a_read_only_host_hides_the_kill_keys() -> None:
+    fleet = Fleet()
+    fleet.add("demo-a", lambda: ReplayLink(list(recording("demo-a"))), read_only=True, interval=QUIET)
+    fleet.add("demo-b", lambda: ReplayLink(list(recording("demo-b"))), interval=QUIET)
+    app = make_app(fleet, interval=QUIET, clock=lambda: FROZEN, log_path=Path("/nonexistent/a.jsonl"))
+    app.fresh_timeout = 0
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        main = main_of(app)
+        main.select_host("demo-a")
+        main.gpu_table.focus()
+        await redrawn(pilot)
+        assert "Free GPU" not in screen_text(app)
+        await pilot.press("down", "f", "F")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, MainScreen)
+        main.select_host("demo-b")
+        main.gpu_table.focus()
+        await redrawn(pilot)
+        assert "Free GPU" in screen_text(app)
+        await pilot.press("F")
+        await dialog(pilot)
+
+
+async def test_one_dialog_for_a_selection_on_two_hosts() -> None:
+    app = build_app()
+    app.fresh_timeout = 0
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        main = main_of(app)
+        for host in ("demo-a", "demo-b"):
+            main.select_host(host)
+            main.proc_table.focus()
+            await redrawn(pilot)
+            await pilot.press("space")
+        assert "1 selected on other hosts" in str(main.proc_table.border_title)
+        await pilot.press("x")
+        screen = await dialog(pilot)
+        assert [p.host for p in screen.plans] == ["demo-a", "demo-b"]
+        assert "2 hosts" in str(screen.query_one("#plan-box").border_title)
+        text = screen_text(app)
+        assert "demo-a · stop the chosen processes" in text
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+        assert main.selection.count() == 2
+
+
+async def test_nothing_to_signal_cannot_be_confirmed() -> None:
+    app = build_app()
+    app.fresh_timeout = 0
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        main = main_of(app)
+        main.select_host("demo-a")
+        main.proc_table.focus()
+        await redrawn(pilot)
+        sample = app.fleet.view("demo-a").sample
+        assert sample is not None
+        [dcgm] = [p for p in sample.processes if p.protected == "monitor"]
+        assert main.proc_table.move_to(f"{dcgm.pid}:{dcgm.start_time}")
+        await pilot.press("x")
+        screen = await dialog(pilot)
+        assert screen.runnable == ()
+        assert "Nothing to stop" in screen_text(app)
+        kill = screen.query_one("#plan-kill", Button)
+        assert kill.disabled
+        await pilot.press("ctrl+k", "tab", "enter")  # nothing confirms; Enter on Cancel cancels
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+        assert not app.running
+
+
+async def test_unfinished_actions_are_reported_at_start_then_acknowledged(tmp_path: Path) -> None:
+    log = tmp_path / "actions.jsonl"
+    sample = next(r for r in reversed(recording("demo-a")) if r["type"] == "sample")
+    from gputui.model import Sample
+
+    plan = plan_for_gpus(Sample.from_wire(sample), [2], host="demo-a")
+    with ActionLog(log, operator="root") as audit:
+        audit.plan(plan)  # written ahead, then gputui "died": no event, no done
+    assert [u.action for u in unfinished(log)] == [plan.id]
+    app = build_app(("demo-a",), log_path=log)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        main = main_of(app)
+        await wait_for(pilot, lambda: "UNFINISHED" in log_text(main))
+        await redrawn(pilot)
+        assert main.action_log.display
+        assert f"UNFINISHED action {plan.id} on demo-a" in screen_text(app)
+        assert any("never recorded an outcome" in n for n in notes(app))
+    assert unfinished(log) == []  # reported once
+    assert read_records(log)[0][-1]["kind"] == "reported"
+
+
+async def test_no_plan_is_sent_when_the_audit_log_cannot_be_written(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    links: list[ReplayLink] = []
+
+    def link() -> ReplayLink:
+        links.append(ReplayLink(list(recording("demo-a"))))
+        return links[-1]
+
+    fleet = Fleet()
+    fleet.add("demo-a", link, interval=QUIET)
+    app = make_app(fleet, interval=QUIET, clock=lambda: FROZEN, log_path=blocker / "actions.jsonl")
+    app.fresh_timeout = 0
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        main = main_of(app)
+        main.gpu_table.focus()
+        await pilot.press("down", "down", "down", "f")
+        await dialog(pilot)
+        await pilot.press("ctrl+k")
+        await wait_for(pilot, lambda: "verdict:" in log_text(main))
+        assert "nothing was sent" in log_text(main)
+        assert any("NOT clean" in n for n in notes(app))
+        assert not app.running
+    assert not [m for m in links[0].sent if m.get("type") == "plan"]  # write-ahead, or nothing
