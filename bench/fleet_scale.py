@@ -1,0 +1,556 @@
+#!/usr/bin/env python3
+"""Fleet scale: the app with 16, 64, 128 hosts at 1 Hz over loopback SSH (issue 6, item 4).
+
+    python bench/fleet_scale.py [--hosts 16,64,128] [--seconds 30] [--warmup 5] [--sshd 4]
+                                [--name dev] [--out-dir bench/results]
+
+Every host is its own SSH connection (asyncssh, as the app makes them) to one of `--sshd` loopback
+OpenSSH servers (tests/sshd.py: generated keys, a private known_hosts and ssh config; one `Host`
+alias per host), running its own remote probe with simulated GPUs: the "empty" scenario, 4 GPUs, so
+that 128 remote probes fit this machine (a probe with the demo scenario also runs 7 job processes).
+The real Textual app runs headless (`run_test(headless=True, size=(160, 50))`, compositing included)
+on the fleet of those links, on the fleet view (all GPUs of all hosts in one table). Once every host
+is live, each host gets one job: a process that holds a context on its GPU 0 (8 GiB, 60 % util, so
+the sim's utilization, temperature and power move every sample and every sample changes the screen,
+as on a busy fleet). The jobs are forked from one helper process and end when it does.
+
+Measured over the window, after every host is live and a warm-up:
+- app CPU: `time.process_time()` of this process (the app, its fleet and its SSH client) per second
+  of wall time, in % of one core. The remote probes and sshd run on "other hosts": not counted.
+- app RSS at the end of the window.
+- sample-to-screen delay, from the probe's sample `time` (same clock here) to (a) the end of the
+  app's redraw that drew it into the widgets (`_redraw`, every 0.2 s) and (b) the end of the next
+  compositor refresh of the screen (the strips rendered; headless skips only the terminal write).
+  Only the newest sample of a host is drawn, so each drawn sample counts once.
+- as context: the remote probes' CPU (from /proc, per host), the sshd processes' CPU, and how busy
+  the whole machine was (the probes share its cores with the app here).
+
+Each host count runs in its own process (so RSS and CPU are its own). Remote probes are started at
+most `--connect-at-once` at a time (here they share the app's two cores; on a real fleet each has
+its own host). Everything started is ended by PID; the sims' directories are checked to be gone.
+Prints a table and writes `<out-dir>/fleet_scale_<name>.txt` and `.raw.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+TICK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+# --------------------------------------------------------------------------- /proc helpers
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """utime + stime of a process (all its threads), in seconds; None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    fields = raw[raw.rindex(b")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * PAGE
+
+
+def box_busy() -> tuple[float, float]:
+    """(busy, total) jiffies of the whole machine, from /proc/stat."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields) - idle, sum(fields)
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    index = min(len(values) - 1, max(0, round(q / 100 * (len(values) - 1))))
+    return values[index]
+
+
+REMOTE = {"idle": "at SCHED_IDLE", "nice": "at nice 19", "same": "at the app's priority"}
+
+
+def lower_priority(pid: int, how: str) -> None:
+    """The remote side stands in for other machines: let it use only what the app leaves."""
+    if how == "idle":
+        os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
+    elif how == "nice":
+        os.setpriority(os.PRIO_PROCESS, pid, 19)
+
+
+# --------------------------------------------------------------------------- one job per host
+
+JOBS = r"""
+import os, sys
+sys.path.insert(0, sys.argv[1])
+from gputui.probe.readers.sim import create_context, open_devices
+r, w = os.pipe()
+kids = []
+for directory in sys.argv[2:]:
+    pid = os.fork()
+    if pid == 0:
+        os.close(w)
+        create_context(directory, 0, 8 << 30, 60)
+        open_devices(directory)
+        os.read(r, 1)  # EOF when the helper ends
+        os._exit(0)
+    kids.append(pid)
+os.close(r)
+sys.stdout.write("%d\n" % len(kids))
+sys.stdout.flush()
+sys.stdin.read()  # until the bench closes it
+os.close(w)
+for pid in kids:
+    os.waitpid(pid, 0)
+"""
+
+
+def start_jobs(sim_dirs: list[str], remote: str) -> subprocess.Popen[str]:
+    helper = subprocess.Popen(
+        [sys.executable, "-c", JOBS, str(ROOT), *sim_dirs],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert helper.stdout is not None
+    lower_priority(helper.pid, remote)  # before it forks the jobs: they inherit it
+    started = helper.stdout.readline().strip()
+    if started != str(len(sim_dirs)):
+        helper.kill()
+        raise RuntimeError(f"the job helper started {started!r} jobs, not {len(sim_dirs)}")
+    return helper
+
+
+def stop_jobs(helper: subprocess.Popen[str]) -> None:
+    assert helper.stdin is not None
+    helper.stdin.close()  # the helper closes the pipe: every job exits, the helper reaps them
+    try:
+        helper.wait(30)
+    except subprocess.TimeoutExpired:
+        helper.kill()
+        helper.wait()
+
+
+# --------------------------------------------------------------------------- experiments
+
+def content_keyed_cells() -> None:
+    """EXPERIMENT (--ui-fix), not the app's code: what a content-keyed cell cache in the tables would
+    save. DataTable keys its cell, row and line caches on a table-wide update counter that every
+    `update_cell` bumps, so one changed cell re-renders every visible cell of the table at the next
+    paint. Here a cell's rendering is cached per (row, column, cell object, styles, width): the object
+    is replaced only when its content changes (KeyedTable.sync), so unchanged cells are not rendered
+    again. Rows and lines are still re-assembled from the cells on each paint."""
+    from textual.cache import LRUCache
+
+    from gputui.ui.widgets.table import KeyedTable
+
+    original = KeyedTable._render_cell
+
+    def _render_cell(self, row_index, column_index, base_style, width, cursor=False, hover=False):  # type: ignore[no-untyped-def]
+        if row_index < 0 or column_index < 0:
+            return original(self, row_index, column_index, base_style, width, cursor, hover)
+        row_key = self._row_locations.get_key(row_index)
+        column_key = self._column_locations.get_key(column_index)
+        cell = self._data[row_key][column_key]
+        cache = self.__dict__.get("_content_cells")
+        if cache is None:
+            cache = self.__dict__["_content_cells"] = LRUCache(8192)
+        key = (row_key, column_key, row_index, base_style, width, cursor, hover,
+               self._show_hover_cursor, self.show_cursor, self._pseudo_class_state)  # fmt: skip
+        hit = cache.get(key)
+        if hit is not None and hit[0] is cell:
+            return hit[1]
+        lines = original(self, row_index, column_index, base_style, width, cursor, hover)
+        cache[key] = (cell, lines)
+        return lines
+
+    KeyedTable._render_cell = _render_cell  # type: ignore[method-assign]
+
+
+# --------------------------------------------------------------------------- one host count
+
+
+async def measure(
+    hosts: int,
+    seconds: float,
+    warmup: float,
+    sshd: int,
+    at_once: int,
+    base: Path,
+    profile: Path | None = None,
+    remote: str = "idle",
+    ui_fix: bool = False,
+    tuned_gc: bool = True,
+) -> dict[str, Any]:
+    from gputui.cli import tune_gc
+    from gputui.config import HostSpec
+    from gputui.fleet import LIVE, Fleet
+    from gputui.transport.ssh import SshLink
+    from gputui.ui import make_app
+    from tests.sshcluster import SSHD_NAMES, comm, processes_marked
+    from tests.sshd import SshEnv
+
+    if ui_fix:
+        content_keyed_cells()
+    remote_tmp = base / "remote-tmp"
+    remote_tmp.mkdir(parents=True)
+    env = SshEnv(base / "ssh")
+    extra = (f"SetEnv TMPDIR={remote_tmp}", "MaxStartups 1000", "MaxSessions 16")
+    servers = [env.add(f"sshd-{i}", extra_config=extra) for i in range(max(1, min(sshd, hosts)))]
+    for server in servers:  # what the sessions start inherits it: the probes, the sims
+        assert server.process is not None
+        lower_priority(server.process.pid, remote)
+    names = [f"h{i:03d}" for i in range(hosts)]
+    with open(env.ssh_config, "a") as out:
+        for i, name in enumerate(names):
+            out.write(servers[i % len(servers)].config_block(name))
+
+    gate = asyncio.Semaphore(at_once)
+    links: dict[str, SshLink] = {}
+
+    class GatedLink(SshLink):
+        async def open(self) -> None:
+            async with gate:
+                await super().open()
+
+    def make(name: str) -> SshLink:
+        spec = HostSpec(name=name, address=name, reader="sim", sim_scenario="empty")
+        link = GatedLink(spec, known_hosts=env.known_hosts, ssh_config=env.ssh_config, agent_path=None,
+                         interval=1.0, hello_timeout=120.0)  # fmt: skip
+        links[name] = link
+        return link
+
+    fleet = Fleet()
+    for name in names:
+        fleet.add(name, lambda name=name: make(name), interval=1.0)
+
+    # Sample-to-screen: the newest not-yet-drawn sample of each host, by its probe `time`.
+    pending: dict[str, float] = {}
+    unpainted: list[float] = []
+    drawn: list[float] = []
+    painted: list[float] = []
+    redraw_ms: list[float] = []
+    paint_ms: list[float] = []
+    redraw_info: list[tuple[float, int, bool]] = []
+    gc_ms: list[tuple[int, float, float]] = []  # (generation, wall ms, CPU ms) of each collection
+    gc_start = [0.0, 0.0]
+
+    def on_gc(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            gc_start[:] = [time.perf_counter(), time.thread_time()]
+        elif recording:
+            wall = (time.perf_counter() - gc_start[0]) * 1000
+            gc_ms.append((info["generation"], wall, (time.thread_time() - gc_start[1]) * 1000))
+
+    gc.callbacks.append(on_gc)
+    dirty: dict[str, int] = {}
+    recording = False
+
+    def on_fleet(view: Any, what: str, payload: Any) -> None:
+        if what == "sample":
+            pending[view.name] = payload.time
+
+    fleet.listen(on_fleet)
+    app = make_app(fleet, interval=1.0)
+    original_redraw = app._redraw
+
+    def redraw() -> None:
+        taken = list(pending.values())
+        pending.clear()
+        changed = len(app._changed)
+        ages = time.monotonic() - app._last_ages >= 1.0
+        t0 = time.perf_counter()
+        original_redraw()
+        end = time.time()
+        if recording:
+            redraw_ms.append((time.perf_counter() - t0) * 1000)
+            redraw_info.append((redraw_ms[-1], changed, ages))
+            drawn.extend(end - t for t in taken)
+            unpainted.extend(taken)
+
+    app._redraw = redraw  # type: ignore[method-assign]  # before mount: the timer takes this one
+    if tuned_gc:
+        tune_gc()  # as `gputui` does before it runs the app (cli.run_ui)
+    result: dict[str, Any] = {"hosts": hosts, "sshd": len(servers)}
+    helper: subprocess.Popen[str] | None = None
+    try:
+        async with app.run_test(headless=True, size=(160, 50)) as pilot:
+            main = app._main
+            assert main is not None
+            original_refresh = main._compositor_refresh
+
+            def compositor_refresh() -> None:
+                t0 = time.perf_counter()
+                if recording:
+                    for widget in main._dirty_widgets:
+                        dirty[type(widget).__name__] = dirty.get(type(widget).__name__, 0) + 1
+                original_refresh()
+                if recording:
+                    paint_ms.append((time.perf_counter() - t0) * 1000)
+                if unpainted:
+                    end = time.time()
+                    painted.extend(end - t for t in unpainted)
+                    unpainted.clear()
+
+            main._compositor_refresh = compositor_refresh  # type: ignore[method-assign]
+            t0 = time.monotonic()
+            while not all(v.status == LIVE for v in fleet.hosts):
+                if time.monotonic() - t0 > 60 + hosts * 3:
+                    down = [(v.name, v.status, v.detail) for v in fleet.hosts if v.status != LIVE]
+                    raise RuntimeError(f"{len(down)} hosts not live: {down[:5]}")
+                await pilot.pause(0.2)
+            result["connect_s"] = time.monotonic() - t0
+            sim_dirs = sorted(str(p) for p in remote_tmp.glob("gputui-sim-*"))
+            helper = start_jobs(sim_dirs, remote)
+            t1 = time.monotonic()
+            while not all(v.sample and v.sample.gpus[0].util_gpu for v in fleet.hosts):
+                if time.monotonic() - t1 > 60:
+                    raise RuntimeError("the jobs do not show on every host")
+                await pilot.pause(0.2)
+            await asyncio.sleep(warmup)
+            probes = {n: link.hello["pid"] for n, link in links.items() if link.hello}
+            sshd_sessions = [p for s in servers for p in s.session_pids() if comm(p) in SSHD_NAMES]
+            before_probe = {n: cpu_seconds(p) for n, p in probes.items()}
+            before_sshd = {p: cpu_seconds(p) for p in sshd_sessions}
+            busy0, total0 = box_busy()
+            seqs0 = {v.name: v.sample.seq for v in fleet.hosts}
+            profiler = None
+            if profile is not None:
+                from pyinstrument import Profiler  # pip install pyinstrument (not a dependency)
+
+                profiler = Profiler(interval=0.001, async_mode="disabled")
+                profiler.start()
+            recording = True
+            cpu0, wall0 = time.process_time(), time.monotonic()
+            await asyncio.sleep(seconds)
+            cpu1, wall1 = time.process_time(), time.monotonic()
+            recording = False
+            if os.environ.get("FLEET_SCALE_HEAP"):
+                import collections
+
+                objects = gc.get_objects()
+                kinds = collections.Counter(type(o).__qualname__ for o in objects)
+                result["heap"] = {"tracked": len(objects), "top": kinds.most_common(25)}
+                del objects
+            if profiler is not None:
+                profiler.stop()
+                profile.write_text(profiler.output_text(unicode=False, color=False, show_all=True))
+            busy1, total1 = box_busy()
+            wall = wall1 - wall0
+            after_probe = {n: cpu_seconds(p) for n, p in probes.items()}
+            after_sshd = {p: cpu_seconds(p) for p in sshd_sessions}
+            probe_pct = [
+                100 * (after_probe[n] - before_probe[n]) / wall
+                for n in probes
+                if before_probe[n] is not None and after_probe[n] is not None
+            ]
+            sshd_total = sum(
+                after_sshd[p] - before_sshd[p]
+                for p in sshd_sessions
+                if before_sshd[p] is not None and after_sshd[p] is not None
+            )
+            samples = sum(v.sample.seq - seqs0[v.name] for v in fleet.hosts)
+            result.update(
+                seconds=wall,
+                app_cpu_pct=100 * (cpu1 - cpu0) / wall,
+                app_rss_mib=rss_bytes() / 2**20,
+                samples=samples,
+                samples_per_s=samples / wall,
+                all_live_after=all(v.status == LIVE for v in fleet.hosts),
+                delay_drawn_ms=[1000 * d for d in drawn],
+                delay_painted_ms=[1000 * d for d in painted],
+                redraw_ms=redraw_ms,
+                paint_ms=paint_ms,
+                redraw_info=redraw_info,
+                gc_ms=gc_ms,
+                dirty_widgets=dirty,
+                probe_cpu_pct=probe_pct,
+                sshd_cpu_pct_per_conn=100 * sshd_total / wall / max(1, hosts),
+                sshd_processes=len(sshd_sessions),
+                box_busy_pct=100 * (busy1 - busy0) / max(1, total1 - total0) * (os.cpu_count() or 1),
+                fleet_rows=main.fleet_table.row_count,
+            )
+            stop_jobs(helper)
+            helper = None
+    finally:
+        if helper is not None:
+            stop_jobs(helper)
+        # The app has stopped the fleet: every probe was asked to quit. Wait for them, then the servers.
+        deadline = time.monotonic() + 60
+        while processes_marked(str(remote_tmp)) and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+        left = processes_marked(str(remote_tmp))
+        env.close()
+        for pid in processes_marked(str(remote_tmp)):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        result["left_behind"] = left
+        result["sim_dirs_left"] = len(list(remote_tmp.glob("gputui-sim-*")))
+    return result
+
+
+def one(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="gputui-fleet-scale-") as tmp:
+        result = asyncio.run(
+            measure(
+                args.one,
+                args.seconds,
+                args.warmup,
+                args.sshd,
+                args.connect_at_once,
+                Path(tmp),
+                args.profile,
+                args.remote,
+                args.ui_fix,
+                not args.python_gc,
+            )
+        )
+    print(json.dumps(result))
+    return 0
+
+
+# --------------------------------------------------------------------------- the table
+
+COLUMNS = (
+    ("hosts", "hosts", "{:d}"),
+    ("app_cpu_pct", "app CPU % of a core", "{:.1f}"),
+    ("app_rss_mib", "app RSS MiB", "{:.0f}"),
+    ("drawn_p50", "delay drawn ms p50", "{:.0f}"),
+    ("drawn_p99", "p99", "{:.0f}"),
+    ("painted_p50", "delay on screen ms p50", "{:.0f}"),
+    ("painted_p99", "p99", "{:.0f}"),
+    ("redraw_p50", "redraw ms p50", "{:.1f}"),
+    ("redraw_p99", "p99", "{:.1f}"),
+    ("paints", "paints/s", "{:.1f}"),
+    ("paint_p50", "paint ms p50", "{:.1f}"),
+    ("paint_p99", "p99", "{:.1f}"),
+    ("probe_p50", "probe CPU %/host p50", "{:.2f}"),
+    ("sshd", "sshd CPU %/conn", "{:.2f}"),
+    ("box", "machine busy % (of 100 per core)", "{:.0f}"),
+)
+
+
+def summary(r: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "hosts": r["hosts"],
+        "app_cpu_pct": r["app_cpu_pct"],
+        "app_rss_mib": r["app_rss_mib"],
+        "drawn_p50": statistics.median(r["delay_drawn_ms"]),
+        "drawn_p99": pct(r["delay_drawn_ms"], 99),
+        "painted_p50": statistics.median(r["delay_painted_ms"]),
+        "painted_p99": pct(r["delay_painted_ms"], 99),
+        "redraw_p50": statistics.median(r["redraw_ms"]),
+        "redraw_p99": pct(r["redraw_ms"], 99),
+        "paints": len(r["paint_ms"]) / r["seconds"],
+        "paint_p50": statistics.median(r["paint_ms"]) if r["paint_ms"] else float("nan"),
+        "paint_p99": pct(r["paint_ms"], 99),
+        "probe_p50": statistics.median(r["probe_cpu_pct"]) if r["probe_cpu_pct"] else float("nan"),
+        "sshd": r["sshd_cpu_pct_per_conn"],
+        "box": r["box_busy_pct"],
+    }
+
+
+def table(results: list[dict[str, Any]], header: str) -> str:
+    rows = [summary(r) for r in results]
+    head = "| " + " | ".join(c[1] for c in COLUMNS) + " |"
+    rule = "| " + " | ".join("---:" for _ in COLUMNS) + " |"
+    lines = [header, "", head, rule]
+    for row in rows:
+        lines.append("| " + " | ".join(fmt.format(row[key]) for key, _, fmt in COLUMNS) + " |")
+    lines.append("")
+    for r in results:
+        lines.append(
+            f"{r['hosts']} hosts: {r['samples']} samples in {r['seconds']:.1f} s "
+            f"({r['samples_per_s']:.1f}/s), connected in {r['connect_s']:.1f} s, "
+            f"{len(r['delay_painted_ms'])} drawn, all live after: {r['all_live_after']}, "
+            f"fleet rows {r['fleet_rows']}, left behind {len(r['left_behind'])}, "
+            f"sim dirs left {r['sim_dirs_left']}"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--hosts", default="16,64,128", help="comma-separated host counts")
+    ap.add_argument("--seconds", type=float, default=30.0, help="measurement window")
+    ap.add_argument("--warmup", type=float, default=5.0, help="seconds after every host is live")
+    ap.add_argument("--sshd", type=int, default=4, help="loopback sshd servers (hosts spread over them)")
+    ap.add_argument("--connect-at-once", type=int, default=8, help="remote probes started at a time")
+    ap.add_argument(
+        "--remote",
+        choices=("idle", "nice", "same"),
+        default="idle",
+        help="scheduling of the sshd servers and all they start (the 'other hosts'): SCHED_IDLE (only "
+        "idle CPU), nice 19, or the same as the app",
+    )
+    ap.add_argument("--name", default="dev", help="results file suffix")
+    ap.add_argument("--out-dir", type=Path, default=ROOT / "bench" / "results")
+    ap.add_argument("--ui-fix", action="store_true", help="EXPERIMENT: content-keyed cell cache (see above)")
+    ap.add_argument(
+        "--python-gc", action="store_true", help="keep CPython's GC settings (gputui tunes them: cli.tune_gc)"
+    )
+    ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--profile", type=Path, help="with --one: write a pyinstrument profile of the window here")
+    args = ap.parse_args()
+    if args.one:
+        return one(args)
+    results = []
+    for count in (int(x) for x in args.hosts.split(",")):
+        argv = [sys.executable, __file__, "--one", str(count), "--seconds", str(args.seconds),
+                "--warmup", str(args.warmup), "--sshd", str(args.sshd),
+                "--connect-at-once", str(args.connect_at_once), "--remote", args.remote,
+                *(["--ui-fix"] if args.ui_fix else []), *(["--python-gc"] if args.python_gc else [])]  # fmt: skip
+        run = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
+        if run.returncode != 0:
+            print(run.stdout[-3000:], run.stderr[-3000:], file=sys.stderr)
+            return 1
+        results.append(json.loads(run.stdout.strip().splitlines()[-1]))
+        print(f"{count} hosts done", file=sys.stderr, flush=True)
+    import asyncssh
+    import textual
+
+    header = (
+        f"fleet scale: {platform.node()} ({os.cpu_count()} cores), {time.strftime('%Y-%m-%d')}, "
+        f"Linux {platform.release()}, CPython {platform.python_version()}, textual {textual.__version__}, "
+        f"asyncssh {asyncssh.__version__}; 1 Hz, sim 'empty' x 4 GPUs per host, "
+        f"{args.seconds:g} s window after {args.warmup:g} s warm-up, remote side "
+        f"{REMOTE[args.remote]}, GC {'as CPython sets it' if args.python_gc else 'tuned (cli.tune_gc)'}"
+        f"{', EXPERIMENT --ui-fix (content-keyed cell cache)' if args.ui_fix else ''}, loadavg before "
+        f"{os.getloadavg()[0]:.2f}"
+    )
+    text = table(results, header)
+    print(text)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    stem = args.out_dir / f"fleet_scale_{args.name}"
+    stem.with_suffix(".txt").write_text(text + "\n")
+    stem.with_suffix(".raw.json").write_text(json.dumps({"header": header, "runs": results}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""The fleet-scale and memory-soak benchmarks still run (tiny versions; nothing is timed here)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.sshd import have_sshd
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def bench(script: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.ssh
+def test_fleet_scale_runs_with_two_hosts(tmp_path):
+    if not have_sshd():
+        pytest.skip("OpenSSH sshd is not installed (.ci/run installs it)")
+    run = bench("fleet_scale.py", "--hosts", "2", "--seconds", "3", "--warmup", "1", "--name", "smoke",
+                "--out-dir", str(tmp_path))  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "| hosts | app CPU % of a core |" in run.stdout
+    assert "\n| 2 | " in run.stdout
+    assert "left behind 0, sim dirs left 0" in run.stdout  # every remote probe ended by itself
+    raw = json.loads((tmp_path / "fleet_scale_smoke.raw.json").read_text())
+    assert raw["runs"][0]["hosts"] == 2 and raw["runs"][0]["samples"] > 0
+    assert (tmp_path / "fleet_scale_smoke.txt").read_text().strip() in run.stdout
+
+
+def test_memory_soak_runs_500_samples(tmp_path):
+    run = bench("memory_soak.py", "--samples", "500", "--every", "100", "--name", "smoke",
+                "--out-dir", str(tmp_path))  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "| samples | seconds | RSS MiB |" in run.stdout
+    assert "\n| 500 | " in run.stdout
+    raw = json.loads((tmp_path / "memory_soak_smoke.raw.json").read_text())
+    assert [p["samples"] for p in raw["points"]] == [0, 100, 200, 300, 400, 500]
+    assert (tmp_path / "memory_soak_smoke.txt").exists()
