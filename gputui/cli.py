@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import logging
 import sys
 from collections.abc import Sequence
 
@@ -164,6 +165,10 @@ def tune_gc() -> None:
 
 def run_ui(argv: list[str]) -> int:
     args = ui_parser().parse_args(argv)
+    # Library warnings (asyncssh logs connection failures) must not print over the TUI: the UI
+    # shows each host's state and reason itself.
+    logging.getLogger("asyncssh").addHandler(logging.NullHandler())
+    logging.getLogger("asyncssh").propagate = False
     config = load(args.config)
     specs = resolve_hosts(args.hosts, args.demo, config, read_only=args.read_only)
     interval = args.interval or config.interval or 1.0
