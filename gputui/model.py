@@ -113,8 +113,6 @@ class Gpu:
         return min(1.0, self.memory_used / self.memory_total)
 
 
-
-
 @dataclass(frozen=True, slots=True)
 class Proc:
     pid: int

@@ -398,7 +398,7 @@ def _build(
             continue
         reason = _exclusion(proc, by_pid)
         if reason is not None:
-            excluded[proc.pid] = _excluded(host, proc, reason)
+            excluded[proc.pid] = excluded_entry(host, proc, reason)
         if proc.kind == "ghost":
             # Its memory is held by the suspects: they are the targets.
             for pid in proc.links:
@@ -408,7 +408,7 @@ def _build(
         elif reason is None:
             targets[proc.pid] = _target(host, proc, _why(proc, explicit))
     for zombie in _zombies_near(sample, indexes, targets, scope):
-        excluded.setdefault(zombie.pid, _excluded(host, zombie, _zombie_words(zombie)))
+        excluded.setdefault(zombie.pid, excluded_entry(host, zombie, _zombie_words(zombie)))
     sweep_targets = tuple(
         _target(host, p, "unattributed hidden holder: holds /dev/nvidia*, no GPU listed, no link found")
         for p in sweep_candidates(sample)
@@ -508,7 +508,7 @@ def _target(host: str, proc: Proc, why: str) -> Target:
     )
 
 
-def _excluded(host: str, proc: Proc, why: str) -> Excluded:
+def excluded_entry(host: str, proc: Proc, why: str) -> Excluded:
     return Excluded(
         host=host,
         pid=proc.pid,

@@ -847,7 +847,9 @@ class Run(object):
         busy = set()  # type: Set[int]
         for mem in view.listed.values():
             busy.update(mem)
-        return all(i in view.gpus and i not in busy and Probe.gpu_is_idle(view.gpus[i]) for i in self.plan.gpus)
+        return all(
+            i in view.gpus and i not in busy and Probe.gpu_is_idle(view.gpus[i]) for i in self.plan.gpus
+        )
 
     # -- verdicts ------------------------------------------------------------------------------
 

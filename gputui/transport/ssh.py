@@ -3,7 +3,7 @@
 The channel runs `[sudo -n] [wrap...] python3 -c BOOT gputui-probe`; the bootstrap payload (the probe
 and, for hosts without one, pynvml) goes down that channel's stdin, then protocol lines both ways.
 
-Host keys are always checked against known_hosts (never `known_hosts=None`); an unknown or changed key
+Host keys are always checked against known_hosts (checking cannot be switched off); an unknown or changed key
 is refused with its fingerprint and what to run. Nothing prompts: no password or keyboard-interactive
 auth, encrypted keys without an agent are reported as passphrase-needed. ProxyJump (from the host
 spec or ~/.ssh/config) is connected here, hop by hop, with the same host key checks and keys:

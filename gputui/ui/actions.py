@@ -26,6 +26,7 @@ from gputui.plan import (
     PlanError,
     PlanOptions,
     PlanWarning,
+    excluded_entry,
     plan_for_gpus,
     plan_for_host,
     plan_for_selection,
@@ -174,19 +175,7 @@ def _plan(request: PlanRequest, sample: Sample, options: PlanOptions) -> Plan:
             if other is not None
             else "exited since it was selected"
         )
-        lost.append(
-            Excluded(
-                host=host,
-                pid=proc.pid,
-                kind=proc.kind,
-                why=why,
-                start_time=proc.start_time,
-                name=proc.name,
-                command=proc.command,
-                user=proc.user,
-                gpus=proc.gpus,
-            )
-        )
+        lost.append(excluded_entry(host, proc, why))
     plan = plan_for_selection(sample, host=host, pids=pids, sweep=False, options=options)
     return replace(plan, excluded=plan.excluded + tuple(lost)) if lost else plan
 
