@@ -69,6 +69,13 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
+def runqueue_wait() -> int:
+    """Nanoseconds this process's threads spent runnable but waiting for a CPU (/proc/self/schedstat
+    of the main thread: the app's loop)."""
+    with open("/proc/thread-self/schedstat") as f:
+        return int(f.read().split()[1])
+
+
 def rss_bytes() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * PAGE
@@ -204,6 +211,7 @@ async def measure(
     remote: str = "idle",
     ui_fix: bool = False,
     tuned_gc: bool = True,
+    redraw_interval: float | None = None,
 ) -> dict[str, Any]:
     from gputui.cli import tune_gc
     from gputui.config import HostSpec
@@ -215,6 +223,10 @@ async def measure(
 
     if ui_fix:
         content_keyed_cells()
+    if redraw_interval is not None:
+        import gputui.ui.app as app_module
+
+        app_module.REDRAW_INTERVAL = redraw_interval  # EXPERIMENT: read when the app mounts
     remote_tmp = base / "remote-tmp"
     remote_tmp.mkdir(parents=True)
     env = SshEnv(base / "ssh")
@@ -249,9 +261,12 @@ async def measure(
 
     # Sample-to-screen: the newest not-yet-drawn sample of each host, by its probe `time`.
     pending: dict[str, float] = {}
-    unpainted: list[float] = []
-    drawn: list[float] = []
-    painted: list[float] = []
+    unpainted: list[tuple[float, float]] = []
+    drawn: list[float] = []  # probe's sample time -> end of the redraw that drew it
+    painted: list[float] = []  # probe's sample time -> end of the compositor refresh after that
+    arrived: list[float] = []  # probe's sample time -> the fleet has it (probe, sshd, SSH, decoding)
+    drawn_app: list[float] = []  # arrival -> drawn: the app's own part
+    painted_app: list[float] = []  # arrival -> on screen
     redraw_ms: list[float] = []
     paint_ms: list[float] = []
     redraw_info: list[tuple[float, int, bool]] = []
@@ -271,14 +286,17 @@ async def measure(
 
     def on_fleet(view: Any, what: str, payload: Any) -> None:
         if what == "sample":
-            pending[view.name] = payload.time
+            now = time.time()
+            pending[view.name] = (payload.time, now)
+            if recording:
+                arrived.append(now - payload.time)
 
     fleet.listen(on_fleet)
     app = make_app(fleet, interval=1.0)
     original_redraw = app._redraw
 
     def redraw() -> None:
-        taken = list(pending.values())
+        taken = list(pending.values())  # (probe time, arrival time) of each host's newest sample
         pending.clear()
         changed = len(app._changed)
         ages = time.monotonic() - app._last_ages >= 1.0
@@ -288,7 +306,8 @@ async def measure(
         if recording:
             redraw_ms.append((time.perf_counter() - t0) * 1000)
             redraw_info.append((redraw_ms[-1], changed, ages))
-            drawn.extend(end - t for t in taken)
+            drawn.extend(end - t for t, _ in taken)
+            drawn_app.extend(end - a for _, a in taken)
             unpainted.extend(taken)
 
     app._redraw = redraw  # type: ignore[method-assign]  # before mount: the timer takes this one
@@ -312,7 +331,8 @@ async def measure(
                     paint_ms.append((time.perf_counter() - t0) * 1000)
                 if unpainted:
                     end = time.time()
-                    painted.extend(end - t for t in unpainted)
+                    painted.extend(end - t for t, _ in unpainted)
+                    painted_app.extend(end - a for _, a in unpainted)
                     unpainted.clear()
 
             main._compositor_refresh = compositor_refresh  # type: ignore[method-assign]
@@ -344,9 +364,9 @@ async def measure(
                 profiler = Profiler(interval=0.001, async_mode="disabled")
                 profiler.start()
             recording = True
-            cpu0, wall0 = time.process_time(), time.monotonic()
+            cpu0, wall0, wait0 = time.process_time(), time.monotonic(), runqueue_wait()
             await asyncio.sleep(seconds)
-            cpu1, wall1 = time.process_time(), time.monotonic()
+            cpu1, wall1, wait1 = time.process_time(), time.monotonic(), runqueue_wait()
             recording = False
             if os.environ.get("FLEET_SCALE_HEAP"):
                 import collections
@@ -382,6 +402,10 @@ async def measure(
                 all_live_after=all(v.status == LIVE for v in fleet.hosts),
                 delay_drawn_ms=[1000 * d for d in drawn],
                 delay_painted_ms=[1000 * d for d in painted],
+                delay_arrived_ms=[1000 * d for d in arrived],
+                app_drawn_ms=[1000 * d for d in drawn_app],
+                app_painted_ms=[1000 * d for d in painted_app],
+                app_runqueue_wait_pct=100 * (wait1 - wait0) / 1e9 / wall,
                 redraw_ms=redraw_ms,
                 paint_ms=paint_ms,
                 redraw_info=redraw_info,
@@ -428,6 +452,7 @@ def one(args: argparse.Namespace) -> int:
                 args.remote,
                 args.ui_fix,
                 not args.python_gc,
+                args.redraw,
             )
         )
     print(json.dumps(result))
@@ -439,11 +464,16 @@ def one(args: argparse.Namespace) -> int:
 COLUMNS = (
     ("hosts", "hosts", "{:d}"),
     ("app_cpu_pct", "app CPU % of a core", "{:.1f}"),
+    ("wait", "app waited for a CPU %", "{:.1f}"),
     ("app_rss_mib", "app RSS MiB", "{:.0f}"),
-    ("drawn_p50", "delay drawn ms p50", "{:.0f}"),
-    ("drawn_p99", "p99", "{:.0f}"),
-    ("painted_p50", "delay on screen ms p50", "{:.0f}"),
+    ("painted_p50", "sample -> screen ms p50", "{:.0f}"),
     ("painted_p99", "p99", "{:.0f}"),
+    ("drawn_p50", "sample -> drawn ms p50", "{:.0f}"),
+    ("drawn_p99", "p99", "{:.0f}"),
+    ("arrived_p50", "sample -> app ms p50", "{:.0f}"),
+    ("arrived_p99", "p99", "{:.0f}"),
+    ("app_painted_p50", "app -> screen ms p50", "{:.0f}"),
+    ("app_painted_p99", "p99", "{:.0f}"),
     ("redraw_p50", "redraw ms p50", "{:.1f}"),
     ("redraw_p99", "p99", "{:.1f}"),
     ("paints", "paints/s", "{:.1f}"),
@@ -451,7 +481,7 @@ COLUMNS = (
     ("paint_p99", "p99", "{:.1f}"),
     ("probe_p50", "probe CPU %/host p50", "{:.2f}"),
     ("sshd", "sshd CPU %/conn", "{:.2f}"),
-    ("box", "machine busy % (of 100 per core)", "{:.0f}"),
+    ("box", "machine busy %", "{:.0f}"),
 )
 
 
@@ -464,6 +494,11 @@ def summary(r: dict[str, Any]) -> dict[str, Any]:
         "drawn_p99": pct(r["delay_drawn_ms"], 99),
         "painted_p50": statistics.median(r["delay_painted_ms"]),
         "painted_p99": pct(r["delay_painted_ms"], 99),
+        "arrived_p50": statistics.median(r["delay_arrived_ms"]),
+        "arrived_p99": pct(r["delay_arrived_ms"], 99),
+        "app_painted_p50": statistics.median(r["app_painted_ms"]),
+        "app_painted_p99": pct(r["app_painted_ms"], 99),
+        "wait": r["app_runqueue_wait_pct"],
         "redraw_p50": statistics.median(r["redraw_ms"]),
         "redraw_p99": pct(r["redraw_ms"], 99),
         "paints": len(r["paint_ms"]) / r["seconds"],
@@ -514,17 +549,20 @@ def main() -> int:
     ap.add_argument(
         "--python-gc", action="store_true", help="keep CPython's GC settings (gputui tunes them: cli.tune_gc)"
     )
+    ap.add_argument("--redraw", type=float, help="EXPERIMENT: the app's redraw interval (0.2 s in the app)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--profile", type=Path, help="with --one: write a pyinstrument profile of the window here")
     args = ap.parse_args()
     if args.one:
         return one(args)
+    load_before = os.getloadavg()[0]
     results = []
     for count in (int(x) for x in args.hosts.split(",")):
         argv = [sys.executable, __file__, "--one", str(count), "--seconds", str(args.seconds),
                 "--warmup", str(args.warmup), "--sshd", str(args.sshd),
                 "--connect-at-once", str(args.connect_at_once), "--remote", args.remote,
-                *(["--ui-fix"] if args.ui_fix else []), *(["--python-gc"] if args.python_gc else [])]  # fmt: skip
+                *(["--ui-fix"] if args.ui_fix else []), *(["--python-gc"] if args.python_gc else []),
+                *(["--redraw", str(args.redraw)] if args.redraw else [])]  # fmt: skip
         run = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
         if run.returncode != 0:
             print(run.stdout[-3000:], run.stderr[-3000:], file=sys.stderr)
@@ -540,8 +578,9 @@ def main() -> int:
         f"asyncssh {asyncssh.__version__}; 1 Hz, sim 'empty' x 4 GPUs per host, "
         f"{args.seconds:g} s window after {args.warmup:g} s warm-up, remote side "
         f"{REMOTE[args.remote]}, GC {'as CPython sets it' if args.python_gc else 'tuned (cli.tune_gc)'}"
-        f"{', EXPERIMENT --ui-fix (content-keyed cell cache)' if args.ui_fix else ''}, loadavg before "
-        f"{os.getloadavg()[0]:.2f}"
+        f"{', EXPERIMENT --ui-fix (content-keyed cell cache)' if args.ui_fix else ''}"
+        f"{f', EXPERIMENT redraw every {args.redraw:g} s' if args.redraw else ''}, loadavg before "
+        f"{load_before:.2f}, after {os.getloadavg()[0]:.2f}"
     )
     text = table(results, header)
     print(text)
