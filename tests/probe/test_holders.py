@@ -183,4 +183,6 @@ def test_busy_hosts_get_a_slower_round_robin_within_the_budget(devdir):
     result = scanner.scan(full=True)
     check, worst = scanner.staleness()
     assert check >= len(result.states) // 10 and worst >= 4 * check
-    assert scanner.scan().listed <= 10 + len(result.holders) + 2  # budget, holders, rounding
+    again = scanner.scan()
+    new = len(set(again.states) - set(result.states))  # new processes are always read at once
+    assert again.listed <= 10 + len(result.holders) + new + 2  # budget, holders, new, rounding
