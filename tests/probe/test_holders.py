@@ -185,4 +185,5 @@ def test_busy_hosts_get_a_slower_round_robin_within_the_budget(devdir):
     assert check >= len(result.states) // 10 and worst >= 4 * check
     again = scanner.scan()
     new = len(set(again.states) - set(result.states))  # new processes are always read at once
-    assert again.listed <= 10 + len(result.holders) + new + 2  # budget, holders, new, rounding
+    # budget, holders, new ones, and the full re-reads (a quarter of the budget), with slack
+    assert again.listed <= 10 + len(result.holders) + new + 3 + 3
