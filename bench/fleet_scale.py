@@ -184,6 +184,7 @@ def stop_jobs(helper: subprocess.Popen[str]) -> None:
 
 # --------------------------------------------------------------------------- experiments
 
+
 def content_keyed_cells() -> None:
     """EXPERIMENT (--ui-fix), not the app's code: what a content-keyed cell cache in the tables would
     save. DataTable keys its cell, row and line caches on a table-wide update counter that every
@@ -576,7 +577,9 @@ def main() -> int:
     )
     ap.add_argument("--redraw", type=float, help="EXPERIMENT: the app's redraw interval (0.2 s in the app)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
-    ap.add_argument("--profile", type=Path, help="with --one: write a pyinstrument profile of the window here")
+    ap.add_argument(
+        "--profile", type=Path, help="with --one: write a pyinstrument profile of the window here"
+    )
     args = ap.parse_args()
     if args.one:
         return one(args)
