@@ -171,7 +171,7 @@ async def soak(
     from gputui.cli import tune_gc
     from gputui.ui import make_app
 
-    app_module.REDRAW_INTERVAL = redraw  # read when the app mounts
+    app_module.REDRAW_GAP = redraw  # read at each redraw
     points: list[dict[str, Any]] = []
     snapshots: list[tuple[int, Any]] = []
     if trace:
@@ -283,7 +283,9 @@ def main() -> int:
     ap.add_argument("--every", type=int, default=1000, help="measure every this many samples")
     ap.add_argument("--redraw", type=float, default=0.02, help="the app's redraw interval (0.2 in use)")
     ap.add_argument("--python-gc", action="store_true", help="keep CPython's GC settings (gputui tunes them)")
-    ap.add_argument("--trace", action="store_true", help="tracemalloc: what grew after the warm-up, and where")
+    ap.add_argument(
+        "--trace", action="store_true", help="tracemalloc: what grew after the warm-up, and where"
+    )
     ap.add_argument("--name", default="dev", help="results file suffix")
     ap.add_argument("--out-dir", type=Path, default=ROOT / "bench" / "results")
     args = ap.parse_args()

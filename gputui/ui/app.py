@@ -7,9 +7,12 @@ How live data reaches the screen:
 - A fleet callback only records what changed (a set of host names) and, for a sample, when it
   arrived by the app's clock. A newer sample therefore simply replaces an older one that was not
   drawn yet: there is no queue to back up, whatever the number of hosts or their rate.
-- A timer (`REDRAW_INTERVAL`) draws the changed hosts into the visible widgets, in place, inside one
-  `batch_update`. While another screen (help, a dialog, the command palette) is on top, nothing is
-  redrawn; the changes are drawn when it closes.
+- The first change after a quiet spell is drawn at once; changes that come while the last redraw
+  is less than `REDRAW_GAP` old wait for one timer, so there are at most 10 redraws a second however
+  many hosts report, and a sample waits at most `REDRAW_GAP` for its redraw. A redraw draws the
+  changed hosts into the visible widgets, in place, inside one `batch_update` (and the tables repaint
+  only the rows that changed). A 1 s tick redraws the sample ages. While another screen (help, a
+  dialog, the command palette) is on top, nothing is redrawn; the changes are drawn when it closes.
 
 The kill flow (f, F, x): the screen posts `PlanRequested`; the app asks each host for a sample after
 a full holder scan, builds one plan per host (gputui.plan), shows them in `PlanScreen` and, once
@@ -53,7 +56,8 @@ from .screens.main import MainScreen
 from .screens.plan import PlanScreen
 from .themes import DEFAULT_THEME, PREFIX, bundled_themes_dir, fallback_variables, load_themes
 
-REDRAW_INTERVAL = 0.2  # seconds: at most 5 redraws a second, however many hosts report
+REDRAW_GAP = 0.1  # seconds between two redraws, at least: at most 10 a second, however many hosts report
+AGES_INTERVAL = 1.0  # seconds: sample ages move even when nothing arrives
 MIN_INTERVAL = 0.1  # the fastest sample interval the app asks for
 PROGRESS_INTERVAL = 0.1  # the log pane's status line while a plan runs
 APP_HOST = "gputui"  # the host column of the app's own log lines
@@ -93,6 +97,8 @@ class GpuTuiApp(App[None]):
         self._restyle = False
         self._pending_log: list[tuple[str, str, Any]] = []
         self._last_ages = 0.0
+        self._last_redraw = 0.0  # time.monotonic() at the start of the last redraw
+        self._redraw_due = False  # a redraw is scheduled (at once, or by a timer)
         self._main: MainScreen | None = None
         self._gputui_themes: list[str] = []
         # The kill flow. The audit log file is opened at the first write (a plan, or acknowledging).
@@ -120,7 +126,7 @@ class GpuTuiApp(App[None]):
         self.fleet.start()
         if any(view.interval != self.interval for view in self.fleet.hosts):
             self.run_worker(self.fleet.configure(self.interval), exit_on_error=False, group="configure")
-        self.set_interval(REDRAW_INTERVAL, self._redraw)
+        self.set_interval(AGES_INTERVAL, self.want_redraw)
         self._progress_timer = self.set_interval(PROGRESS_INTERVAL, self._show_progress, pause=True)
         self.run_worker(self._report_unfinished(), group="startup", exit_on_error=False)
         self._exit_on_signals()
@@ -167,6 +173,7 @@ class GpuTuiApp(App[None]):
 
     def _on_theme_changed(self, _: object) -> None:
         self._restyle = True  # drawn by the next redraw, when the main screen is on top again
+        self.want_redraw()
 
     def action_next_theme(self) -> None:
         names = self._gputui_themes or [self.theme]
@@ -206,12 +213,26 @@ class GpuTuiApp(App[None]):
         elif what in ("event", "error"):
             self._pending_log.append((view.name, what, payload))
         self._changed.add(view.name)
+        self.want_redraw()
 
     def age_of(self, host: str) -> float | None:
         received = self.received.get(host)
         return max(0.0, self.clock() - received) if received is not None else None
 
+    def want_redraw(self) -> None:
+        """Schedule a redraw: now if the last one is REDRAW_GAP old, else when it is (one pending)."""
+        if self._redraw_due:
+            return
+        self._redraw_due = True
+        wait = self._last_redraw + REDRAW_GAP - time.monotonic()
+        if wait > 0:
+            self.set_timer(wait, self._redraw, name="redraw")
+        else:
+            self.call_later(self._redraw)
+
     def _redraw(self) -> None:
+        self._redraw_due = False
+        self._last_redraw = time.monotonic()
         main = self._main
         if not self.is_running:
             return  # shutting down: the widgets are being taken down, with their styles
@@ -220,7 +241,7 @@ class GpuTuiApp(App[None]):
         changed, self._changed = self._changed, set()
         restyle, self._restyle = self._restyle, False
         now = time.monotonic()
-        ages = now - self._last_ages >= 1.0
+        ages = now - self._last_ages >= 0.9 * AGES_INTERVAL  # the tick may come a little early
         if ages:
             self._last_ages = now
         if restyle:
@@ -377,6 +398,7 @@ class GpuTuiApp(App[None]):
             main.show_log()
         else:
             self._show_log_later = True
+            self.want_redraw()
 
     def log_note(self, host: str, text: str, level: str = "info", tag: str = "") -> None:
         main = self._main
@@ -384,6 +406,7 @@ class GpuTuiApp(App[None]):
             main.action_log.note(host, text, level, tag=tag)
         else:
             self._pending_log.append((host, "note", (text, level, tag)))
+            self.want_redraw()
 
     def log_event(self, host: str, event: Event) -> None:
         main = self._main
@@ -391,6 +414,7 @@ class GpuTuiApp(App[None]):
             main.action_log.add_event(host, event)
         else:
             self._pending_log.append((host, "event", event))
+            self.want_redraw()
 
     async def _report_unfinished(self) -> None:
         """Actions an earlier gputui started and never saw finish (it died mid-action): say so once."""

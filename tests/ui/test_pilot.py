@@ -243,10 +243,10 @@ async def test_refresh_keeps_cursor_and_scroll_position() -> None:
         scroll = table.scroll_y
         assert scroll > 0
         seq = app.fleet.view("demo-a").sample.seq
-        updates = table._update_count
+        updates = table.changes
         await wait_for(pilot, lambda: app.fleet.view("demo-a").sample.seq >= seq + 40, timeout=20)
         await redrawn(pilot)
-        assert table._update_count > updates  # it did redraw
+        assert table.changes > updates  # it did redraw
         assert table.cursor_key == target
         assert table.scroll_y == scroll
         assert clears == []
@@ -259,18 +259,18 @@ async def test_nothing_is_redrawn_while_a_modal_is_open() -> None:
         main = await open_host(pilot)
         await pilot.press("question_mark")
         seq = app.fleet.view("demo-a").sample.seq
-        counts = (main.gpu_table._update_count, main.proc_table._update_count, main.fleet_table._update_count)
+        counts = (main.gpu_table.changes, main.proc_table.changes, main.fleet_table.changes)
         await wait_for(pilot, lambda: app.fleet.view("demo-a").sample.seq >= seq + 20, timeout=20)
         await pilot.pause(0.3)
         assert (
-            main.gpu_table._update_count,
-            main.proc_table._update_count,
-            main.fleet_table._update_count,
+            main.gpu_table.changes,
+            main.proc_table.changes,
+            main.fleet_table.changes,
         ) == counts
         assert "demo-a" in app._changed  # kept for later
         await pilot.press("escape")
         await redrawn(pilot)
-        assert main.gpu_table._update_count > counts[0]
+        assert main.gpu_table.changes > counts[0]
 
 
 async def test_markup_and_control_characters_render_literally() -> None:

@@ -284,6 +284,10 @@ class MainScreen(Screen[None]):
     def on_resize(self) -> None:
         self._apply_width()
 
+    def on_screen_resume(self) -> None:
+        # What arrived while a dialog or the help was on top was kept, not drawn: draw it now.
+        self.app.want_redraw()
+
     def _apply_width(self) -> None:
         show = self._hosts_toggled
         if show is None:

@@ -1,0 +1,120 @@
+"""KeyedTable repaints only the rows whose cells changed, and never shows a stale cell.
+
+DataTable's own update_cell invalidates every render cache of the table; KeyedTable stores the cell,
+marks its row's line dirty and drops that row's cache entries before the next render. These tests
+drive a real app: what the compositor shows, which cells were rendered again, what a scroll shows.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from textual.app import App, ComposeResult
+from textual.pilot import Pilot
+
+from gputui.ui.widgets.table import Cell, Column, KeyedTable, Row
+
+
+class Table(KeyedTable):
+    COLUMNS: ClassVar[tuple[Column, ...]] = (
+        Column("name", "Name", width=8),
+        Column("value", "Value", width=8, justify="right"),
+        Column("note", "Note", width=10, sortable=False),
+    )
+    DEFAULT_SORT = ("name", False)
+
+
+class TableApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Table()
+
+
+def rows(values: dict[str, str]) -> dict[str, Row]:
+    return {
+        key: {"name": Cell(key), "value": Cell(value, sort_key=value), "note": Cell("n-" + key)}
+        for key, value in values.items()
+    }
+
+
+def shown(app: App[Any]) -> str:
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+def cached_cells(table: Table) -> dict[Any, int]:
+    """The cell render cache: key (row key first) -> identity of the rendered lines."""
+    return {key: id(table._cell_render_cache.get(key)) for key in list(table._cell_render_cache.keys())}
+
+
+async def painted(pilot: Pilot[Any]) -> None:
+    await pilot.pause()
+    await pilot.pause()
+
+
+async def test_one_changed_cell_renders_one_row_and_shows_the_new_value() -> None:
+    app = TableApp()
+    async with app.run_test(size=(40, 12)) as pilot:
+        table = app.query_one(Table)
+        data = {f"r{i:02d}": str(i) for i in range(30)}
+        table.sync(rows(data))
+        await painted(pilot)
+        assert "r03" in shown(app) and "r20" not in shown(app)
+        table.move_to("r05")
+        await painted(pilot)
+
+        before = cached_cells(table)
+        changes = table.changes
+        data["r03"] = "999"
+        assert table.sync(rows(data)) is False  # nothing added, removed or reordered
+        assert table.changes == changes + 1
+        await painted(pilot)
+
+        line = next(line for line in shown(app).splitlines() if "r03" in line)
+        assert "999" in line and "n-r03" in line
+        after = cached_cells(table)
+        kept = {k for k in before if k[0] != "r03"}
+        assert kept and all(after.get(k) == before[k] for k in kept)  # not rendered again
+        assert not any(k in after and after[k] == v for k, v in before.items() if k[0] == "r03")
+        assert "r05" in shown(app)
+
+
+async def test_a_row_changed_out_of_view_shows_its_new_value_when_scrolled_to() -> None:
+    app = TableApp()
+    async with app.run_test(size=(40, 12)) as pilot:
+        table = app.query_one(Table)
+        data = {f"r{i:02d}": str(i) for i in range(30)}
+        table.sync(rows(data))
+        await painted(pilot)
+        table.move_to("r25", scroll=True)  # render r25 once, so its cells are in the caches
+        await painted(pilot)
+        assert "25" in shown(app)
+        table.move_to("r00", scroll=True)
+        await painted(pilot)
+        assert "r25" not in shown(app)
+
+        data["r25"] = "12345"
+        table.sync(rows(data))
+        await painted(pilot)
+        table.move_to("r25", scroll=True)
+        await painted(pilot)
+        line = next(line for line in shown(app).splitlines() if "r25" in line)
+        assert "12345" in line
+
+
+async def test_changes_between_paints_and_a_re_sort_stay_consistent() -> None:
+    app = TableApp()
+    async with app.run_test(size=(40, 12)) as pilot:
+        table = app.query_one(Table)
+        data = {f"r{i:02d}": f"{i:03d}" for i in range(8)}
+        table.sync(rows(data))
+        table.sort_by("value")
+        await painted(pilot)
+        for step in range(3):  # several updates of the same row before one paint
+            data["r02"] = f"x{step}"
+            table.sync(rows(data))
+        data["r04"] = "0"  # sorts first now
+        assert table.sync(rows(data)) is True
+        await painted(pilot)
+        lines = [line for line in shown(app).splitlines() if line.strip().startswith("r")]
+        assert lines[0].split()[:2] == ["r04", "0"]
+        assert any(line.split()[:2] == ["r02", "x2"] for line in lines)
+        assert table.cursor_key is not None
