@@ -19,8 +19,13 @@ Measured over the window, after every host is live and a warm-up:
   of wall time, in % of one core. The remote probes and sshd run on "other hosts": not counted.
 - app RSS at the end of the window.
 - sample-to-screen delay, from the probe's sample `time` (same clock here) to (a) the end of the
-  app's redraw that drew it into the widgets (`_redraw`, every 0.2 s) and (b) the end of the next
-  compositor refresh of the screen (the strips rendered; headless skips only the terminal write).
+  app's redraw that drew it into the widgets (`_redraw`, at most every REDRAW_GAP = 0.1 s), every
+  host, and (b) the end of the next compositor refresh of the screen (the strips rendered; headless
+  skips only the terminal write), for the hosts with a row in the fleet table's window at that
+  redraw (the tables repaint only the rows that changed and are in view; a host out of view has
+  nothing to paint until it is scrolled to, and then its newest sample is there already). A
+  sample that changed no cell of its rows (same util, temperature, memory as the one before) is on
+  screen at the end of its redraw: the screen already shows what it says.
   Only the newest sample of a host is drawn, so each drawn sample counts once.
 - as context: the remote probes' CPU (from /proc, per host), the sshd processes' CPU, and how busy
   the whole machine was (the probes share its cores with the app here).
@@ -182,43 +187,6 @@ def stop_jobs(helper: subprocess.Popen[str]) -> None:
         helper.wait()
 
 
-# --------------------------------------------------------------------------- experiments
-
-
-def content_keyed_cells() -> None:
-    """EXPERIMENT (--ui-fix), not the app's code: what a content-keyed cell cache in the tables would
-    save. DataTable keys its cell, row and line caches on a table-wide update counter that every
-    `update_cell` bumps, so one changed cell re-renders every visible cell of the table at the next
-    paint. Here a cell's rendering is cached per (row, column, cell object, styles, width): the object
-    is replaced only when its content changes (KeyedTable.sync), so unchanged cells are not rendered
-    again. Rows and lines are still re-assembled from the cells on each paint."""
-    from textual.cache import LRUCache
-
-    from gputui.ui.widgets.table import KeyedTable
-
-    original = KeyedTable._render_cell
-
-    def _render_cell(self, row_index, column_index, base_style, width, cursor=False, hover=False):  # type: ignore[no-untyped-def]
-        if row_index < 0 or column_index < 0:
-            return original(self, row_index, column_index, base_style, width, cursor, hover)
-        row_key = self._row_locations.get_key(row_index)
-        column_key = self._column_locations.get_key(column_index)
-        cell = self._data[row_key][column_key]
-        cache = self.__dict__.get("_content_cells")
-        if cache is None:
-            cache = self.__dict__["_content_cells"] = LRUCache(8192)
-        key = (row_key, column_key, row_index, base_style, width, cursor, hover,
-               self._show_hover_cursor, self.show_cursor, self._pseudo_class_state)  # fmt: skip
-        hit = cache.get(key)
-        if hit is not None and hit[0] is cell:
-            return hit[1]
-        lines = original(self, row_index, column_index, base_style, width, cursor, hover)
-        cache[key] = (cell, lines)
-        return lines
-
-    KeyedTable._render_cell = _render_cell  # type: ignore[method-assign]
-
-
 # --------------------------------------------------------------------------- one host count
 
 
@@ -231,24 +199,22 @@ async def measure(
     base: Path,
     profile: Path | None = None,
     remote: str = "idle",
-    ui_fix: bool = False,
     tuned_gc: bool = True,
-    redraw_interval: float | None = None,
+    redraw_gap: float | None = None,
 ) -> dict[str, Any]:
     from gputui.cli import tune_gc
     from gputui.config import HostSpec
     from gputui.fleet import LIVE, Fleet
     from gputui.transport.ssh import SshLink
     from gputui.ui import make_app
+    from gputui.ui.widgets.fleet_table import split_row_key
     from tests.sshcluster import SSHD_NAMES, comm, processes_marked
     from tests.sshd import SshEnv
 
-    if ui_fix:
-        content_keyed_cells()
-    if redraw_interval is not None:
+    if redraw_gap is not None:
         import gputui.ui.app as app_module
 
-        app_module.REDRAW_INTERVAL = redraw_interval  # EXPERIMENT: read when the app mounts
+        app_module.REDRAW_GAP = redraw_gap  # EXPERIMENT: read at each redraw
     remote_tmp = base / "remote-tmp"
     remote_tmp.mkdir(parents=True)
     env = SshEnv(base / "ssh")
@@ -282,8 +248,8 @@ async def measure(
         fleet.add(name, lambda name=name: make(name), interval=1.0)
 
     # Sample-to-screen: the newest not-yet-drawn sample of each host, by its probe `time`.
-    pending: dict[str, float] = {}
-    unpainted: list[tuple[float, float]] = []
+    pending: dict[str, tuple[float, float]] = {}
+    unpainted: list[tuple[float, float]] = []  # drawn samples of hosts in view, until the next paint
     drawn: list[float] = []  # probe's sample time -> end of the redraw that drew it
     painted: list[float] = []  # probe's sample time -> end of the compositor refresh after that
     arrived: list[float] = []  # probe's sample time -> the fleet has it (probe, sshd, SSH, decoding)
@@ -317,9 +283,24 @@ async def measure(
     app = make_app(fleet, interval=1.0)
     original_redraw = app._redraw
 
+    def in_view() -> set[str]:
+        """The hosts with a row in the fleet table's window (the table repaints only changed rows in
+        view: a sample of a host out of view is drawn into the table but not painted until scrolled to)."""
+        main = app._main
+        if main is None or not main.is_mounted:
+            return set()
+        table = main.fleet_table
+        top = int(table.scroll_y)
+        bottom = top + max(0, table.size.height - (table.header_height if table.show_header else 0))
+        keys = (table._row_locations.get_key(i) for i in range(top, min(bottom, table.row_count)))
+        return {split_row_key(k.value)[0] for k in keys if k is not None and k.value is not None}
+
+    repainted: set[str] = set()  # hosts whose fleet rows changed a cell in this redraw (KeyedTable._put)
+
     def redraw() -> None:
-        taken = list(pending.values())  # (probe time, arrival time) of each host's newest sample
+        taken = dict(pending)  # host -> (probe time, arrival time) of its newest sample
         pending.clear()
+        repainted.clear()
         changed = len(app._changed)
         ages = time.monotonic() - app._last_ages >= 1.0
         t0 = time.perf_counter()
@@ -328,9 +309,16 @@ async def measure(
         if recording:
             redraw_ms.append((time.perf_counter() - t0) * 1000)
             redraw_info.append((redraw_ms[-1], changed, ages))
-            drawn.extend(end - t for t, _ in taken)
-            drawn_app.extend(end - a for _, a in taken)
-            unpainted.extend(taken)
+            drawn.extend(end - t for t, _ in taken.values())
+            drawn_app.extend(end - a for _, a in taken.values())
+            # A host in view whose sample changed a cell waits for the next paint; one whose sample
+            # changed nothing shown is on screen already (the screen shows those very values).
+            shown = in_view()
+            unpainted.extend(v for host, v in taken.items() if host in shown and host in repainted)
+            for host, (t, a) in taken.items():
+                if host in shown and host not in repainted:
+                    painted.append(end - t)
+                    painted_app.append(end - a)
 
     app._redraw = redraw  # type: ignore[method-assign]  # before mount: the timer takes this one
     if tuned_gc:
@@ -358,6 +346,14 @@ async def measure(
                     unpainted.clear()
 
             main._compositor_refresh = compositor_refresh  # type: ignore[method-assign]
+            table = main.fleet_table
+            original_put = table._put
+
+            def put(key: str, column: str, cell: Any) -> None:
+                repainted.add(split_row_key(key)[0])
+                original_put(key, column, cell)
+
+            table._put = put  # type: ignore[method-assign]
             t0 = time.monotonic()
             while not all(v.status == LIVE for v in fleet.hosts):
                 if time.monotonic() - t0 > 60 + hosts * 3:
@@ -476,7 +472,6 @@ def one(args: argparse.Namespace) -> int:
                 Path(tmp),
                 args.profile,
                 args.remote,
-                args.ui_fix,
                 not args.python_gc,
                 args.redraw,
             )
@@ -548,7 +543,7 @@ def table(results: list[dict[str, Any]], header: str) -> str:
         lines.append(
             f"{r['hosts']} hosts: {r['samples']} samples in {r['seconds']:.1f} s "
             f"({r['samples_per_s']:.1f}/s), connected in {r['connect_s']:.1f} s, "
-            f"{len(r['delay_painted_ms'])} drawn, all live after: {r['all_live_after']}, "
+            f"{len(r['delay_drawn_ms'])} drawn, {len(r['delay_painted_ms'])} of them in view, all live after: {r['all_live_after']}, "
             f"fleet rows {r['fleet_rows']}, left behind {len(r['left_behind'])}, "
             f"sim dirs left {r['sim_dirs_left']}"
         )
@@ -571,11 +566,12 @@ def main() -> int:
     )
     ap.add_argument("--name", default="dev", help="results file suffix")
     ap.add_argument("--out-dir", type=Path, default=ROOT / "bench" / "results")
-    ap.add_argument("--ui-fix", action="store_true", help="EXPERIMENT: content-keyed cell cache (see above)")
     ap.add_argument(
         "--python-gc", action="store_true", help="keep CPython's GC settings (gputui tunes them: cli.tune_gc)"
     )
-    ap.add_argument("--redraw", type=float, help="EXPERIMENT: the app's redraw interval (0.2 s in the app)")
+    ap.add_argument(
+        "--redraw", type=float, help="EXPERIMENT: the app's least time between redraws (REDRAW_GAP)"
+    )
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     ap.add_argument(
         "--profile", type=Path, help="with --one: write a pyinstrument profile of the window here"
@@ -589,7 +585,7 @@ def main() -> int:
         argv = [sys.executable, __file__, "--one", str(count), "--seconds", str(args.seconds),
                 "--warmup", str(args.warmup), "--sshd", str(args.sshd),
                 "--connect-at-once", str(args.connect_at_once), "--remote", args.remote,
-                *(["--ui-fix"] if args.ui_fix else []), *(["--python-gc"] if args.python_gc else []),
+                *(["--python-gc"] if args.python_gc else []),
                 *(["--redraw", str(args.redraw)] if args.redraw else [])]  # fmt: skip
         run = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
         if run.returncode != 0:
@@ -606,8 +602,7 @@ def main() -> int:
         f"asyncssh {asyncssh.__version__}; 1 Hz, sim 'empty' x 4 GPUs per host, "
         f"{args.seconds:g} s window after {args.warmup:g} s warm-up, remote side "
         f"{REMOTE[args.remote]}, GC {'as CPython sets it' if args.python_gc else 'tuned (cli.tune_gc)'}"
-        f"{', EXPERIMENT --ui-fix (content-keyed cell cache)' if args.ui_fix else ''}"
-        f"{f', EXPERIMENT redraw every {args.redraw:g} s' if args.redraw else ''}, loadavg before "
+        f"{f', EXPERIMENT redraws at least {args.redraw:g} s apart' if args.redraw else ''}, loadavg before "
         f"{load_before:.2f}, after {os.getloadavg()[0]:.2f}"
     )
     text = table(results, header)
