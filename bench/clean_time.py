@@ -222,6 +222,9 @@ def main() -> int:
         ).stdout
         baseline_v1 = int(out.strip().splitlines()[0]) * (1 << 20)
     results: dict[str, dict[str, list[dict]]] = {s: {"gputui": [], "old": []} for s in SCENARIOS}
+    gpus, _ = probe.read_gpus()
+    names = sorted({str(g.get("name", "?")).replace("NVIDIA ", "") for g in gpus})
+    where = f"{len(gpus)}x{'/'.join(names)}"
     try:
         for scenario in SCENARIOS:
             for _ in range(args.runs):
@@ -232,7 +235,6 @@ def main() -> int:
     finally:
         jobs.cleanup()
         probe.close()
-    where = "2xH200" if use_smi else "sim"
     print(
         f"\ntime to a verified clean GPU ({where}, {args.gib:g} GiB job, {args.runs} runs each, "
         f"TERM timeout {args.term_timeout:g} s)"
