@@ -94,6 +94,10 @@ def box_busy() -> tuple[float, float]:
     return sum(fields) - idle, sum(fields)
 
 
+def med(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
 def pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -511,21 +515,21 @@ def summary(r: dict[str, Any]) -> dict[str, Any]:
         "hosts": r["hosts"],
         "app_cpu_pct": r["app_cpu_pct"],
         "app_rss_mib": r["app_rss_mib"],
-        "drawn_p50": statistics.median(r["delay_drawn_ms"]),
+        "drawn_p50": med(r["delay_drawn_ms"]),
         "drawn_p99": pct(r["delay_drawn_ms"], 99),
-        "painted_p50": statistics.median(r["delay_painted_ms"]),
+        "painted_p50": med(r["delay_painted_ms"]),
         "painted_p99": pct(r["delay_painted_ms"], 99),
-        "arrived_p50": statistics.median(r["delay_arrived_ms"]),
+        "arrived_p50": med(r["delay_arrived_ms"]),
         "arrived_p99": pct(r["delay_arrived_ms"], 99),
-        "app_painted_p50": statistics.median(r["app_painted_ms"]),
+        "app_painted_p50": med(r["app_painted_ms"]),
         "app_painted_p99": pct(r["app_painted_ms"], 99),
         "wait": r["app_runqueue_wait_pct"],
-        "redraw_p50": statistics.median(r["redraw_ms"]),
+        "redraw_p50": med(r["redraw_ms"]),
         "redraw_p99": pct(r["redraw_ms"], 99),
         "paints": len(r["paint_ms"]) / r["seconds"],
-        "paint_p50": statistics.median(r["paint_ms"]) if r["paint_ms"] else float("nan"),
+        "paint_p50": med(r["paint_ms"]),
         "paint_p99": pct(r["paint_ms"], 99),
-        "probe_p50": statistics.median(r["probe_cpu_pct"]) if r["probe_cpu_pct"] else float("nan"),
+        "probe_p50": med(r["probe_cpu_pct"]),
         "sshd": r["sshd_cpu_pct_per_conn"],
         "box": r["box_busy_pct"],
     }

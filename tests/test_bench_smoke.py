@@ -48,3 +48,32 @@ def test_memory_soak_runs_500_samples(tmp_path):
     raw = json.loads((tmp_path / "memory_soak_smoke.raw.json").read_text())
     assert [p["samples"] for p in raw["points"]] == [0, 100, 200, 300, 400, 500]
     assert (tmp_path / "memory_soak_smoke.txt").exists()
+
+
+def test_sample_cost_runs_on_the_sim(tmp_path):
+    out = tmp_path / "cost.json"
+    run = bench("sample_cost.py", "--reader", "sim", "--samples", "20", "--spawns", "2", "--jobs", "2",
+                "--out", str(out))  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "gputui probe: total" in run.stdout
+    assert "gputui probe: total" in json.loads(out.read_text())["rows"]
+
+
+def test_holder_scan_runs_on_a_small_load(tmp_path):
+    out = tmp_path / "scan.json"
+    run = bench("holder_scan.py", "--procs", "40", "--fds", "5", "--holders", "3", "--runs", "2",
+                "--out", str(out))  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "gputui full scan" in run.stdout and "steady" in run.stdout
+    assert out.exists()
+
+
+def test_clean_time_runs_on_the_sim(tmp_path):
+    out = tmp_path / "clean.json"
+    run = bench("clean_time.py", "--reader", "sim", "--runs", "1", "--gib", "1", "--term-timeout", "0.5",
+                "--out", str(out))  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "(1x" in run.stdout  # the GPUs it ran on
+    results = json.loads(out.read_text())
+    assert {r["clean"] for s in results.values() for r in s["gputui"]} == {True}
+    assert [r["clean"] for r in results["ghost"]["old"]] == [False]  # the old procedure cannot
