@@ -226,7 +226,9 @@ class GpuTuiApp(App[None]):
         self._redraw_due = True
         wait = self._last_redraw + REDRAW_GAP - time.monotonic()
         if wait > 0:
-            self.set_timer(wait, self._redraw, name="redraw")
+            # asyncio's timer, not Textual's: a one-shot Textual timer whose delay has passed by the
+            # time its task starts is skipped, never fired (Timer's skip), and no redraw would come.
+            asyncio.get_running_loop().call_later(wait, self.call_later, self._redraw)
         else:
             self.call_later(self._redraw)
 

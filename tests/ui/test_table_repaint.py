@@ -118,3 +118,17 @@ async def test_changes_between_paints_and_a_re_sort_stay_consistent() -> None:
         assert lines[0].split()[:2] == ["r04", "0"]
         assert any(line.split()[:2] == ["r02", "x2"] for line in lines)
         assert table.cursor_key is not None
+
+
+async def test_render_caches_hold_what_is_shown_not_what_was() -> None:
+    """Rows that come and go (processes restarting) leave nothing behind in the render caches."""
+    app = TableApp()
+    async with app.run_test(size=(40, 12)) as pilot:
+        table = app.query_one(Table)
+        for step in range(120):
+            table.sync(rows({f"p{step + i:04d}": str(i) for i in range(8)}))  # one row replaced per step
+            await pilot.pause()
+        assert "p0119" in shown(app) and "p0126" in shown(app)
+        visible_cells = 8 * 3
+        assert len(table._cell_render_cache) <= 2 * visible_cells
+        assert len(table._line_cache) <= 2 * 12

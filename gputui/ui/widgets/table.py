@@ -116,6 +116,7 @@ class KeyedTable(DataTable[Cell]):
         self._palette: dict[str, Style] = {}
         self._palette_theme = ""
         self._stale_rows: set[RowKey] = set()  # updated in place: their cache entries go before a render
+        self._cache_epoch = -1  # DataTable's _update_count when the render caches were last emptied
         self.changes = 0  # cells updated and rows added or removed since mounting (what a redraw did)
 
     # -- styles ------------------------------------------------------------------------------
@@ -300,8 +301,24 @@ class KeyedTable(DataTable[Cell]):
             for cache_key in [k for k in cache.keys() if k[part] in dropped]:  # noqa: SIM118 (not iterable)
                 cache.discard(cache_key)
 
+    def _empty_caches(self) -> None:
+        """Every DataTable render cache key holds `_update_count`, which adding, removing and sorting
+        rows bump: from then on no old entry can be hit again, but each LRU cache keeps up to 10,000
+        of them until they are pushed out. Drop them at once, so the caches hold what is shown."""
+        self._cache_epoch = self._update_count
+        self._stale_rows.clear()
+        for cache in (
+            self._cell_render_cache,
+            self._row_render_cache,
+            self._row_renderable_cache,
+            self._line_cache,
+        ):
+            cache.clear()
+
     def render_lines(self, crop: Region) -> list[Strip]:
-        if self._stale_rows:
+        if self._update_count != self._cache_epoch:
+            self._empty_caches()
+        elif self._stale_rows:
             self._forget_stale_rows()
         return super().render_lines(crop)
 
