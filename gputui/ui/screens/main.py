@@ -15,7 +15,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from gputui.fleet import HostView
 from gputui.model import Proc
@@ -26,6 +26,7 @@ from ..selection import Selection
 from ..widgets.action_log import ActionLog
 from ..widgets.filter_bar import FilterBar
 from ..widgets.fleet_table import FleetTable
+from ..widgets.footer import Footer
 from ..widgets.gpu_table import ALL, GpuTable
 from ..widgets.host_list import ALL_HOSTS, HostList, busy_total
 from ..widgets.proc_table import ProcScope, ProcTable
