@@ -77,3 +77,11 @@ def test_clean_time_runs_on_the_sim(tmp_path):
     results = json.loads(out.read_text())
     assert {r["clean"] for s in results.values() for r in s["gputui"]} == {True}
     assert [r["clean"] for r in results["ghost"]["old"]] == [False]  # the old procedure cannot
+
+
+def test_switch_soak_runs_a_few_switches(tmp_path):
+    run = bench("switch_soak.py", "--switches", "4", "--every", "2", "--name", "smoke", "--out-dir", str(tmp_path))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "| switches | RSS MiB | live objects |" in run.stdout and "\n| 4 | " in run.stdout
+    raw = json.loads((tmp_path / "switch_soak_smoke.raw.json").read_text())
+    assert [p["switches"] for p in raw["points"]] == [0, 2, 4]
