@@ -10,6 +10,7 @@ import json
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -270,6 +271,19 @@ def test_sigint_first_when_asked(sim_probe):
     assert signals_to(events, job.pid) == ["SIGINT"]
     assert verdict(events, job.pid)["data"]["exit_signal"] == "SIGINT"
     assert done(events)["data"]["clean"] is True
+
+
+def test_sigint_works_on_a_sim_job_started_with_sigint_ignored(sim_probe):
+    """Under `nohup cmd &` every process starts with SIGINT ignored; a simulated job still behaves
+    like one started from a terminal (CI ran the suite that way once and this failed)."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        probe, sim = sim_probe()
+        job = sim.spawn("busy", gpu=0, memory=GiB)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    events = run(probe, [target(job.pid, job.start_time, [0])], [0], sigint_first=True)
+    assert signals_to(events, job.pid) == ["SIGINT"]
 
 
 def test_the_sweep_stops_unattributed_holders(sim_probe):

@@ -173,6 +173,10 @@ def fork_zombie_child(cfg):
 
 def job_main(cfg, lifeline, status):
     role = cfg["role"]
+    # A job started from a terminal turns SIGINT into KeyboardInterrupt. Python leaves SIGINT ignored
+    # when it starts with it ignored (under `nohup cmd &`, say), and the sim must not depend on how
+    # its reader was started: say what SIGINT does here.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if role == "ignore-term":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if cfg.get("comm"):
