@@ -32,71 +32,29 @@ from gputui.model import Sample
 from gputui.plan import PlanOptions, plan_for_gpus
 from gputui.probe.core import IDLE_SLACK, Probe
 from gputui.probe.reaper import execute
-
-JOB = r"""
-import os, sys, signal, torch
-gib, fork, ignore = float(sys.argv[1]), sys.argv[2] == "fork", sys.argv[3] == "ignore"
-if ignore:
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-x = torch.empty(int(gib * (1 << 30)), dtype=torch.uint8, device="cuda:0")
-torch.cuda.synchronize()
-child = 0
-if fork:
-    child = os.fork()
-    if child == 0:
-        sys.stdin.readline()
-        os._exit(0)
-print(os.getpid(), child, flush=True)
-sys.stdin.readline()
-"""
+from tests.cudajob import CudaJob
 
 SCENARIOS = ("cooperative", "ignore-term", "ghost")
 
 
 class CudaJobs:
-    """Real CUDA jobs on GPU 0."""
+    """Real CUDA jobs on GPU 0 (tests/cudajob.py)."""
 
     def __init__(self, gib: float) -> None:
         self.gib = gib
-        self.live: list[subprocess.Popen] = []
-        self.children: list[int] = []
+        self.live: list[CudaJob] = []
 
     def start(self, scenario: str) -> tuple[int, int]:
-        p = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                JOB,
-                str(self.gib),
-                "fork" if scenario == "ghost" else "-",
-                "ignore" if scenario == "ignore-term" else "-",
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        pid, child = (int(x) for x in p.stdout.readline().split())
-        self.live.append(p)
-        if child:
-            self.children.append(child)
+        job = CudaJob(self.gib, fork=scenario == "ghost", ignore_term=scenario == "ignore-term")
+        self.live.append(job)
         if scenario == "ghost":
-            p.kill()  # the parent dies; the forked child keeps the memory
-            p.wait()
-        return pid, child
+            job.kill_parent()  # the parent dies; the forked child keeps the memory
+        return job.pid, job.child
 
     def cleanup(self) -> None:
-        for child in self.children:
-            try:
-                os.kill(child, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        for p in self.live:
-            if p.poll() is None:
-                p.kill()
-            p.wait()
+        for job in self.live:
+            job.stop()
         self.live.clear()
-        self.children.clear()
 
 
 class SimJobs:

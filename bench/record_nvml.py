@@ -7,6 +7,7 @@ so the reader's conversion can be tested against a real sample on machines witho
 
 import json
 import sys
+from pathlib import Path
 
 import pynvml as nv
 
@@ -32,22 +33,15 @@ def procs(fn, h):
 def main():
     job = None
     if len(sys.argv) > 1:  # GiB: record with a CUDA job holding that much on GPU 0
-        import subprocess
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from tests.cudajob import CudaJob
 
-        code = (
-            "import sys,torch; x=torch.empty(int(float(sys.argv[1])*(1<<30)),dtype=torch.uint8,device='cuda:0');"
-            "torch.cuda.synchronize(); print('ready', flush=True); sys.stdin.readline()"
-        )
-        job = subprocess.Popen(
-            [sys.executable, "-c", code, sys.argv[1]], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-        )
-        job.stdout.readline()
+        job = CudaJob(float(sys.argv[1]))
     try:
         record()
     finally:
         if job is not None:
-            job.kill()
-            job.wait()
+            job.stop()
 
 
 def record():

@@ -15,7 +15,6 @@ import json
 import os
 import resource
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -25,14 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gputui.probe.core import Probe
-
-JOB = r"""
-import sys, torch
-x = torch.empty(int(float(sys.argv[1]) * (1 << 30)), dtype=torch.uint8, device="cuda:" + sys.argv[2])
-torch.cuda.synchronize()
-print("ready", flush=True)
-sys.stdin.readline()
-"""
+from tests.cudajob import CudaJob
 
 
 def child_cpu() -> float:
@@ -90,20 +82,14 @@ def probe_costs(probe: Probe, runs: int) -> dict[str, tuple[list[float], list[fl
     return parts
 
 
-def start_jobs(n: int, gpus: int) -> list[subprocess.Popen]:
-    jobs = []
+def start_jobs(n: int, gpus: int) -> list[CudaJob]:
+    """`n` CUDA jobs of 2 GiB spread over the GPUs; fewer (none) where PyTorch cannot start one."""
+    jobs: list[CudaJob] = []
     for i in range(n):
-        p = subprocess.Popen(
-            [sys.executable, "-c", JOB, "2", str(i % gpus)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        if p.stdout.readline().strip() != "ready":
-            p.kill()
-            p.wait()
+        try:
+            jobs.append(CudaJob(2, gpu=i % gpus))
+        except RuntimeError:
             break
-        jobs.append(p)
     return jobs
 
 
@@ -130,15 +116,10 @@ def main() -> int:
         print("no GPU reader:", hello["error"]["message"])
         return 3
     gpus = len(probe.read_gpus()[0])
-    jobs: list[subprocess.Popen] = []
+    jobs: list[CudaJob] = []
     try:
         if args.reader == "nvml" and args.jobs:
-            try:
-                import torch  # noqa: F401
-
-                jobs = start_jobs(args.jobs, gpus)
-            except ImportError:
-                pass
+            jobs = start_jobs(args.jobs, gpus)
         rows: dict[str, tuple[list[float], list[float]]] = {}
         for key, value in probe_costs(probe, args.samples).items():
             rows[f"gputui probe: {key}"] = value
@@ -198,9 +179,8 @@ def main() -> int:
         if args.out:
             args.out.write_text(json.dumps({"gpus": gpus, "jobs": len(jobs), "rows": raw}, indent=1))
     finally:
-        for p in jobs:
-            p.send_signal(signal.SIGKILL)
-            p.wait()
+        for job in jobs:
+            job.stop()
         probe.close()
     return 0
 

@@ -13,9 +13,6 @@ after confirming) and prints the visible process rows. Ends every process it sta
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,33 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from gputui.cli import build_fleet
 from gputui.config import HostSpec
 from gputui.ui.app import make_app
-
-JOB = r"""
-import os, sys, torch
-gib, fork = float(sys.argv[1]), sys.argv[2] == "fork"
-x = torch.empty(int(gib * (1 << 30)), dtype=torch.uint8, device="cuda:0")
-torch.cuda.synchronize()
-child = 0
-if fork:
-    child = os.fork()
-    if child == 0:
-        sys.stdin.readline()
-        os._exit(0)
-print(os.getpid(), child, flush=True)
-sys.stdin.readline()
-"""
-
-
-def start(gib: float, fork: bool) -> tuple[subprocess.Popen, int, int]:
-    p = subprocess.Popen(
-        [sys.executable, "-c", JOB, str(gib), "fork" if fork else "-"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    pid, child = (int(x) for x in p.stdout.readline().split())
-    return p, pid, child
+from tests.cudajob import CudaJob
 
 
 async def session(out: Path, spec: HostSpec) -> None:
@@ -101,21 +72,14 @@ def main() -> int:
     if "--sim" in sys.argv:  # a dry run of this script on simulated GPUs
         asyncio.run(session(out, HostSpec(name="local", reader="sim", sim_scenario="demo")))
         return 0
-    plain, _, _ = start(3, False)
-    ghost, ghost_pid, ghost_child = start(2, True)
-    os.kill(ghost_pid, signal.SIGKILL)
-    ghost.wait()
+    plain = CudaJob(3)
+    ghost = CudaJob(2, fork=True)
+    ghost.kill_parent()  # NVML lists a dead PID; the forked child holds the memory
     try:
         asyncio.run(session(out, HostSpec(name="local")))
     finally:
-        for pid in (ghost_child,):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        if plain.poll() is None:
-            plain.kill()
-        plain.wait()
+        ghost.stop()
+        plain.stop()
     return 0
 
 
