@@ -32,7 +32,7 @@ from typing import Any, TextIO
 
 from .actionlog import ActionLog, default_log_path, unfinished
 from .fleet import Fleet, HostView
-from .model import Event, Sample
+from .model import Event, Sample, gpu_verdict_words
 from .plan import (
     DEFAULT_TERM_TIMEOUT,
     DEFAULT_VERIFY_TIMEOUT,
@@ -693,11 +693,10 @@ def verdict_lines(outcome: HostOutcome) -> list[str]:
 
 def _gpu_note(g: dict[str, Any]) -> str:
     result = g.get("result")
+    held, ghosts, suspects = gpu_verdict_words(g)
     if result == "held":
-        return f"  held by {', '.join(map(str, g.get('held_by') or [])) or g.get('error') or 'memory in use'}"
+        return f"  held by {held}"
     if result == "ghost-memory":
-        ghosts = ", ".join(map(str, g.get("ghosts") or [])) or "nothing"
-        suspects = ", ".join(map(str, g.get("suspects") or [])) or "none found"
         return f"  NVML lists {ghosts} (dead); suspected holders: {suspects}"
     idle = g.get("idle_ms")
     return f"  (memory back at {idle:.0f} ms)" if isinstance(idle, (int, float)) else ""

@@ -252,3 +252,14 @@ class Event:
             message=_str(d.get("message")) or "",
             data=d.get("data") if isinstance(d.get("data"), dict) else {},
         )
+
+
+def gpu_verdict_words(verdict: dict[str, Any]) -> tuple[str, str, str]:
+    """A GPU verdict's (held by, NVML-listed ghosts, suspected holders), as words for a person: what
+    the action log and `gputui clean` both say about a GPU that did not come back."""
+
+    def listed(key: str) -> str:
+        return ", ".join(map(str, verdict.get(key) or []))
+
+    held = listed("held_by") or str(verdict.get("error") or "memory in use")
+    return held, listed("ghosts") or "nothing", listed("suspects") or "none found"

@@ -15,12 +15,12 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from gputui.config import HostSpec
 from gputui.transport.ssh import SshLink
-from tests.sshd import SshEnv, SshServer
+from tests.sshd import SshEnv, SshServer, have_sshd
 
 SSHD_NAMES = ("sshd", "sshd-session")  # per-connection processes: OpenSSH < 9.8, >= 9.8
 
@@ -179,3 +179,19 @@ class SshCluster:
         for pid in self.remote_processes():
             _signal(pid, signal.SIGKILL)
         return left, dirs
+
+
+def running_cluster(base: Path, layout: Mapping[str, Iterable[str]]) -> Iterator[SshCluster]:
+    """The body of a pytest fixture: the cluster for one test, then proof that it left nothing behind
+    (every remote probe and sim gone). Skips where OpenSSH's sshd is missing."""
+    import pytest
+
+    if not have_sshd():
+        pytest.skip("OpenSSH sshd is not installed (.ci/run installs it)")
+    cluster = SshCluster(base, layout)
+    try:
+        yield cluster
+    finally:
+        left, dirs = cluster.close()
+    assert not left, f"remote processes still running after the test (killed now): {left}"
+    assert not dirs, f"sim directories left behind: {dirs}"

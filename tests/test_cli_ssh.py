@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sshcluster import SshCluster
-from tests.sshd import have_sshd
+from tests.sshcluster import SshCluster, running_cluster
 
 pytestmark = pytest.mark.ssh
 
@@ -32,15 +31,7 @@ HOSTS = [
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[SshCluster]:
-    if not have_sshd():
-        pytest.skip("OpenSSH sshd is not installed (.ci/run installs it)")
-    cluster = SshCluster(tmp_path / "cluster", LAYOUT)
-    try:
-        yield cluster
-    finally:
-        left, dirs = cluster.close()
-    assert not left, f"remote processes still running after the test (killed now): {left}"
-    assert not dirs, f"sim directories left behind: {dirs}"
+    yield from running_cluster(tmp_path / "cluster", LAYOUT)
 
 
 def gputui(cluster: SshCluster, *argv: str) -> subprocess.CompletedProcess[str]:

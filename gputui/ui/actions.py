@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gputui.fleet import Fleet, HostView
-from gputui.model import Event, Sample
+from gputui.model import Event, Sample, gpu_verdict_words
 from gputui.plan import (
     DEFAULT_TERM_TIMEOUT,
     DEFAULT_VERIFY_TIMEOUT,
@@ -249,14 +249,12 @@ def spinner(now: float | None = None) -> str:
 
 def gpu_words(index: str | int, verdict: dict[str, Any]) -> str:
     result = verdict.get("result")
+    held, ghosts, suspects = gpu_verdict_words(verdict)
     if result == "clean":
         return f"GPU{index} clean"
     if result == "ghost-memory":
-        ghosts = ", ".join(map(str, verdict.get("ghosts") or [])) or "nothing"
-        suspects = ", ".join(map(str, verdict.get("suspects") or [])) or "none found"
         return f"GPU{index} ghost memory (NVML lists {ghosts}; suspects {suspects})"
     if result == "held":
-        held = ", ".join(map(str, verdict.get("held_by") or [])) or verdict.get("error") or "memory in use"
         return f"GPU{index} held by {held}"
     return f"GPU{index} {result or 'outcome unknown'}"
 

@@ -19,8 +19,7 @@ import gputui.fleet as fleet_mod
 from gputui.config import HostSpec
 from gputui.fleet import DOWN, LIVE, STALE, Fleet
 from gputui.ui import make_app
-from tests.sshcluster import SshCluster, freeze, kill_sshd
-from tests.sshd import have_sshd
+from tests.sshcluster import SshCluster, freeze, kill_sshd, running_cluster
 
 pytestmark = pytest.mark.ssh
 
@@ -30,15 +29,7 @@ LAYOUT = {"sshd-1": ["gpu-a", "gpu-b"], "sshd-2": ["gpu-c"]}
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[SshCluster]:
-    if not have_sshd():
-        pytest.skip("OpenSSH sshd is not installed (.ci/run installs it)")
-    cluster = SshCluster(tmp_path / "cluster", LAYOUT)
-    try:
-        yield cluster
-    finally:
-        left, dirs = cluster.close()
-    assert not left, f"remote processes still running after the test (killed now): {left}"
-    assert not dirs, f"sim directories left behind: {dirs}"
+    yield from running_cluster(tmp_path / "cluster", LAYOUT)
 
 
 def sim(name: str, scenario: str = "empty", **fields: object) -> HostSpec:

@@ -50,13 +50,23 @@ async def painted(pilot: Pilot[Any]) -> None:
     await pilot.pause()
 
 
+async def thirty_rows(pilot: Pilot[Any], table: Table) -> dict[str, str]:
+    """Rows r00..r29 (valued 0..29) synced and painted; more than the 12-line screen shows."""
+    data = {f"r{i:02d}": str(i) for i in range(30)}
+    table.sync(rows(data))
+    await painted(pilot)
+    return data
+
+
+def line_of(app: App[Any], text: str) -> str:
+    return next(line for line in shown(app).splitlines() if text in line)
+
+
 async def test_one_changed_cell_renders_one_row_and_shows_the_new_value() -> None:
     app = TableApp()
     async with app.run_test(size=(40, 12)) as pilot:
         table = app.query_one(Table)
-        data = {f"r{i:02d}": str(i) for i in range(30)}
-        table.sync(rows(data))
-        await painted(pilot)
+        data = await thirty_rows(pilot, table)
         assert "r03" in shown(app) and "r20" not in shown(app)
         table.move_to("r05")
         await painted(pilot)
@@ -68,7 +78,7 @@ async def test_one_changed_cell_renders_one_row_and_shows_the_new_value() -> Non
         assert table.changes == changes + 1
         await painted(pilot)
 
-        line = next(line for line in shown(app).splitlines() if "r03" in line)
+        line = line_of(app, "r03")
         assert "999" in line and "n-r03" in line
         after = cached_cells(table)
         kept = {k for k in before if k[0] != "r03"}
@@ -81,9 +91,7 @@ async def test_a_row_changed_out_of_view_shows_its_new_value_when_scrolled_to() 
     app = TableApp()
     async with app.run_test(size=(40, 12)) as pilot:
         table = app.query_one(Table)
-        data = {f"r{i:02d}": str(i) for i in range(30)}
-        table.sync(rows(data))
-        await painted(pilot)
+        data = await thirty_rows(pilot, table)
         table.move_to("r25", scroll=True)  # render r25 once, so its cells are in the caches
         await painted(pilot)
         assert "25" in shown(app)
@@ -96,8 +104,7 @@ async def test_a_row_changed_out_of_view_shows_its_new_value_when_scrolled_to() 
         await painted(pilot)
         table.move_to("r25", scroll=True)
         await painted(pilot)
-        line = next(line for line in shown(app).splitlines() if "r25" in line)
-        assert "12345" in line
+        assert "12345" in line_of(app, "r25")
 
 
 async def test_changes_between_paints_and_a_re_sort_stay_consistent() -> None:
