@@ -4,9 +4,10 @@ Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts. Every reader he
 process that has gone (a PID can vanish between listing /proc and reading it) instead of raising.
 """
 
+import errno
 import os
 import pwd
-from typing import List, NamedTuple, Optional
+from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple  # noqa: F401  (type comments)
 
 PROC = "/proc"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -200,3 +201,57 @@ def in_container(proc=PROC):
     except OSError:
         pass
     return read_container(1, proc) is not None
+
+
+def read_stat_strict(pid, proc=PROC):
+    # type: (int, str) -> Optional[Stat]
+    """Like read_stat, but None means only "no such process": any other failure (out of file
+    descriptors, EACCES, an unreadable /proc) raises OSError, so the kill engine never takes a
+    process it could not look at for one that has exited."""
+    try:
+        with open("%s/%d/stat" % (proc, pid), "rb") as f:
+            text = f.read().decode("utf-8", "replace")
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ESRCH):
+            return None
+        raise
+    try:
+        return parse_stat(text)
+    except (ValueError, IndexError):
+        return None  # torn by an exit mid-read
+
+
+def descendants(roots, proc=PROC):
+    # type: (Iterable[int], str) -> Dict[int, int]
+    """Every process below `roots` in the process tree now: {pid: start time}. One pass over /proc."""
+    children = {}  # type: Dict[int, List[Tuple[int, int]]]
+    for pid in list_pids(proc):
+        stat = read_stat(pid, proc)
+        if stat is not None:
+            children.setdefault(stat.ppid, []).append((pid, stat.start_time))
+    out = {}  # type: Dict[int, int]
+    todo = list(roots)
+    while todo:
+        for pid, start in children.get(todo.pop(), ()):
+            if pid not in out:
+                out[pid] = start
+                todo.append(pid)
+    return out
+
+
+def holds_device(pid, prefix, proc=PROC):
+    # type: (int, str, str) -> Optional[bool]
+    """Whether `pid` holds a file under `prefix` now; None when its fds cannot be read. Stops at the
+    first one (a CUDA process opens the device files early, at low fd numbers)."""
+    base = "%s/%d/fd" % (proc, pid)
+    try:
+        names = sorted(os.listdir(base), key=lambda n: int(n) if n.isdigit() else 0)
+    except OSError:
+        return None
+    for name in names:
+        try:
+            if os.readlink("%s/%s" % (base, name)).startswith(prefix):
+                return True
+        except OSError:
+            continue
+    return False

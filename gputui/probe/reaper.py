@@ -21,29 +21,48 @@ os.kill, and to reading /proc every 10 ms while waiting.
 Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
 
+import errno
 import os
 import platform
 import select
 import signal
 import time
 
+from . import scope
 from .classify import GHOST, HIDDEN, MONITOR, MONITOR_NAMES, USER
+from .common import (
+    KILL_WAIT_S,
+    MAX_ROUNDS,
+    MAX_TIMEOUT,
+    POLL_S,
+    SIGNAL_PLANS,
+    SOFT_SIGNALS,
+    TERM_TIMEOUT,
+    VERIFY_TIMEOUT,
+    brief_command,
+)
 from .core import Probe
-from .procfs import PF_KTHREAD, read_cmdline, read_stat, read_status, user_name
+from .procfs import (
+    PF_KTHREAD,
+    descendants,
+    holds_device,
+    read_cmdline,
+    read_stat,
+    read_stat_strict,
+    read_status,
+    user_name,
+)
 from .wire import VERSION, error
 
-POLL_S = 0.02  # NVML polling while verifying: memory comes back 0.10-0.18 s after the kill
 FALLBACK_POLL_S = 0.01  # /proc polling when there is no pidfd to wait on
-KILL_WAIT_S = 2.0  # after SIGKILL, exit takes ms; longer means the process sits in the driver (D)
-MAX_ROUNDS = 3  # rescans that may find new attributed holders (children of children)
-MAX_TIMEOUT = 3600.0
 MAX_TARGETS = 100000
+SCOPES = ("processes", "gpus", "host")
 
 # Set by tests to force a kill method ("pidfd", "pidfd-syscall" or "kill"); None picks the best.
 FORCE_METHOD = None  # type: Optional[str]
 
 # Process verdicts that mean the process no longer holds anything.
-GONE = ("exited", "vanished", "zombie")
+GONE = scope.GONE
 # pidfd_open / pidfd_send_signal in the unified syscall table (Linux 5.1+), for Python 3.8.
 _SYSCALLS = {"pidfd_send_signal": 424, "pidfd_open": 434}
 _UNIFIED_ARCHES = ("x86_64", "amd64", "aarch64", "arm64", "ppc64le", "s390x", "riscv64", "i686", "i386")
@@ -113,7 +132,7 @@ class Killer(object):
                 signal.pidfd_send_signal(proc.fd, sig)  # type: ignore[attr-defined]  # novermin (3.9+, checked)
             return
         # No pidfd: the start time is re-read right before kill(); the window left is a few us.
-        stat = read_stat(proc.pid)
+        stat = read_stat_strict(proc.pid)  # OSError (no descriptor left, say) is not "gone"
         if stat is None or stat.start_time != proc.start_time:
             raise ProcessLookupError(proc.pid)
         os.kill(proc.pid, sig)
@@ -303,6 +322,22 @@ def _entries(plan, key):
     return out
 
 
+def _signals(plan):
+    # type: (Dict[str, Any]) -> List[str]
+    """The soft signals to send before SIGKILL, from the plan's `signals` (a list of names)."""
+    value = plan.get("signals")
+    if value is None:
+        return list(SIGNAL_PLANS["term"])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise PlanError("signals must be a list of signal names")
+    order = [s for s in SOFT_SIGNALS if s in value]
+    if len(order) != len(value) or order != value:
+        raise PlanError(
+            "signals must be %s in that order, or empty (SIGKILL at once)" % ", ".join(SOFT_SIGNALS)
+        )
+    return order
+
+
 class Settings(object):
     """A validated plan record (docs/PROTOCOL.md "Plans")."""
 
@@ -313,13 +348,21 @@ class Settings(object):
             raise PlanError("a plan needs an 'id' string of 1 to 64 characters")
         self.id = plan_id
         self.operator = plan.get("operator") if isinstance(plan.get("operator"), str) else None
+        scope_name = plan.get("scope", "gpus")
+        if scope_name not in SCOPES:
+            raise PlanError("scope must be one of %s" % ", ".join(SCOPES))
+        self.scope = scope_name  # type: str
         self.targets = _entries(plan, "targets")
         self.sweep = _entries(plan, "sweep")
+        # The GPUs to prove clean; a plan of processes proves its targets gone instead.
         self.gpus = sorted(set(_int_list(plan.get("gpus"), "gpus")))
+        self.ghosts = sorted(set(_int_list(plan.get("ghosts"), "ghosts")))
         self.include_protected = set(_int_list(plan.get("include_protected"), "include_protected"))
-        self.sigint_first = plan.get("sigint_first") is True
-        self.term_timeout = _timeout(plan, "term_timeout", 5.0)
-        self.verify_timeout = _timeout(plan, "verify_timeout", 10.0)
+        self.signals = _signals(plan)
+        self.term_timeout = _timeout(plan, "term_timeout", TERM_TIMEOUT)
+        self.verify_timeout = _timeout(plan, "verify_timeout", VERIFY_TIMEOUT)
+        if self.scope != "processes" and not self.gpus:
+            raise PlanError("a %s plan names the GPUs it frees" % self.scope)
 
 
 # -- the run -----------------------------------------------------------------------------------
@@ -364,7 +407,14 @@ class Run(object):
         self.procs = {}  # type: Dict[int, Proc]
         self.before = {}  # type: Dict[int, Optional[int]]
         self.idle_ms = {}  # type: Dict[int, float]
+        self.touched = set()  # type: Set[int]  # GPUs the plan cleans or its targets use
         self.scan_cost = 0.0
+        self.rule = scope.Rule(
+            settings.gpus,
+            [t[0] for t in settings.targets],
+            settings.ghosts,
+            sweep=[(t[0], t[1]) for t in settings.sweep],
+        )
 
     # -- output --------------------------------------------------------------------------------
 
@@ -434,24 +484,21 @@ class Run(object):
                 )
             )
             return None
-        self.before = {i: g.get("memory_used") for i, g in view.gpus.items() if i in plan.gpus}
+        self.touched = self.touched_gpus(view)
+        self.before = {i: g.get("memory_used") for i, g in view.gpus.items() if i in self.touched}
         self.event(
             "accepted",
             "accepted",
-            "plan %s: %d targets, %d to sweep, GPUs %s; %s"
-            % (
-                plan.id,
-                len(plan.targets),
-                len(plan.sweep),
-                _gpu_list(plan.gpus),
-                METHOD_NOTE[self.killer.method],
-            ),
+            "plan %s: %s; %s" % (plan.id, self.goal_words(), METHOD_NOTE[self.killer.method]),
             data={
                 "method": self.killer.method,
+                "scope": plan.scope,
                 "gpus": plan.gpus,
+                "touched": sorted(self.touched),
+                "ghosts": plan.ghosts,
                 "targets": [t[0] for t in plan.targets],
                 "sweep": [t[0] for t in plan.sweep],
-                "sigint_first": plan.sigint_first,
+                "signals": plan.signals,
                 "term_timeout": plan.term_timeout,
                 "verify_timeout": plan.verify_timeout,
                 "memory_before": _by_key(self.before),
@@ -461,6 +508,7 @@ class Run(object):
         )
         try:
             first = [self.admit(pid, st, why, gpus, "plan", view) for pid, st, why, gpus in plan.targets]
+            self.remember_descendants(first)
             self.stages(first)
             for round_no in range(MAX_ROUNDS):
                 found = self.rescan(self.look(), sweep=round_no == 0)
@@ -474,6 +522,40 @@ class Run(object):
         finally:
             for proc in self.procs.values():
                 self.close(proc)
+
+    def goal_words(self):
+        # type: () -> str
+        """What this plan will prove, in words (the dialog said the same before it was confirmed)."""
+        plan = self.plan
+        n = len(plan.targets)
+        what = "%d target%s" % (n, "" if n == 1 else "s")
+        if plan.sweep:
+            what += ", %d to sweep" % len(plan.sweep)
+        if plan.gpus:
+            return "%s; prove GPU %s clean" % (what, _gpu_list(plan.gpus))
+        return "%s; prove them gone and their memory released" % what
+
+    def touched_gpus(self, view):
+        # type: (View) -> Set[int]
+        """The GPUs whose memory the plan reports: those it cleans, those its targets use (by the
+        plan and by NVML now) and those holding the memory of the ghosts it names."""
+        out = set(self.plan.gpus)
+        for pid, _, _, gpus in self.plan.targets:
+            out.update(g for g in gpus if g in view.gpus)
+            out.update(view.listed.get(pid, {}))
+        for pid in self.plan.ghosts:
+            out.update(view.listed.get(pid, {}))
+        return out
+
+    def remember_descendants(self, procs):
+        # type: (List[Proc]) -> None
+        """The processes under these targets, taken before any signal: a killed parent's children
+        are re-parented at once, and the rescan must still know they were its children."""
+        roots = [p.pid for p in procs if p.pending]
+        if roots:
+            for pid, start in descendants(roots).items():
+                self.rule.descendants.setdefault(pid, start)
+        self.rule.targets.update(p.pid for p in procs)
 
     def admit(self, pid, start_time, reason, gpus, origin, view):
         # type: (int, int, str, List[int], str, View) -> Proc
@@ -489,28 +571,50 @@ class Run(object):
                 "check", "protected", "%s: protected (%s), not signalled" % (proc.label(), refusal), proc
             )
             return proc
-        stat = read_stat(pid)
+        try:
+            return self.identify(proc, view)
+        except OSError as exc:
+            # Out of file descriptors, /proc unreadable...: what cannot be looked at is not signalled,
+            # and it is not "gone" either.
+            return self.checked(proc, "not-checked", "could not be checked (%s)" % (exc.strerror or exc))
+
+    def identify(self, proc, view):
+        # type: (Proc, View) -> Proc
+        """Confirm the target's identity (pidfd + start time) and that it still holds a GPU."""
+        pid, start_time = proc.pid, proc.start_time
+        stat = read_stat_strict(pid)
         if stat is None:
             return self.checked(proc, "vanished", "exited before any signal")
         if stat.start_time != start_time:
             return self.checked(proc, "pid-reused", _reused(start_time, stat.start_time))
+        note = "identity confirmed (start time)"
         if self.killer.uses_pidfd:
             try:
                 proc.fd = self.killer.open(pid)
             except ProcessLookupError:
                 return self.checked(proc, "vanished", "exited before any signal")
             except OSError as exc:
-                return self.checked(proc, "vanished", "cannot open a pidfd: %s" % exc.strerror)
-            # The pidfd pins this process: a start time that still matches now is proof of identity.
-            stat = read_stat(pid)
-            if stat is None:
-                return self.checked(proc, "vanished", "exited before any signal")
-            if stat.start_time != start_time:
-                return self.checked(proc, "pid-reused", _reused(start_time, stat.start_time))
+                if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                    raise
+                # No descriptor left for a pidfd: fall back to the start-time check right before
+                # kill(), as on a kernel without pidfds.
+                note = "no file descriptor left for a pidfd: start time re-checked before each signal"
+            if proc.fd is not None:
+                note = "identity confirmed (pidfd)"
+                # The pidfd pins this process: a start time that still matches now is proof of identity.
+                stat = read_stat_strict(pid)
+                if stat is None:
+                    return self.checked(proc, "vanished", "exited before any signal")
+                if stat.start_time != start_time:
+                    return self.checked(proc, "pid-reused", _reused(start_time, stat.start_time))
         proc.state, proc.ppid = stat.state, stat.ppid
         if stat.state == "Z":
             return self.checked(proc, "zombie", _zombie_words(stat.ppid))
-        note = "identity confirmed (pidfd)" if proc.fd is not None else "identity confirmed (start time)"
+        # A PID reused within one clock tick has the same start time: what made it a target (a GPU
+        # device file, or NVML's list) must still be true of the process the pidfd pins.
+        holds = holds_device(pid, self.probe.scanner.prefix)
+        if holds is False and pid not in view.listed and pid not in self.probe.read_gpus()[1]:
+            return self.checked(proc, "no-gpu", "holds no GPU device file and NVML does not list it")
         self.event("check", "ok", "%s: %s" % (proc.label(), note), proc, data={"state": stat.state})
         return proc
 
@@ -567,11 +671,12 @@ class Run(object):
 
     def stages(self, procs):
         # type: (List[Proc]) -> None
-        """SIGTERM (SIGINT first if asked) and wait; SIGKILL the survivors and wait."""
+        """The plan's soft signals (SIGTERM; SIGINT first if asked) with a wait after each; then
+        SIGKILL the survivors and wait."""
         live = [p for p in procs if p.pending]
         if not live:
             return
-        soft = [signal.SIGINT, signal.SIGTERM] if self.plan.sigint_first else [signal.SIGTERM]
+        soft = [getattr(signal, name) for name in self.plan.signals]
         for sig in soft:
             sent = self.send_all(live, sig, "signal")
             self.wait(sent, self.plan.term_timeout, _signal_name(sig))
@@ -617,6 +722,13 @@ class Run(object):
                     sig=name,
                     data={"allow": proc.allow},
                 )
+                continue
+            except OSError as exc:
+                # Not "no such process": the signal may not have been sent. Never read as gone.
+                proc.verdict = "not-checked"
+                proc.why = "%s could not be sent (%s)" % (name, exc.strerror or exc)
+                self.close(proc)
+                self.event(stage, "error", "%s -> %s: %s" % (name, proc.label(), proc.why), proc, sig=name)
                 continue
             proc.signals.append(name)
             sent.append(proc)
@@ -674,7 +786,10 @@ class Run(object):
             # Nothing to wait on but time: the verify loop's NVML interval or the fallback poll.
             select.select([], [], [], timeout)
         for proc in without:
-            stat = read_stat(proc.pid)
+            try:
+                stat = read_stat_strict(proc.pid)
+            except OSError:
+                continue  # cannot look just now: still running as far as anyone knows
             if stat is None or stat.start_time != proc.start_time or stat.state == "Z":
                 self.exited(proc)
 
@@ -716,46 +831,45 @@ class Run(object):
 
     def rescan(self, view, sweep):
         # type: (View, bool) -> List[Proc]
-        """Holders the kills uncovered: hidden holders now attributed to a targeted GPU (a ghost's
-        children) and, on the first round of a sweeping plan, the listed unattributed holders."""
-        targeted = set(self.plan.gpus)
-        attributed = []  # type: List[Tuple[int, int, str, List[int]]]
-        for pid in sorted(view.records):
-            record = view.records[pid]
-            if pid in self.procs or record["kind"] != HIDDEN or record["start_time"] is None:
-                continue
-            gpus = [g for g in record["gpus"] if g in targeted]
-            if gpus:
-                links = ",".join(str(p) for p in record.get("links") or []) or "?"
-                why = "hidden holder of GPU %s (%s %s)" % (
-                    _gpu_list(gpus),
-                    record.get("reason") or "link",
-                    links,
-                )
-                attributed.append((pid, record["start_time"], why, gpus))
-        swept = [t for t in self.plan.sweep if t[0] not in self.procs] if sweep else []
+        """Holders the kills uncovered that the plan's scope covers (gputui/probe/scope.py): hidden
+        holders now attributed to a GPU the plan cleans, holders tied to a target and, on the first
+        round of a sweeping plan, the listed unattributed holders. Others on the same GPUs are
+        reported, never signalled."""
+        done = set(self.procs)
+        found = scope.admissible(view.records, self.rule, done)
+        swept = scope.sweepable(view.records, self.rule, done) if sweep else []
+        added = set(c.pid for c in found) | set(c.pid for c in swept)
+        left = scope.untouched(view.records, self.rule, self.touched, done | added)
         remaining = self.blockers(view)
-        found = len(attributed) + len(swept)
+        words = "rescan: %d more to stop" % len(added)
+        if left:
+            words += "; not in the plan, left alone: %s" % _pid_list(left)
+        if remaining:
+            words += "; still in the way: %s" % _pid_list(remaining)
         self.event(
             "rescan",
-            "found" if found else "none",
-            "rescan: %d more to stop%s"
-            % (found, "; still on the GPUs: " + _pid_list(remaining) if remaining else ""),
+            "found" if added else "none",
+            words,
             data={
-                "attributed": [t[0] for t in attributed],
-                "sweep": [t[0] for t in swept],
+                "attributed": [c.pid for c in found if c.origin == "attributed"],
+                "tied": [c.pid for c in found if c.origin == "tied"],
+                "sweep": [c.pid for c in swept],
+                "untouched": left,
                 "remaining": remaining,
                 "scan_ms": round(self.scan_cost * 1e3, 1),
             },
         )
-        procs = [self.admit(pid, st, why, gpus, "rescan", view) for pid, st, why, gpus in attributed]
-        for pid, st, why, gpus in swept:
-            procs.append(self.admit(pid, st, why or "unattributed hidden holder", gpus, "sweep", view))
+        procs = [
+            self.admit(c.pid, c.start_time, c.why, c.gpus, "sweep" if c.origin == "sweep" else "rescan", view)
+            for c in found + swept
+        ]
+        self.remember_descendants(procs)
         return [p for p in procs if p.pending]
 
     def blockers(self, view):
         # type: (View) -> List[int]
-        """PIDs that keep a targeted GPU from being clean in `view` (live ones; ghosts are dead)."""
+        """PIDs that keep the plan from its goal in `view`: live processes on a GPU it cleans, swept
+        holders still there, its own targets still alive, and holders tied to them not yet stopped."""
         out = set()  # type: Set[int]
         for index in self.plan.gpus:
             for record in view.on_gpu(index):
@@ -763,6 +877,17 @@ class Run(object):
                     out.add(record["pid"])
         for record in self.sweep_blockers(view):
             out.add(record["pid"])
+        for proc in self.procs.values():
+            record = view.records.get(proc.pid)
+            alive = record is not None and record.get("start_time") == proc.start_time
+            if (
+                alive
+                and record["kind"] != GHOST
+                and proc.exited_ms is None
+                and proc.verdict not in scope.MOOT
+            ):
+                out.add(proc.pid)
+        out.update(c.pid for c in scope.admissible(view.records, self.rule, set(self.procs)))
         return sorted(out)
 
     def sweep_blockers(self, view):
@@ -774,20 +899,30 @@ class Run(object):
             r for r in view.records.values() if r["kind"] == HIDDEN and not r["gpus"] and not r["protected"]
         ]
 
+    def mine(self):
+        # type: () -> Set[int]
+        """PIDs whose GPU memory the plan must see released: every process it took on, and the
+        ghosts the operator named."""
+        return set(self.procs) | set(self.plan.ghosts)
+
     # -- verification --------------------------------------------------------------------------
 
     def verify(self):
         # type: () -> View
-        """Poll NVML until every targeted GPU is idle with nothing listed, then confirm with a full
-        holder scan; at most the verify timeout. Returns the last full view."""
+        """Poll NVML until the plan's goal holds (each GPU it cleans idle with nothing listed; none
+        of its processes or named ghosts listed anywhere), then confirm with a full holder scan; at
+        most the verify timeout. Returns the last full view."""
         plan = self.plan
         deadline = time.monotonic() + plan.verify_timeout
+        if plan.gpus:
+            what = "GPUs %s clean" % _gpu_list(plan.gpus)
+        else:
+            what = "the targets gone, their memory released"
         self.event(
             "verify",
             "polling",
-            "verifying GPUs %s: NVML every %d ms, up to %.1f s"
-            % (_gpu_list(plan.gpus), POLL_S * 1e3, plan.verify_timeout),
-            data={"poll_ms": POLL_S * 1e3},
+            "verifying %s: NVML every %d ms, up to %.1f s" % (what, POLL_S * 1e3, plan.verify_timeout),
+            data={"poll_ms": POLL_S * 1e3, "gpus": plan.gpus},
         )
         next_scan = 0.0
         polls = 0
@@ -795,14 +930,15 @@ class Run(object):
             gpus, listed = self.probe.read_gpus()
             polls += 1
             now = time.monotonic()
-            if self.nvml_idle(gpus, listed) and now >= next_scan:
+            ready = self.nvml_idle(gpus, listed) and self.released(listed)
+            if ready and now >= next_scan:
                 view = self.look()
-                if not self.blockers(view) and self.all_idle(view):
+                if not self.blockers(view) and self.all_idle(view) and self.released(view.listed):
                     self.event(
                         "verify",
                         "confirmed",
-                        "GPUs %s verified free (full holder scan) after %d polls"
-                        % (_gpu_list(plan.gpus), polls),
+                        "%s: verified (full holder scan) after %d poll%s"
+                        % (what[0].upper() + what[1:], polls, "" if polls == 1 else "s"),
                         data={"polls": polls},
                     )
                     return view
@@ -816,14 +952,14 @@ class Run(object):
         self.event(
             "verify",
             "timeout",
-            "GPUs %s not free after %.1f s" % (_gpu_list(plan.gpus), plan.verify_timeout),
+            "not verified after %.1f s: %s" % (plan.verify_timeout, what),
             data={"polls": polls, "blockers": self.blockers(view)},
         )
         return view
 
     def nvml_idle(self, gpus, listed):
         # type: (List[Dict[str, Any]], Dict[int, Dict[int, Optional[int]]]) -> bool
-        """NVML's side: each targeted GPU at its idle memory with no process listed."""
+        """NVML's side for the GPUs the plan cleans: each at its idle memory with no process listed."""
         busy = set()  # type: Set[int]
         for mem in listed.values():
             busy.update(mem)
@@ -842,6 +978,12 @@ class Run(object):
                 ok = False
         return ok
 
+    def released(self, listed):
+        # type: (Dict[int, Dict[int, Optional[int]]]) -> bool
+        """NVML's side for the plan's processes: none of them (nor a named ghost) is listed, so the
+        memory each held is back (the driver lists a PID until its memory is released)."""
+        return not (self.mine() & set(listed))
+
     def all_idle(self, view):
         # type: (View) -> bool
         busy = set()  # type: Set[int]
@@ -855,22 +997,33 @@ class Run(object):
 
     def finish(self, view):
         # type: (View) -> Dict[str, Any]
+        plan = self.plan
         processes = [self.process_verdict(p) for p in self.procs.values()]
         gpus = {}  # type: Dict[str, Dict[str, Any]]
-        for index in self.plan.gpus:
-            gpus[str(index)] = self.gpu_verdict(index, view)
-        clean = all(g["result"] == "clean" for g in gpus.values())
-        if not self.plan.gpus:
-            clean = all(p["result"] in GONE for p in processes)
+        for index in sorted(self.touched):
+            if index in plan.gpus:
+                gpus[str(index)] = self.gpu_verdict(index, view)
+            else:
+                gpus[str(index)] = self.release_verdict(index, view)
+        clean = all(gpus[str(i)]["result"] == "clean" for i in plan.gpus)
+        gone = all(p["result"] in scope.GONE or p["result"] in scope.MOOT for p in processes)
+        released = self.released(view.listed)
+        ok = clean and gone and released
         refused = [p["pid"] for p in processes if p["result"] in ("permission-denied", "protected")]
-        after = {str(i): g.get("memory_used") for i, g in view.gpus.items() if i in self.plan.gpus}
+        after = {str(i): g.get("memory_used") for i, g in view.gpus.items() if i in self.touched}
+        if plan.gpus:
+            result = "clean" if ok else "not-clean"
+            words = "every targeted GPU verified clean" if ok else "NOT clean"
+        else:
+            result = "stopped" if ok else "not-stopped"
+            words = "every target stopped, its memory released" if ok else "NOT every target stopped"
         done = self.event(
             "done",
-            "clean" if clean else "not-clean",
-            "plan %s: %s in %.0f ms"
-            % (self.plan.id, "every targeted GPU verified clean" if clean else "NOT clean", self.ms()),
+            result,
+            "plan %s: %s in %.0f ms" % (plan.id, words, self.ms()),
             data={
-                "clean": clean,
+                "ok": ok,
+                "scope": plan.scope,
                 "gpus": gpus,
                 "processes": processes,
                 "refused": refused,
@@ -912,7 +1065,13 @@ class Run(object):
     def settle(self, proc):
         # type: (Proc) -> None
         """The final word on a process that was signalled."""
-        stat = read_stat(proc.pid)
+        try:
+            stat = read_stat_strict(proc.pid)
+        except OSError as exc:
+            if proc.exited_ms is None:
+                proc.verdict, proc.why = "not-checked", "could not be checked (%s)" % (exc.strerror or exc)
+                return
+            stat = None
         same = stat is not None and stat.start_time == proc.start_time
         if proc.exited_ms is not None or not same:
             if same and stat is not None and stat.state == "Z":
@@ -935,6 +1094,7 @@ class Run(object):
 
     def gpu_verdict(self, index, view):
         # type: (int, View) -> Dict[str, Any]
+        """A GPU the plan cleans: clean, held (by live processes) or ghost memory."""
         gpu = view.gpus.get(index) or {}
         on_gpu = view.on_gpu(index)
         users = [r for r in on_gpu if r["kind"] in (USER, MONITOR)]  # live, listed by NVML
@@ -982,22 +1142,44 @@ class Run(object):
         self.event("verdict", result, "GPU%d: %s" % (index, words), gpu=index, data=data)
         return data
 
+    def release_verdict(self, index, view):
+        # type: (int, View) -> Dict[str, Any]
+        """A GPU the plan's processes used but the plan does not clean: was their memory released?
+        What else uses it is named, untouched."""
+        gpu = view.gpus.get(index) or {}
+        mine = self.mine()
+        still = sorted(pid for pid, mem in view.listed.items() if index in mem and pid in mine)
+        others = scope.untouched(view.records, self.rule, [index], set(self.procs))
+        suspects = set()  # type: Set[int]
+        for pid in still:
+            record = view.records.get(pid) or {}
+            if record.get("kind") == GHOST:
+                suspects.update(record.get("links") or [])
+        result = "released" if not still else "still-listed"
+        data = {
+            "result": result,
+            "memory_before": self.before.get(index),
+            "memory_after": gpu.get("memory_used"),
+            "memory_baseline": gpu.get("memory_baseline"),
+            "still_listed": still,
+            "others": others,
+            "suspects": sorted(suspects),
+            "error": gpu.get("error") if gpu else "no-such-gpu",
+        }
+        if result == "released":
+            words = "the targets' memory released"
+        else:
+            words = "NVML still lists %s (memory not released); suspected holders: %s" % (
+                _pid_list(still),
+                _pid_list(data["suspects"]) or "none found",
+            )
+        if others:
+            words += "; still used by %s (not in the plan, left alone)" % _pid_list(others)
+        self.event("verdict", result, "GPU%d: %s" % (index, words), gpu=index, data=data)
+        return data
+
 
 # -- small helpers -----------------------------------------------------------------------------
-
-
-def brief_command(command):
-    # type: (List[str]) -> str
-    """A command line as people say it: the program's base name, long absolute paths cut to
-    ".../name" (`/opt/venv/bin/python -S /tmp/x/bin/train.py` -> `python -S .../train.py`)."""
-    if not command:
-        return ""
-    words = [os.path.basename(command[0]) or command[0]]
-    for arg in command[1:]:
-        if arg.startswith("/") and len(arg) > 32 and os.path.basename(arg):
-            arg = ".../" + os.path.basename(arg)
-        words.append(arg)
-    return " ".join(words)
 
 
 def _short(command):

@@ -48,11 +48,12 @@ def make_plan(targets: list[dict[str, Any]], gpus: list[int], **options: Any) ->
         "v": 1,
         "id": "t-" + uuid.uuid4().hex[:8],
         "operator": "tester",
+        "scope": "gpus" if gpus else "processes",
         "targets": targets,
         "sweep": [],
         "gpus": gpus,
         "include_protected": [],
-        "sigint_first": False,
+        "signals": ["SIGTERM"],
         "term_timeout": 5.0,
         "verify_timeout": 5.0,
     }
@@ -123,7 +124,7 @@ def test_a_cooperative_job_ends_with_sigterm_and_the_gpu_is_verified_clean(sim_p
     assert g["result"] == "clean"
     assert g["data"]["memory_before"] == 4 * GiB and g["data"]["memory_after"] == 0
     d = done(events)
-    assert d["data"]["clean"] is True and d["result"] == "clean"
+    assert d["data"]["ok"] is True and d["result"] == "clean"
     assert d["data"]["gpus"]["1"]["result"] == "clean"
     assert d["data"]["memory_before"] == {"1": 4 * GiB} and d["data"]["memory_after"] == {"1": 0}
     # Verification polled until the memory came back (0.10-0.18 s in the sim), with no fixed sleep.
@@ -146,7 +147,7 @@ def test_a_job_that_ignores_sigterm_gets_sigkill_after_the_term_timeout(sim_prob
     assert 400 <= waited < 1400, waited
     assert verdict(events, job.pid)["data"]["exit_signal"] == "SIGKILL"
     assert gpu_verdict(events, 2)["result"] == "clean"
-    assert done(events)["data"]["clean"] is True
+    assert done(events)["data"]["ok"] is True
 
 
 def test_a_ghosts_hidden_holder_is_found_by_the_rescan_and_freed(sim_probe):
@@ -166,7 +167,7 @@ def test_a_ghosts_hidden_holder_is_found_by_the_rescan_and_freed(sim_probe):
     assert v["result"] == "exited" and v["data"]["origin"] == "rescan"
     assert "pgid" in v["data"]["reason"]
     assert gpu_verdict(events, 3)["result"] == "clean"
-    assert done(events)["data"]["clean"] is True
+    assert done(events)["data"]["ok"] is True
     assert not alive(job.child_pid, job.child_start_time)
 
 
@@ -180,7 +181,7 @@ def test_ghost_memory_names_the_suspected_holders(sim_probe, monkeypatch):
     assert g["data"]["ghosts"] == [job.pid] and g["data"]["suspects"] == [job.child_pid]
     assert f"suspected holders: {job.child_pid}" in g["message"]
     assert g["data"]["memory_after"] == GiB
-    assert done(events)["data"]["clean"] is False
+    assert done(events)["data"]["ok"] is False
     assert alive(job.child_pid, job.child_start_time)
 
 
@@ -196,13 +197,13 @@ def test_a_zombie_is_not_signalled_names_its_parent_and_does_not_block_clean(sim
     assert not signals_to(events, zombie)
     v = verdict(events, zombie)
     assert v["result"] == "zombie" and v["data"]["ppid"] == job.pid
-    assert done(events)["data"]["clean"] is True
+    assert done(events)["data"]["ok"] is True
     assert alive(job.pid, job.start_time)
     # Then its GPU: the parent is the user; the zombie holds nothing and does not block the verdict.
     events = run(probe, [target(job.pid, job.start_time, [1]), target(zombie, job.child_start_time, [])], [1])
     assert signals_to(events, job.pid) == ["SIGTERM"] and not signals_to(events, zombie)
     assert gpu_verdict(events, 1)["result"] == "clean"
-    assert done(events)["data"]["clean"] is True
+    assert done(events)["data"]["ok"] is True
 
 
 def test_a_protected_monitor_is_never_signalled_unless_included(sim_probe):
@@ -251,7 +252,7 @@ def test_a_reused_pid_is_not_signalled(sim_probe):
     assert verdict(events, job.pid)["result"] == "pid-reused"
     g = gpu_verdict(events, 0)
     assert g["result"] == "held" and g["data"]["held_by"] == [job.pid]
-    assert done(events)["data"]["clean"] is False
+    assert done(events)["data"]["ok"] is False
     assert alive(job.pid, job.start_time)
 
 
@@ -261,16 +262,16 @@ def test_a_target_that_exited_before_the_plan_has_vanished(sim_probe):
     events = run(probe, [target(job.pid, job.start_time, [0])], [0])
     assert of(events, "check", job.pid)[0]["result"] == "vanished"
     assert verdict(events, job.pid)["result"] == "vanished"
-    assert done(events)["data"]["clean"] is True  # the rescan stopped the child
+    assert done(events)["data"]["ok"] is True  # the rescan stopped the child
 
 
 def test_sigint_first_when_asked(sim_probe):
     probe, sim = sim_probe()
     job = sim.spawn("busy", gpu=0, memory=GiB)
-    events = run(probe, [target(job.pid, job.start_time, [0])], [0], sigint_first=True)
+    events = run(probe, [target(job.pid, job.start_time, [0])], [0], signals=["SIGINT", "SIGTERM"])
     assert signals_to(events, job.pid) == ["SIGINT"]
     assert verdict(events, job.pid)["data"]["exit_signal"] == "SIGINT"
-    assert done(events)["data"]["clean"] is True
+    assert done(events)["data"]["ok"] is True
 
 
 def test_sigint_works_on_a_sim_job_started_with_sigint_ignored(sim_probe):
@@ -282,7 +283,7 @@ def test_sigint_works_on_a_sim_job_started_with_sigint_ignored(sim_probe):
         job = sim.spawn("busy", gpu=0, memory=GiB)
     finally:
         signal.signal(signal.SIGINT, previous)
-    events = run(probe, [target(job.pid, job.start_time, [0])], [0], sigint_first=True)
+    events = run(probe, [target(job.pid, job.start_time, [0])], [0], signals=["SIGINT", "SIGTERM"])
     assert signals_to(events, job.pid) == ["SIGINT"]
 
 
@@ -295,7 +296,7 @@ def test_the_sweep_stops_unattributed_holders(sim_probe):
     [rescan] = [e for e in of(events, "rescan") if e["result"] == "found"]
     assert rescan["data"]["sweep"] == [hidden.pid]
     assert verdict(events, hidden.pid)["data"]["origin"] == "sweep"
-    assert done(events)["data"]["clean"] is True
+    assert done(events)["data"]["ok"] is True
     assert not alive(hidden.pid, hidden.start_time)
 
 
@@ -305,7 +306,7 @@ def test_without_the_sweep_an_unattributed_holder_is_left_alone(sim_probe):
     busy = sim.spawn("busy", gpu=1, memory=GiB)
     events = run(probe, [target(busy.pid, busy.start_time, [1])], [1])
     assert not signals_to(events, hidden.pid)
-    assert done(events)["data"]["clean"] is True  # it holds no memory of GPU 1
+    assert done(events)["data"]["ok"] is True  # it holds no memory of GPU 1
     assert alive(hidden.pid, hidden.start_time)
 
 
@@ -316,7 +317,7 @@ def test_the_kill_fallback_without_pidfd(sim_probe, monkeypatch):
     events = run(probe, [target(job.pid, job.start_time, [0])], [0], term_timeout=0.2)
     assert "no pidfd" in events[0]["message"] and events[0]["data"]["method"] == "kill"
     assert signals_to(events, job.pid) == ["SIGTERM", "SIGKILL"]
-    assert done(events)["data"]["clean"] is True
+    assert done(events)["data"]["ok"] is True
 
 
 def test_the_syscall_pidfd_path_used_by_python_38(sim_probe, monkeypatch):
@@ -326,7 +327,7 @@ def test_the_syscall_pidfd_path_used_by_python_38(sim_probe, monkeypatch):
     events = run(probe, [target(job.pid, job.start_time, [0])], [0])
     assert events[0]["data"]["method"] == "pidfd-syscall"
     assert "identity confirmed (pidfd)" in of(events, "check", job.pid)[0]["message"]
-    assert done(events)["data"]["clean"] is True
+    assert done(events)["data"]["ok"] is True
 
 
 def test_the_plan_finishes_even_if_the_app_goes_away(sim_probe):
@@ -341,7 +342,7 @@ def test_the_plan_finishes_even_if_the_app_goes_away(sim_probe):
 
     result = execute(probe, make_plan([target(job.pid, job.start_time, [0])], [0], term_timeout=0.2), emit)
     assert [e["stage"] for e in seen] == ["accepted", "check"]
-    assert result is not None and result["data"]["clean"] is True and result["data"]["link_lost"] is True
+    assert result is not None and result["data"]["ok"] is True and result["data"]["link_lost"] is True
     assert not alive(job.pid, job.start_time)
 
 
@@ -374,6 +375,12 @@ def test_a_read_only_probe_refuses_a_plan(sim_probe):
         ({"term_timeout": 0}, "term_timeout"),
         ({"verify_timeout": "10"}, "verify_timeout"),
         ({"gpus": [0, 9]}, "no GPU 9 here (GPUs: 0)"),
+        ({"signals": ["SIGKILL"]}, "signals must be SIGINT, SIGTERM"),
+        ({"signals": ["SIGTERM", "SIGINT"]}, "in that order"),
+        ({"signals": "SIGTERM"}, "list of signal names"),
+        ({"scope": "everything"}, "scope must be one of"),
+        ({"scope": "host", "gpus": []}, "names the GPUs it frees"),
+        ({"ghosts": [True]}, "ghosts"),
     ],
 )
 def test_a_malformed_plan_is_refused_before_anything_happens(sim_probe, change, words):
@@ -469,7 +476,7 @@ def test_an_unprivileged_probe_gets_permission_denied_and_says_what_would_allow_
     assert v["result"] == "permission-denied" and v["data"]["allow"] == allow
     assert gpu_verdict(events, 1)["result"] == "held"
     d = done(events)
-    assert d["data"]["clean"] is False and d["data"]["refused"] == [job.pid]
+    assert d["data"]["ok"] is False and d["data"]["refused"] == [job.pid]
     assert alive(job.pid, job.start_time)
 
 
@@ -515,4 +522,88 @@ def test_the_engine_on_python_38():
     # Python 3.8 has no os.pidfd_open: the raw syscalls give the same guarantee.
     assert events[0]["data"]["method"] in ("pidfd-syscall", "kill")
     assert [e["signal"] for e in events if e["stage"] in ("signal", "escalate")] == ["SIGTERM", "SIGKILL"]
-    assert events[-1]["data"]["clean"] is True
+    assert events[-1]["data"]["ok"] is True
+
+
+# -- scope: a kill never reaches past what the operator chose ------------------------------------
+
+
+def test_one_chosen_worker_is_stopped_and_its_siblings_and_parent_are_not(sim_probe):
+    """A launcher on GPU 0 with three workers in its process group: choosing one worker stops that
+    worker alone. The rescan sees the siblings (hidden holders of GPU 0) and leaves them alone; the
+    verdict is about the chosen process (gone, nothing of its own left listed), not about GPU 0."""
+    probe, sim = sim_probe(gpus=2)
+    job = sim.spawn("workers", gpu=0, memory=2 * GiB, workers=3)
+    (chosen, chosen_start), *siblings = job.workers
+    events = run(probe, [target(chosen, chosen_start, [0])], [], scope="processes")
+    assert_well_formed(events)
+    signalled = {e["pid"] for e in events if e["stage"] in ("signal", "escalate") and e["result"] == "sent"}
+    assert signalled == {chosen}
+    for pid, start in [(job.pid, job.start_time), *siblings]:
+        assert alive(pid, start)
+    [rescan] = of(events, "rescan")
+    assert sorted(rescan["data"]["untouched"]) == sorted([job.pid, *(p for p, _ in siblings)])
+    assert rescan["data"]["tied"] == [] and rescan["data"]["attributed"] == []
+    g = gpu_verdict(events, 0)
+    assert g["result"] == "released" and set(g["data"]["others"]) >= {job.pid}
+    d = done(events)
+    assert d["result"] == "stopped" and d["data"]["ok"] is True and d["data"]["scope"] == "processes"
+    # Its parent lives and has not reaped it yet: exited, or a zombie (which holds nothing).
+    assert verdict(events, chosen)["result"] in ("exited", "zombie")
+
+
+def test_the_launcher_of_the_workers_frees_gpu_0_when_the_gpu_is_the_scope(sim_probe):
+    probe, sim = sim_probe(gpus=2)
+    job = sim.spawn("workers", gpu=0, memory=2 * GiB, workers=3)
+    other = sim.spawn("busy", gpu=1, memory=GiB)
+    targets = [target(job.pid, job.start_time, [0])] + [target(p, s, [0]) for p, s in job.workers]
+    events = run(probe, targets, [0], scope="gpus")
+    assert gpu_verdict(events, 0)["result"] == "clean"
+    assert done(events)["result"] == "clean" and done(events)["data"]["ok"] is True
+    assert all(not alive(p, s) for p, s in job.processes())
+    assert alive(other.pid, other.start_time) and not signals_to(events, other.pid)
+
+
+def test_a_chosen_parent_brings_the_workers_that_keep_its_memory(sim_probe):
+    """The parent alone is chosen: once it is dead, NVML lists it as a ghost and its workers keep the
+    memory; they are tied to a target (its process group), so the rescan stops them too."""
+    probe, sim = sim_probe(gpus=1)
+    job = sim.spawn("workers", gpu=0, memory=2 * GiB, workers=2)
+    bystander = sim.spawn("idle", gpu=0, memory=GiB)
+    events = run(probe, [target(job.pid, job.start_time, [0])], [], scope="processes")
+    [first, *_] = of(events, "rescan")
+    assert sorted(first["data"]["tied"]) == sorted(p for p, _ in job.workers)
+    assert bystander.pid in first["data"]["untouched"]
+    assert all(not alive(p, s) for p, s in job.processes())
+    assert alive(bystander.pid, bystander.start_time) and not signals_to(events, bystander.pid)
+    g = gpu_verdict(events, 0)
+    assert g["result"] == "released" and g["data"]["others"] == [bystander.pid]
+    assert g["data"]["memory_after"] == GiB
+    assert done(events)["data"]["ok"] is True
+
+
+def test_a_chosen_ghost_has_its_tied_holder_stopped_and_its_memory_released(sim_probe):
+    """The operator names a ghost (a dead PID NVML lists): its data-loader child, tied to it by its
+    process group, is what the rescan may stop; the proof is NVML no longer listing the ghost."""
+    probe, sim = sim_probe(gpus=1)
+    job = sim.spawn("ghost", gpu=0, memory=GiB)
+    events = run(probe, [], [], scope="processes", ghosts=[job.pid])
+    [rescan, *_] = of(events, "rescan")
+    assert rescan["data"]["tied"] == [job.child_pid]
+    assert not alive(job.child_pid, job.child_start_time)
+    g = gpu_verdict(events, 0)
+    assert g["result"] == "released" and g["data"]["still_listed"] == []
+    assert done(events)["result"] == "stopped" and done(events)["data"]["ok"] is True
+
+
+def test_a_ghost_whose_memory_stays_listed_is_not_stopped(sim_probe, monkeypatch):
+    monkeypatch.setattr(reaper, "MAX_ROUNDS", 0)  # no rescan: the holder it would stop stays
+    probe, sim = sim_probe(gpus=1)
+    job = sim.spawn("ghost", gpu=0, memory=GiB)
+    events = run(probe, [], [], scope="processes", ghosts=[job.pid], verify_timeout=0.3)
+    g = gpu_verdict(events, 0)
+    assert g["result"] == "still-listed" and g["data"]["still_listed"] == [job.pid]
+    assert g["data"]["suspects"] == [job.child_pid]
+    assert f"suspected holders: {job.child_pid}" in g["message"]
+    assert done(events)["result"] == "not-stopped" and done(events)["data"]["ok"] is False
+    assert alive(job.child_pid, job.child_start_time)

@@ -32,7 +32,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple  # noqa: F401  (used in type comments)
+from typing import Any, Callable, Dict, List, Optional, Tuple  # noqa: F401  (used in type comments)
 
 from .base import Listed, Reader, ReaderError  # noqa: F401
 from .simjob import WORKER_SOURCE
@@ -49,8 +49,8 @@ FACTS = {
     "cuda_driver_version": 13000,
 }
 
-ROLES = ("busy", "idle", "ignore-term", "ghost", "hidden", "zombie", "monitor")
-CONTEXT_ROLES = ("busy", "idle", "ignore-term", "ghost", "zombie")
+ROLES = ("busy", "idle", "ignore-term", "ghost", "hidden", "zombie", "monitor", "workers")
+CONTEXT_ROLES = ("busy", "idle", "ignore-term", "ghost", "zombie", "workers")
 DEFAULT_NAMES = {
     "busy": "train.py",
     "idle": "notebook_kernel.py",
@@ -59,9 +59,10 @@ DEFAULT_NAMES = {
     "hidden": "probe_cuda.py",
     "zombie": "bench.py",
     "monitor": "nv_hostengine.py",
+    "workers": "launch.py",
 }
 MONITOR_COMM = "nv-hostengine"
-SCENARIOS = ("demo", "empty")
+SCENARIOS = ("demo", "empty", "workers")
 SESSION_SCRIPT = "gputui_sim_session.py"
 SPAWN_TIMEOUT = 20.0  # seconds for a job to start and settle (Python start-up on a loaded 2-core CI box)
 CLOSE_TIMEOUT = 10.0
@@ -178,6 +179,7 @@ class SimJob(object):
     - pid, start_time: the job (for a ghost: the parent, which has exited by the time spawn returns);
     - child_pid, child_start_time: ghost: the data-loader child that really holds the memory;
       zombie: the unreaped child (state Z); None for other roles;
+    - workers: workers: [(pid, start_time)] of the forked children that hold the parent's context;
     - role, name (script name), argv (full command line), gpus (GPUs it has contexts on),
       memory (bytes per context), util (percent), uid, serial."""
 
@@ -196,6 +198,7 @@ class SimJob(object):
         self.start_time = None  # type: Optional[int]
         self.child_pid = None  # type: Optional[int]
         self.child_start_time = None  # type: Optional[int]
+        self.workers = []  # type: List[Tuple[int, Optional[int]]]
 
     def processes(self):
         # type: () -> List[Tuple[int, Optional[int]]]
@@ -205,7 +208,7 @@ class SimJob(object):
             found.append((self.pid, self.start_time))
         if self.child_pid is not None:
             found.append((self.child_pid, self.child_start_time))
-        return found
+        return found + list(self.workers)
 
     def signal(self, sig, child=False):
         # type: (int, bool) -> bool
@@ -693,22 +696,34 @@ class SimReader(Reader):
         return entry
 
     def spawn(
-        self, role, gpu=0, memory=GiB, util=None, name=None, argv=None, user=None, comm=None, timeout=None
+        self,
+        role,
+        gpu=0,
+        memory=GiB,
+        util=None,
+        name=None,
+        argv=None,
+        user=None,
+        comm=None,
+        timeout=None,
+        workers=3,
     ):
-        # type: (str, Any, int, Optional[int], Optional[str], Optional[List[str]], Any, Optional[str], Optional[float]) -> SimJob
+        # type: (str, Any, int, Optional[int], Optional[str], Optional[List[str]], Any, Optional[str], Optional[float], int) -> SimJob
         """Start a job and return it once settled (see docs in the module and SimJob).
 
         role: busy (util 85-99 unless given, burns a little CPU), idle (util 0), ignore-term
         (SIG_IGN for SIGTERM), ghost (parent allocates, forks a child that inherits everything, exits),
         hidden (holds the device files only, own session), zombie (allocates, forks a child that
-        allocates and exits unreaped), monitor (holds the device files, comm "nv-hostengine").
+        allocates and exits unreaped), monitor (holds the device files, comm "nv-hostengine"),
+        workers (allocates, then forks `workers` children that hold its context, in its process
+        group, like a launcher's data-loader workers; the parent lives on).
         gpu: an index or a list (one context on each); memory: bytes per context; name: the script
         name; argv: its arguments; user: a uid or user name (root only); comm: a process name."""
-        job = self._start_job(role, gpu, memory, util, name, argv, user, comm)
+        job = self._start_job(role, gpu, memory, util, name, argv, user, comm, workers)
         return self._finish_job(job, time.monotonic() + (timeout or SPAWN_TIMEOUT))
 
-    def _start_job(self, role, gpu, memory, util, name, argv, user, comm):
-        # type: (str, Any, int, Optional[int], Optional[str], Optional[List[str]], Any, Optional[str]) -> SimJob
+    def _start_job(self, role, gpu, memory, util, name, argv, user, comm, workers=3):
+        # type: (str, Any, int, Optional[int], Optional[str], Optional[List[str]], Any, Optional[str], int) -> SimJob
         if self._session is None or self._closed:
             raise SimError("only an open SimReader that created its sim (not attach=True) can spawn")
         if role not in ROLES:
@@ -742,6 +757,7 @@ class SimReader(Reader):
             "memory": int(memory),
             "util": util,
             "comm": comm,
+            "workers": int(workers),
         }
         env = self._env(entry)
         env["GPUTUI_SIM_JOB"] = json.dumps(config)
@@ -770,6 +786,7 @@ class SimReader(Reader):
         ready = self._wait_ready(job, deadline)
         job.pid, job.start_time = ready["pid"], ready.get("start_time")
         job.child_pid, job.child_start_time = ready.get("child_pid"), ready.get("child_start_time")
+        job.workers = [(pid, start) for pid, start in ready.get("workers") or []]
         if job.role == "ghost" and not wait_exit(job.pid, job.start_time, deadline - time.monotonic()):
             raise SimError("%r: the ghost's parent did not exit" % job)
         if job.role == "zombie" and not self.wait_released(job.child_pid, deadline - time.monotonic()):
@@ -813,7 +830,7 @@ class SimReader(Reader):
         # type: () -> None
         """Start every job of the scenario at once, then wait for each to settle, so the first sample
         already shows everything (the ghost's parent reaped, the zombie in state Z, its memory back)."""
-        specs = demo_jobs(self.variant, self.gpus) if self.scenario == "demo" else []
+        specs = SCENARIO_JOBS[self.scenario](self.variant, self.gpus)
         deadline = time.monotonic() + SPAWN_TIMEOUT
         started = [
             self._start_job(
@@ -825,6 +842,7 @@ class SimReader(Reader):
                 spec.get("argv"),
                 None,
                 None,
+                spec.get("workers", 3),
             )
             for role, spec in specs
         ]
@@ -871,3 +889,22 @@ def demo_jobs(variant, gpus):
         ("hidden", dict(name="probe_cuda.py", argv=["--device", "all", "--loop"])),
         ("monitor", dict(name="nv_hostengine.py", argv=["-n", "--service-account", "nvidia-dcgm"])),
     ]  # fmt: skip
+
+
+def workers_jobs(variant, gpus):
+    # type: (int, int) -> List[Tuple[str, Dict[str, Any]]]
+    """A launcher on GPU 0 with three data-loader workers in its process group, another user's job
+    sharing GPU 0, and a job on GPU 1: what a kill of one worker, or of GPU 0, must tell apart."""
+    return [
+        ("workers", dict(gpu=[0], memory=24 * GiB, util=90, name="launch.py", workers=3,
+                         argv=["--nproc", "1", "--num-workers", "3"])),
+        ("busy", dict(gpu=[0], memory=8 * GiB, util=40, name="serve.py", argv=["--port", "8000"])),
+        ("busy", dict(gpu=[1 % gpus], memory=16 * GiB, util=70, name="train.py", argv=["--lr", "3e-4"])),
+    ]  # fmt: skip
+
+
+SCENARIO_JOBS = {
+    "demo": demo_jobs,
+    "empty": lambda variant, gpus: [],
+    "workers": workers_jobs,
+}  # type: Dict[str, Callable[[int, int], List[Tuple[str, Dict[str, Any]]]]]

@@ -32,7 +32,7 @@ PR_SET_CHILD_SUBREAPER = 36
 DEVICE_SIZE = 4096
 # Interpreters to try when the one we were given cannot be run by the job's user (e.g. under /root).
 FALLBACK_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3")
-CONTEXT_ROLES = ("busy", "idle", "ignore-term", "ghost", "zombie")
+CONTEXT_ROLES = ("busy", "idle", "ignore-term", "ghost", "zombie", "workers")
 
 _keep = []  # fds and mappings held for the life of the process: that is what "holding" means
 
@@ -195,6 +195,11 @@ def job_main(cfg, lifeline, status):
     if role == "zombie":
         child = fork_zombie_child(cfg)
         message.update(child_pid=child, child_start_time=start_time(child))
+    if role == "workers":
+        # A launcher with its data-loader workers: forked after the context is made, they hold its
+        # fds and stay in its process group; the parent lives on beside them.
+        kids = [fork_ghost_child(lifeline) for _ in range(int(cfg.get("workers") or 3))]
+        message["workers"] = [[kid, start_time(kid)] for kid in kids]
     report(status, message)
     burn_ms = max(0.5, 2.0 * cfg["util"] / 100.0) if uses_gpu and cfg["util"] > 0 else 0.0
     live_until_eof(lifeline, burn_ms)

@@ -1,0 +1,66 @@
+"""What the probe and the app agree on besides the line format (wire.py): the numbers of the staged
+kill-and-verify, the idle rule, and how a command line is written for people.
+
+Each constant has this one owner: the app imports it from here (through gputui.model and
+gputui.plan), the probe uses it directly. Stdlib only, Python >= 3.8 syntax: this runs on monitored
+hosts.
+"""
+
+import os
+from typing import Sequence  # noqa: F401  (type comments)
+
+# -- kill-and-verify ---------------------------------------------------------------------------
+
+TERM_TIMEOUT = 5.0  # seconds a soft signal (SIGINT, SIGTERM) is given before the next stage
+VERIFY_TIMEOUT = 10.0  # seconds to prove the outcome (memory back, targets gone) before giving up
+POLL_S = 0.02  # NVML polling while verifying: memory comes back 0.10-0.18 s after the kill
+KILL_WAIT_S = 2.0  # after SIGKILL, exit takes ms; longer means the process sits in the driver (D)
+MAX_ROUNDS = 3  # rescans that may find new holders to stop (children of children)
+MAX_TIMEOUT = 3600.0  # the longest timeout a plan may ask for
+SCAN_ALLOWANCE_S = 10.0  # a full holder scan on a very busy host, with room to spare
+
+# The soft signals a plan may send before SIGKILL, in the order they may be sent. A plan names a
+# sequence of them ([] is SIGKILL at once); SIGKILL always ends the sequence.
+SOFT_SIGNALS = ("SIGINT", "SIGTERM")
+SIGNAL_PLANS = {
+    "term": ("SIGTERM",),  # SIGTERM, then SIGKILL for what ignores it: the default
+    "int": ("SIGINT", "SIGTERM"),  # SIGINT first (Ctrl-C: a clean shutdown for many servers)
+    "kill": (),  # SIGKILL at once
+}
+DEFAULT_SIGNALS = "term"
+
+# Memory within this of the idle baseline counts as idle: the driver's own bookkeeping moves a little.
+IDLE_SLACK = 32 << 20
+
+
+def plan_deadline(soft_signals, term_timeout, verify_timeout):
+    # type: (int, float, float) -> float
+    """The longest a plan can run on a healthy probe, in seconds: every round of stages at its
+    timeouts, the verification, and a full holder scan per step. Past it, the app calls the outcome
+    unknown (a probe stopped by SIGSTOP, or stuck inside the driver, sends nothing)."""
+    stages = soft_signals * term_timeout + KILL_WAIT_S
+    return (1 + MAX_ROUNDS) * (stages + SCAN_ALLOWANCE_S) + verify_timeout + SCAN_ALLOWANCE_S
+
+
+def plan_silence_limit(term_timeout, verify_timeout):
+    # type: (float, float) -> float
+    """The longest a running plan can be silent on a healthy probe: the longest single wait (a soft
+    signal's, SIGKILL's or the verification's) plus a full scan. The probe reports every stage."""
+    return max(term_timeout, KILL_WAIT_S, verify_timeout) + SCAN_ALLOWANCE_S
+
+
+# -- words -------------------------------------------------------------------------------------
+
+
+def brief_command(command):
+    # type: (Sequence[str]) -> str
+    """A command line as people say it: the program's base name, long absolute paths cut to
+    ".../name" (`/opt/venv/bin/python -S /tmp/x/bin/train.py` -> `python -S .../train.py`)."""
+    if not command:
+        return ""
+    words = [os.path.basename(command[0]) or command[0]]
+    for arg in command[1:]:
+        if arg.startswith("/") and len(arg) > 32 and os.path.basename(arg):
+            arg = ".../" + os.path.basename(arg)
+        words.append(arg)
+    return " ".join(words)
