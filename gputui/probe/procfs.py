@@ -6,7 +6,7 @@ process that has gone (a PID can vanish between listing /proc and reading it) in
 
 import os
 import pwd
-from typing import List, NamedTuple, Optional
+from typing import Dict, List, NamedTuple, Optional  # noqa: F401  (type comments)
 
 PROC = "/proc"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
