@@ -10,15 +10,16 @@ import difflib
 import os
 import re
 import shlex
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # Python 3.10: the same parser, as a package (tomli)
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # Python 3.10: the same parser, as a package (tomli)
+    import tomli as tomllib
 
 LOCAL = "local"
 READERS = ("nvml", "sim")

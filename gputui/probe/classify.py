@@ -9,7 +9,7 @@ Pure functions over plain inputs, so the rules are tested without processes.
 Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
 
-from typing import List, NamedTuple, Optional
+from typing import Callable, Dict, List, NamedTuple, Optional, Set  # noqa: F401  (type comments)
 
 # Processes that only watch GPUs: never targeted by default. /proc comm is cut at 15 characters.
 MONITOR_NAMES = frozenset(

@@ -8,14 +8,16 @@ import os
 import platform
 import socket
 import time
+from typing import Any, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
 from . import __version__ as PROBE_VERSION
 from .classify import GHOST, HIDDEN, USER, ProcFacts, classify, protection, zombie_candidates
-from .holders import HolderScanner
+from .holders import HolderScanner, ScanResult  # noqa: F401  (type comments)
 from .procfs import (
     CLOCK_TICKS,
     PF_KTHREAD,
     PROC,
+    Stat,  # noqa: F401  (type comments)
     ancestors,
     boot_time,
     in_container,
@@ -26,7 +28,7 @@ from .procfs import (
     read_status,
     user_name,
 )
-from .readers.base import ReaderError
+from .readers.base import Listed, Reader, ReaderError  # noqa: F401  (type comments)
 from .wire import VERSION
 
 # Memory within this of the idle baseline counts as idle: the driver's own bookkeeping moves a little.
@@ -80,7 +82,7 @@ class Probe(object):
     def start(self):
         # type: () -> Dict[str, Any]
         """Open the reader; return the hello record (with its error when the reader cannot work)."""
-        facts = {"driver_version": None, "nvml_version": None, "cuda_driver_version": None}
+        facts = {"driver_version": None, "nvml_version": None, "cuda_driver_version": None}  # type: Dict[str, object]
         try:
             facts.update(self.reader.open())
         except ReaderError as exc:

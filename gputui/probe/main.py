@@ -12,8 +12,10 @@ import signal
 import sys
 import threading
 import time
+from typing import Any, BinaryIO, Dict, List, Optional  # noqa: F401  (type comments)
 
 from .core import Probe
+from .readers.base import Reader  # noqa: F401  (type comments)
 from .wire import APP_TYPES, MAX_LINE, decode, encode, error
 
 MIN_INTERVAL = 0.05
@@ -101,6 +103,7 @@ class Loop(object):
         if problem is not None:
             self.emit(problem)
             return
+        assert record is not None  # decode returns a record or a problem, never neither
         kind = record["type"]
         if kind == "quit":
             self.running = False

@@ -1,7 +1,8 @@
 """Reading /proc: one process's stat, status, command line; the host's facts.
 
 Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts. Every reader here returns None for a
-process that has gone (a PID can vanish between listing /proc and reading it) instead of raising.
+process that has gone (a PID can vanish between listing /proc and reading it) instead of raising;
+`read_stat_strict` alone raises for failures other than "no such process", for the kill engine.
 """
 
 import errno

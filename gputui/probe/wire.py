@@ -4,6 +4,7 @@ Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
 
 import json
+from typing import Any, Dict, Optional, Tuple  # noqa: F401  (type comments)
 
 VERSION = 1
 MAX_LINE = 1 << 20  # bytes; a longer line is refused, not buffered without bound

@@ -19,7 +19,7 @@ import shlex
 import socket
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import asyncssh
 from asyncssh.config import SSHClientConfig
@@ -240,7 +240,7 @@ class SshLink(ProbeLink):
     def _host_config(self, host: str, user: str | None, port: int | None) -> SSHClientConfig:
         """The ssh config as it applies to one host (asyncssh's parser, as connect() uses it)."""
         try:
-            return SSHClientConfig.load(
+            config = SSHClientConfig.load(
                 None,
                 self._config_paths,
                 False,
@@ -253,6 +253,8 @@ class SshLink(ProbeLink):
             )
         except (asyncssh.ConfigParseError, OSError) as exc:
             raise TransportError("unreachable", f"{self.label}: bad ssh config: {exc}") from None
+        # asyncssh types load() as returning the base SSHConfig; called on SSHClientConfig, it makes one.
+        return cast(SSHClientConfig, config)
 
     def _known_hosts(self, config: SSHClientConfig) -> tuple[asyncssh.SSHKnownHosts, Path]:
         """The trusted keys for this hop, never "trust anything": missing files mean none is known.
@@ -263,8 +265,9 @@ class SshLink(ProbeLink):
             paths = [Path(arg)] if isinstance(arg, str | os.PathLike) else [Path(p) for p in arg]
         else:
             # An empty UserKnownHostsFile ("none") would turn checking off in asyncssh: use ours then.
-            user_files = config.get("UserKnownHostsFile") or []
-            global_files = config.get("GlobalKnownHostsFile") or []
+            # SSHConfig.get() returns object; asyncssh keeps these options as lists of str.
+            user_files = cast("list[str]", config.get("UserKnownHostsFile") or [])
+            global_files = cast("list[str]", config.get("GlobalKnownHostsFile") or [])
             paths = [Path(p) for p in [*user_files, *global_files]] or list(DEFAULT_KNOWN_HOSTS)
         paths = [p.expanduser() for p in paths]
         readable = [str(p) for p in paths if p.is_file()]
@@ -315,7 +318,8 @@ class SshLink(ProbeLink):
         self, hop: str, user: str | None, config: SSHClientConfig, exc: Exception
     ) -> TransportError:
         login = user or config.get("User") or getpass.getuser()
-        encrypted = _encrypted_keys(self._client_keys or config.get("IdentityFile") or _default_keys())
+        identity_files = cast("list[str] | None", config.get("IdentityFile"))  # asyncssh: a list of str
+        encrypted = _encrypted_keys(self._client_keys or identity_files or _default_keys())
         if encrypted and not await self._agent_has_keys():
             names = ", ".join(_tilde(p) for p in encrypted)
             return TransportError(

@@ -105,5 +105,5 @@ def set_title(widget: Widget, title: str) -> None:
     """Set a border title as plain text (a str would be parsed as markup; a host name or a filter
     may hold brackets), and only when it changed: a new title repaints the whole widget."""
     if getattr(widget, "_gputui_title", None) != title:
-        widget._gputui_title = title  # type: ignore[attr-defined]
+        widget._gputui_title = title  # type: ignore[attr-defined]  # a mark of ours on any widget
         widget.border_title = Content(title)

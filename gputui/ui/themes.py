@@ -8,14 +8,15 @@ falls back to the default theme. The bundled files live in `themes/` (in a wheel
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # Python 3.10: the same parser, as a package (tomli)
-    import tomli as tomllib  # type: ignore[no-redef,import-not-found]
+else:  # Python 3.10: the same parser, as a package (tomli)
+    import tomli as tomllib
 
 from textual.color import Color, ColorParseError
 from textual.theme import Theme

@@ -3,7 +3,7 @@
 Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
 
-from typing import Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple  # noqa: F401  (type comments)
 
 # {pid: {nvml_index: bytes or None}}: the union of NVML's compute, graphics and MPS process lists.
 Listed = Dict[int, Dict[int, Optional[int]]]
@@ -35,7 +35,7 @@ class Reader(object):
         raise NotImplementedError
 
     def read(self):
-        # type: () -> Tuple[List[Dict[str, object]], Listed]
+        # type: () -> Tuple[List[Dict[str, Any]], Listed]
         """One reading: the GPU records of docs/PROTOCOL.md (without memory_baseline, which the
         probe keeps) and the processes NVML lists, by pid. Cheap: called every sample and every
         few tens of milliseconds while verifying a kill."""

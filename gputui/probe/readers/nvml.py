@@ -7,7 +7,9 @@ called per sample. Static facts (name, UUID, minor, total memory, power limit) a
 Stdlib + pynvml only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
 
-from .base import Reader, ReaderError
+from typing import Any, Dict, List, Optional, Tuple  # noqa: F401  (type comments)
+
+from .base import Listed, Reader, ReaderError  # noqa: F401  (type comments)
 
 GPU_LOST = "gpu-lost"
 
@@ -121,9 +123,9 @@ class NvmlReader(Reader):
                     mem[index] = used
 
     def read(self):
-        # type: () -> Tuple[List[Dict[str, object]], Listed]
+        # type: () -> Tuple[List[Dict[str, Any]], Listed]
         nv = self._nv
-        gpus = []  # type: List[Dict[str, object]]
+        gpus = []  # type: List[Dict[str, Any]]
         listed = {}  # type: Listed
         for static in self._gpus:
             handle = static["handle"]

@@ -436,7 +436,7 @@ class SimReader(Reader):
     # -- reading -----------------------------------------------------------------------------
 
     def read(self):
-        # type: () -> Tuple[List[Dict[str, object]], Listed]
+        # type: () -> Tuple[List[Dict[str, Any]], Listed]
         """GPU records and NVML's listing: a listdir of ctx/ plus dict work (polled every 20 ms)."""
         if self._closed or self.directory is None:
             raise ReaderError("no-driver", "the sim reader is closed")
@@ -789,8 +789,10 @@ class SimReader(Reader):
         job.workers = [(pid, start) for pid, start in ready.get("workers") or []]
         if job.role == "ghost" and not wait_exit(job.pid, job.start_time, deadline - time.monotonic()):
             raise SimError("%r: the ghost's parent did not exit" % job)
-        if job.role == "zombie" and not self.wait_released(job.child_pid, deadline - time.monotonic()):
-            raise SimError("%r: the zombie's memory was not released" % job)
+        if job.role == "zombie":
+            assert job.child_pid is not None  # a zombie job's ready report always names its child
+            if not self.wait_released(job.child_pid, deadline - time.monotonic()):
+                raise SimError("%r: the zombie's memory was not released" % job)
         self.read()  # start watching its contexts now
         return job
 

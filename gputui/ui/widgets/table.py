@@ -22,10 +22,12 @@ from collections.abc import Collection, Hashable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
+from rich.console import JustifyMethod
 from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
 from textual.geometry import Region
 from textual.message import Message
 from textual.strip import Strip
@@ -65,7 +67,7 @@ class Column:
     priority: int = 0  # 0: always shown; higher numbers are dropped first when space runs out
     nominal: int = 12  # the width to plan for when `width` is None
     descending: bool = False  # the first sort on this column puts the largest values on top
-    justify: str = "left"
+    justify: JustifyMethod = "left"
     flex: bool = False  # takes the width the other columns leave (at least `nominal`)
     sortable: bool = True  # counted by the 1-9 sort keys
 
@@ -187,7 +189,7 @@ class KeyedTable(DataTable[Cell]):
                 self.add_column(self._label(column), width=column.width, key=column.key)
             for key, row in self._rows.items():
                 for column in shown:
-                    row[column.key].justify = column.justify  # type: ignore[assignment]
+                    row[column.key].justify = column.justify
                 self.add_row(*(row[c.key] for c in shown), key=key)
             self._apply_sort()
             self.move_to(cursor)
@@ -195,12 +197,12 @@ class KeyedTable(DataTable[Cell]):
 
     def _label(self, column: Column) -> Text:
         if not (self.SORTABLE and column.sortable):
-            return Text(column.label, justify=column.justify)  # type: ignore[arg-type]
+            return Text(column.label, justify=column.justify)
         arrow = " "  # kept when unsorted, so the width never changes
         if self._sort is not None and self._sort[0] == column.key:
             arrow = "▼" if self._sort[1] else "▲"
         label = arrow + column.label if column.justify == "right" else column.label + arrow
-        return Text(label, justify=column.justify)  # type: ignore[arg-type]
+        return Text(label, justify=column.justify)
 
     # -- rows --------------------------------------------------------------------------------
 
@@ -250,7 +252,7 @@ class KeyedTable(DataTable[Cell]):
                 reorder = True
             for key, row in rows.items():
                 for column in self._shown:
-                    row[column.key].justify = column.justify  # type: ignore[assignment]
+                    row[column.key].justify = column.justify
                 old = self._rows.get(key)
                 self._rows[key] = row
                 if old is None:
@@ -292,12 +294,14 @@ class KeyedTable(DataTable[Cell]):
         indexes = {i for i in map(self._row_locations.get, stale) if i is not None}
         header = self.header_height if self.show_header else 0
         lines = {i + header for i in indexes}
-        for cache, part, dropped in (
+        # The four caches differ in key type; only each key's `part` is looked at.
+        passes: tuple[tuple[LRUCache[Any, Any], int, Collection[Hashable]], ...] = (
             (self._cell_render_cache, 0, stale),
             (self._row_render_cache, 0, stale),
             (self._row_renderable_cache, 1, indexes),
             (self._line_cache, 0, lines),
-        ):
+        )
+        for cache, part, dropped in passes:
             for cache_key in [k for k in cache.keys() if k[part] in dropped]:  # noqa: SIM118 (not iterable)
                 cache.discard(cache_key)
 
