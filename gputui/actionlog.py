@@ -7,7 +7,9 @@ reports them: `unfinished()`. A reported action gets a `reported` line so it is 
 
 Every line carries: v, kind, action (the plan id), time (Unix seconds), at (local ISO time), operator,
 host, pid, start_time, user, command, signal, stage, result, message, memory_before, memory_after
-(null where they do not apply). Kinds: plan, intent, event, verdict, done, reported.
+(null where they do not apply). Kinds: plan, intent, event, verdict, done, reported. A `done` whose
+result is outcome-unknown does not end an action: it is reported at the next start like one that
+never got a `done`.
 
 Reading tolerates a torn last line (a crash mid-write) and any line that does not parse: such lines
 are counted, never fatal. Appending after a torn line first ends it, so the torn bytes cannot glue
@@ -114,7 +116,7 @@ class ActionLog:
 
     def plan(self, plan: Plan) -> None:
         """The plan and one intent per process to signal: call BEFORE sending the plan."""
-        first = "SIGINT" if plan.sigint_first else "SIGTERM"
+        first = plan.signals[0] if plan.signals else "SIGKILL"
         before = {str(g.index): g.memory_used for g in plan.gpus}
         self.write(
             "plan",
@@ -170,7 +172,7 @@ class ActionLog:
             fields.update(
                 memory_before=data.get("memory_before"),
                 memory_after=data.get("memory_after"),
-                clean=bool(data.get("clean")),
+                ok=data.get("ok") is True,
                 gpus=data.get("gpus"),
             )
         elif event.stage == "verdict":
@@ -256,7 +258,12 @@ def unfinished(path: str | os.PathLike[str]) -> list[Unfinished]:
         kinds = {r.get("kind") for r in lines}
         if "intent" not in kinds and "plan" not in kinds:
             continue
-        if kinds & {"done", "reported"}:
+        if "reported" in kinds:
+            continue
+        # A done line ends an action, unless its outcome is unknown (the link broke, the probe went
+        # silent): then nobody knows what happened, and the next start must say so.
+        ends = [r for r in lines if r.get("kind") == "done"]
+        if ends and any(r.get("result") != "outcome-unknown" for r in ends):
             continue
         settled = {r.get("pid") for r in lines if r.get("kind") == "verdict"}
         pending = tuple(

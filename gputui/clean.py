@@ -1,21 +1,17 @@
-"""`gputui clean`: free GPUs from a script, with the same plans, engine and audit log as the dashboard.
+"""`gputui clean`: free GPUs (or stop processes) from a script, with the dashboard's plans, engine and
+audit log.
 
-    gputui clean [HOST ...] [--demo] [--gpu SPEC ...] [--pid PID ...] [--all] [--sweep]
-                 [--sigint-first] [--term-timeout S] [--verify-timeout S] [--yes] [--dry-run]
-                 [--json] [--log PATH] [--timeout S]
+    gputui clean HOST ... [--demo] [--gpu SPEC ...] [--pid PID ...] [--all] [--sweep]
+                 [--include-monitor] [--signals term|int|kill] [--sigint-first] [--term-timeout S]
+                 [--verify-timeout S] [--yes] [--dry-run] [--json] [--log PATH] [--timeout S]
 
 Made for `gputui clean --all --yes && ./run_benchmark.sh`: it prints the plan, asks on a terminal
 (unless --yes), streams each stage as the probe runs it, prints the verdicts, and exits 0 only when
-every targeted GPU was verified clean.
+every plan did what it was for: every targeted GPU verified clean (--all, --gpu), or every chosen
+process gone with its GPU memory released (--pid).
 
-Exit codes: 0 clean; 1 not clean (or a host unreachable, or the outcome unknown); 2 bad usage
-(including no terminal to ask on and no --yes); 3 no NVIDIA driver or GPU; 4 refused (read-only host,
-a protected process named, permission denied).
-
-A GPU SPEC is an NVML index (on every named host), a GPU UUID (or a unique prefix of one), HOST:INDEX
-or HOST:all. `--all` cleans every GPU of the named hosts (every non-protected process that uses or
-holds one, unattributed holders included); `--gpu` and `--pid` scope the clean, and `--sweep` adds the
-unattributed hidden holders to a scoped one.
+This module parses the arguments and prints; gputui.operate does the rest (the same code the
+dashboard runs). Exit codes: README "Exit codes", and EPILOG below.
 """
 
 from __future__ import annotations
@@ -24,34 +20,26 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import sys
-import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from .actionlog import ActionLog, default_log_path, unfinished
-from .fleet import Fleet, HostView
-from .model import Event, Sample, gpu_verdict_words
-from .plan import (
-    DEFAULT_TERM_TIMEOUT,
-    DEFAULT_VERIFY_TIMEOUT,
-    Plan,
-    PlanError,
-    PlanOptions,
-    brief_command,
-    plan_for_host,
-    plan_for_selection,
-)
+from .actionlog import ActionLog, default_log_path
+from .fleet import Fleet
+from .model import Event, PlanVerdict, Sample
+from .operate import Operations, Request, status_of
+from .plan import SIGNAL_WORDS, KillOptions, Plan
+from .probe.common import MAX_TIMEOUT, SIGNAL_PLANS
 from .textsafe import printable
-from .transport.base import TransportError
 from .units import fmt_bytes
+from .words import count, stage_line, verdict_lines
 
-EXIT_CLEAN, EXIT_NOT_CLEAN, EXIT_USAGE, EXIT_NO_GPU, EXIT_REFUSED = 0, 1, 2, 3, 4
-JSON_VERSION = 1
-NO_GPU_CODES = ("no-driver", "no-gpu", "no-library", "no-permission")
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU, EXIT_REFUSED, EXIT_DECLINED = 0, 1, 2, 3, 4, 5
+EXIT_CLEAN, EXIT_NOT_CLEAN = EXIT_OK, EXIT_FAILED  # the names the first version used
+JSON_VERSION = 2
 MAX_POSITIONAL_GPU = 64  # HOST:N with N below this is a GPU; a larger N is an SSH port
-FRESH_SAMPLE_TIMEOUT = 10.0
 
 
 class UsageError(Exception):
@@ -61,29 +49,35 @@ class UsageError(Exception):
 # -- arguments ---------------------------------------------------------------------------------
 
 
-def _seconds(text: str) -> float:
+def seconds(text: str) -> float:
+    """A number of seconds in (0, 3600]: nan, inf and negatives are refused."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value <= 3600:
-        raise argparse.ArgumentTypeError(f"{value:g} s is out of range (more than 0, at most 3600)")
+    if not 0 < value <= MAX_TIMEOUT:  # NaN fails every comparison
+        raise argparse.ArgumentTypeError(f"{text} s is out of range (more than 0, at most {MAX_TIMEOUT:g})")
     return value
 
 
 def _pid(text: str) -> int:
-    if not text.isdigit() or int(text) <= 0:
+    if not (text.isascii() and text.isdigit()) or int(text) <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a PID")
     return int(text)
 
 
 EPILOG = """\
+HOST: name the hosts to act on (config names, ssh-style hosts, `local` for this machine). Without a
+HOST, clean acts on this machine; with a config that lists hosts, or with --demo, name them.
+
 GPU SPEC: an NVML index (on every named host), a GPU UUID (or a unique prefix), HOST:INDEX or
 HOST:all. A positional HOST:N with N < 64 is a GPU too (a larger N, or user@host:N, is an SSH port).
 
-exit codes: 0 every targeted GPU verified clean; 1 not clean (or a host unreachable, or the
-outcome unknown); 2 bad usage (also: no terminal to confirm on and no --yes); 3 no NVIDIA driver or
-GPU; 4 refused (read-only host, protected process, permission denied).
+exit codes: 0 done: every targeted GPU verified clean, or every chosen process stopped with its
+memory released; 1 not done (still held, ghost memory, survived), a host unreachable, or the outcome
+unknown; 2 bad usage (also: no terminal to confirm on and no --yes); 3 no NVIDIA driver or GPU;
+4 refused (read-only host, protected process, permission denied); 5 not confirmed at the prompt:
+nothing done.
 
 Every plan, signal and verdict is recorded in the audit log, before the signal is sent and after."""
 
@@ -103,35 +97,60 @@ def add_clean_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pid", action="append", type=_pid, metavar="PID", help="a process to stop (repeatable)"
     )
-    parser.add_argument(
-        "--all", action="store_true", help="every GPU of the named hosts (all of them if none)"
-    )
+    parser.add_argument("--all", action="store_true", help="every GPU of the named hosts")
     parser.add_argument("--sweep", action="store_true", help="also stop unattributed hidden holders")
-    parser.add_argument("--sigint-first", action="store_true", help="send SIGINT before SIGTERM")
+    parser.add_argument(
+        "--include-monitor",
+        action="store_true",
+        help="stop the GPU monitors named by --pid too (protected otherwise)",
+    )
+    parser.add_argument(
+        "--signals",
+        choices=tuple(SIGNAL_PLANS),
+        default=None,
+        help="term: SIGTERM then SIGKILL (default); int: SIGINT first; kill: SIGKILL at once",
+    )
+    parser.add_argument(
+        "--sigint-first", action="store_true", help="send SIGINT before SIGTERM (same as --signals int)"
+    )
     parser.add_argument(
         "--term-timeout",
-        type=_seconds,
-        default=DEFAULT_TERM_TIMEOUT,
+        type=seconds,
+        default=None,
         metavar="S",
-        help="seconds to wait after SIGTERM before SIGKILL (default %(default)g)",
+        help="seconds to wait after each soft signal before the next (default 5, or [kill] in the config)",
     )
     parser.add_argument(
         "--verify-timeout",
-        type=_seconds,
-        default=DEFAULT_VERIFY_TIMEOUT,
+        type=seconds,
+        default=None,
         metavar="S",
-        help="seconds to wait for the GPUs to be verified free (default %(default)g)",
+        help="seconds to wait for the outcome to be verified (default 10, or [kill] in the config)",
     )
     parser.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and stop")
-    parser.add_argument("--json", action="store_true", help="print one JSON document (version 1)")
+    parser.add_argument(
+        "--json", action="store_true", help=f"print one JSON document (version {JSON_VERSION})"
+    )
     parser.add_argument("--log", metavar="PATH", help="audit log (default: the user state dir)")
     parser.add_argument(
         "--timeout",
-        type=_seconds,
+        type=seconds,
         default=20.0,
         metavar="S",
         help="wait this long for each host (default 20)",
+    )
+
+
+def kill_options(args: argparse.Namespace, base: KillOptions) -> KillOptions:
+    """The config's [kill] options (`base`) with the command line's flags on top."""
+    signals = args.signals or ("int" if args.sigint_first else base.signals)
+    if args.sigint_first and args.signals not in (None, "int"):
+        raise UsageError(f"--sigint-first and --signals {args.signals} say different things")
+    return KillOptions(
+        signals=signals,
+        term_timeout=args.term_timeout if args.term_timeout is not None else base.term_timeout,
+        verify_timeout=args.verify_timeout if args.verify_timeout is not None else base.verify_timeout,
     )
 
 
@@ -145,7 +164,7 @@ def split_targets(names: Sequence[str]) -> tuple[list[str], list[str]]:
     for name in names:
         host, sep, tail = name.rpartition(":")
         is_gpu = bool(sep and host) and "@" not in name and not name.startswith("[") and ":" not in host
-        is_gpu = is_gpu and (tail == "all" or (tail.isdigit() and int(tail) < MAX_POSITIONAL_GPU))
+        is_gpu = is_gpu and (tail == "all" or (_index(tail) is not None and int(tail) < MAX_POSITIONAL_GPU))
         if is_gpu:
             specs.append(name)
             if host not in hosts:
@@ -155,12 +174,39 @@ def split_targets(names: Sequence[str]) -> tuple[list[str], list[str]]:
     return hosts, specs
 
 
+def hosts_problem(
+    named: Sequence[str], configured: Sequence[str], demo: bool, config_path: str | None
+) -> str | None:
+    """A destructive command names its hosts: why this one must, or None (this machine, or named)."""
+    if named:
+        return None
+    if demo:
+        return (
+            f"name the hosts to clean: the demo has {', '.join(configured)} "
+            f"(e.g. gputui clean --demo {configured[0]} --all)"
+        )
+    if configured:
+        where = f"the config {config_path}" if config_path else "the config"
+        return (
+            f"name the hosts to clean: {where} lists {', '.join(configured)}; gputui clean acts only on "
+            "the hosts you name (`local` is this machine)"
+        )
+    return None
+
+
 def _usage_problem(args: argparse.Namespace) -> str | None:
     if not (args.all or args.gpu or args.pid):
         return "say what to clean: --all, --gpu SPEC or --pid PID (see gputui clean --help)"
     if args.all and (args.gpu or args.pid):
         return "--all cleans every GPU: it does not combine with --gpu or --pid"
+    if args.include_monitor and not args.pid:
+        return "--include-monitor includes the monitors named by --pid: name them"
     return None
+
+
+def _index(text: str) -> int | None:
+    """An NVML index written in ASCII digits (`²` is a digit to str.isdigit, not to int())."""
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 6 else None
 
 
 # -- what the run produces ---------------------------------------------------------------------
@@ -171,45 +217,48 @@ class HostOutcome:
     """One host's part of a clean, from planning to verdict."""
 
     host: str
-    status: str = "pending"  # planned, clean, not-clean, refused, no-gpu, unreachable, outcome-unknown, ...
+    status: str = "pending"  # planned, clean, stopped, not-clean, not-stopped, refused, no-gpu, ...
     message: str | None = None
     plan: Plan | None = None
-    done: Event | None = None
+    verdict: PlanVerdict | None = None
     events: list[Event] = field(default_factory=list)
 
     @property
     def code(self) -> int:
         return {
-            "clean": EXIT_CLEAN,
-            "planned": EXIT_CLEAN,
-            "skipped": EXIT_CLEAN,
+            "clean": EXIT_OK,
+            "stopped": EXIT_OK,
+            "planned": EXIT_OK,
+            "skipped": EXIT_OK,
             "no-gpu": EXIT_NO_GPU,
             "refused": EXIT_REFUSED,
-        }.get(self.status, EXIT_NOT_CLEAN)
+            "aborted": EXIT_DECLINED,
+        }.get(self.status, EXIT_FAILED)
 
     def describe(self) -> dict[str, Any]:
-        data = self.done.data if self.done is not None else {}
+        verdict = self.verdict.describe() if self.verdict is not None else {}
         return {
             "host": self.host,
             "status": self.status,
             "message": self.message,
+            "ok": self.status in ("clean", "stopped"),
             "plan": self.plan.describe() if self.plan is not None else None,
-            "clean": self.status == "clean",
-            "gpus": data.get("gpus", {}),
-            "processes": data.get("processes", []),
-            "elapsed_ms": data.get("elapsed_ms"),
-            "memory_before": data.get("memory_before"),
-            "memory_after": data.get("memory_after"),
+            "gpus": verdict.get("gpus", {}),
+            "processes": verdict.get("processes", []),
+            "elapsed_ms": verdict.get("elapsed_ms"),
+            "memory_before": verdict.get("memory_before"),
+            "memory_after": verdict.get("memory_after"),
+            "problems": verdict.get("problems", []),
         }
 
 
 def exit_code(outcomes: Iterable[HostOutcome]) -> int:
-    """The worst of the hosts, in this order: no GPU, refused, not clean."""
+    """The worst of the hosts, in this order: no GPU, refused, not done, declined."""
     codes = {o.code for o in outcomes}
-    for code in (EXIT_NO_GPU, EXIT_REFUSED, EXIT_NOT_CLEAN):
+    for code in (EXIT_NO_GPU, EXIT_REFUSED, EXIT_FAILED, EXIT_DECLINED):
         if code in codes:
             return code
-    return EXIT_CLEAN
+    return EXIT_OK
 
 
 # -- the command -------------------------------------------------------------------------------
@@ -221,18 +270,42 @@ class Console:
     err: TextIO
     stdin: TextIO
     json: bool
+    closed: bool = False  # stdout went away (`| head -2`): keep going, quietly; the log has it all
 
     @property
     def human(self) -> TextIO:
         """Where the plan and the stages go: stdout, or stderr when stdout carries the JSON."""
         return self.err if self.json else self.out
 
+    def _write(self, stream: TextIO, text: str) -> None:
+        if self.closed and stream is self.out:
+            return
+        try:
+            print(text, file=stream, flush=True)
+        except BrokenPipeError:
+            if stream is self.out:
+                self.closed = True
+                _silence(stream)
+
     def say(self, text: str = "") -> None:
         # Every line may carry text from a host: escape once more as a last guard (idempotent).
-        print(printable(text), file=self.human, flush=True)
+        self._write(self.human, printable(text))
 
     def warn(self, text: str) -> None:
-        print(f"gputui: {text}", file=self.err, flush=True)
+        self._write(self.err, f"gputui: {printable(text)}")
+
+    def document(self, doc: dict[str, Any]) -> None:
+        self._write(self.out, json.dumps(doc, indent=2, ensure_ascii=True))
+
+
+def _silence(stream: TextIO) -> None:
+    """Point a closed stdout at /dev/null, so that nothing (the interpreter's flush at exit
+    included) raises BrokenPipeError again."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        fd = stream.fileno()
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
 
 
 async def run_clean(
@@ -243,20 +316,27 @@ async def run_clean(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
     operator: str | None = None,
+    kill: KillOptions | None = None,
 ) -> int:
     """Run `gputui clean` on the hosts of `fleet` (built by the caller, not started); return the exit code.
 
-    Starts the fleet and stops it before returning."""
+    Starts the fleet and stops it before returning. `kill`: the config's [kill] options."""
     con = Console(stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin, bool(args.json))
     problem = _usage_problem(args)
     if problem is not None:
         con.warn(problem)
         return EXIT_USAGE
+    try:
+        options = kill_options(args, kill or KillOptions())
+    except UsageError as exc:
+        con.warn(str(exc))
+        return EXIT_USAGE
     log = ActionLog(args.log or default_log_path(), operator=operator)
-    _report_unfinished(log, con)
+    ops = Operations(fleet, log, kill=options, operator=operator)
+    _report_unfinished(ops, con)
     fleet.start()
     try:
-        return await _clean(args, fleet, log, con)
+        return await _clean(args, ops, con)
     except UsageError as exc:
         con.warn(str(exc))
         return EXIT_USAGE
@@ -265,31 +345,57 @@ async def run_clean(
         log.close()
 
 
-def _report_unfinished(log: ActionLog, con: Console) -> None:
+def _report_unfinished(ops: Operations, con: Console) -> None:
     """Actions a previous gputui started and never saw finish (it died): say so once."""
     try:
-        lost = unfinished(log.path)
+        lost = ops.unfinished()
     except OSError as exc:
-        con.warn(f"cannot read the audit log {log.path}: {exc.strerror or exc}")
+        con.warn(f"cannot read the audit log {ops.audit.path}: {exc.strerror or exc}")
         return
     for action in lost:
-        con.warn("WARNING: " + printable(action.describe()))
+        con.warn("WARNING: " + action.describe())
     if lost:
-        con.warn(f"(check those processes and GPUs; details in {log.path})")
-        log.acknowledge(lost)
+        con.warn(f"(check those processes and GPUs; details in {ops.audit.path})")
+        try:
+            ops.acknowledge(lost)
+        except OSError as exc:
+            con.warn(f"cannot write the audit log {ops.audit.path}: {exc.strerror or exc}")
 
 
-async def _clean(args: argparse.Namespace, fleet: Fleet, log: ActionLog, con: Console) -> int:
+async def _clean(args: argparse.Namespace, ops: Operations, con: Console) -> int:
+    fleet = ops.fleet
     await fleet.wait_first_samples(args.timeout)
-    outcomes = {name: HostOutcome(name) for name in _hosts_in_scope(args, fleet)}
-    usable = [name for name, o in outcomes.items() if _usable(fleet.view(name), o)]
-    samples = await _fresh_samples(fleet, usable)
-    _make_plans(args, fleet, samples, outcomes, log.operator)
+    outcomes = {name: HostOutcome(name) for name in fleet.sessions}
+    usable = []
+    for name, outcome in outcomes.items():
+        trouble = ops.problem(name)
+        if trouble is None:
+            usable.append(name)
+        else:
+            outcome.status, outcome.message = trouble.status, trouble.message
+            if trouble.status == "no-gpu":
+                outcome.message = f"{trouble.message} (try `gputui clean --demo demo-a --all`)"
+    samples, late = await ops.scans(usable)
+    requests = _requests(args, samples, list(outcomes))
+    planned = ops.build(requests, samples, late)
+    if planned.problems:
+        raise UsageError("; ".join(planned.problems))
+    for name in usable:
+        if name not in {r.host for r in requests}:
+            outcomes[name].status, outcomes[name].message = "skipped", "nothing asked on this host"
+    for plan in planned.plans:
+        outcome = outcomes[plan.host]
+        outcome.plan, outcome.status = plan, "planned"
+        refused = [e for e in plan.excluded if e.chosen and e.protected and e.pid in (args.pid or [])]
+        if refused:
+            outcome.status = "refused"
+            hint = " (--include-monitor stops it anyway)" if any(e.can_include for e in refused) else ""
+            outcome.message = "; ".join(f"{e.pid} ({e.name or '?'}) is {e.why}" for e in refused) + hint
     for outcome in outcomes.values():
         _print_plan(con, outcome)
     runnable = [o for o in outcomes.values() if o.status == "planned"]
     if args.dry_run or not runnable:
-        return _finish(con, outcomes.values(), log, dry_run=args.dry_run)
+        return _finish(con, outcomes.values(), ops, dry_run=args.dry_run)
     # Verification alone signals nothing: no need to ask.
     if not args.yes and any(o.plan is not None and not o.plan.is_empty for o in runnable):
         answer = await _confirm(con)
@@ -298,116 +404,52 @@ async def _clean(args: argparse.Namespace, fleet: Fleet, log: ActionLog, con: Co
                 o.status, o.message = "aborted", "not confirmed: nothing done"
             if answer is None:
                 con.warn("refusing to act without confirmation: stdin is not a terminal (pass --yes)")
-                return _finish(con, outcomes.values(), log, dry_run=False, code=EXIT_USAGE)
-            return _finish(con, outcomes.values(), log, dry_run=False)
+                return _finish(con, outcomes.values(), ops, dry_run=False, code=EXIT_USAGE)
+            return _finish(con, outcomes.values(), ops, dry_run=False)
+
+    def show(plan: Plan, event: Event) -> None:
+        outcomes[plan.host].events.append(event)
+        con.say(stage_line(plan.host, event))
+
+    plans = [o.plan for o in runnable if o.plan is not None]
     # Hosts that cannot be cleaned (down, no GPU, refused) do not hold back the others.
-    await asyncio.gather(*(_execute(fleet, o, log, con) for o in runnable))
-    return _finish(con, outcomes.values(), log, dry_run=False)
+    for plan, result in zip(plans, await ops.run_all(plans, show), strict=True):
+        outcome = outcomes[plan.host]
+        if isinstance(result, OSError):
+            outcome.status = "not-sent"
+            outcome.message = f"audit log {ops.audit.path}: {result.strerror or result}; nothing was sent"
+            continue
+        outcome.verdict = result
+        outcome.status, outcome.message = status_of(result)
+    return _finish(con, outcomes.values(), ops, dry_run=False)
 
 
-def _hosts_in_scope(args: argparse.Namespace, fleet: Fleet) -> list[str]:
-    """The hosts named on the command line that the fleet has (--demo builds more), else all."""
-    names, _ = split_targets(getattr(args, "hosts", None) or [])
-    return [n for n in names if n in fleet.sessions] or list(fleet.sessions)
-
-
-def _usable(view: HostView, outcome: HostOutcome) -> bool:
-    """Whether a host can be planned for; otherwise the outcome says why not."""
-    facts = view.facts
-    if facts is not None and facts.error_code in NO_GPU_CODES:
-        outcome.status = "no-gpu"
-        outcome.message = f"{facts.error_message or facts.error_code} (try `gputui clean --demo --all`)"
-        return False
-    if view.sample is None:
-        outcome.status = "unreachable"
-        outcome.message = view.detail or view.reason or "no sample arrived in time"
-        return False
-    if not view.can_kill:
-        outcome.status = "refused"
-        outcome.message = "read-only host: kill actions are disabled here"
-        return False
-    return True
-
-
-async def _fresh_samples(fleet: Fleet, names: list[str]) -> dict[str, Sample]:
-    """A sample after a full holder scan from each host: plans trust no incremental view."""
-    waiting: dict[str, asyncio.Future[Sample]] = {}
-    loop = asyncio.get_running_loop()
-
-    def on_change(view: HostView, what: str, payload: Any) -> None:
-        future = waiting.get(view.name)
-        if what == "sample" and future is not None and not future.done() and _is_full(view):
-            future.set_result(payload)
-
-    fleet.listen(on_change)
-    for name in names:
-        waiting[name] = loop.create_future()
-        with contextlib.suppress(TransportError):
-            await fleet.sessions[name].send({"type": "sample", "v": 1, "full": True})
-    if waiting:
-        await asyncio.wait(list(waiting.values()), timeout=FRESH_SAMPLE_TIMEOUT)
-    out = {}
-    for name in names:
-        future = waiting[name]
-        sample = future.result() if future.done() else fleet.view(name).sample
-        if sample is not None:
-            out[name] = sample
-    return out
-
-
-def _is_full(view: HostView) -> bool:
-    scan = (view.raw_sample or {}).get("scan")
-    return bool(scan.get("full")) if isinstance(scan, dict) else True
-
-
-# -- planning ----------------------------------------------------------------------------------
-
-
-def _make_plans(
-    args: argparse.Namespace,
-    fleet: Fleet,
-    samples: dict[str, Sample],
-    outcomes: dict[str, HostOutcome],
-    operator: str,
-) -> None:
-    gpus = resolve_gpu_specs(args.gpu or [], samples, list(outcomes))
+def _requests(args: argparse.Namespace, samples: dict[str, Sample], hosts: list[str]) -> list[Request]:
+    """The command line as one request per host that has something to do."""
+    gpus = resolve_gpu_specs(args.gpu or [], samples, hosts)
     pids = _pids_by_host(args.pid or [], samples)
-    for name, sample in samples.items():
-        outcome = outcomes[name]
-        facts = fleet.view(name).facts
-        options = PlanOptions(
-            operator=operator,
-            sigint_first=bool(getattr(args, "sigint_first", False)),
-            term_timeout=args.term_timeout,
-            verify_timeout=args.verify_timeout,
-            probe_uid=facts.uid if facts is not None else None,
-        )
-        try:
-            if args.all:
-                plan = plan_for_host(sample, host=name, options=options)
-            elif name in gpus or name in pids:
-                plan = plan_for_selection(
-                    sample,
-                    host=name,
-                    gpu_indexes=gpus.get(name, ()),
-                    pids=pids.get(name, ()),
-                    sweep=args.sweep,
-                    options=options,
-                )
-            else:
-                outcome.status, outcome.message = "skipped", "nothing asked on this host"
-                continue
-        except PlanError as exc:
-            raise UsageError(str(exc)) from None
-        outcome.plan, outcome.status = plan, "planned"
-        refused = [e for e in plan.excluded if e.pid in pids.get(name, ()) and e.protected]
-        if refused:
-            outcome.status = "refused"
-            outcome.message = "; ".join(f"{e.pid} ({printable(e.name or '?')}) is {e.why}" for e in refused)
     asked = {pid for host_pids in pids.values() for pid in host_pids}
     missing = sorted(set(args.pid or []) - asked)
     if missing:
         raise UsageError(f"PID {', '.join(map(str, missing))} is not a GPU process on any of the hosts")
+    out = []
+    for name in samples:
+        include = tuple(sorted(pids.get(name, ()))) if args.include_monitor else ()
+        if args.all:
+            out.append(Request(name, "host", sweep=args.sweep))
+        elif name in gpus or name in pids:
+            scope = "gpus" if name in gpus else "processes"
+            out.append(
+                Request(
+                    name,
+                    scope,
+                    gpus=tuple(sorted(gpus.get(name, ()))),
+                    pids=tuple(sorted(pids.get(name, ()))),
+                    sweep=args.sweep,
+                    include=include,
+                )
+            )
+    return out
 
 
 def resolve_gpu_specs(
@@ -449,14 +491,15 @@ def _indexes_of(spec: str, index: str, sample: Sample, host: str) -> set[int]:
     have = {g.index for g in sample.gpus}
     if index == "all":
         return have
-    if not index.isdigit():
+    number = _index(index)
+    if number is None:
         raise UsageError(f"--gpu {printable(spec)}: expected an index, a UUID, HOST:INDEX or HOST:all")
-    if int(index) not in have:
+    if number not in have:
         listed = ", ".join(map(str, sorted(have))) or "none"
         raise UsageError(
-            f"--gpu {printable(spec)}: {printable(host)} has no GPU {index} (its GPUs: {listed})"
+            f"--gpu {printable(spec)}: {printable(host)} has no GPU {number} (its GPUs: {listed})"
         )
-    return {int(index)}
+    return {number}
 
 
 def _pids_by_host(pids: Sequence[int], samples: dict[str, Sample]) -> dict[str, set[int]]:
@@ -478,99 +521,13 @@ async def _confirm(con: Console) -> bool | None:
     isatty = getattr(con.stdin, "isatty", None)
     if not (isatty and isatty()):
         return None
-    print("Proceed? [y/N] ", end="", file=con.human, flush=True)
+    with contextlib.suppress(BrokenPipeError):
+        print("Proceed? [y/N] ", end="", file=con.human, flush=True)
     line = await asyncio.to_thread(con.stdin.readline)
     return line.strip().lower() in ("y", "yes")
 
 
-# -- running -----------------------------------------------------------------------------------
-
-
-async def execute_plan(
-    fleet: Fleet, plan: Plan, log: ActionLog, on_event: Callable[[Event], None] | None = None
-) -> Event:
-    """Send `plan` to its host's probe with write-ahead logging; return the `done` event.
-
-    The plan and its intents are on disk before the probe can act; every event is logged as it
-    comes. Raises TransportError when the plan could not be sent (recorded as `not-sent`). The
-    dashboard's dialog uses this too."""
-    log.plan(plan)
-    done: Event | None = None
-    try:
-        async for event in fleet.execute(plan.host, plan.to_wire()):
-            log.event(plan.host, event)
-            if on_event is not None:
-                on_event(event)
-            if event.stage == "done":
-                done = event
-    except TransportError as exc:
-        log.write("done", plan.id, host=plan.host, stage="done", result="not-sent", message=exc.message)
-        raise
-    if done is None:  # the stream ended without a verdict: nobody knows what happened
-        done = Event(plan=plan.id, time=time.time(), stage="done", result="outcome-unknown",
-                     message="the probe sent no verdict", data={"clean": False})  # fmt: skip
-        log.event(plan.host, done)
-    return done
-
-
-async def _execute(fleet: Fleet, outcome: HostOutcome, log: ActionLog, con: Console) -> None:
-    plan = outcome.plan
-    assert plan is not None
-
-    def show(event: Event) -> None:
-        outcome.events.append(event)
-        con.say(stage_line(outcome.host, event))
-
-    try:
-        outcome.done = await execute_plan(fleet, plan, log, show)
-    except TransportError as exc:
-        outcome.status, outcome.message = "unreachable", f"plan not sent: {exc.message}"
-        return
-    outcome.status, outcome.message = _judge(outcome.done)
-
-
-def _judge(done: Event | None) -> tuple[str, str | None]:
-    if done is None:
-        return "outcome-unknown", "the probe sent no verdict"
-    data = done.data
-    if data.get("clean") is True:
-        return "clean", None
-    if done.result == "outcome-unknown":
-        return "outcome-unknown", done.message
-    if done.result == "refused":
-        error = data.get("error")
-        status = "no-gpu" if error == "no-gpu" else "refused"
-        return status, done.message
-    denied = [p for p in data.get("processes", []) if p.get("result") == "permission-denied"]
-    if denied:
-        allow = denied[0].get("allow") or "run the probe as root"
-        pids = ", ".join(str(p.get("pid")) for p in denied)
-        return "refused", f"permission denied for {pids}: {allow}"
-    return "not-clean", done.message
-
-
 # -- printing ----------------------------------------------------------------------------------
-
-
-def clock(t: float) -> str:
-    """Local wall time with milliseconds: 12:01:03.120."""
-    return time.strftime("%H:%M:%S", time.localtime(t)) + f".{int((t % 1) * 1000):03d}"
-
-
-def stage_line(host: str, event: Event) -> str:
-    """`12:01:03.120 demo-a GPU3 SIGTERM -> 4121 python train.py` (remote text escaped)."""
-    return f"{clock(event.time)} {printable(host)} {stage_text(event)}".rstrip()
-
-
-def stage_text(event: Event) -> str:
-    """A stage line without its time and host (`GPU3  SIGTERM -> 4121 python train.py`): the
-    dashboard's log pane styles those apart."""
-    if event.gpu is not None:
-        where = f"GPU{event.gpu}"
-    else:
-        gpus = event.data.get("gpus")
-        where = "GPU" + ",".join(str(g) for g in gpus) if isinstance(gpus, list) and gpus else ""
-    return f"{where:<5} {printable(event.message)}".rstrip()
 
 
 def _print_plan(con: Console, outcome: HostOutcome) -> None:
@@ -585,12 +542,14 @@ def _print_plan(con: Console, outcome: HostOutcome) -> None:
 
 
 def plan_lines(plan: Plan) -> list[str]:
-    """The plan as a readable table (also what the dashboard's dialog shows, in words)."""
+    """The plan as a readable table (the dashboard's dialog shows the same, in its own layout)."""
     gpus = ", ".join(
-        f"GPU{g.index} {fmt_bytes(g.memory_used)}/{fmt_bytes(g.memory_total)}" for g in plan.gpus
+        f"GPU{g.index} {fmt_bytes(g.memory_used)}/{fmt_bytes(g.memory_total)}"
+        for g in plan.gpus + plan.touched
     )
     lines = [
-        f"== {printable(plan.host)}: plan {plan.id} ({plan.scope}) by {printable(plan.operator)}: {gpus or '-'}"
+        f"== {printable(plan.host)}: plan {plan.id} ({plan.scope}) by {printable(plan.operator)}: {gpus or '-'}",
+        f"   proves: {plan.proves}",
     ]
     if plan.signalled:
         lines.append(f"   {'PID':>7}  {'user':<10} {'GPUs':<6} {'GPU mem':>8}  command  (why)")
@@ -613,6 +572,7 @@ def plan_lines(plan: Plan) -> list[str]:
             )
     for w in plan.warnings:
         lines.append(f"   ! {printable(w.message)}")
+    lines.append(f"   signals: {SIGNAL_WORDS[plan.kill.signals]}")
     lines.append("   stages: " + "; ".join(plan.stages))
     return lines
 
@@ -629,74 +589,30 @@ def _target_line(
 
 
 def _finish(
-    con: Console, outcomes: Iterable[HostOutcome], log: ActionLog, dry_run: bool, code: int | None = None
+    con: Console, outcomes: Iterable[HostOutcome], ops: Operations, dry_run: bool, code: int | None = None
 ) -> int:
     items = list(outcomes)
     code = exit_code(items) if code is None else code
     for o in items:
-        if o.status != "planned":  # a dry run's plans were printed already
-            for line in verdict_lines(o):
+        if o.status not in ("planned", "skipped"):  # a dry run's plans were printed already
+            for line in verdict_lines(o.host, o.status, o.message, o.verdict):
                 con.say(line)
+    if not dry_run:
+        done = [o for o in items if o.verdict is not None]
+        if done and any(o.verdict is not None and o.verdict.processes for o in done):
+            stopped = sum(1 for o in done for p in (o.verdict.processes if o.verdict else ()) if p.gone)
+            con.say(
+                f"({count(stopped, 'process', 'processes')} stopped; every signal is in {ops.audit.path})"
+            )
     if con.json:
-        doc = {
-            "version": JSON_VERSION,
-            "dry_run": dry_run,
-            "clean": code == EXIT_CLEAN and not dry_run,
-            "exit_code": code,
-            "log": str(log.path),
-            "hosts": [o.describe() for o in items],
-        }
-        print(json.dumps(doc, indent=2, ensure_ascii=True), file=con.out, flush=True)
+        con.document(
+            {
+                "version": JSON_VERSION,
+                "dry_run": dry_run,
+                "ok": code == EXIT_OK and not dry_run,
+                "exit_code": code,
+                "log": str(ops.audit.path),
+                "hosts": [o.describe() for o in items],
+            }
+        )
     return code
-
-
-def verdict_lines(outcome: HostOutcome) -> list[str]:
-    if outcome.status == "skipped":
-        return []
-    head = {"clean": "CLEAN", "not-clean": "NOT CLEAN", "refused": "REFUSED", "no-gpu": "NO GPU"}.get(
-        outcome.status, outcome.status.upper()
-    )
-    done = outcome.done
-    took = (
-        f" in {done.data.get('elapsed_ms', 0):.0f} ms"
-        if done is not None and "elapsed_ms" in done.data
-        else ""
-    )
-    lines = [
-        f"== {printable(outcome.host)}: {head}{took}"
-        + (f": {printable(outcome.message)}" if outcome.message else "")
-    ]
-    if done is None:
-        return lines
-    for index, g in sorted(done.data.get("gpus", {}).items(), key=lambda kv: int(kv[0])):
-        lines.append(
-            f"   GPU{index:<3} {g.get('result', '?'):<13} {fmt_bytes(g.get('memory_before'))} -> "
-            f"{fmt_bytes(g.get('memory_after'))}{_gpu_note(g)}"
-        )
-    for p in done.data.get("processes", []):
-        signals = ",".join(p.get("signals") or []) or "-"
-        command = p.get("command")
-        cmd = (
-            brief_command(tuple(str(a) for a in command))
-            if isinstance(command, list) and command
-            else p.get("name") or "?"
-        )
-        note = p.get("why") or ""
-        if p.get("allow"):
-            note = f"{note}; {p['allow']}"
-        lines.append(
-            f"   {p.get('pid', '?'):>7}  {p.get('result', '?'):<18} {signals:<16} {printable(str(cmd))[:60]}"
-            + (f"  ({printable(note)})" if note else "")
-        )
-    return lines
-
-
-def _gpu_note(g: dict[str, Any]) -> str:
-    result = g.get("result")
-    held, ghosts, suspects = gpu_verdict_words(g)
-    if result == "held":
-        return f"  held by {held}"
-    if result == "ghost-memory":
-        return f"  NVML lists {ghosts} (dead); suspected holders: {suspects}"
-    idle = g.get("idle_ms")
-    return f"  (memory back at {idle:.0f} ms)" if isinstance(idle, (int, float)) else ""

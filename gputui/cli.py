@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import gc
 import logging
 import sys
@@ -75,6 +76,16 @@ def resolve_hosts(
         from .demo import demo_specs
 
         specs = demo_specs()
+        if names:
+            by_name = {s.name: s for s in specs}
+            unknown = [n for n in names if n not in by_name]
+            if unknown:
+                raise ConfigError(
+                    None,
+                    None,
+                    f"the demo has no host {', '.join(map(repr, unknown))} (its hosts: {', '.join(by_name)})",
+                )
+            specs = [by_name[n] for n in names]
     elif names:
         by_name = {h.name: h for h in config.hosts}
         specs = [by_name.get(n) or parse_host_arg(n) for n in names]
@@ -99,7 +110,7 @@ def build_fleet(specs: Sequence[HostSpec], interval: float) -> Fleet:
     for spec in specs:
         fleet.add(
             spec.name,
-            lambda spec=spec: make_link(spec, interval),
+            functools.partial(make_link, spec, interval),
             read_only=spec.read_only,
             interval=interval,
         )
@@ -143,9 +154,17 @@ def run_clean(argv: list[str]) -> int:
     config = load(args.config)
     hosts, gpu_specs = clean.split_targets(args.hosts)
     args.gpu = list(args.gpu or []) + gpu_specs
+    if not hosts:
+        # A destructive command names its hosts: without one, this machine, unless a config (or
+        # the demo) lists hosts, which must then be named.
+        listed = [s.name for s in (resolve_hosts([], True, config) if args.demo else config.hosts)]
+        problem = clean.hosts_problem(hosts, listed, args.demo, config.path)
+        if problem is not None:
+            return _fail(problem)
+        hosts = ["local"]
     specs = resolve_hosts(hosts, args.demo, config)
     fleet = build_fleet(specs, interval=1.0)
-    return asyncio.run(clean.run_clean(args, fleet))
+    return asyncio.run(clean.run_clean(args, fleet, kill=config.kill))
 
 
 def tune_gc() -> None:
@@ -181,6 +200,7 @@ def run_ui(argv: list[str]) -> int:
         interval=interval,
         theme=args.theme or config.theme,
         log_path=args.log,
+        kill=config.kill,
     )
     tune_gc()
     app.run()
@@ -203,6 +223,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"config error: {exc}")
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # Our stdout went away (`gputui snapshot | head -2`): nothing more to say, and nothing that
+        # may raise again when the interpreter flushes it at exit.
+        _devnull_stdout()
+        return 1
+
+
+def _devnull_stdout() -> None:
+    import os
+
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

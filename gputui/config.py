@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .plan import KillOptions
+from .probe.common import DEFAULT_SIGNALS, MAX_TIMEOUT, SIGNAL_PLANS, TERM_TIMEOUT, VERIFY_TIMEOUT
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # Python 3.10: the same parser, as a package (tomli)
@@ -79,6 +82,7 @@ class Config:
     read_only: bool = False  # every host read-only, whatever its own entry says
     path: str | None = None  # where it was read from
     defaults: Mapping[str, Any] = field(default_factory=dict)  # the [defaults] table, checked
+    kill: KillOptions = KillOptions()  # the [kill] table: signals and timeouts of every plan
 
 
 # --------------------------------------------------------------------------- values and their checks
@@ -185,7 +189,26 @@ TOP_KEYS: dict[str, Check] = {
     "theme": _text,
     "read_only": _bool,
 }
-TABLES = ("hosts", "defaults")
+TABLES = ("hosts", "defaults", "kill")
+
+
+def _signals(value: Any) -> str | None:
+    return None if value in SIGNAL_PLANS else "must be " + " or ".join(f'"{k}"' for k in SIGNAL_PLANS)
+
+
+def _timeout(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_TIMEOUT:
+        return f"must be a number of seconds more than 0 and at most {MAX_TIMEOUT:g}"
+    return None
+
+
+# [kill]: how plans kill, for the dashboard and `gputui clean` alike (flags override it).
+KILL_KEYS: dict[str, Check] = {
+    "signals": _signals,  # "term" (SIGTERM, then SIGKILL), "int" (SIGINT first), "kill" (at once)
+    "sigint_first": _bool,  # the same as signals = "int"
+    "term_timeout": _timeout,
+    "verify_timeout": _timeout,
+}
 
 
 # --------------------------------------------------------------------------- command-line hosts
@@ -318,6 +341,7 @@ def parse_config(text: str, file: str = "<config>") -> Config:
         _host_from_table(i, entry, defaults, force_read_only, fail) for i, entry in enumerate(entries)
     )
     _check_unique_names(hosts, fail)
+    kill = _kill_options(data.get("kill", {}), fail)
     interval = data.get("interval")
     return Config(
         hosts=hosts,
@@ -326,6 +350,28 @@ def parse_config(text: str, file: str = "<config>") -> Config:
         read_only=force_read_only,
         path=file,
         defaults=dict(defaults),
+        kill=kill,
+    )
+
+
+def _kill_options(table: Any, fail: Fail) -> KillOptions:
+    if not isinstance(table, dict):
+        raise fail(None, "kill", "'kill' must be a table: write [kill] on its own line")
+    for key, value in table.items():
+        _check_key(key, value, KILL_KEYS, "[kill]", ("kill", 0), fail)
+    signals = table.get("signals", DEFAULT_SIGNALS)
+    if table.get("sigint_first") is True:
+        if "signals" in table and signals != "int":
+            raise fail(
+                ("kill", 0),
+                "sigint_first",
+                f"[kill] says sigint_first = true and signals = {signals!r}: keep one",
+            )
+        signals = "int"
+    return KillOptions(
+        signals=signals,
+        term_timeout=float(table.get("term_timeout", TERM_TIMEOUT)),
+        verify_timeout=float(table.get("verify_timeout", VERIFY_TIMEOUT)),
     )
 
 

@@ -3,7 +3,12 @@
 One asyncio task per host owns that host's link: it connects, reads records, notices a silent link,
 and reconnects with exponential backoff and jitter. A slow or dead host only ever blocks its own task.
 Plans are sent through the host's link; their events come back on the same stream and are routed to
-whoever waits on that plan. A link that breaks under a running plan ends it with "outcome unknown".
+whoever waits on that plan. A link that breaks under a running plan, or a plan that outlives its
+deadline or stays silent past what its stages allow, ends with "outcome unknown": a probe stopped
+mid-plan (SIGSTOP, stuck in the driver) never hangs the operator.
+
+What the kill flow needs of the fleet is here once: `full_scans` (a sample taken after a full holder
+scan from each host, within a timeout) and `execute` (a plan's events, ending in exactly one `done`).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import Event, HostFacts, Sample
+from .model import Event, HostFacts, Sample, done_event
 from .transport.base import Link, TransportError
 
 HISTORY = 300  # samples kept per GPU: sparklines show >= 120, the rest is headroom for wide panes
@@ -104,6 +109,7 @@ class HostSession:
         self.task: asyncio.Task[None] | None = None
         self.hello = asyncio.Event()
         self.first_sample = asyncio.Event()
+        self.full_scan_waiters: list[asyncio.Future[Sample]] = []
 
     def _set(self, status: str, reason: str | None = None, detail: str | None = None) -> None:
         v = self.view
@@ -174,10 +180,16 @@ class HostSession:
             if v.facts.error_code:
                 self.notify(v, "status", None)
         elif kind == "sample":
-            v.record(Sample.from_wire(record))
+            sample = Sample.from_wire(record)
+            v.record(sample)
             v.raw_sample = record
             self._set(LIVE, None, None)
             self.first_sample.set()
+            if sample.full_scan and self.full_scan_waiters:
+                waiters, self.full_scan_waiters = self.full_scan_waiters, []
+                for future in waiters:
+                    if not future.done():
+                        future.set_result(sample)
             self.notify(v, "sample", v.sample)
         elif kind == "event":
             event = Event.from_wire(record)
@@ -188,25 +200,16 @@ class HostSession:
         elif kind == "error":
             plan = record.get("plan")
             q = self.waiters.get(plan) if isinstance(plan, str) else None
-            if q is not None:
-                q.put_nowait(_error_event(plan, record))
+            if q is not None and isinstance(plan, str):
+                code = record.get("code") if isinstance(record.get("code"), str) else "error"
+                message = record.get("message") if isinstance(record.get("message"), str) else code
+                q.put_nowait(done_event(plan, "refused", str(message), error=str(code)))
             self.notify(v, "error", record)
 
     async def send(self, message: dict[str, Any]) -> None:
         if self.link is None:
             raise TransportError("closed", f"{self.view.name} is not connected")
         await self.link.send(message)
-
-
-def _error_event(plan: str, record: dict[str, Any]) -> Event:
-    return Event(
-        plan=plan,
-        time=time.time(),
-        stage="done",
-        result="refused",
-        message=str(record.get("message") or record.get("code")),
-        data={"clean": False, "error": record.get("code")},
-    )
 
 
 class Fleet:
@@ -271,31 +274,95 @@ class Fleet:
                 with contextlib.suppress(TransportError):
                     await s.send({"type": "configure", "v": 1, "interval": interval})
 
-    async def execute(self, host: str, plan: dict[str, Any]) -> AsyncIterator[Event]:
-        """Send a plan to `host`'s probe and yield its events until `done`.
+    async def full_scans(self, hosts: list[str], timeout: float) -> tuple[dict[str, Sample], set[str]]:
+        """A sample taken after a full holder scan from each host (a plan trusts no incremental view:
+        a holder that opened a device file since the last scan would be missed), or its latest
+        sample where none came within `timeout`; and the hosts that got the latest one although a
+        full scan was asked (none when `timeout` is 0: nothing asked). Hosts without any sample are
+        left out."""
+        names = list(dict.fromkeys(hosts))
+        out: dict[str, Sample] = {}
+        asked: dict[str, asyncio.Future[Sample]] = {}
+        if timeout > 0:
+            loop = asyncio.get_running_loop()
+            for name in names:
+                session = self.sessions[name]
+                future: asyncio.Future[Sample] = loop.create_future()
+                session.full_scan_waiters.append(future)
+                asked[name] = future
+                with contextlib.suppress(TransportError):
+                    await session.send({"type": "sample", "v": 1, "full": True})
+            if asked:
+                await asyncio.wait(list(asked.values()), timeout=timeout)
+        late: set[str] = set()
+        for name in names:
+            pending = asked.get(name)
+            if pending is not None and pending.done() and not pending.cancelled():
+                out[name] = pending.result()
+                continue
+            if pending is not None:
+                pending.cancel()
+                waiting = self.sessions[name].full_scan_waiters
+                if pending in waiting:
+                    waiting.remove(pending)
+                late.add(name)
+            sample = self.view(name).sample
+            if sample is not None:
+                out[name] = sample
+        return out, late
 
-        If the link breaks first, yields a synthetic `done` event with result "outcome-unknown"."""
+    async def execute(
+        self,
+        host: str,
+        plan: dict[str, Any],
+        *,
+        deadline: float | None = None,
+        silence: float | None = None,
+    ) -> AsyncIterator[Event]:
+        """Send a plan to `host`'s probe and yield its events until `done` (exactly one).
+
+        If the link breaks first, or `deadline` seconds pass, or the probe says nothing for `silence`
+        seconds, yields a `done` event of the app's own with result "outcome-unknown". Raises
+        TransportError when the plan cannot be sent at all."""
         session = self.sessions[host]
         plan = dict(plan, type="plan", v=1)
         plan.setdefault("id", uuid.uuid4().hex[:12])
+        plan_id = str(plan["id"])
         q: asyncio.Queue[Event | None] = asyncio.Queue()
-        session.waiters[plan["id"]] = q
+        session.waiters[plan_id] = q
+        loop = asyncio.get_running_loop()
+        end = loop.time() + deadline if deadline is not None else None
         try:
             await session.send(plan)
             while True:
-                event = await q.get()
+                wait = silence
+                if end is not None:
+                    left = end - loop.time()
+                    wait = left if wait is None else min(wait, left)
+                try:
+                    event = await asyncio.wait_for(q.get(), timeout=None if wait is None else max(0.0, wait))
+                except asyncio.TimeoutError:
+                    past = end is not None and loop.time() >= end
+                    why = (
+                        f"no verdict within the plan's deadline ({deadline:g} s)"
+                        if past
+                        else f"{host}'s probe said nothing for {silence:g} s during the plan"
+                    )
+                    yield done_event(
+                        plan_id,
+                        "outcome-unknown",
+                        f"{why}: outcome unknown (the probe may be stopped or stuck; check the host)",
+                    )
+                    return
                 if event is None:
-                    yield Event(
-                        plan=plan["id"],
-                        time=time.time(),
-                        stage="done",
-                        result="outcome-unknown",
-                        message=f"connection to {host} lost during the action: outcome unknown",
-                        data={"clean": False},
+                    yield done_event(
+                        plan_id,
+                        "outcome-unknown",
+                        f"connection to {host} lost during the action: outcome unknown",
                     )
                     return
                 yield event
                 if event.stage == "done":
                     return
         finally:
-            session.waiters.pop(plan["id"], None)
+            session.waiters.pop(plan_id, None)

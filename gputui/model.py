@@ -1,32 +1,116 @@
 """Typed records of what crosses the wire (docs/PROTOCOL.md), as the app sees them.
 
 The probe speaks plain dicts (it must run on Python 3.8 with nothing installed); the app turns each
-record into these frozen dataclasses once, at the edge, so the fleet and the UI never index dicts.
+record into these frozen dataclasses once, at the edge, so the fleet, the kill flow and the UI never
+index dicts. A probe is not trusted: every field is checked on its own (type and domain: a NaN, an
+infinity, a negative size or a string where a number belongs becomes None), so one bad field costs
+that field, never the record or the host.
 """
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .probe.core import IDLE_SLACK
-from .probe.reaper import brief_command
+from .probe.common import IDLE_SLACK, brief_command
+
+__all__ = [
+    "IDLE_SLACK",
+    "KINDS",
+    "Event",
+    "Gpu",
+    "GpuVerdict",
+    "HostFacts",
+    "PlanVerdict",
+    "Proc",
+    "ProcessVerdict",
+    "Sample",
+    "brief_command",
+    "done_event",
+]
 
 KINDS = ("user", "ghost", "hidden", "monitor", "zombie")
+MAX_BYTES = 1 << 60  # sizes above this (an exbibyte) are nonsense from a broken or hostile probe
+MAX_PID = 1 << 22  # Linux's PID_MAX_LIMIT
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+# -- one field at a time -----------------------------------------------------------------------
 
 
-def _float(value: Any) -> float | None:
-    if isinstance(value, bool):
+def _int(value: Any, low: int | None = None, high: int | None = None) -> int | None:
+    if not isinstance(value, int) or isinstance(value, bool):
         return None
-    return float(value) if isinstance(value, (int, float)) else None
+    if (low is not None and value < low) or (high is not None and value > high):
+        return None
+    return value
+
+
+def _count(value: Any) -> int | None:
+    """A whole number >= 0 (a size, an index, a start time)."""
+    return _int(value, 0, MAX_BYTES)
+
+
+def _pid(value: Any) -> int | None:
+    return _int(value, 1, MAX_PID)
+
+
+def _percent(value: Any) -> int | None:
+    return _int(value, 0, 100)
+
+
+def _float(value: Any, low: float | None = None) -> float | None:
+    """A finite number (NaN and the infinities are refused), at least `low` when given."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an int too large for a float
+        return None
+    if not math.isfinite(number) or (low is not None and number < low):
+        return None
+    return number
 
 
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _bool(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _pids(value: Any) -> tuple[int, ...]:
+    return tuple(p for p in (_pid(v) for v in _list(value)) if p is not None)
+
+
+def _indexes(value: Any) -> tuple[int, ...]:
+    return tuple(i for i in (_count(v) for v in _list(value)) if i is not None)
+
+
+def _strs(value: Any) -> tuple[str, ...]:
+    return tuple(v for v in _list(value) if isinstance(v, str))
+
+
+def _by_index(value: Any) -> dict[int, int | None]:
+    """{"0": bytes} as the probe sends per-GPU figures: {0: bytes or None}; bad keys are dropped."""
+    out: dict[int, int | None] = {}
+    for key, item in _dict(value).items():
+        if isinstance(key, str) and key.isdecimal() and key.isascii() and len(key) < 6:
+            out[int(key)] = _count(item)
+    return out
+
+
+# -- what a probe says about its host, GPUs and processes ------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,23 +132,24 @@ class HostFacts:
 
     @classmethod
     def from_hello(cls, hello: dict[str, Any]) -> HostFacts:
-        host = hello.get("host") or {}
-        err = hello.get("error") or {}
+        host = _dict(hello.get("host"))
+        err = _dict(hello.get("error"))
         return cls(
             hostname=_str(host.get("hostname")) or "?",
             kernel=_str(host.get("kernel")),
             driver_version=_str(host.get("driver_version")),
             nvml_version=_str(host.get("nvml_version")),
-            cuda_driver_version=_int(host.get("cuda_driver_version")),
+            cuda_driver_version=_count(host.get("cuda_driver_version")),
             python=_str(host.get("python")),
-            uid=_int(host.get("uid")),
-            in_container=bool(host.get("in_container")),
+            uid=_count(host.get("uid")),
+            in_container=host.get("in_container") is True,
             probe_version=_str(hello.get("probe_version")),
-            probe_pid=_int(hello.get("pid")),
+            probe_pid=_pid(hello.get("pid")),
             reader=_str(hello.get("reader")) or "nvml",
-            read_only=bool(hello.get("read_only")),
-            error_code=_str(err.get("code")) if isinstance(err, dict) else None,
-            error_message=_str(err.get("message")) if isinstance(err, dict) else None,
+            # Anything but an explicit false keeps a probe read-only: refusing is the safe reading.
+            read_only=hello.get("read_only") is not False,
+            error_code=_str(err.get("code")),
+            error_message=_str(err.get("message")),
         )
 
 
@@ -87,22 +172,26 @@ class Gpu:
     error: str | None = None
 
     @classmethod
-    def from_wire(cls, d: dict[str, Any]) -> Gpu:
+    def from_wire(cls, d: dict[str, Any]) -> Gpu | None:
+        """None for a record without a usable index (it cannot be shown or targeted)."""
+        index = _int(d.get("index"), 0, 4095)
+        if index is None:
+            return None
         return cls(
-            index=_int(d.get("index")) or 0,
+            index=index,
             uuid=_str(d.get("uuid")),
             name=_str(d.get("name")),
-            minor=_int(d.get("minor")),
-            memory_total=_int(d.get("memory_total")),
-            memory_used=_int(d.get("memory_used")),
-            memory_reserved=_int(d.get("memory_reserved")),
-            memory_baseline=_int(d.get("memory_baseline")),
-            util_gpu=_int(d.get("util_gpu")),
-            util_mem=_int(d.get("util_mem")),
-            temperature=_int(d.get("temperature")),
-            power_draw=_float(d.get("power_draw")),
-            power_limit=_float(d.get("power_limit")),
-            persistence=d.get("persistence") if isinstance(d.get("persistence"), bool) else None,
+            minor=_count(d.get("minor")),
+            memory_total=_count(d.get("memory_total")),
+            memory_used=_count(d.get("memory_used")),
+            memory_reserved=_count(d.get("memory_reserved")),
+            memory_baseline=_count(d.get("memory_baseline")),
+            util_gpu=_percent(d.get("util_gpu")),
+            util_mem=_percent(d.get("util_mem")),
+            temperature=_int(d.get("temperature"), -100, 300),
+            power_draw=_float(d.get("power_draw"), 0.0),
+            power_limit=_float(d.get("power_limit"), 0.0),
+            persistence=_bool(d.get("persistence")),
             error=_str(d.get("error")),
         )
 
@@ -139,36 +228,34 @@ class Proc:
     container: str | None = None
 
     @classmethod
-    def from_wire(cls, d: dict[str, Any]) -> Proc:
-        mem: dict[int, int | None] = {}
-        raw = d.get("gpu_memory")
-        if isinstance(raw, dict):
-            for key, value in raw.items():
-                if isinstance(key, str) and key.isdigit():
-                    mem[int(key)] = _int(value)
+    def from_wire(cls, d: dict[str, Any]) -> Proc | None:
+        """None for a record without a usable PID (it cannot be shown or targeted)."""
+        pid = _pid(d.get("pid"))
+        if pid is None:
+            return None
         kind = d.get("kind")
         return cls(
-            pid=_int(d.get("pid")) or 0,
-            start_time=_int(d.get("start_time")),
+            pid=pid,
+            start_time=_count(d.get("start_time")),
             kind=kind if kind in KINDS else "hidden",
             name=_str(d.get("name")),
-            command=tuple(str(a) for a in d.get("command") or () if isinstance(a, str)),
+            command=_strs(d.get("command")),
             user=_str(d.get("user")),
-            uid=_int(d.get("uid")),
+            uid=_count(d.get("uid")),
             state=_str(d.get("state")),
-            ppid=_int(d.get("ppid")),
-            pgid=_int(d.get("pgid")),
-            sid=_int(d.get("sid")),
-            cpu_percent=_float(d.get("cpu_percent")),
-            rss=_int(d.get("rss")),
-            elapsed=_float(d.get("elapsed")),
-            holds=tuple(str(h) for h in d.get("holds") or () if isinstance(h, str)),
-            gpu_memory=mem,
-            gpus=tuple(g for g in d.get("gpus") or () if isinstance(g, int)),
+            ppid=_count(d.get("ppid")),
+            pgid=_count(d.get("pgid")),
+            sid=_count(d.get("sid")),
+            cpu_percent=_float(d.get("cpu_percent"), 0.0),
+            rss=_count(d.get("rss")),
+            elapsed=_float(d.get("elapsed"), 0.0),
+            holds=_strs(d.get("holds")),
+            gpu_memory=_by_index(d.get("gpu_memory")),
+            gpus=_indexes(d.get("gpus")),
             reason=_str(d.get("reason")),
-            links=tuple(p for p in d.get("links") or () if isinstance(p, int)),
+            links=_pids(d.get("links")),
             protected=_str(d.get("protected")),
-            nspid=_int(d.get("nspid")),
+            nspid=_pid(d.get("nspid")),
             container=_str(d.get("container")),
         )
 
@@ -195,20 +282,27 @@ class Sample:
     processes: tuple[Proc, ...]
     scan_age: float | None = None
     scan_unreadable: int = 0
+    # Taken after a full holder scan: what a kill plan must be built from. A sample that does not
+    # say so is an incremental one (the safe reading).
+    full_scan: bool = False
     cost_ms: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
 
     @classmethod
     def from_wire(cls, d: dict[str, Any]) -> Sample:
-        scan = d.get("scan") if isinstance(d.get("scan"), dict) else {}
-        cost = d.get("cost_ms") if isinstance(d.get("cost_ms"), dict) else {}
+        scan = _dict(d.get("scan"))
+        cost = _dict(d.get("cost_ms"))
+        gpus = (Gpu.from_wire(g) for g in _list(d.get("gpus")) if isinstance(g, dict))
+        procs = (Proc.from_wire(p) for p in _list(d.get("processes")) if isinstance(p, dict))
+        costs = {k: _float(v, 0.0) for k, v in cost.items()}
         return cls(
-            seq=_int(d.get("seq")) or 0,
-            time=_float(d.get("time")) or 0.0,
-            gpus=tuple(Gpu.from_wire(g) for g in d.get("gpus") or () if isinstance(g, dict)),
-            processes=tuple(Proc.from_wire(p) for p in d.get("processes") or () if isinstance(p, dict)),
-            scan_age=_float(scan.get("age")),
-            scan_unreadable=_int(scan.get("unreadable")) or 0,
-            cost_ms={k: float(v) for k, v in cost.items() if isinstance(v, (int, float))},
+            seq=_count(d.get("seq")) or 0,
+            time=_float(d.get("time"), 0.0) or 0.0,
+            gpus=tuple(g for g in gpus if g is not None),
+            processes=tuple(p for p in procs if p is not None),
+            scan_age=_float(scan.get("age"), 0.0),
+            scan_unreadable=_count(scan.get("unreadable")) or 0,
+            full_scan=scan.get("full") is True,
+            cost_ms={k: v for k, v in costs.items() if v is not None},
         )
 
     def on_gpu(self, index: int) -> list[Proc]:
@@ -223,6 +317,9 @@ class Sample:
             return False
         base = gpu.memory_baseline if gpu.memory_baseline is not None else 0
         return gpu.memory_used <= base + IDLE_SLACK
+
+
+# -- a running plan: events, and the verdict its `done` event carries ------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,24 +339,261 @@ class Event:
     def from_wire(cls, d: dict[str, Any]) -> Event:
         return cls(
             plan=_str(d.get("plan")) or "?",
-            time=_float(d.get("time")) or 0.0,
+            time=_float(d.get("time"), 0.0) or 0.0,
             stage=_str(d.get("stage")) or "?",
             result=_str(d.get("result")),
-            pid=_int(d.get("pid")),
-            start_time=_int(d.get("start_time")),
-            gpu=_int(d.get("gpu")),
+            pid=_pid(d.get("pid")),
+            start_time=_count(d.get("start_time")),
+            gpu=_count(d.get("gpu")),
             signal=_str(d.get("signal")),
             message=_str(d.get("message")) or "",
-            data=d.get("data") if isinstance(d.get("data"), dict) else {},
+            data=_dict(d.get("data")),
         )
 
 
-def gpu_verdict_words(verdict: dict[str, Any]) -> tuple[str, str, str]:
-    """A GPU verdict's (held by, NVML-listed ghosts, suspected holders), as words for a person: what
-    the action log and `gputui clean` both say about a GPU that did not come back."""
+def done_event(plan: str, result: str, message: str, error: str | None = None) -> Event:
+    """The `done` event the app makes itself when the probe's own cannot come: the plan was refused
+    (an `error` record), the link broke, or the plan ran past its deadline. Never a success."""
+    data: dict[str, Any] = {"ok": False}
+    if error is not None:
+        data["error"] = error
+    return Event(plan=plan, time=time.time(), stage="done", result=result, message=message, data=data)
 
-    def listed(key: str) -> str:
-        return ", ".join(map(str, verdict.get(key) or []))
 
-    held = listed("held_by") or str(verdict.get("error") or "memory in use")
-    return held, listed("ghosts") or "nothing", listed("suspects") or "none found"
+@dataclass(frozen=True, slots=True)
+class GpuVerdict:
+    """One GPU after a plan. For a GPU the plan cleans: clean, held (by live processes) or
+    ghost-memory; for a GPU its processes used: released, or still-listed (their memory is not back).
+    """
+
+    index: int
+    result: str
+    memory_before: int | None = None
+    memory_after: int | None = None
+    memory_baseline: int | None = None
+    held_by: tuple[int, ...] = ()  # live processes keeping a GPU the plan cleans from being clean
+    protected: tuple[int, ...] = ()  # of those, the protected ones (monitors)
+    ghosts: tuple[int, ...] = ()  # dead PIDs NVML still lists
+    suspects: tuple[int, ...] = ()  # who may really hold a ghost's memory
+    still_listed: tuple[int, ...] = ()  # the plan's own PIDs NVML still lists
+    others: tuple[int, ...] = ()  # what else uses the GPU: not in the plan, left alone
+    idle_ms: float | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.result in ("clean", "released")
+
+    @classmethod
+    def from_wire(cls, index: int, d: dict[str, Any]) -> GpuVerdict:
+        return cls(
+            index=index,
+            result=_str(d.get("result")) or "unknown",
+            memory_before=_count(d.get("memory_before")),
+            memory_after=_count(d.get("memory_after")),
+            memory_baseline=_count(d.get("memory_baseline")),
+            held_by=_pids(d.get("held_by")),
+            protected=_pids(d.get("protected")),
+            ghosts=_pids(d.get("ghosts")),
+            suspects=_pids(d.get("suspects")),
+            still_listed=_pids(d.get("still_listed")),
+            others=_pids(d.get("others")),
+            idle_ms=_float(d.get("idle_ms"), 0.0),
+            error=_str(d.get("error")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessVerdict:
+    """One process the plan took on (confirmed, or added by a rescan) and what became of it."""
+
+    pid: int
+    result: str  # exited, vanished, zombie, pid-reused, no-gpu, survived, unkillable, protected, ...
+    start_time: int | None = None
+    why: str | None = None
+    signals: tuple[str, ...] = ()
+    exited_ms: float | None = None
+    exit_signal: str | None = None
+    state: str | None = None
+    ppid: int | None = None
+    allow: str | None = None  # what would allow a refused signal
+    name: str | None = None
+    command: tuple[str, ...] = ()
+    user: str | None = None
+    origin: str | None = None  # plan, rescan or sweep
+    reason: str | None = None  # why the plan (or the rescan) took it on
+
+    GONE = ("exited", "vanished", "zombie", "pid-reused", "no-gpu")
+
+    @property
+    def gone(self) -> bool:
+        """It no longer holds anything the plan was about (exited, or it was never the process the
+        plan meant: its PID reused, or it let go of the GPU by itself)."""
+        return self.result in self.GONE
+
+    @property
+    def brief(self) -> str:
+        return brief_command(self.command) or (f"[{self.name}]" if self.name else "?")
+
+    @classmethod
+    def from_wire(cls, d: dict[str, Any]) -> ProcessVerdict | None:
+        pid = _pid(d.get("pid"))
+        if pid is None:
+            return None
+        return cls(
+            pid=pid,
+            result=_str(d.get("result")) or "unknown",
+            start_time=_count(d.get("start_time")),
+            why=_str(d.get("why")),
+            signals=_strs(d.get("signals")),
+            exited_ms=_float(d.get("exited_ms"), 0.0),
+            exit_signal=_str(d.get("exit_signal")),
+            state=_str(d.get("state")),
+            ppid=_count(d.get("ppid")),
+            allow=_str(d.get("allow")),
+            name=_str(d.get("name")),
+            command=_strs(d.get("command")),
+            user=_str(d.get("user")),
+            origin=_str(d.get("origin")),
+            reason=_str(d.get("reason")),
+        )
+
+
+# A plan's `done` results: clean / not-clean (it cleans GPUs), stopped / not-stopped (it stops
+# processes), and the app's own: refused, error, outcome-unknown, not-sent.
+SUCCESS = ("clean", "stopped")
+
+
+@dataclass(frozen=True, slots=True)
+class PlanVerdict:
+    """A plan's outcome, parsed once from its `done` event (the probe's, or the app's own)."""
+
+    plan: str
+    result: str
+    ok: bool
+    message: str = ""
+    scope: str | None = None
+    elapsed_ms: float | None = None
+    gpus: tuple[GpuVerdict, ...] = ()
+    processes: tuple[ProcessVerdict, ...] = ()
+    memory_before: dict[int, int | None] = field(default_factory=dict, hash=False, compare=False)
+    memory_after: dict[int, int | None] = field(default_factory=dict, hash=False, compare=False)
+    error: str | None = None
+    method: str | None = None
+    link_lost: bool = False
+    # Where the verdict could not be taken at its word: a field of the wrong type, a process that
+    # was not in the plan. Shown to the operator; any of them makes the verdict not ok.
+    problems: tuple[str, ...] = ()
+
+    @property
+    def unknown(self) -> bool:
+        return self.result in ("outcome-unknown", "not-sent")
+
+    @property
+    def refused(self) -> tuple[ProcessVerdict, ...]:
+        return tuple(p for p in self.processes if p.result in ("permission-denied", "protected"))
+
+    @classmethod
+    def from_event(cls, event: Event, allowed: set[int] | None = None) -> PlanVerdict:
+        """`allowed`: the PIDs the plan may have touched (its targets, sweep and what its rescans
+        could add are all reported by PID); a verdict naming another PID is not believed."""
+        data = event.data
+        problems: list[str] = []
+        gpus: list[GpuVerdict] = []
+        raw_gpus = data.get("gpus", {})
+        if not isinstance(raw_gpus, dict):
+            problems.append("the GPU verdicts are not an object")
+            raw_gpus = {}
+        for key, value in raw_gpus.items():
+            index = _by_index({key: 0})
+            if not index or not isinstance(value, dict):
+                problems.append(f"a GPU verdict that cannot be read ({type(value).__name__})")
+                continue
+            gpus.append(GpuVerdict.from_wire(next(iter(index)), value))
+        processes: list[ProcessVerdict] = []
+        raw_procs = data.get("processes", [])
+        if not isinstance(raw_procs, list):
+            problems.append("the process verdicts are not a list")
+            raw_procs = []
+        for item in raw_procs:
+            verdict = ProcessVerdict.from_wire(item) if isinstance(item, dict) else None
+            if verdict is None:
+                problems.append("a process verdict without a valid PID")
+                continue
+            if allowed is not None and verdict.pid not in allowed and verdict.origin == "plan":
+                problems.append(f"the verdict names PID {verdict.pid}, which was not in the plan")
+                continue
+            processes.append(verdict)
+        ok = data.get("ok") is True and event.result in SUCCESS and not problems
+        if data.get("ok") not in (True, False) and event.result in SUCCESS:
+            problems.append("the verdict does not say whether the plan succeeded")
+            ok = False
+        return cls(
+            plan=event.plan,
+            result=event.result or "unknown",
+            ok=ok,
+            message=event.message,
+            scope=_str(data.get("scope")),
+            elapsed_ms=_float(data.get("elapsed_ms"), 0.0),
+            gpus=tuple(sorted(gpus, key=lambda g: g.index)),
+            processes=tuple(processes),
+            memory_before=_by_index(data.get("memory_before")),
+            memory_after=_by_index(data.get("memory_after")),
+            error=_str(data.get("error")),
+            method=_str(data.get("method")),
+            link_lost=data.get("link_lost") is True,
+            problems=tuple(problems),
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """Plain JSON types (for `--json` and tests)."""
+        return {
+            "result": self.result,
+            "ok": self.ok,
+            "message": self.message,
+            "scope": self.scope,
+            "elapsed_ms": self.elapsed_ms,
+            "gpus": {
+                str(g.index): {
+                    "result": g.result,
+                    "memory_before": g.memory_before,
+                    "memory_after": g.memory_after,
+                    "memory_baseline": g.memory_baseline,
+                    "held_by": list(g.held_by),
+                    "protected": list(g.protected),
+                    "ghosts": list(g.ghosts),
+                    "suspects": list(g.suspects),
+                    "still_listed": list(g.still_listed),
+                    "others": list(g.others),
+                    "idle_ms": g.idle_ms,
+                    "error": g.error,
+                }
+                for g in self.gpus
+            },
+            "processes": [
+                {
+                    "pid": p.pid,
+                    "start_time": p.start_time,
+                    "result": p.result,
+                    "why": p.why,
+                    "signals": list(p.signals),
+                    "exited_ms": p.exited_ms,
+                    "exit_signal": p.exit_signal,
+                    "state": p.state,
+                    "ppid": p.ppid,
+                    "allow": p.allow,
+                    "name": p.name,
+                    "command": list(p.command),
+                    "user": p.user,
+                    "origin": p.origin,
+                    "reason": p.reason,
+                }
+                for p in self.processes
+            ],
+            "memory_before": {str(k): v for k, v in self.memory_before.items()},
+            "memory_after": {str(k): v for k, v in self.memory_after.items()},
+            "error": self.error,
+            "method": self.method,
+            "link_lost": self.link_lost,
+            "problems": list(self.problems),
+        }

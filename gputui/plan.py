@@ -1,15 +1,19 @@
 """Kill plans built from what the operator sees (a Sample): the confirmation dialog's and the CLI's.
 
 A plan names processes by (pid, start time), says why each is targeted, which ones it leaves alone and
-why, what to watch out for, and the stages and timeouts the probe will run (docs/PROTOCOL.md "Plans").
-The rules follow docs/GPU_FACTS.md:
-- per-GPU targets come from NVML's lists (users) and from hidden holders attributed to those GPUs;
-  holding /dev/nvidiaN alone does not put a process on GPU N;
-- a ghost (a dead PID NVML still lists) is never a target: its suspected hidden holders are;
-- a zombie holds nothing: it is shown with the parent that must reap it, never signalled;
-- protected processes (monitors, PID 1, the probe and its ancestors, kernel threads) are excluded;
-  only a monitor can be included, explicitly (`Plan.including`), as the probe also enforces;
-- unattributed hidden holders are sweep candidates, listed apart and signalled only when asked.
+why, what to watch out for, the stages and timeouts the probe will run, and what it will prove
+(docs/PROTOCOL.md "Plans"). Its scope decides both what the probe may add after the first kills and
+what the verdict is about (docs/ARCHITECTURE.md "Staged kill-and-verify"):
+- a GPU (or host) plan frees GPUs: their users, the hidden holders attributed to them and a ghost's
+  suspects are targets, and the verdict is "the GPU is clean";
+- a plan of processes stops exactly the chosen ones (and the hidden holders tied to them: stopping a
+  parent alone would only turn it into a ghost); the verdict is "each is gone and the memory it held
+  came back". What else uses those GPUs is named in the verdict, untouched.
+The rules follow docs/GPU_FACTS.md: holding /dev/nvidiaN alone does not put a process on GPU N; a ghost
+(a dead PID NVML still lists) is never a target, its suspected holders are; a zombie holds nothing;
+protected processes (monitors, PID 1, the probe and its ancestors, kernel threads) are excluded, and
+only a monitor can be included, explicitly (`Plan.including`), as the probe also enforces;
+unattributed hidden holders are sweep candidates, listed apart and signalled only when asked.
 Pure functions over a Sample: nothing here touches processes or the network.
 """
 
@@ -21,25 +25,80 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .model import Proc, Sample
-from .probe.reaper import brief_command
+from .model import Proc, Sample, brief_command
+from .probe.common import (
+    DEFAULT_SIGNALS,
+    KILL_WAIT_S,
+    MAX_TIMEOUT,
+    POLL_S,
+    SIGNAL_PLANS,
+    TERM_TIMEOUT,
+    VERIFY_TIMEOUT,
+    plan_deadline,
+    plan_silence_limit,
+)
 from .units import fmt_bytes
 
-DEFAULT_TERM_TIMEOUT = 5.0
-DEFAULT_VERIFY_TIMEOUT = 10.0
-VERIFY_POLL_MS = 20  # the probe's NVML polling interval while verifying (reaper.POLL_S)
+VERIFY_POLL_MS = round(POLL_S * 1000)  # the probe's NVML polling interval while verifying
+KILL_WAIT = KILL_WAIT_S
 
 PROTECTED_WORDS = {
-    "monitor": "a GPU monitor: protected (include it explicitly to stop it)",
+    "monitor": "a GPU monitor: protected",
     "pid-1": "PID 1 (init): never signalled",
     "probe": "the gputui probe itself: never signalled",
     "probe-ancestor": "an ancestor of the probe (its shell or SSH session): never signalled",
     "kernel-thread": "a kernel thread: never signalled",
 }
+SIGNAL_WORDS = {
+    "term": "SIGTERM, then SIGKILL",
+    "int": "SIGINT, then SIGTERM, then SIGKILL",
+    "kill": "SIGKILL at once",
+}
 
 
 class PlanError(ValueError):
     """The request cannot be planned (an unknown GPU index, say); the message says why."""
+
+
+def _seconds(value: float, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_TIMEOUT:
+        raise PlanError(
+            f"the {what} timeout must be a number of seconds in (0, {MAX_TIMEOUT:g}], not {value!r}"
+        )
+    return float(value)
+
+
+# -- the operator's options: one owner of the defaults ---------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class KillOptions:
+    """How a plan kills: the signal sequence and its timeouts. The defaults live here (and in the
+    probe's common module, which they come from); the config's [kill] table and the CLI flags
+    override them, and the dialog can change them for one plan."""
+
+    signals: str = DEFAULT_SIGNALS  # a key of SIGNAL_PLANS: "term", "int" or "kill"
+    term_timeout: float = TERM_TIMEOUT
+    verify_timeout: float = VERIFY_TIMEOUT
+
+    def __post_init__(self) -> None:
+        if self.signals not in SIGNAL_PLANS:
+            raise PlanError(f"signals must be one of {', '.join(SIGNAL_PLANS)}, not {self.signals!r}")
+        _seconds(self.term_timeout, "term")
+        _seconds(self.verify_timeout, "verify")
+
+
+@dataclass(frozen=True, slots=True)
+class PlanOptions:
+    """What the operator chose besides the scope."""
+
+    operator: str | None = None  # default: the local user name
+    kill: KillOptions = KillOptions()
+    probe_uid: int | None = None  # the uid the host's probe runs as (HostFacts.uid): warns about EPERM
+    plan_id: str | None = None
+
+
+# -- what a plan holds -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +167,7 @@ class Excluded:
     user: str | None = None
     gpus: tuple[int, ...] = ()
     protected: str | None = None
+    chosen: bool = False  # the operator asked for it by name (PID, or selected in the dashboard)
 
     @property
     def can_include(self) -> bool:
@@ -134,18 +194,39 @@ class Excluded:
             "user": self.user,
             "gpus": list(self.gpus),
             "protected": self.protected,
+            "chosen": self.chosen,
         }
+
+
+# What each warning is about: the dialog styles the severe ones, the CLI prints them all.
+WARNING_KINDS = (
+    "other-user",  # a target belongs to someone else
+    "uninterruptible",  # a target is in state D
+    "other-gpus",  # a target also uses GPUs outside the plan
+    "permission",  # the probe's user cannot signal a target
+    "sweep-off",  # unattributed holders exist and are not included
+    "unreadable",  # fds the probe could not read: holders may be missing
+    "nothing",  # nothing to signal
+    "stale-scan",  # planned on an incremental sample
+    "protected-included",  # a monitor is included
+)
+SEVERE = frozenset({"other-user", "uninterruptible", "permission", "protected-included"})
 
 
 @dataclass(frozen=True, slots=True)
 class PlanWarning:
+    kind: str  # one of WARNING_KINDS
     message: str
     pid: int | None = None
+
+    @property
+    def severe(self) -> bool:
+        return self.kind in SEVERE
 
 
 @dataclass(frozen=True, slots=True)
 class GpuBefore:
-    """A targeted GPU as the plan saw it."""
+    """A GPU of the plan as it saw it."""
 
     index: int
     uuid: str | None
@@ -153,27 +234,37 @@ class GpuBefore:
     memory_total: int | None
 
 
+SCOPES = ("host", "gpus", "processes", "selection")  # selection: GPUs and processes chosen together
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     id: str
     host: str
     operator: str
-    scope: str  # "host", "gpus", "pids" or "selection" (both): what the operator asked for
-    gpus: tuple[GpuBefore, ...]
+    scope: str  # one of SCOPES: what the operator asked for
+    gpus: tuple[GpuBefore, ...]  # the GPUs the plan proves clean (none for a plan of processes)
     targets: tuple[Target, ...]
     sweep: tuple[Target, ...]  # unattributed hidden holders; signalled only when sweep_included
     sweep_included: bool
     excluded: tuple[Excluded, ...]
     warnings: tuple[PlanWarning, ...]
+    touched: tuple[GpuBefore, ...] = ()  # other GPUs the targets use: their memory is reported
+    ghosts: tuple[int, ...] = ()  # dead PIDs the operator chose: their memory must come back
     include_protected: tuple[int, ...] = ()
-    sigint_first: bool = False
-    term_timeout: float = DEFAULT_TERM_TIMEOUT
-    verify_timeout: float = DEFAULT_VERIFY_TIMEOUT
+    kill: KillOptions = KillOptions()
     sample_seq: int = 0
+
+    # -- what it is --------------------------------------------------------------------------
 
     @property
     def gpu_indexes(self) -> tuple[int, ...]:
         return tuple(g.index for g in self.gpus)
+
+    @property
+    def cleans_gpus(self) -> bool:
+        """Whether the verdict is about GPUs (clean or not) rather than about processes."""
+        return bool(self.gpus)
 
     @property
     def signalled(self) -> tuple[Target, ...]:
@@ -186,40 +277,67 @@ class Plan:
         return not self.signalled
 
     @property
+    def signals(self) -> tuple[str, ...]:
+        """The soft signals before SIGKILL."""
+        return SIGNAL_PLANS[self.kill.signals]
+
+    @property
+    def term_timeout(self) -> float:
+        return self.kill.term_timeout
+
+    @property
+    def verify_timeout(self) -> float:
+        return self.kill.verify_timeout
+
+    @property
+    def deadline(self) -> float:
+        """Seconds after which the app stops waiting for the probe's verdict (outcome unknown)."""
+        return plan_deadline(len(self.signals), self.term_timeout, self.verify_timeout)
+
+    @property
+    def silence_limit(self) -> float:
+        """Seconds a running plan may be silent before the app calls its outcome unknown."""
+        return plan_silence_limit(self.term_timeout, self.verify_timeout)
+
+    @property
+    def proves(self) -> str:
+        """What the verdict will say, in words the dialog shows before anything is signalled."""
+        if self.cleans_gpus:
+            what = f"GPU {_gpus(self.gpu_indexes)} clean (nothing holds it, memory back at idle)"
+            if self.scope == "selection":
+                what += "; the chosen processes gone"
+            return what
+        return "each chosen process gone and the GPU memory it held released (others on its GPU left alone)"
+
+    @property
     def stages(self) -> tuple[str, ...]:
-        """The stages in words, for the dialog and the CLI."""
-        t, v = self.term_timeout, self.verify_timeout
-        steps = [f"SIGINT, wait up to {t:g} s for exits"] if self.sigint_first else []
-        steps += [
-            f"SIGTERM, wait up to {t:g} s for exits",
-            "SIGKILL the survivors",
-            "rescan holders; stop those now attributed to the GPUs"
-            + (", and the swept ones" if self.sweep_included and self.sweep else ""),
-            f"verify: NVML every {VERIFY_POLL_MS} ms until each GPU is idle, up to {v:g} s",
-        ]
+        """The stages in words, for the dialog and the CLI (worded here only)."""
+        t = self.term_timeout
+        steps = [f"{sig} -> wait up to {t:g} s" for sig in self.signals]
+        steps.append("SIGKILL the survivors" if self.signals else "SIGKILL at once")
+        if self.cleans_gpus:
+            rescan = f"rescan: stop the hidden holders now on GPU {_gpus(self.gpu_indexes)}"
+        else:
+            rescan = "rescan: stop only holders tied to the targets"
+        if self.sweep_included and self.sweep:
+            rescan += f" and the {len(self.sweep)} swept"
+        steps.append(rescan)
+        steps.append(
+            f"verify {'GPU ' + _gpus(self.gpu_indexes) + ' clean' if self.cleans_gpus else 'the targets gone'}"
+            f" (NVML every {VERIFY_POLL_MS} ms, up to {self.verify_timeout:g} s)"
+        )
         return tuple(steps)
 
+    # -- changing it before it is confirmed --------------------------------------------------
+
     def with_sweep(self, on: bool = True) -> Plan:
-        warnings = tuple(w for w in self.warnings if not w.message.startswith(_SWEEP_HINT))
+        warnings = tuple(w for w in self.warnings if w.kind != "sweep-off")
         if not on and self.sweep:
             warnings += (_sweep_warning(len(self.sweep)),)
-        return replace(self, sweep_included=on, warnings=warnings)
+        return replace(self, sweep_included=on and bool(self.sweep), warnings=warnings)
 
-    def with_options(
-        self,
-        *,
-        sigint_first: bool | None = None,
-        term_timeout: float | None = None,
-        verify_timeout: float | None = None,
-    ) -> Plan:
-        return replace(
-            self,
-            sigint_first=self.sigint_first if sigint_first is None else sigint_first,
-            term_timeout=self.term_timeout if term_timeout is None else _positive(term_timeout, "term"),
-            verify_timeout=self.verify_timeout
-            if verify_timeout is None
-            else _positive(verify_timeout, "verify"),
-        )
+    def with_options(self, kill: KillOptions) -> Plan:
+        return replace(self, kill=kill)
 
     def including(self, pids: Iterable[int]) -> Plan:
         """Move excluded monitors with these PIDs into the targets (the operator chose them)."""
@@ -230,7 +348,35 @@ class Plan:
         targets = self.targets + tuple(_included(e) for e in moved)
         excluded = tuple(e for e in self.excluded if e not in moved)
         include = tuple(sorted(set(self.include_protected) | {e.pid for e in moved}))
-        return replace(self, targets=targets, excluded=excluded, include_protected=include)
+        warnings = self.warnings + tuple(
+            PlanWarning(
+                "protected-included",
+                f"{e.pid} ({e.name or 'monitor'}) is a GPU monitor: stopping it ends what it does for "
+                "everyone (metrics, health checks, persistence)",
+                e.pid,
+            )
+            for e in moved
+        )
+        touched = self.touched
+        if not self.cleans_gpus:
+            seen = {g.index for g in touched}
+            touched += tuple(GpuBefore(i, None, None, None) for e in moved for i in e.gpus if i not in seen)
+        return replace(
+            self,
+            targets=targets,
+            excluded=excluded,
+            include_protected=include,
+            warnings=tuple(w for w in warnings if w.kind != "nothing"),
+            touched=touched,
+        )
+
+    @property
+    def includable(self) -> tuple[Excluded, ...]:
+        """Monitors the operator chose by name that the plan left out: they may be included, with a
+        second, explicit confirmation."""
+        return tuple(e for e in self.excluded if e.chosen and e.can_include)
+
+    # -- on the wire and on disk -------------------------------------------------------------
 
     def to_wire(self) -> dict[str, Any]:
         """The `plan` record for the probe (docs/PROTOCOL.md "Plans")."""
@@ -239,57 +385,58 @@ class Plan:
             "v": 1,
             "id": self.id,
             "operator": self.operator,
+            "scope": "processes" if not self.cleans_gpus else ("host" if self.scope == "host" else "gpus"),
             "targets": [t.to_wire() for t in self.targets],
             "sweep": [t.to_wire() for t in self.sweep] if self.sweep_included else [],
             "gpus": list(self.gpu_indexes),
+            "ghosts": list(self.ghosts),
             "include_protected": list(self.include_protected),
-            "sigint_first": self.sigint_first,
+            "signals": list(self.signals),
             "term_timeout": self.term_timeout,
             "verify_timeout": self.verify_timeout,
         }
 
     def describe(self) -> dict[str, Any]:
         """Everything in plain JSON types (for `--json`, the audit log and tests)."""
-        return {
-            "id": self.id,
-            "host": self.host,
-            "operator": self.operator,
-            "scope": self.scope,
-            "gpus": [
+
+        def gpus(items: tuple[GpuBefore, ...]) -> list[dict[str, Any]]:
+            return [
                 {
                     "index": g.index,
                     "uuid": g.uuid,
                     "memory_used": g.memory_used,
                     "memory_total": g.memory_total,
                 }
-                for g in self.gpus
-            ],
+                for g in items
+            ]
+
+        return {
+            "id": self.id,
+            "host": self.host,
+            "operator": self.operator,
+            "scope": self.scope,
+            "proves": self.proves,
+            "gpus": gpus(self.gpus),
+            "touched": gpus(self.touched),
+            "ghosts": list(self.ghosts),
             "targets": [t.describe() for t in self.targets],
             "sweep": [t.describe() for t in self.sweep],
             "sweep_included": self.sweep_included,
             "excluded": [e.describe() for e in self.excluded],
-            "warnings": [{"message": w.message, "pid": w.pid} for w in self.warnings],
+            "warnings": [{"kind": w.kind, "message": w.message, "pid": w.pid} for w in self.warnings],
             "stages": list(self.stages),
-            "sigint_first": self.sigint_first,
+            "signals": list(self.signals),
             "term_timeout": self.term_timeout,
             "verify_timeout": self.verify_timeout,
             "include_protected": list(self.include_protected),
         }
 
-
-@dataclass(frozen=True, slots=True)
-class PlanOptions:
-    """What the operator chose besides the scope."""
-
-    operator: str | None = None  # default: the local user name
-    sigint_first: bool = False
-    term_timeout: float = DEFAULT_TERM_TIMEOUT
-    verify_timeout: float = DEFAULT_VERIFY_TIMEOUT
-    probe_uid: int | None = None  # the uid the host's probe runs as (HostFacts.uid): warns about EPERM
-    plan_id: str | None = None
+    def pids_allowed(self) -> set[int]:
+        """The PIDs a verdict may name as the plan's own (confirmed targets and the sweep)."""
+        return {t.pid for t in self.targets} | {t.pid for t in self.sweep}
 
 
-# -- the three ways to ask ---------------------------------------------------------------------
+# -- the ways to ask ---------------------------------------------------------------------------
 
 
 def plan_for_gpus(
@@ -305,12 +452,12 @@ def plan_for_gpus(
 
 
 def plan_for_host(
-    sample: Sample, *, host: str, sweep: bool = True, options: PlanOptions | None = None
+    sample: Sample, *, host: str, sweep: bool = False, options: PlanOptions | None = None
 ) -> Plan:
     """Free every GPU of the host: `fuser -k /dev/nvidia*` minus the protected, with proof.
 
-    Every process that uses or holds a GPU is stopped, so the unattributed holders are swept too
-    unless `sweep=False`."""
+    Every process that uses or holds a GPU through a link is stopped; the unattributed holders are
+    listed as the sweep, added only when asked (they may be someone's NVML exporter)."""
     indexes = {g.index for g in sample.gpus}
     # The protected holders too: `fuser -k` would have killed them; the plan says it will not.
     chosen = [p for p in sample.processes if p.gpus or p.protected or p.kind == "monitor"]
@@ -325,7 +472,7 @@ def plan_for_pids(
     sweep: bool = False,
     options: PlanOptions | None = None,
 ) -> Plan:
-    """Stop these processes (and the hidden holders tied to them); verify the GPUs they use.
+    """Stop these processes (and the hidden holders tied to them); prove them gone.
 
     A PID that is not in the sample is excluded: only GPU processes are planned here."""
     return plan_for_selection(sample, host=host, pids=pids, sweep=sweep, options=options)
@@ -343,7 +490,7 @@ def plan_for_selection(
     """GPUs and processes chosen together (the dashboard's selection, `--gpu` with `--pid`).
 
     Processes chosen by PID bring the hidden holders tied to them (stopping a parent alone would only
-    turn it into a ghost) and add the GPUs they use to the verification."""
+    turn it into a ghost); the GPUs they use are reported, not cleaned: that was not asked."""
     asked = set(gpu_indexes)
     indexes = _check_gpus(sample, asked, host)
     wanted = list(dict.fromkeys(pids))
@@ -351,11 +498,12 @@ def plan_for_selection(
     chosen = [p for p in sample.processes if set(p.gpus) & indexes]
     chosen += [by_pid[pid] for pid in wanted if pid in by_pid]
     chosen += [p for p in sample.processes if p.kind == "hidden" and set(p.links) & set(wanted)]
-    indexes |= {g for pid in wanted if pid in by_pid for g in by_pid[pid].gpus}
-    scope = "gpus" if not wanted else ("pids" if not asked else "selection")
+    scope = "gpus" if not wanted else ("processes" if not asked else "selection")
     plan = _build(sample, host, scope, indexes, chosen, sweep, options or PlanOptions(), explicit=set(wanted))
     unknown = tuple(
-        Excluded(host=host, pid=pid, kind="unknown", why="not a GPU process in the latest sample")
+        Excluded(
+            host=host, pid=pid, kind="unknown", why="not a GPU process in the latest sample", chosen=True
+        )
         for pid in wanted
         if pid not in by_pid
     )
@@ -391,15 +539,19 @@ def _build(
     explicit: set[int] | None = None,
 ) -> Plan:
     by_pid = {p.pid: p for p in sample.processes}
+    explicit = explicit or set()
     targets: dict[int, Target] = {}
     excluded: dict[int, Excluded] = {}
+    ghosts: list[int] = []
     for proc in chosen:
         if proc.pid in targets or proc.pid in excluded:
             continue
         reason = _exclusion(proc, by_pid)
         if reason is not None:
-            excluded[proc.pid] = excluded_entry(host, proc, reason)
+            excluded[proc.pid] = excluded_entry(host, proc, reason, chosen=proc.pid in explicit)
         if proc.kind == "ghost":
+            if proc.pid in explicit:
+                ghosts.append(proc.pid)
             # Its memory is held by the suspects: they are the targets.
             for pid in proc.links:
                 suspect = by_pid.get(pid)
@@ -416,27 +568,28 @@ def _build(
     )
     operator = opts.operator or getpass.getuser()
     ordered = tuple(sorted(targets.values(), key=lambda t: (min(t.gpus, default=1 << 20), -t.memory, t.pid)))
+    used = {i for t in ordered for i in t.gpus} | {i for pid in ghosts for i in by_pid[pid].gpus}
     plan = Plan(
         id=opts.plan_id or uuid.uuid4().hex[:12],
         host=host,
         operator=operator,
         scope=scope,
-        gpus=tuple(
-            GpuBefore(g.index, g.uuid, g.memory_used, g.memory_total)
-            for g in sample.gpus
-            if g.index in indexes
-        ),
+        gpus=tuple(_before(g) for g in sample.gpus if g.index in indexes),
         targets=ordered,
         sweep=sweep_targets,
         sweep_included=sweep and bool(sweep_targets),
         excluded=tuple(excluded.values()),
         warnings=(),
-        sigint_first=opts.sigint_first,
-        term_timeout=_positive(opts.term_timeout, "term"),
-        verify_timeout=_positive(opts.verify_timeout, "verify"),
+        touched=tuple(_before(g) for g in sample.gpus if g.index in used - indexes),
+        ghosts=tuple(ghosts),
+        kill=opts.kill,
         sample_seq=sample.seq,
     )
     return replace(plan, warnings=tuple(_warnings(plan, sample, indexes, opts)))
+
+
+def _before(gpu: Any) -> GpuBefore:
+    return GpuBefore(gpu.index, gpu.uuid, gpu.memory_used, gpu.memory_total)
 
 
 def _exclusion(proc: Proc, by_pid: dict[int, Proc]) -> str | None:
@@ -474,8 +627,8 @@ def _ghost_words(proc: Proc, by_pid: dict[int, Proc]) -> str:
     return "already dead; no holder found (ghost memory: try the sweep, or run the probe as root)"
 
 
-def _why(proc: Proc, explicit: set[int] | None) -> str:
-    if explicit is not None and proc.pid in explicit:
+def _why(proc: Proc, explicit: set[int]) -> str:
+    if proc.pid in explicit:
         head = "chosen by PID"
         return f"{head}; uses GPU {_gpus(proc.gpus)}" if proc.kind == "user" and proc.gpus else head
     if proc.kind == "hidden":
@@ -508,7 +661,7 @@ def _target(host: str, proc: Proc, why: str) -> Target:
     )
 
 
-def excluded_entry(host: str, proc: Proc, why: str) -> Excluded:
+def excluded_entry(host: str, proc: Proc, why: str, chosen: bool = False) -> Excluded:
     return Excluded(
         host=host,
         pid=proc.pid,
@@ -520,6 +673,7 @@ def excluded_entry(host: str, proc: Proc, why: str) -> Excluded:
         user=proc.user,
         gpus=proc.gpus,
         protected=proc.protected or ("monitor" if proc.kind == "monitor" else None),
+        chosen=chosen,
     )
 
 
@@ -549,12 +703,11 @@ def _zombies_near(sample: Sample, indexes: set[int], targets: dict[int, Target],
     return [z for z in zombies if {z.ppid, z.pgid, z.sid} & near]
 
 
-_SWEEP_HINT = "unattributed holders not included"
-
-
 def _sweep_warning(count: int) -> PlanWarning:
     return PlanWarning(
-        f"{_SWEEP_HINT}: {count} process(es) hold /dev/nvidia* with no link to a GPU (the sweep adds them)"
+        "sweep-off",
+        f"unattributed holders not included: {_count(count, 'process', 'processes')} hold "
+        "/dev/nvidia* with no link to a GPU (the sweep adds them)",
     )
 
 
@@ -562,19 +715,28 @@ def _warnings(plan: Plan, sample: Sample, indexes: set[int], opts: PlanOptions) 
     out: list[PlanWarning] = []
     for t in plan.signalled:
         if t.user is not None and t.user != plan.operator:
-            out.append(PlanWarning(f"{t.pid} belongs to {t.user}, not to you ({plan.operator})", t.pid))
+            out.append(
+                PlanWarning("other-user", f"{t.pid} belongs to {t.user}, not to you ({plan.operator})", t.pid)
+            )
         if t.state == "D":
             out.append(
-                PlanWarning(f"{t.pid} is in state D (uninterruptible): even SIGKILL may not end it", t.pid)
+                PlanWarning(
+                    "uninterruptible",
+                    f"{t.pid} is in state D (uninterruptible): even SIGKILL may not end it",
+                    t.pid,
+                )
             )
         others = sorted(set(t.gpus) - indexes)
-        if others and plan.scope != "pids":
+        if others and plan.cleans_gpus:
             out.append(
-                PlanWarning(f"{t.pid} also uses GPU {_gpus(others)}: stopping it frees that too", t.pid)
+                PlanWarning(
+                    "other-gpus", f"{t.pid} also uses GPU {_gpus(others)}: stopping it frees that too", t.pid
+                )
             )
         if opts.probe_uid not in (None, 0) and t.uid is not None and t.uid != opts.probe_uid:
             out.append(
                 PlanWarning(
+                    "permission",
                     f"the probe on {plan.host} runs as uid {opts.probe_uid}: signals to {t.pid} "
                     f"({t.user or t.uid}) will be refused (sudo = true in the host config allows them)",
                     t.pid,
@@ -585,22 +747,20 @@ def _warnings(plan: Plan, sample: Sample, indexes: set[int], opts: PlanOptions) 
     if sample.scan_unreadable:
         out.append(
             PlanWarning(
-                f"{sample.scan_unreadable} processes' file descriptors could not be read: hidden holders "
-                "may be missing (run the probe as root)"
+                "unreadable",
+                f"{_count(sample.scan_unreadable, 'process', 'processes')}' file descriptors could not be "
+                "read: hidden holders may be missing (run the probe as root)",
             )
         )
     if plan.is_empty:
-        out.append(
-            PlanWarning(f"nothing to stop on GPU {_gpus(sorted(indexes))}: the probe will only verify")
-        )
+        where = f"GPU {_gpus(sorted(indexes))}" if indexes else "the chosen processes"
+        out.append(PlanWarning("nothing", f"nothing to stop for {where}: the probe will only verify"))
     return out
-
-
-def _positive(value: float, what: str) -> float:
-    if not value > 0:
-        raise PlanError(f"the {what} timeout must be a positive number of seconds, not {value!r}")
-    return float(value)
 
 
 def _gpus(indexes: Iterable[int]) -> str:
     return ",".join(str(i) for i in indexes) or "-"
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"

@@ -62,7 +62,7 @@ def test_events_verdicts_and_done_finish_an_action(tmp_path):
     assert pending.last_stage == "verdict"
     gpus = {"0": {"result": "clean", "memory_before": 10 << 30, "memory_after": 0}}
     log.event(
-        "gpu-a", event("done", "clean", clean=True, gpus=gpus, memory_before={"0": 1}, memory_after={"0": 0})
+        "gpu-a", event("done", "clean", ok=True, gpus=gpus, memory_before={"0": 1}, memory_after={"0": 0})
     )
     log.close()
     records = lines(path)
@@ -76,18 +76,24 @@ def test_events_verdicts_and_done_finish_an_action(tmp_path):
     assert signal["signal"] == "SIGTERM" and signal["stage"] == "signal" and signal["result"] == "sent"
     assert records[4]["kind"] == "verdict" and records[4]["data"]["exited_ms"] == 12.0
     done = records[5]
-    assert done["kind"] == "done" and done["clean"] is True and done["gpus"] == gpus
+    assert done["kind"] == "done" and done["ok"] is True and done["gpus"] == gpus
     assert done["memory_before"] == {"0": 1} and done["memory_after"] == {"0": 0}
     assert unfinished(path) == []
 
 
-def test_the_fleets_outcome_unknown_is_a_recorded_outcome(tmp_path):
+def test_an_outcome_unknown_is_recorded_and_reported_at_the_next_start(tmp_path):
+    """The link broke (or the probe went silent) mid-plan: nobody knows what happened, so the next
+    start must say so, once, like an action that never got a `done` line."""
     path = tmp_path / "actions.jsonl"
     with ActionLog(path) as log:
         log.plan(plan_for_gpus(sample(), [0], host="gpu-a", options=OPTS))
-        log.event("gpu-a", event("done", "outcome-unknown", clean=False))
-    assert unfinished(path) == []
+        log.event("gpu-a", event("done", "outcome-unknown", ok=False))
     assert lines(path)[-1]["result"] == "outcome-unknown"
+    [lost] = unfinished(path)
+    assert lost.host == "gpu-a" and lost.last_stage == "done"
+    with ActionLog(path) as log:
+        log.acknowledge([lost])
+    assert unfinished(path) == []
 
 
 def test_a_torn_last_line_is_tolerated_and_repaired_on_append(tmp_path):

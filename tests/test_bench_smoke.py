@@ -80,7 +80,9 @@ def test_clean_time_runs_on_the_sim(tmp_path):
 
 
 def test_switch_soak_runs_a_few_switches(tmp_path):
-    run = bench("switch_soak.py", "--switches", "4", "--every", "2", "--name", "smoke", "--out-dir", str(tmp_path))
+    run = bench(
+        "switch_soak.py", "--switches", "4", "--every", "2", "--name", "smoke", "--out-dir", str(tmp_path)
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "| switches | RSS MiB | live objects |" in run.stdout and "\n| 4 | " in run.stdout
     raw = json.loads((tmp_path / "switch_soak_smoke.raw.json").read_text())

@@ -26,6 +26,7 @@ import pytest
 from gputui.actionlog import read_records, unfinished
 from gputui.clean import (
     EXIT_CLEAN,
+    EXIT_DECLINED,
     EXIT_NO_GPU,
     EXIT_NOT_CLEAN,
     EXIT_REFUSED,
@@ -42,7 +43,8 @@ from gputui.clean import (
 from gputui.config import HostSpec
 from gputui.demo import demo_specs
 from gputui.fleet import Fleet
-from gputui.model import Event
+from gputui.model import Event, PlanVerdict
+from gputui.operate import status_of
 from gputui.plan import PlanOptions, plan_for_gpus
 from gputui.transport.local import LocalLink
 from tests.test_plan import sample
@@ -98,14 +100,14 @@ async def clean(
 async def test_the_demo_cluster_ends_clean(tmp_path):
     log = tmp_path / "actions.jsonl"
     code, out, err = await clean(
-        "--demo", "--all", "--yes", "--json", "--term-timeout", "0.5", "--log", str(log)
+        "--demo", "--all", "--sweep", "--yes", "--json", "--term-timeout", "0.5", "--log", str(log)
     )
     assert code == EXIT_CLEAN, err
     doc = json.loads(out)
-    assert doc["version"] == 1 and doc["clean"] is True and doc["exit_code"] == 0 and doc["log"] == str(log)
+    assert doc["version"] == 2 and doc["ok"] is True and doc["exit_code"] == 0 and doc["log"] == str(log)
     assert [h["host"] for h in doc["hosts"]] == ["demo-a", "demo-b"]
     for host in doc["hosts"]:
-        assert host["status"] == "clean" and host["clean"] is True
+        assert host["status"] == "clean" and host["ok"] is True
         assert {g["result"] for g in host["gpus"].values()} == {"clean"}
         assert set(host["gpus"]) == {"0", "1", "2", "3"}
         assert all(v == 0 for v in host["memory_after"].values())
@@ -141,6 +143,7 @@ async def test_a_scoped_clean_prints_a_table_and_verdicts(tmp_path):
     assert code == EXIT_CLEAN, err + out
     assert "== demo-a: plan" in out and "holds the memory of ghost" in out
     assert "already dead; its memory is held by" in out
+    assert "proves: GPU 2 clean" in out
     assert "== demo-a: CLEAN" in out and "GPU2   clean" in out
     assert "demo-b" not in out  # not asked
     assert any(STAGE_LINE.match(line) for line in out.splitlines())
@@ -151,9 +154,12 @@ async def test_a_dry_run_prints_the_plan_and_touches_nothing(tmp_path):
     code, out, err = await clean("--demo", "--all", "--dry-run", "--json", "--log", str(log))
     assert code == EXIT_CLEAN, err
     doc = json.loads(out)
-    assert doc["dry_run"] is True and doc["clean"] is False
+    assert doc["dry_run"] is True and doc["ok"] is False
     assert all(h["status"] == "planned" and h["plan"]["targets"] for h in doc["hosts"])
-    assert "stages: SIGTERM, wait up to 5 s" in err and "left alone:" in err
+    assert "stages: SIGTERM -> wait up to 5 s" in err and "left alone:" in err
+    # The unattributed holders are listed as the sweep, not included: --sweep adds them.
+    assert all(h["plan"]["sweep"] and not h["plan"]["sweep_included"] for h in doc["hosts"])
+    assert "sweep candidates (not included; --sweep adds them)" in err
     assert not log.exists()
 
 
@@ -166,10 +172,11 @@ async def test_without_a_terminal_or_yes_it_refuses(tmp_path):
 
 
 async def test_answering_no_on_a_terminal_does_nothing(tmp_path):
+    """Declining is its own exit code (5), not "not clean" (1): nothing was done, nothing failed."""
     log = tmp_path / "actions.jsonl"
     code, out, _ = await clean("--demo", "demo-a:0", "--log", str(log), stdin=Tty("n\n"))
-    assert code == EXIT_NOT_CLEAN
-    assert "Proceed? [y/N]" in out and "not confirmed: nothing done" in out
+    assert code == EXIT_DECLINED == 5
+    assert "Proceed? [y/N]" in out and "NOTHING DONE: not confirmed: nothing done" in out
     assert not log.exists()
 
 
@@ -220,8 +227,28 @@ async def test_naming_a_protected_process_is_refused(tmp_path):
         "--demo", "--pid", str(monitor.pid), "--yes", "--log", str(tmp_path / "a"), fleet=fleet
     )
     assert code == EXIT_REFUSED
-    assert f"REFUSED: {monitor.pid} (nv-hostengine)" in out
+    assert f"REFUSED: {monitor.pid} (nv-hostengine)" in out and "--include-monitor stops it anyway" in out
     assert not (tmp_path / "a").exists()
+
+
+async def test_a_monitor_named_with_include_monitor_is_stopped(tmp_path):
+    fleet = fleet_of(demo_specs()[:1])
+    fleet.start()
+    await fleet.wait_first_samples(30)
+    sample_ = fleet.view("demo-a").sample
+    assert sample_ is not None
+    [monitor] = [p for p in sample_.processes if p.protected == "monitor"]
+    code, out, err = await clean(
+        "demo-a", "--pid", str(monitor.pid), "--include-monitor", "--yes", "--json",
+        "--log", str(tmp_path / "a"), fleet=fleet,
+    )  # fmt: skip
+    assert code == EXIT_CLEAN, err
+    [host] = json.loads(out)["hosts"]
+    assert host["status"] == "stopped"
+    assert host["plan"]["include_protected"] == [monitor.pid]
+    assert any(w["kind"] == "protected-included" for w in host["plan"]["warnings"])
+    [verdict] = [p for p in host["processes"] if p["pid"] == monitor.pid]
+    assert verdict["result"] == "exited" and verdict["signals"] == ["SIGTERM"]
 
 
 @pytest.mark.parametrize(
@@ -233,6 +260,9 @@ async def test_naming_a_protected_process_is_refused(tmp_path):
         (("--demo", "--gpu", "nohost:1", "--yes"), "nohost is not one of the hosts"),
         (("--demo", "--gpu", "GPU-ffffffff", "--yes"), "no GPU has that UUID"),
         (("--demo", "--pid", "999999999", "--yes"), "not a GPU process"),
+        (("--demo", "--gpu", "²", "--yes"), "expected an index"),
+        (("--demo", "--gpu", "0", "--include-monitor", "--yes"), "--include-monitor includes the monitors"),
+        (("--demo", "--gpu", "0", "--sigint-first", "--signals", "kill", "--yes"), "say different things"),
     ],
 )
 async def test_bad_usage_is_exit_2(tmp_path, argv, words):
@@ -247,7 +277,7 @@ async def test_no_driver_is_exit_3(tmp_path):
         "--all", "--yes", "--log", str(tmp_path / "a"), fleet=fleet_of([HostSpec(name="local")])
     )
     assert code == EXIT_NO_GPU
-    assert "== local: NO GPU" in out and "gputui clean --demo --all" in out
+    assert "== local: NO GPU" in out and "gputui clean --demo demo-a --all" in out
 
 
 # -- killed in the middle of an action ----------------------------------------------------------
@@ -418,7 +448,12 @@ def test_exit_codes_take_the_worst_host():
         return HostOutcome("h", status=status)
 
     assert exit_code([o("clean"), o("skipped")]) == EXIT_CLEAN
+    assert exit_code([o("stopped"), o("clean")]) == EXIT_CLEAN
     assert exit_code([o("clean"), o("not-clean")]) == EXIT_NOT_CLEAN
+    assert exit_code([o("not-stopped")]) == EXIT_NOT_CLEAN
+    assert exit_code([o("not-trusted")]) == EXIT_NOT_CLEAN
+    assert exit_code([o("aborted")]) == EXIT_DECLINED
+    assert exit_code([o("aborted"), o("not-clean")]) == EXIT_NOT_CLEAN
     assert exit_code([o("outcome-unknown")]) == EXIT_NOT_CLEAN
     assert exit_code([o("unreachable"), o("refused")]) == EXIT_REFUSED
     assert exit_code([o("refused"), o("no-gpu")]) == EXIT_NO_GPU
@@ -440,23 +475,24 @@ def test_untrusted_text_is_escaped_in_stage_lines_and_plans():
     assert "\x1b" not in text and "\x07" not in text and "x\\e]0;pwned\\x07" in text
 
 
-def test_the_engine_is_reached_only_through_the_fleet():
-    """A guard against reaching around: the CLI never imports the probe's kill engine."""
-    source = (REPO / "gputui" / "clean.py").read_text()
-    assert "reaper" not in source and "os.kill" not in source
-
-
 def test_verdicts_map_to_outcomes():
-    from gputui.clean import _judge
+    def verdict(result: str, **data: Any) -> PlanVerdict:
+        event = Event(plan="p", time=0.0, stage="done", result=result, message=result, data=data)
+        return PlanVerdict.from_event(event, allowed={7})
 
-    def done(result: str, **data: Any) -> Event:
-        return Event(plan="p", time=0.0, stage="done", result=result, message=result, data=data)
-
-    assert _judge(done("clean", clean=True)) == ("clean", None)
-    assert _judge(done("outcome-unknown", clean=False))[0] == "outcome-unknown"
-    assert _judge(done("refused", clean=False, error="read-only"))[0] == "refused"
-    assert _judge(done("refused", clean=False, error="no-gpu"))[0] == "no-gpu"
+    assert status_of(verdict("clean", ok=True)) == ("clean", None)
+    assert status_of(verdict("stopped", ok=True)) == ("stopped", None)
+    assert status_of(verdict("outcome-unknown", ok=False))[0] == "outcome-unknown"
+    assert status_of(verdict("refused", ok=False, error="read-only"))[0] == "refused"
+    assert status_of(verdict("refused", ok=False, error="no-gpu"))[0] == "no-gpu"
     denied = {"pid": 7, "result": "permission-denied", "allow": "run the probe as root or as user bob"}
-    status, message = _judge(done("not-clean", clean=False, processes=[denied]))
+    status, message = status_of(verdict("not-clean", ok=False, processes=[denied]))
     assert status == "refused" and message == "permission denied for 7: run the probe as root or as user bob"
-    assert _judge(done("not-clean", clean=False, processes=[]))[0] == "not-clean"
+    assert status_of(verdict("not-clean", ok=False, processes=[]))[0] == "not-clean"
+    assert status_of(verdict("not-stopped", ok=False))[0] == "not-stopped"
+    # A success the probe does not spell out, or one naming a process that was not in the plan,
+    # is not taken at its word.
+    assert status_of(verdict("clean"))[0] == "not-trusted"
+    forged = {"pid": 99, "result": "exited", "origin": "plan"}
+    status, message = status_of(verdict("clean", ok=True, processes=[forged]))
+    assert status == "not-trusted" and "PID 99, which was not in the plan" in (message or "")

@@ -98,7 +98,14 @@ async def test_plan_cut_by_a_lost_link_ends_with_outcome_unknown():
         assert await wait_for(lambda: view.sample is not None)
         target = next(p for p in view.sample.processes if p.kind == "user")
         plan = {
-            "targets": [{"pid": target.pid, "start_time": target.start_time, "reason": "test", "gpus": list(target.gpus)}],
+            "targets": [
+                {
+                    "pid": target.pid,
+                    "start_time": target.start_time,
+                    "reason": "test",
+                    "gpus": list(target.gpus),
+                }
+            ],
             "gpus": list(target.gpus),
             "term_timeout": 30.0,
             "verify_timeout": 30.0,

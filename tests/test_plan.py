@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from gputui.model import Sample
+from gputui.model import Sample, brief_command
 from gputui.plan import (
+    KillOptions,
     Plan,
     PlanError,
     PlanOptions,
-    brief_command,
     plan_for_gpus,
     plan_for_host,
     plan_for_pids,
@@ -178,13 +178,16 @@ def test_a_host_plan_is_fuser_k_minus_the_protected():
     plan = plan_for_host(sample(), host="h", options=OPTS)
     assert plan.scope == "host" and plan.gpu_indexes == (0, 1, 2, 3)
     assert pids(plan.targets) == [100, 101, 103, 108]
-    # Unattributed holders are holders too: a host-wide clean sweeps them.
-    assert plan.sweep_included and pids(plan.signalled) == [100, 101, 103, 104, 108]
+    # Unattributed holders are listed as the sweep, left out unless asked (they may be a exporter).
+    assert not plan.sweep_included and pids(plan.sweep) == [104]
+    assert pids(plan.signalled) == [100, 101, 103, 108]
+    assert any(w.kind == "sweep-off" for w in plan.warnings)
     assert pids(plan.excluded) == [102, 105, 106, 107, 109, 110]
     assert excluded_why(plan, 107) == "the gputui probe itself: never signalled"
     assert "nv-hostengine" in excluded_why(plan, 105)
     assert excluded_why(plan, 110) == "zombie: holds nothing, parent 50 must reap it"
-    assert not plan_for_host(sample(), host="h", sweep=False, options=OPTS).sweep_included
+    swept = plan_for_host(sample(), host="h", sweep=True, options=OPTS)
+    assert swept.sweep_included and pids(swept.signalled) == [100, 101, 103, 104, 108]
 
 
 # -- by PID -------------------------------------------------------------------------------------
@@ -192,20 +195,26 @@ def test_a_host_plan_is_fuser_k_minus_the_protected():
 
 def test_a_pid_plan_brings_the_hidden_holders_tied_to_it():
     plan = plan_for_pids(sample(), [100], host="h", options=OPTS)
-    assert pids(plan.targets) == [100, 108] and plan.scope == "pids"
+    assert pids(plan.targets) == [100, 108] and plan.scope == "processes"
     assert plan.targets[0].why.startswith("chosen by PID")
-    assert plan.gpu_indexes == (0,)
+    # A plan of processes cleans no GPU: it proves them gone; the GPUs they use are reported.
+    assert plan.gpu_indexes == () and not plan.cleans_gpus
+    assert [g.index for g in plan.touched] == [0]
+    assert plan.to_wire()["scope"] == "processes" and plan.to_wire()["gpus"] == []
+    assert "each chosen process gone" in plan.proves
+    assert "rescan: stop only holders tied to the targets" in plan.stages
 
 
-def test_a_pid_plan_verifies_every_gpu_the_process_uses():
+def test_a_pid_plan_reports_every_gpu_the_process_uses():
     plan = plan_for_pids(sample(), [101], host="h", options=OPTS)
-    assert plan.gpu_indexes == (1, 2)
-    assert not any("also uses" in w for w in warnings(plan))
+    assert [g.index for g in plan.touched] == [1, 2] and plan.gpu_indexes == ()
+    assert not any(w.kind == "other-gpus" for w in plan.warnings)
 
 
 def test_a_ghost_pid_targets_its_suspects_and_unknown_pids_are_excluded():
     plan = plan_for_pids(sample(), [102, 999], host="h", options=OPTS)
     assert pids(plan.targets) == [103]
+    assert plan.ghosts == (102,) and plan.to_wire()["ghosts"] == [102]
     assert excluded_why(plan, 999) == "not a GPU process in the latest sample"
 
 
@@ -214,7 +223,10 @@ def test_only_a_monitor_can_be_included_explicitly():
     assert plan.targets == ()
     monitor, probe = sorted(plan.excluded, key=lambda e: e.pid)
     assert monitor.can_include and not probe.can_include
+    assert [e.pid for e in plan.includable] == [105]  # chosen by name, and a monitor
     included = plan.including([105, 107])
+    assert any(w.kind == "protected-included" and w.severe for w in included.warnings)
+    assert not any(w.kind == "nothing" for w in included.warnings)
     assert pids(included.targets) == [105] and included.targets[0].protected == "monitor"
     assert included.include_protected == (105,)
     assert pids(included.excluded) == [107]
@@ -224,8 +236,10 @@ def test_only_a_monitor_can_be_included_explicitly():
 
 def test_a_selection_joins_gpus_and_pids():
     plan = plan_for_selection(sample(), host="h", gpu_indexes=[3], pids=[101], options=OPTS)
-    assert plan.scope == "selection" and plan.gpu_indexes == (1, 2, 3)
+    assert plan.scope == "selection" and plan.gpu_indexes == (3,)
+    assert [g.index for g in plan.touched] == [1, 2]
     assert pids(plan.targets) == [101, 103]
+    assert "GPU 3 clean" in plan.proves and "the chosen processes gone" in plan.proves
 
 
 # -- the record ---------------------------------------------------------------------------------
@@ -239,6 +253,7 @@ def test_the_wire_record_is_what_the_probe_accepts():
         "v": 1,
         "id": "p1",
         "operator": "alice",
+        "scope": "gpus",
         "targets": [
             {"pid": 100, "start_time": 1100, "reason": "uses GPU 0 (GPU 0: 10.0G)", "gpus": [0]},
             {"pid": 108, "start_time": 1108, "reason": "hidden holder of GPU 0 (same process group as 100)",
@@ -246,8 +261,9 @@ def test_the_wire_record_is_what_the_probe_accepts():
         ],
         "sweep": [],
         "gpus": [0],
+        "ghosts": [],
         "include_protected": [],
-        "sigint_first": False,
+        "signals": ["SIGTERM"],
         "term_timeout": 5.0,
         "verify_timeout": 10.0,
     }  # fmt: skip
@@ -260,21 +276,29 @@ def test_the_wire_record_is_what_the_probe_accepts():
             "gpus": [],
         }
     ]
-    assert not any("unattributed holders not included" in w for w in warnings(plan.with_sweep(True)))
+    assert not any(w.kind == "sweep-off" for w in plan.with_sweep(True).warnings)
     settings = Settings(swept)  # the probe's own validation
     assert [t[0] for t in settings.targets] == [100, 108] and [t[0] for t in settings.sweep] == [104]
 
 
 def test_options_and_stages():
     plan = plan_for_gpus(sample(), [0], host="h", options=OPTS).with_options(
-        sigint_first=True, term_timeout=2.5, verify_timeout=4
+        KillOptions(signals="int", term_timeout=2.5, verify_timeout=4)
     )
-    assert plan.stages[0] == "SIGINT, wait up to 2.5 s for exits"
-    assert plan.stages[1] == "SIGTERM, wait up to 2.5 s for exits"
-    assert plan.stages[-1].startswith("verify: NVML every 20 ms") and plan.stages[-1].endswith("up to 4 s")
-    assert plan.to_wire()["sigint_first"] is True
+    assert plan.stages[0] == "SIGINT -> wait up to 2.5 s"
+    assert plan.stages[1] == "SIGTERM -> wait up to 2.5 s"
+    assert plan.stages[2] == "SIGKILL the survivors"
+    assert plan.stages[-1] == "verify GPU 0 clean (NVML every 20 ms, up to 4 s)"
+    assert plan.to_wire()["signals"] == ["SIGINT", "SIGTERM"]
+    now = plan.with_options(KillOptions(signals="kill"))
+    assert now.stages[0] == "SIGKILL at once" and now.to_wire()["signals"] == []
+    for bad in (0, -1, float("nan"), float("inf"), 3601, True):
+        with pytest.raises(PlanError):
+            KillOptions(term_timeout=bad)
     with pytest.raises(PlanError):
-        plan.with_options(term_timeout=0)
+        KillOptions(signals="hup")
+    # The app's deadline for a verdict covers every stage the probe may run.
+    assert plan.deadline > 4 * (2 * 2.5 + 2) + 4 and plan.silence_limit >= 4
 
 
 def test_plans_are_frozen_and_describe_themselves_in_plain_json():

@@ -27,6 +27,7 @@ import platform
 import select
 import signal
 import time
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
 from . import scope
 from .classify import GHOST, HIDDEN, MONITOR, MONITOR_NAMES, USER
@@ -312,7 +313,9 @@ def _entries(plan, key):
             raise PlanError("every entry of %s must be an object" % key)
         pid, start = entry.get("pid"), entry.get("start_time")
         # A target is a process, not a PID: without its start time it cannot be told from a reuse.
-        if not _is_int(pid) or pid <= 0 or not _is_int(start) or start < 0:
+        if not (isinstance(pid, int) and _is_int(pid) and isinstance(start, int) and _is_int(start)):
+            raise PlanError("every entry of %s needs an integer pid and start_time" % key)
+        if pid <= 0 or start < 0:
             raise PlanError("every entry of %s needs an integer pid and start_time" % key)
         reason = entry.get("reason")
         gpus = _int_list(entry.get("gpus"), "%s[].gpus" % key)
@@ -778,6 +781,7 @@ class Run(object):
             poller = select.poll()
             by_fd = {}
             for proc in with_fd:
+                assert proc.fd is not None
                 poller.register(proc.fd, select.POLLIN)
                 by_fd[proc.fd] = proc
             for fd, _ in poller.poll(max(0.0, timeout) * 1e3):
@@ -878,14 +882,10 @@ class Run(object):
         for record in self.sweep_blockers(view):
             out.add(record["pid"])
         for proc in self.procs.values():
-            record = view.records.get(proc.pid)
-            alive = record is not None and record.get("start_time") == proc.start_time
-            if (
-                alive
-                and record["kind"] != GHOST
-                and proc.exited_ms is None
-                and proc.verdict not in scope.MOOT
-            ):
+            seen = view.records.get(proc.pid)
+            if seen is None or seen.get("start_time") != proc.start_time:
+                continue
+            if seen["kind"] != GHOST and proc.exited_ms is None and proc.verdict not in scope.MOOT:
                 out.add(proc.pid)
         out.update(c.pid for c in scope.admissible(view.records, self.rule, set(self.procs)))
         return sorted(out)
@@ -1118,6 +1118,8 @@ class Run(object):
                     r["pid"] for r in view.records.values() if r["kind"] == HIDDEN and not r["gpus"]
                 )
         held_by = sorted(set(r["pid"] for r in live) | set(r["pid"] for r in strays))
+        ghost_pids = sorted(r["pid"] for r in ghosts)
+        suspect_pids = sorted(suspects)
         data = {
             "result": result,
             "memory_before": self.before.get(index),
@@ -1125,8 +1127,8 @@ class Run(object):
             "memory_baseline": gpu.get("memory_baseline"),
             "held_by": held_by,
             "protected": sorted(r["pid"] for r in live if r.get("protected")),
-            "ghosts": sorted(r["pid"] for r in ghosts),
-            "suspects": sorted(suspects),
+            "ghosts": ghost_pids,
+            "suspects": suspect_pids,
             "idle_ms": self.idle_ms.get(index),
             "error": gpu.get("error") if gpu else "no-such-gpu",
         }
@@ -1134,8 +1136,8 @@ class Run(object):
             words = "clean"
         elif result == "ghost-memory":
             words = "ghost memory: NVML lists %s; suspected holders: %s" % (
-                _pid_list(data["ghosts"]) or "nothing",
-                _pid_list(data["suspects"]) or "none found (run the probe as root to see every holder)",
+                _pid_list(ghost_pids) or "nothing",
+                _pid_list(suspect_pids) or "none found (run the probe as root to see every holder)",
             )
         else:
             words = "still held by %s" % (_pid_list(held_by) or data["error"] or "memory in use")
@@ -1156,6 +1158,7 @@ class Run(object):
             if record.get("kind") == GHOST:
                 suspects.update(record.get("links") or [])
         result = "released" if not still else "still-listed"
+        suspect_pids = sorted(suspects)
         data = {
             "result": result,
             "memory_before": self.before.get(index),
@@ -1163,7 +1166,7 @@ class Run(object):
             "memory_baseline": gpu.get("memory_baseline"),
             "still_listed": still,
             "others": others,
-            "suspects": sorted(suspects),
+            "suspects": suspect_pids,
             "error": gpu.get("error") if gpu else "no-such-gpu",
         }
         if result == "released":
@@ -1171,7 +1174,7 @@ class Run(object):
         else:
             words = "NVML still lists %s (memory not released); suspected holders: %s" % (
                 _pid_list(still),
-                _pid_list(data["suspects"]) or "none found",
+                _pid_list(suspect_pids) or "none found",
             )
         if others:
             words += "; still used by %s (not in the plan, left alone)" % _pid_list(others)

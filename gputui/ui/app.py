@@ -14,11 +14,12 @@ How live data reaches the screen:
   only the rows that changed). A 1 s tick redraws the sample ages. While another screen (help, a
   dialog, the command palette) is on top, nothing is redrawn; the changes are drawn when it closes.
 
-The kill flow (f, F, x): the screen posts `PlanRequested`; the app asks each host for a sample after
-a full holder scan, builds one plan per host (gputui.plan), shows them in `PlanScreen` and, once
-confirmed, runs each plan in its own worker through `gputui.clean.execute_plan`: the plan and its
-intents are written to the audit log before the probe is sent anything. The probe runs the stages;
-the app only renders its events, live, in the action log pane, with a status line while it waits.
+The kill flow (f, F, x): the screen posts `PlanRequested`; the app hands the requests to
+gputui.operate (the same headless owner `gputui clean` uses), which asks each host for a sample after a
+full holder scan and builds one plan per host; the app shows them in `PlanScreen` and, once
+confirmed, runs each plan in its own worker through `Operations.run`: the plan and its intents are in
+the audit log before the probe is sent anything. The probe runs the stages; the app only renders the
+events, live, in the action log pane, with a status line while it waits, and the typed verdict.
 At start, actions that an earlier gputui began and never saw finish are reported, then acknowledged.
 
 Sample ages come from the `clock` given to `make_app` (time.time by default): the app stamps each
@@ -43,22 +44,22 @@ from textual.binding import Binding, BindingType
 from textual.timer import Timer
 
 from gputui.actionlog import ActionLog as AuditLog
-from gputui.actionlog import default_log_path, unfinished
-from gputui.clean import execute_plan
+from gputui.actionlog import default_log_path
 from gputui.fleet import Fleet, HostView
-from gputui.model import Event
-from gputui.plan import DEFAULT_TERM_TIMEOUT, DEFAULT_VERIFY_TIMEOUT, Plan
-from gputui.transport.base import TransportError
+from gputui.model import Event, PlanVerdict
+from gputui.operate import FRESH_TIMEOUT, Operations, Request, status_of
+from gputui.plan import KillOptions, Plan
+from gputui.words import verdict_summary
 
 from . import actions, fmt
-from .intents import PlanRequest, PlanRequested
+from .intents import PlanRequested
+from .screens.help import HelpScreen
 from .screens.main import MainScreen
 from .screens.plan import PlanScreen
 from .themes import DEFAULT_THEME, PREFIX, bundled_themes_dir, fallback_variables, load_themes
 
 REDRAW_GAP = 0.1  # seconds between two redraws, at least: at most 10 a second, however many hosts report
 AGES_INTERVAL = 1.0  # seconds: sample ages move even when nothing arrives
-MIN_INTERVAL = 0.1  # the fastest sample interval the app asks for
 PROGRESS_INTERVAL = 0.1  # the log pane's status line while a plan runs
 APP_HOST = "gputui"  # the host column of the app's own log lines
 QUIT_AGAIN_WITHIN = 3.0  # seconds: quitting while a plan runs takes a second press
@@ -84,6 +85,7 @@ class GpuTuiApp(App[None]):
         themes_dir: Path | None = None,
         log_path: str | Path | None = None,
         operator: str | None = None,
+        kill: KillOptions | None = None,
     ) -> None:
         super().__init__()
         self.fleet = fleet
@@ -103,12 +105,10 @@ class GpuTuiApp(App[None]):
         self._gputui_themes: list[str] = []
         # The kill flow. The audit log file is opened at the first write (a plan, or acknowledging).
         self.audit = AuditLog(log_path if log_path is not None else default_log_path(), operator=operator)
-        self.operator = self.audit.operator
-        self.fresh_timeout = actions.FRESH_TIMEOUT  # 0: plan on the latest sample, ask for no scan
-        self.term_timeout = DEFAULT_TERM_TIMEOUT  # seconds after SIGTERM before SIGKILL
-        self.verify_timeout = DEFAULT_VERIFY_TIMEOUT
+        self.ops = Operations(fleet, self.audit, kill=kill, operator=operator)
+        self.operator = self.ops.operator
+        self.fresh_timeout = FRESH_TIMEOUT  # 0: plan on the latest sample, ask for no scan
         self.running: dict[str, actions.Progress] = {}  # plan id -> what it is doing
-        self._full_scans = actions.FullScans()
         self._progress_timer: Timer | None = None
         self._show_log_later = False
         self._quit_armed = False
@@ -207,7 +207,6 @@ class GpuTuiApp(App[None]):
         """Runs on the event loop after every fleet change: record it, draw nothing."""
         if what == "sample":
             self.received[view.name] = self.clock()
-            self._full_scans.on_sample(view)
         elif what == "event" and isinstance(payload, Event) and payload.plan in self.running:
             self.running[payload.plan].heard = True  # its own worker renders it, as it comes
         elif what in ("event", "error"):
@@ -269,32 +268,24 @@ class GpuTuiApp(App[None]):
     def on_plan_requested(self, message: PlanRequested) -> None:
         self.request_plans(message.requests)
 
-    def request_plans(self, requests: Sequence[PlanRequest]) -> None:
+    def request_plans(self, requests: Sequence[Request]) -> None:
         """Plan what the operator asked for (one plan per host) and open the confirmation dialog."""
         if self.read_only:
             return  # no key leads here; a stray message must not either
-        usable: list[PlanRequest] = []
+        usable: list[Request] = []
         for request in requests:
-            view = self.fleet.view(request.host)
-            problem = None
-            if not view.can_kill:
-                problem = (
-                    "read-only"
-                    if view.read_only or (view.facts and view.facts.read_only)
-                    else "not connected"
-                )
-                problem = f"{request.host} is {problem}: it takes no plans"
-            elif any(p.host == request.host for p in self.running.values()):
-                problem = f"a plan is running on {request.host}: wait for its verdict"
-            if problem:
-                self.notify(problem, severity="warning", markup=False)
+            trouble = self.ops.problem(request.host)
+            if trouble is not None:
+                words = "it takes no plans" if trouble.status != "busy" else ""
+                text = f"{request.host}: {trouble.message}" + (f"; {words}" if words else "")
+                self.notify(text, severity="warning", markup=False)
             else:
                 usable.append(request)
         if usable:
             self._plan_and_confirm(usable)
 
     @work(exclusive=True, group="planning", exit_on_error=False)
-    async def _plan_and_confirm(self, requests: list[PlanRequest]) -> None:
+    async def _plan_and_confirm(self, requests: list[Request]) -> None:
         try:
             await self._plan_and_confirm_now(requests)
         except Exception as exc:  # a bug must say so, not vanish with its worker
@@ -303,23 +294,16 @@ class GpuTuiApp(App[None]):
             )
             raise
 
-    async def _plan_and_confirm_now(self, requests: list[PlanRequest]) -> None:
-        hosts = [r.host for r in requests]
-        samples, late = await self._full_scans.fetch(self.fleet, hosts, self.fresh_timeout)
-        planned = actions.build_plans(
-            self.fleet,
-            requests,
-            samples,
-            operator=self.operator,
-            stale=late,
-            term_timeout=self.term_timeout,
-            verify_timeout=self.verify_timeout,
-        )
+    async def _plan_and_confirm_now(self, requests: list[Request]) -> None:
+        planned = await self.ops.plan(requests, self.fresh_timeout)
         for problem in planned.problems:
             self.notify(problem, title="Cannot plan", severity="warning", markup=False)
         if not planned.plans:
             return
-        chosen = await self.push_screen_wait(PlanScreen(planned.plans, samples, operator=self.operator))
+        # A new dialog every time, from the plans as built: nothing chosen in an earlier one (the
+        # sweep, a signal, an included monitor) carries over.
+        dialog = PlanScreen(planned.plans, planned.samples, operator=self.operator)
+        chosen = await self.push_screen_wait(dialog)
         if not chosen:
             for plan in planned.plans:
                 self.log_note(plan.host, f"plan {plan.id} cancelled: nothing signalled", "info", tag=plan.id)
@@ -333,7 +317,7 @@ class GpuTuiApp(App[None]):
             self.run_plan(plan)
 
     @work(exclusive=False, group="plans", exit_on_error=False)
-    async def run_plan(self, plan: Plan) -> Event | None:
+    async def run_plan(self, plan: Plan) -> PlanVerdict | None:
         """Send `plan` to its host's probe and render its events until the verdict."""
         host = plan.host
         progress = actions.Progress(host, plan)
@@ -341,28 +325,29 @@ class GpuTuiApp(App[None]):
         self.show_log()
         if self._progress_timer is not None:
             self._progress_timer.resume()
-        gpus = ",".join(map(str, plan.gpu_indexes)) or "-"
-        self.log_note(host, f"plan {plan.id}: {len(plan.signalled)} to stop on GPU {gpus}", tag=plan.id)
+        what = (
+            f"free GPU {','.join(map(str, plan.gpu_indexes))}"
+            if plan.cleans_gpus
+            else "stop the chosen processes"
+        )
+        self.log_note(host, f"plan {plan.id}: {what}: {len(plan.signalled)} to signal", tag=plan.id)
 
         def on_event(event: Event) -> None:
             progress.on_event(event)
             self.log_event(host, event)
 
         try:
-            done = await execute_plan(self.fleet, plan, self.audit, on_event)
-        except TransportError as exc:
-            self._ended(plan, False, f"plan not sent: {exc.message}")
-            return None
+            verdict = await self.ops.run(plan, on_event)
         except asyncio.CancelledError:
             raise  # the app is closing: the probe finishes the plan; the next start reports it
         except OSError as exc:
             # The write-ahead record failed: without it nothing was sent. Later (an event could not
             # be recorded) the probe finishes the plan on its own and the log misses the rest.
             words = "the probe finishes the plan, unrecorded" if progress.heard else "nothing was sent"
-            self._ended(plan, False, f"audit log {self.audit.path}: {exc.strerror or exc}; {words}")
+            self._ended(plan, None, f"audit log {self.audit.path}: {exc.strerror or exc}; {words}")
             return None
         except Exception as exc:  # a bug: the probe finishes the plan; say that the app lost it
-            self._ended(plan, False, f"the app lost track of the plan ({type(exc).__name__}: {exc})")
+            self._ended(plan, None, f"the app lost track of the plan ({type(exc).__name__}: {exc})")
             raise
         finally:
             self.running.pop(plan.id, None)
@@ -370,17 +355,25 @@ class GpuTuiApp(App[None]):
                 self._show_progress()
                 if self._progress_timer is not None:
                     self._progress_timer.pause()
-        clean, text = actions.verdict_summary(done)
-        self._ended(plan, clean, text)
-        return done
+        self._ended(plan, verdict, verdict_summary(verdict))
+        return verdict
 
-    def _ended(self, plan: Plan, clean: bool, text: str) -> None:
-        self.log_note(plan.host, f"verdict: {text}", "ok" if clean else "error", tag=plan.id)
+    def _ended(self, plan: Plan, verdict: PlanVerdict | None, text: str) -> None:
+        ok = verdict is not None and verdict.ok
+        status = status_of(verdict)[0] if verdict is not None else "error"
+        self.log_note(plan.host, f"verdict: {text}", "ok" if ok else "error", tag=plan.id)
+        title = {
+            "clean": "verified clean",
+            "stopped": "stopped, memory released",
+            "outcome-unknown": "OUTCOME UNKNOWN",
+            "not-sent": "NOT SENT",
+        }.get(status, "NOT clean" if plan.cleans_gpus else "NOT stopped")
+        self.want_redraw()  # the verdict's GPUs: redraw now, not at the next sample
         self.notify(
             text,
-            title=f"{fmt.safe(plan.host, 40)}: {'verified clean' if clean else 'NOT clean'}",
-            severity="information" if clean else "error",
-            timeout=8 if clean else 20,
+            title=f"{fmt.safe(plan.host, 40)}: {title}",
+            severity="information" if ok else "error",
+            timeout=8 if ok else 20,
             markup=False,
         )
 
@@ -418,11 +411,14 @@ class GpuTuiApp(App[None]):
             self._pending_log.append((host, "event", event))
             self.want_redraw()
 
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(read_only=self.read_only))
+
     async def _report_unfinished(self) -> None:
         """Actions an earlier gputui started and never saw finish (it died mid-action): say so once."""
         path = self.audit.path
         try:
-            lost = await asyncio.to_thread(unfinished, path)
+            lost = await asyncio.to_thread(self.ops.unfinished)
         except OSError as exc:
             self.notify(
                 f"Cannot read the audit log {path}: {exc.strerror or exc}", severity="warning", markup=False
@@ -443,7 +439,7 @@ class GpuTuiApp(App[None]):
             markup=False,
         )
         try:
-            self.audit.acknowledge(lost)
+            self.ops.acknowledge(lost)
         except OSError as exc:
             self.notify(
                 f"Cannot write the audit log {path}: {exc.strerror or exc}", severity="error", markup=False
@@ -460,17 +456,18 @@ def make_app(
     themes_dir: Path | None = None,
     log_path: str | Path | None = None,
     operator: str | None = None,
+    kill: KillOptions | None = None,
 ) -> GpuTuiApp:
     """The app for `fleet` (not started yet: the app starts it on mount and stops it on exit).
 
-    `interval`: seconds between samples that the probes are asked for (>= 0.1). `theme`: a theme
+    `interval`: seconds between samples that the probes are asked for (checked by the config and the
+    command line, gputui.probe.wire's limits). `theme`: a theme
     name ("gputui-light" or just "light"); unknown names fall back to the default with a notification.
     `clock`: wall clock for sample ages (freeze it for reproducible screens). `themes_dir`: a
     directory of extra theme files, loaded after the bundled ones. `log_path`: the audit log (None:
     the user state dir, `gputui.actionlog.default_log_path()`). `operator`: the name plans and the
-    audit log carry (None: the local user)."""
-    if interval < MIN_INTERVAL:
-        raise ValueError(f"interval must be at least {MIN_INTERVAL} s, not {interval}")
+    audit log carry (None: the local user). `kill`: the signals and timeouts of every plan (the
+    config's [kill] table; None: the defaults)."""
     return GpuTuiApp(
         fleet,
         read_only=read_only,
@@ -480,4 +477,5 @@ def make_app(
         themes_dir=themes_dir,
         log_path=log_path,
         operator=operator,
+        kill=kill,
     )

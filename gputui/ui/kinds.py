@@ -6,8 +6,7 @@ screenshot still tell them apart.
 
 from __future__ import annotations
 
-from gputui.model import KINDS, Proc, Sample
-from gputui.probe.reaper import brief_command
+from gputui.model import KINDS, Proc, Sample, brief_command
 
 from .fmt import safe
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gputui.model import Proc, Sample
-from gputui.plan import brief_command
+from gputui.model import Proc, Sample, brief_command
 
 from . import fmt
 

@@ -51,7 +51,11 @@ def test_demo_leaves_nothing_behind(tmp_path, how):
     env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="36")
     app = subprocess.Popen(
         [sys.executable, "-m", "gputui", "--demo", "--log", str(tmp_path / "log.jsonl")],
-        stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        start_new_session=True,
     )
     os.close(slave)
     try:

@@ -100,7 +100,11 @@ def use(monkeypatch):
 def test_idle_h200_records(use):
     reader = use(fake_pynvml(load("nvml_h200x2_idle.json")))
     facts = reader.open()
-    assert facts == {"driver_version": "580.159.04", "nvml_version": "13.580.159.04", "cuda_driver_version": 13000}
+    assert facts == {
+        "driver_version": "580.159.04",
+        "nvml_version": "13.580.159.04",
+        "cuda_driver_version": 13000,
+    }
     gpus, listed = reader.read()
     assert listed == {}
     g = gpus[0]

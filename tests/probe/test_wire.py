@@ -32,7 +32,17 @@ def test_bad_lines_give_error_records():
 def test_probe_answers_bad_lines_with_errors_and_keeps_running():
     """The real probe process, fed garbage, an oversized line and a wrong version, then a sample."""
     probe = subprocess.Popen(
-        [sys.executable, "-m", "gputui.probe", "--reader", "sim", "--sim-scenario", "empty", "--interval", "60"],
+        [
+            sys.executable,
+            "-m",
+            "gputui.probe",
+            "--reader",
+            "sim",
+            "--sim-scenario",
+            "empty",
+            "--interval",
+            "60",
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
     )

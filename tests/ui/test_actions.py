@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from gputui.model import Event, Proc, Sample
-from gputui.plan import plan_for_gpus
-from gputui.ui.actions import Progress, gpu_words, verdict_summary
+from gputui.model import Event, GpuVerdict, PlanVerdict, Proc, Sample
+from gputui.plan import plan_for_gpus, plan_for_pids
+from gputui.ui.actions import Progress
 from gputui.ui.selection import Selection
+from gputui.words import gpu_words, verdict_summary
 
 
 def proc(pid: int, start: int | None = 100, command: tuple[str, ...] = ("python", "train.py")) -> Proc:
@@ -52,7 +53,14 @@ def test_progress_says_what_the_plan_waits_for() -> None:
     p.on_event(event("escalate", "sent", 11, signal="SIGKILL"), now=6.0)
     assert p.line(6.5) == "gpu-a: waiting for 1 process to exit after SIGKILL (0.5 s of 2 s)"
     p.on_event(event("verify", "polling"), now=7.0)
-    assert p.line(7.1) == "gpu-a: verifying GPU 0 (NVML polled) (0.1 s of 10 s)"
+    assert p.line(7.1) == "gpu-a: verifying GPU 0 clean (NVML polled) (0.1 s of 10 s)"
+    # A plan of processes says what it verifies: the targets, not the GPU.
+    q = Progress("gpu-a", plan_for_pids(sample(proc(10)), [10], host="gpu-a"), started=0.0, since=0.0)
+    q.on_event(event("verify", "polling"), now=1.0)
+    assert (
+        q.line(1.0)
+        == "gpu-a: verifying the targets gone, their memory released (NVML polled) (0.0 s of 10 s)"
+    )
 
 
 def test_verdict_words() -> None:
@@ -62,22 +70,37 @@ def test_verdict_words() -> None:
         stage="done",
         result="not-clean",
         data={
-            "clean": False,
+            "ok": False,
             "elapsed_ms": 5123.4,
             "gpus": {
                 "1": {"result": "held", "held_by": [7, 8]},
                 "0": {"result": "clean"},
                 "2": {"result": "ghost-memory", "ghosts": [5], "suspects": []},
             },
-            "processes": [{"result": "exited"}, {"result": "exited"}, {"result": "survived"}],
+            "processes": [
+                {"pid": 7, "result": "exited"},
+                {"pid": 8, "result": "exited"},
+                {"pid": 9, "result": "survived"},
+            ],
         },
     )
-    clean, text = verdict_summary(done)
-    assert not clean
-    assert text == (
-        "NOT clean in 5123 ms · GPU0 clean; GPU1 held by 7, 8; "
-        "GPU2 ghost memory (NVML lists 5; suspects none found); 2 exited, 1 survived"
+    verdict = PlanVerdict.from_event(done)
+    assert not verdict.ok
+    assert verdict_summary(verdict) == (
+        "NOT clean in 5.1 s · GPU0 clean; GPU1 held by 7, 8; "
+        "GPU2 ghost-memory: NVML lists 5 (dead); suspected holders: none found · 2 exited, 1 survived"
     )
     lost = Event(plan="p1", time=0.0, stage="done", result="outcome-unknown", message="link \x1b lost")
-    assert verdict_summary(lost) == (False, "outcome unknown: link \\e lost")
-    assert gpu_words(3, {"result": "clean"}) == "GPU3 clean"
+    assert verdict_summary(PlanVerdict.from_event(lost)) == "outcome unknown: link \\e lost"
+    assert gpu_words(GpuVerdict(3, "clean")) == "GPU3 clean"
+    shared = GpuVerdict(0, "released", others=(7566,))
+    assert gpu_words(shared) == "GPU0 released: still used by 7566 (not in the plan, left alone)"
+    stopped = Event(
+        plan="p2", time=0.0, stage="done", result="stopped",
+        data={"ok": True, "elapsed_ms": 180.0, "gpus": {"0": {"result": "released", "others": [7566]}},
+              "processes": [{"pid": 10, "result": "exited"}]},
+    )  # fmt: skip
+    assert verdict_summary(PlanVerdict.from_event(stopped)) == (
+        "stopped, memory released in 180 ms · GPU0 released: still used by 7566 (not in the plan, left alone) "
+        "· 1 exited"
+    )

@@ -6,7 +6,7 @@ lists no kill keys, as it offers none.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -25,9 +25,6 @@ from ..widgets.status import StyledStatic
 from ..widgets.table import KeyedTable
 from .main import KILL_ACTIONS, MainScreen
 from .plan import PlanScreen
-
-if TYPE_CHECKING:
-    from ..app import GpuTuiApp
 
 SECTIONS: tuple[tuple[str, tuple[type, ...]], ...] = (
     ("Everywhere", (MainScreen, Screen, App)),
@@ -114,18 +111,23 @@ class HelpBody(StyledStatic):
         "status--muted",
     }
 
+    def __init__(self, read_only: bool, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.read_only = read_only
+
     def on_mount(self) -> None:
         self.redraw()
 
     def redraw(self) -> None:
-        app: GpuTuiApp = self.app  # type: ignore[assignment]
+        app = self.app
+        read_only = self.read_only
         text = Text()
         section = self.style_of("help--section")
         key_style = self.style_of("help--key")
         for title, classes in SECTIONS:
-            if app.read_only and title in KILL_SECTIONS:
+            if read_only and title in KILL_SECTIONS:
                 continue
-            rows = binding_rows(app, classes, app.read_only) + EXTRA.get(title, [])
+            rows = binding_rows(app, classes, read_only) + EXTRA.get(title, [])
             text.append(f"{title}\n", section)
             for keys, description in rows:
                 text.append(f"  {keys:<13}", key_style)
@@ -136,7 +138,7 @@ class HelpBody(StyledStatic):
             text.append(f"  {kinds.label(kind):<13}", self.style_of(kinds.STYLE[kind]))
             text.append(f"{meaning}\n")
         text.append("\n")
-        if app.read_only:
+        if read_only:
             text.append(
                 "Read-only: gputui offers no way to signal a process.\n", self.style_of("status--muted")
             )
@@ -149,7 +151,11 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,q,question_mark", "dismiss", "Close", key_display="esc"),
     ]
 
+    def __init__(self, read_only: bool = False) -> None:
+        super().__init__()
+        self.read_only = read_only  # a read-only app lists no kill keys: it offers none
+
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box") as box:
             box.border_title = "gputui · keys"
-            yield HelpBody(id="help-body")
+            yield HelpBody(self.read_only, id="help-body")

@@ -7,7 +7,7 @@ the visible tables) are touched.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, cast
 
 from textual import on
 from textual.app import ComposeResult
@@ -19,9 +19,11 @@ from textual.widgets import DataTable, Input, Static
 
 from gputui.fleet import HostView
 from gputui.model import Proc
+from gputui.operate import Request
 
 from .. import fmt
-from ..intents import PlanRequest, PlanRequested, Scope
+from ..context import Dashboard
+from ..intents import PlanRequested
 from ..selection import Selection
 from ..widgets.action_log import ActionLog
 from ..widgets.filter_bar import FilterBar
@@ -33,9 +35,6 @@ from ..widgets.proc_table import ProcScope, ProcTable
 from ..widgets.status import HostNotice, Legend, StatusLine
 from ..widgets.table import KeyedTable
 
-if TYPE_CHECKING:
-    from ..app import GpuTuiApp
-
 NARROW = 100  # columns: below this the host list starts hidden (b shows it)
 KILL_ACTIONS = ("toggle_select", "free_gpu", "free_host", "plan")
 
@@ -44,7 +43,7 @@ class MainScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "app.quit", "Quit"),
         Binding(
-            "question_mark", "help", "Help", key_display="?", tooltip="every key, and what the kinds mean"
+            "question_mark", "app.help", "Help", key_display="?", tooltip="every key, and what the kinds mean"
         ),
         Binding(
             "slash",
@@ -75,8 +74,6 @@ class MainScreen(Screen[None]):
         ),
     ]
 
-    app: GpuTuiApp
-
     def __init__(self) -> None:
         super().__init__()
         self.host: str | None = None  # None: the fleet ("All hosts")
@@ -91,8 +88,12 @@ class MainScreen(Screen[None]):
         self._focus_before_filter: Widget | None = None
         self._shown_once = False
 
+    @property
+    def dash(self) -> Dashboard:
+        return cast(Dashboard, self.app)
+
     def compose(self) -> ComposeResult:
-        read_only = self.app.read_only
+        read_only = self.dash.read_only
         yield StatusLine(id="status")
         with Horizontal(id="body"):
             yield HostList(id="hosts")
@@ -121,7 +122,7 @@ class MainScreen(Screen[None]):
         self.legend = self.query_one(Legend)
         fmt.set_title(self.host_list, "Hosts")
         self.filter_row = self.query_one("#filter-row")
-        hosts = self.app.fleet.hosts
+        hosts = self.dash.fleet.hosts
         self.host_list.show(hosts, {}, {}, hosts)
         self.select_host(None if len(hosts) > 1 else hosts[0].name if hosts else None)
         self._apply_width()
@@ -136,7 +137,7 @@ class MainScreen(Screen[None]):
         column of every host (once a second: ages move even when nothing arrives)."""
         if not self.is_attached:
             return  # the app is exiting: its widgets are being taken down, with their styles
-        views = self.app.fleet.hosts
+        views = self.dash.fleet.hosts
         touched = views if everything else [v for v in views if v.name in changed]
         for view in touched:
             self._busy[view.name] = busy_total(view)
@@ -147,12 +148,12 @@ class MainScreen(Screen[None]):
         listed = views if (ages or everything) else touched
         with self.app.batch_update():
             if listed:
-                ages_now = {v.name: self.app.age_of(v.name) for v in listed}
+                ages_now = {v.name: self.dash.age_of(v.name) for v in listed}
                 self.host_list.show(listed, ages_now, self._busy, views)
             if self.host is None:
                 self._refresh_fleet(views, touched)
             else:
-                self._refresh_host(self.app.fleet.view(self.host), everything or self.host in changed)
+                self._refresh_host(self.dash.fleet.view(self.host), everything or self.host in changed)
             scope = self._proc_scope
             self.refresh_procs(force=everything or (scope is not None and scope.host in changed))
 
@@ -174,10 +175,10 @@ class MainScreen(Screen[None]):
             if self.fleet_filter:
                 title += f" · filter: {fmt.safe(self.fleet_filter, 30)}"
             fmt.set_title(self.fleet_table, title)
-        self.status_line.show_fleet(views, self._busy, self.app.read_only)
+        self.status_line.show_fleet(views, self._busy, self.dash.read_only)
 
     def _refresh_host(self, view: HostView, changed: bool) -> None:
-        self.status_line.show_host(view, self.app.age_of(view.name), self.app.read_only)
+        self.status_line.show_host(view, self.dash.age_of(view.name), self.dash.read_only)
         if not changed:
             return
         self.notice.display = self.notice.show_host(view)
@@ -207,7 +208,7 @@ class MainScreen(Screen[None]):
             fmt.set_title(self.proc_table, "Processes")
             self.proc_table.sync({})
             return
-        view = self.app.fleet.view(scope.host)
+        view = self.dash.fleet.view(scope.host)
         selected = self.selection.keys(scope.host)
         self.proc_table.show(view.sample, scope, self.proc_filter, selected)
         where = "all GPUs" if scope.gpu is None else f"GPU {scope.gpu}"
@@ -268,7 +269,7 @@ class MainScreen(Screen[None]):
         (self.fleet_table if self.host is None else self.gpu_table).focus()
 
     def action_step_host(self, delta: int) -> None:
-        keys = [ALL_HOSTS, *(v.name for v in self.app.fleet.hosts)]
+        keys = [ALL_HOSTS, *(v.name for v in self.dash.fleet.hosts)]
         current = ALL_HOSTS if self.host is None else self.host
         index = (keys.index(current) + delta) % len(keys) if current in keys else 0
         self.select_host(None if keys[index] == ALL_HOSTS else keys[index])
@@ -287,12 +288,12 @@ class MainScreen(Screen[None]):
 
     def on_screen_resume(self) -> None:
         # What arrived while a dialog or the help was on top was kept, not drawn: draw it now.
-        self.app.want_redraw()
+        self.dash.want_redraw()
 
     def _apply_width(self) -> None:
         show = self._hosts_toggled
         if show is None:
-            show = len(self.app.fleet.hosts) > 1 and self.size.width >= NARROW
+            show = len(self.dash.fleet.hosts) > 1 and self.size.width >= NARROW
         self.host_list.display = show
 
     def action_toggle_hosts(self) -> None:
@@ -364,12 +365,12 @@ class MainScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in KILL_ACTIONS:
-            if self.app.read_only:
+            if self.dash.read_only:
                 return False  # not offered at all: hidden from the footer and the help screen
             host = self._target_host()
             if host is None:
                 return None
-            view = self.app.fleet.view(host)
+            view = self.dash.fleet.view(host)
             if view.read_only or (view.facts is not None and view.facts.read_only):
                 return False  # a read-only host (config or probe): no kill key at all
             if not view.can_kill or (view.facts is not None and view.facts.error_code):
@@ -391,7 +392,7 @@ class MainScreen(Screen[None]):
         scope = self._proc_scope
         if key is None or scope is None:
             return
-        sample = self.app.fleet.view(scope.host).sample
+        sample = self.dash.fleet.view(scope.host).sample
         proc = next((p for p in sample.processes if p.key == key), None) if sample else None
         if proc is None:
             return
@@ -399,29 +400,28 @@ class MainScreen(Screen[None]):
         self.refresh_procs()
         self.proc_table.action_cursor_down()
 
-    def _request(self, scope: Scope, gpus: tuple[int, ...] = ()) -> None:
+    def _request(self, scope: str, gpus: tuple[int, ...] = ()) -> None:
         host = self._target_host()
         if host is None:
             return
-        sample = self.app.fleet.view(host).sample
-        self.post_message(PlanRequested(PlanRequest(host, scope, gpus, (), sample)))
+        self.post_message(PlanRequested(Request(host, scope, gpus=gpus)))
 
-    def _selected_requests(self) -> list[PlanRequest]:
+    def _selected_requests(self) -> list[Request]:
         """The selection, one request per host (every host: a plan per host, one dialog); with
         nothing selected, the process under the cursor."""
-        requests: list[PlanRequest] = []
+        requests: list[Request] = []
         hosts = self.selection.hosts()
         cursor = self.proc_table.cursor_proc_key
         if not hosts and cursor is not None and self._proc_scope is not None:
             hosts = [self._proc_scope.host]
         for host in hosts:
-            sample = self.app.fleet.view(host).sample
+            sample = self.dash.fleet.view(host).sample
             if sample is None:
                 continue
             chosen = self.selection.keys(host) or ({cursor} if cursor is not None else set())
             procs: tuple[Proc, ...] = tuple(p for p in sample.processes if p.key in chosen)
             if procs:
-                requests.append(PlanRequest(host, "processes", (), procs, sample))
+                requests.append(Request(host, "processes", processes=procs))
         return requests
 
     def action_free_gpu(self) -> None:
@@ -429,11 +429,11 @@ class MainScreen(Screen[None]):
         if scope is None or scope.gpu is None:
             self.notify("Put the cursor on a GPU to free it (F frees every GPU of the host).")
             return
-        self._request("gpu", (scope.gpu,))
+        self._request("gpus", (scope.gpu,))
 
     def action_free_host(self) -> None:
         host = self._target_host()
-        sample = self.app.fleet.view(host).sample if host is not None else None
+        sample = self.dash.fleet.view(host).sample if host is not None else None
         self._request("host", tuple(g.index for g in sample.gpus) if sample else ())
 
     def action_plan(self) -> None:
@@ -442,8 +442,3 @@ class MainScreen(Screen[None]):
             self.notify("Select processes with space first (or put the cursor on one).")
             return
         self.post_message(PlanRequested(*requests))
-
-    def action_help(self) -> None:
-        from .help import HelpScreen
-
-        self.app.push_screen(HelpScreen())

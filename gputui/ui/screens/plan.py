@@ -2,10 +2,15 @@
 
 It lists what will be stopped (host, PID, user, command, GPU memory, why), the unattributed holders
 the sweep would add (a separate, explicit option: `s`), what is left alone and why, the warnings
-(other users' processes, state D, ...) and the stages with their timeouts. Focus starts on Cancel,
-so an accidental Enter cancels; killing takes ctrl+k, or Tab to the Kill button and Enter (or a
-click). A plan with nothing to signal says so and cannot be confirmed. The dialog returns the plans
-to run (with the sweep as chosen), or None.
+(other users' processes, state D, ...), what the verdict will prove (GPUs clean, or the chosen
+processes gone with their memory released) and the stages with their signals and timeouts, which can
+be changed for this plan (`i` signals, `w` the wait after each soft signal, `v` the verification
+time). A monitor the operator chose by name is left alone, and `p` offers to include it behind a
+second confirmation that names the risk. Focus starts on Cancel, so an accidental Enter cancels;
+killing takes ctrl+k, or Tab to the Kill button and Enter (or a click). A plan with nothing to
+signal says so and cannot be confirmed. Every dialog starts from the plans as built (sweep off,
+the configured signals): nothing chosen in an earlier, cancelled dialog carries over. The dialog
+returns the plans to run, or None.
 
 Posting's ConfirmationModal pattern: bindings call `dismiss`, the caller awaits `push_screen_wait`.
 Every process name, command line and user name is untrusted: built into `Text`, made safe first.
@@ -28,38 +33,39 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from gputui.model import Sample
-from gputui.plan import VERIFY_POLL_MS, Excluded, Plan, PlanWarning, Target
+from gputui.plan import SIGNAL_PLANS, SIGNAL_WORDS, Excluded, KillOptions, Plan, Target
 from gputui.units import fmt_bytes
+from gputui.words import count
 
 from .. import fmt, kinds
 from ..widgets.status import StyledStatic
 
-KEYS_HINT = "ctrl+k kill · tab to Kill, enter · s sweep on/off · ↑↓ scroll · esc cancel"
+KEYS_HINT = "ctrl+k kill · s sweep · i signals · w/v times · p monitor · esc cancel"
+TERM_WAITS = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)  # `w` cycles through these (seconds)
+VERIFY_WAITS = (5.0, 10.0, 30.0, 60.0, 120.0)  # `v`
 
 
 def stages_line(plan: Plan) -> str:
-    """`SIGTERM -> wait 5 s -> SIGKILL -> rescan -> verify (NVML every 20 ms, up to 10 s)`."""
-    t = f"{plan.term_timeout:g}"
-    steps = [f"SIGINT -> wait {t} s"] if plan.sigint_first else []
-    steps += [f"SIGTERM -> wait {t} s", "SIGKILL"]
-    sweep = len(plan.sweep) if plan.sweep_included else 0
-    steps.append(f"rescan (+ sweep {sweep})" if sweep else "rescan")
-    steps.append(f"verify (NVML every {VERIFY_POLL_MS} ms, up to {plan.verify_timeout:g} s)")
-    return " -> ".join(steps)
+    """`SIGTERM -> wait up to 5 s -> SIGKILL the survivors -> rescan: ... -> verify ...`."""
+    return " -> ".join(plan.stages)
 
 
 def scope_words(plan: Plan) -> str:
-    gpus = ",".join(map(str, plan.gpu_indexes)) or "-"
+    gpus = ",".join(map(str, plan.gpu_indexes))
     if plan.scope == "host":
         return f"free every GPU ({gpus})"
     if plan.scope == "gpus":
         return f"free GPU {gpus}"
-    return f"stop the chosen processes, verify GPU {gpus}"
+    if plan.scope == "selection":
+        return f"free GPU {gpus} and stop the chosen processes"
+    return "stop the chosen processes"
 
 
-def _is_severe(warning: PlanWarning) -> bool:
-    text = warning.message
-    return "state D" in text or "not to you" in text or "will be refused" in text
+def _next(values: tuple[float, ...], now: float) -> float:
+    """The next value after `now` in `values`, round and round (a value not in the list: the first
+    one above it)."""
+    above = [v for v in values if v > now]
+    return above[0] if above else values[0]
 
 
 WIDE = 100  # columns: from this width the why gets its own column; below, it goes under the command
@@ -89,7 +95,7 @@ class PlanWarnings(PlanText):
             for w in plan.with_sweep(True).warnings if plan.sweep else plan.warnings:
                 if text:
                     text.append("\n")
-                style = self.style_of("plan--error" if _is_severe(w) else "plan--warn")
+                style = self.style_of("plan--error" if w.severe else "plan--warn")
                 where = f"{fmt.safe(plan.host, 40)}: " if hosts else ""
                 text.append(f"! {where}{fmt.safe(w.message, 300)}", style)
         self.display = bool(text)
@@ -117,9 +123,13 @@ class PlanBody(PlanText):
         head = Text(no_wrap=True, overflow="ellipsis")
         head.append(fmt.safe(plan.host, 40), self.style_of("plan--host"))
         head.append(f" · {scope_words(plan)}")
-        for g in plan.gpus:
+        for g in plan.gpus + plan.touched:
             head.append(f" · GPU{g.index} {fmt_bytes(g.memory_used)} of {fmt_bytes(g.memory_total)}", muted)
         out: list[RenderableType] = [head]
+        proves = Text(no_wrap=False)
+        proves.append("Proves: ", self.style_of("plan--section"))
+        proves.append(plan.proves, muted)
+        out.append(proves)
         if plan.targets:
             out.append(self._section(f"Stop ({len(plan.targets)})"))
             out.append(self._targets(plan.targets, operator))
@@ -137,6 +147,12 @@ class PlanBody(PlanText):
         if plan.excluded:
             out.append(self._section(f"Left alone ({len(plan.excluded)})"))
             out.append(self._excluded(plan.excluded, sample))
+        for e in plan.includable:
+            line = Text(no_wrap=False)
+            line.append(f"{e.pid} ({fmt.safe(e.name or 'monitor', 40)}) is a protected GPU monitor: ", muted)
+            line.append("p", self.style_of("plan--section"))
+            line.append(" includes it, after a second confirmation", muted)
+            out.append(line)
         return out
 
     def _section(self, title: str) -> Text:
@@ -221,6 +237,14 @@ class PlanScreen(ModalScreen[tuple[Plan, ...] | None]):
         Binding("escape", "cancel", "Cancel", key_display="esc", tooltip="close, signal nothing"),
         Binding("ctrl+k", "confirm", "Kill", priority=True, tooltip="confirm: run the plan (stop, verify)"),
         Binding("s", "toggle_sweep", "Sweep", tooltip="add or leave out the unattributed holders"),
+        Binding(
+            "i", "cycle_signals", "Signals", tooltip="SIGTERM then SIGKILL · SIGINT first · SIGKILL at once"
+        ),
+        Binding("w", "cycle_term", "Wait", tooltip="seconds after each soft signal before the next"),
+        Binding("v", "cycle_verify", "Verify time", tooltip="seconds to prove the outcome"),
+        Binding(
+            "p", "include_protected", "Include monitor", tooltip="stop a chosen monitor too (asks again)"
+        ),
         Binding("up", "scroll(-1)", "Scroll up", show=False),
         Binding("down", "scroll(1)", "Scroll down", show=False),
         Binding("pageup", "scroll(-10)", "Page up", show=False),
@@ -254,6 +278,7 @@ class PlanScreen(ModalScreen[tuple[Plan, ...] | None]):
             with VerticalScroll(id="plan-body", can_focus=False):
                 yield PlanBody(id="plan-text")
             yield Static("", id="plan-stages", markup=False)
+            yield Static("", id="plan-options", markup=False)
             with Horizontal(id="plan-buttons"):
                 yield Button("Cancel", id="plan-cancel", variant="primary")
                 yield Button("Kill", id="plan-kill", variant="error")
@@ -279,18 +304,32 @@ class PlanScreen(ModalScreen[tuple[Plan, ...] | None]):
         body = self.query_one(PlanBody)
         if n:
             where = fmt.safe(hosts[0], 40) if len(hosts) == 1 else f"{len(hosts)} hosts"
+            then = (
+                "then verify the GPUs are clean"
+                if any(p.cleans_gpus for p in runnable)
+                else "then verify they are gone and their memory released"
+            )
             summary.append(
-                f"Stop {n} process{'es' if n != 1 else ''} on {where}, then verify the GPUs are free.",
-                body.style_of("plan--section"),
+                f"Stop {count(n, 'process', 'processes')} on {where}, {then}.", body.style_of("plan--section")
             )
         else:
             hint = "s adds the sweep" if any(p.sweep for p in self.plans) else "nothing to confirm"
             summary.append(f"Nothing to stop: no process to signal ({hint}).", body.style_of("plan--warn"))
         self.query_one("#plan-summary", Static).update(summary)
-        stages = Text(no_wrap=True, overflow="ellipsis")
+        stages = Text(no_wrap=False)
         stages.append("Stages: ", body.style_of("plan--section"))
-        stages.append(stages_line(runnable[0] if runnable else self.plans[0]) if self.plans else "-")
+        first = runnable[0] if runnable else (self.plans[0] if self.plans else None)
+        stages.append(stages_line(first) if first is not None else "-")
         self.query_one("#plan-stages", Static).update(stages)
+        options = Text(no_wrap=True, overflow="ellipsis")
+        if first is not None:
+            chosen = first.kill
+            options.append("Signals: ", body.style_of("plan--section"))
+            options.append(f"{SIGNAL_WORDS[chosen.signals]} (i) · ")
+            if chosen.signals != "kill":
+                options.append(f"wait {chosen.term_timeout:g} s after each soft signal (w) · ")
+            options.append(f"verify up to {chosen.verify_timeout:g} s (v)")
+        self.query_one("#plan-options", Static).update(options)
         kill = self.query_one("#plan-kill", Button)
         kill.label = f"Kill {n}" if n else "Nothing to kill"
         kill.disabled = not n
@@ -318,6 +357,10 @@ class PlanScreen(ModalScreen[tuple[Plan, ...] | None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "toggle_sweep":
             return any(p.sweep for p in self.plans)
+        if action == "include_protected":
+            return any(p.includable for p in self.plans)
+        if action == "cycle_term":
+            return True if any(p.kill.signals != "kill" for p in self.plans) else None
         if action == "confirm":
             return True if self.runnable else None
         return True
@@ -337,6 +380,41 @@ class PlanScreen(ModalScreen[tuple[Plan, ...] | None]):
         self.plans = tuple(p.with_sweep(on) if p.sweep else p for p in self.plans)
         self.redraw()
 
+    def _set_kill(self, **changes: object) -> None:
+        for_all = self.plans[0].kill if self.plans else KillOptions()
+        values = {
+            "signals": for_all.signals,
+            "term_timeout": for_all.term_timeout,
+            "verify_timeout": for_all.verify_timeout,
+        }
+        values.update(changes)
+        kill = KillOptions(**values)  # type: ignore[arg-type]
+        self.plans = tuple(p.with_options(kill) for p in self.plans)
+        self.redraw()
+
+    def action_cycle_signals(self) -> None:
+        names = list(SIGNAL_PLANS)
+        now = self.plans[0].kill.signals if self.plans else names[0]
+        self._set_kill(signals=names[(names.index(now) + 1) % len(names)])
+
+    def action_cycle_term(self) -> None:
+        if self.plans:
+            self._set_kill(term_timeout=_next(TERM_WAITS, self.plans[0].kill.term_timeout))
+
+    def action_cycle_verify(self) -> None:
+        if self.plans:
+            self._set_kill(verify_timeout=_next(VERIFY_WAITS, self.plans[0].kill.verify_timeout))
+
+    def action_include_protected(self) -> None:
+        monitors = [e for p in self.plans for e in p.includable]
+        if monitors:
+            self.app.push_screen(IncludeScreen(monitors), self._included)
+
+    def _included(self, include: bool | None) -> None:
+        if include:
+            self.plans = tuple(p.including(e.pid for e in p.includable) for p in self.plans)
+            self.redraw()
+
     def action_scroll(self, lines: int) -> None:
         self.query_one("#plan-body", VerticalScroll).scroll_relative(y=lines, animate=False)
 
@@ -347,3 +425,49 @@ class PlanScreen(ModalScreen[tuple[Plan, ...] | None]):
     @on(Button.Pressed, "#plan-kill")
     def _kill_pressed(self) -> None:
         self.action_confirm()
+
+
+class IncludeScreen(ModalScreen[bool]):
+    """The second confirmation before a protected monitor joins a plan: it names the risk."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "answer(False)", "Cancel", key_display="esc"),
+        Binding("ctrl+k", "answer(True)", "Include", priority=True),
+    ]
+    AUTO_FOCUS = "#include-cancel"
+
+    def __init__(self, monitors: Sequence[Excluded]) -> None:
+        super().__init__()
+        self.monitors = tuple(monitors)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="include-box"):
+            yield Static("", id="include-text", markup=False)
+            with Horizontal(id="include-buttons"):
+                yield Button("Cancel", id="include-cancel", variant="primary")
+                yield Button("Include", id="include-yes", variant="error")
+                yield Static("ctrl+k include · esc cancel", id="include-keys", markup=False)
+
+    def on_mount(self) -> None:
+        fmt.set_title(self.query_one("#include-box"), "Include a protected monitor?")
+        text = Text()
+        for e in self.monitors:
+            text.append(f"{e.pid} {fmt.safe(e.brief, 80)}", "bold")
+            text.append(f"\n  {fmt.safe(e.why, 200)}\n")
+        text.append(
+            "\nA monitor only watches GPUs (DCGM, nvidia-persistenced, an exporter): stopping it ends its "
+            "metrics, health checks or persistence for every user of this host, and holds no memory of "
+            "a job. Include it only if it is the one in the way."
+        )
+        self.query_one("#include-text", Static).update(text)
+
+    def action_answer(self, include: bool) -> None:
+        self.dismiss(include)
+
+    @on(Button.Pressed, "#include-cancel")
+    def _cancel(self) -> None:
+        self.dismiss(False)
+
+    @on(Button.Pressed, "#include-yes")
+    def _yes(self) -> None:
+        self.dismiss(True)

@@ -19,8 +19,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import RichLog, Static
 
-from gputui.clean import stage_text
 from gputui.model import Event
+from gputui.words import stage_text
 
 from .. import fmt
 

@@ -1,0 +1,271 @@
+"""The operator's side of a kill, headless: requests -> plans from fresh full scans -> the probe (through
+the fleet) -> the audit log, before and after -> typed verdicts.
+
+`gputui clean` and the dashboard both go through `Operations`: the CLI only parses arguments and
+prints, the dashboard only renders and takes keys. Nothing here prints, draws or touches a process;
+the probe of each host runs the plan (gputui/probe/reaper.py) and this side follows its events.
+
+The order of a run is what makes it safe to trust:
+1. a sample after a full holder scan from each host (`scans`), since a plan trusts no incremental view;
+2. plans built from those samples (`build`), shown to the operator, confirmed;
+3. `run`: the plan and one intent per process are fsync'd to the audit log *before* the plan is sent;
+   every event is logged as it comes; the verdict is logged, and parsed once into a `PlanVerdict`.
+   A link that drops, or a probe silent past what the plan's stages allow, or a plan past its
+   deadline, ends as "outcome unknown" (logged as such, and reported again at the next start).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+from .actionlog import ActionLog, Unfinished, unfinished
+from .fleet import Fleet
+from .model import Event, PlanVerdict, Proc, Sample, done_event
+from .plan import (
+    KillOptions,
+    Plan,
+    PlanError,
+    PlanOptions,
+    PlanWarning,
+    excluded_entry,
+    plan_for_host,
+    plan_for_selection,
+)
+from .transport.base import TransportError
+
+FRESH_TIMEOUT = 10.0  # seconds to wait for a full holder scan from a host before planning without one
+NO_GPU_CODES = ("no-driver", "no-gpu", "no-library", "no-permission")
+
+__all__ = [
+    "FRESH_TIMEOUT",
+    "HostProblem",
+    "Operations",
+    "Planned",
+    "Request",
+    "status_of",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What the operator asked on one host.
+
+    scope: "host" (every GPU), "gpus" (`gpus`), or "processes" (`pids` by number, as the CLI takes
+    them, and/or `processes` by identity, as the dashboard selects them: a process whose PID now
+    names another process is not a target). GPUs and processes may be asked together."""
+
+    host: str
+    scope: str
+    gpus: tuple[int, ...] = ()
+    pids: tuple[int, ...] = ()
+    processes: tuple[Proc, ...] = ()
+    sweep: bool = False
+    include: tuple[int, ...] = ()  # protected monitors the operator includes explicitly
+
+
+@dataclass(frozen=True, slots=True)
+class HostProblem:
+    """Why a host cannot take a plan now: status is no-gpu, unreachable, refused or busy."""
+
+    host: str
+    status: str
+    message: str
+
+
+@dataclass
+class Planned:
+    plans: list[Plan] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # requests that could not be planned, in words
+    samples: dict[str, Sample] = field(default_factory=dict)  # what each plan was built from
+
+
+class Operations:
+    """The kill flow for one fleet, one audit log and one operator."""
+
+    def __init__(
+        self,
+        fleet: Fleet,
+        audit: ActionLog,
+        *,
+        kill: KillOptions | None = None,
+        operator: str | None = None,
+    ) -> None:
+        self.fleet = fleet
+        self.audit = audit
+        self.kill = kill or KillOptions()
+        self.operator = operator or audit.operator or getpass.getuser()
+        self.running: dict[str, Plan] = {}  # plan id -> plan, while its verdict is awaited
+
+    # -- which hosts can take a plan -----------------------------------------------------------
+
+    def problem(self, host: str) -> HostProblem | None:
+        """Why `host` cannot take a plan now, or None."""
+        view = self.fleet.view(host)
+        facts = view.facts
+        if facts is not None and facts.error_code in NO_GPU_CODES:
+            return HostProblem(host, "no-gpu", facts.error_message or facts.error_code or "no GPU")
+        if view.read_only or (facts is not None and facts.read_only):
+            return HostProblem(host, "refused", "read-only host: kill actions are disabled here")
+        if view.sample is None or facts is None:
+            return HostProblem(host, "unreachable", view.detail or view.reason or "no sample arrived in time")
+        if any(p.host == host for p in self.running.values()):
+            return HostProblem(host, "busy", f"a plan is running on {host}: wait for its verdict")
+        return None
+
+    # -- planning ------------------------------------------------------------------------------
+
+    async def scans(
+        self, hosts: Iterable[str], timeout: float = FRESH_TIMEOUT
+    ) -> tuple[dict[str, Sample], set[str]]:
+        """A full-scan sample of each host (or its latest one where none came in time, listed apart)."""
+        return await self.fleet.full_scans(list(hosts), timeout)
+
+    def build(
+        self, requests: Sequence[Request], samples: dict[str, Sample], late: Iterable[str] = ()
+    ) -> Planned:
+        """One plan per request, from `samples`. Hosts in `late` got no full scan in time: their
+        plan says it was built on the latest sample."""
+        out = Planned(samples=dict(samples))
+        stale = set(late)
+        for request in requests:
+            sample = samples.get(request.host)
+            if sample is None:
+                out.problems.append(f"{request.host}: no sample yet, nothing to plan on")
+                continue
+            try:
+                plan = self._plan(request, sample)
+            except PlanError as exc:
+                out.problems.append(str(exc))
+                continue
+            if request.host in stale:
+                note = PlanWarning(
+                    "stale-scan",
+                    "the full holder scan did not come in time: planned on the last sample (the probe "
+                    "rescans fully before it verifies)",
+                )
+                plan = replace(plan, warnings=(*plan.warnings, note))
+            out.plans.append(plan)
+        return out
+
+    async def plan(self, requests: Sequence[Request], timeout: float = FRESH_TIMEOUT) -> Planned:
+        """`scans` then `build`, for the hosts of `requests`."""
+        samples, late = await self.scans((r.host for r in requests), timeout)
+        return self.build(requests, samples, late)
+
+    def _plan(self, request: Request, sample: Sample) -> Plan:
+        view = self.fleet.view(request.host)
+        options = PlanOptions(
+            operator=self.operator,
+            kill=self.kill,
+            probe_uid=view.facts.uid if view.facts is not None else None,
+        )
+        host = request.host
+        if request.scope == "host":
+            plan = plan_for_host(sample, host=host, sweep=request.sweep, options=options)
+        else:
+            present = {p.key for p in sample.processes}
+            pids_now = {p.pid: p for p in sample.processes}
+            pids = list(request.pids)
+            lost = []
+            for proc in request.processes:
+                if proc.key in present:
+                    pids.append(proc.pid)
+                    continue
+                # Chosen by (pid, start time): a PID that now names another process is not a target.
+                why = (
+                    "its PID now names another process (reused)"
+                    if proc.pid in pids_now
+                    else "exited since it was selected"
+                )
+                lost.append(excluded_entry(host, proc, why, chosen=True))
+            plan = plan_for_selection(
+                sample,
+                host=host,
+                gpu_indexes=request.gpus,
+                pids=pids,
+                sweep=request.sweep,
+                options=options,
+            )
+            if lost:
+                plan = replace(plan, excluded=plan.excluded + tuple(lost))
+        return plan.including(request.include) if request.include else plan
+
+    # -- running -------------------------------------------------------------------------------
+
+    async def run(self, plan: Plan, on_event: Callable[[Event], None] | None = None) -> PlanVerdict:
+        """Send `plan` to its host's probe with write-ahead logging; follow its events; return the
+        verdict. Raises OSError when the audit log cannot be written before anything is sent (then
+        nothing was sent). Every other failure is a verdict: not-sent, outcome-unknown."""
+        self.audit.plan(plan)  # before the probe can act: the write-ahead record
+        self.running[plan.id] = plan
+        done: Event | None = None
+        try:
+            events = self.fleet.execute(
+                plan.host, plan.to_wire(), deadline=plan.deadline, silence=plan.silence_limit
+            )
+            async for event in events:
+                if event.stage == "done":
+                    done = event
+                self.audit.event(plan.host, event)
+                if on_event is not None:
+                    on_event(event)
+        except TransportError as exc:
+            done = done_event(plan.id, "not-sent", f"plan not sent: {exc.message}", error=exc.reason)
+            self.audit.event(plan.host, done)
+            if on_event is not None:
+                on_event(done)
+        finally:
+            self.running.pop(plan.id, None)
+        if done is None:  # the stream ended without a verdict: nobody knows what happened
+            done = done_event(plan.id, "outcome-unknown", "the probe sent no verdict")
+            self.audit.event(plan.host, done)
+        return PlanVerdict.from_event(done, allowed=plan.pids_allowed())
+
+    async def run_all(
+        self, plans: Sequence[Plan], on_event: Callable[[Plan, Event], None] | None = None
+    ) -> list[PlanVerdict | OSError]:
+        """Each plan on its own host at once (a slow host holds back no other); in `plans` order.
+        An OSError in the list: that plan's write-ahead record failed and nothing was sent."""
+
+        async def one(plan: Plan) -> PlanVerdict | OSError:
+            try:
+                return await self.run(plan, None if on_event is None else lambda e: on_event(plan, e))
+            except OSError as exc:
+                return exc
+
+        return list(await asyncio.gather(*(one(p) for p in plans)))
+
+    # -- what an earlier run left --------------------------------------------------------------
+
+    def unfinished(self) -> list[Unfinished]:
+        """Actions an earlier gputui started and never saw finish. Raises OSError when the log
+        cannot be read."""
+        return unfinished(self.audit.path)
+
+    def acknowledge(self, actions: Sequence[Unfinished]) -> None:
+        self.audit.acknowledge(actions)
+
+
+def status_of(verdict: PlanVerdict) -> tuple[str, str | None]:
+    """A verdict as one status word and what to say about it: clean, stopped, not-clean,
+    not-stopped, refused, no-gpu, outcome-unknown or not-sent (the exit codes follow these)."""
+    if verdict.ok:
+        return verdict.result, None
+    if verdict.unknown:
+        return verdict.result, verdict.message
+    if verdict.result == "refused":
+        return ("no-gpu" if verdict.error == "no-gpu" else "refused"), verdict.message
+    if verdict.problems:
+        return "not-trusted", "the probe's verdict cannot be taken at its word: " + "; ".join(
+            verdict.problems
+        )
+    denied = [p for p in verdict.processes if p.result == "permission-denied"]
+    if denied:
+        allow = denied[0].allow or "run the probe as root"
+        return "refused", f"permission denied for {', '.join(str(p.pid) for p in denied)}: {allow}"
+    if verdict.result in ("not-clean", "not-stopped"):
+        return verdict.result, None
+    return "not-clean", verdict.message or verdict.result

@@ -1,0 +1,22 @@
+"""What the screens need of the app, as an interface: the screens never import the app.
+
+The main screen reads fleet state and asks for redraws; the app implements this protocol
+(gputui.ui.app.GpuTuiApp). Keeping it here breaks the circle app -> screen -> app.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from gputui.fleet import Fleet
+
+
+class Dashboard(Protocol):
+    fleet: Fleet
+    read_only: bool
+
+    def age_of(self, host: str) -> float | None:
+        """Seconds since `host`'s last sample arrived, by the app's clock (None: none yet)."""
+
+    def want_redraw(self) -> None:
+        """Schedule a redraw of what changed."""

@@ -1,0 +1,168 @@
+"""What gputui says about a running plan and its verdict, in one place: `gputui clean` prints these
+lines, the dashboard's action log and notifications show them.
+
+Everything here is plain text for a person. Text that came from a host (messages, command lines,
+names) is made printable here (gputui.textsafe), so every output path gets the same escaping.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterable
+
+from .model import Event, GpuVerdict, PlanVerdict, ProcessVerdict
+from .textsafe import printable
+from .units import fmt_bytes
+
+
+def count(n: int, one: str, many: str | None = None) -> str:
+    """`1 process`, `2 processes`, `0 targets`."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def took(ms: float | None) -> str:
+    """A duration as people read it: `180 ms` under a second, `15.0 s` above."""
+    if ms is None:
+        return "?"
+    return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
+
+
+def pids(items: Iterable[int]) -> str:
+    return ", ".join(str(p) for p in items)
+
+
+def clock(t: float) -> str:
+    """Local wall time with milliseconds: 12:01:03.120."""
+    return time.strftime("%H:%M:%S", time.localtime(t)) + f".{int((t % 1) * 1000):03d}"
+
+
+# -- stages ------------------------------------------------------------------------------------
+
+
+def where(event: Event) -> str:
+    """The GPU(s) an event is about: `GPU3`, `GPU0,1`, or ``."""
+    if event.gpu is not None:
+        return f"GPU{event.gpu}"
+    gpus = event.data.get("gpus")
+    if isinstance(gpus, list) and gpus and all(isinstance(g, int) for g in gpus):
+        return "GPU" + ",".join(str(g) for g in gpus)
+    return ""
+
+
+def stage_text(event: Event) -> str:
+    """A stage line without its time and host (`GPU3  SIGTERM -> 4121 python train.py`)."""
+    return f"{where(event):<5} {printable(event.message)}".rstrip()
+
+
+def stage_line(host: str, event: Event) -> str:
+    """`12:01:03.120 demo-a GPU3  SIGTERM -> 4121 python train.py` (remote text escaped)."""
+    return f"{clock(event.time)} {printable(host)} {stage_text(event)}".rstrip()
+
+
+# -- verdicts ----------------------------------------------------------------------------------
+
+HEADS = {
+    "clean": "CLEAN",
+    "stopped": "STOPPED",
+    "not-clean": "NOT CLEAN",
+    "not-stopped": "NOT STOPPED",
+    "not-trusted": "VERDICT NOT TRUSTED",
+    "refused": "REFUSED",
+    "no-gpu": "NO GPU",
+    "outcome-unknown": "OUTCOME UNKNOWN",
+    "not-sent": "NOT SENT",
+    "unreachable": "UNREACHABLE",
+    "aborted": "NOTHING DONE",
+    "busy": "BUSY",
+}
+
+
+def head(status: str) -> str:
+    return HEADS.get(status, status.upper())
+
+
+def gpu_note(g: GpuVerdict) -> str:
+    """What a GPU verdict adds to its result word: who holds it, who may, what else uses it."""
+    notes = []
+    if g.result == "held":
+        notes.append(f"held by {pids(g.held_by) or printable(g.error or 'memory in use')}")
+    elif g.result == "ghost-memory":
+        notes.append(
+            f"NVML lists {pids(g.ghosts) or 'nothing'} (dead); suspected holders: {pids(g.suspects) or 'none found'}"
+        )
+    elif g.result == "still-listed":
+        notes.append(
+            f"memory not released: NVML still lists {pids(g.still_listed)}; suspected holders: "
+            f"{pids(g.suspects) or 'none found'}"
+        )
+    if g.others:
+        notes.append(f"still used by {pids(g.others)} (not in the plan, left alone)")
+    return "; ".join(notes)
+
+
+def gpu_words(g: GpuVerdict) -> str:
+    """`GPU1 clean`, `GPU0 held by 7566`, `GPU0 released; still used by 7566 (not in the plan, ...)`."""
+    note = gpu_note(g)
+    if g.result == "held":
+        return f"GPU{g.index} {note}"
+    return f"GPU{g.index} {printable(g.result)}" + (f": {note}" if note else "")
+
+
+def memory_words(g: GpuVerdict) -> str:
+    """`40.0 GiB -> 0 B` (and when it came back)."""
+    text = f"{fmt_bytes(g.memory_before)} -> {fmt_bytes(g.memory_after)}"
+    if g.idle_ms is not None and g.result == "clean":
+        text += f" (idle at {took(g.idle_ms)})"
+    return text
+
+
+def process_counts(processes: Iterable[ProcessVerdict]) -> str:
+    """`2 exited, 1 vanished`."""
+    counts = Counter(p.result for p in processes)
+    return ", ".join(f"{n} {printable(result)}" for result, n in counts.most_common())
+
+
+def verdict_summary(verdict: PlanVerdict) -> str:
+    """One line: `clean in 209 ms · GPU0 clean; GPU1 clean · 3 exited`."""
+    if verdict.unknown or verdict.result in ("refused", "error"):
+        return f"{head(verdict.result).lower()}: {printable(verdict.message)}"
+    if verdict.ok:
+        lead = "clean" if verdict.result == "clean" else "stopped, memory released"
+    else:
+        lead = "NOT clean" if verdict.result in ("not-clean", "clean") else "NOT stopped"
+    parts = [f"{lead} in {took(verdict.elapsed_ms)}"]
+    if verdict.gpus:
+        parts.append("; ".join(gpu_words(g) for g in verdict.gpus))
+    if verdict.processes:
+        parts.append(process_counts(verdict.processes))
+    if verdict.problems:
+        parts.append("NOT TRUSTED: " + printable("; ".join(verdict.problems)))
+    return " · ".join(parts)
+
+
+def verdict_lines(host: str, status: str, message: str | None, verdict: PlanVerdict | None) -> list[str]:
+    """The verdict as `gputui clean` prints it: a head line, then a line per GPU and per process."""
+    spent = (
+        f" in {took(verdict.elapsed_ms)}" if verdict is not None and verdict.elapsed_ms is not None else ""
+    )
+    lines = [f"== {printable(host)}: {head(status)}{spent}" + (f": {printable(message)}" if message else "")]
+    if verdict is None:
+        return lines
+    for g in verdict.gpus:
+        note = gpu_note(g)
+        lines.append(
+            f"   GPU{g.index:<3} {printable(g.result):<13} {memory_words(g)}" + (f"  {note}" if note else "")
+        )
+    for p in verdict.processes:
+        signals = ",".join(p.signals) or "-"
+        note = p.why or ""
+        if p.allow:
+            note = f"{note}; {p.allow}" if note else p.allow
+        lines.append(
+            f"   {p.pid:>7}  {printable(p.result):<18} {signals:<16} {printable(p.brief)[:60]}"
+            + (f"  ({printable(note)})" if note else "")
+        )
+    for problem in verdict.problems:
+        lines.append(f"   ! {printable(problem)}")
+    return lines
