@@ -194,7 +194,9 @@ async def soak(
                 "sizes": table_sizes(app) if app is not None and app._main is not None else {},
             }
         )
-        print(f"{count} samples, {points[-1]['seconds']:.0f} s, RSS {rss:.1f} MiB", file=sys.stderr, flush=True)
+        print(
+            f"{count} samples, {points[-1]['seconds']:.0f} s, RSS {rss:.1f} MiB", file=sys.stderr, flush=True
+        )
         if trace:
             snapshots.append((count, tracemalloc.take_snapshot()))
 

@@ -94,7 +94,9 @@ def main() -> int:
     args.out_dir.mkdir(parents=True, exist_ok=True)
     stem = args.out_dir / f"switch_soak_{args.name}"
     stem.with_suffix(".txt").write_text(text + "\n")
-    stem.with_suffix(".raw.json").write_text(json.dumps({"header": header, "points": points}, indent=1) + "\n")
+    stem.with_suffix(".raw.json").write_text(
+        json.dumps({"header": header, "points": points}, indent=1) + "\n"
+    )
     return 0
 
 
