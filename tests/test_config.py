@@ -190,6 +190,13 @@ def test_unknown_key_suggests_the_right_one(tmp_path):
         ("hosts = 3\n", 1, "'hosts' must be an array of tables"),
         ('[hosts]\naddress = "a"\n', 1, "'hosts' must be an array of tables"),
         ('[[hosts]]\nname = "a"\n\n[[hosts]]\nname = "a"\n', 5, "same name 'a' as #1"),
+        ('[kill]\nsignals = "hup"\n', 2, '\'signals\' in [kill] must be "term" or "int" or "kill"'),
+        ("[kill]\nterm_timeout = 0\n", 2, "number of seconds more than 0 and at most 3600"),
+        ("[kill]\nverify_timeout = nan\n", 2, "number of seconds more than 0"),
+        ("[kill]\nverify_timeout = inf\n", 2, "number of seconds more than 0"),
+        ("[kill]\nterm_timout = 3\n", 2, "did you mean 'term_timeout'?"),
+        ('[kill]\nsigint_first = true\nsignals = "kill"\n', 2, "keep one"),
+        ("kill = 3\n", 1, "'kill' must be a table"),
     ],
 )
 def test_bad_values_name_the_line_and_the_fix(tmp_path, text, line, words):
@@ -249,3 +256,41 @@ def test_default_path_is_the_user_config_dir(monkeypatch, tmp_path):
 def test_load_reads_the_found_file(tmp_path):
     path = write(tmp_path, '[[hosts]]\naddress = "gpu-a"\n')
     assert load(str(path), {}).hosts == (HostSpec(name="gpu-a", address="gpu-a"),)
+
+
+def test_the_kill_table_sets_every_plans_signals_and_timeouts(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text("[kill]\nsigint_first = true\nterm_timeout = 2.5\nverify_timeout = 30\n")
+    kill = load_config(path).kill
+    assert (kill.signals, kill.term_timeout, kill.verify_timeout) == ("int", 2.5, 30.0)
+    path.write_text('[kill]\nsignals = "kill"\n')
+    assert load_config(path).kill.signals == "kill"
+    assert load_config(path).kill.term_timeout == 5.0  # the default for what is not set
+    assert Config().kill.signals == "term"
+
+
+def test_gputui_clean_honours_the_kill_table_and_its_flags_override_it(tmp_path, capsys):
+    import json
+
+    from gputui.cli import main
+
+    path = tmp_path / "config.toml"
+    path.write_text("[kill]\nsigint_first = true\nterm_timeout = 2.5\n")
+    argv = [
+        "clean",
+        "--config",
+        str(path),
+        "--demo",
+        "demo-a:0",
+        "--dry-run",
+        "--json",
+        "--log",
+        str(tmp_path / "a"),
+    ]
+    assert main(argv) == 0
+    [host] = json.loads(capsys.readouterr().out)["hosts"]
+    assert host["plan"]["signals"] == ["SIGINT", "SIGTERM"] and host["plan"]["term_timeout"] == 2.5
+    assert main([*argv, "--signals", "kill", "--verify-timeout", "4"]) == 0
+    [host] = json.loads(capsys.readouterr().out)["hosts"]
+    assert host["plan"]["signals"] == [] and host["plan"]["term_timeout"] == 2.5
+    assert host["plan"]["verify_timeout"] == 4

@@ -8,17 +8,24 @@ process signalled here belongs to the test's own sim, which ends with the probe 
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
-from gputui.actionlog import read_records
+from gputui.actionlog import read_records, unfinished
 from gputui.cli import main
 from gputui.config import HostSpec
 from gputui.fleet import Fleet
 from gputui.model import Proc
+from gputui.transport.local import LocalLink
 from tests.test_clean import clean, fleet_of
 
 HOST = "w"
+REPO = Path(__file__).resolve().parents[1]
 
 
 async def workers_host() -> tuple[Fleet, Proc, list[Proc], list[Proc]]:
@@ -106,3 +113,67 @@ def test_a_demo_host_that_does_not_exist_is_named(tmp_path, capsys):
     assert (
         code == 2 and "the demo has no host 'demo-z' (its hosts: demo-a, demo-b)" in capsys.readouterr().err
     )
+
+
+async def test_a_probe_stopped_mid_plan_ends_as_outcome_unknown_not_a_hang(tmp_path):
+    """Issue 13 #6: with the probe stopped (SIGSTOP) after SIGTERM, `gputui clean` waited forever.
+    A plan has a deadline and a silence limit derived from its timeouts: past them, the outcome is
+    unknown, `clean` exits 1, and the audit log says so at the next start."""
+    fleet = fleet_of([HostSpec(name="d", reader="sim", sim_scenario="demo", sim_seed=3)])
+    fleet.start()
+    await fleet.wait_first_samples(60)
+    link = fleet.sessions["d"].link
+    assert isinstance(link, LocalLink) and link.pid is not None
+    probe = link.pid
+    log = tmp_path / "actions.jsonl"
+    stopped = asyncio.Event()
+
+    def recorded(stage: str) -> bool:
+        return any(r.get("stage") == stage for r in read_records(log)[0])
+
+    async def stop_then_resume() -> None:
+        """SIGSTOP the probe (this test's own child, through a pidfd) once it has sent SIGTERM;
+        SIGCONT it once gputui has given up on it, so that it finishes and the fleet can stop it."""
+        while not recorded("signal"):
+            await asyncio.sleep(0.02)
+        fd = os.pidfd_open(probe)
+        try:
+            signal.pidfd_send_signal(fd, signal.SIGSTOP)
+            stopped.set()
+            while not recorded("done"):
+                await asyncio.sleep(0.05)
+            signal.pidfd_send_signal(fd, signal.SIGCONT)
+        finally:
+            os.close(fd)
+
+    watcher = asyncio.create_task(stop_then_resume())
+    # GPU 3 runs a server that ignores SIGTERM: the probe is stopped while it waits to escalate.
+    code, out, err = await clean(
+        "d:3", "--yes", "--json", "--term-timeout", "1", "--verify-timeout", "1", "--log", str(log),
+        fleet=fleet,
+    )  # fmt: skip
+    await asyncio.wait_for(watcher, 5)
+    assert stopped.is_set()
+    assert code == 1, err
+    [host] = json.loads(out)["hosts"]
+    assert host["status"] == "outcome-unknown"
+    assert "said nothing for 12 s" in host["message"]
+    [lost] = unfinished(log)
+    assert lost.host == "d"
+
+
+def test_clean_piped_into_head_finishes_the_plan_and_prints_no_traceback(tmp_path):
+    """Defect 6: `gputui clean ... | head -2` died with a BrokenPipeError traceback (and its plan's
+    verdict never reached the audit log). The plan runs to its verdict; the exit code is the verdict's."""
+    log = tmp_path / "actions.jsonl"
+    argv = [sys.executable, "-m", "gputui", "clean", "--demo", "demo-b:0", "--yes", "--log", str(log)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = [proc.stdout.readline() for _ in range(2)]
+    proc.stdout.close()  # what `head -2` does after two lines
+    _, err = proc.communicate(timeout=120)
+    assert first[0].startswith(b"== demo-b: plan")
+    assert b"Traceback" not in err and b"BrokenPipe" not in err, err.decode()
+    assert proc.returncode == 0
+    records, _ = read_records(log)
+    assert records[-1]["kind"] == "done" and records[-1]["result"] == "clean"
