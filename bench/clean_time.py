@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gputui.model import Sample
-from gputui.plan import PlanOptions, plan_for_gpus
+from gputui.plan import KillOptions, PlanOptions, plan_for_gpus
 from gputui.probe.core import IDLE_SLACK, Probe
 from gputui.probe.reaper import execute
 from tests.cudajob import CudaJob
@@ -96,7 +96,9 @@ def memory_is_idle(probe: Probe, use_smi: bool, baseline_v1: int) -> bool:
 def run_gputui(probe: Probe, jobs, scenario: str, term_timeout: float) -> dict:
     pid, _ = jobs.start(scenario)
     sample = Sample.from_wire(probe.sample(full=True))
-    plan = plan_for_gpus(sample, [0], host="bench", options=PlanOptions(term_timeout=term_timeout))
+    plan = plan_for_gpus(
+        sample, [0], host="bench", options=PlanOptions(kill=KillOptions(term_timeout=term_timeout))
+    )
     wire = plan.to_wire()
     events: list[dict] = []
     t0 = time.perf_counter()
@@ -108,7 +110,7 @@ def run_gputui(probe: Probe, jobs, scenario: str, term_timeout: float) -> dict:
     return {
         "scenario": scenario,
         "seconds": elapsed,
-        "clean": bool(done and done["data"].get("clean")),
+        "clean": bool(done and done["data"].get("ok")),
         "targets": [t["pid"] for t in wire["targets"]],
         "listed_pid": pid,
         "first_signal_ms": first_signal,

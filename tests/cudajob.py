@@ -2,42 +2,47 @@
 
 PyTorch allocates `gib` GiB on one GPU. With `fork`, the job then forks a child that makes no CUDA
 call of its own and only holds the inherited device fds and context (a data-loader worker: once the
-parent dies, NVML lists a dead PID while the child keeps the memory, docs/GPU_FACTS.md). With
-`ignore_term`, SIGTERM is ignored. The job prints its PID and its child's (0 without one) and waits
-on stdin. It runs in its own session, like a job started from a shell. Only the processes it
+parent dies, NVML lists a dead PID while the child keeps the memory, docs/GPU_FACTS.md); `workers=N`
+forks N such children (a launcher's workers, in its process group, the parent living on). With
+`ignore_term`, SIGTERM is ignored. The job prints its PID and its children's and waits on stdin (so
+do the children: when the test's end of the pipe closes, every one of them exits). It runs in its own session, like a job started from a shell. Only the processes it
 started are ever signalled, by PID. Needs PyTorch and a GPU: without them, RuntimeError.
 """
 
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
-import time
 
 JOB = r"""
 import os, sys, signal
 import torch
-gib, gpu, fork, ignore = float(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "fork", sys.argv[4] == "ignore"
+gib, gpu, workers, ignore = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "ignore"
 if ignore:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 x = torch.empty(int(gib * (1 << 30)), dtype=torch.uint8, device=f"cuda:{gpu}")
 torch.cuda.synchronize()
-child = 0
-if fork:
+children = []
+for _ in range(workers):
     child = os.fork()
     if child == 0:
-        sys.stdin.readline()   # the worker: no CUDA calls of its own, just holds the inherited fds
+        sys.stdin.readline()   # a worker: no CUDA calls of its own, just holds the inherited fds
         os._exit(0)
-print(os.getpid(), child, flush=True)
+    children.append(child)
+print(os.getpid(), *children, flush=True)
 sys.stdin.readline()
 """
 
 
 class CudaJob:
-    def __init__(self, gib: float = 1.0, gpu: int = 0, fork: bool = False, ignore_term: bool = False) -> None:
-        argv = [str(gib), str(gpu), "fork" if fork else "-", "ignore" if ignore_term else "-"]
+    def __init__(
+        self, gib: float = 1.0, gpu: int = 0, fork: bool = False, ignore_term: bool = False, workers: int = 0
+    ) -> None:
+        count = workers or (1 if fork else 0)
+        argv = [str(gib), str(gpu), str(count), "ignore" if ignore_term else "-"]
         self.proc = subprocess.Popen(
             [sys.executable, "-c", JOB, *argv],
             stdin=subprocess.PIPE,
@@ -47,11 +52,15 @@ class CudaJob:
         )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().split()
-        if len(line) != 2:
+        if len(line) != 1 + count:
             self.proc.kill()
             self.proc.wait()
             raise RuntimeError("the CUDA job did not start (is PyTorch with CUDA installed?)")
-        self.pid, self.child = int(line[0]), int(line[1])
+        self.pid = int(line[0])
+        self.workers = [int(w) for w in line[1:]]
+        self.child = self.workers[0] if self.workers else 0
+        # Read while the job (our child) is alive and its workers wait on stdin: their identity.
+        self.starts = {pid: _start_time(pid) for pid in self.workers}
 
     def kill_parent(self) -> None:
         """SIGKILL the job and reap it: with `fork`, its child now holds the memory (the ghost)."""
@@ -59,15 +68,40 @@ class CudaJob:
         self.proc.wait()
 
     def stop(self) -> None:
-        """SIGKILL whatever of the job and its child is left, and wait until both are gone."""
-        for pid in (self.child, self.pid):
-            if pid:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        """End whatever of the job and its children is left, and wait until all are gone.
+
+        The children are not ours: each is signalled through a pidfd, and only when the process the
+        pidfd pins has the start time it had when the job started (a reused PID is never signalled);
+        closing the job's stdin ends them too."""
+        fds = []
+        for pid in self.workers:
+            try:
+                fd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                continue
+            if _start_time(pid) == self.starts.get(pid):
+                fds.append(fd)
+            else:
+                os.close(fd)
+        for fd in fds:
+            try:
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self.proc.poll() is None:
+            self.proc.kill()
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
         self.proc.wait()
-        if self.child:  # not our child to reap (its parent is the job): wait for it to vanish
-            deadline = time.monotonic() + 5
-            while os.path.exists(f"/proc/{self.child}") and time.monotonic() < deadline:
-                time.sleep(0.01)
+        for fd in fds:  # wait until each has exited (a pidfd is readable then)
+            select.select([fd], [], [], 5)
+            os.close(fd)
+
+
+def _start_time(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    return int(raw[raw.rindex(b")") + 2 :].split()[19])

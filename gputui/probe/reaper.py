@@ -915,7 +915,7 @@ class Run(object):
         plan = self.plan
         deadline = time.monotonic() + plan.verify_timeout
         if plan.gpus:
-            what = "GPUs %s clean" % _gpu_list(plan.gpus)
+            what = "GPU %s clean" % _gpu_list(plan.gpus)
         else:
             what = "the targets gone, their memory released"
         self.event(

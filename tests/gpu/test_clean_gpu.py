@@ -7,7 +7,7 @@ import time
 import pytest
 
 from gputui.model import Sample
-from gputui.plan import PlanOptions, plan_for_gpus
+from gputui.plan import KillOptions, PlanOptions, plan_for_gpus
 from gputui.probe.core import Probe
 from gputui.probe.readers.nvml import NvmlReader
 from gputui.probe.reaper import execute
@@ -28,7 +28,7 @@ def test_free_gpu0_ends_verified_clean(probe, cuda_job, scenario):
         os.kill(job.pid, signal.SIGKILL)
         job.proc.wait()
     sample = Sample.from_wire(probe.sample(full=True))
-    plan = plan_for_gpus(sample, [0], host="gpu", options=PlanOptions(term_timeout=1.0))
+    plan = plan_for_gpus(sample, [0], host="gpu", options=PlanOptions(kill=KillOptions(term_timeout=1.0)))
     targets = {t.pid for t in plan.signalled}
     assert (job.child if scenario == "ghost" else job.pid) in targets
     events = []
@@ -36,7 +36,7 @@ def test_free_gpu0_ends_verified_clean(probe, cuda_job, scenario):
     done = execute(probe, plan.to_wire(), events.append)
     elapsed = time.monotonic() - t0
     print(f"{scenario}: verdict after {elapsed:.3f} s: {done['message']}")
-    assert done["data"]["clean"], [e["message"] for e in events]
+    assert done["data"]["ok"], [e["message"] for e in events]
     assert done["data"]["gpus"]["0"]["result"] == "clean"
     if scenario == "ignore-term":
         assert any(e["stage"] == "escalate" for e in events)
