@@ -4,7 +4,10 @@ The probe speaks plain dicts (it must run on Python 3.8 with nothing installed);
 record into these frozen dataclasses once, at the edge, so the fleet, the kill flow and the UI never
 index dicts. A probe is not trusted: every field is checked on its own (type and domain: a NaN, an
 infinity, a negative size or a string where a number belongs becomes None), so one bad field costs
-that field, never the record or the host.
+that field, never the record or the host. Every string is made printable here (control and
+invisible reordering characters escaped: gputui.textsafe), so no output path can pass a host's
+escape sequence to the operator's terminal; the raw records are kept apart only for JSON output,
+which escapes them itself.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .probe.common import IDLE_SLACK, brief_command
+from .textsafe import printable
 
 __all__ = [
     "IDLE_SLACK",
@@ -74,7 +78,7 @@ def _float(value: Any, low: float | None = None) -> float | None:
 
 
 def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
+    return printable(value) if isinstance(value, str) else None
 
 
 def _bool(value: Any) -> bool | None:
@@ -98,7 +102,7 @@ def _indexes(value: Any) -> tuple[int, ...]:
 
 
 def _strs(value: Any) -> tuple[str, ...]:
-    return tuple(v for v in _list(value) if isinstance(v, str))
+    return tuple(printable(v) for v in _list(value) if isinstance(v, str))
 
 
 def _by_index(value: Any) -> dict[int, int | None]:

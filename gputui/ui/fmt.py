@@ -8,17 +8,12 @@ style from the theme, so nothing is ever parsed as markup.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from textual.content import Content
 from textual.widget import Widget
 
 from gputui.textsafe import printable
-
-# Invisible format characters that reorder or hide text (bidi overrides, zero-width joiners, BOM):
-# `printable` handles the control characters, these are escaped too so a name cannot disguise itself.
-_INVISIBLE = re.compile("[\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 
 
 def safe(text: str | None, limit: int = 400) -> str:
@@ -31,8 +26,7 @@ def safe(text: str | None, limit: int = 400) -> str:
         return ""
     if len(text) > limit:
         text = text[: limit - 1] + "…"
-    text = printable(text)
-    return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _INVISIBLE.search(text) else text
+    return printable(text)
 
 
 _GIB = float(1 << 30)

@@ -199,7 +199,7 @@ async def test_a_read_only_remote_probe_refuses_a_plan_sent_through_the_fleet(cl
         plan = {"targets": [target], "gpus": list(user.gpus), "term_timeout": 1.0, "verify_timeout": 1.0}
         events = [e async for e in fleet.execute("gpu-c", plan)]
         assert [(e.stage, e.result) for e in events] == [("done", "refused")]
-        assert events[0].data == {"clean": False, "error": "read-only"}
+        assert events[0].data == {"ok": False, "error": "read-only"}
         assert not gone(user.pid)  # still running: nothing was signalled
     finally:
         await fleet.stop()
