@@ -11,17 +11,27 @@ host, pid, start_time, user, command, signal, stage, result, message, memory_bef
 result is outcome-unknown does not end an action: it is reported at the next start like one that
 never got a `done`.
 
-Reading tolerates a torn last line (a crash mid-write) and any line that does not parse: such lines
-are counted, never fatal. Appending after a torn line first ends it, so the torn bytes cannot glue
-themselves to the next record.
+Reading tolerates a torn last line (a crash mid-write), any line that does not parse and any record
+whose fields have the wrong types: such lines are counted or their fields ignored, never fatal, and
+they never hide the real unfinished actions. Appending after a torn line first ends it, so the torn
+bytes cannot glue themselves to the next record.
+
+On a bad day (a full disk, a read-only filesystem, a directory or a symlink where the log should be)
+every write either lands whole or raises `AuditError`, an OSError whose message says what is wrong
+and where: a short write is continued, never left torn. `ensure_room` checks the free space a plan
+will need before anything is sent. The log is opened without following symlinks, must be a regular
+file with one link, and, for root, must belong to root: a log path another user can point elsewhere
+is refused.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import getpass
 import json
 import os
+import stat
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -32,6 +42,10 @@ from .model import Event
 from .plan import Plan, Target
 
 LOG_VERSION = 1
+# Room a plan's records need, at most: the plan and its intents, a dozen events per process, the
+# verdicts. Generous on purpose: running out halfway costs more than refusing to start.
+ROOM_BASE = 256 << 10
+ROOM_PER_PROCESS = 32 << 10
 FIELDS = (
     "operator",
     "host",
@@ -46,6 +60,10 @@ FIELDS = (
     "memory_before",
     "memory_after",
 )
+
+
+class AuditError(OSError):
+    """The audit log cannot be written (or opened safely): the message says what and where."""
 
 
 def default_log_path() -> Path:
@@ -64,26 +82,90 @@ class ActionLog:
         self.path = Path(path) if path is not None else default_log_path()
         self.operator = operator or getpass.getuser()
         self._fd: int | None = None
+        self._torn = False  # the last write was cut short (a full disk): the next one ends its line
         self._targets: dict[tuple[str, int], Target] = {}  # (action, pid) -> what the plan said
 
     # -- writing -------------------------------------------------------------------------------
 
+    def _fail(self, exc: OSError, doing: str) -> AuditError:
+        return AuditError(
+            exc.errno or errno.EIO, f"audit log {self.path}: cannot {doing}: {exc.strerror or exc}"
+        )
+
     def _open(self) -> int:
         if self._fd is None:
             parent = self.path.parent
-            if not parent.exists():
-                parent.mkdir(parents=True, mode=0o700, exist_ok=True)
-            created = not self.path.exists()
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            if created:
-                _fsync_dir(parent)  # the new file's name must survive a crash too
-            elif _ends_torn(self.path):
-                os.write(fd, b"\n")
+            try:
+                if not parent.exists():
+                    parent.mkdir(parents=True, mode=0o700, exist_ok=True)
+                created = not self.path.exists() and not self.path.is_symlink()
+                flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+                fd = os.open(self.path, flags, 0o600)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise AuditError(
+                        exc.errno, f"audit log {self.path} is a symbolic link: refused"
+                    ) from None
+                raise self._fail(exc, "open it") from None
+            try:
+                self._check(fd)
+                if created:
+                    _fsync_dir(parent)  # the new file's name must survive a crash too
+                elif _ends_torn(self.path):
+                    self._write_all(fd, b"\n")
+            except BaseException:
+                os.close(fd)
+                raise
             self._fd = fd
         return self._fd
 
+    def _check(self, fd: int) -> None:
+        """A regular file with one link, and root's own when root writes it."""
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise AuditError(errno.EINVAL, f"audit log {self.path} is not a regular file")
+        if info.st_nlink != 1:
+            raise AuditError(errno.EINVAL, f"audit log {self.path} has {info.st_nlink} links: refused")
+        if os.geteuid() == 0 and info.st_uid != 0:
+            raise AuditError(
+                errno.EPERM,
+                f"audit log {self.path} belongs to uid {info.st_uid}, not root: refused (root writes only "
+                "a log of its own; pass --log PATH)",
+            )
+
+    def _write_all(self, fd: int, data: bytes) -> None:
+        """Write every byte (a short write is continued), or raise AuditError."""
+        view = memoryview(data)
+        try:
+            while view:
+                written = os.write(fd, view)
+                if written <= 0:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                view = view[written:]
+        except OSError as exc:
+            self._torn = len(view) != len(data)
+            raise self._fail(exc, "write") from None
+
+    def ensure_room(self, processes: int) -> None:
+        """Before a plan is sent: is there room for all its records? Raises AuditError if not."""
+        need = ROOM_BASE + ROOM_PER_PROCESS * max(0, processes)
+        directory = self.path.parent if self.path.parent.exists() else _existing_parent(self.path)
+        try:
+            info = os.statvfs(directory)
+        except OSError as exc:
+            raise self._fail(exc, "check its free space") from None
+        free = info.f_bavail * info.f_frsize
+        if free < need:
+            raise AuditError(
+                errno.ENOSPC,
+                f"audit log {self.path}: {free >> 10} KiB free, a plan of {processes} processes needs "
+                f"{need >> 10} KiB: nothing sent (free some space, or pass --log PATH)",
+            )
+        if info.f_flag & os.ST_RDONLY:
+            raise AuditError(errno.EROFS, f"audit log {self.path}: read-only filesystem: nothing sent")
+
     def write(self, kind: str, action: str, **fields: Any) -> dict[str, Any]:
-        """Append one record and make it durable before returning."""
+        """Append one record and make it durable before returning (AuditError if it cannot be)."""
         now = time.time()
         record: dict[str, Any] = {
             "v": LOG_VERSION,
@@ -97,8 +179,14 @@ class ActionLog:
         record.update(fields)
         line = (json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=str) + "\n").encode()
         fd = self._open()
-        os.write(fd, line)
-        os.fsync(fd)
+        if self._torn:  # an earlier write was cut short: end its line first
+            self._write_all(fd, b"\n")
+            self._torn = False
+        self._write_all(fd, line)
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            raise self._fail(exc, "sync it to disk") from None
         return record
 
     def close(self) -> None:
@@ -115,7 +203,9 @@ class ActionLog:
     # -- what the engine records ---------------------------------------------------------------
 
     def plan(self, plan: Plan) -> None:
-        """The plan and one intent per process to signal: call BEFORE sending the plan."""
+        """The plan and one intent per process to signal: call BEFORE sending the plan. Raises
+        AuditError (nothing sent, then) when the log cannot take the whole plan."""
+        self.ensure_room(len(plan.signalled))
         first = plan.signals[0] if plan.signals else "SIGKILL"
         before = {str(g.index): g.memory_used for g in plan.gpus}
         self.write(
@@ -255,7 +345,7 @@ def unfinished(path: str | os.PathLike[str]) -> list[Unfinished]:
         by_action.setdefault(record["action"], []).append(record)
     out = []
     for action, lines in by_action.items():
-        kinds = {r.get("kind") for r in lines}
+        kinds = {r.get("kind") for r in lines if isinstance(r.get("kind"), str)}
         if "intent" not in kinds and "plan" not in kinds:
             continue
         if "reported" in kinds:
@@ -265,33 +355,62 @@ def unfinished(path: str | os.PathLike[str]) -> list[Unfinished]:
         ends = [r for r in lines if r.get("kind") == "done"]
         if ends and any(r.get("result") != "outcome-unknown" for r in ends):
             continue
-        settled = {r.get("pid") for r in lines if r.get("kind") == "verdict"}
+        settled = {r.get("pid") for r in lines if r.get("kind") == "verdict" and _hashable(r.get("pid"))}
         pending = tuple(
-            _intent(r) for r in lines if r.get("kind") == "intent" and r.get("pid") not in settled
+            _intent(r)
+            for r in lines
+            if r.get("kind") == "intent" and (not _hashable(r.get("pid")) or r.get("pid") not in settled)
         )
         first = lines[0]
         out.append(
             Unfinished(
                 action=action,
-                host=first.get("host"),
-                operator=first.get("operator"),
-                time=float(first.get("time") or 0.0),
-                pending=pending,
-                last_stage=lines[-1].get("stage"),
+                host=_text(first.get("host")),
+                operator=_text(first.get("operator")),
+                time=_seconds(first.get("time")),
+                pending=tuple(p for p in pending if p is not None),
+                last_stage=_text(lines[-1].get("stage")),
             )
         )
     return sorted(out, key=lambda u: u.time)
 
 
-def _intent(record: dict[str, Any]) -> Intent:
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _seconds(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return 0.0
+    return float(value)
+
+
+def _intent(record: dict[str, Any]) -> Intent | None:
+    """An intent line as written; None for one whose PID is not a PID (a damaged or forged line:
+    counted out, never fatal, and it hides nothing else)."""
+    pid = record.get("pid")
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+        return None
+    start = record.get("start_time")
     command = record.get("command")
     return Intent(
-        pid=int(record.get("pid") or 0),
-        start_time=record.get("start_time") if isinstance(record.get("start_time"), int) else None,
-        user=record.get("user") if isinstance(record.get("user"), str) else None,
-        command=tuple(str(a) for a in command) if isinstance(command, list) else (),
-        time=float(record.get("time") or 0.0),
+        pid=pid,
+        start_time=start if isinstance(start, int) and not isinstance(start, bool) else None,
+        user=_text(record.get("user")),
+        command=tuple(a for a in command if isinstance(a, str)) if isinstance(command, list) else (),
+        time=_seconds(record.get("time")),
     )
+
+
+def _hashable(value: Any) -> bool:
+    return isinstance(value, (int, str, type(None)))
+
+
+def _existing_parent(path: Path) -> Path:
+    for parent in path.parents:
+        if parent.exists():
+            return parent
+    return Path("/")
 
 
 def _ends_torn(path: Path) -> bool:

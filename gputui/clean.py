@@ -417,7 +417,10 @@ async def _clean(args: argparse.Namespace, ops: Operations, con: Console) -> int
         outcome = outcomes[plan.host]
         if isinstance(result, OSError):
             outcome.status = "not-sent"
-            outcome.message = f"audit log {ops.audit.path}: {result.strerror or result}; nothing was sent"
+            words = result.strerror or str(result)
+            if not words.startswith("audit log"):
+                words = f"audit log {ops.audit.path}: {words}"
+            outcome.message = f"{words}; nothing was sent"
             continue
         outcome.verdict = result
         outcome.status, outcome.message = status_of(result)

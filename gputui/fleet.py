@@ -274,6 +274,12 @@ class Fleet:
                 with contextlib.suppress(TransportError):
                     await s.send({"type": "configure", "v": 1, "interval": interval})
 
+    async def cancel(self, host: str, plan: str, reason: str) -> None:
+        """Ask `host`'s probe to send no further signal for `plan` (it still verifies and reports).
+        Best effort: a link that is gone cannot carry it, and the plan's verdict says what happened."""
+        with contextlib.suppress(TransportError, KeyError):
+            await self.sessions[host].send({"type": "cancel", "v": 1, "plan": plan, "reason": reason})
+
     async def full_scans(self, hosts: list[str], timeout: float) -> tuple[dict[str, Sample], set[str]]:
         """A sample taken after a full holder scan from each host (a plan trusts no incremental view:
         a holder that opened a device file since the last scan would be missed), or its latest

@@ -21,7 +21,7 @@ import getpass
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from .actionlog import ActionLog, Unfinished, unfinished
+from .actionlog import ActionLog, AuditError, Unfinished, unfinished
 from .fleet import Fleet
 from .model import Event, PlanVerdict, Proc, Sample, done_event
 from .plan import (
@@ -197,32 +197,57 @@ class Operations:
 
     async def run(self, plan: Plan, on_event: Callable[[Event], None] | None = None) -> PlanVerdict:
         """Send `plan` to its host's probe with write-ahead logging; follow its events; return the
-        verdict. Raises OSError when the audit log cannot be written before anything is sent (then
-        nothing was sent). Every other failure is a verdict: not-sent, outcome-unknown."""
+        verdict. Raises OSError (AuditError) when the audit log cannot take the plan before anything
+        is sent: then nothing was sent. Every other failure is a verdict: not-sent, outcome-unknown;
+        a log that fails mid-plan cancels the plan (the probe sends no further signal) and says so."""
         self.audit.plan(plan)  # before the probe can act: the write-ahead record
         self.running[plan.id] = plan
         done: Event | None = None
+        failed: AuditError | None = None
+
+        def record(event: Event) -> None:
+            nonlocal failed
+            if failed is None:
+                try:
+                    self.audit.event(plan.host, event)
+                except AuditError as exc:
+                    failed = exc
+
         try:
             events = self.fleet.execute(
                 plan.host, plan.to_wire(), deadline=plan.deadline, silence=plan.silence_limit
             )
+            cancelled = False
             async for event in events:
                 if event.stage == "done":
                     done = event
-                self.audit.event(plan.host, event)
+                record(event)
+                if failed is not None and not cancelled:
+                    cancelled = True
+                    # What is not on disk must not happen: no further signal for this plan.
+                    await self.fleet.cancel(
+                        plan.host, plan.id, f"the app's audit log failed: {failed.strerror}"
+                    )
                 if on_event is not None:
                     on_event(event)
         except TransportError as exc:
             done = done_event(plan.id, "not-sent", f"plan not sent: {exc.message}", error=exc.reason)
-            self.audit.event(plan.host, done)
+            record(done)
             if on_event is not None:
                 on_event(done)
         finally:
             self.running.pop(plan.id, None)
         if done is None:  # the stream ended without a verdict: nobody knows what happened
             done = done_event(plan.id, "outcome-unknown", "the probe sent no verdict")
-            self.audit.event(plan.host, done)
-        return PlanVerdict.from_event(done, allowed=plan.pids_allowed())
+            record(done)
+        verdict = PlanVerdict.from_event(done, allowed=plan.pids_allowed())
+        if failed is not None:
+            note = (
+                f"{failed.strerror}; the plan was cancelled: the probe sent no signal after that, and "
+                "what it did before is not all in the log"
+            )
+            verdict = replace(verdict, ok=False, problems=(*verdict.problems, note))
+        return verdict
 
     async def run_all(
         self, plans: Sequence[Plan], on_event: Callable[[Plan, Event], None] | None = None

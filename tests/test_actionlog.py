@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
-from gputui.actionlog import FIELDS, ActionLog, default_log_path, read_records, unfinished
+import pytest
+
+from gputui import actionlog
+from gputui.actionlog import FIELDS, ActionLog, AuditError, default_log_path, read_records, unfinished
 from gputui.model import Event
 from gputui.plan import PlanOptions, plan_for_gpus
 from tests.test_plan import sample
@@ -132,3 +137,112 @@ def test_untrusted_text_is_stored_escaped(tmp_path):
     raw = path.read_bytes()
     assert b"\x1b" not in raw and b"\x07" not in raw and raw.count(b"\n") == 1
     assert lines(path)[0]["message"] == "evil \x1b[2J name\n"
+
+
+# -- a bad day ------------------------------------------------------------------------------------
+
+
+def plan_of(n: int = 1) -> Any:
+    return plan_for_gpus(sample(), [0], host="gpu-a", options=OPTS)
+
+
+def test_a_symlink_where_the_log_should_be_is_refused(tmp_path):
+    target = tmp_path / "elsewhere"
+    target.write_text("")
+    link = tmp_path / "actions.jsonl"
+    link.symlink_to(target)
+    with ActionLog(link) as log, pytest.raises(AuditError, match="is a symbolic link: refused"):
+        log.plan(plan_of())
+    assert target.read_text() == ""
+
+
+def test_a_directory_or_a_hard_link_is_refused(tmp_path):
+    (tmp_path / "dir.jsonl").mkdir()
+    with ActionLog(tmp_path / "dir.jsonl") as log, pytest.raises(AuditError, match="cannot open it"):
+        log.plan(plan_of())
+    first = tmp_path / "a.jsonl"
+    first.write_text("")
+    os.link(first, tmp_path / "b.jsonl")
+    with ActionLog(first) as log, pytest.raises(AuditError, match="has 2 links: refused"):
+        log.plan(plan_of())
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the ownership rule is root's")
+def test_root_refuses_a_log_that_another_user_owns(tmp_path):
+    path = tmp_path / "actions.jsonl"
+    path.write_text("")
+    os.chown(path, 65534, 65534)
+    with ActionLog(path) as log, pytest.raises(AuditError, match="belongs to uid 65534, not root"):
+        log.plan(plan_of())
+
+
+def test_not_enough_room_is_refused_before_anything_is_sent(tmp_path, monkeypatch):
+    monkeypatch.setattr(actionlog, "ROOM_BASE", 1 << 62)  # more than any disk has
+    path = tmp_path / "actions.jsonl"
+    with ActionLog(path) as log, pytest.raises(AuditError, match="nothing sent"):
+        log.plan(plan_of())
+    assert not path.exists() or path.read_text() == ""
+
+
+def test_a_short_write_is_continued_not_torn(tmp_path, monkeypatch):
+    """os.write may write less than asked (a signal, a nearly full disk): the rest follows."""
+    real = os.write
+    calls = []
+
+    def short(fd: int, data: Any) -> int:
+        calls.append(len(data))
+        return real(fd, bytes(data[: max(1, len(data) // 3)]))
+
+    path = tmp_path / "actions.jsonl"
+    with ActionLog(path) as log:
+        monkeypatch.setattr(actionlog.os, "write", short)
+        log.plan(plan_of())
+        monkeypatch.setattr(actionlog.os, "write", real)
+    assert len(calls) > 3
+    records, bad = read_records(path)
+    assert bad == 0 and [r["kind"] for r in records][:2] == ["plan", "intent"]
+
+
+def test_a_failed_write_is_an_audit_error_and_the_next_line_is_not_glued_to_the_torn_one(
+    tmp_path, monkeypatch
+):
+    real = os.write
+    path = tmp_path / "actions.jsonl"
+    with ActionLog(path) as log:
+        log.plan(plan_of())
+
+        def full(fd: int, data: Any) -> int:
+            written = real(fd, bytes(data[:10]))  # ten bytes make it, then the disk is full
+            monkeypatch.setattr(actionlog.os, "write", enospc)
+            return written
+
+        def enospc(fd: int, data: Any) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        monkeypatch.setattr(actionlog.os, "write", full)
+        with pytest.raises(AuditError, match="cannot write: No space left on device"):
+            log.event("gpu-a", event("signal", "sent", 100))
+        monkeypatch.setattr(actionlog.os, "write", real)
+        log.event("gpu-a", event("done", "clean", ok=True))
+    records, bad = read_records(path)
+    assert bad == 1  # the torn line, counted, never fatal
+    assert records[-1]["kind"] == "done"
+
+
+def test_records_with_wrong_types_never_hide_the_real_unfinished_actions(tmp_path):
+    """Issue 13 #7: one well-formed but wrong record (`"pid": "abc"`) crashed every later start."""
+    path = tmp_path / "actions.jsonl"
+    with ActionLog(path) as log:
+        log.plan(plan_of())  # a real action, never finished
+    bad_lines = [
+        {"v": 1, "kind": "intent", "action": "forged", "pid": "abc", "time": "yesterday"},
+        {"v": 1, "kind": ["intent"], "action": "forged2", "pid": [1], "time": None},
+        {"v": 1, "kind": "plan", "action": "forged3", "host": {"x": 1}, "time": float("nan")},
+        {"v": 1, "kind": "verdict", "action": "act1", "pid": {"a": 1}},
+    ]
+    with path.open("a") as f:
+        for line in bad_lines:
+            f.write(json.dumps(line) + "\n")
+    lost = {u.action: u for u in unfinished(path)}
+    assert "act1" in lost and [i.pid for i in lost["act1"].pending] == [100, 108]
+    assert lost["forged3"].host is None and lost["forged3"].time == 0.0

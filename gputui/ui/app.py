@@ -341,10 +341,12 @@ class GpuTuiApp(App[None]):
         except asyncio.CancelledError:
             raise  # the app is closing: the probe finishes the plan; the next start reports it
         except OSError as exc:
-            # The write-ahead record failed: without it nothing was sent. Later (an event could not
-            # be recorded) the probe finishes the plan on its own and the log misses the rest.
-            words = "the probe finishes the plan, unrecorded" if progress.heard else "nothing was sent"
-            self._ended(plan, None, f"audit log {self.audit.path}: {exc.strerror or exc}; {words}")
+            # The write-ahead record failed (Operations.run raises only then): nothing was sent. A
+            # failure later cancels the plan and comes back as the verdict's problem.
+            words = exc.strerror or str(exc)
+            if not words.startswith("audit log"):
+                words = f"audit log {self.audit.path}: {words}"
+            self._ended(plan, None, f"{words}; nothing was sent")
             return None
         except Exception as exc:  # a bug: the probe finishes the plan; say that the app lost it
             self._ended(plan, None, f"the app lost track of the plan ({type(exc).__name__}: {exc})")
