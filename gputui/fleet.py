@@ -31,6 +31,10 @@ BACKOFF_FIRST = 0.5
 BACKOFF_CAP = 30.0
 STALE_AFTER = 2.5  # intervals without a sample before a live host is called stale
 DOWN_AFTER = 3.0  # intervals of silence after which the link is dropped and rebuilt
+NOTES_PER_SECOND = 20  # error lines (and events of plans nobody waits for) passed on per host per
+# second; the rest are counted and reported as one line: a flooding probe cannot grow the app
+YIELD_EVERY = 32  # records read back to back before a host's task lets the others run
+PROBLEM_CHARS = 300  # the last problem a host reported, kept for its status line
 
 CONNECTING, LIVE, STALE, DOWN = "connecting", "live", "stale", "down"
 
@@ -49,6 +53,7 @@ REASONS = {
     "no-gpu": "no GPU",
     "no-library": "pynvml missing",
     "no-permission": "no permission for NVML",
+    "refused": "samples refused",
 }
 
 
@@ -110,6 +115,11 @@ class HostSession:
         self.hello = asyncio.Event()
         self.first_sample = asyncio.Event()
         self.full_scan_waiters: list[asyncio.Future[Sample]] = []
+        self.opened = 0.0  # time.monotonic() when the current link came up
+        self.last_problem: str | None = None  # the last error the probe (or its link) reported
+        self._window = 0.0  # start of the current second of notes
+        self._notes = 0  # notes passed on in it
+        self._dropped = 0  # and dropped
 
     def _set(self, status: str, reason: str | None = None, detail: str | None = None) -> None:
         v = self.view
@@ -154,6 +164,8 @@ class HostSession:
             await link.close()
 
     async def _stream(self, link: Link) -> None:
+        self.opened = time.monotonic()
+        read = 0
         while True:
             timeout = self.view.interval * (STALE_AFTER if self.view.status == LIVE else DOWN_AFTER)
             try:
@@ -168,6 +180,38 @@ class HostSession:
             if record is None:
                 return
             self._dispatch(record)
+            self._check_samples()
+            read += 1
+            if read % YIELD_EVERY == 0:
+                # A probe that floods the link keeps recv() ready: let the other hosts (and the UI)
+                # have the loop too.
+                await asyncio.sleep(0)
+
+    def _check_samples(self) -> None:
+        """A host that keeps talking but whose samples are all refused (too long, malformed) is not
+        live: its data would be frozen. The time since the last *usable* sample decides."""
+        v = self.view
+        if self.waiters or v.status not in (LIVE, CONNECTING) or v.facts is None:
+            return
+        since = time.monotonic() - max(v.received, self.opened)
+        limit = max(v.interval * STALE_AFTER, 1.0)
+        if since > limit:
+            why = f": {self.last_problem}" if self.last_problem else ""
+            self._set(STALE, "refused", f"no usable sample for {since:.1f} s{why}")
+
+    def _note(self) -> bool:
+        """Whether one more error line (or stray event) may be passed on in this second."""
+        now = time.monotonic()
+        if now - self._window >= 1.0:
+            if self._dropped:
+                message = f"{self._dropped} more lines from the probe dropped (more than {NOTES_PER_SECOND} a second)"
+                self.notify(self.view, "error", {"type": "error", "code": "flood", "message": message})
+            self._window, self._notes, self._dropped = now, 0, 0
+        self._notes += 1
+        if self._notes > NOTES_PER_SECOND:
+            self._dropped += 1
+            return False
+        return True
 
     def _dispatch(self, record: dict[str, Any]) -> None:
         kind = record.get("type")
@@ -196,7 +240,9 @@ class HostSession:
             q = self.waiters.get(event.plan)
             if q is not None:
                 q.put_nowait(event)
-            self.notify(v, "event", event)
+                self.notify(v, "event", event)
+            elif self._note():  # an event of no plan we wait for: informative, rate-limited
+                self.notify(v, "event", event)
         elif kind == "error":
             plan = record.get("plan")
             q = self.waiters.get(plan) if isinstance(plan, str) else None
@@ -204,7 +250,11 @@ class HostSession:
                 code = record.get("code") if isinstance(record.get("code"), str) else "error"
                 message = record.get("message") if isinstance(record.get("message"), str) else code
                 q.put_nowait(done_event(plan, "refused", str(message), error=str(code)))
-            self.notify(v, "error", record)
+            message = record.get("message")
+            if isinstance(message, str):
+                self.last_problem = message[:PROBLEM_CHARS]
+            if q is not None or self._note():
+                self.notify(v, "error", record)
 
     async def send(self, message: dict[str, Any]) -> None:
         if self.link is None:

@@ -41,6 +41,7 @@ from typing import Any, ClassVar
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.timer import Timer
 
 from gputui.actionlog import ActionLog as AuditLog
@@ -63,6 +64,7 @@ AGES_INTERVAL = 1.0  # seconds: sample ages move even when nothing arrives
 PROGRESS_INTERVAL = 0.1  # the log pane's status line while a plan runs
 APP_HOST = "gputui"  # the host column of the app's own log lines
 QUIT_AGAIN_WITHIN = 3.0  # seconds: quitting while a plan runs takes a second press
+PENDING_MAX = 2000  # log lines kept for the next redraw (a dialog may be open); the rest are counted
 
 
 class GpuTuiApp(App[None]):
@@ -98,6 +100,7 @@ class GpuTuiApp(App[None]):
         self._changed: set[str] = set()
         self._restyle = False
         self._pending_log: list[tuple[str, str, Any]] = []
+        self._pending_dropped = 0
         self._last_ages = 0.0
         self._last_redraw = 0.0  # time.monotonic() at the start of the last redraw
         self._redraw_due = False  # a redraw is scheduled (at once, or by a timer)
@@ -198,6 +201,25 @@ class GpuTuiApp(App[None]):
             return
         await super().action_quit()
 
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notification, the app's own and the screens', goes out as plain text made
+        printable: a toast can carry a host's words (a verdict, an error), never its escapes."""
+        super().notify(
+            fmt.safe(message, 2000),
+            title=fmt.safe(title, 200),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
+
     def _disarm_quit(self) -> None:
         self._quit_armed = False
 
@@ -210,9 +232,17 @@ class GpuTuiApp(App[None]):
         elif what == "event" and isinstance(payload, Event) and payload.plan in self.running:
             self.running[payload.plan].heard = True  # its own worker renders it, as it comes
         elif what in ("event", "error"):
-            self._pending_log.append((view.name, what, payload))
+            self._queue_log((view.name, what, payload))
         self._changed.add(view.name)
         self.want_redraw()
+
+    def _queue_log(self, item: tuple[str, str, Any]) -> None:
+        """Keep a log line for the next redraw; past PENDING_MAX (a flood while a dialog is open),
+        count it instead: the log says how many were dropped."""
+        if len(self._pending_log) < PENDING_MAX:
+            self._pending_log.append(item)
+        else:
+            self._pending_dropped += 1
 
     def age_of(self, host: str) -> float | None:
         received = self.received.get(host)
@@ -253,6 +283,9 @@ class GpuTuiApp(App[None]):
             self._show_log_later = False
             main.show_log()
         log, self._pending_log = self._pending_log, []
+        if self._pending_dropped:
+            dropped, self._pending_dropped = self._pending_dropped, 0
+            main.action_log.note(APP_HOST, f"{dropped} log lines dropped while the screen was busy", "warn")
         for host, what, payload in log:
             if what == "event" and isinstance(payload, Event):
                 main.action_log.add_event(host, payload)
@@ -402,7 +435,7 @@ class GpuTuiApp(App[None]):
         if main is not None and main.is_mounted:
             main.action_log.note(host, text, level, tag=tag)
         else:
-            self._pending_log.append((host, "note", (text, level, tag)))
+            self._queue_log((host, "note", (text, level, tag)))
             self.want_redraw()
 
     def log_event(self, host: str, event: Event) -> None:
@@ -410,7 +443,7 @@ class GpuTuiApp(App[None]):
         if main is not None and main.is_mounted:
             main.action_log.add_event(host, event)
         else:
-            self._pending_log.append((host, "event", event))
+            self._queue_log((host, "event", event))
             self.want_redraw()
 
     def action_help(self) -> None:
