@@ -324,6 +324,11 @@ class Fleet:
                 with contextlib.suppress(TransportError):
                     await s.send({"type": "configure", "v": 1, "interval": interval})
 
+    async def request_sample(self, host: str) -> None:
+        """Ask `host`'s probe for a sample now (after a plan: its verdict's GPUs, drawn at once)."""
+        with contextlib.suppress(TransportError, KeyError):
+            await self.sessions[host].send({"type": "sample", "v": 1})
+
     async def cancel(self, host: str, plan: str, reason: str) -> None:
         """Ask `host`'s probe to send no further signal for `plan` (it still verifies and reports).
         Best effort: a link that is gone cannot carry it, and the plan's verdict says what happened."""

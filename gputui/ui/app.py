@@ -403,7 +403,8 @@ class GpuTuiApp(App[None]):
             "outcome-unknown": "OUTCOME UNKNOWN",
             "not-sent": "NOT SENT",
         }.get(status, "NOT clean" if plan.cleans_gpus else "NOT stopped")
-        self.want_redraw()  # the verdict's GPUs: redraw now, not at the next sample
+        # The verdict's GPUs in the tables now, not at the next sample: ask for one.
+        self.run_worker(self.fleet.request_sample(plan.host), group="after-plan", exit_on_error=False)
         self.notify(
             text,
             title=f"{fmt.safe(plan.host, 40)}: {title}",

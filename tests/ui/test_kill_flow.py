@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +32,11 @@ from .conftest import FROZEN, QUIET, build_app, recording, redrawn, screen_text,
 INTERVAL = 0.2
 
 
-def sim_app(tmp_path: Path, **kwargs: Any) -> GpuTuiApp:
+def sim_app(tmp_path: Path, interval: float = INTERVAL, **kwargs: Any) -> GpuTuiApp:
     fleet = Fleet()
     spec = HostSpec(name="demo-a", reader="sim", sim_scenario="demo", sim_variant=0, sim_seed=1)
-    fleet.add(spec.name, lambda: LocalLink(spec, interval=INTERVAL), interval=INTERVAL)
-    return make_app(fleet, interval=INTERVAL, log_path=tmp_path / "actions.jsonl", **kwargs)
+    fleet.add(spec.name, lambda: LocalLink(spec, interval=interval), interval=interval)
+    return make_app(fleet, interval=interval, log_path=tmp_path / "actions.jsonl", **kwargs)
 
 
 def main_of(app: GpuTuiApp) -> MainScreen:
@@ -487,3 +488,21 @@ async def test_a_chosen_monitor_is_offered_behind_a_second_confirmation(tmp_path
         await wait_for(pilot, lambda: "verdict:" in log_text(main), 30)
         assert "verdict: stopped, memory released" in log_text(main)
         assert not alive(monitor.pid, monitor.start_time)
+
+
+async def test_the_gpu_table_shows_the_verdict_at_once_not_at_the_next_sample(tmp_path: Path) -> None:
+    """Issue 12 #5: the GPU table lagged the log by a sample interval. After a verdict the app asks
+    the probe for a sample now: with a 10 s interval, GPU 0 shows free well before the next one."""
+    app = sim_app(tmp_path, interval=10.0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        main = await ready(pilot, gpu_row=1)  # GPU 0
+        view = app.fleet.view("demo-a")
+        await pilot.press("f")
+        await dialog(pilot)
+        await pilot.press("ctrl+k")
+        await wait_for(pilot, lambda: "verdict:" in log_text(main), 30)
+        ended = time.monotonic()
+        await wait_for(
+            pilot, lambda: view.sample is not None and view.sample.gpu_is_free(view.sample.gpus[0]), 5
+        )
+        assert time.monotonic() - ended < 5  # the next regular sample is 10 s away
