@@ -1,23 +1,58 @@
-"""Formatting numbers for people: bytes, durations, percentages. Shared by the CLI and the UI."""
+"""Formatting numbers for people: bytes, durations, percentages. Shared by the CLI and the UI.
+
+Bytes are binary and say so (`40.0 GiB`, `615 MiB`, `0 B`): one decimal under 100 of a unit, none
+from 100 on, and zero is always `0` and its unit. GiB is the largest unit: GPU memory is read in GiB
+(`1123 GiB` for eight H200s, not `1.1 TiB`).
+"""
 
 from __future__ import annotations
 
+KIB = 1 << 10
 MIB = 1 << 20
 GIB = 1 << 30
+_UNITS = ((1, "B"), (KIB, "KiB"), (MIB, "MiB"), (GIB, "GiB"))
+
+
+def _unit(value: int) -> tuple[int, str]:
+    """The unit `value` is written in: the largest one in which it reads as at least 1 (1024 MiB,
+    after rounding, is written `1.0 GiB`)."""
+    chosen = _UNITS[0]
+    for unit in _UNITS[1:]:
+        if round(value / chosen[0]) < 1024:
+            break
+        chosen = unit
+    return chosen
+
+
+def _number(x: float) -> str:
+    """`0`, `9.4`, `99.9`, `100`, `140`: one decimal below 100 (after rounding), none from there."""
+    if x == 0:
+        return "0"
+    if round(x, 1) < 100:
+        return f"{x:.1f}"
+    return f"{x:.0f}"
 
 
 def fmt_bytes(value: int | None) -> str:
     if value is None:
         return "-"
-    if value >= 100 * GIB:
-        return f"{value / GIB:.0f}G"
-    if value >= GIB:
-        return f"{value / GIB:.1f}G"
-    if value >= MIB:
-        return f"{value / MIB:.0f}M"
-    if value > 0:
-        return f"{value / 1024:.0f}K"
-    return "0"
+    size, name = _unit(value)
+    if size == 1:
+        return f"{value} B"
+    return f"{_number(value / size)} {name}"
+
+
+def fmt_bytes_of(used: int | None, total: int | None) -> str:
+    """`59.7/140 GiB`: a part and its whole in one unit (the whole's); each in its own unit when the
+    part is too small to read in the whole's (`600 MiB/140 GiB`, never `0.6/140 GiB`)."""
+    if used is None or total is None:
+        return "-"
+    size, name = _unit(total)
+    if used != 0 and _unit(used)[0] != size:
+        return f"{fmt_bytes(used)}/{fmt_bytes(total)}"
+    if size == 1:
+        return f"{used}/{total} B"
+    return f"{_number(used / size)}/{_number(total / size)} {name}"
 
 
 def fmt_duration(seconds: float | None) -> str:
