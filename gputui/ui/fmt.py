@@ -29,19 +29,6 @@ def safe(text: str | None, limit: int = 400) -> str:
     return printable(text)
 
 
-_GIB = float(1 << 30)
-
-
-def gib(n: int | None) -> str:
-    """Bytes as GiB, short: 0.4G, 9.4G, 141G."""
-    if n is None:
-        return "-"
-    g = n / _GIB
-    if g >= 99.5:
-        return f"{g:.0f}G"
-    return f"{g:.1f}G"
-
-
 def age(seconds: float | None) -> str:
     """How old a sample is, coarse enough that it does not change on every redraw."""
     if seconds is None:

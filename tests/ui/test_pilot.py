@@ -139,7 +139,7 @@ async def test_sort_by_a_key_per_column() -> None:
         def pids() -> list[int]:
             return [int(k.split(":")[0]) for k in proc_keys(main)]
 
-        mems = [table.get_row(k)[4].sort_key for k in proc_keys(main)]
+        mems = [table.get_cell(k, "mem").sort_key for k in proc_keys(main)]
         assert mems == sorted(mems, reverse=True)  # by GPU memory to start with
         assert table.sort_column == ("mem", True)
 
@@ -150,7 +150,7 @@ async def test_sort_by_a_key_per_column() -> None:
         assert pids() == sorted(pids(), reverse=True)
         cursor = table.cursor_key
         await pilot.press("3")  # column 3: kind
-        kinds = [table.get_row(k)[3].sort_key for k in proc_keys(main)]
+        kinds = [table.get_cell(k, "kind").sort_key for k in proc_keys(main)]
         assert kinds == sorted(kinds)
         assert table.cursor_key == cursor  # the cursor stays on its process
 
@@ -281,9 +281,9 @@ async def test_markup_and_control_characters_render_literally() -> None:
         assert "[bold red]x --title=\\e[31mred\\e[0m ding\\x07" in text
         assert "[i]mallo…" in text  # the user column is 9 wide
         assert "\x1b" not in text and "\x07" not in text
-        row = main.proc_table.get_row("66666:4242")
-        assert row[2].plain == "[i]mallory"
-        command = row[-1]
+        row = main.proc_table.rows_data()["66666:4242"]  # the cells as made, before the column cuts them
+        assert row["user"].plain == "[i]mallory"
+        command = row["command"]
         assert isinstance(command, Text)
         assert command.plain.startswith("[bold red]x")
         assert not command.spans  # no style came from the name
@@ -388,8 +388,9 @@ async def test_fleet_free_only_and_sort() -> None:
         await pilot.press("o")
         await redrawn(pilot)
         assert main.fleet_table.row_count == 8
-        await pilot.press("3")  # column 3: memory (largest first)
-        used = [main.fleet_table.get_row_at(i)[2].sort_key for i in range(8)]
+        await pilot.press("4")  # the fourth sortable column, at every width: memory (largest first)
+        keys = [main.fleet_table.coordinate_to_cell_key((i, 0)).row_key for i in range(8)]
+        used = [main.fleet_table.get_cell(k, "memory").sort_key for k in keys]
         assert used == sorted(used, reverse=True)
         await pilot.press("slash", *"demo-b", "enter")
         await redrawn(pilot)
@@ -404,7 +405,7 @@ async def test_narrow_terminal_collapses_columns_and_host_list() -> None:
         assert not main.host_list.display
         shown = {c.value for c in main.gpu_table.columns}
         assert {"gpu", "memory", "util", "holders"} <= shown
-        assert "power" not in shown and "name" not in shown
+        assert "mem_hist" not in shown and "name" not in shown
         assert {"pid", "kind", "command"} <= {c.value for c in main.proc_table.columns}
         await pilot.press("b")
         assert main.host_list.display and app.focused is main.host_list

@@ -167,15 +167,20 @@ class MainScreen(Screen[None]):
         if touched:
             order = {v.name: i for i, v in enumerate(views)}
             self.fleet_table.show_hosts(touched, order, self.fleet_filter, self.free_only)
-            total = sum(t for _, t in self._busy.values())
-            free = sum(t - b for b, t in self._busy.values())
-            title = f"All GPUs · {total} on {len(views)} hosts, {free} free"
-            if self.free_only:
-                title += f" · showing free only ({self.fleet_table.row_count})"
-            if self.fleet_filter:
-                title += f" · filter: {fmt.safe(self.fleet_filter, 30)}"
-            fmt.set_title(self.fleet_table, title)
+            self._fleet_title()
         self.status_line.show_fleet(views, self._busy, self.dash.read_only)
+
+    def _fleet_title(self) -> None:
+        total = sum(t for _, t in self._busy.values())
+        free = sum(t - b for b, t in self._busy.values())
+        title = f"All GPUs · {total} on {len(self.dash.fleet.hosts)} hosts, {free} free"
+        if self.free_only:
+            title += f" · showing free only ({self.fleet_table.row_count})"
+        if self.fleet_filter:
+            title += f" · filter: {fmt.safe(self.fleet_filter, 30)}"
+        if hidden := self.fleet_table.hidden_sort():
+            title += f" · {hidden}"
+        fmt.set_title(self.fleet_table, title)
 
     def _refresh_host(self, view: HostView, changed: bool) -> None:
         self.status_line.show_host(view, self.dash.age_of(view.name), self.dash.read_only)
@@ -211,16 +216,43 @@ class MainScreen(Screen[None]):
         view = self.dash.fleet.view(scope.host)
         selected = self.selection.keys(scope.host)
         self.proc_table.show(view.sample, scope, self.proc_filter, selected)
-        where = "all GPUs" if scope.gpu is None else f"GPU {scope.gpu}"
+        self._procs_title()
+
+    def _procs_title(self) -> None:
+        scope = self._proc_scope
+        if scope is None:
+            fmt.set_title(self.proc_table, "Processes")
+            return
+        # Which memory the GPU mem column holds: a process on GPUs 0 and 1 shows what it has on
+        # the GPU in view, and its total over its GPUs (the GPU column lists them) on the host's.
+        where = (
+            "all GPUs · memory: total on its GPUs"
+            if scope.gpu is None
+            else f"GPU {scope.gpu} · memory on GPU {scope.gpu}"
+        )
         title = f"Processes · {fmt.safe(scope.host, 40)} · {where}"
         if self.proc_filter:
             title += f" · filter: {fmt.safe(self.proc_filter, 30)}"
+        selected = self.selection.count(scope.host)
         if selected:
-            title += f" · {len(selected)} selected"
-        elsewhere = self.selection.count() - len(selected)
+            title += f" · {selected} selected"
+        elsewhere = self.selection.count() - selected
         if elsewhere:
             title += f" · {elsewhere} selected on other hosts"
+        if hidden := self.proc_table.hidden_sort():
+            title += f" · {hidden}"
+        if self.proc_table.command_offset:
+            title += f" · commands from character {self.proc_table.command_offset + 1} (home: start)"
         fmt.set_title(self.proc_table, title)
+
+    @on(ProcTable.CommandScrolled)
+    def _command_scrolled(self) -> None:
+        self.refresh_procs()
+
+    @on(KeyedTable.Sorted)
+    def _sorted(self) -> None:
+        self._procs_title()
+        self._fleet_title()
 
     # -- host selection ----------------------------------------------------------------------
 
