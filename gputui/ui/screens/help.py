@@ -48,7 +48,8 @@ EXTRA: dict[str, list[tuple[str, str]]] = {
     ],
 }
 # DataTable's enter is each table's own (see its section); copying is for text areas.
-HIDDEN_ACTIONS = {"screen.copy_text", "help_quit", "select_cursor"}
+HIDDEN_ACTIONS = {"screen.copy_text", "help_quit", "select_cursor", "refuse"}  # refuse: says why a
+# kill key does nothing where it is not offered
 HIDDEN_ACTIONS |= {"scroll(-1)", "scroll(1)", "scroll(-10)", "scroll(10)"}  # the dialog's: one line
 DESCRIPTIONS = {
     "app.focus_next": "next pane",
@@ -84,7 +85,8 @@ def binding_rows(app: App[Any], classes: tuple[type, ...], read_only: bool) -> l
     for cls in classes:
         for binding in _own_bindings(cls):
             action = binding.action
-            if action in HIDDEN_ACTIONS or (read_only and action.split(".")[-1] in KILL_ACTIONS):
+            name = action.split(".")[-1].split("(")[0]
+            if action in HIDDEN_ACTIONS or name in HIDDEN_ACTIONS or (read_only and name in KILL_ACTIONS):
                 continue
             base = action.split("(")[0]
             if base == "sort_column":  # nine bindings, one line

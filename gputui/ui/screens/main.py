@@ -17,7 +17,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import DataTable, Input, Static
 
-from gputui.fleet import HostView
+from gputui.fleet import LIVE, REASONS, HostView
 from gputui.model import Proc
 from gputui.operate import Request
 
@@ -65,6 +65,10 @@ class MainScreen(Screen[None]):
             show=False,
             tooltip="kill the selected processes (or the one under the cursor)",
         ),
+        # Where a kill key is not offered (read-only, no GPU, not connected), pressing it says why.
+        Binding("f", "refuse('free_gpu')", show=False),
+        Binding("F", "refuse('free_host')", show=False),
+        Binding("x", "refuse('plan')", show=False),
         Binding("l", "toggle_log", "Log", tooltip="show or hide the action log"),
         Binding("b", "toggle_hosts", "Host list", show=False, tooltip="show or hide the host list"),
         Binding("left_square_bracket", "step_host(-1)", "Previous host", key_display="[", show=False),
@@ -87,6 +91,7 @@ class MainScreen(Screen[None]):
         self._busy: dict[str, tuple[int, int]] = {}
         self._focus_before_filter: Widget | None = None
         self._shown_once = False
+        self._kills_offered: bool | None = None  # what the footer shows now
 
     @property
     def dash(self) -> Dashboard:
@@ -156,6 +161,15 @@ class MainScreen(Screen[None]):
                 self._refresh_host(self.dash.fleet.view(self.host), everything or self.host in changed)
             scope = self._proc_scope
             self.refresh_procs(force=everything or (scope is not None and scope.host in changed))
+        self._footer_follows()
+
+    def _footer_follows(self) -> None:
+        """The footer offers kill keys where they work: a host connected, went down, or the fleet
+        cursor moved to another host."""
+        offered = self.kill_refusal() is None
+        if offered != self._kills_offered:
+            self._kills_offered = offered
+            self.refresh_bindings()
 
     def restyle(self) -> None:
         """After a theme switch: cells and lines keep the styles they were made with."""
@@ -291,6 +305,7 @@ class MainScreen(Screen[None]):
     @on(DataTable.RowHighlighted, "#fleet")
     def _gpu_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self.refresh_procs(force=False)
+        self._footer_follows()
 
     def action_drill(self) -> None:
         """Enter on the host list: into the host's GPUs. Enter on the fleet table: into that host."""
@@ -397,21 +412,52 @@ class MainScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in KILL_ACTIONS:
-            if self.dash.read_only:
-                return False  # not offered at all: hidden from the footer and the help screen
-            host = self._target_host()
-            if host is None:
-                return None
-            view = self.dash.fleet.view(host)
-            if view.read_only or (view.facts is not None and view.facts.read_only):
-                return False  # a read-only host (config or probe): no kill key at all
-            if not view.can_kill or (view.facts is not None and view.facts.error_code):
-                return None  # shown, greyed out: this host cannot take plans (now)
+            if self.kill_refusal() is not None:
+                return False  # not offered: hidden from the footer and the help; the key says why
             if action == "toggle_select" and self.focused is not self.proc_table:
                 return None
+        if action == "refuse":
+            return self.kill_refusal() is not None  # only where the kill action itself is not offered
         if action == "free_only":
             return self.host is None
         return True
+
+    def kill_refusal(self) -> str | None:
+        """Why no kill action is offered for the host in view (or under the fleet cursor), in words
+        for a notification; None when they are."""
+        if self.dash.read_only:
+            return "gputui runs read-only (--read-only, or read_only in the config): it signals nothing."
+        host = self._target_host()
+        if host is None:
+            return None  # nothing under the cursor: the actions themselves say what to do
+        view = self.dash.fleet.view(host)
+        name = fmt.safe(host, 40)
+        facts = view.facts
+        if view.read_only:
+            return f"{name} is marked read-only (read_only in the config): gputui signals nothing there."
+        if facts is not None and facts.read_only:
+            return f"the probe on {name} runs read-only: it refuses every plan."
+        if facts is not None and facts.error_code:
+            why = REASONS.get(facts.error_code, fmt.safe(facts.error_code, 40))
+            return f"{name} has no GPU to free ({why})."
+        if view.status != LIVE or view.sample is None:
+            why = REASONS.get(view.reason or "", fmt.safe(view.reason, 40)) if view.reason else ""
+            state = f"{view.status}: {why}" if why else view.status
+            return f"{name} is not connected ({state}): nothing can be sent to it now."
+        if not view.sample.gpus:
+            return f"{name} has no GPU to free."
+        return None
+
+    def action_refuse(self, action: str) -> None:
+        reason = self.kill_refusal()
+        if reason is not None:
+            what = {
+                "free_gpu": "Free GPU",
+                "free_host": "Free host",
+                "plan": "Plan",
+                "toggle_select": "Select",
+            }.get(action, "Kill")
+            self.notify(reason, title=f"{what}: not offered here", severity="warning", timeout=6)
 
     def _target_host(self) -> str | None:
         if self.host is not None:

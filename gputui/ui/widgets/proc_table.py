@@ -62,6 +62,9 @@ class ProcTable(KeyedTable):
             tooltip="select or unselect the process",
         ),
         Binding("enter", "screen.plan", "Plan", show=False, tooltip="kill the selected processes (x)"),
+        # Where kill keys are not offered, pressing them says why (MainScreen.kill_refusal).
+        Binding("space", "screen.refuse('toggle_select')", show=False),
+        Binding("enter", "screen.refuse('plan')", show=False),
         Binding(
             "right", "scroll_command(1)", "Command →", show=False, tooltip="show more of the command lines"
         ),
