@@ -14,7 +14,7 @@ import pytest
 from textual.widget import Widget
 
 from gputui.ui.widgets.proc_table import ProcTable
-from gputui.ui.widgets.table import Cell, KeyedTable, fit
+from gputui.ui.widgets.table import Cell, KeyedTable, fit, fit_end
 from gputui.units import fmt_bytes
 
 from .conftest import build_app, redrawn, settle
@@ -191,3 +191,28 @@ async def test_right_and_left_show_the_rest_of_the_command_lines() -> None:
         await redrawn(pilot)
         assert line_of_pid(check_table(app, table), vllm) == start
         assert "commands from" not in table.border_title
+
+
+def test_fit_end_cuts_prose_between_words() -> None:
+    line = Cell.numbers("driver 580.159.04  ·  CUDA 13.0  ·  4× NVIDIA H200, 0 free")
+    assert fit_end(line, 80).plain == line.plain
+    assert fit_end(line, 40).plain == "driver 580.159.04  ·  CUDA 13.0  ·  4×…"
+    assert fit_end(line, 38).plain == "driver 580.159.04  ·  CUDA 13.0  ·…"
+    for width in range(1, len(line.plain)):
+        plain = fit_end(line, width).plain
+        assert len(plain) <= width and plain.endswith("…")
+        assert not re.search(r"(?<![\d.])(5|58|580\.1|580\.15|13\.)…", plain)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_the_status_line_cuts_between_words(size: tuple[int, int]) -> None:
+    app = long_app()
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        app._main.select_host(HOSTS["demo-a"])
+        await redrawn(pilot)
+        status = [strip.text for strip in app.screen._compositor.render_strips()][0].rstrip()
+        assert len(status) <= size[0] and not CUT_NUMBER.search(status)
+        assert "580.159.04-sim" in status or "580" not in status  # the driver's version whole, or gone
+        if size[0] < 150:
+            assert status.endswith("…")

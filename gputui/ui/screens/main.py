@@ -13,6 +13,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import DataTable, Input, Static
@@ -332,6 +333,20 @@ class MainScreen(Screen[None]):
 
     def on_resize(self) -> None:
         self._apply_width()
+        self.call_after_refresh(self._lift_toasts)
+
+    def _lift_toasts(self) -> None:
+        """Notifications stack above the action log while it shows, so a toast never covers the
+        log's last lines (a verdict's toast would hide the verdict's own line)."""
+        try:
+            rack = self.query_one("#textual-toastrack")
+        except NoMatches:  # notifications are off
+            return
+        bottom = 1  # Textual's own: above the footer
+        if self.action_log.display and self.action_log.region.height:
+            bottom = max(bottom, self.size.height - self.action_log.region.y)
+        if rack.styles.margin.bottom != bottom:
+            rack.styles.margin = (0, 0, bottom, 0)
 
     def on_screen_resume(self) -> None:
         # What arrived while a dialog or the help was on top was kept, not drawn: draw it now.
@@ -351,9 +366,11 @@ class MainScreen(Screen[None]):
 
     def show_log(self) -> None:
         self.action_log.display = True
+        self.call_after_refresh(self._lift_toasts)
 
     def action_toggle_log(self) -> None:
         self.action_log.display = not self.action_log.display
+        self.call_after_refresh(self._lift_toasts)
         if (
             not self.action_log.display
             and self.focused is not None
@@ -377,6 +394,7 @@ class MainScreen(Screen[None]):
         self._focus_before_filter = self.focused
         self.filter_row.display = True
         self.filter_bar.open(target, text)
+        self.call_after_refresh(self._lift_toasts)
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
@@ -397,6 +415,7 @@ class MainScreen(Screen[None]):
     def _filter_done(self) -> None:
         self.filter_row = self.query_one("#filter-row")
         self.filter_row.display = False
+        self.call_after_refresh(self._lift_toasts)
         target = self._focus_before_filter
         (target if target is not None and target.is_attached else self.proc_table).focus()
 

@@ -29,10 +29,12 @@ hides is kept (`hidden_sort` names it, for the pane's title).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Hashable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
+from rich.cells import cell_len
 from rich.console import JustifyMethod
 from rich.style import Style
 from rich.text import Text
@@ -47,6 +49,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowDoesNotExist, RowKey
 
 ELLIPSIS = "…"
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 Part = tuple[str, "str | Style"] | tuple[str, "str | Style", bool]  # (text, style[, keep whole])
 
 
@@ -70,6 +73,16 @@ class Cell(Text):
             cell.add(*part)
         if sort_key is None:
             cell.sort_key = cell.plain.casefold()
+        return cell
+
+    @classmethod
+    def numbers(cls, text: str | Text, style: str | Style = "") -> Cell:
+        """A cell of words (and their styles) in which every number (`4121`, `1.5`, `12:01:03`)
+        is kept whole."""
+        rich = Text(text, style=style) if isinstance(text, str) else text
+        cell = cls(sort_key=rich.plain.casefold())
+        cell.append_text(rich)
+        cell.keep = tuple(m.span() for m in _NUMBER.finditer(rich.plain))
         return cell
 
     def add(self, text: str, style: str | Style = "", keep: bool = False) -> Cell:
@@ -120,6 +133,29 @@ def fit(cell: Cell, width: int) -> Cell:
         segments = before
     out = Cell(ELLIPSIS[:width], sort_key=cell.sort_key)
     out.justify = cell.justify
+    return out
+
+
+def fit_end(cell: Cell, width: int) -> Cell:
+    """`cell` in at most `width` cells, cut at its end only (a line of prose: the status line), between
+    two words, so never inside a number; an ellipsis shows where."""
+    if width <= 0 or cell.cell_len <= width:
+        return cell
+    plain = cell.plain
+    at = 0
+    used = 0
+    while at < len(plain) and used + cell_len(plain[at]) <= width - 2:  # room for " …"
+        used += cell_len(plain[at])
+        at += 1
+    for start, end in cell.keep:
+        if start < at < end:
+            at = start
+    if 0 < at < len(plain) and not plain[at].isspace():  # at a word's end: `4× NVIDIA …`, not `4 …`
+        at = plain.rfind(" ", 0, at) + 1 or at
+    out = Cell(sort_key=cell.sort_key)
+    out.append_text(cell[:at])
+    out.rstrip()
+    out.append(" " + ELLIPSIS if out.plain and out.plain[-1].isdigit() else ELLIPSIS)
     return out
 
 
