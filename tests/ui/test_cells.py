@@ -211,7 +211,7 @@ async def test_the_status_line_cuts_between_words(size: tuple[int, int]) -> None
         await settle(pilot)
         app._main.select_host(HOSTS["demo-a"])
         await redrawn(pilot)
-        status = [strip.text for strip in app.screen._compositor.render_strips()][0].rstrip()
+        status = next(strip.text for strip in app.screen._compositor.render_strips()).rstrip()
         assert len(status) <= size[0] and not CUT_NUMBER.search(status)
         assert "580.159.04-sim" in status or "580" not in status  # the driver's version whole, or gone
         if size[0] < 150:
