@@ -82,6 +82,16 @@ def sparkline(values: Sequence[float], width: int, window: int, top: float = 100
     return "".join(cells)
 
 
+def key_name(display: str) -> str:
+    """A key as gputui writes it everywhere (help, footer, README): `ctrl+p`, `enter`, not Textual's
+    `^p` and `⏎`."""
+    if display == "⏎":
+        return "enter"
+    if display.startswith("^") and len(display) > 1:
+        return "ctrl+" + display[1:]
+    return display
+
+
 def set_title(widget: Widget, title: str) -> None:
     """Set a border title as plain text (a str would be parsed as markup; a host name or a filter
     may hold brackets), and only when it changed: a new title repaints the whole widget."""

@@ -52,6 +52,7 @@ VARIABLE_FALLBACKS = {
     # Secondary text inside table cells and status lines. Not Textual's $text-muted: that is
     # "auto 60%", which needs the real background, and cell styles are resolved without it.
     "muted": "foreground-muted",
+    "pane-border": "foreground-muted",  # an unfocused pane's border: Textual's own is nearly invisible
 }
 
 

@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Input, Static
 from gputui.fleet import LIVE, REASONS, HostView
 from gputui.model import Proc
 from gputui.operate import Request
+from gputui.words import count
 
 from .. import fmt
 from ..context import Dashboard
@@ -188,7 +189,7 @@ class MainScreen(Screen[None]):
     def _fleet_title(self) -> None:
         total = sum(t for _, t in self._busy.values())
         free = sum(t - b for b, t in self._busy.values())
-        title = f"All GPUs · {total} on {len(self.dash.fleet.hosts)} hosts, {free} free"
+        title = f"All GPUs · {total} on {count(len(self.dash.fleet.hosts), 'host')}, {free} free"
         if self.free_only:
             title += f" · showing free only ({self.fleet_table.row_count})"
         if self.fleet_filter:

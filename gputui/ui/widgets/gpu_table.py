@@ -10,6 +10,7 @@ from textual.binding import Binding, BindingType
 from gputui.fleet import GpuHistory, HostView
 from gputui.model import Gpu, Sample
 from gputui.units import fmt_bytes_of, fmt_percent
+from gputui.words import count
 
 from .. import fmt, kinds
 from .table import Cell, Column, KeyedTable, Row
@@ -138,7 +139,7 @@ class GpuTable(KeyedTable):
         top = -1  # before GPU 0
         return {
             "gpu": Cell("all", style, sort_key=top),
-            "name": Cell(f"{len(gpus)} GPUs, {free} free", style, sort_key=top),
+            "name": Cell(f"{count(len(gpus), 'GPU')}, {free} free", style, sort_key=top),
             "memory": memory_cell(self, used, total),
             "util": util_cell(self, sum(utils) / len(utils) if utils else None),
             "temp": Cell("", sort_key=top),

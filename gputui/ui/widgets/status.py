@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from gputui.fleet import CONNECTING, DOWN, LIVE, REASONS, STALE, HostView
+from gputui.words import count
 
 from .. import fmt, kinds
 from .host_list import DOTS, busy_total
@@ -39,10 +40,6 @@ class StyledStatic(Static):
     def _shown(self, text: Text) -> Text:
         return text
 
-    def on_resize(self) -> None:
-        if self._last is not None:
-            self.update(self._shown(self._text))
-
 
 class OneLine(StyledStatic):
     """A one-line StyledStatic cut at its end when the terminal is narrow, with an ellipsis, never
@@ -50,6 +47,10 @@ class OneLine(StyledStatic):
 
     def _shown(self, text: Text) -> Text:
         return fit_end(Cell.numbers(text), self.size.width) if self.size.width > 0 else text
+
+    def on_resize(self) -> None:
+        if self._last is not None:
+            self.update(self._shown(self._text))
 
 
 def _age(seconds: float | None) -> str:
@@ -126,7 +127,7 @@ class StatusLine(OneLine):
         if read_only:
             text.append("  ")
             text.append(" READ-ONLY ", self.style_of("status--badge"))
-        text.append(f"  {len(views)} hosts: ", muted)
+        text.append(f"  {count(len(views), 'host')}: ", muted)
         counts = {s: sum(1 for v in views if v.status == s) for s in (LIVE, STALE, DOWN, CONNECTING)}
         first = True
         for status, n in counts.items():
@@ -136,7 +137,7 @@ class StatusLine(OneLine):
                 first = False
         used = sum(busy.get(v.name, (0, 0))[0] for v in views)
         total = sum(busy.get(v.name, (0, 0))[1] for v in views)
-        text.append(f"  ·  {total} GPUs: {total - used} free, {used} busy", muted)
+        text.append(f"  ·  {count(total, 'GPU')}: {total - used} free, {used} busy", muted)
         self.set_text(text)
 
 

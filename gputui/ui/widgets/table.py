@@ -87,11 +87,12 @@ class Cell(Text):
 
     def add(self, text: str, style: str | Style = "", keep: bool = False) -> Cell:
         """Append `text`; `keep`: it is a number, shown whole or not at all."""
-        if text:
-            start = len(self.plain)
-            self.append(text, style or None)
-            if keep:
-                self.keep = (*self.keep, (start, start + len(text)))
+        if not text:
+            return self
+        if keep:
+            start = len(self)
+            self.keep = (*self.keep, (start, start + len(text)))
+        self.append(text, style or None)
         return self
 
     def signature(self) -> Hashable:
@@ -252,13 +253,14 @@ class KeyedTable(DataTable[Cell]):
     ]
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
-        # "renderable": the cursor row keeps the cells' colours (kinds, free GPUs) and adds its background.
+        # "css": the cursor row's text is the theme's foreground on the cursor's background, which reads
+        # at 4.5:1 in every theme (the cells' own colours would not; tests/ui/test_themes.py).
         super().__init__(
             id=id,
             classes=classes,
             cursor_type="row",
             zebra_stripes=False,
-            cursor_foreground_priority="renderable",
+            cursor_foreground_priority="css",
         )
         self._rows: dict[str, Row] = {}
         self._sort: tuple[str, bool] | None = self.DEFAULT_SORT
@@ -614,9 +616,12 @@ class KeyedTable(DataTable[Cell]):
         """The columns that the keys 1-9 and 0 sort by, in order: all of them, shown or not."""
         return [c for c in self.available_columns() if c.sortable][: len(SORT_KEYS)] if self.SORTABLE else []
 
-    def sort_keys_text(self) -> str:
+    @classmethod
+    def sort_keys_text(cls) -> str:
         """`1 PID · 2 User · …`: which key sorts by which column (the help lists it)."""
-        return " · ".join(f"{SORT_KEYS[i]} {c.label}" for i, c in enumerate(self.sortable_columns()))
+        columns = [c for c in cls.COLUMNS if c.sortable][: len(SORT_KEYS)] if cls.SORTABLE else []
+        # A no-break space keeps each number with its column when the line wraps.
+        return " · ".join(f"{SORT_KEYS[i]}\u00a0{c.label.strip()}" for i, c in enumerate(columns))
 
     def action_sort_column(self, number: int) -> None:
         columns = self.sortable_columns()
