@@ -19,7 +19,7 @@ from .config import Config, ConfigError, HostSpec, load, parse_host_arg
 from .fleet import Fleet
 
 EXIT_USAGE = 2
-COMMANDS = ("snapshot", "clean", "probe")
+COMMANDS = ("snapshot", "clean", "wait", "probe")
 MIN_UI_INTERVAL = 0.1
 
 
@@ -167,6 +167,23 @@ def run_clean(argv: list[str]) -> int:
     return asyncio.run(clean.run_clean(args, fleet, kill=config.kill))
 
 
+def run_wait(argv: list[str]) -> int:
+    from . import wait
+
+    p = argparse.ArgumentParser(
+        prog="gputui wait",
+        description="Wait until every chosen GPU is ready for the next run.",
+        epilog="exit codes: 0 ready; 1 timeout (or every host down); 2 bad usage; 3 no NVIDIA driver or GPU",
+    )
+    _common(p)
+    wait.add_wait_arguments(p)
+    args = p.parse_args(argv)
+    config = load(args.config)
+    specs = resolve_hosts(args.hosts, args.demo, config, read_only=True)
+    fleet = build_fleet(specs, interval=args.interval)
+    return asyncio.run(wait.run_wait(args, fleet))
+
+
 def tune_gc() -> None:
     """Fewer, shorter garbage-collector pauses for the dashboard (docs/BENCHMARKS.md, section 4).
 
@@ -218,6 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_snapshot(args[1:])
         if args and args[0] == "clean":
             return run_clean(args[1:])
+        if args and args[0] == "wait":
+            return run_wait(args[1:])
         return run_ui(args)
     except ConfigError as exc:
         return _fail(f"config error: {exc}")

@@ -317,12 +317,17 @@ class Fleet:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.gather(*(one(s) for s in self.sessions.values())), timeout)
 
-    async def configure(self, interval: float) -> None:
+    async def configure(self, interval: float, preflight_every: int | None = None) -> None:
+        """Every probe's sample interval; `preflight_every`: a preflight reading in every Nth sample
+        (None: the probe's default)."""
+        message: dict[str, Any] = {"type": "configure", "v": 1, "interval": interval}
+        if preflight_every is not None:
+            message["preflight_every"] = preflight_every
         for s in self.sessions.values():
             s.view.interval = interval
             if s.link is not None:
                 with contextlib.suppress(TransportError):
-                    await s.send({"type": "configure", "v": 1, "interval": interval})
+                    await s.send(message)
 
     async def request_sample(self, host: str) -> None:
         """Ask `host`'s probe for a sample now (after a plan: its verdict's GPUs, drawn at once)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .probe.common import IDLE_SLACK, brief_command
@@ -27,7 +27,9 @@ __all__ = [
     "Gpu",
     "GpuVerdict",
     "HostFacts",
+    "MemoryAccount",
     "PlanVerdict",
+    "Preflight",
     "Proc",
     "ProcessVerdict",
     "Sample",
@@ -158,6 +160,112 @@ class HostFacts:
 
 
 @dataclass(frozen=True, slots=True)
+class MemoryAccount:
+    """Where a GPU's used memory went (gputui/probe/accounting.py): bytes per part."""
+
+    baseline: int = 0
+    processes: int = 0
+    ghost: int = 0
+    container: int = 0
+    unreported: int = 0
+    hidden: int = 0
+    orphaned: int = 0
+    unknown: int = 0
+    ghosts: tuple[int, ...] = ()
+    suspects: tuple[int, ...] = ()
+    containers: tuple[str, ...] = ()
+
+    UNACCOUNTED = ("ghost", "container", "unreported", "hidden", "orphaned", "unknown")
+
+    @property
+    def unaccounted(self) -> int:
+        return sum(getattr(self, part) for part in self.UNACCOUNTED)
+
+    def parts(self) -> list[tuple[str, int]]:
+        """(part, bytes) of every non-empty part, in the order a bar shows them."""
+        names = ("baseline", "processes", *self.UNACCOUNTED)
+        return [(name, getattr(self, name)) for name in names if getattr(self, name)]
+
+    @classmethod
+    def from_wire(cls, d: Any) -> MemoryAccount | None:
+        if not isinstance(d, dict):
+            return None
+        sizes = {k: _count(d.get(k)) or 0 for k in ("baseline", "processes", *cls.UNACCOUNTED)}
+        return cls(
+            **sizes,
+            ghosts=_pids(d.get("ghosts")),
+            suspects=_pids(d.get("suspects")),
+            containers=_strs(d.get("containers")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Preflight:
+    """A GPU's state beyond the sample, read at a lower rate (docs/PROTOCOL.md "preflight"): what a
+    benchmark log should say the GPUs were in. None where the GPU or driver does not support it."""
+
+    persistence: bool | None = None
+    compute_mode: str | None = None
+    mig: bool | None = None  # MIG mode enabled now
+    mig_pending: bool | None = None
+    sm_clock: int | None = None  # MHz
+    sm_clock_max: int | None = None
+    mem_clock: int | None = None
+    mem_clock_max: int | None = None
+    sm_app_clock: int | None = None
+    sm_app_clock_default: int | None = None
+    mem_app_clock: int | None = None
+    mem_app_clock_default: int | None = None
+    power_limit: float | None = None  # W
+    power_default: float | None = None
+    throttle: tuple[str, ...] | None = None  # active clock-event reasons, idle excluded
+    fan: int | None = None  # percent
+    ecc_corrected: int | None = None  # volatile counts
+    ecc_uncorrected: int | None = None
+    retired_pending: bool | None = None
+    remap_pending: bool | None = None
+    remap_failed: bool | None = None
+    pcie_gen: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width: int | None = None
+    pcie_width_max: int | None = None
+    display_active: bool | None = None
+    nvlink_peers: tuple[str, ...] | None = None  # PCI bus ids of the GPUs linked to this one
+
+    FIELDS_NUMBERS = (
+        "sm_clock", "sm_clock_max", "mem_clock", "mem_clock_max", "sm_app_clock", "sm_app_clock_default",
+        "mem_app_clock", "mem_app_clock_default", "fan", "ecc_corrected", "ecc_uncorrected", "pcie_gen",
+        "pcie_gen_max", "pcie_width", "pcie_width_max",
+    )  # fmt: skip
+    FIELDS_FLAGS = ("persistence", "mig", "mig_pending", "retired_pending", "remap_pending", "remap_failed",
+                    "display_active")  # fmt: skip
+
+    @classmethod
+    def from_wire(cls, d: Any) -> Preflight | None:
+        if not isinstance(d, dict):
+            return None
+        values: dict[str, Any] = {k: _count(d.get(k)) for k in cls.FIELDS_NUMBERS}
+        values.update({k: _bool(d.get(k)) for k in cls.FIELDS_FLAGS})
+        throttle = d.get("throttle")
+        peers = d.get("nvlink_peers")
+        return cls(
+            **values,
+            compute_mode=_str(d.get("compute_mode")),
+            power_limit=_float(d.get("power_limit"), 0.0),
+            power_default=_float(d.get("power_default"), 0.0),
+            throttle=_strs(throttle) if isinstance(throttle, list) else None,
+            nvlink_peers=_strs(peers) if isinstance(peers, list) else None,
+        )
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for item in fields(self):
+            value = getattr(self, item.name)
+            out[item.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+@dataclass(frozen=True, slots=True)
 class Gpu:
     index: int
     uuid: str | None = None
@@ -174,6 +282,8 @@ class Gpu:
     power_limit: float | None = None
     persistence: bool | None = None
     error: str | None = None
+    accounting: MemoryAccount | None = field(default=None, compare=False)
+    preflight: Preflight | None = field(default=None, compare=False)  # in the sample only now and then
 
     @classmethod
     def from_wire(cls, d: dict[str, Any]) -> Gpu | None:
@@ -197,6 +307,8 @@ class Gpu:
             power_limit=_float(d.get("power_limit"), 0.0),
             persistence=_bool(d.get("persistence")),
             error=_str(d.get("error")),
+            accounting=MemoryAccount.from_wire(d.get("accounting")),
+            preflight=Preflight.from_wire(d.get("preflight")),
         )
 
     @property
