@@ -14,25 +14,12 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from . import __version__
+from . import __version__, argtypes
 from .config import Config, ConfigError, HostSpec, load, parse_host_arg
 from .fleet import Fleet
 
 EXIT_USAGE = 2
 COMMANDS = ("snapshot", "clean", "wait", "probe")
-MIN_UI_INTERVAL = 0.1
-
-
-def _interval(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if value < MIN_UI_INTERVAL:
-        raise argparse.ArgumentTypeError(
-            f"{value} s is too fast: the interval must be >= {MIN_UI_INTERVAL} s"
-        )
-    return value
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -51,7 +38,13 @@ def ui_parser() -> argparse.ArgumentParser:
     )
     _common(p)
     p.add_argument("--read-only", action="store_true", help="watch only: no kill action anywhere")
-    p.add_argument("--interval", type=_interval, default=None, metavar="S", help="seconds between samples")
+    p.add_argument(
+        "--interval",
+        type=argtypes.interval,  # the protocol's bounds, as the probe and the config check them
+        default=None,
+        metavar="S",
+        help="seconds between samples (0.1 to 3600)",
+    )
     p.add_argument("--theme", metavar="NAME", help="colour theme (see themes/)")
     p.add_argument("--log", metavar="PATH", help="audit log file (default: the user state dir)")
     p.add_argument("--version", action="version", version=f"gputui {__version__}")
@@ -62,7 +55,9 @@ def snapshot_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gputui snapshot", description="One sample of each host, then exit.")
     _common(p)
     p.add_argument("--json", action="store_true", help="print versioned JSON (schema in README)")
-    p.add_argument("--timeout", type=float, default=20.0, metavar="S", help="wait this long for each host")
+    p.add_argument(
+        "--timeout", type=argtypes.seconds, default=20.0, metavar="S", help="wait this long for each host"
+    )
     return p
 
 

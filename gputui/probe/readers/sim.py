@@ -35,6 +35,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple  # noqa: F401  (used in type comments)
 
 from .base import Listed, Reader, ReaderError  # noqa: F401
+from .scenarios import SCENARIOS
 from .simjob import WORKER_SOURCE
 
 GiB = 1 << 30
@@ -62,7 +63,6 @@ DEFAULT_NAMES = {
     "workers": "launch.py",
 }
 MONITOR_COMM = "nv-hostengine"
-SCENARIOS = ("demo", "empty", "workers")
 SESSION_SCRIPT = "gputui_sim_session.py"
 SPAWN_TIMEOUT = 20.0  # seconds for a job to start and settle (Python start-up on a loaded 2-core CI box)
 CLOSE_TIMEOUT = 10.0
