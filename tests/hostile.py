@@ -2,8 +2,14 @@
 local transport (gputui/transport/local.py), so every byte goes through the app's own line reader,
 decoder, fleet and UI.
 
-    link = HostileLink("escapes")                       # a Link, for Fleet.add(name, lambda: ...)
-    fleet, view = hostile_fleet("nested", mix=True)    # a Fleet with one hostile host, not started
+    link = HostileLink("escapes")  # a Link, for Fleet.add(name, lambda: ...) or make_app's fleet
+    fleet, view, links = hostile_fleet("nested", mix=True)  # a Fleet with one hostile host, not started
+
+Keywords (see options()): mix (good samples between the bad lines), interval (the probe's),
+variant, count and compact (huge), after ("hello" or "plan", for silence), rate (slow, bytes/s);
+hostile_fleet also takes fleet_interval and read_only. Samples the wire must refuse carry a
+seq >= BAD_SEQ; the GPU user of the good samples is USER_PID/USER_START; a forged verdict names
+FORGED_PIDS; NASTY is the string the escapes mode appends to every string field.
 
 The probe's behaviour is tests/hostile_probe.py (its docstring lists the modes). Each link starts a
 fresh subprocess (its own session); closing the link stops it (quit, EOF, then SIGKILL to its PID).
