@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .model import Event, HostFacts, Sample, done_event
+from .probe.common import TERM_TIMEOUT, VERIFY_TIMEOUT, plan_deadline, plan_silence_limit
 from .transport.base import Link, TransportError
 
 HISTORY = 300  # samples kept per GPU: sparklines show >= 120, the rest is headroom for wide panes
@@ -34,6 +35,8 @@ DOWN_AFTER = 3.0  # intervals of silence after which the link is dropped and reb
 NOTES_PER_SECOND = 20  # error lines (and events of plans nobody waits for) passed on per host per
 # second; the rest are counted and reported as one line: a flooding probe cannot grow the app
 YIELD_EVERY = 32  # records read back to back before a host's task lets the others run
+PLAN_EVENTS_MAX = 10_000  # events of one plan waiting for its reader; past that they are counted, not
+# kept (a flooding probe), except `done`, which always gets through
 PROBLEM_CHARS = 300  # the last problem a host reported, kept for its status line
 
 CONNECTING, LIVE, STALE, DOWN = "connecting", "live", "stale", "down"
@@ -166,26 +169,36 @@ class HostSession:
     async def _stream(self, link: Link) -> None:
         self.opened = time.monotonic()
         read = 0
-        while True:
-            timeout = self.view.interval * (STALE_AFTER if self.view.status == LIVE else DOWN_AFTER)
-            try:
-                record = await asyncio.wait_for(link.recv(), timeout=max(timeout, 1.0))
-            except asyncio.TimeoutError:
-                if self.view.status == LIVE and not self.waiters:
-                    self._set(STALE, "silent", f"no sample for {timeout:.1f} s")
-                    continue
-                if self.waiters:
-                    continue  # a plan pauses sampling; its events will come
-                raise TransportError("silent", "no data from the probe") from None
-            if record is None:
-                return
-            self._dispatch(record)
-            self._check_samples()
-            read += 1
-            if read % YIELD_EVERY == 0:
-                # A probe that floods the link keeps recv() ready: let the other hosts (and the UI)
-                # have the loop too.
-                await asyncio.sleep(0)
+        # One receive at a time, kept across timeouts (a timeout never cuts a line in half), awaited
+        # through asyncio.wait: unlike wait_for on Python 3.10/3.11, it never swallows the
+        # cancellation that stops the fleet, however fast a flooding probe keeps recv() ready.
+        receiving: asyncio.Future[dict[str, Any] | None] | None = None
+        try:
+            while True:
+                timeout = self.view.interval * (STALE_AFTER if self.view.status == LIVE else DOWN_AFTER)
+                if receiving is None:
+                    receiving = asyncio.ensure_future(link.recv())
+                done, _ = await asyncio.wait({receiving}, timeout=max(timeout, 1.0))
+                if not done:
+                    if self.view.status == LIVE and not self.waiters:
+                        self._set(STALE, "silent", f"no sample for {timeout:.1f} s")
+                        continue
+                    if self.waiters:
+                        continue  # a plan pauses sampling; its events will come
+                    raise TransportError("silent", "no data from the probe")
+                record, receiving = receiving.result(), None
+                if record is None:
+                    return
+                self._dispatch(record)
+                self._check_samples()
+                read += 1
+                if read % YIELD_EVERY == 0:
+                    # A probe that floods the link keeps recv() ready: let the other hosts (and the
+                    # UI) have the loop too.
+                    await asyncio.sleep(0)
+        finally:
+            if receiving is not None and not receiving.done():
+                receiving.cancel()  # the link is closed next (_drop), which ends it for good
 
     def _check_samples(self) -> None:
         """A host that keeps talking but whose samples are all refused (too long, malformed) is not
@@ -239,8 +252,9 @@ class HostSession:
             event = Event.from_wire(record)
             q = self.waiters.get(event.plan)
             if q is not None:
-                q.put_nowait(event)
-                self.notify(v, "event", event)
+                if q.qsize() < PLAN_EVENTS_MAX or event.stage == "done":
+                    q.put_nowait(event)
+                    self.notify(v, "event", event)
             elif self._note():  # an event of no plan we wait for: informative, rate-limited
                 self.notify(v, "event", event)
         elif kind == "error":
@@ -393,6 +407,11 @@ class Fleet:
         session = self.sessions[host]
         plan = dict(plan, type="plan", v=1)
         plan.setdefault("id", uuid.uuid4().hex[:12])
+        if deadline is None or silence is None:
+            # The plan's own timeouts bound it, whoever sent it (the probe's defaults where absent).
+            soft, term, verify = _plan_times(plan)
+            deadline = plan_deadline(soft, term, verify) if deadline is None else deadline
+            silence = plan_silence_limit(term, verify) if silence is None else silence
         plan_id = str(plan["id"])
         q: asyncio.Queue[Event | None] = asyncio.Queue()
         session.waiters[plan_id] = q
@@ -432,3 +451,17 @@ class Fleet:
                     return
         finally:
             session.waiters.pop(plan_id, None)
+
+
+def _plan_times(plan: dict[str, Any]) -> tuple[int, float, float]:
+    """A plan record's soft-signal count and timeouts, with the probe's defaults where absent."""
+
+    def seconds(key: str, default: float) -> float:
+        value = plan.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < float("inf"):
+            return float(value)
+        return default
+
+    signals = plan.get("signals")
+    soft = len(signals) if isinstance(signals, list) else 1
+    return soft, seconds("term_timeout", TERM_TIMEOUT), seconds("verify_timeout", VERIFY_TIMEOUT)

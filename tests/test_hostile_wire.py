@@ -17,15 +17,13 @@ import json
 import os
 import re
 import signal
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import pytest
-
-from gputui.fleet import DOWN, LIVE, Fleet, HostView
+from gputui.fleet import DOWN, LIVE, NOTES_PER_SECOND, PLAN_EVENTS_MAX, Fleet, HostView
 from gputui.probe.wire import MAX_LINE
+from gputui.textsafe import printable
 from gputui.transport.bootstrap import RecordStream
 from tests.hostile import BAD_SEQ, FORGED_PIDS, NASTY, USER_PID, USER_START, HostileLink, hostile_fleet
 
@@ -137,9 +135,13 @@ async def test_escapes_reach_the_fleet_literally_and_nothing_breaks():
         )
         watch.contained()
         proc = view.sample.processes[0]
-        assert proc.name == "python" + NASTY and proc.command[0] == "python" + NASTY
-        assert proc.user == "alice" + NASTY and view.sample.gpus[0].name.endswith(NASTY)
-        assert view.facts.hostname == "hostile" + NASTY
+        # Parsed once at the edge: every string made printable (gputui.textsafe), so no output path
+        # can pass a host's escape to the terminal; what is shown is still every character's trace.
+        shown = printable(NASTY)
+        assert "\x1b" not in shown and "\u202e" not in shown and "\\e]52" in shown
+        assert proc.name == "python" + shown and proc.command[0] == "python" + shown
+        assert proc.user == "alice" + shown and view.sample.gpus[0].name.endswith(shown)
+        assert view.facts.hostname == "hostile" + shown
         # A kind the app does not know is not trusted as one.
         assert {p.kind for p in view.sample.processes} <= {"user", "ghost", "hidden", "monitor", "zombie"}
         assert view.status == LIVE
@@ -164,12 +166,6 @@ async def test_nan_samples_between_good_ones_only_good_ones_are_shown():
         assert view.status == LIVE and view.sample.seq < BAD_SEQ
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app: valid but absurd numbers crash the fleet's sample handling: model._float(10**4000) "
-    "raises OverflowError (int too large to convert to float) in Sample.from_wire; the session's "
-    "catch-all marks the host down 'probe-crashed' and reconnects every interval",
-)
 async def test_absurd_but_valid_numbers_do_not_crash_the_session():
     async with hostile("numbers", variant=2) as (_fleet, view, watch):
         await wait_for(lambda: len(watch.samples) >= 5 or bool(watch.app_exceptions), timeout=15)
@@ -180,11 +176,6 @@ async def test_absurd_but_valid_numbers_do_not_crash_the_session():
 # -- types ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app: a hello whose `host` is a list crashes HostFacts.from_hello (AttributeError: 'list' "
-    "object has no attribute 'get', model.py); the host is marked down and reconnects forever",
-)
 async def test_wrong_types_in_the_hello_do_not_crash_the_session():
     problems = []
     for variant in range(10):
@@ -197,12 +188,6 @@ async def test_wrong_types_in_the_hello_do_not_crash_the_session():
     assert not problems, problems
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app: a sample whose `gpus` or `processes` (or a process's `command`, `holds`, `gpus`, "
-    "`links`) is a number crashes Sample.from_wire / Proc.from_wire (TypeError: 'int' object is not "
-    "iterable, the `x or ()` idiom); the host is marked down 'probe-crashed' and reconnects",
-)
 async def test_wrong_types_in_samples_events_and_errors_do_not_crash_the_session():
     async with hostile("types", variant=-1, mix=True) as (_fleet, view, watch):
         await wait_for(lambda: len(watch.samples) >= 20 or bool(watch.app_exceptions), timeout=20)
@@ -232,26 +217,24 @@ async def test_fifteen_thousand_full_records_are_one_over_long_line_refused_whol
 
 
 async def test_an_error_flood_is_handled_in_bounded_memory():
+    """The link reads everything; the app is told at most NOTES_PER_SECOND error lines a second and
+    one line a second saying how many more were dropped."""
+    started = time.monotonic()
     async with hostile("flood") as (fleet, _view, watch):
-        assert await wait_for(lambda: len(watch.errors) >= 20_000, timeout=60)
+        assert await wait_for(lambda: watch.errors.count("flood") >= 3, timeout=60)
         watch.contained()
+        seconds = time.monotonic() - started
+        assert len(watch.errors) <= (NOTES_PER_SECOND + 1) * (seconds + 1)
         assert watch.max_pending <= 1 and watch.max_buffer <= MAX_LINE + RecordStream.CHUNK
         assert fleet.sessions[NAME].waiters == {}
 
 
-@pytest.mark.xfail(
-    sys.version_info < (3, 12),
-    strict=True,
-    reason="app: while records keep arriving, Fleet.stop() never returns on Python 3.11: "
-    "HostSession._stream awaits asyncio.wait_for(link.recv()), and 3.11's wait_for swallows a "
-    "cancellation that lands as its inner task completes, which under a flood is every time",
-)
 async def test_fleet_stops_while_a_probe_floods():
     fleet, _view, links = hostile_fleet("flood", NAME)
     watch = Watch(fleet, _view, links)
     fleet.start()
     try:
-        assert await wait_for(lambda: len(watch.errors) >= 5_000, timeout=60)
+        assert await wait_for(lambda: watch.errors.count("flood") >= 3, timeout=60)
         stopped = True
         try:
             await asyncio.wait_for(fleet.stop(), 10)
@@ -262,11 +245,6 @@ async def test_fleet_stops_while_a_probe_floods():
     assert stopped, "Fleet.stop() did not return within 10 s of a flood"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app: Fleet.execute queues every event of a plan in an unbounded asyncio.Queue; a probe "
-    "that floods events for a running plan whose consumer is slow grows the app's memory without limit",
-)
 async def test_an_event_flood_for_a_running_plan_is_bounded():
     async with hostile("flood") as (fleet, _view, watch):
         assert await wait_for(lambda: len(watch.samples) >= 1)
@@ -274,11 +252,13 @@ async def test_an_event_flood_for_a_running_plan_is_bounded():
         events = fleet.execute(NAME, plan)
         first = await asyncio.wait_for(events.__anext__(), 20)  # then a slow consumer: reads nothing
         assert first.plan == "flood-plan"
-        assert await wait_for(lambda: watch.events >= 50_000, timeout=60)
-        queued = next(iter(fleet.sessions[NAME].waiters.values())).qsize()
+        waiting = next(iter(fleet.sessions[NAME].waiters.values()))
+        assert await wait_for(lambda: waiting.qsize() >= PLAN_EVENTS_MAX, timeout=60)
+        await asyncio.sleep(2)  # the flood goes on: nothing more is kept
+        queued = waiting.qsize()
         await events.aclose()
         watch.contained()
-        assert queued <= 10_000, f"{queued} events queued for one plan"
+        assert queued <= PLAN_EVENTS_MAX + 1, f"{queued} events queued for one plan"
 
 
 # -- silence -------------------------------------------------------------------------------------
@@ -292,12 +272,6 @@ async def test_hello_then_silence_is_down_never_live():
         assert not watch.was_live and watch.samples == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app: a probe that accepts a plan and then goes silent keeps Fleet.execute waiting forever "
-    "(HostSession._stream never times out while a plan waits); it should end with outcome-unknown "
-    "once the plan's own timeouts have passed",
-)
 async def test_silence_after_a_plan_is_accepted_ends_the_plan_as_outcome_unknown():
     async with hostile("silence", after="plan") as (fleet, _view, watch):
         assert await wait_for(lambda: len(watch.samples) >= 1)
@@ -398,11 +372,6 @@ async def test_forged_verdict_reaches_the_caller_unchanged(tmp_path):
         assert {p["pid"] for p in done.data["processes"]} == set(FORGED_PIDS)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app: `gputui clean` trusts data.clean of the probe's `done` even when its verdicts name "
-    "PIDs that were not in the plan and none of the plan's targets; it should not report clean (exit 0)",
-)
 async def test_clean_does_not_believe_a_verdict_about_processes_it_did_not_target(tmp_path):
     from gputui import clean
 
@@ -424,12 +393,6 @@ async def test_clean_does_not_believe_a_verdict_about_processes_it_did_not_targe
 RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ui: the process table shows a process's `state` as received (gputui/ui/widgets/proc_table.py "
-    "makes Cell(state) from the raw string, not through fmt.safe): the probe's ESC reaches the terminal, "
-    "and the SVG screenshot is no longer valid XML",
-)
 async def test_escapes_in_every_field_render_literally_in_the_app():
     """The dashboard on the escapes mode: nothing the probe sends reaches the terminal as a control
     sequence or as markup, on the host list, the GPU table and the process table."""
