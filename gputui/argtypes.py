@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import argparse
 
+from .probe.common import MAX_TIMEOUT
 from .probe.wire import interval_problem
 
-MAX_SECONDS = 3600.0  # the longest timeout (a kill plan's term_timeout and verify_timeout too)
+MAX_SECONDS = MAX_TIMEOUT  # the longest timeout (a kill plan's term_timeout and verify_timeout too)
 MAX_INDEX_DIGITS = 18  # an index or PID this long is no index, and int() of thousands of digits fails
 
 

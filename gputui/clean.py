@@ -26,13 +26,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from . import argtypes
 from .actionlog import ActionLog, default_log_path
 from .fleet import Fleet
 from .gpuspec import UsageError, resolve_gpu_specs, split_targets
 from .model import Event, PlanVerdict, Sample
 from .operate import Operations, Request, status_of
 from .plan import SIGNAL_WORDS, KillOptions, Plan
-from .probe.common import MAX_TIMEOUT, SIGNAL_PLANS
+from .probe.common import SIGNAL_PLANS
 from .textsafe import printable
 from .units import fmt_bytes
 from .words import count, stage_line, verdict_lines
@@ -44,23 +45,6 @@ __all__ = ["resolve_gpu_specs", "split_targets"]  # GPU specs are gputui.gpuspec
 
 
 # -- arguments ---------------------------------------------------------------------------------
-
-
-def seconds(text: str) -> float:
-    """A number of seconds in (0, 3600]: nan, inf and negatives are refused."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value <= MAX_TIMEOUT:  # NaN fails every comparison
-        raise argparse.ArgumentTypeError(f"{text} s is out of range (more than 0, at most {MAX_TIMEOUT:g})")
-    return value
-
-
-def _pid(text: str) -> int:
-    if not (text.isascii() and text.isdigit()) or int(text) <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a PID")
-    return int(text)
 
 
 EPILOG = """\
@@ -92,7 +76,7 @@ def add_clean_arguments(parser: argparse.ArgumentParser) -> None:
         help="a GPU to clean: NVML index, UUID, HOST:INDEX or HOST:all (repeatable)",
     )
     parser.add_argument(
-        "--pid", action="append", type=_pid, metavar="PID", help="a process to stop (repeatable)"
+        "--pid", action="append", type=argtypes.pid, metavar="PID", help="a process to stop (repeatable)"
     )
     parser.add_argument("--all", action="store_true", help="every GPU of the named hosts")
     parser.add_argument("--sweep", action="store_true", help="also stop unattributed hidden holders")
@@ -112,14 +96,14 @@ def add_clean_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--term-timeout",
-        type=seconds,
+        type=argtypes.seconds,
         default=None,
         metavar="S",
         help="seconds to wait after each soft signal before the next (default 5, or [kill] in the config)",
     )
     parser.add_argument(
         "--verify-timeout",
-        type=seconds,
+        type=argtypes.seconds,
         default=None,
         metavar="S",
         help="seconds to wait for the outcome to be verified (default 10, or [kill] in the config)",
@@ -132,7 +116,7 @@ def add_clean_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log", metavar="PATH", help="audit log (default: the user state dir)")
     parser.add_argument(
         "--timeout",
-        type=seconds,
+        type=argtypes.seconds,
         default=20.0,
         metavar="S",
         help="wait this long for each host (default 20)",

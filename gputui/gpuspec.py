@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .argtypes import parse_index
 from .model import Sample
 from .textsafe import printable
 
@@ -29,7 +30,9 @@ def split_targets(names: Sequence[str]) -> tuple[list[str], list[str]]:
     for name in names:
         host, sep, tail = name.rpartition(":")
         is_gpu = bool(sep and host) and "@" not in name and not name.startswith("[") and ":" not in host
-        is_gpu = is_gpu and (tail == "all" or (_index(tail) is not None and int(tail) < MAX_POSITIONAL_GPU))
+        is_gpu = is_gpu and (
+            tail == "all" or (parse_index(tail) is not None and int(tail) < MAX_POSITIONAL_GPU)
+        )
         if is_gpu:
             specs.append(name)
             if host not in hosts:
@@ -78,7 +81,7 @@ def _indexes_of(spec: str, index: str, sample: Sample, host: str) -> set[int]:
     have = {g.index for g in sample.gpus}
     if index == "all":
         return have
-    number = _index(index)
+    number = parse_index(index)
     if number is None:
         raise UsageError(f"--gpu {printable(spec)}: expected an index, a UUID, HOST:INDEX or HOST:all")
     if number not in have:
@@ -87,8 +90,3 @@ def _indexes_of(spec: str, index: str, sample: Sample, host: str) -> set[int]:
             f"--gpu {printable(spec)}: {printable(host)} has no GPU {number} (its GPUs: {listed})"
         )
     return {number}
-
-
-def _index(text: str) -> int | None:
-    """An NVML index written in ASCII digits (`²` is a digit to str.isdigit, not to int())."""
-    return int(text) if text.isascii() and text.isdigit() and len(text) < 6 else None
