@@ -136,6 +136,9 @@ class Loop(object):
         self.interval = interval  # checked by parse_args
         probe.interval = self.interval
         self.running = True
+        self.inbox = None  # type: Any
+        self.deferred = []  # type: List[Any]  # records that came while a plan ran: handled after it
+        self.cancelled = {}  # type: Dict[str, str]  # plan id -> why the app cancelled it
 
     def handle(self, line):
         # type: (Any) -> None
@@ -163,6 +166,8 @@ class Loop(object):
             self.emit(self.probe.sample(full=bool(record.get("full"))))
         elif kind == "plan":
             self.run_plan(record)
+        elif kind == "cancel":
+            pass  # for a plan that has ended already: nothing left to stop
 
     def run_plan(self, record):
         # type: (Dict[str, Any]) -> None
@@ -175,10 +180,42 @@ class Loop(object):
             return
         from .reaper import execute
 
-        execute(self.probe, record, self.emit)
+        execute(self.probe, record, self.emit, lambda: self.stop_requested(plan_id))
+        deferred, self.deferred = self.deferred, []
+        for item in deferred:
+            if item is _EOF:
+                self.running = False
+            else:
+                self.handle(item)
+
+    def stop_requested(self, plan_id):
+        # type: (Optional[str]) -> Optional[str]
+        """While a plan runs: has the app cancelled it (its audit log failed)? The reason, or None.
+        Reads what came in without waiting; everything but a cancel for this plan waits for the
+        plan's end (a plan runs to its end, only its further signals can be stopped)."""
+        while self.inbox is not None:
+            try:
+                item = self.inbox.get_nowait()
+            except queue.Empty:
+                break
+            record = None
+            if not isinstance(item, dict) and item is not _EOF:
+                record, _ = decode(item, APP_TYPES)
+            if (
+                plan_id is not None
+                and record is not None
+                and record.get("type") == "cancel"
+                and record.get("plan") == plan_id
+            ):
+                reason = record.get("reason")
+                self.cancelled[plan_id] = reason if isinstance(reason, str) else "cancelled by the app"
+            else:
+                self.deferred.append(item)
+        return self.cancelled.get(plan_id) if plan_id is not None else None
 
     def run(self, inbox):
         # type: (Any) -> None
+        self.inbox = inbox
         due = time.monotonic()
         while self.running:
             now = time.monotonic()

@@ -371,12 +371,14 @@ class Settings(object):
 # -- the run -----------------------------------------------------------------------------------
 
 
-def execute(probe, plan, emit):
-    # type: (Any, Dict[str, Any], Callable[[Dict[str, Any]], None]) -> Optional[Dict[str, Any]]
+def execute(probe, plan, emit, stop_requested=None):
+    # type: (Any, Dict[str, Any], Callable[[Dict[str, Any]], None], Optional[Callable[[], Optional[str]]]) -> Optional[Dict[str, Any]]
     """Run one plan to its end, emitting protocol events; return the `done` event (None if refused).
 
     A plan that has started runs to its end even if the app goes away: the operator confirmed it, and
-    half of it (SIGTERM sent, no SIGKILL, nothing verified) would be the worst outcome."""
+    half of it (SIGTERM sent, no SIGKILL, nothing verified) would be the worst outcome. Only the app
+    can stop its further signals (`stop_requested` returns why, once its audit log has failed: what
+    it cannot record must not happen); the verification and the verdicts still come."""
     plan_id = plan.get("id") if isinstance(plan.get("id"), str) else None
     if probe.read_only:
         emit(error("read-only", "this probe runs read-only: plans are refused", plan_id))
@@ -386,7 +388,7 @@ def execute(probe, plan, emit):
     except PlanError as exc:
         emit(error("bad-message", "bad plan: %s" % exc, plan_id))
         return None
-    run = Run(probe, settings, emit)
+    run = Run(probe, settings, emit, stop_requested)
     try:
         return run.go()
     except Exception as exc:  # a bug must end the plan visibly, not kill the probe
@@ -399,11 +401,13 @@ def execute(probe, plan, emit):
 
 
 class Run(object):
-    def __init__(self, probe, settings, emit):
-        # type: (Any, Settings, Callable[[Dict[str, Any]], None]) -> None
+    def __init__(self, probe, settings, emit, stop_requested=None):
+        # type: (Any, Settings, Callable[[Dict[str, Any]], None], Optional[Callable[[], Optional[str]]]) -> None
         self.probe = probe
         self.plan = settings
         self._emit = emit
+        self._stop_requested = stop_requested
+        self.cancelled = None  # type: Optional[str]  # why the app stopped the further signals
         self.link_lost = False
         self.killer = Killer()
         self.t0 = time.monotonic()
@@ -514,6 +518,8 @@ class Run(object):
             self.remember_descendants(first)
             self.stages(first)
             for round_no in range(MAX_ROUNDS):
+                if self.stopped():
+                    break
                 found = self.rescan(self.look(), sweep=round_no == 0)
                 if not found:
                     break
@@ -693,10 +699,28 @@ class Run(object):
                 stat = read_stat(proc.pid)
                 proc.state = stat.state if stat is not None else proc.state
 
+    def stopped(self):
+        # type: () -> bool
+        """Has the app cancelled the plan's further signals? Says so once, in a `cancel` event."""
+        if self.cancelled is None and self._stop_requested is not None:
+            reason = self._stop_requested()
+            if reason:
+                self.cancelled = reason
+                self.event(
+                    "cancel", "cancelled", "plan cancelled by the app (%s): no further signal" % reason
+                )
+        return self.cancelled is not None
+
     def send_all(self, procs, sig, stage):
         # type: (List[Proc], int, str) -> List[Proc]
         name = _signal_name(sig)
-        sent = []
+        sent = []  # type: List[Proc]
+        if self.stopped():
+            for proc in procs:
+                if proc.pending and not proc.signals:
+                    proc.verdict, proc.why = "not-signalled", "the plan was cancelled before its signal"
+                    self.close(proc)
+            return sent
         for proc in procs:
             if not proc.pending:
                 continue
@@ -1031,6 +1055,7 @@ class Run(object):
                 "memory_after": after,
                 "method": self.killer.method,
                 "link_lost": self.link_lost,
+                "cancelled": self.cancelled,
             },
         )
         return done
