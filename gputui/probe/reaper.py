@@ -56,6 +56,7 @@ from .procfs import (
 from .wire import VERSION, error
 
 FALLBACK_POLL_S = 0.01  # /proc polling when there is no pidfd to wait on
+FD_RESERVE = 64  # descriptors a plan leaves free for /proc reads, scans and NVML
 MAX_TARGETS = 100000
 SCOPES = ("processes", "gpus", "host")
 
@@ -415,6 +416,7 @@ class Run(object):
         self.before = {}  # type: Dict[int, Optional[int]]
         self.idle_ms = {}  # type: Dict[int, float]
         self.touched = set()  # type: Set[int]  # GPUs the plan cleans or its targets use
+        self.pidfds_left = _pidfd_budget()  # pidfds this plan may hold open at once
         self.scan_cost = 0.0
         self.rule = scope.Rule(
             settings.gpus,
@@ -597,7 +599,11 @@ class Run(object):
         if stat.start_time != start_time:
             return self.checked(proc, "pid-reused", _reused(start_time, stat.start_time))
         note = "identity confirmed (start time)"
-        if self.killer.uses_pidfd:
+        if self.killer.uses_pidfd and self.pidfds_left <= 0:
+            # Descriptors kept for reading /proc: without them a live process could not be told
+            # from a gone one. The start time is re-checked right before kill() instead.
+            note = "identity confirmed (start time; pidfds kept within the descriptor limit)"
+        elif self.killer.uses_pidfd:
             try:
                 proc.fd = self.killer.open(pid)
             except ProcessLookupError:
@@ -607,8 +613,10 @@ class Run(object):
                     raise
                 # No descriptor left for a pidfd: fall back to the start-time check right before
                 # kill(), as on a kernel without pidfds.
+                self.pidfds_left = 0
                 note = "no file descriptor left for a pidfd: start time re-checked before each signal"
             if proc.fd is not None:
+                self.pidfds_left -= 1
                 note = "identity confirmed (pidfd)"
                 # The pidfd pins this process: a start time that still matches now is proof of identity.
                 stat = read_stat_strict(pid)
@@ -856,6 +864,7 @@ class Run(object):
             except OSError:
                 pass
             proc.fd = None
+            self.pidfds_left += 1
 
     def rescan(self, view, sweep):
         # type: (View, bool) -> List[Proc]
@@ -1217,6 +1226,23 @@ def _short(command):
     if len(command) > 64:
         out.append("... (%d more)" % (len(command) - 64))
     return out
+
+
+def _pidfd_budget():
+    # type: () -> int
+    """How many pidfds a plan may hold at once: the descriptor limit less those open now, less a
+    reserve for reading /proc (a process that cannot be looked at is never taken for gone). The
+    probe raises its soft limit to the hard one at start; this is for a hard limit of 1,024."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        open_now = len(os.listdir("/proc/self/fd"))
+    except (ImportError, OSError, ValueError):
+        return 1 << 30
+    if soft == resource.RLIM_INFINITY:
+        return 1 << 30
+    return max(0, soft - open_now - FD_RESERVE)
 
 
 def _reused(expected, found):
