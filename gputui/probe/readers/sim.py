@@ -507,16 +507,30 @@ class SimReader(Reader):
 
     def _load(self, name):
         # type: (str) -> Optional[_Context]
+        """A context file, if it is one the named process could have made.
+
+        ctx/ is writable by every user (jobs may run as others), so a file is believed only when it
+        belongs to the user of the process it names (or to root): anyone can make their own
+        process a GPU user, nobody can make another user's process one (which a plan would then
+        stop). The real driver cannot be lied to this way; the sim must not be either."""
         try:
             gpu_text, pid_text, _ = name.split("-", 2)
             gpu, pid = int(gpu_text), int(pid_text)
             with open(os.path.join(self._ctx_dir, name)) as f:
+                owner = os.fstat(f.fileno()).st_uid
                 data = json.load(f)
             nbytes, util = int(data["bytes"]), int(data.get("util", 0))
         except (OSError, ValueError, KeyError, TypeError):
             return None  # gone already, or not a context
-        if not 0 <= gpu < self.gpus:
+        if not 0 <= gpu < self.gpus or data.get("pid") != pid:
             return None
+        if owner != 0:
+            try:
+                if os.stat("/proc/%d" % pid).st_uid != owner:
+                    self._retired.add(name)  # a forgery: never read again
+                    return None
+            except OSError:
+                pass  # the process is gone (a ghost's parent): the file is its owner's word
         return _Context(name, gpu, pid, nbytes, util)
 
     def _retire(self, name):
