@@ -35,6 +35,9 @@ DOWN_AFTER = 3.0  # intervals of silence after which the link is dropped and reb
 NOTES_PER_SECOND = 20  # error lines (and events of plans nobody waits for) passed on per host per
 # second; the rest are counted and reported as one line: a flooding probe cannot grow the app
 YIELD_EVERY = 32  # records read back to back before a host's task lets the others run
+RECORDS_PER_SECOND = 2000  # records one host may have decoded a second; past that its task waits
+# (the link's buffers fill and the probe blocks on its writes): one host's volume cannot starve the
+# loop. A sample a second and a large plan's events stay far below it.
 PLAN_EVENTS_MAX = 10_000  # events of one plan waiting for its reader; past that they are counted, not
 # kept (a flooding probe), except `done`, which always gets through
 PROBLEM_CHARS = 300  # the last problem a host reported, kept for its status line
@@ -173,6 +176,7 @@ class HostSession:
         # through asyncio.wait: unlike wait_for on Python 3.10/3.11, it never swallows the
         # cancellation that stops the fleet, however fast a flooding probe keeps recv() ready.
         receiving: asyncio.Future[dict[str, Any] | None] | None = None
+        window, in_window = time.monotonic(), 0
         try:
             while True:
                 timeout = self.view.interval * (STALE_AFTER if self.view.status == LIVE else DOWN_AFTER)
@@ -192,10 +196,19 @@ class HostSession:
                 self._dispatch(record)
                 self._check_samples()
                 read += 1
-                if read % YIELD_EVERY == 0:
+                in_window += 1
+                if in_window >= RECORDS_PER_SECOND:
+                    # A flood: this host has had its share of the loop for this second.
+                    now = time.monotonic()
+                    if now - window < 1.0:
+                        await asyncio.sleep(1.0 - (now - window))
+                    window, in_window = time.monotonic(), 0
+                elif read % YIELD_EVERY == 0:
                     # A probe that floods the link keeps recv() ready: let the other hosts (and the
                     # UI) have the loop too.
                     await asyncio.sleep(0)
+                if time.monotonic() - window >= 1.0:
+                    window, in_window = time.monotonic(), 0
         finally:
             if receiving is not None and not receiving.done():
                 receiving.cancel()  # the link is closed next (_drop), which ends it for good

@@ -40,6 +40,8 @@ __all__ = [
 KINDS = ("user", "ghost", "hidden", "monitor", "zombie")
 MAX_BYTES = 1 << 60  # sizes above this (an exbibyte) are nonsense from a broken or hostile probe
 MAX_PID = 1 << 22  # Linux's PID_MAX_LIMIT
+MAX_PROCESSES = 2000  # process records taken from one sample (the probe sends at most 1,000, the
+# GPU users first); the rest of a larger one is counted in Sample.omitted, never parsed
 
 
 # -- one field at a time -----------------------------------------------------------------------
@@ -401,14 +403,16 @@ class Sample:
     # Taken after a full holder scan: what a kill plan must be built from. A sample that does not
     # say so is an incremental one (the safe reading).
     full_scan: bool = False
+    omitted: int = 0  # process records left out (by the probe's bound, or this one)
     cost_ms: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
 
     @classmethod
     def from_wire(cls, d: dict[str, Any]) -> Sample:
         scan = _dict(d.get("scan"))
         cost = _dict(d.get("cost_ms"))
-        gpus = (Gpu.from_wire(g) for g in _list(d.get("gpus")) if isinstance(g, dict))
-        procs = (Proc.from_wire(p) for p in _list(d.get("processes")) if isinstance(p, dict))
+        gpus = (Gpu.from_wire(g) for g in _list(d.get("gpus"))[:4096] if isinstance(g, dict))
+        raw = _list(d.get("processes"))
+        procs = (Proc.from_wire(p) for p in raw[:MAX_PROCESSES] if isinstance(p, dict))
         costs = {k: _float(v, 0.0) for k, v in cost.items()}
         return cls(
             seq=_count(d.get("seq")) or 0,
@@ -418,6 +422,7 @@ class Sample:
             scan_age=_float(scan.get("age"), 0.0),
             scan_unreadable=_count(scan.get("unreadable")) or 0,
             full_scan=scan.get("full") is True,
+            omitted=max(0, len(raw) - MAX_PROCESSES) + (_count(d.get("processes_omitted")) or 0),
             cost_ms={k: v for k, v in costs.items() if v is not None},
         )
 

@@ -458,9 +458,13 @@ class Hostile:
         self.every_interval(body)
 
     def mode_flood(self) -> None:
+        """--variant 0: error lines as fast as it can write; 1: events of a plan nobody runs."""
         self.out.record(hello())
         self.out.record(self.good())
-        flood = line(error("busy", "flood " * 10))
+        if self.args.variant == 1:
+            flood = line(event("no-such-plan", "signal", "sent", message="SIGTERM -> 1 " + "x" * 40))
+        else:
+            flood = line(error("busy", "flood " * 10))
         while not self.plans and not self.quit.is_set():
             self.out.raw(flood)
         self.quit.wait()  # a plan came: answer() floods its events

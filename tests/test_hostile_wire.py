@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from gputui.fleet import DOWN, LIVE, NOTES_PER_SECOND, PLAN_EVENTS_MAX, Fleet, HostView
+from gputui.model import MAX_PROCESSES
 from gputui.probe.wire import MAX_LINE
 from gputui.textsafe import printable
 from gputui.transport.bootstrap import RecordStream
@@ -202,7 +203,9 @@ async def test_fifteen_thousand_small_records_fit_a_line_and_are_taken():
     async with hostile("huge", compact=True, interval=1.0) as (_fleet, view, watch):
         assert await wait_for(lambda: len(watch.samples) >= 2, timeout=30)
         watch.contained()
-        assert len(view.sample.processes) == 15_000 and view.status == LIVE
+        # The app takes the first MAX_PROCESSES (the probe sends the GPU users first) and counts the rest.
+        assert len(view.sample.processes) == MAX_PROCESSES and view.status == LIVE
+        assert view.sample.omitted == 15_000 - MAX_PROCESSES
 
 
 async def test_fifteen_thousand_full_records_are_one_over_long_line_refused_whole():
