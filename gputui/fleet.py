@@ -35,9 +35,10 @@ DOWN_AFTER = 3.0  # intervals of silence after which the link is dropped and reb
 NOTES_PER_SECOND = 20  # error lines (and events of plans nobody waits for) passed on per host per
 # second; the rest are counted and reported as one line: a flooding probe cannot grow the app
 YIELD_EVERY = 32  # records read back to back before a host's task lets the others run
-RECORDS_PER_SECOND = 2000  # records one host may have decoded a second; past that its task waits
+RECORDS_PER_SECOND = 200  # records one host may have decoded a second; past that its task waits
 # (the link's buffers fill and the probe blocks on its writes): one host's volume cannot starve the
-# loop. A sample a second and a large plan's events stay far below it.
+# loop. Samples (10 a second at most) stay far below it; a running plan's own events do not count.
+BUSY_PER_SECOND = 0.05  # seconds of the loop one host's records may take a second (huge samples)
 PLAN_EVENTS_MAX = 10_000  # events of one plan waiting for its reader; past that they are counted, not
 # kept (a flooding probe), except `done`, which always gets through
 PROBLEM_CHARS = 300  # the last problem a host reported, kept for its status line
@@ -176,7 +177,7 @@ class HostSession:
         # through asyncio.wait: unlike wait_for on Python 3.10/3.11, it never swallows the
         # cancellation that stops the fleet, however fast a flooding probe keeps recv() ready.
         receiving: asyncio.Future[dict[str, Any] | None] | None = None
-        window, in_window = time.monotonic(), 0
+        window, in_window, busy = time.monotonic(), 0, 0.0
         try:
             while True:
                 timeout = self.view.interval * (STALE_AFTER if self.view.status == LIVE else DOWN_AFTER)
@@ -193,22 +194,26 @@ class HostSession:
                 record, receiving = receiving.result(), None
                 if record is None:
                     return
-                self._dispatch(record)
+                began = time.perf_counter()
+                awaited = self._dispatch(record)
                 self._check_samples()
+                busy += time.perf_counter() - began
                 read += 1
-                in_window += 1
-                if in_window >= RECORDS_PER_SECOND:
+                # A running plan's own events are never held back: the probe would block on its
+                # writes between two signals. Everything else counts against the host's share.
+                in_window += 0 if awaited else 1
+                if in_window >= RECORDS_PER_SECOND or (busy >= BUSY_PER_SECOND and not awaited):
                     # A flood: this host has had its share of the loop for this second.
                     now = time.monotonic()
                     if now - window < 1.0:
                         await asyncio.sleep(1.0 - (now - window))
-                    window, in_window = time.monotonic(), 0
+                    window, in_window, busy = time.monotonic(), 0, 0.0
                 elif read % YIELD_EVERY == 0:
                     # A probe that floods the link keeps recv() ready: let the other hosts (and the
                     # UI) have the loop too.
                     await asyncio.sleep(0)
                 if time.monotonic() - window >= 1.0:
-                    window, in_window = time.monotonic(), 0
+                    window, in_window, busy = time.monotonic(), 0, 0.0
         finally:
             if receiving is not None and not receiving.done():
                 receiving.cancel()  # the link is closed next (_drop), which ends it for good
@@ -239,9 +244,11 @@ class HostSession:
             return False
         return True
 
-    def _dispatch(self, record: dict[str, Any]) -> None:
+    def _dispatch(self, record: dict[str, Any]) -> bool:
+        """Take one record; whether it belonged to a plan someone waits for."""
         kind = record.get("type")
         v = self.view
+        awaited = False
         if kind == "hello":
             v.facts = HostFacts.from_hello(record)
             v.raw_hello = record
@@ -265,6 +272,7 @@ class HostSession:
             event = Event.from_wire(record)
             q = self.waiters.get(event.plan)
             if q is not None:
+                awaited = True
                 if q.qsize() < PLAN_EVENTS_MAX or event.stage == "done":
                     q.put_nowait(event)
                     self.notify(v, "event", event)
@@ -280,8 +288,10 @@ class HostSession:
             message = record.get("message")
             if isinstance(message, str):
                 self.last_problem = message[:PROBLEM_CHARS]
+            awaited = q is not None
             if q is not None or self._note():
                 self.notify(v, "error", record)
+        return awaited
 
     async def send(self, message: dict[str, Any]) -> None:
         if self.link is None:
