@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import Event, HostFacts, Sample, done_event
+from .model import Event, HostFacts, Preflight, Sample, done_event
 from .probe.common import TERM_TIMEOUT, VERIFY_TIMEOUT, plan_deadline, plan_silence_limit
 from .transport.base import Link, TransportError
 
@@ -87,6 +87,8 @@ class HostView:
     connects: int = 0
     raw_hello: dict[str, Any] | None = None  # the records as received: `gputui snapshot --json`
     raw_sample: dict[str, Any] | None = None
+    # The latest preflight reading of each GPU: samples carry one only now and then.
+    preflight: dict[int, Preflight] = field(default_factory=dict)
 
     @property
     def age(self) -> float | None:
@@ -100,6 +102,8 @@ class HostView:
         self.sample = sample
         self.received = time.monotonic()
         for gpu in sample.gpus:
+            if gpu.preflight is not None:
+                self.preflight[gpu.index] = gpu.preflight
             h = self.history.get(gpu.index)
             if h is None:
                 h = self.history[gpu.index] = GpuHistory()

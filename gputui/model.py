@@ -488,7 +488,7 @@ class GpuVerdict:
     """
 
     index: int
-    result: str
+    result: str  # clean, held, ghost-memory, orphaned | released, still-listed
     memory_before: int | None = None
     memory_after: int | None = None
     memory_baseline: int | None = None
@@ -500,6 +500,7 @@ class GpuVerdict:
     others: tuple[int, ...] = ()  # what else uses the GPU: not in the plan, left alone
     idle_ms: float | None = None
     error: str | None = None
+    accounting: MemoryAccount | None = None  # where the memory went, as the verdict saw it
 
     @property
     def ok(self) -> bool:
@@ -521,6 +522,7 @@ class GpuVerdict:
             others=_pids(d.get("others")),
             idle_ms=_float(d.get("idle_ms"), 0.0),
             error=_str(d.get("error")),
+            accounting=MemoryAccount.from_wire(d.get("accounting")),
         )
 
 

@@ -11,6 +11,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
 from . import __version__ as PROBE_VERSION
+from .accounting import account
 from .classify import GHOST, HIDDEN, USER, ProcFacts, classify, protection, zombie_candidates
 from .common import IDLE_SLACK
 from .holders import HolderScanner, ScanResult  # noqa: F401  (type comments)
@@ -40,6 +41,9 @@ MAX_TEXT = 256  # characters of a name, user or container; more: "<first 256>…
 MAX_HOLDS = 64  # device files listed per process; more: a last entry "... (N more)"
 MAX_LINKS = 256  # linked PIDs per process (the lowest ones)
 MAX_PROCESSES = 1000  # process records per sample; the rest is counted in `processes_omitted`
+# Seconds between preflight readings by default (clocks, ECC, PCIe...: slower than a sample).
+PREFLIGHT_S = 10.0
+MAX_RESERVE = 1 << 30  # the most v1 memory info counts as the driver's own (615 MiB on an H200)
 # Which records a bounded sample keeps first: what holds GPU memory, then the rest.
 _KEEP_FIRST = {USER: 0, GHOST: 1, HIDDEN: 2}
 
@@ -169,6 +173,7 @@ class Probe(object):
         # but invisible here (GPU_FACTS.md "Containers").
         self._foreign_pids = not in_init_pid_namespace(proc)
         self.facts = {}  # type: Dict[str, Any]
+        self.preflight_every = None  # type: Optional[int]  # samples between preflight readings
         self.argv = []  # type: List[str]  # the probe's options, shown as its command line
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -227,14 +232,18 @@ class Probe(object):
         for gpu in gpus:
             index = gpu["index"]
             used = gpu.get("memory_used")
+            if gpu.get("memory_version") == 2:
+                # v2 reports the driver's reserve apart: idle reads 0 (GPU_FACTS.md). Learning a
+                # baseline here would take memory nothing holds (orphaned) for the idle figure.
+                gpu["memory_baseline"] = 0
+                continue
             if index not in busy and isinstance(used, int):
-                # Learn the idle figure when nothing is listed: v1 counts the driver's reserve as used.
+                # v1 counts the reserve as used: learn the idle figure when nothing is listed, up to
+                # what a reserve can be (more is memory held, not idle).
                 known = self._baseline.get(index)
-                self._baseline[index] = used if known is None else min(known, used)
-            base = self._baseline.get(index)
-            if base is None and gpu.get("memory_version") == 2:
-                base = 0  # v2 reports the reserve apart: idle reads 0 (GPU_FACTS.md)
-            gpu["memory_baseline"] = base
+                seen = min(used, MAX_RESERVE)
+                self._baseline[index] = seen if known is None else min(known, seen)
+            gpu["memory_baseline"] = self._baseline.get(index)
         return gpus, listed
 
     @staticmethod
@@ -243,8 +252,17 @@ class Probe(object):
         used, base = gpu.get("memory_used"), gpu.get("memory_baseline")
         return isinstance(used, int) and isinstance(base, int) and used <= base + IDLE_SLACK
 
-    def sample(self, full=False):
-        # type: (bool) -> Dict[str, Any]
+    def wants_preflight(self):
+        # type: () -> bool
+        """Whether this sample carries a preflight reading: the first one, then every
+        `preflight_every` samples (default: about every PREFLIGHT_S seconds; 0: on request only)."""
+        every = self.preflight_every
+        if every is None:
+            every = max(1, round(PREFLIGHT_S / max(self.interval, 0.001)))
+        return self.seq == 0 or (every > 0 and self.seq % every == 0)
+
+    def sample(self, full=False, preflight=False):
+        # type: (bool, bool) -> Dict[str, Any]
         t0 = time.perf_counter()
         cpu0 = time.process_time()
         gpus, listed = self.read_gpus()
@@ -252,6 +270,17 @@ class Probe(object):
         scan = self.scanner.scan(full=full or self.seq == 0, watch=listed)
         t2 = time.perf_counter()
         processes = self.describe(listed, scan)
+        by_pid = dict((r["pid"], r) for r in processes)
+        for gpu in gpus:
+            # Before the process bound: every record counts in where the memory went.
+            gpu["accounting"] = account(gpu, listed, by_pid, self.scanner.prefix)
+        t_account = time.perf_counter()
+        preflight_ms = None  # type: Optional[float]
+        if preflight or self.wants_preflight():
+            readings = self.reader.preflight() if self.reader_error is None else {}
+            for gpu in gpus:
+                gpu["preflight"] = readings.get(gpu["index"])
+            preflight_ms = round((time.perf_counter() - t_account) * 1e3, 3)
         omitted = max(0, len(processes) - MAX_PROCESSES)
         if omitted:
             processes = keep_first(processes, lambda count, _proc: count < MAX_PROCESSES)
@@ -277,6 +306,7 @@ class Probe(object):
                 "reader": round((t1 - t0) * 1e3, 3),
                 "holders": round((t2 - t1) * 1e3, 3),
                 "describe": round((t3 - t2) * 1e3, 3),
+                "preflight": preflight_ms,
                 "total": round((t3 - t0) * 1e3, 3),
                 "cpu": round((time.process_time() - cpu0) * 1e3, 3),
             },

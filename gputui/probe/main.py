@@ -163,7 +163,9 @@ class Loop(object):
                     error("bad-message", "configure: 'interval' %s, not %s" % (wrong, _brief(interval)))
                 )
         elif kind == "sample":
-            self.emit(self.probe.sample(full=bool(record.get("full"))))
+            self.emit(
+                self.probe.sample(full=record.get("full") is True, preflight=record.get("preflight") is True)
+            )
         elif kind == "plan":
             self.run_plan(record)
         elif kind == "cancel":

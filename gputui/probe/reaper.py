@@ -30,6 +30,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
 from . import scope
+from .accounting import account
 from .classify import GHOST, HIDDEN, MONITOR, MONITOR_NAMES, USER
 from .common import (
     KILL_WAIT_S,
@@ -1141,12 +1142,15 @@ class Run(object):
         for ghost in ghosts:
             suspects.update(ghost.get("links") or [])
         result = "clean"
+        books = account(gpu, view.listed, view.records, self.probe.scanner.prefix) if gpu else None
         if not gpu or gpu.get("error") or users or strays:
             result = "held"
         elif ghosts or hidden or not idle:
             # Only dead PIDs listed (or none), memory held: name who may really hold it.
             result = "ghost-memory"
-            if not suspects:
+            if not ghosts and not hidden and books is not None and books["orphaned"]:
+                result = "orphaned"  # nothing holds it at all: only a GPU reset frees it
+            elif not suspects:
                 # No link to the ghost: any unattributed holder may be the one (a child that setsid()).
                 suspects.update(
                     r["pid"] for r in view.records.values() if r["kind"] == HIDDEN and not r["gpus"]
@@ -1165,9 +1169,14 @@ class Run(object):
             "suspects": suspect_pids,
             "idle_ms": self.idle_ms.get(index),
             "error": gpu.get("error") if gpu else "no-such-gpu",
+            "accounting": books,
         }
         if result == "clean":
             words = "clean"
+        elif result == "orphaned":
+            words = "not clean: %s orphaned, no process holds it; a reset would free it" % _size(
+                books["orphaned"] if books else 0
+            )
         elif result == "ghost-memory":
             words = "ghost memory: NVML lists %s; suspected holders: %s" % (
                 _pid_list(ghost_pids) or "nothing",
@@ -1226,6 +1235,14 @@ def _short(command):
     if len(command) > 64:
         out.append("... (%d more)" % (len(command) - 64))
     return out
+
+
+def _size(nbytes):
+    # type: (int) -> str
+    """`2.1 GiB`, `615 MiB`: for the probe's own words (the app has gputui.units)."""
+    if nbytes >= 1 << 30:
+        return "%.1f GiB" % (nbytes / float(1 << 30))
+    return "%d MiB" % (nbytes >> 20)
 
 
 def _pidfd_budget():
