@@ -202,9 +202,10 @@ class ActionLog:
 
     # -- what the engine records ---------------------------------------------------------------
 
-    def plan(self, plan: Plan) -> None:
+    def plan(self, plan: Plan, provenance: dict[str, Any] | None = None) -> None:
         """The plan and one intent per process to signal: call BEFORE sending the plan. Raises
-        AuditError (nothing sent, then) when the log cannot take the whole plan."""
+        AuditError (nothing sent, then) when the log cannot take the whole plan. `provenance`: the
+        state the GPUs were in (gputui.operate), recorded with the plan."""
         self.ensure_room(len(plan.signalled))
         first = plan.signals[0] if plan.signals else "SIGKILL"
         before = {str(g.index): g.memory_used for g in plan.gpus}
@@ -218,6 +219,7 @@ class ActionLog:
             message=f"{len(plan.signalled)} to signal on GPU {_indexes(plan.gpu_indexes)}",
             memory_before=before,
             plan=plan.describe(),
+            provenance=provenance,
         )
         for target in plan.signalled:
             self._targets[(plan.id, target.pid)] = target

@@ -26,12 +26,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from . import argtypes
 from .actionlog import ActionLog, default_log_path
 from .fleet import Fleet
+from .gpuspec import UsageError, resolve_gpu_specs, split_targets
 from .model import Event, PlanVerdict, Sample
 from .operate import Operations, Request, status_of
 from .plan import SIGNAL_WORDS, KillOptions, Plan
-from .probe.common import MAX_TIMEOUT, SIGNAL_PLANS
+from .probe.common import SIGNAL_PLANS
 from .textsafe import printable
 from .units import fmt_bytes
 from .words import count, stage_line, verdict_lines
@@ -39,31 +41,10 @@ from .words import count, stage_line, verdict_lines
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU, EXIT_REFUSED, EXIT_DECLINED = 0, 1, 2, 3, 4, 5
 EXIT_CLEAN, EXIT_NOT_CLEAN = EXIT_OK, EXIT_FAILED  # the names the first version used
 JSON_VERSION = 2
-MAX_POSITIONAL_GPU = 64  # HOST:N with N below this is a GPU; a larger N is an SSH port
-
-
-class UsageError(Exception):
-    pass
+__all__ = ["resolve_gpu_specs", "split_targets"]  # GPU specs are gputui.gpuspec's; kept here for callers
 
 
 # -- arguments ---------------------------------------------------------------------------------
-
-
-def seconds(text: str) -> float:
-    """A number of seconds in (0, 3600]: nan, inf and negatives are refused."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value <= MAX_TIMEOUT:  # NaN fails every comparison
-        raise argparse.ArgumentTypeError(f"{text} s is out of range (more than 0, at most {MAX_TIMEOUT:g})")
-    return value
-
-
-def _pid(text: str) -> int:
-    if not (text.isascii() and text.isdigit()) or int(text) <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a PID")
-    return int(text)
 
 
 EPILOG = """\
@@ -95,7 +76,7 @@ def add_clean_arguments(parser: argparse.ArgumentParser) -> None:
         help="a GPU to clean: NVML index, UUID, HOST:INDEX or HOST:all (repeatable)",
     )
     parser.add_argument(
-        "--pid", action="append", type=_pid, metavar="PID", help="a process to stop (repeatable)"
+        "--pid", action="append", type=argtypes.pid, metavar="PID", help="a process to stop (repeatable)"
     )
     parser.add_argument("--all", action="store_true", help="every GPU of the named hosts")
     parser.add_argument("--sweep", action="store_true", help="also stop unattributed hidden holders")
@@ -115,14 +96,14 @@ def add_clean_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--term-timeout",
-        type=seconds,
+        type=argtypes.seconds,
         default=None,
         metavar="S",
         help="seconds to wait after each soft signal before the next (default 5, or [kill] in the config)",
     )
     parser.add_argument(
         "--verify-timeout",
-        type=seconds,
+        type=argtypes.seconds,
         default=None,
         metavar="S",
         help="seconds to wait for the outcome to be verified (default 10, or [kill] in the config)",
@@ -135,7 +116,7 @@ def add_clean_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log", metavar="PATH", help="audit log (default: the user state dir)")
     parser.add_argument(
         "--timeout",
-        type=seconds,
+        type=argtypes.seconds,
         default=20.0,
         metavar="S",
         help="wait this long for each host (default 20)",
@@ -152,26 +133,6 @@ def kill_options(args: argparse.Namespace, base: KillOptions) -> KillOptions:
         term_timeout=args.term_timeout if args.term_timeout is not None else base.term_timeout,
         verify_timeout=args.verify_timeout if args.verify_timeout is not None else base.verify_timeout,
     )
-
-
-def split_targets(names: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Positional arguments: hosts, and GPU specs written as HOST:INDEX or HOST:all.
-
-    A GPU spec also names its host. `user@host:port`, `[v6]:port` and HOST:N with N >= 64 stay
-    hosts (SSH ports)."""
-    hosts: list[str] = []
-    specs: list[str] = []
-    for name in names:
-        host, sep, tail = name.rpartition(":")
-        is_gpu = bool(sep and host) and "@" not in name and not name.startswith("[") and ":" not in host
-        is_gpu = is_gpu and (tail == "all" or (_index(tail) is not None and int(tail) < MAX_POSITIONAL_GPU))
-        if is_gpu:
-            specs.append(name)
-            if host not in hosts:
-                hosts.append(host)
-        elif name not in hosts:
-            hosts.append(name)
-    return hosts, specs
 
 
 def hosts_problem(
@@ -202,11 +163,6 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
     if args.include_monitor and not args.pid:
         return "--include-monitor includes the monitors named by --pid: name them"
     return None
-
-
-def _index(text: str) -> int | None:
-    """An NVML index written in ASCII digits (`²` is a digit to str.isdigit, not to int())."""
-    return int(text) if text.isascii() and text.isdigit() and len(text) < 6 else None
 
 
 # -- what the run produces ---------------------------------------------------------------------
@@ -453,56 +409,6 @@ def _requests(args: argparse.Namespace, samples: dict[str, Sample], hosts: list[
                 )
             )
     return out
-
-
-def resolve_gpu_specs(
-    specs: Sequence[str], samples: dict[str, Sample], hosts: Sequence[str]
-) -> dict[str, set[int]]:
-    """GPU SPECs to {host: GPU indexes}. Raises UsageError for a spec that names nothing."""
-    out: dict[str, set[int]] = {}
-    for spec in specs:
-        for host, indexes in _resolve_one(spec.strip(), samples, hosts).items():
-            out.setdefault(host, set()).update(indexes)
-    return out
-
-
-def _resolve_one(spec: str, samples: dict[str, Sample], hosts: Sequence[str]) -> dict[str, set[int]]:
-    # HOST:INDEX first: a host may well be named like a UUID prefix ("gpu-a:3"); a UUID has no ":".
-    if spec.upper().startswith(("GPU-", "MIG-")) and spec.rpartition(":")[0] not in hosts:
-        found = {
-            host: {g.index for g in s.gpus if g.uuid and g.uuid.lower().startswith(spec.lower())}
-            for host, s in samples.items()
-        }
-        found = {h: i for h, i in found.items() if i}
-        if sum(len(i) for i in found.values()) != 1:
-            what = "no GPU has" if not found else "several GPUs match"
-            raise UsageError(f"--gpu {printable(spec)}: {what} that UUID")
-        return found
-    host, sep, index = spec.rpartition(":")
-    if sep:
-        if host not in hosts:
-            raise UsageError(
-                f"--gpu {printable(spec)}: {printable(host)} is not one of the hosts (name it as HOST)"
-            )
-        if host not in samples:
-            return {}  # the host is down or has no GPU: its outcome says so
-        return {host: _indexes_of(spec, index, samples[host], host)}
-    return {h: _indexes_of(spec, spec, s, h) for h, s in samples.items()}
-
-
-def _indexes_of(spec: str, index: str, sample: Sample, host: str) -> set[int]:
-    have = {g.index for g in sample.gpus}
-    if index == "all":
-        return have
-    number = _index(index)
-    if number is None:
-        raise UsageError(f"--gpu {printable(spec)}: expected an index, a UUID, HOST:INDEX or HOST:all")
-    if number not in have:
-        listed = ", ".join(map(str, sorted(have))) or "none"
-        raise UsageError(
-            f"--gpu {printable(spec)}: {printable(host)} has no GPU {number} (its GPUs: {listed})"
-        )
-    return {number}
 
 
 def _pids_by_host(pids: Sequence[int], samples: dict[str, Sample]) -> dict[str, set[int]]:

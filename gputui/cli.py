@@ -15,30 +15,17 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from . import __version__
+from . import __version__, argtypes
 from .config import Config, ConfigError, HostSpec, load, parse_host_arg
 from .fleet import Fleet
 
 EXIT_USAGE = 2
-COMMANDS = ("snapshot", "clean", "probe")
+COMMANDS = ("snapshot", "clean", "wait", "probe")
 NO_TERMINAL = (
     "the dashboard draws on a terminal, and {what} is not one (a file or a pipe?): it would write "
     "escape codes there until stopped. For the GPUs and processes as text, run `gputui snapshot` "
     "(or `gputui snapshot --json`); to draw anyway, pass --force-tty."
 )
-MIN_UI_INTERVAL = 0.1
-
-
-def _interval(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if value < MIN_UI_INTERVAL:
-        raise argparse.ArgumentTypeError(
-            f"{value} s is too fast: the interval must be >= {MIN_UI_INTERVAL} s"
-        )
-    return value
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -57,7 +44,13 @@ def ui_parser() -> argparse.ArgumentParser:
     )
     _common(p)
     p.add_argument("--read-only", action="store_true", help="watch only: no kill action anywhere")
-    p.add_argument("--interval", type=_interval, default=None, metavar="S", help="seconds between samples")
+    p.add_argument(
+        "--interval",
+        type=argtypes.interval,  # the protocol's bounds, as the probe and the config check them
+        default=None,
+        metavar="S",
+        help="seconds between samples (0.1 to 3600)",
+    )
     p.add_argument("--theme", metavar="NAME", help="colour theme (see themes/)")
     p.add_argument("--log", metavar="PATH", help="audit log file (default: the user state dir)")
     p.add_argument(
@@ -73,7 +66,9 @@ def snapshot_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gputui snapshot", description="One sample of each host, then exit.")
     _common(p)
     p.add_argument("--json", action="store_true", help="print versioned JSON (schema in README)")
-    p.add_argument("--timeout", type=float, default=20.0, metavar="S", help="wait this long for each host")
+    p.add_argument(
+        "--timeout", type=argtypes.seconds, default=20.0, metavar="S", help="wait this long for each host"
+    )
     return p
 
 
@@ -178,6 +173,23 @@ def run_clean(argv: list[str]) -> int:
     return asyncio.run(clean.run_clean(args, fleet, kill=config.kill))
 
 
+def run_wait(argv: list[str]) -> int:
+    from . import wait
+
+    p = argparse.ArgumentParser(
+        prog="gputui wait",
+        description="Wait until every chosen GPU is ready for the next run.",
+        epilog="exit codes: 0 ready; 1 timeout (or every host down); 2 bad usage; 3 no NVIDIA driver or GPU",
+    )
+    _common(p)
+    wait.add_wait_arguments(p)
+    args = p.parse_args(argv)
+    config = load(args.config)
+    specs = resolve_hosts(args.hosts, args.demo, config, read_only=True)
+    fleet = build_fleet(specs, interval=args.interval)
+    return asyncio.run(wait.run_wait(args, fleet))
+
+
 def tune_gc() -> None:
     """Fewer, shorter garbage-collector pauses for the dashboard (docs/BENCHMARKS.md, section 4).
 
@@ -272,6 +284,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_snapshot(args[1:])
         if args and args[0] == "clean":
             return run_clean(args[1:])
+        if args and args[0] == "wait":
+            return run_wait(args[1:])
         mistyped = mistyped_command(args)
         if mistyped is not None:
             return _fail(mistyped)

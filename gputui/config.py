@@ -24,10 +24,13 @@ if sys.version_info >= (3, 11):
 else:  # Python 3.10: the same parser, as a package (tomli)
     import tomli as tomllib
 
+from .probe.readers.scenarios import SCENARIOS
+from .probe.wire import interval_problem
+
 LOCAL = "local"
 READERS = ("nvml", "sim")
-MIN_INTERVAL = 0.05  # seconds; the probe refuses a faster sample interval (docs/PROTOCOL.md)
 ENV_CONFIG = "GPUTUI_CONFIG"
+MAX_NESTING = 64  # arrays and inline tables in one value; no key of the config needs more than 2
 
 
 class ConfigError(Exception):
@@ -134,8 +137,15 @@ def _int(value: Any) -> str | None:
     return None
 
 
-def _reader(value: Any) -> str | None:
-    return None if value in READERS else "must be " + " or ".join(f'"{r}"' for r in READERS)
+def _one_of(choices: tuple[str, ...]) -> Check:
+    def check(value: Any) -> str | None:
+        return None if value in choices else "must be " + " or ".join(f'"{c}"' for c in choices)
+
+    return check
+
+
+_reader = _one_of(READERS)
+_scenario = _one_of(SCENARIOS)  # the sim's scenarios: a typo is found at load, not when the host starts
 
 
 def _wrap(value: Any) -> str | None:
@@ -162,9 +172,8 @@ def _jump(value: Any) -> str | None:
 
 
 def _interval(value: Any) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < MIN_INTERVAL:
-        return f"must be a number of seconds >= {MIN_INTERVAL}"
-    return None
+    # The protocol's bounds (gputui/probe/wire.py): the probe and the command line check the same.
+    return interval_problem(value)
 
 
 HOST_KEYS: dict[str, Check] = {
@@ -178,7 +187,7 @@ HOST_KEYS: dict[str, Check] = {
     "jump": _jump,
     "wrap": _wrap,
     "reader": _reader,
-    "sim_scenario": _text,
+    "sim_scenario": _scenario,
     "sim_variant": _count,
     "sim_seed": _int,
 }
@@ -312,12 +321,19 @@ def load_config(path: str | os.PathLike[str]) -> Config:
 
 
 def parse_config(text: str, file: str = "<config>") -> Config:
+    """Check one config's text. Raises ConfigError (with `file` and, where known, the line), nothing else."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         line, message = _decode_error_line(exc)
         raise ConfigError(file, line, f"not valid TOML: {message}") from None
+    except RecursionError:  # the parser recurses once per nested array or inline table
+        raise _too_deep(text, file) from None
+    except ValueError as exc:  # an integer of thousands of digits
+        raise ConfigError(file, None, f"not valid TOML: {exc}") from None
     lines = _KeyLines(text)
+    if _depth(data) > MAX_NESTING:
+        raise _too_deep(text, file)
 
     def fail(table: tuple[str, int] | None, key: str | None, message: str) -> ConfigError:
         return ConfigError(file, lines.find(table, key), message)
@@ -399,7 +415,56 @@ def _check_key(
         raise fail(table, key, f"unknown key '{key}' in {where}{at}{hint}")
     problem = check(value)
     if problem:
-        raise fail(table, key, f"'{key}' in {where} {problem} (got {value!r})")
+        raise fail(table, key, f"'{key}' in {where} {problem} (got {_shown(value)})")
+
+
+def _shown(value: Any) -> str:
+    """A value from the file in a message: its TOML-ish repr, at most 80 characters."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _depth(value: Any) -> int:
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > MAX_NESTING:
+            break
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return deepest
+
+
+def _too_deep(text: str, file: str) -> ConfigError:
+    return ConfigError(
+        file,
+        _deep_line(text),
+        f"arrays or inline tables nested over {MAX_NESTING} deep: no gputui setting needs that",
+    )
+
+
+def _deep_line(text: str) -> int | None:
+    """The line where brackets and braces first open over MAX_NESTING deep (strings skipped)."""
+    depth = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        quote = None
+        for char in line:
+            if quote:
+                quote = None if char == quote else quote
+            elif char in "\"'":
+                quote = char
+            elif char == "#":
+                break
+            elif char in "[{":
+                depth += 1
+                if depth > MAX_NESTING:
+                    return number
+            elif char in "]}":
+                depth = max(0, depth - 1)
+    return None
 
 
 def _did_you_mean(key: str, choices: list[str]) -> str:

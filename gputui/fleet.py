@@ -23,7 +23,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import Event, HostFacts, Sample, done_event
+from .model import Event, HostFacts, Preflight, Sample, done_event
+from .probe.common import TERM_TIMEOUT, VERIFY_TIMEOUT, plan_deadline, plan_silence_limit
 from .transport.base import Link, TransportError
 
 HISTORY = 300  # samples kept per GPU: sparklines show >= 120, the rest is headroom for wide panes
@@ -34,6 +35,12 @@ DOWN_AFTER = 3.0  # intervals of silence after which the link is dropped and reb
 NOTES_PER_SECOND = 20  # error lines (and events of plans nobody waits for) passed on per host per
 # second; the rest are counted and reported as one line: a flooding probe cannot grow the app
 YIELD_EVERY = 32  # records read back to back before a host's task lets the others run
+RECORDS_PER_SECOND = 200  # records one host may have decoded a second; past that its task waits
+# (the link's buffers fill and the probe blocks on its writes): one host's volume cannot starve the
+# loop. Samples (10 a second at most) stay far below it; a running plan's own events do not count.
+BUSY_PER_SECOND = 0.05  # seconds of the loop one host's records may take a second (huge samples)
+PLAN_EVENTS_MAX = 10_000  # events of one plan waiting for its reader; past that they are counted, not
+# kept (a flooding probe), except `done`, which always gets through
 PROBLEM_CHARS = 300  # the last problem a host reported, kept for its status line
 
 CONNECTING, LIVE, STALE, DOWN = "connecting", "live", "stale", "down"
@@ -80,6 +87,8 @@ class HostView:
     connects: int = 0
     raw_hello: dict[str, Any] | None = None  # the records as received: `gputui snapshot --json`
     raw_sample: dict[str, Any] | None = None
+    # The latest preflight reading of each GPU: samples carry one only now and then.
+    preflight: dict[int, Preflight] = field(default_factory=dict)
 
     @property
     def age(self) -> float | None:
@@ -93,6 +102,8 @@ class HostView:
         self.sample = sample
         self.received = time.monotonic()
         for gpu in sample.gpus:
+            if gpu.preflight is not None:
+                self.preflight[gpu.index] = gpu.preflight
             h = self.history.get(gpu.index)
             if h is None:
                 h = self.history[gpu.index] = GpuHistory()
@@ -166,26 +177,50 @@ class HostSession:
     async def _stream(self, link: Link) -> None:
         self.opened = time.monotonic()
         read = 0
-        while True:
-            timeout = self.view.interval * (STALE_AFTER if self.view.status == LIVE else DOWN_AFTER)
-            try:
-                record = await asyncio.wait_for(link.recv(), timeout=max(timeout, 1.0))
-            except asyncio.TimeoutError:
-                if self.view.status == LIVE and not self.waiters:
-                    self._set(STALE, "silent", f"no sample for {timeout:.1f} s")
-                    continue
-                if self.waiters:
-                    continue  # a plan pauses sampling; its events will come
-                raise TransportError("silent", "no data from the probe") from None
-            if record is None:
-                return
-            self._dispatch(record)
-            self._check_samples()
-            read += 1
-            if read % YIELD_EVERY == 0:
-                # A probe that floods the link keeps recv() ready: let the other hosts (and the UI)
-                # have the loop too.
-                await asyncio.sleep(0)
+        # One receive at a time, kept across timeouts (a timeout never cuts a line in half), awaited
+        # through asyncio.wait: unlike wait_for on Python 3.10/3.11, it never swallows the
+        # cancellation that stops the fleet, however fast a flooding probe keeps recv() ready.
+        receiving: asyncio.Future[dict[str, Any] | None] | None = None
+        window, in_window, busy = time.monotonic(), 0, 0.0
+        try:
+            while True:
+                timeout = self.view.interval * (STALE_AFTER if self.view.status == LIVE else DOWN_AFTER)
+                if receiving is None:
+                    receiving = asyncio.ensure_future(link.recv())
+                done, _ = await asyncio.wait({receiving}, timeout=max(timeout, 1.0))
+                if not done:
+                    if self.view.status == LIVE and not self.waiters:
+                        self._set(STALE, "silent", f"no sample for {timeout:.1f} s")
+                        continue
+                    if self.waiters:
+                        continue  # a plan pauses sampling; its events will come
+                    raise TransportError("silent", "no data from the probe")
+                record, receiving = receiving.result(), None
+                if record is None:
+                    return
+                began = time.perf_counter()
+                awaited = self._dispatch(record)
+                self._check_samples()
+                busy += time.perf_counter() - began
+                read += 1
+                # A running plan's own events are never held back: the probe would block on its
+                # writes between two signals. Everything else counts against the host's share.
+                in_window += 0 if awaited else 1
+                if in_window >= RECORDS_PER_SECOND or (busy >= BUSY_PER_SECOND and not awaited):
+                    # A flood: this host has had its share of the loop for this second.
+                    now = time.monotonic()
+                    if now - window < 1.0:
+                        await asyncio.sleep(1.0 - (now - window))
+                    window, in_window, busy = time.monotonic(), 0, 0.0
+                elif read % YIELD_EVERY == 0:
+                    # A probe that floods the link keeps recv() ready: let the other hosts (and the
+                    # UI) have the loop too.
+                    await asyncio.sleep(0)
+                if time.monotonic() - window >= 1.0:
+                    window, in_window, busy = time.monotonic(), 0, 0.0
+        finally:
+            if receiving is not None and not receiving.done():
+                receiving.cancel()  # the link is closed next (_drop), which ends it for good
 
     def _check_samples(self) -> None:
         """A host that keeps talking but whose samples are all refused (too long, malformed) is not
@@ -213,9 +248,11 @@ class HostSession:
             return False
         return True
 
-    def _dispatch(self, record: dict[str, Any]) -> None:
+    def _dispatch(self, record: dict[str, Any]) -> bool:
+        """Take one record; whether it belonged to a plan someone waits for."""
         kind = record.get("type")
         v = self.view
+        awaited = False
         if kind == "hello":
             v.facts = HostFacts.from_hello(record)
             v.raw_hello = record
@@ -239,8 +276,10 @@ class HostSession:
             event = Event.from_wire(record)
             q = self.waiters.get(event.plan)
             if q is not None:
-                q.put_nowait(event)
-                self.notify(v, "event", event)
+                awaited = True
+                if q.qsize() < PLAN_EVENTS_MAX or event.stage == "done":
+                    q.put_nowait(event)
+                    self.notify(v, "event", event)
             elif self._note():  # an event of no plan we wait for: informative, rate-limited
                 self.notify(v, "event", event)
         elif kind == "error":
@@ -253,8 +292,10 @@ class HostSession:
             message = record.get("message")
             if isinstance(message, str):
                 self.last_problem = message[:PROBLEM_CHARS]
+            awaited = q is not None
             if q is not None or self._note():
                 self.notify(v, "error", record)
+        return awaited
 
     async def send(self, message: dict[str, Any]) -> None:
         if self.link is None:
@@ -317,12 +358,17 @@ class Fleet:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.gather(*(one(s) for s in self.sessions.values())), timeout)
 
-    async def configure(self, interval: float) -> None:
+    async def configure(self, interval: float, preflight_every: int | None = None) -> None:
+        """Every probe's sample interval; `preflight_every`: a preflight reading in every Nth sample
+        (None: the probe's default)."""
+        message: dict[str, Any] = {"type": "configure", "v": 1, "interval": interval}
+        if preflight_every is not None:
+            message["preflight_every"] = preflight_every
         for s in self.sessions.values():
             s.view.interval = interval
             if s.link is not None:
                 with contextlib.suppress(TransportError):
-                    await s.send({"type": "configure", "v": 1, "interval": interval})
+                    await s.send(message)
 
     async def request_sample(self, host: str) -> None:
         """Ask `host`'s probe for a sample now (after a plan: its verdict's GPUs, drawn at once)."""
@@ -388,6 +434,11 @@ class Fleet:
         session = self.sessions[host]
         plan = dict(plan, type="plan", v=1)
         plan.setdefault("id", uuid.uuid4().hex[:12])
+        if deadline is None or silence is None:
+            # The plan's own timeouts bound it, whoever sent it (the probe's defaults where absent).
+            soft, term, verify = _plan_times(plan)
+            deadline = plan_deadline(soft, term, verify) if deadline is None else deadline
+            silence = plan_silence_limit(term, verify) if silence is None else silence
         plan_id = str(plan["id"])
         q: asyncio.Queue[Event | None] = asyncio.Queue()
         session.waiters[plan_id] = q
@@ -427,3 +478,17 @@ class Fleet:
                     return
         finally:
             session.waiters.pop(plan_id, None)
+
+
+def _plan_times(plan: dict[str, Any]) -> tuple[int, float, float]:
+    """A plan record's soft-signal count and timeouts, with the probe's defaults where absent."""
+
+    def seconds(key: str, default: float) -> float:
+        value = plan.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < float("inf"):
+            return float(value)
+        return default
+
+    signals = plan.get("signals")
+    soft = len(signals) if isinstance(signals, list) else 1
+    return soft, seconds("term_timeout", TERM_TIMEOUT), seconds("verify_timeout", VERIFY_TIMEOUT)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .probe.common import IDLE_SLACK, brief_command
@@ -27,7 +27,9 @@ __all__ = [
     "Gpu",
     "GpuVerdict",
     "HostFacts",
+    "MemoryAccount",
     "PlanVerdict",
+    "Preflight",
     "Proc",
     "ProcessVerdict",
     "Sample",
@@ -38,6 +40,8 @@ __all__ = [
 KINDS = ("user", "ghost", "hidden", "monitor", "zombie")
 MAX_BYTES = 1 << 60  # sizes above this (an exbibyte) are nonsense from a broken or hostile probe
 MAX_PID = 1 << 22  # Linux's PID_MAX_LIMIT
+MAX_PROCESSES = 2000  # process records taken from one sample (the probe sends at most 1,000, the
+# GPU users first); the rest of a larger one is counted in Sample.omitted, never parsed
 
 
 # -- one field at a time -----------------------------------------------------------------------
@@ -158,6 +162,112 @@ class HostFacts:
 
 
 @dataclass(frozen=True, slots=True)
+class MemoryAccount:
+    """Where a GPU's used memory went (gputui/probe/accounting.py): bytes per part."""
+
+    baseline: int = 0
+    processes: int = 0
+    ghost: int = 0
+    container: int = 0
+    unreported: int = 0
+    hidden: int = 0
+    orphaned: int = 0
+    unknown: int = 0
+    ghosts: tuple[int, ...] = ()
+    suspects: tuple[int, ...] = ()
+    containers: tuple[str, ...] = ()
+
+    UNACCOUNTED = ("ghost", "container", "unreported", "hidden", "orphaned", "unknown")
+
+    @property
+    def unaccounted(self) -> int:
+        return sum(getattr(self, part) for part in self.UNACCOUNTED)
+
+    def parts(self) -> list[tuple[str, int]]:
+        """(part, bytes) of every non-empty part, in the order a bar shows them."""
+        names = ("baseline", "processes", *self.UNACCOUNTED)
+        return [(name, getattr(self, name)) for name in names if getattr(self, name)]
+
+    @classmethod
+    def from_wire(cls, d: Any) -> MemoryAccount | None:
+        if not isinstance(d, dict):
+            return None
+        sizes = {k: _count(d.get(k)) or 0 for k in ("baseline", "processes", *cls.UNACCOUNTED)}
+        return cls(
+            **sizes,
+            ghosts=_pids(d.get("ghosts")),
+            suspects=_pids(d.get("suspects")),
+            containers=_strs(d.get("containers")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Preflight:
+    """A GPU's state beyond the sample, read at a lower rate (docs/PROTOCOL.md "preflight"): what a
+    benchmark log should say the GPUs were in. None where the GPU or driver does not support it."""
+
+    persistence: bool | None = None
+    compute_mode: str | None = None
+    mig: bool | None = None  # MIG mode enabled now
+    mig_pending: bool | None = None
+    sm_clock: int | None = None  # MHz
+    sm_clock_max: int | None = None
+    mem_clock: int | None = None
+    mem_clock_max: int | None = None
+    sm_app_clock: int | None = None
+    sm_app_clock_default: int | None = None
+    mem_app_clock: int | None = None
+    mem_app_clock_default: int | None = None
+    power_limit: float | None = None  # W
+    power_default: float | None = None
+    throttle: tuple[str, ...] | None = None  # active clock-event reasons, idle excluded
+    fan: int | None = None  # percent
+    ecc_corrected: int | None = None  # volatile counts
+    ecc_uncorrected: int | None = None
+    retired_pending: bool | None = None
+    remap_pending: bool | None = None
+    remap_failed: bool | None = None
+    pcie_gen: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width: int | None = None
+    pcie_width_max: int | None = None
+    display_active: bool | None = None
+    nvlink_peers: tuple[str, ...] | None = None  # PCI bus ids of the GPUs linked to this one
+
+    FIELDS_NUMBERS = (
+        "sm_clock", "sm_clock_max", "mem_clock", "mem_clock_max", "sm_app_clock", "sm_app_clock_default",
+        "mem_app_clock", "mem_app_clock_default", "fan", "ecc_corrected", "ecc_uncorrected", "pcie_gen",
+        "pcie_gen_max", "pcie_width", "pcie_width_max",
+    )  # fmt: skip
+    FIELDS_FLAGS = ("persistence", "mig", "mig_pending", "retired_pending", "remap_pending", "remap_failed",
+                    "display_active")  # fmt: skip
+
+    @classmethod
+    def from_wire(cls, d: Any) -> Preflight | None:
+        if not isinstance(d, dict):
+            return None
+        values: dict[str, Any] = {k: _count(d.get(k)) for k in cls.FIELDS_NUMBERS}
+        values.update({k: _bool(d.get(k)) for k in cls.FIELDS_FLAGS})
+        throttle = d.get("throttle")
+        peers = d.get("nvlink_peers")
+        return cls(
+            **values,
+            compute_mode=_str(d.get("compute_mode")),
+            power_limit=_float(d.get("power_limit"), 0.0),
+            power_default=_float(d.get("power_default"), 0.0),
+            throttle=_strs(throttle) if isinstance(throttle, list) else None,
+            nvlink_peers=_strs(peers) if isinstance(peers, list) else None,
+        )
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for item in fields(self):
+            value = getattr(self, item.name)
+            out[item.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+@dataclass(frozen=True, slots=True)
 class Gpu:
     index: int
     uuid: str | None = None
@@ -174,6 +284,8 @@ class Gpu:
     power_limit: float | None = None
     persistence: bool | None = None
     error: str | None = None
+    accounting: MemoryAccount | None = field(default=None, compare=False)
+    preflight: Preflight | None = field(default=None, compare=False)  # in the sample only now and then
 
     @classmethod
     def from_wire(cls, d: dict[str, Any]) -> Gpu | None:
@@ -197,6 +309,8 @@ class Gpu:
             power_limit=_float(d.get("power_limit"), 0.0),
             persistence=_bool(d.get("persistence")),
             error=_str(d.get("error")),
+            accounting=MemoryAccount.from_wire(d.get("accounting")),
+            preflight=Preflight.from_wire(d.get("preflight")),
         )
 
     @property
@@ -289,14 +403,16 @@ class Sample:
     # Taken after a full holder scan: what a kill plan must be built from. A sample that does not
     # say so is an incremental one (the safe reading).
     full_scan: bool = False
+    omitted: int = 0  # process records left out (by the probe's bound, or this one)
     cost_ms: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
 
     @classmethod
     def from_wire(cls, d: dict[str, Any]) -> Sample:
         scan = _dict(d.get("scan"))
         cost = _dict(d.get("cost_ms"))
-        gpus = (Gpu.from_wire(g) for g in _list(d.get("gpus")) if isinstance(g, dict))
-        procs = (Proc.from_wire(p) for p in _list(d.get("processes")) if isinstance(p, dict))
+        gpus = (Gpu.from_wire(g) for g in _list(d.get("gpus"))[:4096] if isinstance(g, dict))
+        raw = _list(d.get("processes"))
+        procs = (Proc.from_wire(p) for p in raw[:MAX_PROCESSES] if isinstance(p, dict))
         costs = {k: _float(v, 0.0) for k, v in cost.items()}
         return cls(
             seq=_count(d.get("seq")) or 0,
@@ -306,6 +422,7 @@ class Sample:
             scan_age=_float(scan.get("age"), 0.0),
             scan_unreadable=_count(scan.get("unreadable")) or 0,
             full_scan=scan.get("full") is True,
+            omitted=max(0, len(raw) - MAX_PROCESSES) + (_count(d.get("processes_omitted")) or 0),
             cost_ms={k: v for k, v in costs.items() if v is not None},
         )
 
@@ -371,7 +488,7 @@ class GpuVerdict:
     """
 
     index: int
-    result: str
+    result: str  # clean, held, ghost-memory, orphaned | released, still-listed
     memory_before: int | None = None
     memory_after: int | None = None
     memory_baseline: int | None = None
@@ -383,6 +500,7 @@ class GpuVerdict:
     others: tuple[int, ...] = ()  # what else uses the GPU: not in the plan, left alone
     idle_ms: float | None = None
     error: str | None = None
+    accounting: MemoryAccount | None = None  # where the memory went, as the verdict saw it
 
     @property
     def ok(self) -> bool:
@@ -404,6 +522,7 @@ class GpuVerdict:
             others=_pids(d.get("others")),
             idle_ms=_float(d.get("idle_ms"), 0.0),
             error=_str(d.get("error")),
+            accounting=MemoryAccount.from_wire(d.get("accounting")),
         )
 
 

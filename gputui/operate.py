@@ -20,6 +20,7 @@ import asyncio
 import getpass
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from .actionlog import ActionLog, AuditError, Unfinished, unfinished
 from .fleet import Fleet
@@ -200,7 +201,8 @@ class Operations:
         verdict. Raises OSError (AuditError) when the audit log cannot take the plan before anything
         is sent: then nothing was sent. Every other failure is a verdict: not-sent, outcome-unknown;
         a log that fails mid-plan cancels the plan (the probe sends no further signal) and says so."""
-        self.audit.plan(plan)  # before the probe can act: the write-ahead record
+        # Before the probe can act: the write-ahead record, with the state the GPUs were in.
+        self.audit.plan(plan, provenance=self.provenance(plan))
         self.running[plan.id] = plan
         done: Event | None = None
         failed: AuditError | None = None
@@ -248,6 +250,18 @@ class Operations:
             )
             verdict = replace(verdict, ok=False, problems=(*verdict.problems, note))
         return verdict
+
+    def provenance(self, plan: Plan) -> dict[str, Any]:
+        """What a benchmark log should say about the GPUs a plan touches: driver and CUDA versions,
+        and each GPU's latest preflight reading (persistence, clocks, throttling, ECC, ...)."""
+        view = self.fleet.view(plan.host)
+        facts = view.facts
+        gpus = sorted({g.index for g in plan.gpus + plan.touched})
+        return {
+            "driver_version": facts.driver_version if facts else None,
+            "cuda_driver_version": facts.cuda_driver_version if facts else None,
+            "gpus": {str(i): view.preflight[i].describe() if i in view.preflight else None for i in gpus},
+        }
 
     async def run_all(
         self, plans: Sequence[Plan], on_event: Callable[[Plan, Event], None] | None = None

@@ -91,6 +91,9 @@ def gpu_note(g: GpuVerdict) -> str:
         notes.append(
             f"NVML lists {pids(g.ghosts) or 'nothing'} (dead); suspected holders: {pids(g.suspects) or 'none found'}"
         )
+    elif g.result == "orphaned":
+        orphaned = g.accounting.orphaned if g.accounting is not None else None
+        notes.append(f"{fmt_bytes(orphaned)} orphaned, no process holds it; a reset would free it")
     elif g.result == "still-listed":
         notes.append(
             f"memory not released: NVML still lists {pids(g.still_listed)}; suspected holders: "

@@ -93,7 +93,7 @@ sudo = false
 [[hosts]]
 address = "demo"
 reader = "sim"
-sim_scenario = "stuck"
+sim_scenario = "demo"
 sim_variant = 2
 sim_seed = 7
 
@@ -124,7 +124,7 @@ def test_full_config(tmp_path):
     assert (b.user, b.sudo, b.jump, b.wrap) == ("bench", False, "ops@bastion:2200,inner", "pct exec 129 --")
     assert b.wrap_argv() == ["pct", "exec", "129", "--"]
     assert (demo.name, demo.address, demo.reader) == ("demo", "demo", "sim")
-    assert (demo.sim_scenario, demo.sim_variant, demo.sim_seed) == ("stuck", 2, 7)
+    assert (demo.sim_scenario, demo.sim_variant, demo.sim_seed) == ("demo", 2, 7)
     assert (alias.name, alias.address) == ("only-a-name", "only-a-name")  # an ssh config alias
     assert cfg.path == str(tmp_path / "config.toml")
 
@@ -176,9 +176,9 @@ def test_unknown_key_suggests_the_right_one(tmp_path):
         ('[[hosts]]\naddress = "-oProxyCommand=x"\n', 2, "must not start with '-'"),
         ('[[hosts]]\naddress = "a b"\n', 2, "must not contain spaces"),
         ('[[hosts]]\naddress = "a"\nreader = "sim"\nsim_variant = -1\n', 4, "whole number >= 0"),
-        ('[[hosts]]\naddress = "a"\nsim_scenario = "x"\n', 3, 'only applies with reader = "sim"'),
+        ('[[hosts]]\naddress = "a"\nsim_scenario = "demo"\n', 3, 'only applies with reader = "sim"'),
         ("[[hosts]]\nport = 22\n", 1, "needs an 'address'"),
-        ("interval = 0\n", 1, "'interval' in the top level must be a number of seconds >= 0.05"),
+        ("interval = 0\n", 1, "'interval' in the top level must be from 0.1 to 3600 seconds (got 0)"),
         ('interval = "1s"\n', 1, "number of seconds"),
         ("theme = 3\n", 1, "non-empty string"),
         ('colour = "x"\n', 1, "unknown key 'colour' in the top level (line 1)"),
@@ -203,6 +203,56 @@ def test_bad_values_name_the_line_and_the_fix(tmp_path, text, line, words):
     error = error_of(tmp_path, text)
     assert words in error.message
     assert error.line == line
+
+
+@pytest.mark.parametrize(
+    "value", ["0.07", "0.05", "nan", "inf", "-inf", "-1", "3601", "1e308", "true", '"1"', "[1]", "{ s = 1 }"]
+)
+def test_interval_has_the_protocols_bounds(tmp_path, value):
+    """One owner for the bounds (gputui/probe/wire.py): 0.07 passed here and then crashed
+    `gputui --demo` in make_app; nan and inf passed every check."""
+    error = error_of(tmp_path, f'theme = "dark"\n\ninterval = {value}\n')
+    assert error.line == 3 and "'interval' in the top level must be" in error.message, error
+
+
+@pytest.mark.parametrize("value", ["0.1", "1", "3600", "2.5"])
+def test_interval_within_bounds(tmp_path, value):
+    assert load_config(write(tmp_path, f"interval = {value}\n")).interval == float(value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a = " + "[" * 100_000,
+        "a = " + "{ b = " * 100_000,
+        "interval = " + "[" * 2000 + "]" * 2000,
+        'x = 1\n[[hosts]]\naddress = "a"\npython = ' + "[" * 500 + "]" * 500,
+    ],
+)
+def test_deep_nesting_is_a_config_error_not_a_recursion_error(tmp_path, text):
+    error = error_of(tmp_path, text)
+    assert "nested" in error.message or "not valid TOML" in error.message or "unknown key" in error.message
+    assert len(error.message) < 300
+
+
+def test_deep_nesting_names_its_line(tmp_path):
+    error = error_of(tmp_path, 'theme = "dark"\n\nhosts = ' + "[" * 3000 + "]" * 3000 + "\n")
+    assert error.line == 3 and "nested over" in error.message
+
+
+def test_an_integer_of_thousands_of_digits_is_a_config_error(tmp_path):
+    error = error_of(tmp_path, "interval = " + "9" * 5000 + "\n")
+    assert "not valid TOML" in error.message
+
+
+def test_sim_scenario_is_checked_at_load(tmp_path):
+    """A typo was accepted and failed only when the host's probe started."""
+    error = error_of(tmp_path, '[[hosts]]\naddress = "a"\nreader = "sim"\nsim_scenario = "nope"\n')
+    assert error.line == 4 and 'must be "demo" or "empty"' in error.message
+    error = error_of(tmp_path, '[defaults]\nreader = "sim"\nsim_scenario = "demoo"\n')
+    assert error.line == 3 and "sim_scenario" in error.message
+    ok = load_config(write(tmp_path, '[[hosts]]\naddress = "a"\nreader = "sim"\nsim_scenario = "empty"\n'))
+    assert ok.hosts[0].sim_scenario == "empty"
 
 
 def test_inline_host_tables_still_get_a_line(tmp_path):

@@ -8,10 +8,12 @@ import os
 import platform
 import socket
 import time
-from typing import Any, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
 from . import __version__ as PROBE_VERSION
+from .accounting import account
 from .classify import GHOST, HIDDEN, USER, ProcFacts, classify, protection, zombie_candidates
+from .common import IDLE_SLACK
 from .holders import HolderScanner, ScanResult  # noqa: F401  (type comments)
 from .procfs import (
     CLOCK_TICKS,
@@ -29,10 +31,106 @@ from .procfs import (
     user_name,
 )
 from .readers.base import Listed, Reader, ReaderError  # noqa: F401  (type comments)
-from .wire import VERSION
+from .wire import MAX_LINE, VERSION, dumps, encode, error
 
-# Memory within this of the idle baseline counts as idle: the driver's own bookkeeping moves a little.
-IDLE_SLACK = 32 << 20
+# What one sample may carry (docs/PROTOCOL.md "Bounds"): a process with a megabyte of arguments, or
+# a host with thousands of holders, must not make every sample over-long (the app drops those).
+MAX_ARG = 512  # characters of one command-line argument; more: "<first 512>…(N bytes)"
+MAX_ARGS = 64  # arguments of one command line; more: a last entry "... (N more)"
+MAX_TEXT = 256  # characters of a name, user or container; more: "<first 256>…(N bytes)"
+MAX_HOLDS = 64  # device files listed per process; more: a last entry "... (N more)"
+MAX_LINKS = 256  # linked PIDs per process (the lowest ones)
+MAX_PROCESSES = 1000  # process records per sample; the rest is counted in `processes_omitted`
+# Seconds between preflight readings by default (clocks, ECC, PCIe...: slower than a sample).
+PREFLIGHT_S = 10.0
+MAX_RESERVE = 1 << 30  # the most v1 memory info counts as the driver's own (615 MiB on an H200)
+# Which records a bounded sample keeps first: what holds GPU memory, then the rest.
+_KEEP_FIRST = {USER: 0, GHOST: 1, HIDDEN: 2}
+
+
+def clip_text(text, limit=MAX_TEXT):
+    # type: (Optional[str], int) -> Optional[str]
+    """`text` cut to `limit` characters, with a visible marker saying how long it was."""
+    if text is None or len(text) <= limit:
+        return text
+    return "%s\u2026(%d bytes)" % (text[:limit], len(text.encode("utf-8", "replace")))
+
+
+def clip_list(items, limit):
+    # type: (List[str], int) -> List[str]
+    if len(items) <= limit:
+        return items
+    return [*items[:limit], "... (%d more)" % (len(items) - limit)]
+
+
+def clip_command(argv):
+    # type: (List[str]) -> List[str]
+    """A command line with at most MAX_ARGS arguments of at most MAX_ARG characters, marked where cut."""
+    return [clip_text(arg, MAX_ARG) for arg in clip_list(argv, MAX_ARGS)]  # type: ignore[misc]
+
+
+def _keep_rank(record):
+    # type: (Dict[str, Any]) -> int
+    return _KEEP_FIRST.get(record.get("kind"), 3)  # type: ignore[arg-type]
+
+
+def keep_first(processes, fits):
+    # type: (List[Dict[str, Any]], Callable[[int, Dict[str, Any]], bool]) -> List[Dict[str, Any]]
+    """The records to send when not all can be: GPU users, then ghosts, then hidden holders, then
+    the rest, each group in the sample's order, for as long as `fits(count so far, record)` says
+    yes. The kept ones stay in the sample's order."""
+    order = sorted(range(len(processes)), key=lambda i: (_keep_rank(processes[i]), i))
+    kept = set()  # type: Set[int]
+    for i in order:
+        if not fits(len(kept), processes[i]):
+            break
+        kept.add(i)
+    return [p for i, p in enumerate(processes) if i in kept]
+
+
+def fit_line(record):
+    # type: (Dict[str, Any]) -> bytes
+    """`record` as one protocol line of at most MAX_LINE bytes (its newline not counted).
+
+    A sample that would be longer sends fewer processes (the most important ones, see keep_first)
+    and counts the others in `processes_omitted`; an event keeps its fields but only the plain
+    values of its `data`; anything else that cannot fit is replaced by an `error` record."""
+    line = encode(record)
+    if len(line) - 1 <= MAX_LINE:
+        return line
+    kind = record.get("type")
+    if kind == "sample" and isinstance(record.get("processes"), list):
+        line = _fit_sample(record)
+    elif kind == "event" and isinstance(record.get("data"), dict):
+        data = record["data"]
+        plain = {k: v for k, v in data.items() if not isinstance(v, (dict, list))}
+        plain["clipped"] = "the event's data was %d bytes: lists and objects left out" % len(line)
+        line = encode(dict(record, data=plain))
+    if len(line) - 1 <= MAX_LINE:
+        return line
+    plan = record.get("plan") if isinstance(record.get("plan"), str) else None
+    return encode(error("too-long", "a %s record of %d bytes was not sent" % (kind, len(line)), plan))
+
+
+def _fit_sample(record):
+    # type: (Dict[str, Any]) -> bytes
+    processes = record["processes"]
+    omitted = record.get("processes_omitted") or 0
+    # The rest of the sample, with the largest count it could carry; each record costs its JSON and
+    # a comma.
+    rest = len(encode(dict(record, processes=[], processes_omitted=omitted + len(processes)))) - 1
+    room = [MAX_LINE - rest]
+
+    def fits(count, proc):
+        # type: (int, Dict[str, Any]) -> bool
+        size = len(dumps(proc)) + 1
+        if size > room[0]:
+            return False
+        room[0] -= size
+        return True
+
+    kept = keep_first(processes, fits)
+    return encode(dict(record, processes=kept, processes_omitted=omitted + len(processes) - len(kept)))
 
 
 class _Known(object):
@@ -42,13 +140,13 @@ class _Known(object):
 
     def __init__(self, pid, proc):
         # type: (int, str) -> None
-        self.cmdline = read_cmdline(pid, proc)
+        self.cmdline = clip_command(read_cmdline(pid, proc))
         status = read_status(pid, proc)
         self.uid = status.uid if status else None
         nspid = status.nspid if status else None
         # A second NSpid entry means the process lives in a nested PID namespace (a container).
         self.nspid = nspid[-1] if nspid and len(nspid) > 1 else None
-        self.container = read_container(pid, proc) if self.nspid is not None else None
+        self.container = clip_text(read_container(pid, proc)) if self.nspid is not None else None
         self.cpu_ticks = -1
         self.cpu_time = 0.0
 
@@ -75,6 +173,7 @@ class Probe(object):
         # but invisible here (GPU_FACTS.md "Containers").
         self._foreign_pids = not in_init_pid_namespace(proc)
         self.facts = {}  # type: Dict[str, Any]
+        self.preflight_every = None  # type: Optional[int]  # samples between preflight readings
         self.argv = []  # type: List[str]  # the probe's options, shown as its command line
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -133,14 +232,18 @@ class Probe(object):
         for gpu in gpus:
             index = gpu["index"]
             used = gpu.get("memory_used")
+            if gpu.get("memory_version") == 2:
+                # v2 reports the driver's reserve apart: idle reads 0 (GPU_FACTS.md). Learning a
+                # baseline here would take memory nothing holds (orphaned) for the idle figure.
+                gpu["memory_baseline"] = 0
+                continue
             if index not in busy and isinstance(used, int):
-                # Learn the idle figure when nothing is listed: v1 counts the driver's reserve as used.
+                # v1 counts the reserve as used: learn the idle figure when nothing is listed, up to
+                # what a reserve can be (more is memory held, not idle).
                 known = self._baseline.get(index)
-                self._baseline[index] = used if known is None else min(known, used)
-            base = self._baseline.get(index)
-            if base is None and gpu.get("memory_version") == 2:
-                base = 0  # v2 reports the reserve apart: idle reads 0 (GPU_FACTS.md)
-            gpu["memory_baseline"] = base
+                seen = min(used, MAX_RESERVE)
+                self._baseline[index] = seen if known is None else min(known, seen)
+            gpu["memory_baseline"] = self._baseline.get(index)
         return gpus, listed
 
     @staticmethod
@@ -149,8 +252,17 @@ class Probe(object):
         used, base = gpu.get("memory_used"), gpu.get("memory_baseline")
         return isinstance(used, int) and isinstance(base, int) and used <= base + IDLE_SLACK
 
-    def sample(self, full=False):
-        # type: (bool) -> Dict[str, Any]
+    def wants_preflight(self):
+        # type: () -> bool
+        """Whether this sample carries a preflight reading: the first one, then every
+        `preflight_every` samples (default: about every PREFLIGHT_S seconds; 0: on request only)."""
+        every = self.preflight_every
+        if every is None:
+            every = max(1, round(PREFLIGHT_S / max(self.interval, 0.001)))
+        return self.seq == 0 or (every > 0 and self.seq % every == 0)
+
+    def sample(self, full=False, preflight=False):
+        # type: (bool, bool) -> Dict[str, Any]
         t0 = time.perf_counter()
         cpu0 = time.process_time()
         gpus, listed = self.read_gpus()
@@ -158,6 +270,20 @@ class Probe(object):
         scan = self.scanner.scan(full=full or self.seq == 0, watch=listed)
         t2 = time.perf_counter()
         processes = self.describe(listed, scan)
+        by_pid = dict((r["pid"], r) for r in processes)
+        for gpu in gpus:
+            # Before the process bound: every record counts in where the memory went.
+            gpu["accounting"] = account(gpu, listed, by_pid, self.scanner.prefix)
+        t_account = time.perf_counter()
+        preflight_ms = None  # type: Optional[float]
+        if preflight or self.wants_preflight():
+            readings = self.reader.preflight() if self.reader_error is None else {}
+            for gpu in gpus:
+                gpu["preflight"] = readings.get(gpu["index"])
+            preflight_ms = round((time.perf_counter() - t_account) * 1e3, 3)
+        omitted = max(0, len(processes) - MAX_PROCESSES)
+        if omitted:
+            processes = keep_first(processes, lambda count, _proc: count < MAX_PROCESSES)
         t3 = time.perf_counter()
         self.seq += 1
         check, worst = self.scanner.staleness()
@@ -168,6 +294,7 @@ class Probe(object):
             "time": time.time(),
             "gpus": gpus,
             "processes": processes,
+            "processes_omitted": omitted,
             "scan": {
                 "full": scan.full,
                 # Seconds within which a new holder is seen; the worst case (an fd number reused).
@@ -179,6 +306,7 @@ class Probe(object):
                 "reader": round((t1 - t0) * 1e3, 3),
                 "holders": round((t2 - t1) * 1e3, 3),
                 "describe": round((t3 - t2) * 1e3, 3),
+                "preflight": preflight_ms,
                 "total": round((t3 - t0) * 1e3, 3),
                 "cpu": round((time.process_time() - cpu0) * 1e3, 3),
             },
@@ -243,12 +371,12 @@ class Probe(object):
             "cpu_percent": None,
             "rss": None,
             "elapsed": None,
-            "holds": list(held),
+            "holds": clip_list(list(held), MAX_HOLDS),
             "gpu_memory": {str(i): b for i, b in sorted(mem.items())},
             "gpus": verdict.gpus,
             "kind": verdict.kind,
             "reason": verdict.reason,
-            "links": sorted(verdict.links),
+            "links": sorted(verdict.links)[:MAX_LINKS],
             "protected": None,
             "nspid": None,
             "container": None,
@@ -260,10 +388,10 @@ class Probe(object):
                 known = self._known[(pid, s.start_time)] = _Known(pid, self.proc)
             record.update(
                 start_time=s.start_time,
-                name=s.comm,
+                name=clip_text(s.comm),
                 command=known.cmdline,
                 uid=known.uid,
-                user=user_name(known.uid),
+                user=clip_text(user_name(known.uid)),
                 state=s.state,
                 ppid=s.ppid,
                 pgid=s.pgid,
@@ -277,7 +405,7 @@ class Probe(object):
             kthread = bool(s.flags & PF_KTHREAD)
         if pid == self.pid:
             # Shipped over SSH, the probe's own command line is the bootstrap's source code.
-            record["command"] = ["gputui-probe", *self.argv]
+            record["command"] = clip_command(["gputui-probe", *self.argv])
         record["protected"] = protection(pid, verdict.kind, self.pid, self._ancestors, kthread)
         return record
 

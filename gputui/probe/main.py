@@ -14,12 +14,16 @@ import threading
 import time
 from typing import Any, BinaryIO, Dict, List, Optional  # noqa: F401  (type comments)
 
-from .core import Probe
+from .core import Probe, fit_line
 from .readers.base import Reader  # noqa: F401  (type comments)
-from .wire import APP_TYPES, MAX_LINE, decode, encode, error
+from .readers.scenarios import SCENARIOS
+from .wire import APP_TYPES, MAX_LINE, decode, error, interval_problem
 
-MIN_INTERVAL = 0.05
 _EOF = object()
+MAX_SIM_GPUS = 64
+# The most open files the probe asks for: more than a plan's targets (reaper.MAX_TARGETS), and a
+# soft limit of a billion makes code that closes every possible fd (subprocess without /proc) crawl.
+FD_CAP = 1 << 20
 
 
 def make_reader(args):
@@ -35,19 +39,58 @@ def make_reader(args):
     return NvmlReader()
 
 
+def _interval(text):
+    # type: (str) -> float
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a number of seconds" % text) from None
+    problem = interval_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError("%s %s" % (text, problem))
+    return value
+
+
+def _sim_gpus(text):
+    # type: (str) -> int
+    if not text.isascii() or not text.isdigit():  # "²".isdigit() is true, int("²") fails
+        raise argparse.ArgumentTypeError("%r is not a number of GPUs" % text)
+    if not 1 <= int(text) <= MAX_SIM_GPUS:
+        raise argparse.ArgumentTypeError("%s GPUs: the sim has 1 to %d" % (text, MAX_SIM_GPUS))
+    return int(text)
+
+
 def parse_args(argv):
     # type: (Optional[List[str]]) -> argparse.Namespace
+    """The probe's options; a bad one is a usage message and exit status 2 (argparse)."""
     p = argparse.ArgumentParser(prog="gputui probe", description="Stream GPU state as JSON lines.")
     p.add_argument("--reader", choices=("nvml", "sim"), default="nvml")
     p.add_argument("--read-only", action="store_true", help="refuse every kill plan")
-    p.add_argument("--interval", type=float, default=1.0, help="seconds between samples")
+    p.add_argument("--interval", type=_interval, default=1.0, help="seconds between samples")
     p.add_argument("--once", action="store_true", help="print hello and one sample, then exit")
     p.add_argument("--name", default=None, help="host name to report")
-    p.add_argument("--sim-scenario", default="demo")
+    p.add_argument("--sim-scenario", choices=SCENARIOS, default="demo")
     p.add_argument("--sim-variant", type=int, default=0)
     p.add_argument("--sim-seed", type=int, default=0)
-    p.add_argument("--sim-gpus", type=int, default=4)
+    p.add_argument("--sim-gpus", type=_sim_gpus, default=4, help="1 to %d" % MAX_SIM_GPUS)
     return p.parse_args(argv)
+
+
+def raise_fd_limit():
+    # type: () -> None
+    """Raise the soft limit on open files to the hard one (at most FD_CAP): a plan opens one pidfd
+    per target, and the 1,024 of a common soft limit ran out."""
+    try:
+        import resource
+    except ImportError:  # not a Unix
+        return
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = FD_CAP if hard == resource.RLIM_INFINITY else min(hard, FD_CAP)
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    except (OSError, ValueError):
+        pass  # the probe runs with the limit it has
 
 
 class Output(object):
@@ -60,7 +103,7 @@ class Output(object):
 
     def __call__(self, record):
         # type: (Dict[str, Any]) -> None
-        data = encode(record)
+        data = fit_line(record)
         with self.lock:
             self.stream.write(data)
             self.stream.flush()
@@ -90,9 +133,12 @@ class Loop(object):
         # type: (Probe, Output, float) -> None
         self.probe = probe
         self.emit = emit
-        self.interval = max(MIN_INTERVAL, interval)
+        self.interval = interval  # checked by parse_args
         probe.interval = self.interval
         self.running = True
+        self.inbox = None  # type: Any
+        self.deferred = []  # type: List[Any]  # records that came while a plan ran: handled after it
+        self.cancelled = {}  # type: Dict[str, str]  # plan id -> why the app cancelled it
 
     def handle(self, line):
         # type: (Any) -> None
@@ -109,14 +155,21 @@ class Loop(object):
             self.running = False
         elif kind == "configure":
             interval = record.get("interval")
-            if isinstance(interval, (int, float)) and interval > 0:
-                self.interval = self.probe.interval = max(MIN_INTERVAL, float(interval))
+            wrong = interval_problem(interval)
+            if wrong is None and isinstance(interval, (int, float)):
+                self.interval = self.probe.interval = float(interval)
             else:
-                self.emit(error("bad-message", "configure needs a positive number 'interval'"))
+                self.emit(
+                    error("bad-message", "configure: 'interval' %s, not %s" % (wrong, _brief(interval)))
+                )
         elif kind == "sample":
-            self.emit(self.probe.sample(full=bool(record.get("full"))))
+            self.emit(
+                self.probe.sample(full=record.get("full") is True, preflight=record.get("preflight") is True)
+            )
         elif kind == "plan":
             self.run_plan(record)
+        elif kind == "cancel":
+            pass  # for a plan that has ended already: nothing left to stop
 
     def run_plan(self, record):
         # type: (Dict[str, Any]) -> None
@@ -129,10 +182,42 @@ class Loop(object):
             return
         from .reaper import execute
 
-        execute(self.probe, record, self.emit)
+        execute(self.probe, record, self.emit, lambda: self.stop_requested(plan_id))
+        deferred, self.deferred = self.deferred, []
+        for item in deferred:
+            if item is _EOF:
+                self.running = False
+            else:
+                self.handle(item)
+
+    def stop_requested(self, plan_id):
+        # type: (Optional[str]) -> Optional[str]
+        """While a plan runs: has the app cancelled it (its audit log failed)? The reason, or None.
+        Reads what came in without waiting; everything but a cancel for this plan waits for the
+        plan's end (a plan runs to its end, only its further signals can be stopped)."""
+        while self.inbox is not None:
+            try:
+                item = self.inbox.get_nowait()
+            except queue.Empty:
+                break
+            record = None
+            if not isinstance(item, dict) and item is not _EOF:
+                record, _ = decode(item, APP_TYPES)
+            if (
+                plan_id is not None
+                and record is not None
+                and record.get("type") == "cancel"
+                and record.get("plan") == plan_id
+            ):
+                reason = record.get("reason")
+                self.cancelled[plan_id] = reason if isinstance(reason, str) else "cancelled by the app"
+            else:
+                self.deferred.append(item)
+        return self.cancelled.get(plan_id) if plan_id is not None else None
 
     def run(self, inbox):
         # type: (Any) -> None
+        self.inbox = inbox
         due = time.monotonic()
         while self.running:
             now = time.monotonic()
@@ -150,6 +235,16 @@ class Loop(object):
             self.handle(item)
 
 
+def _brief(value):
+    # type: (Any) -> str
+    """A received value in an error message: short, and never the whole of a large one."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    return repr(value)[:40]
+
+
 def _exit_on_signal(signum, frame):
     # type: (int, Any) -> None
     # SystemExit unwinds through `finally`, so the reader (and a sim's processes) are closed.
@@ -159,6 +254,7 @@ def _exit_on_signal(signum, frame):
 def main(argv=None):
     # type: (Optional[List[str]]) -> int
     args = parse_args(argv)
+    raise_fd_limit()
     signal.signal(signal.SIGTERM, _exit_on_signal)
     signal.signal(signal.SIGHUP, _exit_on_signal)
     stdout = sys.stdout.buffer

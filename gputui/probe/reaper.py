@@ -30,6 +30,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
 from . import scope
+from .accounting import account
 from .classify import GHOST, HIDDEN, MONITOR, MONITOR_NAMES, USER
 from .common import (
     KILL_WAIT_S,
@@ -56,6 +57,7 @@ from .procfs import (
 from .wire import VERSION, error
 
 FALLBACK_POLL_S = 0.01  # /proc polling when there is no pidfd to wait on
+FD_RESERVE = 64  # descriptors a plan leaves free for /proc reads, scans and NVML
 MAX_TARGETS = 100000
 SCOPES = ("processes", "gpus", "host")
 
@@ -371,12 +373,14 @@ class Settings(object):
 # -- the run -----------------------------------------------------------------------------------
 
 
-def execute(probe, plan, emit):
-    # type: (Any, Dict[str, Any], Callable[[Dict[str, Any]], None]) -> Optional[Dict[str, Any]]
+def execute(probe, plan, emit, stop_requested=None):
+    # type: (Any, Dict[str, Any], Callable[[Dict[str, Any]], None], Optional[Callable[[], Optional[str]]]) -> Optional[Dict[str, Any]]
     """Run one plan to its end, emitting protocol events; return the `done` event (None if refused).
 
     A plan that has started runs to its end even if the app goes away: the operator confirmed it, and
-    half of it (SIGTERM sent, no SIGKILL, nothing verified) would be the worst outcome."""
+    half of it (SIGTERM sent, no SIGKILL, nothing verified) would be the worst outcome. Only the app
+    can stop its further signals (`stop_requested` returns why, once its audit log has failed: what
+    it cannot record must not happen); the verification and the verdicts still come."""
     plan_id = plan.get("id") if isinstance(plan.get("id"), str) else None
     if probe.read_only:
         emit(error("read-only", "this probe runs read-only: plans are refused", plan_id))
@@ -386,7 +390,7 @@ def execute(probe, plan, emit):
     except PlanError as exc:
         emit(error("bad-message", "bad plan: %s" % exc, plan_id))
         return None
-    run = Run(probe, settings, emit)
+    run = Run(probe, settings, emit, stop_requested)
     try:
         return run.go()
     except Exception as exc:  # a bug must end the plan visibly, not kill the probe
@@ -399,11 +403,13 @@ def execute(probe, plan, emit):
 
 
 class Run(object):
-    def __init__(self, probe, settings, emit):
-        # type: (Any, Settings, Callable[[Dict[str, Any]], None]) -> None
+    def __init__(self, probe, settings, emit, stop_requested=None):
+        # type: (Any, Settings, Callable[[Dict[str, Any]], None], Optional[Callable[[], Optional[str]]]) -> None
         self.probe = probe
         self.plan = settings
         self._emit = emit
+        self._stop_requested = stop_requested
+        self.cancelled = None  # type: Optional[str]  # why the app stopped the further signals
         self.link_lost = False
         self.killer = Killer()
         self.t0 = time.monotonic()
@@ -411,6 +417,7 @@ class Run(object):
         self.before = {}  # type: Dict[int, Optional[int]]
         self.idle_ms = {}  # type: Dict[int, float]
         self.touched = set()  # type: Set[int]  # GPUs the plan cleans or its targets use
+        self.pidfds_left = _pidfd_budget()  # pidfds this plan may hold open at once
         self.scan_cost = 0.0
         self.rule = scope.Rule(
             settings.gpus,
@@ -514,6 +521,8 @@ class Run(object):
             self.remember_descendants(first)
             self.stages(first)
             for round_no in range(MAX_ROUNDS):
+                if self.stopped():
+                    break
                 found = self.rescan(self.look(), sweep=round_no == 0)
                 if not found:
                     break
@@ -591,7 +600,11 @@ class Run(object):
         if stat.start_time != start_time:
             return self.checked(proc, "pid-reused", _reused(start_time, stat.start_time))
         note = "identity confirmed (start time)"
-        if self.killer.uses_pidfd:
+        if self.killer.uses_pidfd and self.pidfds_left <= 0:
+            # Descriptors kept for reading /proc: without them a live process could not be told
+            # from a gone one. The start time is re-checked right before kill() instead.
+            note = "identity confirmed (start time; pidfds kept within the descriptor limit)"
+        elif self.killer.uses_pidfd:
             try:
                 proc.fd = self.killer.open(pid)
             except ProcessLookupError:
@@ -601,8 +614,10 @@ class Run(object):
                     raise
                 # No descriptor left for a pidfd: fall back to the start-time check right before
                 # kill(), as on a kernel without pidfds.
+                self.pidfds_left = 0
                 note = "no file descriptor left for a pidfd: start time re-checked before each signal"
             if proc.fd is not None:
+                self.pidfds_left -= 1
                 note = "identity confirmed (pidfd)"
                 # The pidfd pins this process: a start time that still matches now is proof of identity.
                 stat = read_stat_strict(pid)
@@ -693,10 +708,28 @@ class Run(object):
                 stat = read_stat(proc.pid)
                 proc.state = stat.state if stat is not None else proc.state
 
+    def stopped(self):
+        # type: () -> bool
+        """Has the app cancelled the plan's further signals? Says so once, in a `cancel` event."""
+        if self.cancelled is None and self._stop_requested is not None:
+            reason = self._stop_requested()
+            if reason:
+                self.cancelled = reason
+                self.event(
+                    "cancel", "cancelled", "plan cancelled by the app (%s): no further signal" % reason
+                )
+        return self.cancelled is not None
+
     def send_all(self, procs, sig, stage):
         # type: (List[Proc], int, str) -> List[Proc]
         name = _signal_name(sig)
-        sent = []
+        sent = []  # type: List[Proc]
+        if self.stopped():
+            for proc in procs:
+                if proc.pending and not proc.signals:
+                    proc.verdict, proc.why = "not-signalled", "the plan was cancelled before its signal"
+                    self.close(proc)
+            return sent
         for proc in procs:
             if not proc.pending:
                 continue
@@ -832,6 +865,7 @@ class Run(object):
             except OSError:
                 pass
             proc.fd = None
+            self.pidfds_left += 1
 
     def rescan(self, view, sweep):
         # type: (View, bool) -> List[Proc]
@@ -1031,6 +1065,7 @@ class Run(object):
                 "memory_after": after,
                 "method": self.killer.method,
                 "link_lost": self.link_lost,
+                "cancelled": self.cancelled,
             },
         )
         return done
@@ -1107,12 +1142,15 @@ class Run(object):
         for ghost in ghosts:
             suspects.update(ghost.get("links") or [])
         result = "clean"
+        books = account(gpu, view.listed, view.records, self.probe.scanner.prefix) if gpu else None
         if not gpu or gpu.get("error") or users or strays:
             result = "held"
         elif ghosts or hidden or not idle:
             # Only dead PIDs listed (or none), memory held: name who may really hold it.
             result = "ghost-memory"
-            if not suspects:
+            if not ghosts and not hidden and books is not None and books["orphaned"]:
+                result = "orphaned"  # nothing holds it at all: only a GPU reset frees it
+            elif not suspects:
                 # No link to the ghost: any unattributed holder may be the one (a child that setsid()).
                 suspects.update(
                     r["pid"] for r in view.records.values() if r["kind"] == HIDDEN and not r["gpus"]
@@ -1131,9 +1169,14 @@ class Run(object):
             "suspects": suspect_pids,
             "idle_ms": self.idle_ms.get(index),
             "error": gpu.get("error") if gpu else "no-such-gpu",
+            "accounting": books,
         }
         if result == "clean":
             words = "clean"
+        elif result == "orphaned":
+            words = "not clean: %s orphaned, no process holds it; a reset would free it" % _size(
+                books["orphaned"] if books else 0
+            )
         elif result == "ghost-memory":
             words = "ghost memory: NVML lists %s; suspected holders: %s" % (
                 _pid_list(ghost_pids) or "nothing",
@@ -1192,6 +1235,31 @@ def _short(command):
     if len(command) > 64:
         out.append("... (%d more)" % (len(command) - 64))
     return out
+
+
+def _size(nbytes):
+    # type: (int) -> str
+    """`2.1 GiB`, `615 MiB`: for the probe's own words (the app has gputui.units)."""
+    if nbytes >= 1 << 30:
+        return "%.1f GiB" % (nbytes / float(1 << 30))
+    return "%d MiB" % (nbytes >> 20)
+
+
+def _pidfd_budget():
+    # type: () -> int
+    """How many pidfds a plan may hold at once: the descriptor limit less those open now, less a
+    reserve for reading /proc (a process that cannot be looked at is never taken for gone). The
+    probe raises its soft limit to the hard one at start; this is for a hard limit of 1,024."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        open_now = len(os.listdir("/proc/self/fd"))
+    except (ImportError, OSError, ValueError):
+        return 1 << 30
+    if soft == resource.RLIM_INFINITY:
+        return 1 << 30
+    return max(0, soft - open_now - FD_RESERVE)
 
 
 def _reused(expected, found):

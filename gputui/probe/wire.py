@@ -1,16 +1,34 @@
 """Encoding and checking protocol lines (docs/PROTOCOL.md). Shared by the probe and the app.
 
+Also the protocol's limits, with one owner: the app's config and command line check a sample
+interval with `interval_problem`, as the probe does.
+
 Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
 
 import json
+import math
 from typing import Any, Dict, Optional, Tuple  # noqa: F401  (type comments)
 
 VERSION = 1
-MAX_LINE = 1 << 20  # bytes; a longer line is refused, not buffered without bound
+MAX_LINE = 1 << 20  # bytes of one record, its newline not counted; a longer line is refused
+MAX_DEPTH = 32  # nesting of lists and objects in one record (a protocol record needs 5)
+MIN_INTERVAL = 0.1  # seconds between samples, the fastest a probe samples
+MAX_INTERVAL = 3600.0  # seconds between samples, the slowest
 
 PROBE_TYPES = ("hello", "sample", "event", "error")
-APP_TYPES = ("configure", "sample", "plan", "quit")
+APP_TYPES = ("configure", "sample", "plan", "cancel", "quit")
+
+
+def interval_problem(value):
+    # type: (Any) -> Optional[str]
+    """Why `value` is not a sample interval (None when it is one): a number of seconds, not a bool,
+    finite, from MIN_INTERVAL to MAX_INTERVAL."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "must be a number of seconds"
+    if not MIN_INTERVAL <= value <= MAX_INTERVAL:  # NaN fails every comparison
+        return "must be from %g to %g seconds" % (MIN_INTERVAL, MAX_INTERVAL)
+    return None
 
 
 def encode(message):
@@ -18,8 +36,30 @@ def encode(message):
     """One record as one line. `v` is added when missing."""
     if "v" not in message:
         message = dict(message, v=VERSION)
-    # ensure_ascii keeps control characters from remote text escaped on the wire.
-    return (json.dumps(message, separators=(",", ":"), ensure_ascii=True) + "\n").encode("ascii")
+    return (dumps(message) + "\n").encode("ascii")
+
+
+def dumps(value):
+    # type: (Any) -> str
+    """`value` as compact JSON text, as it goes on the wire (all ASCII)."""
+    try:
+        # ensure_ascii keeps control characters from remote text escaped on the wire.
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    except ValueError:
+        # NaN and the infinities are not JSON and the other side refuses them: a number the host
+        # cannot give is null (docs/PROTOCOL.md).
+        return json.dumps(_finite(value), separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+def _finite(value):
+    # type: (Any) -> Any
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def error(code, message, plan=None):
@@ -27,20 +67,69 @@ def error(code, message, plan=None):
     return {"type": "error", "v": VERSION, "code": code, "message": message, "plan": plan}
 
 
+def _no_constant(name):
+    # type: (str) -> Any
+    raise ValueError("%s is not a JSON number" % name)
+
+
+def _finite_float(text):
+    # type: (str) -> float
+    value = float(text)
+    if not math.isfinite(value):  # 1e400
+        raise ValueError("%s is out of a float's range" % text[:40])
+    return value
+
+
+def _too_deep(record):
+    # type: (Any) -> bool
+    stack = [(record, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        for item in value.values() if type(value) is dict else value:
+            if type(item) is dict or type(item) is list:
+                stack.append((item, depth + 1))
+    return False
+
+
 def decode(line, allowed=None):
     # type: (bytes, Optional[Tuple[str, ...]]) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]
-    """Parse one line. Returns (record, None) or (None, error record); never raises."""
+    """Parse one line (with or without its newline). Returns (record, None) or (None, error record);
+    never raises, whatever the bytes."""
+    try:
+        return _decode(line, allowed)
+    except Exception as exc:  # a decoder bug must not end a probe or a host's session
+        return None, error("bad-json", "cannot decode the line: %s: %s" % (type(exc).__name__, exc))
+
+
+def _decode(line, allowed):
+    # type: (bytes, Optional[Tuple[str, ...]]) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]
+    if line.endswith(b"\n"):
+        line = line[:-1]  # the limit is on the record
     if len(line) > MAX_LINE:
         return None, error("too-long", "line of %d bytes is over the %d byte limit" % (len(line), MAX_LINE))
     try:
-        record = json.loads(line.decode("utf-8"))
+        record = json.loads(line.decode("utf-8"), parse_constant=_no_constant, parse_float=_finite_float)
+    except RecursionError:
+        return None, error("bad-json", "not a JSON line: nested too deeply")
     except (UnicodeDecodeError, ValueError) as exc:
-        return None, error("bad-json", "not a JSON line: %s" % (exc,))
+        return None, error("bad-json", "not a JSON line: %s" % (str(exc)[:200],))
     if not isinstance(record, dict):
         return None, error("bad-json", "a line must be a JSON object")
-    if record.get("v") != VERSION:
-        return None, error("bad-version", "protocol version %r, expected %d" % (record.get("v"), VERSION))
+    if _too_deep(record):
+        return None, error("bad-json", "a record nests lists and objects over %d deep" % MAX_DEPTH)
+    version = record.get("v")
+    if type(version) is not int or version != VERSION:  # true == 1 and 1.0 == 1 in Python
+        return None, error("bad-version", "protocol version %s, expected %d" % (_brief(version), VERSION))
     kind = record.get("type")
     if not isinstance(kind, str) or (allowed is not None and kind not in allowed):
-        return None, error("bad-message", "unknown record type %r" % (kind,))
+        return None, error("bad-message", "unknown record type %s" % (_brief(kind),))
     return record, None
+
+
+def _brief(value):
+    # type: (Any) -> str
+    """A received value in an error message, at most 80 characters of its repr."""
+    text = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -607,3 +607,62 @@ def test_a_ghost_whose_memory_stays_listed_is_not_stopped(sim_probe, monkeypatch
     assert f"suspected holders: {job.child_pid}" in g["message"]
     assert done(events)["result"] == "not-stopped" and done(events)["data"]["ok"] is False
     assert alive(job.child_pid, job.child_start_time)
+
+
+# -- out of file descriptors ---------------------------------------------------------------------
+
+FD_RUNNER = textwrap.dedent(
+    """
+    import json, os, resource, subprocess, sys
+    from gputui.probe.core import Probe
+    from gputui.probe.readers.sim import SimReader, open_devices, start_time
+    from gputui.probe.reaper import execute
+
+    n = int(sys.argv[1])
+    reader = SimReader(gpus=1, scenario="empty")
+    probe = Probe(reader, hostname="fd-test")
+    probe.start()
+    held = open_devices(reader.directory)
+    # n holders of the device files: each a `sleep` that inherited them (unattributed hidden holders)
+    kids = [subprocess.Popen(["sleep", "120"], pass_fds=held, close_fds=True) for _ in range(n)]
+    targets = [{"pid": k.pid, "start_time": start_time(k.pid), "reason": "t", "gpus": []} for k in kids]
+    for fd in held:
+        os.close(fd)
+    open_now = len(os.listdir("/proc/self/fd"))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (open_now + 100, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    events = []
+    plan = {"id": "fd", "scope": "processes", "targets": targets, "gpus": [], "term_timeout": 5, "verify_timeout": 5}
+    execute(probe, plan, events.append)
+    alive = [k.pid for k in kids if k.poll() is None]
+    for k in kids:  # ours: end and reap whatever is left
+        if k.poll() is None:
+            k.kill()
+        k.wait()
+    probe.close()
+    verdicts = [e for e in events if e["stage"] == "verdict" and e["gpu"] is None]
+    print(json.dumps({"results": sorted(e["result"] for e in verdicts), "alive_after": alive,
+                      "ok": events[-1]["data"].get("ok"), "methods": sorted({e["message"].split(": ", 1)[-1]
+                      for e in events if e["stage"] == "check"})}))
+    """
+)
+
+
+def test_a_plan_larger_than_the_descriptor_limit_checks_and_stops_every_target():
+    """Issue 13 #4: 1,100 targets under a 1,024 soft limit: 92 live processes that were never
+    signalled got `vanished` and the plan said clean. Here 300 targets under a limit 100 above what is
+    open: pidfds are kept within the limit (a reserve stays for /proc), the rest are identified by
+    start time; every one is signalled and gone, none taken for gone unchecked."""
+    result = subprocess.run(
+        [sys.executable, "-c", FD_RUNNER, "300"],
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = json.loads(result.stdout)
+    assert out["alive_after"] == [], out
+    assert set(out["results"]) <= {"exited", "zombie"} and len(out["results"]) == 300, out["results"][:5]
+    assert out["ok"] is True
+    assert any("start time" in m for m in out["methods"]) and any("pidfd" in m for m in out["methods"])

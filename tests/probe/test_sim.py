@@ -4,6 +4,7 @@ Every test closes its sims (fixture) and checks that every process they started 
 only processes the sim started for them, by PID, checked against their start time.
 """
 
+import fcntl
 import json
 import os
 import pwd
@@ -535,3 +536,35 @@ def test_the_sim_runs_under_python_3_8():
     assert result["roles"] == sorted(set(ROLES) - {"workers"})  # the demo runs every role but that one
     assert result["ghost_listed"] and result["ghost_dead"]
     assert result["before"] == {"3": GiB} and result["released"] and result["used"] == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a context file of another user needs root to make")
+def test_a_forged_context_cannot_make_another_users_process_a_gpu_user(make_sim, tmp_path):
+    """Issue 13 #10: ctx/ is writable by everyone and the PID came from the file's name, so a forged
+    file made an unrelated process a "GPU user" that a plan then killed. A context is believed only
+    when its file belongs to the user of the process it names."""
+    import json as json_
+
+    sim = make_sim(gpus=1, scenario="empty")
+    victim = subprocess.Popen(["sleep", "60"])  # root's process, started (and ended) by this test
+    try:
+        name = f"0-{victim.pid}-999forged.ctx"
+        path = Path(sim.directory) / "ctx" / name
+        path.write_text(json_.dumps({"gpu": 0, "pid": victim.pid, "bytes": 1 << 30, "util": 0}))
+        os.chown(path, 65534, 65534)  # made by `nobody`, naming root's process
+        lock = os.open(path, os.O_RDONLY)  # held, as a real context is: the memory stays
+        try:
+            fcntl.flock(lock, fcntl.LOCK_SH)
+            gpus, listed = sim.read()
+            assert victim.pid not in listed and gpus[0]["memory_used"] == 0
+            # The same file in the name of its own user's process is that user's context.
+            os.chown(path, 0, 0)
+            forged_again = Path(sim.directory) / "ctx" / f"0-{victim.pid}-998own.ctx"
+            os.link(path, forged_again)
+            gpus, listed = sim.read()
+            assert listed.get(victim.pid) == {0: 1 << 30}
+        finally:
+            os.close(lock)
+    finally:
+        victim.kill()
+        victim.wait()

@@ -342,7 +342,7 @@ async def test_wrap_runs_the_probe_through_a_command(tmp_path):
     "python", [None, pytest.param(str(PYTHON38), marks=needs(PYTHON38))], ids=["app", "3.8"]
 )
 async def test_local_link_real_probe(python):
-    link = LocalLink(probe_host("here", python=python), interval=0.05)
+    link = LocalLink(probe_host("here", python=python), interval=0.1)
     await link.open()
     try:
         hello = link.hello

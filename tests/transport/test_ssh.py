@@ -21,7 +21,7 @@ pytestmark = pytest.mark.ssh
 
 
 def link_for(env: SshEnv, spec: HostSpec, **options: object) -> SshLink:
-    options.setdefault("interval", 0.05)
+    options.setdefault("interval", 0.1)
     options.setdefault("connect_timeout", 10)
     return SshLink(spec, known_hosts=env.known_hosts, ssh_config=env.ssh_config, **options)  # type: ignore[arg-type]
 

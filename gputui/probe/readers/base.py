@@ -41,6 +41,25 @@ class Reader(object):
         few tens of milliseconds while verifying a kill."""
         raise NotImplementedError
 
+    def preflight(self):
+        # type: () -> Dict[int, Dict[str, Any]]
+        """The state a benchmark log should record, by GPU index (docs/PROTOCOL.md "preflight"):
+        persistence, clocks, power limits, clock-event reasons, ECC, PCIe, compute and MIG modes,
+        display, NVLink peers. Slower than read(): the probe asks for it now and then, or on
+        request. A field the GPU does not support is None; never an exception."""
+        return {}
+
+    def reset(self, index):
+        # type: (int) -> Tuple[bool, str]
+        """Reset one GPU (the driver's reset: memory nothing else can free comes back). Returns
+        (done, what happened in words). Only after the probe found no blocker; never automatic."""
+        return False, "this reader cannot reset a GPU"
+
+    def set_persistence(self, index, on):
+        # type: (int, bool) -> Tuple[bool, str]
+        """Turn persistence mode on or off (the reset ladder turns it off first, then back on)."""
+        return False, "this reader cannot change persistence mode"
+
     def close(self):
         # type: () -> None
         pass

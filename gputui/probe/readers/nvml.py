@@ -12,6 +12,55 @@ from typing import Any, Dict, List, Optional, Tuple  # noqa: F401  (type comment
 from .base import Listed, Reader, ReaderError  # noqa: F401  (type comments)
 
 GPU_LOST = "gpu-lost"
+COMPUTE_MODES = {0: "default", 1: "exclusive-thread", 2: "prohibited", 3: "exclusive-process"}
+# Clock-event (throttle) reasons, by NVML's bit (nvml.h nvmlClocksEventReason*): stable values.
+THROTTLE_BITS = (
+    (0x1, "gpu-idle"),
+    (0x2, "applications-clocks"),
+    (0x4, "sw-power-cap"),
+    (0x8, "hw-slowdown"),
+    (0x10, "sync-boost"),
+    (0x20, "sw-thermal"),
+    (0x40, "hw-thermal"),
+    (0x80, "hw-power-brake"),
+    (0x100, "display-clocks"),
+)
+RESET_TIMEOUT_S = 120.0
+
+
+def throttle_names(mask):
+    # type: (int) -> List[str]
+    """The active clock-event reasons, idle left out (an idle GPU is not throttled)."""
+    return [name for bit, name in THROTTLE_BITS if mask & bit and name != "gpu-idle"]
+
+
+def _watts(milliwatts):
+    # type: (Optional[int]) -> Optional[float]
+    return milliwatts / 1000.0 if milliwatts is not None else None
+
+
+def _nvidia_smi(args):
+    # type: (List[str]) -> Tuple[bool, str]
+    """nvidia-smi with these arguments (a list: no shell); (succeeded, what it said)."""
+    import shutil
+    import subprocess
+
+    program = shutil.which("nvidia-smi")
+    if program is None:
+        return False, "nvidia-smi is not on this host's PATH"
+    try:
+        done = subprocess.run(
+            [program, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=RESET_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return False, "nvidia-smi %s: %s" % (" ".join(args), exc)
+    words = done.stdout.decode("utf-8", "replace").strip()[-500:]
+    return done.returncode == 0, words or "nvidia-smi exited with %d" % done.returncode
 
 
 def _text(value):
@@ -153,6 +202,111 @@ class NvmlReader(Reader):
             gpus.append(record)
             self._processes(handle, static["index"], listed)
         return gpus, listed
+
+    def preflight(self):
+        # type: () -> Dict[int, Dict[str, Any]]
+        out = {}  # type: Dict[int, Dict[str, Any]]
+        for static in self._gpus:
+            out[static["index"]] = self._preflight(static["handle"])
+        return out
+
+    def _preflight(self, h):
+        # type: (Any) -> Dict[str, Any]
+        nv = self._nv
+        call = self._call
+        sm, mem = getattr(nv, "NVML_CLOCK_SM", 1), getattr(nv, "NVML_CLOCK_MEM", 2)
+        mig = call(getattr(nv, "nvmlDeviceGetMigMode", None), None, h)
+        remap = call(getattr(nv, "nvmlDeviceGetRemappedRows", None), None, h)
+        reasons = call(
+            getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None)
+            or getattr(nv, "nvmlDeviceGetCurrentClocksThrottleReasons", None),
+            None,
+            h,
+        )
+        persistence = call(nv.nvmlDeviceGetPersistenceMode, None, h)
+        display = call(getattr(nv, "nvmlDeviceGetDisplayActive", None), None, h)
+        retired = call(getattr(nv, "nvmlDeviceGetRetiredPagesPendingStatus", None), None, h)
+        return {
+            "persistence": bool(persistence) if persistence is not None else None,
+            "compute_mode": COMPUTE_MODES.get(call(nv.nvmlDeviceGetComputeMode, None, h)),
+            "mig": bool(mig[0]) if mig is not None else None,
+            "mig_pending": bool(mig[1]) if mig is not None else None,
+            "sm_clock": call(nv.nvmlDeviceGetClockInfo, None, h, sm),
+            "sm_clock_max": call(nv.nvmlDeviceGetMaxClockInfo, None, h, sm),
+            "mem_clock": call(nv.nvmlDeviceGetClockInfo, None, h, mem),
+            "mem_clock_max": call(nv.nvmlDeviceGetMaxClockInfo, None, h, mem),
+            "sm_app_clock": call(getattr(nv, "nvmlDeviceGetApplicationsClock", None), None, h, sm),
+            "sm_app_clock_default": call(
+                getattr(nv, "nvmlDeviceGetDefaultApplicationsClock", None), None, h, sm
+            ),
+            "mem_app_clock": call(getattr(nv, "nvmlDeviceGetApplicationsClock", None), None, h, mem),
+            "mem_app_clock_default": call(
+                getattr(nv, "nvmlDeviceGetDefaultApplicationsClock", None), None, h, mem
+            ),
+            "power_limit": _watts(call(nv.nvmlDeviceGetEnforcedPowerLimit, None, h)),
+            "power_default": _watts(
+                call(getattr(nv, "nvmlDeviceGetPowerManagementDefaultLimit", None), None, h)
+            ),
+            "throttle": throttle_names(reasons) if reasons is not None else None,
+            "fan": call(getattr(nv, "nvmlDeviceGetFanSpeed", None), None, h),
+            "ecc_corrected": self._ecc(h, 0),
+            "ecc_uncorrected": self._ecc(h, 1),
+            "retired_pending": bool(retired) if retired is not None else None,
+            "remap_pending": bool(remap[2]) if remap is not None else None,
+            "remap_failed": bool(remap[3]) if remap is not None else None,
+            "pcie_gen": call(getattr(nv, "nvmlDeviceGetCurrPcieLinkGeneration", None), None, h),
+            "pcie_gen_max": call(getattr(nv, "nvmlDeviceGetMaxPcieLinkGeneration", None), None, h),
+            "pcie_width": call(getattr(nv, "nvmlDeviceGetCurrPcieLinkWidth", None), None, h),
+            "pcie_width_max": call(getattr(nv, "nvmlDeviceGetMaxPcieLinkWidth", None), None, h),
+            "display_active": bool(display) if display is not None else None,
+            "nvlink_peers": self._nvlink_peers(h),
+        }
+
+    def _ecc(self, h, kind):
+        # type: (Any, int) -> Optional[int]
+        """Volatile ECC error counts (since the driver loaded): kind 0 corrected, 1 uncorrected."""
+        nv = self._nv
+        return self._call(getattr(nv, "nvmlDeviceGetTotalEccErrors", None), None, h, kind, 0)
+
+    def _nvlink_peers(self, h):
+        # type: (Any) -> Optional[List[str]]
+        """PCI bus ids of the devices this GPU's active NVLinks lead to (a reset must take them too)."""
+        nv = self._nv
+        state = getattr(nv, "nvmlDeviceGetNvLinkState", None)
+        remote = getattr(nv, "nvmlDeviceGetNvLinkRemotePciInfo_v2", None) or getattr(
+            nv, "nvmlDeviceGetNvLinkRemotePciInfo", None
+        )
+        if state is None or remote is None:
+            return None
+        peers = []  # type: List[str]
+        supported = False
+        for link in range(getattr(nv, "NVML_NVLINK_MAX_LINKS", 18)):
+            active = self._call(state, None, h, link)
+            if active is None:
+                continue
+            supported = True
+            if active:
+                info = self._call(remote, None, h, link)
+                bus = _text(getattr(info, "busId", b"")) if info is not None else ""
+                if bus and bus not in peers:
+                    peers.append(bus)
+        return peers if supported else None
+
+    def reset(self, index):
+        # type: (int) -> Tuple[bool, str]
+        return _nvidia_smi(["--gpu-reset", "-i", self._uuid(index)])
+
+    def set_persistence(self, index, on):
+        # type: (int, bool) -> Tuple[bool, str]
+        return _nvidia_smi(["-i", self._uuid(index), "-pm", "1" if on else "0"])
+
+    def _uuid(self, index):
+        # type: (int) -> str
+        """nvidia-smi's -i takes an index in its own order or a UUID: the UUID is unambiguous."""
+        for static in self._gpus:
+            if static["index"] == index and static.get("uuid"):
+                return str(static["uuid"])
+        return str(index)
 
     def _lost(self, handle):
         # type: (Any) -> bool

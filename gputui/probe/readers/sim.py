@@ -35,6 +35,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple  # noqa: F401  (used in type comments)
 
 from .base import Listed, Reader, ReaderError  # noqa: F401
+from .scenarios import SCENARIOS
 from .simjob import WORKER_SOURCE
 
 GiB = 1 << 30
@@ -62,7 +63,6 @@ DEFAULT_NAMES = {
     "workers": "launch.py",
 }
 MONITOR_COMM = "nv-hostengine"
-SCENARIOS = ("demo", "empty", "workers")
 SESSION_SCRIPT = "gputui_sim_session.py"
 SPAWN_TIMEOUT = 20.0  # seconds for a job to start and settle (Python start-up on a loaded 2-core CI box)
 CLOSE_TIMEOUT = 10.0
@@ -268,6 +268,9 @@ class SimReader(Reader):
         self._cond = threading.Condition()  # guards everything below that threads share
         self._contexts = {}  # type: Dict[str, _Context]
         self._retired = set()  # type: set  # released names whose file may still be listed
+        self._state_stamp = None  # type: Optional[int]
+        self._state_cache = {}  # type: Dict[str, Any]
+        self.resets = []  # type: List[int]  # GPUs this reader reset (tests look)
         self._reads = 0
         self._serial = 0
         self._spawns = {}  # type: Dict[int, Dict[str, Dict[str, Any]]]  # serial -> event -> message
@@ -460,15 +463,25 @@ class SimReader(Reader):
                 util[ctx.gpu] += ctx.util
                 on_gpu = listed.setdefault(ctx.pid, {})
                 on_gpu[ctx.gpu] = (on_gpu.get(ctx.gpu) or 0) + ctx.nbytes
-        gpus = [self._gpu_record(i, used[i], min(100, util[i]), reads) for i in range(self.gpus)]
+        state = self._state()
+        for i in range(self.gpus):
+            used[i] += int(state.get(str(i), {}).get("orphaned") or 0)  # memory no process holds
+        gpus = [self._gpu_record(i, used[i], min(100, util[i]), reads, state) for i in range(self.gpus)]
         return gpus, listed
 
-    def _gpu_record(self, index, used, util, reads):
-        # type: (int, int, int, int) -> Dict[str, object]
+    def _gpu_record(self, index, used, util, reads, state=None):
+        # type: (int, int, int, int, Optional[Dict[str, Any]]) -> Dict[str, object]
         if util > 0:
             # Jitter by read count, not wall time, so screenshots are reproducible.
             util = max(1, min(100, util + self._jitter[index][reads % JITTER_LEN]))
         offset = self._offsets[index]
+        knobs = (state or {}).get(str(index), {})
+        temperature = 30 + offset + util // 3
+        cooling = knobs.get("cooling")
+        if cooling:
+            # A GPU that ran hot and cools slowly: from `from` degrees at `rate` per second.
+            since = max(0.0, time.time() - float(cooling["since"]))
+            temperature = max(temperature, round(float(cooling["from"]) - float(cooling["rate"]) * since))
         return {
             "index": index,
             "minor": index,
@@ -480,12 +493,117 @@ class SimReader(Reader):
             "memory_version": 2,
             "util_gpu": util,
             "util_mem": (util * 3) // 5,
-            "temperature": 30 + offset + util // 3,
+            "temperature": temperature,
             "power_draw": round(min(POWER_LIMIT, 75.0 + 0.7 * offset + 6.0 * util), 1),
             "power_limit": POWER_LIMIT,
-            "persistence": True,
+            "persistence": knobs.get("persistence", True),
             "error": None,
         }
+
+    # -- the driver's state beyond memory: preflight, persistence, reset --------------------------
+
+    def _state_path(self):
+        # type: () -> str
+        return os.path.join(str(self.directory), "state.json")
+
+    def _state(self):
+        # type: () -> Dict[str, Any]
+        """The sim's driver state by GPU ("0": {...}), shared by every reader of the sim through
+        <base>/state.json (read again only when it changed): orphaned memory, persistence mode,
+        clock-event reasons, ECC counts, a cooling curve, locked clocks, MIG, display, NVLink."""
+        try:
+            stamp = os.stat(self._state_path()).st_mtime_ns
+        except OSError:
+            return {}
+        if stamp != self._state_stamp:
+            try:
+                with open(self._state_path()) as f:
+                    loaded = json.load(f)
+            except (OSError, ValueError):
+                return self._state_cache
+            self._state_cache = loaded.get("gpus", {}) if isinstance(loaded, dict) else {}
+            self._state_stamp = stamp
+        return self._state_cache
+
+    def set_state(self, index, **knobs):
+        # type: (int, Any) -> None
+        """Change GPU `index`'s driver state (tests and scenarios; the reset and persistence calls)."""
+        with self._cond:
+            state = json.loads(json.dumps(self._state()))
+            gpu = state.setdefault(str(index), {})
+            for key, value in knobs.items():
+                if value is None:
+                    gpu.pop(key, None)
+                else:
+                    gpu[key] = value
+            tmp = self._state_path() + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump({"version": 1, "gpus": state}, f)
+            os.chmod(tmp, 0o644)
+            os.rename(tmp, self._state_path())
+            self._state_stamp = None  # read it again, whatever the clock's resolution
+
+    def preflight(self):
+        # type: () -> Dict[int, Dict[str, Any]]
+        state = self._state()
+        out = {}  # type: Dict[int, Dict[str, Any]]
+        for index in range(self.gpus):
+            knobs = state.get(str(index), {})
+            locked = knobs.get("sm_clock_locked")
+            out[index] = {
+                "persistence": knobs.get("persistence", True),
+                "compute_mode": knobs.get("compute_mode", "default"),
+                "mig": knobs.get("mig", False),
+                "mig_pending": knobs.get("mig", False),
+                "sm_clock": locked or 1980,
+                "sm_clock_max": 1980,
+                "mem_clock": 3201,
+                "mem_clock_max": 3201,
+                "sm_app_clock": locked or 1980,
+                "sm_app_clock_default": 1980,
+                "mem_app_clock": 3201,
+                "mem_app_clock_default": 3201,
+                "power_limit": knobs.get("power_limit", POWER_LIMIT),
+                "power_default": POWER_LIMIT,
+                "throttle": list(knobs.get("throttle", [])),
+                "fan": None,  # H200: no fan of its own (NVML: not supported)
+                "ecc_corrected": knobs.get("ecc_corrected", 0),
+                "ecc_uncorrected": knobs.get("ecc_uncorrected", 0),
+                "retired_pending": False,
+                "remap_pending": knobs.get("remap_pending", False),
+                "remap_failed": False,
+                "pcie_gen": 5,
+                "pcie_gen_max": 5,
+                "pcie_width": 16,
+                "pcie_width_max": 16,
+                "display_active": knobs.get("display", False),
+                "nvlink_peers": list(knobs.get("nvlink_peers", [])),
+            }
+        return out
+
+    def set_persistence(self, index, on):
+        # type: (int, bool) -> Tuple[bool, str]
+        if not 0 <= index < self.gpus:
+            return False, "no GPU %d" % index
+        self.set_state(index, persistence=bool(on))
+        return True, "persistence mode %s for GPU %d" % ("on" if on else "off", index)
+
+    def reset(self, index):
+        # type: (int) -> Tuple[bool, str]
+        """Like `nvidia-smi --gpu-reset`: refused while persistence mode is on or a context is alive
+        on the GPU; else every byte of its memory comes back, orphaned included."""
+        if not 0 <= index < self.gpus:
+            return False, "no GPU %d" % index
+        knobs = self._state().get(str(index), {})
+        if knobs.get("persistence", True):
+            return False, "GPU %d: persistence mode is on: turn it off before a reset" % index
+        with self._cond:
+            alive = [c for c in self._contexts.values() if c.gpu == index and c.release_at is None]
+        if alive:
+            return False, "GPU %d is in use by %s" % (index, ", ".join(str(c.pid) for c in alive))
+        self.set_state(index, orphaned=None, ecc_corrected=None, ecc_uncorrected=None, remap_pending=None)
+        self.resets.append(index)
+        return True, "GPU %d reset (sim)" % index
 
     def _track_new(self, names):
         # type: (List[str]) -> None
@@ -507,16 +625,30 @@ class SimReader(Reader):
 
     def _load(self, name):
         # type: (str) -> Optional[_Context]
+        """A context file, if it is one the named process could have made.
+
+        ctx/ is writable by every user (jobs may run as others), so a file is believed only when it
+        belongs to the user of the process it names (or to root): anyone can make their own
+        process a GPU user, nobody can make another user's process one (which a plan would then
+        stop). The real driver cannot be lied to this way; the sim must not be either."""
         try:
             gpu_text, pid_text, _ = name.split("-", 2)
             gpu, pid = int(gpu_text), int(pid_text)
             with open(os.path.join(self._ctx_dir, name)) as f:
+                owner = os.fstat(f.fileno()).st_uid
                 data = json.load(f)
             nbytes, util = int(data["bytes"]), int(data.get("util", 0))
         except (OSError, ValueError, KeyError, TypeError):
             return None  # gone already, or not a context
-        if not 0 <= gpu < self.gpus:
+        if not 0 <= gpu < self.gpus or data.get("pid") != pid:
             return None
+        if owner != 0:
+            try:
+                if os.stat("/proc/%d" % pid).st_uid != owner:
+                    self._retired.add(name)  # a forgery: never read again
+                    return None
+            except OSError:
+                pass  # the process is gone (a ghost's parent): the file is its owner's word
         return _Context(name, gpu, pid, nbytes, util)
 
     def _retire(self, name):
@@ -832,6 +964,8 @@ class SimReader(Reader):
         # type: () -> None
         """Start every job of the scenario at once, then wait for each to settle, so the first sample
         already shows everything (the ghost's parent reaped, the zombie in state Z, its memory back)."""
+        for index, knobs in SCENARIO_STATE.get(self.scenario, lambda gpus: {})(self.gpus).items():
+            self.set_state(index, **knobs)
         specs = SCENARIO_JOBS[self.scenario](self.variant, self.gpus)
         deadline = time.monotonic() + SPAWN_TIMEOUT
         started = [
@@ -905,8 +1039,24 @@ def workers_jobs(variant, gpus):
     ]  # fmt: skip
 
 
+def preflight_state(gpus):
+    # type: (int) -> Dict[int, Dict[str, Any]]
+    """The "preflight" scenario: four GPUs that are each not ready in their own way. GPU 0 is ready;
+    GPU 1 has 2.1 GiB that no process holds (orphaned: only a reset frees it); GPU 2 ran hot and cools
+    slowly (78 °C, falling 0.5 °C a second) while throttling; GPU 3 has persistence mode off and ECC
+    errors (1 uncorrected, a row remap pending)."""
+    state = {  # type: Dict[int, Dict[str, Any]]
+        1: {"orphaned": int(2.1 * GiB)},
+        2: {"cooling": {"from": 78.0, "rate": 0.5, "since": time.time()}, "throttle": ["hw-thermal"]},
+        3: {"persistence": False, "ecc_corrected": 4, "ecc_uncorrected": 1, "remap_pending": True},
+    }
+    return {i: dict(knobs) for i, knobs in state.items() if i < gpus}
+
+
 SCENARIO_JOBS = {
     "demo": demo_jobs,
     "empty": lambda variant, gpus: [],
     "workers": workers_jobs,
+    "preflight": lambda variant, gpus: [],
 }  # type: Dict[str, Callable[[int, int], List[Tuple[str, Dict[str, Any]]]]]
+SCENARIO_STATE = {"preflight": preflight_state}  # type: Dict[str, Callable[[int], Dict[int, Dict[str, Any]]]]

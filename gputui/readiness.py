@@ -1,0 +1,134 @@
+"""Is a GPU ready for the next run? The conditions `gputui wait` checks, headless and pure.
+
+Freeing the memory is half of the gap between two benchmark runs; the other half is knowing the GPU
+is ready: nothing left holding it, memory back at idle, none unaccounted for, utilization quiet, and,
+when asked, cool enough, not throttling, in persistence mode. Each condition that fails says what
+and by how much, for the live line and the timeout report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .model import IDLE_SLACK, Gpu, Preflight, Sample
+from .units import fmt_bytes
+
+DEFAULT_UTIL_BELOW = 1  # percent: "utilization 0"
+
+
+@dataclass(frozen=True, slots=True)
+class Conditions:
+    """What "ready" means. The defaults are the ones every benchmark needs."""
+
+    memory_slack: int = IDLE_SLACK  # bytes above the idle baseline that still count as idle
+    util_below: int = DEFAULT_UTIL_BELOW  # percent
+    accounted: bool = True  # no unaccounted memory (ghost, orphaned, ...)
+    temp_below: int | None = None  # degrees C
+    memory_below: int | None = None  # bytes used, whatever the baseline
+    no_throttle: bool = False  # no active clock-event (throttle) reason
+    persistence: bool = False  # persistence mode on
+
+    @property
+    def needs_preflight(self) -> bool:
+        return self.no_throttle or self.persistence
+
+
+@dataclass(frozen=True, slots=True)
+class Unready:
+    """One condition a GPU does not meet now."""
+
+    condition: str  # processes, memory, unaccounted, utilization, temperature, throttle, persistence, ...
+    words: str  # what and by how much, for a person
+    excess: float | None = None  # by how much (bytes, percent, degrees), where it is a number
+
+    def describe(self) -> dict[str, object]:
+        return {"condition": self.condition, "words": self.words, "excess": self.excess}
+
+
+def unready(
+    gpu: Gpu, sample: Sample, conditions: Conditions, preflight: Preflight | None = None
+) -> list[Unready]:
+    """Every condition `gpu` fails in `sample` (empty: ready). `preflight`: its latest preflight
+    record (the sample carries one only now and then)."""
+    out: list[Unready] = []
+    if gpu.error:
+        return [Unready("error", f"the GPU reports an error: {gpu.error}")]
+    users = [p for p in sample.on_gpu(gpu.index) if p.kind in ("user", "ghost", "hidden") and not p.protected]
+    if users:
+        names = ", ".join(
+            f"{p.pid} ({p.kind}{': ' + p.command_line if p.kind != 'ghost' else ''})" for p in users[:4]
+        )
+        more = f" and {len(users) - 4} more" if len(users) > 4 else ""
+        out.append(Unready("processes", f"used or held by {names}{more}", float(len(users))))
+    used, base = gpu.memory_used, gpu.memory_baseline or 0
+    if used is None:
+        out.append(Unready("memory", "no memory figure from the driver"))
+    else:
+        above = used - base
+        if above > conditions.memory_slack:
+            out.append(
+                Unready(
+                    "memory",
+                    f"{fmt_bytes(above)} above idle (idle {fmt_bytes(base)}, slack {fmt_bytes(conditions.memory_slack)})",
+                    float(above),
+                )
+            )
+        if conditions.memory_below is not None and used >= conditions.memory_below:
+            out.append(
+                Unready(
+                    "memory-below",
+                    f"{fmt_bytes(used)} used, not below {fmt_bytes(conditions.memory_below)}",
+                    float(used),
+                )
+            )
+    account = gpu.accounting
+    if conditions.accounted and account is not None and account.unaccounted > conditions.memory_slack:
+        parts = ", ".join(
+            f"{fmt_bytes(b)} {name}" for name, b in account.parts() if name in account.UNACCOUNTED
+        )
+        out.append(Unready("unaccounted", f"unaccounted memory: {parts}", float(account.unaccounted)))
+    if gpu.util_gpu is None:
+        out.append(Unready("utilization", "no utilization figure from the driver"))
+    elif gpu.util_gpu >= conditions.util_below:
+        out.append(
+            Unready(
+                "utilization",
+                f"{gpu.util_gpu}% (below {conditions.util_below}% wanted)",
+                float(gpu.util_gpu),
+            )
+        )
+    if conditions.temp_below is not None:
+        if gpu.temperature is None:
+            out.append(Unready("temperature", "no temperature figure from the driver"))
+        elif gpu.temperature >= conditions.temp_below:
+            out.append(
+                Unready(
+                    "temperature",
+                    f"{gpu.temperature}°C (below {conditions.temp_below}°C wanted)",
+                    float(gpu.temperature - conditions.temp_below + 1),
+                )
+            )
+    if conditions.needs_preflight and preflight is None:
+        out.append(Unready("preflight", "no preflight reading yet"))
+    elif preflight is not None:
+        if conditions.no_throttle:
+            if preflight.throttle is None:
+                out.append(Unready("throttle", "the driver does not report clock-event reasons"))
+            elif preflight.throttle:
+                out.append(
+                    Unready(
+                        "throttle",
+                        f"throttling: {', '.join(preflight.throttle)}",
+                        float(len(preflight.throttle)),
+                    )
+                )
+        if conditions.persistence and preflight.persistence is not True:
+            out.append(
+                Unready(
+                    "persistence",
+                    "persistence mode is off"
+                    if preflight.persistence is False
+                    else "persistence mode unknown",
+                )
+            )
+    return out

@@ -1,0 +1,301 @@
+"""`gputui wait`: return as soon as every chosen GPU has been ready for the settle period.
+
+    gputui wait [HOST ...] [--demo] [--gpu SPEC ...] [--timeout S] [--settle S] [--temp-below C]
+                [--no-throttle] [--memory-below SIZE] [--util-below PCT] [--persistence]
+                [--interval S] [--json]
+
+Made for `gputui clean --all --yes && gputui wait --settle 5 && ./run_benchmark.sh`. Ready means
+(gputui.readiness): no process uses or holds the GPU (monitors aside), memory within the idle slack
+of its baseline, no unaccounted memory, utilization 0; and, when asked, below a temperature, below a
+memory figure, under a utilization, not throttling, in persistence mode. On a terminal a line per
+host says what each GPU waits for and for how long.
+
+Exit codes: 0 ready; 1 timeout (each GPU's failing conditions printed, and in the JSON), or a host
+down; 2 bad usage; 3 no NVIDIA driver or GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from .fleet import DOWN, Fleet, HostView
+from .gpuspec import UsageError, resolve_gpu_specs
+from .model import Preflight, Sample
+from .operate import NO_GPU_CODES
+from .readiness import DEFAULT_UTIL_BELOW, Conditions, Unready, unready
+from .textsafe import printable
+
+EXIT_READY, EXIT_TIMEOUT, EXIT_USAGE, EXIT_NO_GPU = 0, 1, 2, 3
+JSON_VERSION = 1
+DEFAULT_INTERVAL = 0.25  # seconds between samples while waiting: ready is seen within one of them
+MAX_WAIT = 24 * 3600.0
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]i?B?|B)?\s*$", re.IGNORECASE)
+
+
+def size(text: str) -> int:
+    """`8GiB`, `8G`, `512MiB`, `1.5T`, `4096` (bytes): binary units, as nvidia-smi counts."""
+    match = _SIZE.match(text)
+    if not match:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 8GiB, 512MiB)")
+    number, unit = float(match.group(1)), (match.group(2) or "B").upper()[:1]
+    scale = {"B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[unit]
+    return int(number * scale)
+
+
+def _seconds(limit: float) -> Any:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        if not 0 <= value <= limit:  # NaN fails every comparison
+            raise argparse.ArgumentTypeError(f"{text} s is out of range (0 to {limit:g})")
+        return value
+
+    return parse
+
+
+def _percent(text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 101:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage from 1 to 100")
+    return int(text)
+
+
+def _celsius(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a temperature in whole degrees C") from None
+    if not 0 < value < 150:
+        raise argparse.ArgumentTypeError(f"{value} °C is out of range")
+    return value
+
+
+def add_wait_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--gpu", action="append", metavar="SPEC", help="a GPU to wait for (default: all of them)")
+    p.add_argument(
+        "--timeout", type=_seconds(MAX_WAIT), default=600.0, metavar="S", help="give up after S (default 600)"
+    )
+    p.add_argument(
+        "--settle", type=_seconds(MAX_WAIT), default=0.0, metavar="S", help="ready for S in a row (default 0)"
+    )
+    p.add_argument("--temp-below", type=_celsius, metavar="C", help="also: temperature below C degrees")
+    p.add_argument("--memory-below", type=size, metavar="SIZE", help="also: used memory below SIZE (8GiB)")
+    p.add_argument(
+        "--util-below",
+        type=_percent,
+        default=DEFAULT_UTIL_BELOW,
+        metavar="PCT",
+        help="utilization below PCT (default 1: zero)",
+    )
+    p.add_argument("--no-throttle", action="store_true", help="also: no clock-event (throttle) reason active")
+    p.add_argument("--persistence", action="store_true", help="also: persistence mode on")
+    p.add_argument(
+        "--interval",
+        type=_seconds(60.0),
+        default=DEFAULT_INTERVAL,
+        metavar="S",
+        help="seconds between samples (0.25)",
+    )
+    p.add_argument("--json", action="store_true", help=f"print one JSON document (version {JSON_VERSION})")
+
+
+def conditions_of(args: argparse.Namespace) -> Conditions:
+    return Conditions(
+        util_below=args.util_below,
+        temp_below=args.temp_below,
+        memory_below=args.memory_below,
+        no_throttle=args.no_throttle,
+        persistence=args.persistence,
+    )
+
+
+@dataclass
+class GpuWait:
+    host: str
+    index: int
+    ready_since: float | None = None  # monotonic: ready in every sample since
+    last: list[Unready] = field(default_factory=list)
+    waited: float = 0.0
+
+    def ready_for(self, now: float) -> float:
+        return now - self.ready_since if self.ready_since is not None else 0.0
+
+
+async def run_wait(
+    args: argparse.Namespace, fleet: Fleet, *, stdout: TextIO | None = None, stderr: TextIO | None = None
+) -> int:
+    """Wait on the hosts of `fleet` (built by the caller, not started); return the exit code."""
+    out, err = stdout or sys.stdout, stderr or sys.stderr
+    conditions = conditions_of(args)
+    live = bool(getattr(err, "isatty", lambda: False)()) and not args.json
+    started = time.monotonic()
+    fleet.start()
+    try:
+        await fleet.wait_first_samples(min(args.timeout, 30.0) or 30.0)
+        problem = _no_gpu(fleet)
+        if problem:
+            print(f"gputui: {problem}", file=err)
+            return EXIT_NO_GPU
+        samples = {v.name: v.sample for v in fleet.hosts if v.sample is not None}
+        try:
+            chosen = _chosen(args.gpu or [], samples, list(fleet.sessions))
+        except UsageError as exc:
+            print(f"gputui: {exc}", file=err)
+            return EXIT_USAGE
+        if conditions.needs_preflight:
+            await fleet.configure(args.interval, preflight_every=1)
+        waits = {(h, i): GpuWait(h, i) for h, indexes in chosen.items() for i in indexes}
+        preflights: dict[tuple[str, int], Preflight] = {}
+        changed = asyncio.Event()
+        fleet.listen(lambda view, what, payload: changed.set() if what in ("sample", "status") else None)
+        deadline = started + args.timeout
+        while True:
+            now = time.monotonic()
+            for view in fleet.hosts:
+                _update(view, waits, preflights, conditions, now)
+            if waits and all(
+                w.ready_for(now) >= args.settle and w.ready_since is not None for w in waits.values()
+            ):
+                _finish_line(err, live)
+                return _report(out, err, args, waits, now - started, ready=True)
+            if now >= deadline or _all_down(fleet, waits):
+                _finish_line(err, live)
+                return _report(out, err, args, waits, now - started, ready=False)
+            if live:
+                _live_line(err, waits, now, args.settle)
+            changed.clear()
+            # The next sample, or the moment a ready GPU will have settled, whichever comes first.
+            settling = [args.settle - w.ready_for(now) for w in waits.values() if w.ready_since is not None]
+            wake = min([deadline - now, *[s for s in settling if s > 0], 1.0])
+            try:
+                await asyncio.wait_for(changed.wait(), timeout=max(wake, 0.01))
+            except asyncio.TimeoutError:
+                pass
+    finally:
+        await fleet.stop()
+
+
+def _no_gpu(fleet: Fleet) -> str | None:
+    """Every host lacks a driver or GPU: nothing to wait for (exit 3)."""
+    bad = [v for v in fleet.hosts if v.facts is not None and v.facts.error_code in NO_GPU_CODES]
+    if bad and len(bad) == len(fleet.hosts):
+        v = bad[0]
+        assert v.facts is not None
+        return f"{v.name}: {v.facts.error_message or v.facts.error_code} (`gputui wait --demo` waits on a simulated cluster)"
+    return None
+
+
+def _chosen(specs: list[str], samples: dict[str, Sample], hosts: list[str]) -> dict[str, set[int]]:
+    if specs:
+        return resolve_gpu_specs(specs, samples, hosts)
+    return {h: {g.index for g in s.gpus} for h, s in samples.items()}
+
+
+def _update(
+    view: HostView,
+    waits: dict[tuple[str, int], GpuWait],
+    preflights: dict[tuple[str, int], Preflight],
+    conditions: Conditions,
+    now: float,
+) -> None:
+    sample = view.sample
+    for (host, index), w in waits.items():
+        if host != view.name:
+            continue
+        if view.status != "live" or sample is None:
+            w.ready_since, w.last = (
+                None,
+                [Unready("host", f"{view.name} is {view.status}: {view.detail or view.reason or ''}")],
+            )
+            continue
+        gpu = next((g for g in sample.gpus if g.index == index), None)
+        if gpu is None:
+            w.ready_since, w.last = None, [Unready("gpu", f"GPU {index} is not in the latest sample")]
+            continue
+        if gpu.preflight is not None:
+            preflights[(host, index)] = gpu.preflight
+        w.last = unready(gpu, sample, conditions, preflights.get((host, index)))
+        if w.last:
+            w.ready_since = None
+        elif w.ready_since is None:
+            w.ready_since = now
+
+
+def _all_down(fleet: Fleet, waits: dict[tuple[str, int], GpuWait]) -> bool:
+    hosts = {h for h, _ in waits}
+    return bool(hosts) and all(fleet.view(h).status == DOWN for h in hosts)
+
+
+def _live_line(err: TextIO, waits: dict[tuple[str, int], GpuWait], now: float, settle: float) -> None:
+    by_host: dict[str, list[str]] = {}
+    for (host, index), w in sorted(waits.items()):
+        if w.ready_since is not None:
+            state = f"GPU{index} ready {w.ready_for(now):.1f}/{settle:g} s"
+        else:
+            why = w.last[0].words if w.last else "waiting"
+            state = f"GPU{index} {printable(why)[:60]}"
+        by_host.setdefault(host, []).append(state)
+    line = " | ".join(f"{printable(h)}: " + " · ".join(parts) for h, parts in by_host.items())
+    print("\r\x1b[K" + line[:200], end="", file=err, flush=True)
+
+
+def _finish_line(err: TextIO, live: bool) -> None:
+    if live:
+        print("\r\x1b[K", end="", file=err, flush=True)
+
+
+def _report(
+    out: TextIO,
+    err: TextIO,
+    args: argparse.Namespace,
+    waits: dict[tuple[str, int], GpuWait],
+    waited: float,
+    ready: bool,
+) -> int:
+    code = EXIT_READY if ready else EXIT_TIMEOUT
+    now = time.monotonic()
+    if args.json:
+        hosts: dict[str, dict[str, Any]] = {}
+        for (host, index), w in sorted(waits.items()):
+            hosts.setdefault(host, {})[str(index)] = {
+                "ready": w.ready_since is not None,
+                "ready_for_s": round(w.ready_for(now), 3),
+                "unready": [u.describe() for u in w.last],
+            }
+        doc = {
+            "version": JSON_VERSION,
+            "ready": ready,
+            "exit_code": code,
+            "waited_s": round(waited, 3),
+            "settle_s": args.settle,
+            "hosts": [{"host": h, "gpus": g} for h, g in hosts.items()],
+        }
+        print(json.dumps(doc, indent=2, ensure_ascii=True), file=out)
+        return code
+    if ready:
+        where = ", ".join(
+            f"{printable(h)} GPU {','.join(str(i) for hh, i in sorted(waits) if hh == h)}"
+            for h in sorted({h for h, _ in waits})
+        )
+        print(f"ready: {where} (after {waited:.1f} s)", file=out)
+        return code
+    print(f"gputui wait: not ready after {waited:.1f} s", file=err)
+    for (host, index), w in sorted(waits.items()):
+        if w.ready_since is not None and w.ready_for(now) >= args.settle:
+            continue
+        if w.ready_since is not None:
+            print(
+                f"  {printable(host)} GPU{index}: ready for {w.ready_for(now):.1f} s of {args.settle:g}",
+                file=err,
+            )
+        for u in w.last:
+            print(f"  {printable(host)} GPU{index}: {u.condition}: {printable(u.words)}", file=err)
+    return code

@@ -1,0 +1,136 @@
+"""Ready for the next run: memory accounting, preflight and `gputui wait`, end to end on sim probes.
+
+The "preflight" sim scenario has four GPUs each unready in its own way (gputui/probe/readers/sim.py
+preflight_state): GPU 0 ready; GPU 1 with 2.1 GiB orphaned; GPU 2 hot (78 °C, cooling slowly) and
+throttling; GPU 3 with persistence off and ECC errors. The demo host adds a ghost. A test changes the
+sim's driver state as the driver would (a GPU cooling faster, a throttle ending) through a second
+SimReader attached to the probe's sim directory. Every process belongs to the probes' own sims.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import json
+import time
+from typing import Any
+
+from gputui.config import HostSpec
+from gputui.probe.readers.sim import GiB, SimReader
+from gputui.wait import add_wait_arguments, run_wait
+from tests.test_clean import clean, fleet_of
+
+HOST = "p"
+
+
+def spec(scenario: str = "preflight", name: str = HOST) -> HostSpec:
+    return HostSpec(name=name, reader="sim", sim_scenario=scenario, sim_seed=7)
+
+
+def wait_args(*argv: str) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    p.add_argument("hosts", nargs="*")
+    add_wait_arguments(p)
+    return p.parse_args(list(argv))
+
+
+async def wait(*argv: str, fleet: Any = None) -> tuple[int, dict[str, Any] | None, str, float]:
+    out, err = io.StringIO(), io.StringIO()
+    started = time.monotonic()
+    code = await run_wait(
+        wait_args(*argv), fleet or fleet_of([spec()], interval=0.25), stdout=out, stderr=err
+    )
+    took = time.monotonic() - started
+    doc = json.loads(out.getvalue()) if "--json" in argv else None
+    return code, doc, out.getvalue() + err.getvalue(), took
+
+
+async def test_every_byte_is_accounted_for_ghost_and_orphaned_alike():
+    fleet = fleet_of([spec(), spec("demo", "d")], interval=0.25)
+    fleet.start()
+    try:
+        await fleet.wait_first_samples(60)
+        gpus = {g.index: g for g in fleet.view(HOST).sample.gpus}
+        assert gpus[0].accounting is not None and gpus[0].accounting.unaccounted == 0
+        orphaned = gpus[1].accounting
+        assert (
+            orphaned is not None
+            and orphaned.orphaned == int(2.1 * GiB)
+            and orphaned.unaccounted == orphaned.orphaned
+        )
+        demo = fleet.view("d").sample
+        [ghost] = [p for p in demo.processes if p.kind == "ghost"]
+        [holder] = [p for p in demo.processes if p.kind == "hidden" and ghost.pid in p.links]
+        books = next(g for g in demo.gpus if g.index == ghost.gpus[0]).accounting
+        assert books is not None and books.ghost == 41 * GiB and books.ghosts == (ghost.pid,)
+        assert books.suspects == (holder.pid,) and books.orphaned == 0
+        assert books.processes > 0  # the notebook beside it: listed, alive
+        # Preflight: read with the first sample, then now and then.
+        pre = fleet.view(HOST).preflight
+        assert pre[2].throttle == ("hw-thermal",) and pre[3].persistence is False
+        assert pre[3].ecc_uncorrected == 1 and pre[3].remap_pending is True and pre[0].throttle == ()
+        assert pre[0].fan is None  # unsupported fields are null, never an error
+    finally:
+        await fleet.stop()
+
+
+async def test_wait_returns_at_once_for_a_ready_gpu_and_honours_the_settle_period():
+    code, doc, text, took = await wait(f"{HOST}", "--gpu", f"{HOST}:0", "--json", "--timeout", "30")
+    assert code == 0 and doc is not None and doc["ready"] is True, text
+    code, doc, text, took = await wait(f"{HOST}", "--gpu", f"{HOST}:0", "--json", "--settle", "1.5")
+    assert code == 0 and doc is not None
+    assert doc["hosts"][0]["gpus"]["0"]["ready_for_s"] >= 1.5 and doc["waited_s"] >= 1.5
+
+
+async def test_wait_times_out_saying_which_condition_failed_and_by_how_much():
+    code, doc, text, _ = await wait(
+        f"{HOST}", "--gpu", f"{HOST}:1", "--gpu", f"{HOST}:3", "--timeout", "1.5", "--persistence", "--json"
+    )
+    assert code == 1 and doc is not None and doc["ready"] is False
+    gpus = doc["hosts"][0]["gpus"]
+    reasons = {u["condition"]: u for u in gpus["1"]["unready"]}
+    assert "unaccounted" in reasons and "2.1 GiB orphaned" in reasons["unaccounted"]["words"]
+    assert reasons["unaccounted"]["excess"] == int(2.1 * GiB)
+    assert "memory" in reasons  # 2.1 GiB above idle too
+    assert {u["condition"] for u in gpus["3"]["unready"]} == {"persistence"}
+    code, _, text, _ = await wait(f"{HOST}", "--gpu", f"{HOST}:2", "--timeout", "1.5", "--no-throttle")
+    assert code == 1 and "throttle: throttling: hw-thermal" in text
+
+
+async def test_wait_for_a_cooling_gpu_returns_once_it_is_below_the_temperature():
+    fleet = fleet_of([spec()], interval=0.25)
+    fleet.start()
+    await fleet.wait_first_samples(60)
+    facts = fleet.view(HOST).facts
+    assert facts is not None and fleet.view(HOST).raw_hello is not None
+    prefix = fleet.view(HOST).raw_hello["host"]["device_prefix"]
+    driver = SimReader(attach=True, base_dir=prefix[: -len("/dev/nvidia")])
+    driver.open()
+    try:
+        hot = next(g for g in fleet.view(HOST).sample.gpus if g.index == 2).temperature
+        assert hot is not None and hot >= 70
+        # The driver: cooling at 8 °C a second from 74 °C; below 60 after about two seconds.
+        driver.set_state(2, cooling={"from": 74.0, "rate": 8.0, "since": time.time()})
+        waited = asyncio.create_task(
+            wait(f"{HOST}", "--gpu", f"{HOST}:2", "--temp-below", "60", "--json", fleet=fleet)
+        )
+        code, doc, text, took = await asyncio.wait_for(waited, 30)
+        assert code == 0, text
+        assert 1.0 < took < 20
+    finally:
+        driver.close()
+
+
+async def test_clean_on_orphaned_memory_says_a_reset_would_free_it(tmp_path):
+    code, out, err = await clean(
+        f"{HOST}:1",
+        "--yes",
+        "--verify-timeout",
+        "0.5",
+        "--log",
+        str(tmp_path / "a"),
+        fleet=fleet_of([spec()]),
+    )
+    assert code == 1
+    assert "orphaned" in out and "2.1 GiB orphaned, no process holds it; a reset would free it" in out
