@@ -425,6 +425,7 @@ class Fleet:
         *,
         deadline: float | None = None,
         silence: float | None = None,
+        kind: str = "plan",
     ) -> AsyncIterator[Event]:
         """Send a plan to `host`'s probe and yield its events until `done` (exactly one).
 
@@ -432,7 +433,7 @@ class Fleet:
         seconds, yields a `done` event of the app's own with result "outcome-unknown". Raises
         TransportError when the plan cannot be sent at all."""
         session = self.sessions[host]
-        plan = dict(plan, type="plan", v=1)
+        plan = dict(plan, type=kind, v=1)  # a kill plan, or a reset ("reset"): events alike
         plan.setdefault("id", uuid.uuid4().hex[:12])
         if deadline is None or silence is None:
             # The plan's own timeouts bound it, whoever sent it (the probe's defaults where absent).

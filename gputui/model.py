@@ -583,8 +583,9 @@ class ProcessVerdict:
 
 
 # A plan's `done` results: clean / not-clean (it cleans GPUs), stopped / not-stopped (it stops
-# processes), and the app's own: refused, error, outcome-unknown, not-sent.
-SUCCESS = ("clean", "stopped")
+# processes), reset / not-reset / dry-run (a GPU reset), and the app's own: refused, error,
+# outcome-unknown, not-sent.
+SUCCESS = ("clean", "stopped", "reset", "dry-run")
 
 
 @dataclass(frozen=True, slots=True)
@@ -607,6 +608,7 @@ class PlanVerdict:
     # Where the verdict could not be taken at its word: a field of the wrong type, a process that
     # was not in the plan. Shown to the operator; any of them makes the verdict not ok.
     problems: tuple[str, ...] = ()
+    blockers: tuple[str, ...] = ()  # a reset's: what stops it, in words
 
     @property
     def unknown(self) -> bool:
@@ -666,6 +668,9 @@ class PlanVerdict:
             method=_str(data.get("method")),
             link_lost=data.get("link_lost") is True,
             problems=tuple(problems),
+            blockers=tuple(
+                _str(b.get("words")) or "?" for b in _list(data.get("blockers")) if isinstance(b, dict)
+            ),
         )
 
     def describe(self) -> dict[str, Any]:
