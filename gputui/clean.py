@@ -232,6 +232,8 @@ def exit_code(outcomes: Iterable[HostOutcome]) -> int:
 
 @dataclass
 class Console:
+    """Where `gputui clean` writes: the plan and stages for people, the JSON for scripts."""
+
     out: TextIO
     err: TextIO
     stdin: TextIO

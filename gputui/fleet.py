@@ -66,6 +66,8 @@ REASONS = {
 
 @dataclass
 class GpuHistory:
+    """A GPU's recent utilization and memory, for the sparklines."""
+
     util: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     memory: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
 

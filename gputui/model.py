@@ -123,6 +123,8 @@ def _by_index(value: Any) -> dict[int, int | None]:
 
 @dataclass(frozen=True, slots=True)
 class HostFacts:
+    """What a probe's hello says about its host (and why it cannot read GPUs, if it cannot)."""
+
     hostname: str
     kernel: str | None = None
     driver_version: str | None = None
@@ -269,6 +271,8 @@ class Preflight:
 
 @dataclass(frozen=True, slots=True)
 class Gpu:
+    """One GPU in a sample: memory, utilization, temperature, power; its accounting and, now and then, its preflight reading."""
+
     index: int
     uuid: str | None = None
     name: str | None = None
@@ -322,6 +326,8 @@ class Gpu:
 
 @dataclass(frozen=True, slots=True)
 class Proc:
+    """One process that uses or holds a GPU, as classified by the probe (docs/ARCHITECTURE.md)."""
+
     pid: int
     start_time: int | None
     kind: str
@@ -394,6 +400,8 @@ class Proc:
 
 @dataclass(frozen=True, slots=True)
 class Sample:
+    """One sample of a host: its GPUs and the processes that use or hold them."""
+
     seq: int
     time: float
     gpus: tuple[Gpu, ...]
@@ -445,6 +453,8 @@ class Sample:
 
 @dataclass(frozen=True, slots=True)
 class Event:
+    """One stage of a running plan (or reset), as the probe reports it."""
+
     plan: str
     time: float
     stage: str

@@ -80,6 +80,8 @@ class HostProblem:
 
 @dataclass
 class Planned:
+    """The plans built for a request, what could not be planned, and the samples they came from."""
+
     plans: list[Plan] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # requests that could not be planned, in words
     samples: dict[str, Sample] = field(default_factory=dict)  # what each plan was built from
