@@ -42,6 +42,7 @@ BUSY_PER_SECOND = 0.05  # seconds of the loop one host's records may take a seco
 PLAN_EVENTS_MAX = 10_000  # events of one plan waiting for its reader; past that they are counted, not
 # kept (a flooding probe), except `done`, which always gets through
 PROBLEM_CHARS = 300  # the last problem a host reported, kept for its status line
+FULL_SCAN_FRESH = 0.5  # seconds a full-scan sample stays good enough to plan on
 
 CONNECTING, LIVE, STALE, DOWN = "connecting", "live", "stale", "down"
 
@@ -396,6 +397,18 @@ class Fleet:
             loop = asyncio.get_running_loop()
             for name in names:
                 session = self.sessions[name]
+                view = session.view
+                age = view.age
+                if (
+                    view.sample is not None
+                    and view.sample.full_scan
+                    and age is not None
+                    and age < FULL_SCAN_FRESH
+                ):
+                    # A probe's first sample is a full scan: a command that has just connected
+                    # plans on it instead of asking for another (on a busy host, 0.8 s saved).
+                    out[name] = view.sample
+                    continue
                 future: asyncio.Future[Sample] = loop.create_future()
                 session.full_scan_waiters.append(future)
                 asked[name] = future
@@ -405,6 +418,8 @@ class Fleet:
                 await asyncio.wait(list(asked.values()), timeout=timeout)
         late: set[str] = set()
         for name in names:
+            if name in out:
+                continue
             pending = asked.get(name)
             if pending is not None and pending.done() and not pending.cancelled():
                 out[name] = pending.result()
