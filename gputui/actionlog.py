@@ -289,6 +289,8 @@ class ActionLog:
 
 @dataclass(frozen=True, slots=True)
 class Intent:
+    """A process a plan meant to signal, as its intent line recorded it."""
+
     pid: int
     start_time: int | None
     user: str | None

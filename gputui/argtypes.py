@@ -56,3 +56,11 @@ def pid(text: str) -> int:
     if value is None or value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a PID")
     return value
+
+
+def parse_index_arg(text: str) -> int:
+    """A GPU index on the command line: a whole number >= 0 in ASCII digits."""
+    value = parse_index(text)
+    if value is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a GPU index")
+    return value

@@ -81,6 +81,12 @@ def add_clean_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all", action="store_true", help="every GPU of the named hosts")
     parser.add_argument("--sweep", action="store_true", help="also stop unattributed hidden holders")
     parser.add_argument(
+        "--reset-gpu",
+        type=argtypes.parse_index_arg,
+        metavar="INDEX",
+        help="reset this GPU of the named host (for memory no process holds; lists what blocks it first)",
+    )
+    parser.add_argument(
         "--include-monitor",
         action="store_true",
         help="stop the GPU monitors named by --pid too (protected otherwise)",
@@ -156,6 +162,10 @@ def hosts_problem(
 
 
 def _usage_problem(args: argparse.Namespace) -> str | None:
+    if args.reset_gpu is not None:
+        if args.all or args.gpu or args.pid or args.sweep:
+            return "--reset-gpu is a plan of its own: it does not combine with --all, --gpu, --pid or --sweep"
+        return None
     if not (args.all or args.gpu or args.pid):
         return "say what to clean: --all, --gpu SPEC or --pid PID (see gputui clean --help)"
     if args.all and (args.gpu or args.pid):
@@ -222,6 +232,8 @@ def exit_code(outcomes: Iterable[HostOutcome]) -> int:
 
 @dataclass
 class Console:
+    """Where `gputui clean` writes: the plan and stages for people, the JSON for scripts."""
+
     out: TextIO
     err: TextIO
     stdin: TextIO
@@ -292,6 +304,8 @@ async def run_clean(
     _report_unfinished(ops, con)
     fleet.start()
     try:
+        if args.reset_gpu is not None:
+            return await _reset(args, ops, con)
         return await _clean(args, ops, con)
     except UsageError as exc:
         con.warn(str(exc))
@@ -381,6 +395,58 @@ async def _clean(args: argparse.Namespace, ops: Operations, con: Console) -> int
         outcome.verdict = result
         outcome.status, outcome.message = status_of(result)
     return _finish(con, outcomes.values(), ops, dry_run=False)
+
+
+async def _reset(args: argparse.Namespace, ops: Operations, con: Console) -> int:
+    """`--reset-gpu N`: the reset ladder on the one named host (dry run, or confirmed)."""
+    fleet = ops.fleet
+    if len(fleet.sessions) != 1:
+        raise UsageError("--reset-gpu resets a GPU of one host: name exactly one HOST")
+    [host] = list(fleet.sessions)
+    await fleet.wait_first_samples(args.timeout)
+    trouble = ops.problem(host)
+    if trouble is not None:
+        con.say(f"== {printable(host)}: {trouble.status.upper()}: {printable(trouble.message)}")
+        return (
+            EXIT_NO_GPU
+            if trouble.status == "no-gpu"
+            else (EXIT_REFUSED if trouble.status == "refused" else EXIT_FAILED)
+        )
+    sample = fleet.view(host).sample
+    gpu = next((g for g in sample.gpus if g.index == args.reset_gpu), None) if sample else None
+    if gpu is None:
+        raise UsageError(f"{host} has no GPU {args.reset_gpu}")
+    orphaned = gpu.accounting.orphaned if gpu.accounting is not None else 0
+    con.say(
+        f"== {printable(host)}: reset GPU {gpu.index} ({printable(gpu.name or '?')}, {fmt_bytes(gpu.memory_used)} used, "
+        f"{fmt_bytes(orphaned)} orphaned)"
+    )
+    con.say(
+        "   a reset ends every context on the GPU and clears its volatile ECC counts; it needs nothing to hold it"
+    )
+
+    def show(event: Event) -> None:
+        con.say(stage_line(host, event))
+
+    # The ladder and its blockers first, whatever was asked: nothing is done on a dry run.
+    preview = await ops.reset(host, gpu.index, dry_run=True, on_event=show)
+    blockers = list(preview.blockers)
+    if args.dry_run or blockers:
+        if blockers:
+            con.say(
+                f"== {printable(host)}: REFUSED: {len(blockers)} blocker(s) remain (stop them first; nothing done)"
+            )
+            return EXIT_REFUSED
+        con.say(f"== {printable(host)}: DRY RUN: nothing blocks a reset of GPU {gpu.index}; nothing done")
+        return EXIT_OK
+    if not args.yes:
+        answer = await _confirm(con)
+        if answer is not True:
+            con.say(f"== {printable(host)}: NOTHING DONE: not confirmed")
+            return EXIT_USAGE if answer is None else EXIT_DECLINED
+    verdict = await ops.reset(host, gpu.index, on_event=show)
+    con.say(f"== {printable(host)}: {verdict.result.upper()}: {printable(verdict.message)}")
+    return EXIT_OK if verdict.ok else (EXIT_REFUSED if verdict.result == "refused" else EXIT_FAILED)
 
 
 def _requests(args: argparse.Namespace, samples: dict[str, Sample], hosts: list[str]) -> list[Request]:

@@ -123,6 +123,8 @@ def _by_index(value: Any) -> dict[int, int | None]:
 
 @dataclass(frozen=True, slots=True)
 class HostFacts:
+    """What a probe's hello says about its host (and why it cannot read GPUs, if it cannot)."""
+
     hostname: str
     kernel: str | None = None
     driver_version: str | None = None
@@ -269,6 +271,8 @@ class Preflight:
 
 @dataclass(frozen=True, slots=True)
 class Gpu:
+    """One GPU in a sample: memory, utilization, temperature, power; its accounting and, now and then, its preflight reading."""
+
     index: int
     uuid: str | None = None
     name: str | None = None
@@ -322,6 +326,8 @@ class Gpu:
 
 @dataclass(frozen=True, slots=True)
 class Proc:
+    """One process that uses or holds a GPU, as classified by the probe (docs/ARCHITECTURE.md)."""
+
     pid: int
     start_time: int | None
     kind: str
@@ -394,6 +400,8 @@ class Proc:
 
 @dataclass(frozen=True, slots=True)
 class Sample:
+    """One sample of a host: its GPUs and the processes that use or hold them."""
+
     seq: int
     time: float
     gpus: tuple[Gpu, ...]
@@ -445,6 +453,8 @@ class Sample:
 
 @dataclass(frozen=True, slots=True)
 class Event:
+    """One stage of a running plan (or reset), as the probe reports it."""
+
     plan: str
     time: float
     stage: str
@@ -583,8 +593,9 @@ class ProcessVerdict:
 
 
 # A plan's `done` results: clean / not-clean (it cleans GPUs), stopped / not-stopped (it stops
-# processes), and the app's own: refused, error, outcome-unknown, not-sent.
-SUCCESS = ("clean", "stopped")
+# processes), reset / not-reset / dry-run (a GPU reset), and the app's own: refused, error,
+# outcome-unknown, not-sent.
+SUCCESS = ("clean", "stopped", "reset", "dry-run")
 
 
 @dataclass(frozen=True, slots=True)
@@ -607,6 +618,7 @@ class PlanVerdict:
     # Where the verdict could not be taken at its word: a field of the wrong type, a process that
     # was not in the plan. Shown to the operator; any of them makes the verdict not ok.
     problems: tuple[str, ...] = ()
+    blockers: tuple[str, ...] = ()  # a reset's: what stops it, in words
 
     @property
     def unknown(self) -> bool:
@@ -666,6 +678,9 @@ class PlanVerdict:
             method=_str(data.get("method")),
             link_lost=data.get("link_lost") is True,
             problems=tuple(problems),
+            blockers=tuple(
+                _str(b.get("words")) or "?" for b in _list(data.get("blockers")) if isinstance(b, dict)
+            ),
         )
 
     def describe(self) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import getpass
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -38,6 +39,7 @@ from .plan import (
 from .transport.base import TransportError
 
 FRESH_TIMEOUT = 10.0  # seconds to wait for a full holder scan from a host before planning without one
+RESET_DEADLINE = 180.0  # seconds a reset ladder may take (nvidia-smi --gpu-reset, then the verification)
 NO_GPU_CODES = ("no-driver", "no-gpu", "no-library", "no-permission")
 
 __all__ = [
@@ -78,6 +80,8 @@ class HostProblem:
 
 @dataclass
 class Planned:
+    """The plans built for a request, what could not be planned, and the samples they came from."""
+
     plans: list[Plan] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # requests that could not be planned, in words
     samples: dict[str, Sample] = field(default_factory=dict)  # what each plan was built from
@@ -250,6 +254,46 @@ class Operations:
             )
             verdict = replace(verdict, ok=False, problems=(*verdict.problems, note))
         return verdict
+
+    async def reset(
+        self, host: str, gpu: int, *, dry_run: bool = False, on_event: Callable[[Event], None] | None = None
+    ) -> PlanVerdict:
+        """The reset ladder for one GPU (gputui/probe/reset.py): blockers listed, refused while any
+        remains, else persistence off, the driver's reset, memory verified back, persistence restored.
+        Logged ahead like a plan. Never automatic: the caller had the operator confirm it."""
+        reset_id = uuid.uuid4().hex[:12]
+        view = self.fleet.view(host)
+        if not dry_run:
+            self.audit.ensure_room(1)
+            self.audit.write(
+                "plan",
+                reset_id,
+                host=host,
+                stage="reset",
+                result="intent",
+                message=f"reset GPU {gpu}",
+                gpu=gpu,
+                provenance={
+                    "gpus": {str(gpu): view.preflight[gpu].describe() if gpu in view.preflight else None}
+                },
+            )
+        done: Event | None = None
+        try:
+            record = {"id": reset_id, "gpu": gpu, "dry_run": dry_run, "operator": self.operator}
+            async for event in self.fleet.execute(
+                host, record, deadline=RESET_DEADLINE, silence=RESET_DEADLINE, kind="reset"
+            ):
+                if event.stage == "done":
+                    done = event
+                if not dry_run:
+                    self.audit.event(host, event)
+                if on_event is not None:
+                    on_event(event)
+        except TransportError as exc:
+            done = done_event(reset_id, "not-sent", f"reset not sent: {exc.message}", error=exc.reason)
+        if done is None:
+            done = done_event(reset_id, "outcome-unknown", "the probe sent no verdict")
+        return PlanVerdict.from_event(done)
 
     def provenance(self, plan: Plan) -> dict[str, Any]:
         """What a benchmark log should say about the GPUs a plan touches: driver and CUDA versions,

@@ -215,6 +215,8 @@ SEVERE = frozenset({"other-user", "uninterruptible", "permission", "protected-in
 
 @dataclass(frozen=True, slots=True)
 class PlanWarning:
+    """Something the operator should know before confirming, of a typed kind (WARNING_KINDS)."""
+
     kind: str  # one of WARNING_KINDS
     message: str
     pid: int | None = None
@@ -239,6 +241,8 @@ SCOPES = ("host", "gpus", "processes", "selection")  # selection: GPUs and proce
 
 @dataclass(frozen=True, slots=True)
 class Plan:
+    """What the probe of one host is asked to do, and what the operator sees before confirming it."""
+
     id: str
     host: str
     operator: str

@@ -119,6 +119,8 @@ def conditions_of(args: argparse.Namespace) -> Conditions:
 
 @dataclass
 class GpuWait:
+    """One GPU being waited for: since when it has been ready, and what it lacks now."""
+
     host: str
     index: int
     ready_since: float | None = None  # monotonic: ready in every sample since

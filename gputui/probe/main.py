@@ -170,6 +170,10 @@ class Loop(object):
             self.run_plan(record)
         elif kind == "cancel":
             pass  # for a plan that has ended already: nothing left to stop
+        elif kind == "reset":
+            from .reset import execute as reset
+
+            reset(self.probe, record, self.emit)
 
     def run_plan(self, record):
         # type: (Dict[str, Any]) -> None

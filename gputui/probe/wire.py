@@ -17,7 +17,7 @@ MIN_INTERVAL = 0.1  # seconds between samples, the fastest a probe samples
 MAX_INTERVAL = 3600.0  # seconds between samples, the slowest
 
 PROBE_TYPES = ("hello", "sample", "event", "error")
-APP_TYPES = ("configure", "sample", "plan", "cancel", "quit")
+APP_TYPES = ("configure", "sample", "plan", "cancel", "reset", "quit")
 
 
 def interval_problem(value):

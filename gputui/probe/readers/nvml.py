@@ -114,7 +114,9 @@ class NvmlReader(Reader):
 
     def _call(self, fn, convert=None, *args):
         # type: (Any, Any, Any) -> Any
-        """One NVML query; None where the GPU does not support it (never an exception)."""
+        """One NVML query; None where the GPU (or this pynvml) does not support it (never an exception)."""
+        if fn is None:
+            return None
         try:
             value = fn(*args)
         except self._nv.NVMLError:
@@ -223,18 +225,18 @@ class NvmlReader(Reader):
             None,
             h,
         )
-        persistence = call(nv.nvmlDeviceGetPersistenceMode, None, h)
+        persistence = call(getattr(nv, "nvmlDeviceGetPersistenceMode", None), None, h)
         display = call(getattr(nv, "nvmlDeviceGetDisplayActive", None), None, h)
         retired = call(getattr(nv, "nvmlDeviceGetRetiredPagesPendingStatus", None), None, h)
         return {
             "persistence": bool(persistence) if persistence is not None else None,
-            "compute_mode": COMPUTE_MODES.get(call(nv.nvmlDeviceGetComputeMode, None, h)),
+            "compute_mode": COMPUTE_MODES.get(call(getattr(nv, "nvmlDeviceGetComputeMode", None), None, h)),
             "mig": bool(mig[0]) if mig is not None else None,
             "mig_pending": bool(mig[1]) if mig is not None else None,
-            "sm_clock": call(nv.nvmlDeviceGetClockInfo, None, h, sm),
-            "sm_clock_max": call(nv.nvmlDeviceGetMaxClockInfo, None, h, sm),
-            "mem_clock": call(nv.nvmlDeviceGetClockInfo, None, h, mem),
-            "mem_clock_max": call(nv.nvmlDeviceGetMaxClockInfo, None, h, mem),
+            "sm_clock": call(getattr(nv, "nvmlDeviceGetClockInfo", None), None, h, sm),
+            "sm_clock_max": call(getattr(nv, "nvmlDeviceGetMaxClockInfo", None), None, h, sm),
+            "mem_clock": call(getattr(nv, "nvmlDeviceGetClockInfo", None), None, h, mem),
+            "mem_clock_max": call(getattr(nv, "nvmlDeviceGetMaxClockInfo", None), None, h, mem),
             "sm_app_clock": call(getattr(nv, "nvmlDeviceGetApplicationsClock", None), None, h, sm),
             "sm_app_clock_default": call(
                 getattr(nv, "nvmlDeviceGetDefaultApplicationsClock", None), None, h, sm
@@ -243,7 +245,7 @@ class NvmlReader(Reader):
             "mem_app_clock_default": call(
                 getattr(nv, "nvmlDeviceGetDefaultApplicationsClock", None), None, h, mem
             ),
-            "power_limit": _watts(call(nv.nvmlDeviceGetEnforcedPowerLimit, None, h)),
+            "power_limit": _watts(call(getattr(nv, "nvmlDeviceGetEnforcedPowerLimit", None), None, h)),
             "power_default": _watts(
                 call(getattr(nv, "nvmlDeviceGetPowerManagementDefaultLimit", None), None, h)
             ),
@@ -294,7 +296,22 @@ class NvmlReader(Reader):
 
     def reset(self, index):
         # type: (int) -> Tuple[bool, str]
-        return _nvidia_smi(["--gpu-reset", "-i", self._uuid(index)])
+        """nvidia-smi --gpu-reset, with this reader's own hold on the driver let go for it (an NVML
+        client holds every device file), taken again after."""
+        uuid = self._uuid(index)
+        nv = self._nv
+        try:
+            nv.nvmlShutdown()
+        except nv.NVMLError:
+            pass
+        try:
+            return _nvidia_smi(["--gpu-reset", "-i", uuid])
+        finally:
+            try:
+                nv.nvmlInit()
+                self._gpus = [self._static(i) for i in range(nv.nvmlDeviceGetCount())]
+            except nv.NVMLError:
+                self._gpus = []
 
     def set_persistence(self, index, on):
         # type: (int, bool) -> Tuple[bool, str]
