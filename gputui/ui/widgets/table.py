@@ -104,8 +104,9 @@ def fit(cell: Cell, width: int) -> Cell:
     give way with an ellipsis, the numbers in `cell.keep` are never cut.
 
     In this order, until it fits: the words after the last number are cut at their end (down to
-    "…"); the words before each number, the last first, are cut in their middle (`memory he… 4121`);
-    then the last number goes, whole, with what follows it (its place shows "…")."""
+    " …"); the words before each number, the last first, are cut at their end, the space before the
+    number kept (`memory he… 4121 …`); then the last number goes, whole, with what follows it (the
+    words before it show the cut)."""
     if width <= 0 or cell.cell_len <= width:
         return cell
     segments = _segments(cell)
@@ -193,8 +194,6 @@ def _squeeze(segments: list[tuple[Text, bool]], width: int) -> list[tuple[Text, 
         size = max(2 if after_number else 1, body.cell_len - over)
         if size >= body.cell_len:
             continue
-        # The tail (after the last number) is cut at its end; words before a number in the middle,
-        # with the space before the number.
         body.truncate(size, overflow="ellipsis")
         if after_number and body.plain.startswith(ELLIPSIS):
             body = Text.assemble(" ", body[: len(body.plain) - 1], ELLIPSIS)
