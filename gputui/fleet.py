@@ -130,6 +130,7 @@ class HostSession:
         self.first_sample = asyncio.Event()
         self.full_scan_waiters: list[asyncio.Future[Sample]] = []
         self.opened = 0.0  # time.monotonic() when the current link came up
+        self.acted = 0.0  # time.monotonic() when the last plan or reset began or ended
         self.last_problem: str | None = None  # the last error the probe (or its link) reported
         self._window = 0.0  # start of the current second of notes
         self._notes = 0  # notes passed on in it
@@ -404,9 +405,12 @@ class Fleet:
                     and view.sample.full_scan
                     and age is not None
                     and age < FULL_SCAN_FRESH
+                    and not session.waiters
+                    and view.received > session.acted
                 ):
                     # A probe's first sample is a full scan: a command that has just connected
                     # plans on it instead of asking for another (on a busy host, 0.8 s saved).
+                    # Never one from before an action: it would show what the action changed.
                     out[name] = view.sample
                     continue
                 future: asyncio.Future[Sample] = loop.create_future()
@@ -462,6 +466,7 @@ class Fleet:
         session.waiters[plan_id] = q
         loop = asyncio.get_running_loop()
         end = loop.time() + deadline if deadline is not None else None
+        session.acted = time.monotonic()
         try:
             await session.send(plan)
             while True:
@@ -496,6 +501,7 @@ class Fleet:
                     return
         finally:
             session.waiters.pop(plan_id, None)
+            session.acted = time.monotonic()
 
 
 def _plan_times(plan: dict[str, Any]) -> tuple[int, float, float]:

@@ -75,10 +75,10 @@ async def test_every_byte_is_accounted_for_ghost_and_orphaned_alike():
         await fleet.stop()
 
 
-async def test_wait_returns_at_once_for_a_ready_gpu_and_honours_the_settle_period():
-    code, doc, text, took = await wait(f"{HOST}", "--gpu", f"{HOST}:0", "--json", "--timeout", "30")
+async def test_wait_returns_for_a_ready_gpu_and_honours_the_settle_period():
+    code, doc, text, _took = await wait(f"{HOST}", "--gpu", f"{HOST}:0", "--json", "--timeout", "30")
     assert code == 0 and doc is not None and doc["ready"] is True, text
-    code, doc, text, took = await wait(f"{HOST}", "--gpu", f"{HOST}:0", "--json", "--settle", "1.5")
+    code, doc, text, _took = await wait(f"{HOST}", "--gpu", f"{HOST}:0", "--json", "--settle", "1.5")
     assert code == 0 and doc is not None
     assert doc["hosts"][0]["gpus"]["0"]["ready_for_s"] >= 1.5 and doc["waited_s"] >= 1.5
 
@@ -115,7 +115,7 @@ async def test_wait_for_a_cooling_gpu_returns_once_it_is_below_the_temperature()
         waited = asyncio.create_task(
             wait(f"{HOST}", "--gpu", f"{HOST}:2", "--temp-below", "60", "--json", fleet=fleet)
         )
-        code, doc, text, took = await asyncio.wait_for(waited, 30)
+        code, _doc, text, took = await asyncio.wait_for(waited, 30)
         assert code == 0, text
         assert 1.0 < took < 20
     finally:
@@ -123,7 +123,7 @@ async def test_wait_for_a_cooling_gpu_returns_once_it_is_below_the_temperature()
 
 
 async def test_clean_on_orphaned_memory_says_a_reset_would_free_it(tmp_path):
-    code, out, err = await clean(
+    code, out, _err = await clean(
         f"{HOST}:1",
         "--yes",
         "--verify-timeout",
