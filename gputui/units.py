@@ -1,4 +1,4 @@
-"""Formatting numbers for people: bytes, durations, percentages. Shared by the CLI and the UI.
+"""Formatting numbers for people: bytes, durations, percentages, GPU index lists. Shared by the CLI and the UI.
 
 Bytes are binary and say so (`40.0 GiB`, `615 MiB`, `0 B`): one decimal under 100 of a unit, none
 from 100 on, and zero is always `0` and its unit. GiB is the largest unit: GPU memory is read in GiB
@@ -6,6 +6,8 @@ from 100 on, and zero is always `0` and its unit. GiB is the largest unit: GPU m
 """
 
 from __future__ import annotations
+
+from collections.abc import Collection
 
 KIB = 1 << 10
 MIB = 1 << 20
@@ -70,3 +72,27 @@ def fmt_duration(seconds: float | None) -> str:
 
 def fmt_percent(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f}%"
+
+
+def index_runs(indexes: Collection[int]) -> list[tuple[str, range]]:
+    """GPU indexes as people write them: [0, 1] -> `0`, `1`; [0, 1, 2, 3] -> `0-3` (three or more
+    in a row make a range)."""
+    runs: list[tuple[str, range]] = []
+    ordered = sorted(set(indexes))
+    start = 0
+    while start < len(ordered):
+        end = start
+        while end + 1 < len(ordered) and ordered[end + 1] == ordered[end] + 1:
+            end += 1
+        first, last = ordered[start], ordered[end]
+        if end - start >= 2:
+            runs.append((f"{first}-{last}", range(first, last + 1)))
+        else:
+            runs.extend((str(i), range(i, i + 1)) for i in ordered[start : end + 1])
+        start = end + 1
+    return runs
+
+
+def fmt_gpus(indexes: Collection[int]) -> str:
+    """`0,1`, `0-3`, `-` for none: GPU indexes in a cell."""
+    return ",".join(text for text, _ in index_runs(indexes)) or "-"

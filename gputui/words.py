@@ -12,20 +12,15 @@ from collections import Counter
 from collections.abc import Iterable
 
 from .model import Event, GpuVerdict, PlanVerdict, ProcessVerdict
+from .probe.common import count as count  # one owner: the probe words counts the same way
+from .probe.common import took as _took
 from .textsafe import printable
 from .units import fmt_bytes
 
 
-def count(n: int, one: str, many: str | None = None) -> str:
-    """`1 process`, `2 processes`, `0 targets`."""
-    return f"{n} {one if n == 1 else (many or one + 's')}"
-
-
 def took(ms: float | None) -> str:
-    """A duration as people read it: `180 ms` under a second, `15.0 s` above."""
-    if ms is None:
-        return "?"
-    return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
+    """A duration as people read it: `180 ms` under a second, `15.0 s` above; `?` unknown."""
+    return "?" if ms is None else _took(ms)
 
 
 def pids(items: Iterable[int]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gputui.ui.widgets.proc_table import index_runs
+from gputui.units import index_runs
 
 from .conftest import build_app, redrawn, screen_text, settle
 

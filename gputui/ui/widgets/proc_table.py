@@ -10,7 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 
 from gputui.model import Proc, Sample
-from gputui.units import fmt_bytes, fmt_duration, fmt_percent
+from gputui.units import fmt_bytes, fmt_duration, fmt_percent, index_runs
 
 from .. import fmt, kinds
 from .table import ELLIPSIS, Cell, Column, KeyedTable, Row
@@ -173,25 +173,6 @@ class ProcTable(KeyedTable):
             return None
         pid, _, start = key.partition(":")
         return (int(pid), None if start == "-" else int(start))
-
-
-def index_runs(indexes: Collection[int]) -> list[tuple[str, range]]:
-    """GPU indexes as people write them: [0, 1] -> `0`, `1`; [0, 1, 2, 3] -> `0-3` (three or more
-    in a row make a range)."""
-    runs: list[tuple[str, range]] = []
-    ordered = sorted(set(indexes))
-    start = 0
-    while start < len(ordered):
-        end = start
-        while end + 1 < len(ordered) and ordered[end + 1] == ordered[end] + 1:
-            end += 1
-        first, last = ordered[start], ordered[end]
-        if end - start >= 2:
-            runs.append((f"{first}-{last}", range(first, last + 1)))
-        else:
-            runs.extend((str(i), range(i, i + 1)) for i in ordered[start : end + 1])
-        start = end + 1
-    return runs
 
 
 def matches(proc: Proc, needle: str) -> bool:
