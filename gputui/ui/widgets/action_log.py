@@ -60,6 +60,8 @@ def stamp(t: float) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Entry:
+    """One line of the action log, in the fields it is laid out by."""
+
     time: float
     host: str
     level: str

@@ -206,6 +206,8 @@ def _squeeze(segments: list[tuple[Text, bool]], width: int) -> list[tuple[Text, 
 
 @dataclass(frozen=True, slots=True)
 class Column:
+    """A table column: how wide, which is dropped first, how it sorts, whether it may be cut."""
+
     key: str
     label: str
     width: int | None = None  # None: as wide as the widest cell
