@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from .model import IDLE_SLACK, Gpu, Preflight, Sample
 from .units import fmt_bytes
+from .words import unaccounted_words
 
 DEFAULT_UTIL_BELOW = 1  # percent: "utilization 0"
 
@@ -83,10 +84,9 @@ def unready(
             )
     account = gpu.accounting
     if conditions.accounted and account is not None and account.unaccounted > conditions.memory_slack:
-        parts = ", ".join(
-            f"{fmt_bytes(b)} {name}" for name, b in account.parts() if name in account.UNACCOUNTED
+        out.append(
+            Unready("unaccounted", f"unaccounted: {unaccounted_words(account)}", float(account.unaccounted))
         )
-        out.append(Unready("unaccounted", f"unaccounted memory: {parts}", float(account.unaccounted)))
     if gpu.util_gpu is None:
         out.append(Unready("utilization", "no utilization figure from the driver"))
     elif gpu.util_gpu >= conditions.util_below:
