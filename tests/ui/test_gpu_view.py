@@ -78,7 +78,7 @@ async def test_gpu_view_shows_the_account_settings_history_and_steps_between_gpu
         assert "GPU 1 · p" in text
         assert "orphaned 2.1 GiB" in text  # the bar's legend
         assert "! 2.1 GiB orphaned, no process holds it; a reset would free it" in text
-        assert "Persistence on" in text and "History, last" in text and "Util %" in text
+        assert "Persistence on" in text and "History, the last" in text and "Util %" in text
         await wait_for(pilot, lambda: "r Reset GPU" in words(app))  # offered: the memory is orphaned
         await pilot.press("right_square_bracket", "right_square_bracket")
         await pilot.pause(0.3)
