@@ -140,10 +140,13 @@ def _preflight(theme: str, hostile: bool = True) -> GpuTuiApp:
     return build_app(("p",), theme=theme, records={"p": list(recording("preflight"))})
 
 
-def _gpu_view(gpu_row: int) -> Callable[[Pilot[Any]], Awaitable[None]]:
+def _gpu_view(gpu_row: int, host: bool = False) -> Callable[[Pilot[Any]], Awaitable[None]]:
+    """Open the GPU view on the GPU table's row `gpu_row` ("all" is row 0), of the first host when
+    `host` (the demo starts on "All hosts")."""
+
     async def run(pilot: Pilot[Any]) -> None:
         app: GpuTuiApp = pilot.app  # type: ignore[assignment]
-        await settle(pilot)
+        await (_host(pilot) if host else settle(pilot))
         assert app._main is not None
         app._main.gpu_table.focus()
         await pilot.press(*["down"] * gpu_row, "i")
@@ -172,6 +175,7 @@ SCENES = {
         Scene("plan-narrow", (80, 24), _demo_plans, _plan_gpu),
         Scene("preflight", (120, 36), _preflight, _fleet),
         Scene("gpu-view", (120, 40), _preflight, _gpu_view(2)),  # GPU 1: orphaned memory
+        Scene("ghost-view", (120, 40), _demo, _gpu_view(3, host=True)),  # demo-a's GPU 2: a ghost
         Scene("gpu-view-narrow", (80, 24), _preflight, _gpu_view(3)),  # GPU 2: throttling, cooling
         Scene("gpu-view-wide", (200, 50), _preflight, _gpu_view(4)),  # GPU 3: persistence off, ECC
     )

@@ -26,7 +26,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 
 from gputui.fleet import GpuHistory, HostView
-from gputui.model import IDLE_SLACK, Gpu, Preflight, Sample
+from gputui.model import IDLE_SLACK, Gpu, GpuShare, Preflight, Sample
 from gputui.readiness import preflight_flags
 from gputui.units import fmt_bytes, fmt_bytes_of, fmt_percent
 from gputui.words import count, part_words
@@ -322,10 +322,12 @@ class GpuDetailScreen(Screen[None]):
         grid.add_column(justify="right", width=8)
         grid.add_column(width=9)
         grid.add_column(justify="right", width=9)
+        grid.add_column(justify="right", width=13)
         grid.add_column(width=10, no_wrap=True, overflow="ellipsis")
-        grid.add_column(no_wrap=True, overflow="ellipsis", max_width=max(width - 44, 10))
+        grid.add_column(no_wrap=True, overflow="ellipsis", max_width=max(width - 58, 10))
         heading = Text(
-            f"On GPU {gpu.index}: {count(len(on), 'process', 'processes')}", t.style_of("gpu-view--section")
+            f"On GPU {gpu.index}: {count(len(on), 'process', 'processes')} (memory, SM/memory utilization)",
+            t.style_of("gpu-view--section"),
         )
         for p in on:
             memory = p.gpu_memory.get(gpu.index)
@@ -334,6 +336,7 @@ class GpuDetailScreen(Screen[None]):
                 str(p.pid),
                 Text(kinds.label(p.kind), t.style_of(kinds.STYLE.get(p.kind, "kind--hidden"))),
                 fmt_bytes(memory) if memory else "-",
+                share_words(p.gpu_util.get(gpu.index) if p.gpu_util is not None else None),
                 fmt.safe(p.user, 32) or "-",
                 fmt.safe(p.command_line, 300) or "-",
             )
@@ -344,6 +347,16 @@ def add(grid: Table, *cells: str | Text) -> None:
     """A row of plain cells: a str cell in a rich Table would be parsed as markup (host text may hold
     brackets), so every one becomes Text."""
     grid.add_row(*(c if isinstance(c, Text) else Text(c) for c in cells))
+
+
+def share_words(share: GpuShare | None) -> str:
+    """`93% / 55%` SM and memory utilization, with the encoder and decoder where they work."""
+    if share is None:
+        return "-"
+    words = f"{_or_dash(share.sm)}% / {_or_dash(share.mem)}%"
+    if share.enc or share.dec:
+        words += f" enc {_or_dash(share.enc)}% dec {_or_dash(share.dec)}%"
+    return words
 
 
 def preflight_rows(p: Preflight) -> list[tuple[str, str]]:

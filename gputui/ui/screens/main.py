@@ -19,7 +19,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Input, Static
 
 from gputui.fleet import LIVE, REASONS, HostView
-from gputui.model import Proc
+from gputui.model import Proc, ProcUtilState
 from gputui.operate import Request
 from gputui.words import count
 
@@ -40,6 +40,17 @@ from .gpu_detail import GpuDetailScreen
 
 NARROW = 100  # columns: below this the host list starts hidden (b shows it)
 KILL_ACTIONS = ("toggle_select", "free_gpu", "free_host", "plan")
+
+
+def sm_words(util: ProcUtilState, host: bool) -> str:
+    """What the SM% column holds and how fresh it is (the driver's per-process query is slow: the
+    probe reads it every few samples)."""
+    if util.state == "off":
+        return "SM% off"
+    if util.state != "on":
+        return "SM%: not reported by this driver"
+    every = f"every {util.every:g} s" if util.every else "now and then"
+    return f"SM% {'highest of its GPUs, ' if host else ''}{every}"
 
 
 class MainScreen(Screen[None]):
@@ -249,6 +260,9 @@ class MainScreen(Screen[None]):
             else f"GPU {scope.gpu} · memory on GPU {scope.gpu}"
         )
         title = f"Processes · {fmt.safe(scope.host, 40)} · {where}"
+        sample = self.dash.fleet.view(scope.host).sample
+        if sample is not None and self.proc_table.width_of("sm"):
+            title += " · " + sm_words(sample.proc_util, scope.gpu is None)
         if self.proc_filter:
             title += f" · filter: {fmt.safe(self.proc_filter, 30)}"
         selected = self.selection.count(scope.host)
