@@ -130,6 +130,34 @@ def descendants(roots, proc=PROC):
     return out
 
 
+def related(entries, around, also=(), holders=False, new=()):
+    # type: (Dict[int, Entry], Collection[int], Collection[int], bool, Collection[int]) -> Set[int]
+    """What a targeted scan reads in full (module docstring, "The targeted scan"): the PIDs `around`,
+    every process in their process groups or sessions or below them in the tree `entries` describe
+    (pid -> its stat as read), `also`, `new`, and, when `holders`, every entry holding a device file.
+    classify.py links a holder to a PID only through its process group, session or ancestry, so a
+    holder not in this set is linked to none of `around` (tests/probe/test_rescan.py proves it on
+    generated process trees)."""
+    roots = set(around)
+    out = set(roots)
+    out.update(also)
+    out.update(new)
+    children = {}  # type: Dict[int, List[int]]
+    for pid, entry in entries.items():
+        if entry.pgid in roots or entry.sid in roots or (holders and entry.holds):
+            out.add(pid)
+        children.setdefault(entry.ppid, []).append(pid)
+    below = set()  # type: Set[int]
+    todo = list(roots)
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in below:
+                below.add(child)
+                todo.append(child)
+    out.update(below)
+    return out
+
+
 class Entry(object):
     __slots__ = (
         "fds",
@@ -295,32 +323,10 @@ class HolderScanner(object):
         self._names = set(str(pid) for pid in fresh)
         self._holding = set(pid for pid, e in fresh.items() if e.holds)
         if not full:
-            for pid in self._around(around, also, holders, new):
+            for pid in related(fresh, around, also, holders, new):
                 entry = fresh.get(pid)
                 if entry is not None and not entry.kthread:
                     self._read(pid, entry, read_schedstat(pid, self.proc), True, result)
-
-    def _around(self, around, also, holders, new):
-        # type: (Collection[int], Collection[int], bool, List[int]) -> Set[int]
-        """What can hold the memory of `around` now (module docstring, "The targeted scan")."""
-        roots = set(around)
-        out = set(roots)
-        out.update(also)
-        out.update(new)
-        children = {}  # type: Dict[int, List[int]]
-        for pid, entry in self._cache.items():
-            if entry.pgid in roots or entry.sid in roots or (holders and entry.holds):
-                out.add(pid)
-            children.setdefault(entry.ppid, []).append(pid)
-        below = set()  # type: Set[int]
-        todo = list(roots)
-        while todo:
-            for child in children.get(todo.pop(), ()):
-                if child not in below:
-                    below.add(child)
-                    todo.append(child)
-        out.update(below)
-        return out
 
     # -- reading one process -----------------------------------------------------------------
 
