@@ -6,20 +6,25 @@ kernel's readlink (GPU_FACTS.md "Costs": ~4.6 us per fd). The other two kinds of
 
 The steady-state scan (every sample):
 - a process seen for the first time (new pid, or the same pid with another start time) is read in
-  full at once;
+  full at once. /proc is listed when the kernel has handed out a PID since the last listing (the
+  last one is in /proc/loadavg), and at least every `check_every` scans;
 - known holders and every PID NVML lists (`watch`) get a turn every scan; every other known process
-  gets one every `check_every` scans, in rotation (on a busy host less often: about `budget` turns
-  per scan);
+  gets one every `check_every` scans, at its own place on a wheel of scans (on a busy host less
+  often: about `budget` turns per scan);
 - a turn starts with /proc/PID/schedstat. When it is what it was right before the process's fds were
   last listed, the process has not run since (see "The sleeper rule"), so its fd table is what was
   read: nothing more is read. Otherwise its fd directory is listed and only fd numbers not seen
   before are read;
 - fd numbers are reused (fd 7 closed, later reopened as /dev/nvidiactl), so a cache keyed by fd
-  number can miss a new holder: a process that has run since its last full read gets one (every
-  link re-read) at its first turn `refresh_every` scans after it;
-- and every process gets a full read at least once every `recheck_every` scans, whatever the rule
-  says. That is the honest worst case; `staleness()` reports it with the turn period.
+  number can miss a new holder: a process that has run since its last full read (every link re-read)
+  gets one within `refresh_every` scans (4 turn periods);
+- and every process gets a full read within `recheck_every` scans (32 turn periods), whatever the
+  rule says: the honest worst case, which `staleness()` reports with the turn period. The full reads
+  come earlier by up to half the period, by pid, so that processes read together (by a full scan)
+  do not come due together.
 - kernel threads have no fds and are never listed again.
+On 2,000 idle processes of 40 fds (docs/BENCHMARKS.md section 2) a turn is one 3-syscall read, and
+a scan about 100 of them, the holders' and 3 full reads.
 
 The sleeper rule. /proc/PID/schedstat is "run time (ns), run delay (ns), times scheduled in" of the
 process's main thread. A thread that gets a CPU adds to the third number and, when it leaves it or
@@ -60,6 +65,7 @@ FdMap = Dict[int, Optional[str]]
 # What a turn reads of /proc/PID/stat: (state, ppid, pgid, sid, flags, threads, start time)
 StatLine = Tuple[str, int, int, int, int, int, int]
 
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
 _ASLEEP = frozenset(("S", "D", "T", "t", "I"))  # states in which the process is off every CPU
 _NO_SCHEDSTAT = b"0 0 0\n"  # what a kernel without scheduler statistics prints
 
@@ -233,6 +239,8 @@ class HolderScanner(object):
         self._holding = set()  # type: Set[int]  # pids in the cache that hold a device file
         self._wheel = {}  # type: Dict[int, List[int]]  # scan number -> pids whose turn it is
         self._share = 1
+        self._last_pid = []  # type: List[bytes]  # /proc/loadavg's last PID at the last listing
+        self._listed_at = 0  # scan number of the last listing of /proc
         self._scans = 0
 
     # -- the three scans ---------------------------------------------------------------------
@@ -243,10 +251,13 @@ class HolderScanner(object):
         more PIDs to read in full; `holders`: every known holder too). Otherwise the steady-state
         scan; `watch` (the PIDs NVML lists) get a turn every scan."""
         self._scans += 1
-        names = os.listdir(self.proc)
+        names = self._listing(full or around is not None)
         # Pace the turns (and stagger the first turns of new processes) for this many processes.
-        self._pace(len(self._cache) or len(names))
-        if full or around is not None:
+        self._pace(len(self._cache) or len(names or ()))
+        if names is None:
+            result = ScanResult(False)
+            self._steady(None, result, watch)
+        elif full or around is not None:
             result = ScanResult(full, targeted=not full)
             self._stat_pass(names, result, full, around or (), also, holders)
             self._turns(result, read=not full)
@@ -261,15 +272,36 @@ class HolderScanner(object):
         self._pace(len(cache))
         return result
 
+    def _listing(self, needed):
+        # type: (bool) -> Optional[List[str]]
+        """/proc's entries; None when no process can have appeared since the last listing: the last
+        PID the kernel handed out (/proc/loadavg, this PID namespace's) is the same, and that listing
+        is less than check_every scans old (bounding the case where PIDs wrapped round exactly)."""
+        last = _read(self.proc + "/loadavg", 256)
+        if (
+            not needed
+            and last is not None
+            and last.rsplit(None, 1)[-1:] == self._last_pid
+            and self._scans - self._listed_at < self.check_every
+        ):
+            return None
+        names = os.listdir(self.proc)
+        self._last_pid = last.rsplit(None, 1)[-1:] if last is not None else []
+        self._listed_at = self._scans
+        return names
+
     def _steady(self, names, result, watch):
-        # type: (List[str], ScanResult, Collection[int]) -> None
+        # type: (Optional[List[str]], ScanResult, Collection[int]) -> None
+        """`names`: /proc's entries, or None when nothing new can be there (processes that have gone
+        leave at their next turn)."""
         cache = self._cache
-        now = set(names)
-        for name in self._names - now:
-            self._drop(int(name))
-        for name in now - self._names:
-            if name.isdigit():
-                self._new(int(name), result)
+        if names is not None:
+            now = set(names)
+            for name in self._names - now:
+                self._drop(int(name))
+            for name in now - self._names:
+                if name.isdigit():
+                    self._new(int(name), result)
         # Holders and listed PIDs every scan; then the turns due now.
         every = set(self._holding)
         every.update(p for p in watch if p in cache)
@@ -364,9 +396,8 @@ class HolderScanner(object):
             return
         sched = read_schedstat(pid, self.proc)
         since = self._scans - entry.full_at
-        # Its next turn is check_every scans away: read every link now if that would be too late.
-        full = since > self.recheck_every - self.check_every or (
-            since > self.refresh_every - self.check_every and (sched is None or sched != entry.full_sched)
+        full = since >= self._due(pid, self.recheck_every) or (
+            since >= self._due(pid, self.refresh_every) and (sched is None or sched != entry.full_sched)
         )
         if not full and sched is not None and sched == entry.listed_sched:
             result.skipped += 1  # it has not run since its fds were listed: nothing changed
@@ -395,30 +426,37 @@ class HolderScanner(object):
         process has gone."""
         entry.update(line)
         self._states[pid] = entry.state
-        fd_dir = "%s/%d/fd" % (self.proc, pid)
         try:
-            names = os.listdir(fd_dir)
+            # Links read relative to the open directory: the kernel resolves /proc/PID/fd once, not
+            # once per fd (a fifth less time per link).
+            dir_fd = os.open("%s/%d/fd" % (self.proc, pid), _DIRECTORY)
         except PermissionError:
             result.unreadable += 1
             entry.listed_sched = entry.full_sched = None
             return True
         except OSError:
             return False
-        result.listed += 1
-        old = {} if full else entry.fds
-        fds = {}  # type: FdMap
-        prefix = self.prefix
-        for name in names:
-            fd = int(name)
-            if fd in old:
-                fds[fd] = old[fd]
-                continue
-            try:
-                target = os.readlink(fd_dir + "/" + name)
-            except OSError:
-                continue  # closed between listdir and readlink
-            result.reread += 1
-            fds[fd] = target if target.startswith(prefix) else None
+        try:
+            names = os.listdir(dir_fd)
+            result.listed += 1
+            old = {} if full else entry.fds
+            fds = {}  # type: FdMap
+            prefix = self.prefix
+            for name in names:
+                fd = int(name)
+                if fd in old:
+                    fds[fd] = old[fd]
+                    continue
+                try:
+                    target = os.readlink(name, dir_fd=dir_fd)
+                except OSError:
+                    continue  # closed between listdir and readlink
+                result.reread += 1
+                fds[fd] = target if target.startswith(prefix) else None
+        except OSError:
+            return False  # gone while listed
+        finally:
+            os.close(dir_fd)
         entry.fds = fds
         entry.holds = tuple(sorted(set(t for t in fds.values() if t is not None)))
         if entry.holds:
@@ -431,6 +469,13 @@ class HolderScanner(object):
             entry.full_at = self._scans
             entry.full_sched = trusted
         return True
+
+    def _due(self, pid, period):
+        # type: (int, int) -> int
+        """Scans after its last full read at which a process's full read is due, so that the next one
+        comes within `period` (its next turn may be check_every scans away). Earlier by up to half
+        the period, by pid: processes read in full together (a full scan) spread their next ones."""
+        return max(1, period - self.check_every + 1 - pid % max(1, period // 2))
 
     def _plan(self, pid, entry, at):
         # type: (int, Entry, int) -> None
@@ -455,7 +500,9 @@ class HolderScanner(object):
         self.check_every = max(self.min_check_every, -(-count // self.budget))
         self._share = -(-count // self.check_every) + 1  # turns per scan, and one for rounding
         self.refresh_every = max(self.base_refresh_every, 4 * self.check_every)
-        self.recheck_every = max(self.base_recheck_every, 4 * self.refresh_every)
+        # The unconditional full read costs as much as ~25 turns: at one per 32 turn periods, a
+        # host of idle processes pays about 3 full reads per 100 turns.
+        self.recheck_every = max(self.base_recheck_every, 32 * self.check_every, self.refresh_every)
 
     # -- what the probe reports --------------------------------------------------------------
 
