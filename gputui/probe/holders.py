@@ -257,10 +257,14 @@ class HolderScanner(object):
         if names is None:
             result = ScanResult(False)
             self._steady(None, result, watch)
-        elif full or around is not None:
+        elif full or around:
             result = ScanResult(full, targeted=not full)
             self._stat_pass(names, result, full, around or (), also, holders)
             self._turns(result, read=not full)
+        elif around is not None:
+            result = ScanResult(False, targeted=True)
+            self._explicit(names, result, also, holders)
+            self._turns(result)
         else:
             result = ScanResult(False)
             self._steady(names, result, watch)
@@ -359,6 +363,25 @@ class HolderScanner(object):
                 entry = fresh.get(pid)
                 if entry is not None and not entry.kthread:
                     self._read(pid, entry, read_schedstat(pid, self.proc), True, result)
+
+    def _explicit(self, names, result, also, holders):
+        # type: (List[str], ScanResult, Collection[int], bool) -> None
+        """Targeted around no PID: no stat pass (no process group, session or subtree to find), only
+        the new processes and `also` (and the known holders, when asked) read in full."""
+        cache = self._cache
+        now = set(names)
+        for name in self._names - now:
+            self._drop(int(name))
+        new = set()  # type: Set[int]
+        for name in now - self._names:
+            if name.isdigit():
+                new.add(int(name))
+                self._new(int(name), result)
+        wanted = set(also) | (self._holding if holders else set())
+        for pid in wanted - new:
+            entry = cache.get(pid)
+            if entry is not None and not entry.kthread:
+                self._read(pid, entry, read_schedstat(pid, self.proc), True, result)
 
     # -- reading one process -----------------------------------------------------------------
 

@@ -495,9 +495,8 @@ class Run(object):
         if how == FULL:
             scan = scanner.scan(full=True)
         elif how == TARGETED:
-            scan = scanner.scan(
-                around=self.around(listed), also=self.rule.descendants, holders=bool(self.plan.sweep)
-            )
+            around, also = self.around(listed)
+            scan = scanner.scan(around=around, also=also, holders=bool(self.plan.sweep))
         else:
             scan = scanner.scan(watch=listed)
         records = self.probe.describe(listed, scan)
@@ -507,16 +506,18 @@ class Run(object):
         return view
 
     def around(self, listed):
-        # type: (Dict[int, Dict[int, Optional[int]]]) -> Set[int]
-        """The PIDs whose memory a targeted scan looks after: those NVML lists on a GPU the plan
-        cleans or reports on (`touched`: a hidden holder is attributed to a GPU through them), the
-        targets, the ghosts the operator named, what the plan took on and what it sweeps. A holder
-        tied to none of them is attributed to no GPU of the plan's and to no target: no decision or
-        verdict of the plan depends on it (module docstring)."""
-        out = set(pid for pid, mem in listed.items() if self.touched.intersection(mem))
-        out |= self.rule.targets | self.rule.ghosts | set(self.procs)
-        out.update(pid for pid, _ in self.rule.sweep)
-        return out
+        # type: (Dict[int, Dict[int, Optional[int]]]) -> Tuple[Set[int], Set[int]]
+        """What a targeted look reads: (the PIDs whose process groups, sessions and subtrees it reads,
+        the PIDs it reads themselves). The first: what NVML lists on a GPU the plan cleans or
+        reports on (`touched`), and what it lists of the plan's own (targets, named ghosts, what the
+        plan took on or sweeps). classify.py links a hidden holder only to a PID NVML lists, through
+        its process group, session or ancestry: one tied to none of these is attributed to no GPU
+        of the plan's and linked to nothing of the plan's (module docstring). The second: the
+        plan's own PIDs, listed or not, and the targets' descendants taken before any signal."""
+        mine = self.rule.targets | self.rule.ghosts | set(self.procs)
+        mine.update(pid for pid, _ in self.rule.sweep)
+        roots = set(pid for pid, mem in listed.items() if pid in mine or self.touched.intersection(mem))
+        return roots, mine | set(self.rule.descendants)
 
     # -- the stages ----------------------------------------------------------------------------
 

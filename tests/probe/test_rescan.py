@@ -374,25 +374,27 @@ def classified(host: Host, holders: set[int]) -> dict[int, Any]:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(host=hosts(), data=st.data())
 def test_a_holder_outside_the_targeted_set_is_linked_to_nothing_the_plan_is_about(host, data):
-    """For any process tree, listing and plan: the holders a targeted scan does not read get, from
-    the real classification, no GPU the plan touches and no link to a root, whatever they hold; and
-    the ones it reads are classified as in a full view."""
+    """For any process tree, listing and plan (reaper.Run.around): the holders a targeted scan does
+    not read get, from the real classification, no GPU the plan touches, no link to anything of the
+    plan's and no place among the targets' descendants, whatever they hold; the ones it reads are
+    classified as in a full view, and so is every PID of the plan's."""
     pids = sorted(p for p in host.tasks if p >= 100)
     touched = data.draw(st.sets(st.integers(0, 3), max_size=3))
     targets = data.draw(st.sets(st.sampled_from(pids), max_size=3)) if pids else set()
     ghosts = {p for p in host.listed if p not in host.tasks}
-    roots = {p for p, mem in host.listed.items() if touched & set(mem)} | targets | ghosts
+    mine = targets | ghosts
+    roots = {p for p, mem in host.listed.items() if p in mine or touched & set(mem)}
     also = host.descendants(targets)
-    read = related(entries_of(host), roots, also)
+    read = related(entries_of(host), roots, mine | set(also))
     holders = {t.pid for t in host.tasks.values() if t.holds}
     full = classified(host, holders)
     partial = classified(host, holders & read)
     for pid in holders - read:
         v = full[pid]
-        assert not (set(v.gpus) & touched) and not (set(v.links) & roots), (pid, v)
+        assert not (set(v.gpus) & touched) and not (set(v.links) & (mine | roots)), (pid, v)
         assert pid not in also
     for pid in holders & read:
         assert partial[pid].gpus == full[pid].gpus and partial[pid].reason == full[pid].reason
         assert sorted(partial[pid].links) == sorted(full[pid].links)
-    for pid in roots & set(full):  # what a root names (a ghost names its hidden holders): all read
+    for pid in (roots | mine) & set(full):  # what a plan's PID names (a ghost: its hidden holders)
         assert sorted(partial[pid].links) == sorted(full[pid].links)
