@@ -298,7 +298,7 @@ sys.stdin.readline()
         p.wait()
 
 
-SHARED_TABLE = """
+SHARED_TABLE = r"""
 import ctypes, os, platform, sys
 # clone(CLONE_FILES | SIGCHLD): a child process (not a thread) that shares this process's fd table.
 number = {"x86_64": 56, "aarch64": 220}[platform.machine()]
@@ -309,13 +309,13 @@ pid = libc.syscall(ctypes.c_long(number), ctypes.c_ulong(0x400 | 17), nothing, n
 assert pid >= 0, ctypes.get_errno()
 mine, its = int(sys.argv[2]), int(sys.argv[3])
 if pid == 0:
-    print(os.getpid(), flush=True)
+    os.write(1, b"%d\n" % os.getpid())  # one write: the other process prints too
     os.read(its, 1)
     os.open(sys.argv[1], os.O_RDONLY)  # into the table both processes share
-    print("opened", flush=True)
+    os.write(1, b"opened\n")
     os.read(its, 1)
     os._exit(0)
-print(os.getpid(), flush=True)
+os.write(1, b"%d\n" % os.getpid())
 os.read(mine, 1)  # asleep until EOF: it never runs meanwhile
 os.waitpid(pid, 0)
 """
