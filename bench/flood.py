@@ -119,8 +119,12 @@ def main() -> int:
     ap.add_argument("--out")
     args = ap.parse_args()
     rows = [asyncio.run(run(mode, args.seconds, args.keys)) for mode in args.modes.split(",")]
-    print(f"one hostile host among {NORMAL} replayed ones at 1 Hz, {args.seconds:g} s each, {platform.node()}")
-    print(f"{'flood':<8} {'RSS max MiB':>11} {'RSS end':>8} {'keys':>5} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7}  hostile host")
+    print(
+        f"one hostile host among {NORMAL} replayed ones at 1 Hz, {args.seconds:g} s each, {platform.node()}"
+    )
+    print(
+        f"{'flood':<8} {'RSS max MiB':>11} {'RSS end':>8} {'keys':>5} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7}  hostile host"
+    )
     for r in rows:
         print(
             f"{r['mode']:<8} {r['rss_max_mib']:>11.1f} {r['rss_end_mib']:>8.1f} {r['keys']:>5} "
