@@ -7,7 +7,7 @@ kernel's readlink (GPU_FACTS.md "Costs": ~4.6 us per fd). The other two kinds of
 The steady-state scan (every sample):
 - a process seen for the first time (new pid, or the same pid with another start time) is read in
   full at once. /proc is listed when the kernel has handed out a PID since the last listing (the
-  last one is in /proc/loadavg), and at least every `check_every` scans;
+  last one is in /proc/loadavg), and at least every `recheck_every` scans;
 - known holders and every PID NVML lists (`watch`) get a turn every scan; every other known process
   gets one every `check_every` scans, at its own place on a wheel of scans (on a busy host less
   often: about `budget` turns per scan);
@@ -19,9 +19,8 @@ The steady-state scan (every sample):
   number can miss a new holder: a process that has run since its last full read (every link re-read)
   gets one within `refresh_every` scans (4 turn periods);
 - and every process gets a full read within `recheck_every` scans (32 turn periods), whatever the
-  rule says: the honest worst case, which `staleness()` reports with the turn period. The full reads
-  come earlier by up to half the period, by pid, so that processes read together (by a full scan)
-  do not come due together.
+  rule says: the honest worst case, which `staleness()` reports with the turn period. After a full
+  scan, which reads every process at once, the next ones come due spread out by pid (earlier).
 - kernel threads have no fds and are never listed again.
 On 2,000 idle processes of 40 fds (docs/BENCHMARKS.md section 2) a turn is one 3-syscall read, and
 a scan about 100 of them, the holders' and 3 full reads.
@@ -280,13 +279,14 @@ class HolderScanner(object):
         # type: (bool) -> Optional[List[str]]
         """/proc's entries; None when no process can have appeared since the last listing: the last
         PID the kernel handed out (/proc/loadavg, this PID namespace's) is the same, and that listing
-        is less than check_every scans old (bounding the case where PIDs wrapped round exactly)."""
+        is less than recheck_every scans old (PIDs that wrapped round to exactly the same one: within
+        the worst case the scanner reports)."""
         last = _read(self.proc + "/loadavg", 256)
         if (
             not needed
             and last is not None
             and last.rsplit(None, 1)[-1:] == self._last_pid
-            and self._scans - self._listed_at < self.check_every
+            and self._scans - self._listed_at < self.recheck_every
         ):
             return None
         names = os.listdir(self.proc)
@@ -351,6 +351,9 @@ class HolderScanner(object):
             if full and not entry.kthread:
                 if not self._list(pid, entry, line, sched, True, result):
                     continue  # gone since its stat
+                # Read together, due together: date the read back by up to a recheck period, by
+                # pid, so that the next full reads come spread out (earlier is never late).
+                entry.full_at -= pid % self.recheck_every
             else:
                 entry.update(line)
             fresh[pid] = entry
@@ -419,8 +422,8 @@ class HolderScanner(object):
             return
         sched = read_schedstat(pid, self.proc)
         since = self._scans - entry.full_at
-        full = since >= self._due(pid, self.recheck_every) or (
-            since >= self._due(pid, self.refresh_every) and (sched is None or sched != entry.full_sched)
+        full = since >= self._due(self.recheck_every) or (
+            since >= self._due(self.refresh_every) and (sched is None or sched != entry.full_sched)
         )
         if not full and sched is not None and sched == entry.listed_sched:
             result.skipped += 1  # it has not run since its fds were listed: nothing changed
@@ -493,12 +496,11 @@ class HolderScanner(object):
             entry.full_sched = trusted
         return True
 
-    def _due(self, pid, period):
-        # type: (int, int) -> int
-        """Scans after its last full read at which a process's full read is due, so that the next one
-        comes within `period` (its next turn may be check_every scans away). Earlier by up to half
-        the period, by pid: processes read in full together (a full scan) spread their next ones."""
-        return max(1, period - self.check_every + 1 - pid % max(1, period // 2))
+    def _due(self, period):
+        # type: (int) -> int
+        """Scans after its last full read at which a process's next full read is due, so that it comes
+        within `period` (its next turn may be check_every scans away)."""
+        return max(1, period - self.check_every + 1)
 
     def _plan(self, pid, entry, at):
         # type: (int, Entry, int) -> None

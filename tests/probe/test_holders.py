@@ -4,6 +4,8 @@ import os
 import platform
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -215,6 +217,16 @@ def _started(script, *argv, word="ready"):
     return p
 
 
+def _asleep(*pids):
+    """Until each process is asleep (state S): one still on its way to a blocking read is running,
+    and the rule takes no baseline from a running process."""
+    deadline = time.monotonic() + 30
+    for pid in pids:
+        while Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] != b"S":
+            assert time.monotonic() < deadline, f"{pid} never went to sleep"
+            time.sleep(0.001)
+
+
 def _listings(scanner):
     """Record the pids whose fd directory the scanner lists."""
     listed = []
@@ -231,6 +243,7 @@ def _listings(scanner):
 def test_a_sleeping_process_is_not_listed_again_until_it_runs(devdir):
     p = _started(LATE_OPEN, str(devdir / "nvidia0"), word="started")
     try:
+        _asleep(p.pid)
         scanner = HolderScanner(str(devdir / "nvidia"), refresh_every=1000, check_every=1, budget=10**6)
         scanner.scan(full=True)
         listed = _listings(scanner)
@@ -340,8 +353,9 @@ def test_a_process_sharing_its_fd_table_is_caught_by_the_recheck(devdir):
     try:
         a = p.pid
         [b] = {int(p.stdout.readline()), int(p.stdout.readline())} - {a}
+        _asleep(a, b)
         scanner = HolderScanner(str(devdir / "nvidia"), refresh_every=4, check_every=1, budget=10**6)
-        scanner.scan(full=True)
+        scanner.scan()  # every process new to it: read in full (a full scan would date them back)
         os.write(b_w, b"o")
         assert p.stdout.readline().strip() == "opened"
         seen = [scanner.scan().holders for _ in range(scanner.staleness()[1])]
