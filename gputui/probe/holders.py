@@ -41,12 +41,12 @@ second apart. `recheck_every` bounds both. Where schedstat is missing, zeroed (a
 CONFIG_SCHED_INFO) or unreadable, the rule never applies. tests/probe/test_holders.py proves it on
 real processes: a sleeper is skipped, and one that opens, closes or reuses an fd number is not.
 
-The targeted scan (a kill plan's rescans and its verification; `around`, `also`): reads every
-process's /proc/PID/stat (cheap: no fd is listed), then reads in full, every link, what can hold the
-memory of the PIDs `around`: those PIDs, every process in their process groups or sessions or below
-them in the process tree now, `also` (a plan's pre-signal descendants), every process new since the
-last scan, and the known holders when asked (`holders`). A holder outside that set has no process
-group, session or ancestor among those PIDs, so classify.py does not link it to any of them
+The targeted scan (a kill plan's rescans and its verification: reaper.Run.look): every link of
+`also` (the plan's own PIDs and its targets' pre-signal descendants) and of every process new since
+the last scan; and, when `around` names PIDs, every process's /proc/PID/stat (cheap: no fd listed)
+to read in full those PIDs' process groups, sessions and subtrees too (`related`; `holders`: every
+known holder as well, for a plan that sweeps). classify.py links a holder to a PID only through its
+process group, session or ancestry, so a holder outside that set is linked to none of `around`
 (reaper.py says why that is enough for a plan).
 
 Kill plans and resets start from a full scan; the full scan reads everything, rule or no rule.

@@ -14,18 +14,27 @@ docs/ARCHITECTURE.md "Staged kill-and-verify", grounded in docs/GPU_FACTS.md:
 Nothing sleeps for a fixed time: every wait is a poll() on the pidfds with the next deadline as its
 timeout (the NVML polling interval while verifying), so it ends the moment a process exits.
 
-What the rescans and the confirmation read (gputui/probe/holders.py, "The targeted scan"): every
-process's stat (no fd), then every link of what can hold the memory the plan is about. Roots: the
-PIDs NVML lists on a GPU the plan cleans or reports on, the targets, the ghosts the operator named,
-what the plan took on or sweeps. Read: the roots, every process in their process groups or sessions
-or below them in the process tree now, the targets' descendants taken before any signal, and every
-process new since the last scan. A holder outside that has no process group, session or ancestor
-among those PIDs, so classify.py attributes it to no GPU of the plan's and links it to no target or
-ghost: scope.py never takes it on, and it holds none of the memory the verification waits for. A
-full scan (every link of every process: 0.8 s with 2,000 processes) only where the scope needs one:
-the first rescan of a plan that sweeps the unattributed holders (the later looks re-read every
-holder it knows), and the final look of a verification that timed out (its verdict names every
-possible holder of the memory still used).
+What the rescans and the confirmation read (Run.around; gputui/probe/holders.py, "The targeted
+scan"), all of it every link, no rule trusted:
+- the plan's own PIDs (targets, named ghosts, what it took on or sweeps) and the targets'
+  descendants taken before any signal (a killed parent's children are re-parented at once);
+- every process new since the last scan;
+- every process in the process group or session of, or below, a PID NVML lists on a GPU the plan
+  cleans or reports on, or lists of the plan's own (a dead target NVML still lists holds memory
+  through a child or a group member). That needs every process's stat: skipped when no such PID is
+  listed, the usual case at the confirmation.
+Why nothing else can matter: classify.py links a hidden holder only to a PID NVML lists, through its
+process group, session or ancestry, and attributes it to that PID's GPUs. A holder outside the set
+is linked to no listed PID on a GPU the plan touches and to nothing of the plan's: scope.py never
+takes it on (not attributed to a plan GPU, not tied to a target: not a descendant taken before the
+signals, no link), it is on no GPU a verdict reports, and no ghost of the plan's names it. Were it to
+keep memory of a plan GPU (a ghost's child that left its session), NVML would still list that
+memory's owner there: no confirmation, and the full scan at the timeout names it among the
+suspects, as before. tests/probe/test_rescan.py proves the rule on generated process trees and on
+real processes. A full scan (every link of every
+process: 0.8 s with 2,000 processes) only where the scope needs one: the first rescan of a plan that
+sweeps the unattributed holders (the later looks re-read every holder it knows), and the final look
+of a verification that timed out (its verdict names every possible holder of the memory still used).
 
 Without pidfds (Python 3.8 on an architecture whose syscall numbers are unknown, or a kernel before
 5.3) the engine says so in the `accepted` event and falls back to a start-time check right before
