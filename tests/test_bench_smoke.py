@@ -96,7 +96,7 @@ def test_busy_clean_runs_on_a_small_load(tmp_path):
     assert "| probe: plan to verified clean, targeted rescans" in run.stdout
     assert "| probe: plan to verified clean, full rescans (before)" in run.stdout
     assert "| `gputui clean --demo demo-a:0 --yes`: wall s" in run.stdout
-    assert "| steady holder scan per sample" in run.stdout
+    assert "| steady holder scan per sample, wall ms" in run.stdout
     raw = json.loads((tmp_path / "busy_clean_smoke.raw.json").read_text())
     for phase in ("idle", "busy"):
         assert set(raw[phase]["probe"]) == {"targeted", "full"}
