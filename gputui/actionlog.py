@@ -40,6 +40,7 @@ from typing import Any
 
 from .model import Event
 from .plan import Plan, Target
+from .words import count
 
 LOG_VERSION = 1
 # Room a plan's records need, at most: the plan and its intents, a dozen events per process, the
@@ -158,7 +159,7 @@ class ActionLog:
         if free < need:
             raise AuditError(
                 errno.ENOSPC,
-                f"audit log {self.path}: {free >> 10} KiB free, a plan of {processes} processes needs "
+                f"audit log {self.path}: {free >> 10} KiB free, a plan of {count(processes, 'process', 'processes')} needs "
                 f"{need >> 10} KiB: nothing sent (free some space, or pass --log PATH)",
             )
         if info.f_flag & os.ST_RDONLY:
@@ -280,7 +281,7 @@ class ActionLog:
                 host=action.host,
                 stage="startup",
                 result="outcome-unknown",
-                message=f"reported unfinished: {len(action.pending)} process(es) without a recorded outcome",
+                message=f"reported unfinished: {count(len(action.pending), 'process', 'processes')} without a recorded outcome",
             )
 
 

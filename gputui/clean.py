@@ -35,7 +35,7 @@ from .operate import Operations, Request, status_of
 from .plan import SIGNAL_WORDS, KillOptions, Plan
 from .probe.common import SIGNAL_PLANS
 from .textsafe import printable
-from .units import fmt_bytes
+from .units import fmt_bytes, fmt_bytes_of
 from .words import count, stage_line, verdict_lines
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU, EXIT_REFUSED, EXIT_DECLINED = 0, 1, 2, 3, 4, 5
@@ -434,7 +434,7 @@ async def _reset(args: argparse.Namespace, ops: Operations, con: Console) -> int
     if args.dry_run or blockers:
         if blockers:
             con.say(
-                f"== {printable(host)}: REFUSED: {len(blockers)} blocker(s) remain (stop them first; nothing done)"
+                f"== {printable(host)}: REFUSED: {count(len(blockers), 'blocker')} remain (stop them first; nothing done)"
             )
             return EXIT_REFUSED
         con.say(f"== {printable(host)}: DRY RUN: nothing blocks a reset of GPU {gpu.index}; nothing done")
@@ -519,8 +519,7 @@ def _print_plan(con: Console, outcome: HostOutcome) -> None:
 def plan_lines(plan: Plan) -> list[str]:
     """The plan as a readable table (the dashboard's dialog shows the same, in its own layout)."""
     gpus = ", ".join(
-        f"GPU{g.index} {fmt_bytes(g.memory_used)}/{fmt_bytes(g.memory_total)}"
-        for g in plan.gpus + plan.touched
+        f"GPU {g.index}: {fmt_bytes_of(g.memory_used, g.memory_total)}" for g in plan.gpus + plan.touched
     )
     lines = [
         f"== {printable(plan.host)}: plan {plan.id} ({plan.scope}) by {printable(plan.operator)}: {gpus or '-'}",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import functools
 import gc
 import logging
@@ -20,6 +21,11 @@ from .fleet import Fleet
 
 EXIT_USAGE = 2
 COMMANDS = ("snapshot", "clean", "wait", "probe")
+NO_TERMINAL = (
+    "the dashboard draws on a terminal, and {what} is not one (a file or a pipe?): it would write "
+    "escape codes there until stopped. For the GPUs and processes as text, run `gputui snapshot` "
+    "(or `gputui snapshot --json`); to draw anyway, pass --force-tty."
+)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -47,6 +53,11 @@ def ui_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--theme", metavar="NAME", help="colour theme (see themes/)")
     p.add_argument("--log", metavar="PATH", help="audit log file (default: the user state dir)")
+    p.add_argument(
+        "--force-tty",
+        action="store_true",
+        help="draw even when stdin or stdout is not a terminal (it is refused otherwise, exit 2)",
+    )
     p.add_argument("--version", action="version", version=f"gputui {__version__}")
     return p
 
@@ -203,6 +214,18 @@ def run_ui(argv: list[str]) -> int:
     config = load(args.config)
     specs = resolve_hosts(args.hosts, args.demo, config, read_only=args.read_only)
     interval = args.interval or config.interval or 1.0
+    theme = args.theme or config.theme
+    if theme:
+        from .ui.themes import bundled_themes_dir, load_themes, theme_problem
+
+        problem = theme_problem(theme, load_themes(bundled_themes_dir()))
+        if problem is not None:
+            where = "--theme" if args.theme else f"theme in {config.path}" if config.path else "theme"
+            return _fail(f"{where}: {problem}")
+    if not args.force_tty:
+        for what, stream in (("stdout", sys.stdout), ("stdin", sys.stdin)):
+            if stream is None or not stream.isatty():
+                return _fail(NO_TERMINAL.format(what=what))
     fleet = build_fleet(specs, interval)
     from .ui.app import make_app
 
@@ -210,13 +233,44 @@ def run_ui(argv: list[str]) -> int:
         fleet,
         read_only=args.read_only or config.read_only,
         interval=interval,
-        theme=args.theme or config.theme,
+        theme=theme,
         log_path=args.log,
         kill=config.kill,
     )
     tune_gc()
     app.run()
     return int(app.return_code or 0)
+
+
+def mistyped_command(args: Sequence[str]) -> str | None:
+    """`gputui snapshto`: the first word is no command and no configured host, but close to a
+    command; what to say instead of opening an SSH connection to a host named "snapshto"."""
+    if not args:
+        return None
+    word = args[0]
+    if word in COMMANDS or word.startswith("-") or any(c in word for c in "@:.[/"):
+        return None
+    close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.75)
+    if not close or word in _configured_hosts(args):
+        return None
+    return (
+        f"{word!r} is no command (did you mean `gputui {close[0]}`?). To watch a host of that name, "
+        f"write `gputui -- {word}` or name it in the config."
+    )
+
+
+def _configured_hosts(args: Sequence[str]) -> set[str]:
+    """The host names of the config these arguments would load (none when it does not load)."""
+    path: str | None = None
+    for i, arg in enumerate(args):
+        if arg == "--config" and i + 1 < len(args):
+            path = args[i + 1]
+        elif arg.startswith("--config="):
+            path = arg.partition("=")[2]
+    try:
+        return {h.name for h in load(path).hosts}
+    except ConfigError:
+        return set()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -232,6 +286,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_clean(args[1:])
         if args and args[0] == "wait":
             return run_wait(args[1:])
+        mistyped = mistyped_command(args)
+        if mistyped is not None:
+            return _fail(mistyped)
         return run_ui(args)
     except ConfigError as exc:
         return _fail(f"config error: {exc}")

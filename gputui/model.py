@@ -40,6 +40,7 @@ __all__ = [
 KINDS = ("user", "ghost", "hidden", "monitor", "zombie")
 MAX_BYTES = 1 << 60  # sizes above this (an exbibyte) are nonsense from a broken or hostile probe
 MAX_PID = 1 << 22  # Linux's PID_MAX_LIMIT
+LADDER_MAX = 12  # steps of a reset ladder shown (the probe has four)
 MAX_PROCESSES = 2000  # process records taken from one sample (the probe sends at most 1,000, the
 # GPU users first); the rest of a larger one is counted in Sample.omitted, never parsed
 
@@ -619,6 +620,7 @@ class PlanVerdict:
     # was not in the plan. Shown to the operator; any of them makes the verdict not ok.
     problems: tuple[str, ...] = ()
     blockers: tuple[str, ...] = ()  # a reset's: what stops it, in words
+    ladder: tuple[str, ...] = ()  # a reset's: the steps it would take (a dry run says them)
 
     @property
     def unknown(self) -> bool:
@@ -681,6 +683,7 @@ class PlanVerdict:
             blockers=tuple(
                 _str(b.get("words")) or "?" for b in _list(data.get("blockers")) if isinstance(b, dict)
             ),
+            ladder=_strs(data.get("ladder"))[:LADDER_MAX],
         )
 
     def describe(self) -> dict[str, Any]:

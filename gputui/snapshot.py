@@ -14,7 +14,8 @@ from typing import Any, TextIO
 from .fleet import DOWN, REASONS, Fleet, HostView
 from .model import Proc, Sample
 from .textsafe import printable
-from .units import fmt_bytes, fmt_duration, fmt_percent
+from .units import fmt_bytes, fmt_bytes_of, fmt_duration, fmt_gpus, fmt_percent
+from .words import count
 
 SCHEMA_VERSION = 1
 NO_GPU_CODES = ("no-driver", "no-gpu", "no-library", "no-permission")
@@ -81,6 +82,11 @@ def _note(p: Proc, sample: Sample) -> str:
     return ""
 
 
+def _cut(text: str, width: int) -> str:
+    """`text` in at most `width` characters, an ellipsis where it was cut."""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def render(views: list[HostView], out: TextIO, width: int = 120) -> None:
     for v in views:
         status, reason, message = host_status(v)
@@ -107,12 +113,12 @@ def render(views: list[HostView], out: TextIO, width: int = 120) -> None:
                 file=out,
             )
         for g in sample.gpus:
-            used = f"{fmt_bytes(g.memory_used)}/{fmt_bytes(g.memory_total)}"
+            used = fmt_bytes_of(g.memory_used, g.memory_total)
             power = f"{g.power_draw or 0:.0f}/{g.power_limit or 0:.0f}W" if g.power_draw is not None else "-"
             temp = f"{g.temperature}C" if g.temperature is not None else "-"
             state = g.error or ("free" if sample.gpu_is_free(g) else "busy")
             print(
-                f"   {g.index:>3}  {printable(g.name or '-')[:22]:<22} {used:>18} "
+                f"   {g.index:>3}  {_cut(printable(g.name or '-'), 22):<22} {used:>18} "
                 f"{fmt_percent(g.util_gpu):>5} {temp:>5} {power:>11}  {state}",
                 file=out,
             )
@@ -122,20 +128,20 @@ def render(views: list[HostView], out: TextIO, width: int = 120) -> None:
                 file=out,
             )
         for p in sample.processes:
-            gpus = ",".join(str(i) for i in p.gpus) or "-"
+            gpus = fmt_gpus(p.gpus)
             mem = fmt_bytes(p.gpu_bytes) if p.gpu_memory else "-"
             note = _note(p, sample)
-            cmd = printable(p.command_line)
-            line = (
-                f"   {p.pid:>7} {p.kind:<8} {gpus:<6} {mem:>8} {printable(p.user or '-')[:10]:<10} "
-                f"{fmt_duration(p.elapsed):>8}  {cmd}"
+            head = (
+                f"   {p.pid:>7} {p.kind:<8} {gpus:<6} {mem:>8} {_cut(printable(p.user or '-'), 10):<10} "
+                f"{fmt_duration(p.elapsed):>8}  "
             )
-            if note:
-                line = f"{line[: max(40, width - len(note) - 4)]}  ({note})"
-            print(line[: max(width, 60)], file=out)
+            tail = f"  ({note})" if note else ""
+            # Numbers and the note stay whole; the command gives way, with an ellipsis.
+            room = max(width, 60) - len(head) - len(tail)
+            print(head + _cut(printable(p.command_line), max(room, 12)) + tail, file=out)
         if sample.scan_unreadable:
             print(
-                f"   ({sample.scan_unreadable} processes' fds unreadable: run as root to see every holder)",
+                f"   (the open files of {count(sample.scan_unreadable, 'process', 'processes')} unreadable: run as root to see every holder)",
                 file=out,
             )
         print(file=out)

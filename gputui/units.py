@@ -1,23 +1,60 @@
-"""Formatting numbers for people: bytes, durations, percentages. Shared by the CLI and the UI."""
+"""Formatting numbers for people: bytes, durations, percentages, GPU index lists. Shared by the CLI and the UI.
+
+Bytes are binary and say so (`40.0 GiB`, `615 MiB`, `0 B`): one decimal under 100 of a unit, none
+from 100 on, and zero is always `0` and its unit. GiB is the largest unit: GPU memory is read in GiB
+(`1123 GiB` for eight H200s, not `1.1 TiB`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
+KIB = 1 << 10
 MIB = 1 << 20
 GIB = 1 << 30
+_UNITS = ((1, "B"), (KIB, "KiB"), (MIB, "MiB"), (GIB, "GiB"))
+
+
+def _unit(value: int) -> tuple[int, str]:
+    """The unit `value` is written in: the largest one in which it reads as at least 1 (1024 MiB,
+    after rounding, is written `1.0 GiB`)."""
+    chosen = _UNITS[0]
+    for unit in _UNITS[1:]:
+        if round(value / chosen[0]) < 1024:
+            break
+        chosen = unit
+    return chosen
+
+
+def _number(x: float) -> str:
+    """`0`, `9.4`, `99.9`, `100`, `140`: one decimal below 100 (after rounding), none from there."""
+    if x == 0:
+        return "0"
+    if round(x, 1) < 100:
+        return f"{x:.1f}"
+    return f"{x:.0f}"
 
 
 def fmt_bytes(value: int | None) -> str:
     if value is None:
         return "-"
-    if value >= 100 * GIB:
-        return f"{value / GIB:.0f}G"
-    if value >= GIB:
-        return f"{value / GIB:.1f}G"
-    if value >= MIB:
-        return f"{value / MIB:.0f}M"
-    if value > 0:
-        return f"{value / 1024:.0f}K"
-    return "0"
+    size, name = _unit(value)
+    if size == 1:
+        return f"{value} B"
+    return f"{_number(value / size)} {name}"
+
+
+def fmt_bytes_of(used: int | None, total: int | None) -> str:
+    """`59.7/140 GiB`: a part and its whole in one unit (the whole's); each in its own unit when the
+    part is too small to read in the whole's (`600 MiB/140 GiB`, never `0.6/140 GiB`)."""
+    if used is None or total is None:
+        return "-"
+    size, name = _unit(total)
+    if used != 0 and _unit(used)[0] != size:
+        return f"{fmt_bytes(used)}/{fmt_bytes(total)}"
+    if size == 1:
+        return f"{used}/{total} B"
+    return f"{_number(used / size)}/{_number(total / size)} {name}"
 
 
 def fmt_duration(seconds: float | None) -> str:
@@ -35,3 +72,27 @@ def fmt_duration(seconds: float | None) -> str:
 
 def fmt_percent(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f}%"
+
+
+def index_runs(indexes: Collection[int]) -> list[tuple[str, range]]:
+    """GPU indexes as people write them: [0, 1] -> `0`, `1`; [0, 1, 2, 3] -> `0-3` (three or more
+    in a row make a range)."""
+    runs: list[tuple[str, range]] = []
+    ordered = sorted(set(indexes))
+    start = 0
+    while start < len(ordered):
+        end = start
+        while end + 1 < len(ordered) and ordered[end + 1] == ordered[end] + 1:
+            end += 1
+        first, last = ordered[start], ordered[end]
+        if end - start >= 2:
+            runs.append((f"{first}-{last}", range(first, last + 1)))
+        else:
+            runs.extend((str(i), range(i, i + 1)) for i in ordered[start : end + 1])
+        start = end + 1
+    return runs
+
+
+def fmt_gpus(indexes: Collection[int]) -> str:
+    """`0,1`, `0-3`, `-` for none: GPU indexes in a cell."""
+    return ",".join(text for text, _ in index_runs(indexes)) or "-"

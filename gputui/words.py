@@ -11,21 +11,16 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 
-from .model import Event, GpuVerdict, PlanVerdict, ProcessVerdict
+from .model import Event, GpuVerdict, MemoryAccount, PlanVerdict, ProcessVerdict
+from .probe.common import count as count  # one owner: the probe words counts the same way
+from .probe.common import took as _took
 from .textsafe import printable
 from .units import fmt_bytes
 
 
-def count(n: int, one: str, many: str | None = None) -> str:
-    """`1 process`, `2 processes`, `0 targets`."""
-    return f"{n} {one if n == 1 else (many or one + 's')}"
-
-
 def took(ms: float | None) -> str:
-    """A duration as people read it: `180 ms` under a second, `15.0 s` above."""
-    if ms is None:
-        return "?"
-    return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
+    """A duration as people read it: `180 ms` under a second, `15.0 s` above; `?` unknown."""
+    return "?" if ms is None else _took(ms)
 
 
 def pids(items: Iterable[int]) -> str:
@@ -82,6 +77,32 @@ def head(status: str) -> str:
     return HEADS.get(status, status.upper())
 
 
+def part_words(account: MemoryAccount, part: str) -> str:
+    """One part of a GPU's memory account, for a person: `2.1 GiB orphaned, no process holds it; a
+    reset would free it`. The same words in `gputui wait`, a clean's verdict and the GPU view."""
+    size = fmt_bytes(getattr(account, part))
+    if part == "ghost":
+        held = f"; suspected holders: {pids(account.suspects)}" if account.suspects else ""
+        return f"{size} listed for dead PIDs {pids(account.ghosts) or '?'}{held}"
+    if part == "container":
+        where = ", ".join(printable(c) for c in account.containers) or "a container"
+        return f"{size} held by processes of another PID namespace ({where})"
+    if part == "unreported":
+        return f"{size} of processes the driver lists without a figure (MIG or a container)"
+    if part == "hidden":
+        return f"{size} held by hidden holders of the device file (not listed by NVML)"
+    if part == "orphaned":
+        return f"{size} orphaned, no process holds it; a reset would free it"
+    if part == "unknown":
+        return f"{size} not listed; unattributed processes hold the device file"
+    return f"{size} {part}"
+
+
+def unaccounted_words(account: MemoryAccount) -> str:
+    """Every unaccounted part of `account`, `; `-separated (empty when all is accounted for)."""
+    return "; ".join(part_words(account, p) for p, _ in account.parts() if p in account.UNACCOUNTED)
+
+
 def gpu_note(g: GpuVerdict) -> str:
     """What a GPU verdict adds to its result word: who holds it, who may, what else uses it."""
     notes = []
@@ -92,8 +113,10 @@ def gpu_note(g: GpuVerdict) -> str:
             f"NVML lists {pids(g.ghosts) or 'nothing'} (dead); suspected holders: {pids(g.suspects) or 'none found'}"
         )
     elif g.result == "orphaned":
-        orphaned = g.accounting.orphaned if g.accounting is not None else None
-        notes.append(f"{fmt_bytes(orphaned)} orphaned, no process holds it; a reset would free it")
+        if g.accounting is not None:
+            notes.append(unaccounted_words(g.accounting) or "memory above idle that nothing holds")
+        else:
+            notes.append("memory above idle that nothing holds; a reset would free it")
     elif g.result == "still-listed":
         notes.append(
             f"memory not released: NVML still lists {pids(g.still_listed)}; suspected holders: "

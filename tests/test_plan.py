@@ -111,7 +111,7 @@ def test_a_gpu_plan_takes_its_users_and_attributed_hidden_holders():
     assert pids(plan.targets) == [100, 108]
     assert plan.gpu_indexes == (0,) and plan.scope == "gpus" and plan.host == "h"
     [user, loader] = plan.targets
-    assert user.why == "uses GPU 0 (GPU 0: 10.0G)" and user.memory == 10 * GiB
+    assert user.why == "uses GPU 0 (GPU 0: 10.0 GiB)" and user.memory == 10 * GiB
     assert loader.why == "hidden holder of GPU 0 (same process group as 100)"
     # The zombie of the job is shown with its parent; the unrelated one is not.
     assert pids(plan.excluded) == [106]
@@ -255,7 +255,7 @@ def test_the_wire_record_is_what_the_probe_accepts():
         "operator": "alice",
         "scope": "gpus",
         "targets": [
-            {"pid": 100, "start_time": 1100, "reason": "uses GPU 0 (GPU 0: 10.0G)", "gpus": [0]},
+            {"pid": 100, "start_time": 1100, "reason": "uses GPU 0 (GPU 0: 10.0 GiB)", "gpus": [0]},
             {"pid": 108, "start_time": 1108, "reason": "hidden holder of GPU 0 (same process group as 100)",
              "gpus": [0]},
         ],

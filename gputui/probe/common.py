@@ -7,7 +7,7 @@ hosts.
 """
 
 import os
-from typing import Sequence  # noqa: F401  (type comments)
+from typing import Optional, Sequence  # noqa: F401  (type comments)
 
 # -- kill-and-verify ---------------------------------------------------------------------------
 
@@ -50,6 +50,18 @@ def plan_silence_limit(term_timeout, verify_timeout):
 
 
 # -- words -------------------------------------------------------------------------------------
+
+
+def count(n, one, many=None):
+    # type: (int, str, Optional[str]) -> str
+    """`1 process`, `2 processes`, `0 targets`: one way to write a number of things."""
+    return "%d %s" % (n, one if n == 1 else (many or one + "s"))
+
+
+def took(ms):
+    # type: (float) -> str
+    """A duration as people read it: `180 ms` under a second, `15.0 s` above."""
+    return "%.0f ms" % ms if ms < 1000 else "%.1f s" % (ms / 1000)
 
 
 def brief_command(command):

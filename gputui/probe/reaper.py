@@ -64,6 +64,7 @@ from .common import (
     TERM_TIMEOUT,
     VERIFY_TIMEOUT,
     brief_command,
+    took,
 )
 from .core import Probe
 from .holders import descendants
@@ -1116,7 +1117,7 @@ class Run(object):
         done = self.event(
             "done",
             result,
-            "plan %s: %s in %.0f ms" % (plan.id, words, self.ms()),
+            "plan %s: %s in %s" % (plan.id, words, took(self.ms())),
             data={
                 "ok": ok,
                 "scope": plan.scope,

@@ -17,7 +17,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional  # noqa: F401  (type comments)
 
 from .accounting import device_file
-from .common import POLL_S
+from .common import POLL_S, count, took
 from .wire import VERSION, error
 
 VERIFY_S = 20.0  # seconds for the memory to be back after a reset
@@ -123,7 +123,9 @@ class Reset(object):
         if self.dry_run:
             return self.done("dry-run", "dry run: nothing done", blockers=blockers, ladder=ladder)
         if blockers:
-            return self.done("refused", "refused: %d blocker(s) remain" % len(blockers), blockers=blockers)
+            return self.done(
+                "refused", "refused: %s remain" % count(len(blockers), "blocker"), blockers=blockers
+            )
         changed = []  # type: List[str]
         if persistence:
             ok, words = self.probe.reader.set_persistence(self.index, False)
@@ -144,7 +146,7 @@ class Reset(object):
         if back is None:
             return self.done("not-reset", "reset, but the memory is not back at idle after %g s" % VERIFY_S)
         return self.done(
-            "reset", "GPU %d reset: memory back at idle in %.0f ms" % (self.index, back), memory_after=0
+            "reset", "GPU %d reset: memory back at idle in %s" % (self.index, took(back)), memory_after=0
         )
 
     def verify(self, before):

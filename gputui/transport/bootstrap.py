@@ -1,15 +1,18 @@
-"""The agentless launcher: start the probe from a one-screen `python -c BOOT` program.
+"""The agentless launcher: start the probe from a one-line `python3 -c STAGE1 gputui-probe`.
 
 `python3 -` would read its program until EOF and leave no stdin for plans, so the interpreter is
-started with BOOT, which reads one length-prefixed payload from stdin (the probe's modules, pynvml's
-source, the probe's argv), serves those modules from memory through a meta-path finder, and calls
-`gputui.probe.main.main(argv)`. The same stdin then carries protocol lines to the probe. Local and SSH
-links start the probe the same way; this module also holds what both links share once it runs:
-splitting the byte stream into checked records and explaining an early exit.
+started with STAGE1, a one-line program that reads BOOT from stdin (six digits of length, then BOOT)
+and runs it. Only STAGE1 is on the command line, so `ps` and htop on a monitored host show a short
+line that says what it is, not a 3 KB program. BOOT reads one length-prefixed payload from stdin (the
+probe's modules, pynvml's source, the probe's argv), serves those modules from memory through a
+meta-path finder, and calls `gputui.probe.main.main(argv)`. The same stdin then carries protocol lines
+to the probe. Local and SSH links start the probe the same way; this module also holds what both
+links share once it runs: splitting the byte stream into checked records and explaining an early exit.
 
-Payload: the line `gputui-boot 1 <n>` and then n bytes: one JSON line (argv, entry module, optional
-modules) followed by a zlib-compressed JSON object {module name: [is_package, source]}. The module
-blob is cached: only the first line differs between hosts.
+Stdin, in order: `%06d` BOOT's length and BOOT; the line `gputui-boot 1 <n>` and then n bytes: one
+JSON line (argv, entry module, optional modules) followed by a zlib-compressed JSON object {module
+name: [is_package, source]}; then protocol lines. The module blob is cached: only the argv line
+differs between hosts. Both stages read with os.read on fd 0, never past what is theirs.
 """
 
 from __future__ import annotations
@@ -34,6 +37,14 @@ ENTRY = "gputui.probe.main"
 MARKER = "gputui-probe"  # argv[1] of the remote interpreter: names the process in `ps`
 EXIT_OLD_PYTHON = 96
 EXIT_BAD_PAYLOAD = 97
+
+# The program on the monitored host's command line. It reads exactly n bytes (os.read may return
+# fewer) and parses under any Python from 2.6 on, so that BOOT can say an old one is too old. No
+# quote, backslash, "!" or newline: it reads the same in every login shell's single quotes.
+STAGE1 = (
+    'import os;r=lambda n,b=b"":b if len(b)>=n else r(n,b+(os.read(0,n-len(b)) or os._exit(97)));'
+    "exec(r(int(r(6))))  # gputui: the probe comes on stdin"
+)
 
 # Runs on the monitored host, so: Python 3.8 semantics, and parseable by any Python (even 2.7) so that
 # an old interpreter says so instead of failing on syntax. It contains no quote ('), no backslash and
@@ -140,17 +151,15 @@ os._exit(_code)
 """.replace("@FORMAT@", str(BOOT_FORMAT))
 
 
-def shell_boot_code() -> str:
-    """BOOT as a one-line `-c` argument: `exec("...\\n...")`, safe inside any shell's single quotes."""
-    return f"exec({json.dumps(BOOT)})"
+def boot_argv(python: str, *, sudo: bool = False, wrap: Iterable[str] = ()) -> list[str]:
+    """The command that starts the bootstrap: `[sudo -n] [wrap...] python -c STAGE1 gputui-probe`."""
+    return [*(["sudo", "-n"] if sudo else []), *wrap, python, "-c", STAGE1, MARKER]
 
 
-def boot_argv(
-    python: str, *, sudo: bool = False, wrap: Iterable[str] = (), one_line: bool = False
-) -> list[str]:
-    """The command that starts the bootstrap: `[sudo -n] [wrap...] python -c BOOT gputui-probe`."""
-    code = shell_boot_code() if one_line else BOOT
-    return [*(["sudo", "-n"] if sudo else []), *wrap, python, "-c", code, MARKER]
+def boot_stdin() -> bytes:
+    """What STAGE1 reads first: BOOT, after its length in six digits."""
+    code = BOOT.encode("ascii")
+    return b"%06d" % len(code) + code
 
 
 def shell_command(argv: Iterable[str]) -> str:
@@ -210,7 +219,7 @@ def build_payload(
     optional: Iterable[str] = (),
     entry: str = ENTRY,
 ) -> bytes:
-    """The bytes to write to the bootstrap's stdin before any protocol line.
+    """The bytes to write to the bootstrap's stdin before any protocol line (BOOT first).
 
     By default the installed probe (and pynvml, used only where the host has none); tests pass their
     own `modules` (a fake probe) instead."""
@@ -220,7 +229,7 @@ def build_payload(
         blob = zlib.compress(json.dumps(modules).encode("utf-8"))
     meta = {"argv": list(argv), "entry": entry, "optional": list(optional), "marker": MARKER}
     body = json.dumps(meta).encode("utf-8") + b"\n" + blob
-    return b"gputui-boot %d %d\n" % (BOOT_FORMAT, len(body)) + body
+    return boot_stdin() + b"gputui-boot %d %d\n" % (BOOT_FORMAT, len(body)) + body
 
 
 def probe_argv(spec: Any, interval: float | None = None) -> list[str]:
@@ -377,6 +386,8 @@ def explain_exit(
             + (f" ({last})" if last else "")
             + "; install Python >= 3.8 there or set python = '/path/to/python3' for this host",
         )
+    if status == EXIT_BAD_PAYLOAD and not last:
+        last = "the bootstrap's input ended early (the link broke while starting)"
     detail = last or (f"unexpected output {junk!r}" if junk else "no output")
     code = "no exit status" if status is None else f"exit status {status}"
     return TransportError("probe-crashed", f"{host}: the probe ended before its hello ({code}): {detail}")

@@ -1,6 +1,6 @@
 """The SSH transport: one asyncssh connection and one session channel per host, agentless.
 
-The channel runs `[sudo -n] [wrap...] python3 -c BOOT gputui-probe`; the bootstrap payload (the probe
+The channel runs `[sudo -n] [wrap...] python3 -c STAGE1 gputui-probe` (one short line); the bootstrap (the probe
 and, for hosts without one, pynvml) goes down that channel's stdin, then protocol lines both ways.
 
 Host keys are always checked against known_hosts (checking cannot be switched off); an unknown or changed key
@@ -146,7 +146,7 @@ class SshLink(ProbeLink):
 
     async def _start(self) -> Pipes:
         conn = await self._connect(self.spec.address, self.spec.port, self.spec.user, self.spec.jump, 0)
-        argv = boot_argv(self.python, sudo=self.spec.sudo, wrap=self.spec.wrap_argv(), one_line=True)
+        argv = boot_argv(self.python, sudo=self.spec.sudo, wrap=self.spec.wrap_argv())
         try:
             process = await conn.create_process(shell_command(argv), encoding=None)
         except (asyncssh.Error, OSError) as exc:

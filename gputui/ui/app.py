@@ -50,7 +50,7 @@ from gputui.fleet import Fleet, HostView
 from gputui.model import Event, PlanVerdict
 from gputui.operate import FRESH_TIMEOUT, Operations, Request, status_of
 from gputui.plan import KillOptions, Plan
-from gputui.words import verdict_summary
+from gputui.words import count, verdict_summary
 
 from . import actions, fmt
 from .intents import PlanRequested
@@ -285,7 +285,9 @@ class GpuTuiApp(App[None]):
         log, self._pending_log = self._pending_log, []
         if self._pending_dropped:
             dropped, self._pending_dropped = self._pending_dropped, 0
-            main.action_log.note(APP_HOST, f"{dropped} log lines dropped while the screen was busy", "warn")
+            main.action_log.note(
+                APP_HOST, f"{count(dropped, 'log line')} dropped while the screen was busy", "warn"
+            )
         for host, what, payload in log:
             if what == "event" and isinstance(payload, Event):
                 main.action_log.add_event(host, payload)
@@ -467,7 +469,7 @@ class GpuTuiApp(App[None]):
         self.log_note(APP_HOST, f"check those processes and GPUs; details in {path}", "warn")
         self.show_log()
         self.notify(
-            f"{len(lost)} kill action(s) of an earlier run never recorded an outcome (gputui stopped "
+            f"{count(len(lost), 'kill action')} of an earlier run never recorded an outcome (gputui stopped "
             "mid-action). Check those processes and GPUs: see the action log (l).",
             title="Unfinished actions",
             severity="error",

@@ -29,19 +29,6 @@ def safe(text: str | None, limit: int = 400) -> str:
     return printable(text)
 
 
-_GIB = float(1 << 30)
-
-
-def gib(n: int | None) -> str:
-    """Bytes as GiB, short: 0.4G, 9.4G, 141G."""
-    if n is None:
-        return "-"
-    g = n / _GIB
-    if g >= 99.5:
-        return f"{g:.0f}G"
-    return f"{g:.1f}G"
-
-
 def age(seconds: float | None) -> str:
     """How old a sample is, coarse enough that it does not change on every redraw."""
     if seconds is None:
@@ -93,6 +80,16 @@ def sparkline(values: Sequence[float], width: int, window: int, top: float = 100
         level = int(max(0.0, min(1.0, peak / top)) * (len(_SPARK) - 1) + 0.5)
         cells.append(_SPARK[level])
     return "".join(cells)
+
+
+def key_name(display: str) -> str:
+    """A key as gputui writes it everywhere (help, footer, README): `ctrl+p`, `enter`, not Textual's
+    `^p` and `⏎`."""
+    if display == "⏎":
+        return "enter"
+    if display.startswith("^") and len(display) > 1:
+        return "ctrl+" + display[1:]
+    return display
 
 
 def set_title(widget: Widget, title: str) -> None:

@@ -30,9 +30,21 @@ def label(kind: str) -> str:
     return f"{GLYPHS.get(kind, '?')} {kind}"
 
 
-def _who(pid: int, sample: Sample | None) -> str:
+NotePart = tuple[str, bool]  # (text, is a number: shown whole or not at all)
+
+
+def _who(pid: int, sample: Sample | None) -> list[NotePart]:
     other = _find(pid, sample)
-    return f"{pid} ({other.kind})" if other is not None else str(pid)
+    return [(str(pid), True), (f" ({other.kind})" if other is not None else "", False)]
+
+
+def _whom(pids: tuple[int, ...], sample: Sample | None) -> list[NotePart]:
+    parts: list[NotePart] = []
+    for i, pid in enumerate(pids):
+        if i:
+            parts.append((", ", False))
+        parts.extend(_who(pid, sample))
+    return parts
 
 
 def _find(pid: int, sample: Sample | None) -> Proc | None:
@@ -41,30 +53,39 @@ def _find(pid: int, sample: Sample | None) -> Proc | None:
     return next((p for p in sample.processes if p.pid == pid), None)
 
 
-def note(proc: Proc, sample: Sample | None) -> str:
-    """Why this process has its kind, in words (shown after its command line). Plain text."""
+def note_parts(proc: Proc, sample: Sample | None) -> list[NotePart]:
+    """Why this process has its kind, in words, with its numbers (PIDs) marked: a narrow column cuts
+    the words around them, never them (widgets.table.fit). Plain text, made safe."""
     if proc.kind == "ghost":
         why = _GHOST_REASONS.get(proc.reason or "", safe(proc.reason) or "ghost")
         if proc.links:
-            return f"{why}; memory held by {', '.join(_who(p, sample) for p in proc.links)}"
-        return f"{why}; no holder found (memory may come back by itself)"
+            return [(f"{why}; memory held by ", False), *_whom(proc.links, sample)]
+        return [(f"{why}; no holder found (memory may come back by itself)", False)]
     if proc.kind == "hidden":
         if proc.reason == "unattributed" or not proc.links:
-            return "holds /dev/nvidia*, on no GPU (unattributed)"
+            return [("holds /dev/nvidia*, on no GPU (unattributed)", False)]
         link = _LINKS.get(proc.reason or "", "linked to")
-        return f"{link} {', '.join(_who(p, sample) for p in proc.links)}"
+        return [(f"{link} ", False), *_whom(proc.links, sample)]
     if proc.kind == "zombie":
         parent_pid = proc.ppid if proc.ppid is not None else (proc.links[0] if proc.links else None)
         if parent_pid is None:
-            return "zombie: its parent must reap it"
+            return [("zombie: its parent must reap it", False)]
         parent = _find(parent_pid, sample)
         name = f" {safe(parent.name)}" if parent is not None and parent.name else ""
-        return f"zombie: parent {parent_pid}{name} must reap it"
+        return [("zombie: parent ", False), (str(parent_pid), True), (f"{name} must reap it", False)]
     if proc.kind == "monitor":
-        return f"protected: {safe(proc.protected or proc.reason or 'monitor')}"
+        return [(f"protected: {safe(proc.protected or proc.reason or 'monitor')}", False)]
     if proc.container:
-        return f"in container {safe(proc.container)} (pid {proc.nspid} there)"
-    return ""
+        parts: list[NotePart] = [(f"in container {safe(proc.container)}", False)]
+        if proc.nspid is not None:
+            parts += [(" (pid ", False), (str(proc.nspid), True), (" there)", False)]
+        return parts
+    return []
+
+
+def note(proc: Proc, sample: Sample | None) -> str:
+    """Why this process has its kind, in words (shown before its command line). Plain text."""
+    return "".join(text for text, _ in note_parts(proc, sample))
 
 
 def command(proc: Proc) -> str:

@@ -20,6 +20,8 @@ ProcKey = tuple[int, int | None]
 
 @dataclass(frozen=True, slots=True)
 class Chosen:
+    """A process the operator marked, named by PID and start time (a reused PID is another one)."""
+
     host: str
     pid: int
     start_time: int | None

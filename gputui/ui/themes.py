@@ -8,6 +8,7 @@ falls back to the default theme. The bundled files live in `themes/` (in a wheel
 
 from __future__ import annotations
 
+import difflib
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,7 @@ else:  # Python 3.10: the same parser, as a package (tomli)
     import tomli as tomllib
 
 from textual.color import Color, ColorParseError
-from textual.theme import Theme
+from textual.theme import BUILTIN_THEMES, Theme
 
 DEFAULT_THEME = "gputui-dark"
 PREFIX = "gputui-"
@@ -52,6 +53,7 @@ VARIABLE_FALLBACKS = {
     # Secondary text inside table cells and status lines. Not Textual's $text-muted: that is
     # "auto 60%", which needs the real background, and cell styles are resolved without it.
     "muted": "foreground-muted",
+    "pane-border": "foreground-muted",  # an unfocused pane's border: Textual's own is nearly invisible
 }
 
 
@@ -74,6 +76,19 @@ class ThemeSet:
             if candidate in self.themes:
                 return candidate
         return None
+
+
+def theme_problem(name: str, themes: ThemeSet) -> str | None:
+    """Why `name` names no theme (with the closest one and the list), or None when it does: one of
+    `themes` ("dark" finds "gputui-dark") or one of Textual's own ("nord")."""
+    if themes.resolve(name) is not None or name in BUILTIN_THEMES:
+        return None
+    ours = sorted(n.removeprefix(PREFIX) for n in themes.themes)
+    textual = sorted(BUILTIN_THEMES)
+    close = difflib.get_close_matches(name.removeprefix(PREFIX), ours, n=1, cutoff=0.5)
+    close = close or difflib.get_close_matches(name, textual, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown theme {name!r}{hint}; gputui's: {', '.join(ours)}; Textual's: {', '.join(textual)}"
 
 
 def bundled_themes_dir() -> Path:

@@ -13,6 +13,7 @@ import pytest
 
 from gputui.config import HostSpec
 from gputui.transport.base import TransportError
+from gputui.transport.bootstrap import STAGE1
 from gputui.transport.ssh import SshLink
 from tests.sshd import SSH_KEYGEN, SshEnv, keygen
 from tests.transport.conftest import OLD_PYTHONS, PYTHON38, probe_host
@@ -93,6 +94,21 @@ async def test_close_ends_the_remote_probe(ssh_env):
     while _alive(remote_pid) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert not _alive(remote_pid)
+
+
+async def test_the_probe_reads_as_what_it_is_in_ps(ssh_env):
+    # On a shared host, `ps` and htop show the probe's command line: one short line that names
+    # gputui, not the 3 KB bootstrap (its program comes on stdin).
+    ssh_env.add("gpu-a")
+    link = link_for(ssh_env, probe_host("gpu-a", address="gpu-a"))
+    await link.open()
+    try:
+        with open(f"/proc/{link.hello['pid']}/cmdline", "rb") as f:
+            argv = f.read().rstrip(b"\0").split(b"\0")
+    finally:
+        await link.close()
+    assert argv[1:3] == [b"-c", STAGE1.encode()] and argv[3] == b"gputui-probe", argv
+    assert len(b" ".join(argv)) < 220 and b"\n" not in b"".join(argv)
 
 
 def _alive(pid: int) -> bool:

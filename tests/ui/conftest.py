@@ -31,7 +31,14 @@ def recording(name: str) -> tuple[dict[str, Any], ...]:
     return tuple(load_recording(FIXTURES / f"{name}.jsonl"))
 
 
+# The last sample of what each host name replays in the latest fleet built (its recording, or the
+# records a test gave it): what `settle` waits for.
+_LAST_SEQ: dict[str, int] = {}
+
+
 def last_seq(name: str) -> int:
+    if name in _LAST_SEQ:
+        return _LAST_SEQ[name]
     return max(r["seq"] for r in recording(name) if r["type"] == "sample")
 
 
@@ -46,6 +53,9 @@ def replay_fleet(
     fleet = Fleet()
     for name in hosts:
         recs = list(records[name]) if records and name in records else list(recording(name))
+        seqs = [r["seq"] for r in recs if r.get("type") == "sample"]
+        if seqs:
+            _LAST_SEQ[name] = max(seqs)
         fleet.add(name, lambda recs=recs: ReplayLink(recs, loop=loop, rate=rate), interval=interval)
     return fleet
 

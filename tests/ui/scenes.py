@@ -3,13 +3,17 @@
 Each scene is an app built from the replayed recordings with a frozen clock, a terminal size and a
 `run_before` that drives the app into the state to capture. Nothing here depends on timing: the
 scenes wait for the data, not for a duration.
+
+The snapshot tests build them with the fixture's hostile process (a name that is Rich markup, a
+command line with ESC and BEL bytes: they must render literally); scripts/screenshots, for the
+README, with `hostile=False`: the demo as a user sees it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from textual.pilot import Pilot
 
@@ -23,16 +27,38 @@ from .conftest import FROZEN, QUIET, build_app, recording, redrawn, settle
 THEMES = ("gputui-dark", "gputui-light", "gputui-contrast")
 
 
+HOSTILE_PID = 66666  # tests/fixtures/record.py adds it to demo-a's last samples
+
+
+class Build(Protocol):
+    def __call__(self, theme: str, hostile: bool = True) -> GpuTuiApp: ...
+
+
 @dataclass(frozen=True)
 class Scene:
     name: str
     size: tuple[int, int]
-    build: Callable[[str], GpuTuiApp]  # theme -> app
+    build: Build  # theme -> app (hostile=False: without the fixture's hostile process)
     run_before: Callable[[Pilot[Any]], Awaitable[None]]
 
 
-def _demo(theme: str) -> GpuTuiApp:
-    return build_app(theme=theme)
+def demo_records(name: str) -> list[dict[str, Any]]:
+    """The recording of `name` as the demo shows it: without the fixture's hostile process."""
+    records = []
+    for record in recording(name):
+        if record["type"] == "sample":
+            processes = [p for p in record["processes"] if p["pid"] != HOSTILE_PID]
+            record = dict(record, processes=processes)
+        records.append(record)
+    return records
+
+
+def _records(hostile: bool) -> dict[str, list[dict[str, Any]]] | None:
+    return None if hostile else {name: demo_records(name) for name in ("demo-a", "demo-b")}
+
+
+def _demo(theme: str, hostile: bool = True) -> GpuTuiApp:
+    return build_app(theme=theme, records=_records(hostile))
 
 
 async def _fleet(pilot: Pilot[Any]) -> None:
@@ -63,8 +89,8 @@ async def _filter(pilot: Pilot[Any]) -> None:
     await redrawn(pilot)
 
 
-def _demo_plans(theme: str) -> GpuTuiApp:
-    app = build_app(theme=theme)
+def _demo_plans(theme: str, hostile: bool = True) -> GpuTuiApp:
+    app = build_app(theme=theme, records=_records(hostile))
     app.fresh_timeout = 0  # plan on the replayed sample: a recording answers no full-scan request
     return app
 
@@ -91,7 +117,7 @@ async def _plan_host(pilot: Pilot[Any]) -> None:
     await _dialog(pilot)
 
 
-def _no_driver(theme: str) -> GpuTuiApp:
+def _no_driver(theme: str, hostile: bool = True) -> GpuTuiApp:
     hello = dict(recording("demo-a")[0])
     hello["host"] = dict(hello["host"], hostname="workstation", driver_version=None, cuda_driver_version=None)
     hello["error"] = {"code": "no-driver", "message": "NVML Shared Library Not Found"}

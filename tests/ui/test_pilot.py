@@ -11,6 +11,7 @@ from gputui.operate import Request
 from gputui.transport.base import TransportError
 from gputui.transport.replay import ReplayLink
 from gputui.ui import make_app
+from gputui.ui.fmt import key_name
 from gputui.ui.screens.help import HelpScreen
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.widgets.gpu_table import GpuTable
@@ -139,7 +140,7 @@ async def test_sort_by_a_key_per_column() -> None:
         def pids() -> list[int]:
             return [int(k.split(":")[0]) for k in proc_keys(main)]
 
-        mems = [table.get_row(k)[4].sort_key for k in proc_keys(main)]
+        mems = [table.get_cell(k, "mem").sort_key for k in proc_keys(main)]
         assert mems == sorted(mems, reverse=True)  # by GPU memory to start with
         assert table.sort_column == ("mem", True)
 
@@ -150,7 +151,7 @@ async def test_sort_by_a_key_per_column() -> None:
         assert pids() == sorted(pids(), reverse=True)
         cursor = table.cursor_key
         await pilot.press("3")  # column 3: kind
-        kinds = [table.get_row(k)[3].sort_key for k in proc_keys(main)]
+        kinds = [table.get_cell(k, "kind").sort_key for k in proc_keys(main)]
         assert kinds == sorted(kinds)
         assert table.cursor_key == cursor  # the cursor stays on its process
 
@@ -165,12 +166,12 @@ async def test_help_lists_every_binding() -> None:
         await settle(pilot)
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
-        text = str(app.screen.query_one("#help-body").render())
+        text = app.screen.query_one("#help-body").plain(200)  # wide: each binding on one line
         lines = text.splitlines()
         bindings = [*MainScreen.BINDINGS, *ProcTable.BINDINGS, *HostList.BINDINGS, *GpuTable.BINDINGS]
         for binding in bindings:
             described = binding.tooltip or binding.description  # type: ignore[union-attr]
-            key = binding.key_display or app.get_key_display(binding)  # type: ignore[union-attr,arg-type]
+            key = key_name(binding.key_display or app.get_key_display(binding))  # type: ignore[union-attr,arg-type]
             assert any(key in line and described.lower() in line.lower() for line in lines), described
         for needle in ("1-9", "select or unselect", "ctrl+p", "ghost", "hidden", "zombie", "mouse"):
             assert needle in text
@@ -193,7 +194,7 @@ async def test_read_only_offers_no_kill_keys() -> None:
         await pilot.pause()
         assert requested == []
         await pilot.press("question_mark")
-        help_text = str(app.screen.query_one("#help-body").render())
+        help_text = app.screen.query_one("#help-body").plain()
         assert "free the GPU" not in help_text and "Read-only" in help_text
 
 
@@ -281,9 +282,9 @@ async def test_markup_and_control_characters_render_literally() -> None:
         assert "[bold red]x --title=\\e[31mred\\e[0m ding\\x07" in text
         assert "[i]mallo…" in text  # the user column is 9 wide
         assert "\x1b" not in text and "\x07" not in text
-        row = main.proc_table.get_row("66666:4242")
-        assert row[2].plain == "[i]mallory"
-        command = row[-1]
+        row = main.proc_table.rows_data()["66666:4242"]  # the cells as made, before the column cuts them
+        assert row["user"].plain == "[i]mallory"
+        command = row["command"]
         assert isinstance(command, Text)
         assert command.plain.startswith("[bold red]x")
         assert not command.spans  # no style came from the name
@@ -304,7 +305,7 @@ async def test_theme_switch_restyles_live() -> None:
         await pilot.press("t")
         await redrawn(pilot)
         assert app.theme == "gputui-light"
-        assert user_color().lower() == "#1f6fc5"
+        assert user_color().lower() == "#1c65b3"
 
         # The command palette offers every theme, Textual's too; gputui's variables fall back.
         await pilot.press("ctrl+p", *"theme")
@@ -388,8 +389,9 @@ async def test_fleet_free_only_and_sort() -> None:
         await pilot.press("o")
         await redrawn(pilot)
         assert main.fleet_table.row_count == 8
-        await pilot.press("3")  # column 3: memory (largest first)
-        used = [main.fleet_table.get_row_at(i)[2].sort_key for i in range(8)]
+        await pilot.press("4")  # the fourth sortable column, at every width: memory (largest first)
+        keys = [main.fleet_table.coordinate_to_cell_key((i, 0)).row_key for i in range(8)]
+        used = [main.fleet_table.get_cell(k, "memory").sort_key for k in keys]
         assert used == sorted(used, reverse=True)
         await pilot.press("slash", *"demo-b", "enter")
         await redrawn(pilot)
@@ -404,7 +406,7 @@ async def test_narrow_terminal_collapses_columns_and_host_list() -> None:
         assert not main.host_list.display
         shown = {c.value for c in main.gpu_table.columns}
         assert {"gpu", "memory", "util", "holders"} <= shown
-        assert "power" not in shown and "name" not in shown
+        assert "mem_hist" not in shown and "name" not in shown
         assert {"pid", "kind", "command"} <= {c.value for c in main.proc_table.columns}
         await pilot.press("b")
         assert main.host_list.display and app.focused is main.host_list

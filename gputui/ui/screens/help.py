@@ -1,13 +1,17 @@
 """The help screen: every key binding, read from the classes that define them, and the kinds' meanings.
 
 Built from the BINDINGS lists themselves so it cannot drift from what the keys do. A read-only app
-lists no kill keys, as it offers none.
+lists no kill keys, as it offers none. Keys are written one way (`ctrl+p`, `enter`: fmt.key_name), and
+a description that wraps stays in its column.
 """
 
 from __future__ import annotations
 
+import io
 from typing import Any, ClassVar
 
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
@@ -16,6 +20,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable
 
 from .. import kinds
+from ..fmt import key_name
 from ..widgets.filter_bar import FilterBar
 from ..widgets.fleet_table import FleetTable
 from ..widgets.gpu_table import GpuTable
@@ -42,22 +47,24 @@ EXTRA: dict[str, list[tuple[str, str]]] = {
     "In every table": [
         ("mouse", "click a row to move there, a column header to sort by it, wheel to scroll")
     ],
+    "Fleet table (All hosts)": [("1-9, 0", FleetTable.sort_keys_text())],
+    "Process table": [("1-9, 0", ProcTable.sort_keys_text())],
     "Confirmation dialog (f, F, x)": [
         ("tab, enter", "on the Kill button: kill (focus starts on Cancel: enter alone cancels)"),
         ("↑↓ pgup pgdn", "scroll the lists"),
     ],
 }
 # DataTable's enter is each table's own (see its section); copying is for text areas.
-HIDDEN_ACTIONS = {"screen.copy_text", "help_quit", "select_cursor"}
+HIDDEN_ACTIONS = {"screen.copy_text", "help_quit", "select_cursor", "refuse"}  # refuse: says why a
+# kill key does nothing where it is not offered
 HIDDEN_ACTIONS |= {"scroll(-1)", "scroll(1)", "scroll(-10)", "scroll(10)"}  # the dialog's: one line
+# A table is never wider than its pane: nothing to scroll sideways (the process table's → and ←
+# move along the command lines, listed there).
+HIDDEN_ACTIONS |= {"cursor_right", "cursor_left", "scroll_home", "scroll_end"}
 DESCRIPTIONS = {
     "app.focus_next": "next pane",
     "app.focus_previous": "previous pane",
     "quit": "quit",
-    "cursor_right": "scroll right (long command lines)",
-    "cursor_left": "scroll left",
-    "scroll_home": "scroll to the left edge",
-    "scroll_end": "scroll to the right edge",
 }
 
 
@@ -84,7 +91,8 @@ def binding_rows(app: App[Any], classes: tuple[type, ...], read_only: bool) -> l
     for cls in classes:
         for binding in _own_bindings(cls):
             action = binding.action
-            if action in HIDDEN_ACTIONS or (read_only and action.split(".")[-1] in KILL_ACTIONS):
+            name = action.split(".")[-1].split("(")[0]
+            if action in HIDDEN_ACTIONS or name in HIDDEN_ACTIONS or (read_only and name in KILL_ACTIONS):
                 continue
             base = action.split("(")[0]
             if base == "sort_column":  # nine bindings, one line
@@ -92,12 +100,12 @@ def binding_rows(app: App[Any], classes: tuple[type, ...], read_only: bool) -> l
             keys, description = by_action.get(action, ([], ""))
             for key in binding.key.split(","):
                 shown = binding.key_display if binding.key_display and base != "sort_column" else None
-                display = shown or app.get_key_display(Binding(key.strip(), action))
+                display = key_name(shown or app.get_key_display(Binding(key.strip(), action)))
                 if display not in keys:
                     keys.append(display)
             if base == "sort_column":
-                keys[:] = ["1-9"]
-                description = "sort by column 1 to 9; again: reverse"
+                keys[:] = ["1-9, 0"]
+                description = "sort by a column (each table lists its numbers); again: reverse"
             described = DESCRIPTIONS.get(action) or binding.tooltip or binding.description or action
             by_action[action] = (keys, description or described)
     return [(", ".join(keys), _sentence(description)) for keys, description in by_action.values()]
@@ -114,6 +122,7 @@ class HelpBody(StyledStatic):
     def __init__(self, read_only: bool, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.read_only = read_only
+        self._group = Group()
 
     def on_mount(self) -> None:
         self.redraw()
@@ -121,29 +130,55 @@ class HelpBody(StyledStatic):
     def redraw(self) -> None:
         app = self.app
         read_only = self.read_only
-        text = Text()
         section = self.style_of("help--section")
         key_style = self.style_of("help--key")
+        muted = self.style_of("status--muted")
+        parts: list[RenderableType] = []
         for title, classes in SECTIONS:
             if read_only and title in KILL_SECTIONS:
                 continue
+            if title == "Everywhere":  # the app's own keys (ctrl+q, ctrl+c), whatever app this is
+                classes = (*classes[:-1], type(app), *classes[-1:])
             rows = binding_rows(app, classes, read_only) + EXTRA.get(title, [])
-            text.append(f"{title}\n", section)
-            for keys, description in rows:
-                text.append(f"  {keys:<13}", key_style)
-                text.append(f"{description}\n")
-            text.append("\n")
-        text.append("Kinds of processes\n", section)
-        for kind, meaning in kinds.MEANINGS.items():
-            text.append(f"  {kinds.label(kind):<13}", self.style_of(kinds.STYLE[kind]))
-            text.append(f"{meaning}\n")
-        text.append("\n")
+            parts.append(Text(title, section))
+            parts.append(_grid([(Text(keys, key_style), Text(words)) for keys, words in rows]))
+            parts.append(Text())
+        parts.append(Text("Kinds of processes", section))
+        kind_rows = [
+            (Text(kinds.label(kind), self.style_of(kinds.STYLE[kind])), Text(meaning))
+            for kind, meaning in kinds.MEANINGS.items()
+        ]
+        parts.append(_grid(kind_rows))
+        parts.append(Text())
         if read_only:
-            text.append(
-                "Read-only: gputui offers no way to signal a process.\n", self.style_of("status--muted")
-            )
-        text.append("escape, q or ? closes this screen", self.style_of("status--muted"))
-        self.set_text(text)
+            parts.append(Text("Read-only: gputui offers no way to signal a process.", muted))
+        parts.append(Text("esc, q or ? closes this screen", muted))
+        signature = tuple(str(p) for p in parts)
+        if signature != self._last:
+            self._last = signature
+            self._group = Group(*parts)
+            self.update(self._group)
+
+    def plain(self, width: int | None = None) -> str:
+        """What the help says, as plain text laid out at `width` (default: its own)."""
+        console = Console(width=width or self.size.width or 96, file=io.StringIO(), color_system=None)
+        with console.capture() as capture:
+            console.print(self._group)
+        return capture.get()
+
+
+KEY_COLUMN = 14  # wide enough for every key list; a longer one wraps in its column
+
+
+def _grid(rows: list[tuple[Text, Text]]) -> Table:
+    """Keys and what they do in two columns: a description that wraps stays in its column."""
+    grid = Table.grid(padding=(0, 1, 0, 0))
+    grid.add_column(width=2)  # the indent under the section title
+    grid.add_column(width=KEY_COLUMN)
+    grid.add_column(ratio=1)
+    for keys, words in rows:
+        grid.add_row("", keys, words)
+    return grid
 
 
 class HelpScreen(ModalScreen[None]):

@@ -13,13 +13,15 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import DataTable, Input, Static
 
-from gputui.fleet import HostView
+from gputui.fleet import LIVE, REASONS, HostView
 from gputui.model import Proc
 from gputui.operate import Request
+from gputui.words import count
 
 from .. import fmt
 from ..context import Dashboard
@@ -65,6 +67,10 @@ class MainScreen(Screen[None]):
             show=False,
             tooltip="kill the selected processes (or the one under the cursor)",
         ),
+        # Where a kill key is not offered (read-only, no GPU, not connected), pressing it says why.
+        Binding("f", "refuse('free_gpu')", show=False),
+        Binding("F", "refuse('free_host')", show=False),
+        Binding("x", "refuse('plan')", show=False),
         Binding("l", "toggle_log", "Log", tooltip="show or hide the action log"),
         Binding("b", "toggle_hosts", "Host list", show=False, tooltip="show or hide the host list"),
         Binding("left_square_bracket", "step_host(-1)", "Previous host", key_display="[", show=False),
@@ -87,6 +93,7 @@ class MainScreen(Screen[None]):
         self._busy: dict[str, tuple[int, int]] = {}
         self._focus_before_filter: Widget | None = None
         self._shown_once = False
+        self._kills_offered: bool | None = None  # what the footer shows now
 
     @property
     def dash(self) -> Dashboard:
@@ -156,6 +163,15 @@ class MainScreen(Screen[None]):
                 self._refresh_host(self.dash.fleet.view(self.host), everything or self.host in changed)
             scope = self._proc_scope
             self.refresh_procs(force=everything or (scope is not None and scope.host in changed))
+        self._footer_follows()
+
+    def _footer_follows(self) -> None:
+        """The footer offers kill keys where they work: a host connected, went down, or the fleet
+        cursor moved to another host."""
+        offered = self.kill_refusal() is None
+        if offered != self._kills_offered:
+            self._kills_offered = offered
+            self.refresh_bindings()
 
     def restyle(self) -> None:
         """After a theme switch: cells and lines keep the styles they were made with."""
@@ -167,15 +183,20 @@ class MainScreen(Screen[None]):
         if touched:
             order = {v.name: i for i, v in enumerate(views)}
             self.fleet_table.show_hosts(touched, order, self.fleet_filter, self.free_only)
-            total = sum(t for _, t in self._busy.values())
-            free = sum(t - b for b, t in self._busy.values())
-            title = f"All GPUs · {total} on {len(views)} hosts, {free} free"
-            if self.free_only:
-                title += f" · showing free only ({self.fleet_table.row_count})"
-            if self.fleet_filter:
-                title += f" · filter: {fmt.safe(self.fleet_filter, 30)}"
-            fmt.set_title(self.fleet_table, title)
+            self._fleet_title()
         self.status_line.show_fleet(views, self._busy, self.dash.read_only)
+
+    def _fleet_title(self) -> None:
+        total = sum(t for _, t in self._busy.values())
+        free = sum(t - b for b, t in self._busy.values())
+        title = f"All GPUs · {total} on {count(len(self.dash.fleet.hosts), 'host')}, {free} free"
+        if self.free_only:
+            title += f" · showing free only ({self.fleet_table.row_count})"
+        if self.fleet_filter:
+            title += f" · filter: {fmt.safe(self.fleet_filter, 30)}"
+        if hidden := self.fleet_table.hidden_sort():
+            title += f" · {hidden}"
+        fmt.set_title(self.fleet_table, title)
 
     def _refresh_host(self, view: HostView, changed: bool) -> None:
         self.status_line.show_host(view, self.dash.age_of(view.name), self.dash.read_only)
@@ -211,16 +232,43 @@ class MainScreen(Screen[None]):
         view = self.dash.fleet.view(scope.host)
         selected = self.selection.keys(scope.host)
         self.proc_table.show(view.sample, scope, self.proc_filter, selected)
-        where = "all GPUs" if scope.gpu is None else f"GPU {scope.gpu}"
+        self._procs_title()
+
+    def _procs_title(self) -> None:
+        scope = self._proc_scope
+        if scope is None:
+            fmt.set_title(self.proc_table, "Processes")
+            return
+        # Which memory the GPU mem column holds: a process on GPUs 0 and 1 shows what it has on
+        # the GPU in view, and its total over its GPUs (the GPU column lists them) on the host's.
+        where = (
+            "all GPUs · memory: total on its GPUs"
+            if scope.gpu is None
+            else f"GPU {scope.gpu} · memory on GPU {scope.gpu}"
+        )
         title = f"Processes · {fmt.safe(scope.host, 40)} · {where}"
         if self.proc_filter:
             title += f" · filter: {fmt.safe(self.proc_filter, 30)}"
+        selected = self.selection.count(scope.host)
         if selected:
-            title += f" · {len(selected)} selected"
-        elsewhere = self.selection.count() - len(selected)
+            title += f" · {selected} selected"
+        elsewhere = self.selection.count() - selected
         if elsewhere:
             title += f" · {elsewhere} selected on other hosts"
+        if hidden := self.proc_table.hidden_sort():
+            title += f" · {hidden}"
+        if self.proc_table.command_offset:
+            title += f" · commands from character {self.proc_table.command_offset + 1} (home: start)"
         fmt.set_title(self.proc_table, title)
+
+    @on(ProcTable.CommandScrolled)
+    def _command_scrolled(self) -> None:
+        self.refresh_procs()
+
+    @on(KeyedTable.Sorted)
+    def _sorted(self) -> None:
+        self._procs_title()
+        self._fleet_title()
 
     # -- host selection ----------------------------------------------------------------------
 
@@ -259,6 +307,7 @@ class MainScreen(Screen[None]):
     @on(DataTable.RowHighlighted, "#fleet")
     def _gpu_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self.refresh_procs(force=False)
+        self._footer_follows()
 
     def action_drill(self) -> None:
         """Enter on the host list: into the host's GPUs. Enter on the fleet table: into that host."""
@@ -285,6 +334,20 @@ class MainScreen(Screen[None]):
 
     def on_resize(self) -> None:
         self._apply_width()
+        self.call_after_refresh(self._lift_toasts)
+
+    def _lift_toasts(self) -> None:
+        """Notifications stack above the action log while it shows, so a toast never covers the
+        log's last lines (a verdict's toast would hide the verdict's own line)."""
+        try:
+            rack = self.query_one("#textual-toastrack")
+        except NoMatches:  # notifications are off
+            return
+        bottom = 1  # Textual's own: above the footer
+        if self.action_log.display and self.action_log.region.height:
+            bottom = max(bottom, self.size.height - self.action_log.region.y)
+        if rack.styles.margin.bottom != bottom:
+            rack.styles.margin = (0, 0, bottom, 0)
 
     def on_screen_resume(self) -> None:
         # What arrived while a dialog or the help was on top was kept, not drawn: draw it now.
@@ -304,9 +367,11 @@ class MainScreen(Screen[None]):
 
     def show_log(self) -> None:
         self.action_log.display = True
+        self.call_after_refresh(self._lift_toasts)
 
     def action_toggle_log(self) -> None:
         self.action_log.display = not self.action_log.display
+        self.call_after_refresh(self._lift_toasts)
         if (
             not self.action_log.display
             and self.focused is not None
@@ -330,6 +395,7 @@ class MainScreen(Screen[None]):
         self._focus_before_filter = self.focused
         self.filter_row.display = True
         self.filter_bar.open(target, text)
+        self.call_after_refresh(self._lift_toasts)
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
@@ -350,6 +416,7 @@ class MainScreen(Screen[None]):
     def _filter_done(self) -> None:
         self.filter_row = self.query_one("#filter-row")
         self.filter_row.display = False
+        self.call_after_refresh(self._lift_toasts)
         target = self._focus_before_filter
         (target if target is not None and target.is_attached else self.proc_table).focus()
 
@@ -365,21 +432,52 @@ class MainScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in KILL_ACTIONS:
-            if self.dash.read_only:
-                return False  # not offered at all: hidden from the footer and the help screen
-            host = self._target_host()
-            if host is None:
-                return None
-            view = self.dash.fleet.view(host)
-            if view.read_only or (view.facts is not None and view.facts.read_only):
-                return False  # a read-only host (config or probe): no kill key at all
-            if not view.can_kill or (view.facts is not None and view.facts.error_code):
-                return None  # shown, greyed out: this host cannot take plans (now)
+            if self.kill_refusal() is not None:
+                return False  # not offered: hidden from the footer and the help; the key says why
             if action == "toggle_select" and self.focused is not self.proc_table:
                 return None
+        if action == "refuse":
+            return self.kill_refusal() is not None  # only where the kill action itself is not offered
         if action == "free_only":
             return self.host is None
         return True
+
+    def kill_refusal(self) -> str | None:
+        """Why no kill action is offered for the host in view (or under the fleet cursor), in words
+        for a notification; None when they are."""
+        if self.dash.read_only:
+            return "gputui runs read-only (--read-only, or read_only in the config): it signals nothing."
+        host = self._target_host()
+        if host is None:
+            return None  # nothing under the cursor: the actions themselves say what to do
+        view = self.dash.fleet.view(host)
+        name = fmt.safe(host, 40)
+        facts = view.facts
+        if view.read_only:
+            return f"{name} is marked read-only (read_only in the config): gputui signals nothing there."
+        if facts is not None and facts.read_only:
+            return f"the probe on {name} runs read-only: it refuses every plan."
+        if facts is not None and facts.error_code:
+            why = REASONS.get(facts.error_code, fmt.safe(facts.error_code, 40))
+            return f"{name} has no GPU to free ({why})."
+        if view.status != LIVE or view.sample is None:
+            why = REASONS.get(view.reason or "", fmt.safe(view.reason, 40)) if view.reason else ""
+            state = f"{view.status}: {why}" if why else view.status
+            return f"{name} is not connected ({state}): nothing can be sent to it now."
+        if not view.sample.gpus:
+            return f"{name} has no GPU to free."
+        return None
+
+    def action_refuse(self, action: str) -> None:
+        reason = self.kill_refusal()
+        if reason is not None:
+            what = {
+                "free_gpu": "Free GPU",
+                "free_host": "Free host",
+                "plan": "Plan",
+                "toggle_select": "Select",
+            }.get(action, "Kill")
+            self.notify(reason, title=f"{what}: not offered here", severity="warning", timeout=6)
 
     def _target_host(self) -> str | None:
         if self.host is not None:

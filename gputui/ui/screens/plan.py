@@ -34,7 +34,7 @@ from textual.widgets import Button, Static
 
 from gputui.model import Sample
 from gputui.plan import SIGNAL_PLANS, SIGNAL_WORDS, Excluded, KillOptions, Plan, Target
-from gputui.units import fmt_bytes
+from gputui.units import fmt_bytes, fmt_bytes_of, fmt_gpus
 from gputui.words import count
 
 from .. import fmt, kinds
@@ -124,7 +124,7 @@ class PlanBody(PlanText):
         head.append(fmt.safe(plan.host, 40), self.style_of("plan--host"))
         head.append(f" · {scope_words(plan)}")
         for g in plan.gpus + plan.touched:
-            head.append(f" · GPU{g.index} {fmt_bytes(g.memory_used)} of {fmt_bytes(g.memory_total)}", muted)
+            head.append(f" · GPU {g.index}: {fmt_bytes_of(g.memory_used, g.memory_total)}", muted)
         out: list[RenderableType] = [head]
         proves = Text(no_wrap=False)
         proves.append("Proves: ", self.style_of("plan--section"))
@@ -170,8 +170,8 @@ class PlanBody(PlanText):
         table.add_column(Text("PID", justify="right"), justify="right", width=7, no_wrap=True)
         table.add_column("User", width=9, no_wrap=True, overflow="ellipsis")
         table.add_column("Kind", width=9, no_wrap=True)
-        table.add_column("GPU", width=4, no_wrap=True, overflow="ellipsis")
-        table.add_column(Text("GPU mem", justify="right"), justify="right", width=7, no_wrap=True)
+        table.add_column("GPU", width=5, no_wrap=True, overflow="ellipsis")
+        table.add_column(Text("GPU mem", justify="right"), justify="right", width=8, no_wrap=True)
         table.add_column("St", width=2, no_wrap=True)
         if self._wide:
             table.add_column("Command", ratio=1, no_wrap=True, overflow="ellipsis")
@@ -205,7 +205,7 @@ class PlanBody(PlanText):
                 Text(str(t.pid), justify="right"),
                 Text(fmt.safe(t.user, 32) or "-", warn if t.user is not None and t.user != operator else ""),
                 Text(kinds.label(t.kind), self.style_of(kinds.STYLE.get(t.kind, "kind--hidden"))),
-                Text(",".join(map(str, t.gpus)) or "-"),
+                Text(fmt_gpus(t.gpus)),
                 Text(fmt_bytes(t.memory) if t.memory else "-", justify="right"),
                 Text(state, error if state == "D" else ""),
             ]
@@ -222,7 +222,7 @@ class PlanBody(PlanText):
                 Text(str(e.pid), justify="right"),
                 Text(fmt.safe(e.user, 32) or "-"),
                 Text(kinds.label(e.kind), self.style_of(kinds.STYLE.get(e.kind, "kind--hidden"))),
-                Text(",".join(map(str, e.gpus)) or "-"),
+                Text(fmt_gpus(e.gpus)),
                 Text(fmt_bytes(memory) if memory else "-", justify="right"),
                 Text((proc.state if proc is not None else None) or "-"),
             ]

@@ -27,14 +27,14 @@ def split_row_key(key: str) -> tuple[str, int | None]:
 
 class FleetTable(KeyedTable):
     COLUMNS = (
-        Column("host", "Host", width=None, nominal=14),
+        Column("host", "Host", width=None, nominal=14, cut=True),
         Column("gpu", "GPU", width=3, justify="right"),
-        Column("name", "Name", width=None, nominal=18, priority=6),
-        Column("memory", "Memory", width=18, descending=True),
+        Column("name", "Name", width=None, nominal=18, priority=6, cut=True),
+        Column("memory", "Memory", width=21, descending=True),
         Column("util", "Util", width=4, justify="right", descending=True, priority=1),
         Column("temp", "Temp", width=4, justify="right", descending=True, priority=5),
         Column("state", "State", width=5, priority=1),
-        Column("holders", "Holders", width=None, nominal=10, priority=2, flex=True),
+        Column("holders", "Holders", width=None, nominal=10, priority=2, flex=True, cut=True),
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "screen.drill", "Open host", show=False, tooltip="open the GPU's host"),

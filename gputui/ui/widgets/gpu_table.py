@@ -9,7 +9,8 @@ from textual.binding import Binding, BindingType
 
 from gputui.fleet import GpuHistory, HostView
 from gputui.model import Gpu, Sample
-from gputui.units import fmt_percent
+from gputui.units import fmt_bytes_of, fmt_percent
+from gputui.words import count
 
 from .. import fmt, kinds
 from .table import Cell, Column, KeyedTable, Row
@@ -35,26 +36,27 @@ def holders_cell(table: KeyedTable, sample: Sample, gpus: tuple[Gpu, ...], width
         return Cell(text, table.style_of("gpu--warn"), sort_key=(1, 0))
     held = [k for k in kinds.HOLDING if counts.get(k)]
     words = "  ".join(f"{counts[k]} {k}" for k in held)
-    sort_key = (2, sum(counts.values()))
-    if len(words) <= width:
-        parts = [(f"{counts[k]} {k}", table.style_of(kinds.STYLE[k])) for k in held]
-    else:
-        parts = [(f"{kinds.GLYPHS[k]}{counts[k]}", table.style_of(kinds.STYLE[k])) for k in held]
-    cell = Cell.parts(parts[0], sort_key=sort_key)
-    for part in parts[1:]:
-        cell.append("  " if len(words) <= width else " ")
-        cell.append(*part)
+    long = len(words) <= width
+    cell = Cell(sort_key=(2, sum(counts.values())))
+    for i, k in enumerate(held):
+        style = table.style_of(kinds.STYLE[k])
+        if i:
+            cell.add("  " if long else " ")
+        if long:
+            cell.add(str(counts[k]), style, keep=True).add(f" {k}", style)
+        else:
+            cell.add(kinds.GLYPHS[k], style).add(str(counts[k]), style, keep=True)
     return cell
 
 
 def memory_cell(table: KeyedTable, used: int | None, total: int | None, width: int = BAR_WIDTH) -> Cell:
+    """A bar and `59.7/140 GiB` (the column is as wide as its widest: the numbers are never cut)."""
     fraction = used / total if used is not None and total else None
     filled, empty = fmt.meter(fraction, width)
-    numbers = f" {fmt.gib(used).rstrip('G')}/{fmt.gib(total)}" if used is not None else " -"
     return Cell.parts(
         (filled, table.style_of("meter--memory")),
         (empty, table.style_of("meter--empty")),
-        (numbers, ""),
+        (" " + fmt_bytes_of(used, total), ""),
         sort_key=fraction or 0.0,
     )
 
@@ -66,14 +68,14 @@ def util_cell(table: KeyedTable, util: float | None) -> Cell:
 class GpuTable(KeyedTable):
     COLUMNS = (
         Column("gpu", "GPU", width=3, justify="right"),
-        Column("name", "Name", width=None, nominal=18, priority=7),
-        Column("memory", "Memory", width=BAR_WIDTH + 10),
+        Column("name", "Name", width=None, nominal=18, priority=7, cut=True),
+        Column("memory", "Memory", width=BAR_WIDTH + 13),
         Column("util", "Util", width=4, justify="right", priority=1),
         Column("temp", "Temp", width=4, justify="right", priority=3),
         Column("power", "Power", width=8, justify="right", priority=5),
         Column("util_hist", "Util hist", width=SPARK_WIDTH, priority=2),
         Column("mem_hist", "Mem hist", width=SPARK_WIDTH, priority=4),
-        Column("holders", "Holders", width=None, nominal=10, priority=1, flex=True),
+        Column("holders", "Holders", width=None, nominal=10, priority=1, flex=True, cut=True),
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "screen.show_procs", "Processes", show=False, tooltip="go to its processes"),
@@ -137,7 +139,7 @@ class GpuTable(KeyedTable):
         top = -1  # before GPU 0
         return {
             "gpu": Cell("all", style, sort_key=top),
-            "name": Cell(f"{len(gpus)} GPUs, {free} free", style, sort_key=top),
+            "name": Cell(f"{count(len(gpus), 'GPU')}, {free} free", style, sort_key=top),
             "memory": memory_cell(self, used, total),
             "util": util_cell(self, sum(utils) / len(utils) if utils else None),
             "temp": Cell("", sort_key=top),

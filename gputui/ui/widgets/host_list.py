@@ -40,7 +40,7 @@ def status_word(view: HostView, age: float | None) -> str:
 
 class HostList(KeyedTable):
     COLUMNS = (
-        Column("name", "Host", width=None, nominal=9, flex=True),
+        Column("name", "Host", width=None, nominal=9, flex=True, cut=True),
         Column("gpus", "Busy", width=5, justify="right"),
         Column("age", "Age", width=5, justify="right", priority=1),
     )

@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from textual.binding import Binding, BindingType
+from textual.message import Message
 
 from gputui.model import Proc, Sample
-from gputui.units import fmt_bytes, fmt_duration, fmt_percent
+from gputui.units import fmt_bytes, fmt_duration, fmt_percent, index_runs
 
 from .. import fmt, kinds
-from .table import Cell, Column, KeyedTable, Row
+from .table import ELLIPSIS, Cell, Column, KeyedTable, Row
 
 ProcKey = tuple[int, int | None]
 
@@ -33,14 +34,15 @@ class ProcTable(KeyedTable):
     COLUMNS = (
         Column("sel", " ", width=1, priority=0, sortable=False),
         Column("pid", "PID", width=7, justify="right", descending=False),
-        Column("user", "User", width=9, priority=2),
+        Column("user", "User", width=9, priority=2, cut=True),
         Column("kind", "Kind", width=9, priority=0),
-        Column("mem", "GPU mem", width=7, justify="right", descending=True, priority=1),
+        Column("gpu", "GPU", width=3, priority=1),
+        Column("mem", "GPU mem", width=8, justify="right", descending=True, priority=1),
         Column("cpu", "CPU%", width=5, justify="right", descending=True, priority=5),
-        Column("rss", "RSS", width=6, justify="right", descending=True, priority=6),
+        Column("rss", "RSS", width=8, justify="right", descending=True, priority=6),
         Column("state", "St", width=2, priority=3),
-        Column("elapsed", "Elapsed", width=8, justify="right", descending=True, priority=4),
-        Column("command", "Command", width=None, nominal=24, priority=0),
+        Column("elapsed", "Elapsed", width=7, justify="right", descending=True, priority=4),
+        Column("command", "Command", nominal=24, priority=0, flex=True, cut=True),
     )
     DEFAULT_SORT = ("mem", True)
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -49,6 +51,7 @@ class ProcTable(KeyedTable):
         "proc--muted",
         "proc--warn",
         "proc--selected",
+        "proc--here",
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
@@ -59,11 +62,38 @@ class ProcTable(KeyedTable):
             tooltip="select or unselect the process",
         ),
         Binding("enter", "screen.plan", "Plan", show=False, tooltip="kill the selected processes (x)"),
+        # Where kill keys are not offered, pressing them says why (MainScreen.kill_refusal).
+        Binding("space", "screen.refuse('toggle_select')", show=False),
+        Binding("enter", "screen.refuse('plan')", show=False),
+        Binding(
+            "right", "scroll_command(1)", "Command →", show=False, tooltip="show more of the command lines"
+        ),
+        Binding("left", "scroll_command(-1)", "Command ←", show=False, tooltip="back towards their start"),
+        Binding("home", "scroll_command(0)", "Command start", show=False, tooltip="their start again"),
     ]
+    COMMAND_STEP = 16  # characters per press of → or ←
+
+    class CommandScrolled(Message):
+        """The command column shows another part of the command lines: the rows need a new sync."""
 
     def __init__(self, *, id: str | None = None, selectable: bool = True) -> None:
         super().__init__(id=id)
         self.selectable = selectable
+        # Where the command column starts in each command line: → and ← move it, as in nvitop (the
+        # other columns stay in place, so the PID and the memory stay in view).
+        self.command_offset = 0
+        self._longest_command = 0
+
+    def action_scroll_command(self, direction: int) -> None:
+        if direction == 0:
+            offset = 0
+        else:
+            offset = self.command_offset + direction * self.COMMAND_STEP
+            # No further than the end of the longest line at the right edge of the column.
+            offset = max(0, min(offset, self._longest_command + 1 - self.width_of("command")))
+        if offset != self.command_offset:
+            self.command_offset = offset
+            self.post_message(self.CommandScrolled())
 
     def available_columns(self) -> tuple[Column, ...]:
         if self.selectable:
@@ -81,6 +111,7 @@ class ProcTable(KeyedTable):
         if scope.gpu is not None:
             procs = tuple(p for p in procs if scope.gpu in p.gpus)
         needle = filter_text.casefold()
+        self._longest_command = max((len(kinds.command(p)) for p in procs), default=0)
         rows: dict[str, Row] = {}
         for proc in procs:
             if needle and not matches(proc, needle):
@@ -96,17 +127,25 @@ class ProcTable(KeyedTable):
         else:
             mem = proc.gpu_bytes if proc.gpu_memory else None
         command = kinds.command(proc)
-        note = kinds.note(proc, sample)
-        # The note first: for a ghost, hidden holder or zombie it matters more than the command.
-        cmd = Cell.parts((note, self.style_of("proc--note")), sort_key=command.casefold())
-        if command:
-            cmd.append((" · " if note else "") + command)
+        note_style = self.style_of("proc--note")
+        # The note first: for a ghost, hidden holder or zombie it matters more than the command. Its
+        # PIDs are kept whole when the column is narrow; the words give way (table.fit).
+        cmd = Cell(sort_key=command.casefold())
+        if self.command_offset:  # scrolled: the rest of the command line, the start cut off
+            cmd.add(ELLIPSIS + command[self.command_offset :] if command else "", "")
+        else:
+            note = kinds.note_parts(proc, sample)
+            for text, number in note:
+                cmd.add(text, note_style, keep=number)
+            if command:
+                cmd.add((" · " if note else "") + command)
         state = proc.state or "-"
         return {
             "sel": Cell("●" if selected else " ", self.style_of("proc--selected"), sort_key=not selected),
             "pid": Cell(str(proc.pid), sort_key=proc.pid),
             "user": Cell(fmt.safe(proc.user, 32) or "-", "" if proc.user else muted),
             "kind": Cell(kinds.label(proc.kind), kind_style, sort_key=kinds.ORDER.get(proc.kind, 9)),
+            "gpu": self.gpus_cell(proc, gpu),
             "mem": Cell(fmt_bytes(mem) if mem is not None else "-", kind_style, sort_key=mem or 0),
             "cpu": Cell(fmt_percent(proc.cpu_percent), sort_key=proc.cpu_percent or 0.0),
             "rss": Cell(fmt_bytes(proc.rss), sort_key=proc.rss or 0),
@@ -114,6 +153,18 @@ class ProcTable(KeyedTable):
             "elapsed": Cell(fmt_duration(proc.elapsed), sort_key=proc.elapsed or 0.0),
             "command": cmd,
         }
+
+    def gpus_cell(self, proc: Proc, gpu: int | None) -> Cell:
+        """The GPUs a process uses or holds (`0,1`, `0-3`); in a GPU's view, that GPU stands out."""
+        if not proc.gpus:
+            return Cell("-", self.style_of("proc--muted"), sort_key=(1, ()))
+        cell = Cell(sort_key=(0, tuple(sorted(proc.gpus))))
+        for i, (text, indexes) in enumerate(index_runs(proc.gpus)):
+            if i:
+                cell.add(",")
+            here = gpu is not None and gpu in indexes
+            cell.add(text, self.style_of("proc--here") if here else "", keep=True)
+        return cell
 
     @property
     def cursor_proc_key(self) -> ProcKey | None:

@@ -9,9 +9,11 @@ from rich.text import Text
 from textual.widgets import Static
 
 from gputui.fleet import CONNECTING, DOWN, LIVE, REASONS, STALE, HostView
+from gputui.words import count
 
 from .. import fmt, kinds
 from .host_list import DOTS, busy_total
+from .table import Cell, fit_end
 
 
 class StyledStatic(Static):
@@ -23,6 +25,7 @@ class StyledStatic(Static):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
         self._last: tuple[object, ...] | None = None
+        self._text = Text()
 
     def style_of(self, name: str) -> Style:
         return self.get_component_rich_style(name, partial=True)
@@ -31,7 +34,23 @@ class StyledStatic(Static):
         signature = (text.plain, tuple(text.spans))
         if signature != self._last:
             self._last = signature
-            self.update(text)
+            self._text = text
+            self.update(self._shown(text))
+
+    def _shown(self, text: Text) -> Text:
+        return text
+
+
+class OneLine(StyledStatic):
+    """A one-line StyledStatic cut at its end when the terminal is narrow, with an ellipsis, never
+    inside a number (widgets.table.fit_end)."""
+
+    def _shown(self, text: Text) -> Text:
+        return fit_end(Cell.numbers(text), self.size.width) if self.size.width > 0 else text
+
+    def on_resize(self) -> None:
+        if self._last is not None:
+            self.update(self._shown(self._text))
 
 
 def _age(seconds: float | None) -> str:
@@ -40,7 +59,7 @@ def _age(seconds: float | None) -> str:
     return f"{seconds:.1f}s" if seconds < 10 else fmt.age(seconds)
 
 
-class StatusLine(StyledStatic):
+class StatusLine(OneLine):
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "status--name",
         "status--muted",
@@ -108,7 +127,7 @@ class StatusLine(StyledStatic):
         if read_only:
             text.append("  ")
             text.append(" READ-ONLY ", self.style_of("status--badge"))
-        text.append(f"  {len(views)} hosts: ", muted)
+        text.append(f"  {count(len(views), 'host')}: ", muted)
         counts = {s: sum(1 for v in views if v.status == s) for s in (LIVE, STALE, DOWN, CONNECTING)}
         first = True
         for status, n in counts.items():
@@ -118,11 +137,11 @@ class StatusLine(StyledStatic):
                 first = False
         used = sum(busy.get(v.name, (0, 0))[0] for v in views)
         total = sum(busy.get(v.name, (0, 0))[1] for v in views)
-        text.append(f"  ·  {total} GPUs: {total - used} free, {used} busy", muted)
+        text.append(f"  ·  {count(total, 'GPU')}: {total - used} free, {used} busy", muted)
         self.set_text(text)
 
 
-class Legend(StyledStatic):
+class Legend(OneLine):
     COMPONENT_CLASSES: ClassVar[set[str]] = {*kinds.STYLE.values(), "gpu--free", "status--muted"}
 
     def on_mount(self) -> None:

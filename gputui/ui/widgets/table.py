@@ -13,19 +13,33 @@ itself, drops that row's cache entries before the next render and marks only the
 Adding, removing and sorting rows still go through DataTable (they change every row's place).
 
 Columns have a priority: when the table is narrower than all of them need, the least important ones
-are left out, and put back when there is room (the only time the table is rebuilt).
+are left out, and put back when there is room.
+
+What a cell shows is true or shows that it is cut (issue 12): a table is never wider than its pane, so
+its right edge cuts nothing. A column of numbers (`cut=False`: PIDs, memory, GPU indexes) is as wide
+as its widest cell, and grows when a wider one comes; a column of words (`cut=True`) gives way with
+an ellipsis, and inside such a cell the numbers marked `keep` stay whole: the words before them give
+way first (`dead PID; memo… 4125299…`), and a number that cannot fit is left out whole, never cut.
+The table is rebuilt only when the columns (or their widths) change.
+
+The keys 1-9 (and 0 for the tenth) sort by a column's place among all the table's sortable columns,
+shown or not, so a key means the same column at every width; a sort on a column that the width
+hides is kept (`hidden_sort` names it, for the pane's title).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Hashable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
+from rich.cells import cell_len
 from rich.console import JustifyMethod
 from rich.style import Style
 from rich.text import Text
 from textual import events
+from textual._two_way_dict import TwoWayDict
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.geometry import Region
@@ -34,33 +48,166 @@ from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowDoesNotExist, RowKey
 
+ELLIPSIS = "…"
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+Part = tuple[str, "str | Style"] | tuple[str, "str | Style", bool]  # (text, style[, keep whole])
+
 
 class Cell(Text):
-    """Text that knows how it sorts: `DataTable.sort` hands its key function cells, not rows."""
+    """Text that knows how it sorts (`DataTable.sort` hands its key function cells, not rows) and
+    which of its characters are numbers that must never be cut (`keep`: (start, end) offsets)."""
 
-    __slots__ = ("sort_key",)
+    __slots__ = ("keep", "sort_key")
 
     def __init__(self, text: str = "", style: str | Style = "", sort_key: Any = None) -> None:
         super().__init__(text, style=style, no_wrap=True, overflow="ellipsis", end="")
         self.sort_key = text.casefold() if sort_key is None else sort_key
+        self.keep: tuple[tuple[int, int], ...] = ()
 
     @classmethod
-    def parts(cls, *parts: tuple[str, str | Style], sort_key: Any = None) -> Cell:
-        """A cell from (text, style) pieces, e.g. a meter's filled and empty parts."""
+    def parts(cls, *parts: Part, sort_key: Any = None) -> Cell:
+        """A cell from (text, style) pieces, e.g. a meter's filled and empty parts; a piece
+        (text, style, True) is a number that a narrow column never cuts (see `fit`)."""
         cell = cls("", sort_key=sort_key if sort_key is not None else "")
-        for text, style in parts:
-            if text:
-                cell.append(text, style or None)
+        for part in parts:
+            cell.add(*part)
         if sort_key is None:
             cell.sort_key = cell.plain.casefold()
         return cell
+
+    @classmethod
+    def numbers(cls, text: str | Text, style: str | Style = "") -> Cell:
+        """A cell of words (and their styles) in which every number (`4121`, `1.5`, `12:01:03`)
+        is kept whole."""
+        rich = Text(text, style=style) if isinstance(text, str) else text
+        cell = cls(sort_key=rich.plain.casefold())
+        cell.append_text(rich)
+        cell.keep = tuple(m.span() for m in _NUMBER.finditer(rich.plain))
+        return cell
+
+    def add(self, text: str, style: str | Style = "", keep: bool = False) -> Cell:
+        """Append `text`; `keep`: it is a number, shown whole or not at all."""
+        if not text:
+            return self
+        if keep:
+            start = len(self)
+            self.keep = (*self.keep, (start, start + len(text)))
+        self.append(text, style or None)
+        return self
 
     def signature(self) -> Hashable:
         return (self.plain, self.style, tuple(self.spans))
 
 
+def fit(cell: Cell, width: int) -> Cell:
+    """`cell` in at most `width` cells, by the one rule of every table and the action log: words
+    give way with an ellipsis, the numbers in `cell.keep` are never cut.
+
+    In this order, until it fits: the words after the last number are cut at their end (down to
+    " …"); the words before each number, the last first, are cut at their end, the space before the
+    number kept (`memory he… 4121 …`); then the last number goes, whole, with what follows it (the
+    words before it show the cut)."""
+    if width <= 0 or cell.cell_len <= width:
+        return cell
+    segments = _segments(cell)
+    while True:
+        squeezed = _squeeze(segments, width)
+        if squeezed is not None:
+            out = Cell(sort_key=cell.sort_key)
+            out.justify = cell.justify
+            for text, keep in squeezed:
+                start = len(out.plain)
+                out.append_text(text)
+                if keep:
+                    out.keep = (*out.keep, (start, start + len(text.plain)))
+            return out
+        last = max((i for i, (_, keep) in enumerate(segments) if keep), default=None)
+        if last is None:  # words alone always fit: the tail goes down to "…"
+            break
+        # The last number goes, whole, with what follows it; the words before it show the cut.
+        before = segments[:last]
+        if before and not before[-1][1]:
+            words = before[-1][0].copy()
+            words.append(ELLIPSIS)
+            before[-1] = (words, False)
+        else:
+            before.append((Text(" " + ELLIPSIS), False))
+        segments = before
+    out = Cell(ELLIPSIS[:width], sort_key=cell.sort_key)
+    out.justify = cell.justify
+    return out
+
+
+def fit_end(cell: Cell, width: int) -> Cell:
+    """`cell` in at most `width` cells, cut at its end only (a line of prose: the status line), between
+    two words, so never inside a number; an ellipsis shows where."""
+    if width <= 0 or cell.cell_len <= width:
+        return cell
+    plain = cell.plain
+    at = 0
+    used = 0
+    while at < len(plain) and used + cell_len(plain[at]) <= width - 2:  # room for " …"
+        used += cell_len(plain[at])
+        at += 1
+    for start, end in cell.keep:
+        if start < at < end:
+            at = start
+    if 0 < at < len(plain) and not plain[at].isspace():  # at a word's end: `4× NVIDIA …`, not `4 …`
+        at = plain.rfind(" ", 0, at) + 1 or at
+    out = Cell(sort_key=cell.sort_key)
+    out.append_text(cell[:at])
+    out.rstrip()
+    out.append(" " + ELLIPSIS if out.plain and out.plain[-1].isdigit() else ELLIPSIS)
+    return out
+
+
+def _segments(cell: Cell) -> list[tuple[Text, bool]]:
+    """The cell as alternating runs of words (False) and numbers (True), with their styles."""
+    segments: list[tuple[Text, bool]] = []
+    at = 0
+    for start, end in sorted(cell.keep):
+        if start > at:
+            segments.append((cell[at:start], False))
+        segments.append((cell[start:end], True))
+        at = end
+    if at < len(cell.plain):
+        segments.append((cell[at:], False))
+    return segments
+
+
+def _squeeze(segments: list[tuple[Text, bool]], width: int) -> list[tuple[Text, bool]] | None:
+    """Cut the words (never the numbers) until the whole fits in `width`; None if it cannot."""
+    over = sum(t.cell_len for t, _ in segments) - width
+    out = list(segments)
+    last_number = max((i for i, (_, keep) in enumerate(out) if keep), default=-1)
+    for i in reversed(range(len(out))):
+        if over <= 0:
+            break
+        text, keep = out[i]
+        if keep:
+            continue
+        # A space parts a number from the ellipsis that follows or comes before it: `4121 …`,
+        # `memo… 4121`, never `4121…` (which reads as a number that was cut).
+        after_number = i > 0 and out[i - 1][1]
+        trail = 1 if i < last_number and text.plain.endswith(" ") else 0
+        body = text[: len(text.plain) - trail] if trail else text.copy()
+        size = max(2 if after_number else 1, body.cell_len - over)
+        if size >= body.cell_len:
+            continue
+        body.truncate(size, overflow="ellipsis")
+        if after_number and body.plain.startswith(ELLIPSIS):
+            body = Text.assemble(" ", body[: len(body.plain) - 1], ELLIPSIS)
+        if trail:
+            body.append(" ")
+        over -= text.cell_len - body.cell_len
+        out[i] = (body, False)
+    return out if over <= 0 else None
+
+
 @dataclass(frozen=True, slots=True)
 class Column:
+    """A table column: how wide, which is dropped first, how it sorts, whether it may be cut."""
+
     key: str
     label: str
     width: int | None = None  # None: as wide as the widest cell
@@ -68,8 +215,9 @@ class Column:
     nominal: int = 12  # the width to plan for when `width` is None
     descending: bool = False  # the first sort on this column puts the largest values on top
     justify: JustifyMethod = "left"
-    flex: bool = False  # takes the width the other columns leave (at least `nominal`)
+    flex: bool = False  # takes the width the other columns leave (at least `nominal`); words only
     sortable: bool = True  # counted by the 1-9 sort keys
+    cut: bool = False  # words, which give way with an ellipsis; False: numbers, never cut (it grows)
 
     @property
     def planned(self) -> int:
@@ -78,7 +226,7 @@ class Column:
 
 Row = dict[str, Cell]
 
-SORT_KEYS = "123456789"
+SORT_KEYS = "1234567890"  # the tenth sortable column is 0
 
 
 class KeyedTable(DataTable[Cell]):
@@ -99,22 +247,27 @@ class KeyedTable(DataTable[Cell]):
         Binding("g", "scroll_top", "Top", show=False),
         Binding("G", "scroll_bottom", "Bottom", show=False),
         Binding("1", "sort_column(1)", "Sort", key_display="1-9", show=True),
-        *[Binding(d, f"sort_column({d})", f"Sort by column {d}", show=False) for d in SORT_KEYS[1:]],
+        *[
+            Binding(d, f"sort_column({SORT_KEYS.index(d) + 1})", f"Sort by column {d}", show=False)
+            for d in SORT_KEYS[1:]
+        ],
     ]
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
-        # "renderable": the cursor row keeps the cells' colours (kinds, free GPUs) and adds its background.
+        # "css": the cursor row's text is the theme's foreground on the cursor's background, which reads
+        # at 4.5:1 in every theme (the cells' own colours would not; tests/ui/test_themes.py).
         super().__init__(
             id=id,
             classes=classes,
             cursor_type="row",
             zebra_stripes=False,
-            cursor_foreground_priority="renderable",
+            cursor_foreground_priority="css",
         )
         self._rows: dict[str, Row] = {}
         self._sort: tuple[str, bool] | None = self.DEFAULT_SORT
         self._shown: tuple[Column, ...] = ()
         self._widths: dict[str, int] = {}
+        self._content: dict[str, int] = {}  # the widest cell of each measured column (grows)
         self._palette: dict[str, Style] = {}
         self._palette_theme = ""
         self._stale_rows: set[RowKey] = set()  # updated in place: their cache entries go before a render
@@ -141,31 +294,71 @@ class KeyedTable(DataTable[Cell]):
     def available_columns(self) -> tuple[Column, ...]:
         return self.COLUMNS
 
+    def _measured(self, column: Column) -> bool:
+        """Columns whose width follows their cells: numbers, and words without a fixed width."""
+        return not column.flex and (not column.cut or column.width is None)
+
+    def _label_width(self, column: Column) -> int:
+        arrow = 1 if self.SORTABLE and column.sortable else 0  # room for the sort arrow
+        return len(column.label) + arrow
+
+    def _bounds(self, column: Column) -> tuple[int, int]:
+        """(the least, the most) width `column` takes."""
+        label = self._label_width(column)
+        content = self._content.get(column.key, 0)
+        if column.flex:
+            least = max(column.nominal, label)
+            return least, least
+        if not column.cut:  # numbers: as wide as the widest, always
+            width = max(column.width or 0, content, label)
+            return width, width
+        if column.width is not None:
+            width = max(column.width, label)
+            return width, width
+        want = max(content or column.nominal, label)
+        return min(want, max(column.nominal, label)), want
+
     def _fit(self, width: int) -> tuple[Column, ...]:
-        """The columns that fit in `width` cells, most important first; a flex column gets the rest."""
+        """The columns that fit in `width` cells, most important first, each with its width: words
+        without a fixed width grow towards their widest cell, a flex column takes the rest."""
         columns = self.available_columns()
         budget = width - 1  # the vertical scrollbar
-        chosen: set[str] = set()
-        if self.SORTABLE:  # room for the sort arrow next to the label
-            columns = tuple(
-                replace(c, width=len(c.label) + 1)
-                if c.sortable and c.width is not None and c.width <= len(c.label)
-                else c
-                for c in columns
-            )
-        for column in sorted(columns, key=lambda c: c.priority):
-            need = column.planned + 2 * self.cell_padding
+        pad = 2 * self.cell_padding
+        bounds = {c.key: self._bounds(c) for c in columns}
+        widths: dict[str, int] = {}
+        by_priority = sorted(columns, key=lambda c: c.priority)
+        for column in by_priority:
+            need = bounds[column.key][0] + pad
             if column.priority > 0 and need > budget:
                 continue
-            chosen.add(column.key)
+            widths[column.key] = bounds[column.key][0]
             budget -= need
-        return tuple(
-            replace(c, width=c.nominal + max(budget, 0)) if c.flex else c for c in columns if c.key in chosen
-        )
+        for column in by_priority:
+            if column.key in widths and budget > 0:
+                more = min(budget, bounds[column.key][1] - widths[column.key])
+                widths[column.key] += more
+                budget -= more
+        for column in columns:
+            if column.flex and column.key in widths:
+                # The rest; or, when even the columns that always show do not fit, less than its
+                # nominal width (down to its label) rather than a table wider than its pane.
+                least = self._label_width(column)
+                widths[column.key] = max(least, widths[column.key] + budget)
+                break
+        return tuple(replace(c, width=widths[c.key]) for c in columns if c.key in widths)
 
     def _on_resize(self, event: events.Resize) -> None:
         super()._on_resize(event)
+        self._measure()
         self.refit()
+
+    def _measure(self) -> None:
+        """The widest cell of each measured column, from every row (they only grow in between)."""
+        self._content = {
+            c.key: max((row[c.key].cell_len for row in self._rows.values()), default=0)
+            for c in self.available_columns()
+            if self._measured(c)
+        }
 
     def width_of(self, column: str) -> int:
         """The width column `column` has now (0 when it is not shown)."""
@@ -188,12 +381,19 @@ class KeyedTable(DataTable[Cell]):
             for column in shown:
                 self.add_column(self._label(column), width=column.width, key=column.key)
             for key, row in self._rows.items():
-                for column in shown:
-                    row[column.key].justify = column.justify
-                self.add_row(*(row[c.key] for c in shown), key=key)
+                self.add_row(*self._cells(row), key=key)
             self._apply_sort()
             self.move_to(cursor)
         self.post_message(self.Refitted())
+
+    def _cell(self, row: Row, column: Column) -> Cell:
+        """What a row shows in `column`: its cell, fitted to the column (the one rule, `fit`)."""
+        cell = row[column.key]
+        cell.justify = column.justify
+        return fit(cell, column.planned) if column.cut or column.flex else cell
+
+    def _cells(self, row: Row) -> list[Cell]:
+        return [self._cell(row, c) for c in self._shown]
 
     def _label(self, column: Column) -> Text:
         if not (self.SORTABLE and column.sortable):
@@ -243,6 +443,8 @@ class KeyedTable(DataTable[Cell]):
         cursor = self.cursor_key
         sort_key = self._sort[0] if self._sort else None
         reorder = False
+        wider = False
+        measured = {c.key for c in self.available_columns() if self._measured(c)}
         with self.app.batch_update():
             candidates = self._rows.keys() if replace is None else replace
             for key in [k for k in candidates if k in self._rows and k not in rows]:
@@ -251,25 +453,41 @@ class KeyedTable(DataTable[Cell]):
                 self.changes += 1
                 reorder = True
             for key, row in rows.items():
-                for column in self._shown:
-                    row[column.key].justify = column.justify
                 old = self._rows.get(key)
                 self._rows[key] = row
                 if old is None:
-                    self.add_row(*(row[c.key] for c in self._shown), key=key)
+                    wider = self._widen(row, measured) or wider
+                    self.add_row(*self._cells(row), key=key)
                     self.changes += 1
                     reorder = True
                     continue
+                changed = {k for k, cell in row.items() if cell.signature() != old[k].signature()}
+                if changed:
+                    wider = self._widen(row, measured & changed) or wider
                 for column in self._shown:
-                    new = row[column.key]
-                    if new.signature() != old[column.key].signature():
-                        self._put(key, column.key, new)
-                        if column.key == sort_key and new.sort_key != old[column.key].sort_key:
-                            reorder = True
+                    if column.key in changed:
+                        self._put(key, column.key, self._cell(row, column))
+                if sort_key in changed and row[sort_key].sort_key != old[sort_key].sort_key:
+                    reorder = True
+            if wider and self.size.width > 0:
+                shown = self._fit(self.size.width)
+                if shown != self._shown:
+                    self._rebuild(shown)
+                    return True
             if reorder:
                 self._apply_sort()
                 self.move_to(cursor)
         return reorder
+
+    def _widen(self, row: Row, columns: Collection[str]) -> bool:
+        """Note the cells of `row` in `columns` that are wider than their column's widest so far."""
+        wider = False
+        for key in columns:
+            width = row[key].cell_len
+            if width > self._content.get(key, 0):
+                self._content[key] = width
+                wider = True
+        return wider
 
     # -- updating cells in place -------------------------------------------------------------
 
@@ -329,6 +547,7 @@ class KeyedTable(DataTable[Cell]):
     def forget(self) -> None:
         """Drop every row (a different host is shown now: this is a new table, not a refresh)."""
         self._rows.clear()
+        self._content.clear()
         with self.app.batch_update():
             self.clear()
 
@@ -341,13 +560,23 @@ class KeyedTable(DataTable[Cell]):
         if self._sort is None or not self.row_count:
             return
         column, reverse = self._sort
-        if ColumnKey(column) not in self.columns:
+        if ColumnKey(column) in self.columns:
+            self.sort(column, key=_sort_key, reverse=reverse)
             return
-        self.sort(column, key=_sort_key, reverse=reverse)
+        # A column the width hides: its cells are in the rows kept here, not in DataTable's. Sorted as
+        # DataTable.sort does it (tests/ui/test_sorting.py checks that these internals still hold).
+        rows = self._rows
+        ordered = sorted(self._data, key=lambda k: rows[k.value][column].sort_key, reverse=reverse)  # type: ignore[index]
+        self._row_locations = TwoWayDict({key: index for index, key in enumerate(ordered)})
+        self._update_count += 1
+        self.refresh()
+
+    def _column(self, key: str) -> Column | None:
+        return next((c for c in self.available_columns() if c.key == key), None)
 
     def sort_by(self, column: str, reverse: bool | None = None) -> None:
-        """Sort by `column`; `reverse=None` flips the order when it already sorts by it."""
-        spec = next((c for c in self._shown if c.key == column), None)
+        """Sort by `column` (shown or not); `reverse=None` flips the order when it already sorts by it."""
+        spec = self._column(column)
         if spec is None or not spec.sortable:
             return
         if reverse is None:
@@ -361,10 +590,23 @@ class KeyedTable(DataTable[Cell]):
             self.columns[ColumnKey(c.key)].label = self._label(c)
         self._apply_sort()
         self.move_to(cursor, scroll=True)
+        self.post_message(self.Sorted())
+
+    class Sorted(Message):
+        """The sort changed: the pane's title may say which hidden column it sorts by."""
 
     @property
     def sort_column(self) -> tuple[str, bool] | None:
         return self._sort
+
+    def hidden_sort(self) -> str:
+        """ "sorted by RSS ▼ (column hidden)" when the sort column is left out at this width, else ""."""
+        if self._sort is None or not self.SORTABLE or self._sort[0] in self._widths:
+            return ""
+        spec = self._column(self._sort[0])
+        if spec is None:
+            return ""
+        return f"sorted by {spec.label} {'▼' if self._sort[1] else '▲'} (column hidden)"
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "sort_column":
@@ -372,8 +614,15 @@ class KeyedTable(DataTable[Cell]):
         return True
 
     def sortable_columns(self) -> list[Column]:
-        """The shown columns that the keys 1-9 sort by, in order."""
-        return [c for c in self._shown if c.sortable] if self.SORTABLE else []
+        """The columns that the keys 1-9 and 0 sort by, in order: all of them, shown or not."""
+        return [c for c in self.available_columns() if c.sortable][: len(SORT_KEYS)] if self.SORTABLE else []
+
+    @classmethod
+    def sort_keys_text(cls) -> str:
+        """`1 PID · 2 User · …`: which key sorts by which column (the help lists it)."""
+        columns = [c for c in cls.COLUMNS if c.sortable][: len(SORT_KEYS)] if cls.SORTABLE else []
+        # A no-break space keeps each number with its column when the line wraps.
+        return " · ".join(f"{SORT_KEYS[i]}\u00a0{c.label.strip()}" for i, c in enumerate(columns))
 
     def action_sort_column(self, number: int) -> None:
         columns = self.sortable_columns()
