@@ -36,6 +36,7 @@ from ..widgets.host_list import ALL_HOSTS, HostList, busy_total
 from ..widgets.proc_table import ProcScope, ProcTable
 from ..widgets.status import HostNotice, Legend, StatusLine
 from ..widgets.table import KeyedTable
+from .gpu_detail import GpuDetailScreen
 
 NARROW = 100  # columns: below this the host list starts hidden (b shows it)
 KILL_ACTIONS = ("toggle_select", "free_gpu", "free_host", "plan")
@@ -71,6 +72,7 @@ class MainScreen(Screen[None]):
         Binding("f", "refuse('free_gpu')", show=False),
         Binding("F", "refuse('free_host')", show=False),
         Binding("x", "refuse('plan')", show=False),
+        Binding("i", "gpu_detail", "GPU view", tooltip="the GPU under the cursor: memory, settings, history"),
         Binding("l", "toggle_log", "Log", tooltip="show or hide the action log"),
         Binding("b", "toggle_hosts", "Host list", show=False, tooltip="show or hide the host list"),
         Binding("left_square_bracket", "step_host(-1)", "Previous host", key_display="[", show=False),
@@ -521,6 +523,20 @@ class MainScreen(Screen[None]):
             if procs:
                 requests.append(Request(host, "processes", processes=procs))
         return requests
+
+    def action_gpu_detail(self) -> None:
+        scope = self.current_scope()
+        if scope is None:
+            self.notify("No GPU here yet.")
+            return
+        gpu = scope.gpu
+        if gpu is None:  # the host's "all" row: its first GPU ([ and ] step through the others)
+            sample = self.dash.fleet.view(scope.host).sample
+            if sample is None or not sample.gpus:
+                self.notify(f"{scope.host} has no GPU to show.", markup=False)
+                return
+            gpu = sample.gpus[0].index
+        self.app.push_screen(GpuDetailScreen(scope.host, gpu))
 
     def action_free_gpu(self) -> None:
         scope = self.current_scope()
