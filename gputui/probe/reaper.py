@@ -31,10 +31,10 @@ signals, no link), it is on no GPU a verdict reports, and no ghost of the plan's
 keep memory of a plan GPU (a ghost's child that left its session), NVML would still list that
 memory's owner there: no confirmation, and the full scan at the timeout names it among the
 suspects, as before. tests/probe/test_rescan.py proves the rule on generated process trees and on
-real processes. A full scan (every link of every
-process: 0.8 s with 2,000 processes) only where the scope needs one: the first rescan of a plan that
-sweeps the unattributed holders (the later looks re-read every holder it knows), and the final look
-of a verification that timed out (its verdict names every possible holder of the memory still used).
+real processes. A full scan (every link of every process: 0.8 s with 2,000 processes) only where the
+scope needs one: the first rescan of a plan that sweeps the unattributed holders (the later looks
+re-read every holder it knows), and the final look of a verification that timed out (its verdict
+names every possible holder of the memory still used).
 
 Without pidfds (Python 3.8 on an architecture whose syscall numbers are unknown, or a kernel before
 5.3) the engine says so in the `accepted` event and falls back to a start-time check right before
