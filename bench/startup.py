@@ -25,9 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gputui.config import HostSpec
-from gputui.transport.bootstrap import boot_argv, build_payload, local_argv, probe_argv
-from tests.cudajob import CudaJob
+from gputui.config import HostSpec  # noqa: E402
+from gputui.transport.bootstrap import boot_argv, build_payload, local_argv, probe_argv  # noqa: E402
+from tests.cudajob import CudaJob  # noqa: E402
 
 PY = sys.executable
 
@@ -100,7 +100,7 @@ def main() -> int:
     for _ in range(args.runs):
         job = CudaJob(args.gib, gpu=0)
         try:
-            took, rc, out = timed([PY, "-m", "gputui", "clean", "--pid", str(job.pid), "--yes"])
+            took, rc, _ = timed([PY, "-m", "gputui", "clean", "--pid", str(job.pid), "--yes"])
             clean.append(took)
             codes.add(rc)
         finally:

@@ -71,13 +71,13 @@ def test_the_preflight_reading_of_a_real_gpu():
     probe = started_probe()
     try:
         sample = probe.sample(full=True, preflight=True)
-        print("preflight cost: %s ms" % sample["cost_ms"]["preflight"])
+        print(f"preflight cost: {sample['cost_ms']['preflight']} ms")
         for gpu in sample["gpus"]:
             reading = gpu["preflight"]
             assert isinstance(reading, dict)
             nulls = sorted(k for k, v in reading.items() if v is None)
-            print("GPU %d preflight: %s" % (gpu["index"], json.dumps(reading)))
-            print("GPU %d null fields: %s" % (gpu["index"], ", ".join(nulls) or "none"))
+            print(f"GPU {gpu['index']} preflight: {json.dumps(reading)}")
+            print(f"GPU {gpu['index']} null fields: {', '.join(nulls) or 'none'}")
             for key in PREFLIGHT_KEYS:
                 assert key in reading, key
             assert isinstance(reading["throttle"], list)
@@ -118,13 +118,13 @@ def gputui(*args: str, timeout: float = 60.0) -> tuple[int, str, float]:
 def test_wait_after_clean_reports_ready(cuda_job):
     job = cuda_job(gib=2.0, gpu=0)
     rc, out, took = gputui("clean", "--pid", str(job.pid), "--yes")
-    print("clean: rc %d in %.3f s\n%s" % (rc, took, out))
+    print(f"clean: rc {rc} in {took:.3f} s\n{out}")
     assert rc == 0, out
     job.proc.wait(5)
     rc, out, took = gputui("wait", "--settle", "1", "--timeout", "30", "--json")
-    print("wait --settle 1: rc %d in %.3f s\n%s" % (rc, took, out))
+    print(f"wait --settle 1: rc {rc} in {took:.3f} s\n{out}")
     assert rc == 0, out
     assert 1.0 <= took < 30.0
     rc, out, took = gputui("wait", "--timeout", "10")
-    print("wait on ready GPUs: rc %d in %.3f s" % (rc, took))
+    print(f"wait on ready GPUs: rc {rc} in {took:.3f} s")
     assert rc == 0, out

@@ -377,7 +377,7 @@ async def test_local_probe_on_the_apps_python_is_this_installation_whatever_the_
     trap.mkdir(parents=True)
     (tmp_path / "gputui" / "__init__.py").write_text("")
     (trap / "__init__.py").write_text("")
-    (trap / "__main__.py").write_text("open(%r, 'w').write('ran')\n" % str(tmp_path / "trap-ran"))
+    (trap / "__main__.py").write_text(f"open({str(tmp_path / 'trap-ran')!r}, 'w').write('ran')\n")
     monkeypatch.chdir(tmp_path)
     link = LocalLink(probe_host("here"), interval=0.1)
     assert link.direct and link._payload == b""
