@@ -25,15 +25,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .killoptions import KillOptions, PlanError
 from .model import Proc, Sample, brief_command
 from .probe.common import (
-    DEFAULT_SIGNALS,
     KILL_WAIT_S,
-    MAX_TIMEOUT,
     POLL_S,
     SIGNAL_PLANS,
-    TERM_TIMEOUT,
-    VERIFY_TIMEOUT,
     plan_deadline,
     plan_silence_limit,
 )
@@ -54,38 +51,6 @@ SIGNAL_WORDS = {
     "int": "SIGINT, then SIGTERM, then SIGKILL",
     "kill": "SIGKILL at once",
 }
-
-
-class PlanError(ValueError):
-    """The request cannot be planned (an unknown GPU index, say); the message says why."""
-
-
-def _seconds(value: float, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_TIMEOUT:
-        raise PlanError(
-            f"the {what} timeout must be a number of seconds in (0, {MAX_TIMEOUT:g}], not {value!r}"
-        )
-    return float(value)
-
-
-# -- the operator's options: one owner of the defaults ---------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class KillOptions:
-    """How a plan kills: the signal sequence and its timeouts. The defaults live here (and in the
-    probe's common module, which they come from); the config's [kill] table and the CLI flags
-    override them, and the dialog can change them for one plan."""
-
-    signals: str = DEFAULT_SIGNALS  # a key of SIGNAL_PLANS: "term", "int" or "kill"
-    term_timeout: float = TERM_TIMEOUT
-    verify_timeout: float = VERIFY_TIMEOUT
-
-    def __post_init__(self) -> None:
-        if self.signals not in SIGNAL_PLANS:
-            raise PlanError(f"signals must be one of {', '.join(SIGNAL_PLANS)}, not {self.signals!r}")
-        _seconds(self.term_timeout, "term")
-        _seconds(self.verify_timeout, "verify")
 
 
 @dataclass(frozen=True, slots=True)

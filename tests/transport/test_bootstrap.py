@@ -386,9 +386,11 @@ async def test_local_probe_on_the_apps_python_is_this_installation_whatever_the_
         assert link.hello is not None and link.hello["type"] == "hello"
         cmdline = Path(f"/proc/{link.pid}/cmdline").read_bytes().split(b"\0")
         assert (
-            cmdline[1] == b"-c" and cmdline[3] == b"gputui-probe" and b"gputui.probe.__main__" in cmdline[2]
+            cmdline[1:3] == [b"-S", b"-c"]
+            and cmdline[4] == b"gputui-probe"
+            and b"gputui.probe.__main__" in cmdline[3]
         )
-        assert cmdline[4:6] == [b"--reader", b"sim"]
+        assert cmdline[5:7] == [b"--reader", b"sim"]
     finally:
         await link.close()
     assert not (tmp_path / "trap-ran").exists()
