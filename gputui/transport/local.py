@@ -1,6 +1,8 @@
-"""The local transport: the probe as a child process, started by the same bootstrap as over SSH.
+"""The local transport: the probe as a child process.
 
-No shell is involved: the bootstrap runs from an argv list (`[sudo -n] [wrap...] python -c BOOT`).
+On the app's own interpreter it is this installation's probe, started from its cached bytecode
+(`python -c LOCAL gputui-probe ...`); with another interpreter, sudo or a wrapper, the same bootstrap
+as over SSH sends it. No shell is involved: an argv list (`[sudo -n] [wrap...] python -c STAGE1`).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import sys
 
 from gputui.config import HostSpec
 from gputui.transport.base import TransportError
-from gputui.transport.bootstrap import Pipes, ProbeLink, boot_argv, build_payload, probe_argv
+from gputui.transport.bootstrap import Pipes, ProbeLink, boot_argv, build_payload, local_argv, probe_argv
 
 
 class _ProcessPipes(Pipes):
@@ -78,13 +80,26 @@ class LocalLink(ProbeLink):
         self.spec = spec or HostSpec(name="local")
         self.python = python or self.spec.python or sys.executable
         self.label = self.spec.name
+        # On the app's own interpreter, as the app's own user and outside any wrapper, the probe is
+        # this installation's, started from its cached bytecode; anywhere else, the bootstrap sends
+        # it, as over SSH (another python may lack gputui, or have another version of it).
+        self.direct = (
+            payload is None
+            and self.python == sys.executable
+            and not self.spec.sudo
+            and not self.spec.wrap_argv()
+        )
+        self._argv = probe_argv(self.spec, interval)
         if payload is None:
-            payload = build_payload(probe_argv(self.spec, interval))
+            payload = b"" if self.direct else build_payload(self._argv)
         super().__init__(payload, hello_timeout, close_timeout)
         self.pid: int | None = None
 
     async def _start(self) -> Pipes:
-        argv = boot_argv(self.python, sudo=self.spec.sudo, wrap=self.spec.wrap_argv())
+        if self.direct:
+            argv = local_argv(self.python, self._argv)
+        else:
+            argv = boot_argv(self.python, sudo=self.spec.sudo, wrap=self.spec.wrap_argv())
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv,
