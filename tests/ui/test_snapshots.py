@@ -58,6 +58,8 @@ def test_gpu_view(snap_compare: Any, theme: str) -> None:
         "no-driver",
         "plan-host",
         "plan-narrow",
+        "mig",
+        "mig-narrow",
     ],
 )
 def test_other_screens(snap_compare: Any, scene: str) -> None:
