@@ -195,5 +195,6 @@ SCENES = {
         Scene("ghost-view", (120, 40), _demo, _gpu_view(3, host=True)),  # demo-a's GPU 2: a ghost
         Scene("gpu-view-narrow", (80, 24), _preflight, _gpu_view(3)),  # GPU 2: throttling, cooling
         Scene("gpu-view-wide", (200, 50), _preflight, _gpu_view(4)),  # GPU 3: persistence off, ECC
+        Scene("gpu-view-mig", (120, 40), _mig, _gpu_view(1)),  # GPU 0 in MIG mode: three instances
     )
 }

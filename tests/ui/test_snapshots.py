@@ -51,6 +51,7 @@ def test_gpu_view(snap_compare: Any, theme: str) -> None:
         "preflight",
         "gpu-view-narrow",
         "gpu-view-wide",
+        "gpu-view-mig",
         "ghost",
         "filter",
         "narrow",
