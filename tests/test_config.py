@@ -190,7 +190,11 @@ def test_unknown_key_suggests_the_right_one(tmp_path):
         ("hosts = 3\n", 1, "'hosts' must be an array of tables"),
         ('[hosts]\naddress = "a"\n', 1, "'hosts' must be an array of tables"),
         ('[[hosts]]\nname = "a"\n\n[[hosts]]\nname = "a"\n', 5, "same name 'a' as #1"),
-        ('[kill]\nsignals = "hup"\n', 2, '\'signals\' in [kill] must be "term" or "int" or "kill"'),
+        (
+            '[kill]\nsignals = "stop"\n',
+            2,
+            '\'signals\' in [kill] must be "term" or "int" or "kill" or "hup" or "usr1"',
+        ),
         ("[kill]\nterm_timeout = 0\n", 2, "number of seconds more than 0 and at most 3600"),
         ("[kill]\nverify_timeout = nan\n", 2, "number of seconds more than 0"),
         ("[kill]\nverify_timeout = inf\n", 2, "number of seconds more than 0"),
