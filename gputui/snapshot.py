@@ -1,35 +1,22 @@
 """`gputui snapshot`: one sample of every host, as a table for people or versioned JSON for scripts.
 
-JSON schema (version 1): {"version": 1, "time": ..., "hosts": [HOST, ...]} where HOST is
-{"name", "status" ("live" | "down" | "no-gpu"), "reason", "message", "host" (the hello's host facts),
-"gpus" and "processes" (the probe's records, docs/PROTOCOL.md), "scan"}.
+The JSON document (schema version 1) is gputui.export's, which the dashboard's export writes too.
 """
 
 from __future__ import annotations
 
-import json
-import time
-from typing import Any, TextIO
+from typing import TextIO
 
+from .export import NO_GPU_CODES, SCHEMA_VERSION, as_json, dumps, host_status
 from .fleet import DOWN, REASONS, Fleet, HostView
 from .model import Proc, Sample
 from .textsafe import printable
 from .units import fmt_bytes, fmt_bytes_of, fmt_duration, fmt_gpus, fmt_percent
-from .words import count
+from .words import count, host_metrics_parts
 
-SCHEMA_VERSION = 1
-NO_GPU_CODES = ("no-driver", "no-gpu", "no-library", "no-permission")
+__all__ = ["NO_GPU_CODES", "SCHEMA_VERSION", "as_json", "dumps", "exit_code", "host_status", "render", "take"]
 
 EXIT_OK, EXIT_DOWN, EXIT_USAGE, EXIT_NO_GPU = 0, 1, 2, 3
-
-
-def host_status(view: HostView) -> tuple[str, str | None, str | None]:
-    """(status, reason code, message) of a host for a one-shot report."""
-    if view.facts is not None and view.facts.error_code in NO_GPU_CODES:
-        return "no-gpu", view.facts.error_code, view.facts.error_message
-    if view.sample is not None:
-        return "live", None, None
-    return DOWN, view.reason or "timeout", view.detail or "no sample arrived in time"
 
 
 def exit_code(views: list[HostView]) -> int:
@@ -39,26 +26,6 @@ def exit_code(views: list[HostView]) -> int:
     if any(s == "no-gpu" for s in statuses):
         return EXIT_NO_GPU
     return EXIT_OK
-
-
-def as_json(views: list[HostView]) -> dict[str, Any]:
-    hosts = []
-    for v in views:
-        status, reason, message = host_status(v)
-        raw = v.raw_sample or {}
-        hosts.append(
-            {
-                "name": v.name,
-                "status": status,
-                "reason": reason,
-                "message": message,
-                "host": (v.raw_hello or {}).get("host"),
-                "gpus": raw.get("gpus", []),
-                "processes": raw.get("processes", []),
-                "scan": raw.get("scan"),
-            }
-        )
-    return {"version": SCHEMA_VERSION, "time": time.time(), "hosts": hosts}
 
 
 KIND_NOTE = {
@@ -97,6 +64,9 @@ def render(views: list[HostView], out: TextIO, width: int = 120) -> None:
         if facts is not None and facts.read_only:
             head += "  [read-only]"
         print(head, file=out)
+        metrics = v.sample.host if v.sample is not None else None
+        if metrics is not None and host_metrics_parts(metrics):
+            print("   " + " · ".join(host_metrics_parts(metrics)), file=out)
         if status != "live":
             words = REASONS.get(reason or "", reason)
             print(f"   {status}: {words}: {printable(message or '')}", file=out)
@@ -155,6 +125,3 @@ async def take(fleet: Fleet, timeout: float) -> list[HostView]:
         await fleet.stop()
     return fleet.hosts
 
-
-def dumps(views: list[HostView]) -> str:
-    return json.dumps(as_json(views), indent=2, ensure_ascii=True)
