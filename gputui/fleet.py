@@ -75,7 +75,7 @@ class GpuHistory:
     memory: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     temperature: deque[float | None] = field(default_factory=lambda: deque(maxlen=HISTORY))
     power: deque[float | None] = field(default_factory=lambda: deque(maxlen=HISTORY))
-    times: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))  # time.monotonic()
+    times: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))  # the samples' times
 
     def temperature_slope(self, span: float = SLOPE_SPAN) -> float | None:
         """°C per minute over the last `span` seconds (a least-squares line, so one odd reading
@@ -127,6 +127,8 @@ class HostView:
     def record(self, sample: Sample) -> None:
         self.sample = sample
         self.received = time.monotonic()
+        # The probe's clock: a slope is not bent by the link's jitter (or a replay's speed).
+        stamp = sample.time if sample.time > 0 else time.time()
         for gpu in sample.gpus:
             if gpu.preflight is not None:
                 self.preflight[gpu.index] = gpu.preflight
@@ -138,7 +140,7 @@ class HostView:
             h.memory.append(100.0 * frac if frac is not None else 0.0)
             h.temperature.append(float(gpu.temperature) if gpu.temperature is not None else None)
             h.power.append(gpu.power_draw)
-            h.times.append(self.received)
+            h.times.append(stamp)
 
 
 Listener = Callable[[HostView, str, Any], None]

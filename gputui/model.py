@@ -125,6 +125,56 @@ def _by_index(value: Any) -> dict[int, int | None]:
 
 
 @dataclass(frozen=True, slots=True)
+class GpuShare:
+    """A process's utilization of one GPU, in percent (nvmlDeviceGetProcessUtilization, averaged
+    since the probe's previous reading): SM, memory controller, encoder, decoder."""
+
+    sm: int | None = None
+    mem: int | None = None
+    enc: int | None = None
+    dec: int | None = None
+
+    @classmethod
+    def from_wire(cls, d: Any) -> GpuShare | None:
+        if not isinstance(d, dict):
+            return None
+        return cls(**{k: _int(d.get(k), 0, 100) for k in ("sm", "mem", "enc", "dec")})
+
+
+def _shares(value: Any) -> dict[int, GpuShare] | None:
+    """{"0": share} per GPU, or None where the probe did not read it (off, unsupported, not due)."""
+    if not isinstance(value, dict):
+        return None
+    out: dict[int, GpuShare] = {}
+    for key, item in list(value.items())[:4096]:
+        share = GpuShare.from_wire(item)
+        if share is not None and isinstance(key, str) and key.isdecimal() and key.isascii() and len(key) < 6:
+            out[int(key)] = share
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ProcUtilState:
+    """How current a sample's per-process utilization is: on (read every `every` s, last `age` s
+    ago), off (the app asked for none), or unsupported (the driver or GPU does not give it)."""
+
+    state: str = "unsupported"
+    every: float | None = None
+    age: float | None = None
+
+    @classmethod
+    def from_wire(cls, d: Any) -> ProcUtilState:
+        if not isinstance(d, dict):
+            return cls()
+        state = d.get("state")
+        return cls(
+            state=state if state in ("on", "off", "unsupported") else "unsupported",
+            every=_float(d.get("every"), 0.0),
+            age=_float(d.get("age"), 0.0),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class HostFacts:
     """What a probe's hello says about its host (and why it cannot read GPUs, if it cannot)."""
 
@@ -353,6 +403,7 @@ class Proc:
     protected: str | None = None
     nspid: int | None = None
     container: str | None = None
+    gpu_util: dict[int, GpuShare] | None = field(default=None, hash=False, compare=False)
 
     @classmethod
     def from_wire(cls, d: dict[str, Any]) -> Proc | None:
@@ -384,12 +435,23 @@ class Proc:
             protected=_str(d.get("protected")),
             nspid=_pid(d.get("nspid")),
             container=_str(d.get("container")),
+            gpu_util=_shares(d.get("gpu_util")),
         )
 
     @property
     def key(self) -> tuple[int, int | None]:
         """A process's identity: a PID alone can be reused."""
         return (self.pid, self.start_time)
+
+    def sm_util(self, gpu: int | None = None) -> int | None:
+        """SM utilization on `gpu`, or the highest over its GPUs (None: not read)."""
+        if self.gpu_util is None:
+            return None
+        if gpu is not None:
+            share = self.gpu_util.get(gpu)
+            return share.sm if share is not None else None
+        values = [s.sm for s in self.gpu_util.values() if s.sm is not None]
+        return max(values) if values else None
 
     @property
     def gpu_bytes(self) -> int:
@@ -447,6 +509,7 @@ class Sample:
     full_scan: bool = False
     omitted: int = 0  # process records left out (by the probe's bound, or this one)
     host: HostMetrics | None = None  # the host's CPU, load, RAM, swap, uptime (None: an older probe)
+    proc_util: ProcUtilState = field(default_factory=ProcUtilState, hash=False, compare=False)
     cost_ms: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
 
     @classmethod
@@ -468,6 +531,7 @@ class Sample:
             omitted=max(0, len(raw) - MAX_PROCESSES) + (_count(d.get("processes_omitted")) or 0),
             host=HostMetrics.from_wire(d.get("host")),
             cost_ms={k: v for k, v in costs.items() if v is not None},
+            proc_util=ProcUtilState.from_wire(d.get("proc_util")),
         )
 
     def on_gpu(self, index: int) -> list[Proc]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from .model import IDLE_SLACK, Gpu, Preflight, Sample
 from .textsafe import printable
 from .units import fmt_bytes
-from .words import unaccounted_words
+from .words import count, unaccounted_words
 
 DEFAULT_UTIL_BELOW = 1  # percent: "utilization 0"
 
@@ -150,7 +150,7 @@ def preflight_flags(preflights: Mapping[int, Preflight]) -> dict[int, tuple[str,
         if p.throttle:
             flags.append("throttling: " + ", ".join(p.throttle))
         if p.ecc_uncorrected:
-            flags.append(f"{p.ecc_uncorrected} uncorrected ECC errors")
+            flags.append(count(p.ecc_uncorrected, "uncorrected ECC error"))
         if p.remap_failed:
             flags.append("a row remap failed")
         elif p.remap_pending:
