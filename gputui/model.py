@@ -472,7 +472,9 @@ class HostMetrics:
 
     cpu_percent: float | None = None  # busy share of all CPUs, 0-100
     cpus: int | None = None
-    load1: float | None = None
+    load1: float | None = None  # load averages over 1, 5 and 15 minutes
+    load5: float | None = None
+    load15: float | None = None
     memory_total: int | None = None  # bytes
     memory_used: int | None = None
     swap_total: int | None = None

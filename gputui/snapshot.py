@@ -129,4 +129,3 @@ async def take(fleet: Fleet, timeout: float) -> list[HostView]:
     finally:
         await fleet.stop()
     return fleet.hosts
-

@@ -36,13 +36,14 @@ def clock(t: float) -> str:
 
 
 def host_metrics_parts(m: HostMetrics, exact: bool = False) -> list[str]:
-    """`CPU 38% of 64 CPUs`, `load 12.25`, `RAM 40.1/125 GiB`, `swap 1.0 GiB` (or `no swap`), `up 3d04h`;
+    """`CPU 38% of 64 CPUs`, `load 12.25 10.10 9.80`, `RAM 40.1/125 GiB`, `swap 1.0 GiB` (or `no swap`), `up 3d04h`;
     what the probe could not read is left out. `exact`: memory in whole MiB."""
     parts = []
     if m.cpu_percent is not None:
         parts.append(f"CPU {fmt_percent(m.cpu_percent)}" + (f" of {count(m.cpus, 'CPU')}" if m.cpus else ""))
-    if m.load1 is not None:
-        parts.append(f"load {fmt_load(m.load1)}")
+    loads = [m.load1, m.load5, m.load15]
+    if any(x is not None for x in loads):
+        parts.append("load " + " ".join(fmt_load(x) for x in loads))
     if m.memory_used is not None and m.memory_total is not None:
         parts.append(f"RAM {fmt_memory_of(m.memory_used, m.memory_total, exact)}")
     if m.swap_total == 0:

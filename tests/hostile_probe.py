@@ -181,6 +181,8 @@ def host_metrics() -> dict:
         "cpu_percent": 37.5,
         "cpus": 64,
         "load1": 12.25,
+        "load5": 10.5,
+        "load15": 9.75,
         "memory_total": 2 << 40,
         "memory_used": 1 << 40,
         "swap_total": 8 << 30,

@@ -126,7 +126,9 @@ async def test_good_mode_is_live_and_contained():
         assert await wait_for(lambda: len(watch.samples) >= 3)
         assert view.status == LIVE and view.sample.processes[0].pid == USER_PID
         watch.contained()
-        assert view.sample.host == HostMetrics(37.5, 64, 12.25, 2 << 40, 1 << 40, 8 << 30, 1 << 30, 864000.5)
+        assert view.sample.host == HostMetrics(
+            37.5, 64, 12.25, 10.5, 9.75, 2 << 40, 1 << 40, 8 << 30, 1 << 30, 864000.5
+        )
 
 
 def in_domain(metrics: HostMetrics | None) -> list[str]:
@@ -147,10 +149,12 @@ def in_domain(metrics: HostMetrics | None) -> list[str]:
 
 
 def test_host_metrics_are_taken_field_by_field_within_the_wire_limits():
-    good = {"cpu_percent": 50, "cpus": 8, "load1": 1, "memory_total": 100, "memory_used": 40}
-    assert HostMetrics.from_wire(good) == HostMetrics(50.0, 8, 1.0, 100, 40)
+    good = {"cpu_percent": 50, "cpus": 8, "load1": 1, "load15": 2.5, "memory_total": 100, "memory_used": 40}
+    assert HostMetrics.from_wire(good) == HostMetrics(
+        cpu_percent=50.0, cpus=8, load1=1.0, load15=2.5, memory_total=100, memory_used=40
+    )
     for hostile in (
-        {"cpu_percent": 100.5, "cpus": 0, "load1": -0.1, "uptime": float("nan")},
+        {"cpu_percent": 100.5, "cpus": 0, "load1": -0.1, "load5": 1e7, "uptime": float("nan")},
         {"cpu_percent": True, "cpus": 8.0, "load1": "1", "memory_total": 1 << 61, "uptime": 1e300},
         {"memory_total": 100, "memory_used": 101, "swap_total": None, "swap_used": 5},
         {"cpus": 10**4000, "load1": [1], "memory_used": {"x": 1}, "uptime": -5},

@@ -88,10 +88,10 @@ def test_host_metrics_words() -> None:
     from gputui.model import HostMetrics
     from gputui.words import host_metrics_parts
 
-    m = HostMetrics(37.5, 64, 12.25, 2048 * GIB, 1024 * GIB, 8 * GIB, GIB, 864000.5)
+    m = HostMetrics(37.5, 64, 12.25, 10.1, 9.8, 2048 * GIB, 1024 * GIB, 8 * GIB, GIB, 864000.5)
     assert host_metrics_parts(m) == [
         "CPU 38% of 64 CPUs",
-        "load 12.25",
+        "load 12.25 10.10 9.80",
         "RAM 1024/2048 GiB",
         "swap 1.0 GiB",
         "up 10d00h",
@@ -99,3 +99,4 @@ def test_host_metrics_words() -> None:
     assert host_metrics_parts(m, exact=True)[2:4] == ["RAM 1048576/2097152 MiB", "swap 1024 MiB"]
     assert host_metrics_parts(HostMetrics(swap_total=0, swap_used=0)) == ["no swap"]
     assert host_metrics_parts(HostMetrics()) == []
+    assert host_metrics_parts(HostMetrics(load5=1.5)) == ["load - 1.50 -"]  # each in its place

@@ -11,7 +11,7 @@ Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
 
 import os
-from typing import Any, Dict, Optional, Tuple  # noqa: F401  (type comments)
+from typing import Any, Dict, List, Optional, Tuple  # noqa: F401  (type comments)
 
 from .procfs import PROC
 from .wire import HOST_LIMITS
@@ -110,14 +110,18 @@ def parse_meminfo(data):
     return out
 
 
-def _first_float(data):
-    # type: (Optional[bytes]) -> Optional[float]
-    if not data:
-        return None
-    try:
-        return float(data.split(None, 1)[0])
-    except (IndexError, ValueError):
-        return None
+def _floats(data, n):
+    # type: (Optional[bytes], int) -> List[Optional[float]]
+    """The first `n` numbers of a one-line /proc file (`/proc/loadavg`, `/proc/uptime`); None for
+    each one missing or unreadable."""
+    words = data.split(None, n)[:n] if data else []
+    out = []  # type: List[Optional[float]]
+    for i in range(n):
+        try:
+            out.append(float(words[i]))
+        except (IndexError, ValueError):
+            out.append(None)
+    return out
 
 
 def bounded(record):
@@ -168,11 +172,14 @@ class HostMetrics(object):
         mem = parse_meminfo(self._meminfo.read() or b"")
         total, available = mem.get("mem_total"), mem.get("mem_available")
         swap_total, swap_free = mem.get("swap_total"), mem.get("swap_free")
+        load1, load5, load15 = _floats(self._loadavg.read(), 3)
         return bounded(
             {
                 "cpu_percent": cpu_percent,
                 "cpus": cpus,
-                "load1": _first_float(self._loadavg.read()),
+                "load1": load1,
+                "load5": load5,
+                "load15": load15,
                 "memory_total": total,
                 "memory_used": total - available
                 if total is not None and available is not None and available <= total
@@ -181,6 +188,6 @@ class HostMetrics(object):
                 "swap_used": swap_total - swap_free
                 if swap_total is not None and swap_free is not None and swap_free <= swap_total
                 else None,
-                "uptime": _first_float(self._uptime.read()),
+                "uptime": _floats(self._uptime.read(), 1)[0],
             }
         )

@@ -20,7 +20,9 @@ MAX_INTERVAL = 3600.0  # seconds between samples, the slowest
 HOST_LIMITS = {
     "cpu_percent": (0.0, 100.0, float),  # busy share of all CPUs since the last sample
     "cpus": (1, 1 << 16, int),  # online CPUs
-    "load1": (0.0, 1e6, float),  # 1-minute load average
+    "load1": (0.0, 1e6, float),  # load averages over 1, 5 and 15 minutes
+    "load5": (0.0, 1e6, float),
+    "load15": (0.0, 1e6, float),
     "memory_total": (0, 1 << 60, int),  # bytes
     "memory_used": (0, 1 << 60, int),  # MemTotal - MemAvailable
     "swap_total": (0, 1 << 60, int),

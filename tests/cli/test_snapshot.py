@@ -84,7 +84,7 @@ def test_snapshot_carries_each_hosts_metrics_in_json_and_text():
     for host in json.loads(run.stdout)["hosts"]:
         metrics = host["metrics"]
         assert set(metrics) == {
-            "cpu_percent", "cpus", "load1", "memory_total", "memory_used", "swap_total", "swap_used", "uptime",
+            "cpu_percent", "cpus", "load1", "load5", "load15", "memory_total", "memory_used", "swap_total", "swap_used", "uptime",
         }  # fmt: skip
         assert 0 < metrics["memory_used"] <= metrics["memory_total"] and metrics["uptime"] > 0
     text = gputui("snapshot", "--demo").stdout

@@ -44,6 +44,8 @@ def test_every_metric_from_proc_files(tmp_path: Path) -> None:
         "cpu_percent": 75.0,
         "cpus": 2,
         "load1": 3.52,
+        "load5": 2.10,
+        "load15": 1.00,
         "memory_total": 16000000 * 1024,
         "memory_used": 4000000 * 1024,  # MemTotal - MemAvailable, as `free` counts it
         "swap_total": 2000000 * 1024,
@@ -73,6 +75,70 @@ def test_unreadable_or_garbled_files_are_null_never_an_error(tmp_path: Path) -> 
     got = HostMetrics(str(proc)).read()
     assert got == dict.fromkeys(HOST_LIMITS)
     assert HostMetrics(str(tmp_path / "nowhere")).read() == dict.fromkeys(HOST_LIMITS)
+
+
+@pytest.mark.parametrize(
+    ("files", "expect"),
+    [
+        # Partly readable: each figure stands alone.
+        ({"loadavg": b"1.50 garbage 0.25 1/2 3\n"}, {"load1": 1.5, "load5": None, "load15": 0.25}),
+        ({"loadavg": b"-1 -2 -3 1/2 3\n"}, {"load1": None, "load5": None, "load15": None}),
+        ({"loadavg": b"1e300 inf 2000000 1/2 3\n"}, {"load1": None, "load5": None, "load15": None}),
+        ({"loadavg": b""}, {"load1": None, "load5": None, "load15": None}),
+        ({"uptime": b"-5.0 1.0\n"}, {"uptime": None}),
+        ({"uptime": b"99999999999999999999 1\n"}, {"uptime": None}),
+        # Free over total (a torn read), totals past any real machine, negatives.
+        (
+            {"meminfo": b"MemTotal: 100 kB\nMemAvailable: 50 kB\nSwapTotal: 10 kB\nSwapFree: 20 kB\n"},
+            {"memory_total": 102400, "memory_used": 51200, "swap_total": 10240, "swap_used": None},
+        ),
+        (
+            {"meminfo": b"MemTotal: 99999999999999999999 kB\nMemAvailable: 1 kB\nSwapTotal: -4 kB\n"},
+            {"memory_total": None, "memory_used": None, "swap_total": None, "swap_used": None},
+        ),
+        # /proc/stat cut short, or with a negative counter: no CPU figure, the CPU count still read.
+        ({"stat": b"cpu  1 2\ncpu0 1 2\n"}, {"cpu_percent": None, "cpus": 1}),
+        ({"stat": b"cpu  -100 0 -100 -800 0 0 0 0 0 0\n"}, {"cpu_percent": None, "cpus": None}),
+    ],
+)
+def test_bad_proc_content_is_null_field_by_field(tmp_path: Path, files: dict, expect: dict) -> None:
+    proc = fake_proc(tmp_path / "proc")
+    for name, data in files.items():
+        (proc / name).write_bytes(data)
+    metrics = HostMetrics(str(proc))
+    got = metrics.read()
+    metrics.close()
+    assert set(got) == set(HOST_LIMITS)
+    for name, value in expect.items():
+        assert got[name] == value, name
+    untouched = fake_proc_expected()
+    for name in set(HOST_LIMITS) - set(expect) - {"cpu_percent"}:
+        assert got[name] == untouched[name], name
+
+
+def fake_proc_expected() -> dict:
+    return {
+        "cpus": 2,
+        "load1": 3.52,
+        "load5": 2.10,
+        "load15": 1.00,
+        "memory_total": 16000000 * 1024,
+        "memory_used": 4000000 * 1024,
+        "swap_total": 2000000 * 1024,
+        "swap_used": 500000 * 1024,
+        "uptime": 273600.25,
+    }
+
+
+def test_a_directory_or_unreadable_file_in_place_of_a_proc_file_is_null(tmp_path: Path) -> None:
+    proc = fake_proc(tmp_path / "proc")
+    (proc / "meminfo").unlink()
+    (proc / "meminfo").mkdir()  # EISDIR on read
+    (proc / "stat").unlink()
+    os.symlink(proc / "nowhere", proc / "stat")  # ENOENT on open
+    got = HostMetrics(str(proc)).read()
+    assert got["memory_total"] is None and got["cpu_percent"] is None and got["cpus"] is None
+    assert got["load1"] == 3.52 and got["uptime"] == 273600.25
 
 
 def test_available_over_total_is_no_used_figure() -> None:
@@ -124,7 +190,10 @@ def test_a_real_probe_sends_this_hosts_metrics_in_every_sample() -> None:
             if line[:3] == "cpu" and line[3:4].isdigit()
         )
         assert host["cpus"] == online
-        assert host["uptime"] > 0 and host["load1"] >= 0
+        assert host["uptime"] > 0 and host["load1"] >= 0 and host["load5"] >= 0 and host["load15"] >= 0
+        assert [host["load1"], host["load5"], host["load15"]] == pytest.approx(
+            [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]], abs=1.0
+        )
         assert sample["cost_ms"]["host"] >= 0
     # The first reading is taken when the probe starts: every sample has a CPU figure.
     assert all(0 <= s["host"]["cpu_percent"] <= 100 for s in samples)
