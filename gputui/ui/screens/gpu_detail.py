@@ -92,6 +92,7 @@ class GpuDetailScreen(Screen[None]):
         Binding(
             "r", "reset", "Reset GPU", tooltip="the reset ladder, for orphaned memory: dry run, then confirm"
         ),
+        Binding("m", "app.toggle_mib", "MiB", show=False, tooltip="memory in exact MiB (again: GiB)"),
         Binding("question_mark", "app.help", "Help", key_display="?"),
     ]
 

@@ -97,8 +97,9 @@ class MainScreen(Screen[None]):
             "z,Z",
             "toggle_pause",
             "Pause",
+            key_display="z",
             show=False,
-            tooltip="freeze the view to read it (samples still arrive); again: resume and catch up",
+            tooltip="pause: freeze the view, samples still kept (again: resume)",
         ),
         Binding("m", "app.toggle_mib", "MiB", show=False, tooltip="memory in exact MiB (again: GiB)"),
     ]

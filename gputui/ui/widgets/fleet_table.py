@@ -60,9 +60,17 @@ class FleetTable(KeyedTable):
         "host--connecting",
     }
 
+    HOST_COLUMNS = ("cpu", "ram")
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._keys_of: dict[str, set[str]] = {}
+        self._metrics_seen = False  # no host's probe sends its load (an older one): no CPU, RAM columns
+
+    def available_columns(self) -> tuple[Column, ...]:
+        if self._metrics_seen:
+            return self.COLUMNS
+        return tuple(c for c in self.COLUMNS if c.key not in self.HOST_COLUMNS)
 
     def show_hosts(
         self, views: list[HostView], order: dict[str, int], filter_text: str = "", free_only: bool = False
@@ -71,6 +79,9 @@ class FleetTable(KeyedTable):
         rows: dict[str, Row] = {}
         replace: set[str] = set()
         needle = filter_text.casefold()
+        if not self._metrics_seen and any(v.sample is not None and v.sample.host is not None for v in views):
+            self._metrics_seen = True
+            self.refit()
         for view in views:
             replace |= self._keys_of.get(view.name, set())
             mine = self.host_rows(view, order.get(view.name, 0), needle, free_only)
