@@ -81,6 +81,8 @@ def test_misc_screens(snap_compare: Any, scene: str) -> None:
         "no-driver",
         "plan-host",
         "plan-narrow",
+        "mig",
+        "mig-narrow",
     ],
 )
 def test_other_screens(snap_compare: Any, scene: str) -> None:
