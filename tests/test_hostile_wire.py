@@ -450,7 +450,8 @@ async def test_escapes_in_every_field_render_literally_in_the_app():
     fleet, view, links = hostile_fleet("escapes", NAME)
     watch = Watch(fleet, view, links)
     app = make_app(fleet, interval=0.2)
-    async with app.run_test(size=(200, 50)) as pilot:
+    # Wide enough for the whole host header: the host's load comes before the (hostile) driver facts.
+    async with app.run_test(size=(320, 50)) as pilot:
         deadline = time.monotonic() + 30
         while view.status != LIVE and time.monotonic() < deadline:
             await pilot.pause(0.05)
