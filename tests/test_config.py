@@ -348,3 +348,15 @@ def test_gputui_clean_honours_the_kill_table_and_its_flags_override_it(tmp_path,
     [host] = json.loads(capsys.readouterr().out)["hosts"]
     assert host["plan"]["signals"] == [] and host["plan"]["term_timeout"] == 2.5
     assert host["plan"]["verify_timeout"] == 4
+
+
+def test_the_columns_table_hides_columns_by_key():
+    cfg = config.parse_config('[columns]\nhide_processes = ["rss", "elapsed"]\nhide_gpus = []\n')
+    assert cfg.hidden_columns == {"processes": frozenset({"rss", "elapsed"}), "gpus": frozenset()}
+    assert config.parse_config("").hidden_columns == {}
+    with pytest.raises(ConfigError, match=r"unknown column 'nope'; the fleet columns are: name, memory"):
+        config.parse_config('[columns]\nhide_fleet = ["nope"]\n')
+    with pytest.raises(ConfigError, match=r"the 'host' column is always shown"):
+        config.parse_config('[columns]\nhide_fleet = ["host"]\n')
+    with pytest.raises(ConfigError, match=r"must be a list of column names"):
+        config.parse_config("[columns]\nhide_gpus = [1]\n")
