@@ -15,6 +15,7 @@ from .accounting import account
 from .classify import GHOST, HIDDEN, USER, ProcFacts, classify, mps_role, protection, zombie_candidates
 from .common import IDLE_SLACK
 from .holders import HolderScanner, ScanResult  # noqa: F401  (type comments)
+from .hostmetrics import HostMetrics
 from .procfs import (
     CLOCK_TICKS,
     PF_KTHREAD,
@@ -163,6 +164,7 @@ class Probe(object):
         self.proc = proc
         self.pid = os.getpid()
         self.scanner = HolderScanner(reader.device_prefix, proc, refresh_every)
+        self.host_metrics = HostMetrics(proc)
         self.reader_error = None  # type: Optional[ReaderError]
         self.interval = 1.0
         self.seq = 0
@@ -225,6 +227,7 @@ class Probe(object):
     def close(self):
         # type: () -> None
         self.reader.close()
+        self.host_metrics.close()
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -339,6 +342,8 @@ class Probe(object):
         if omitted:
             processes = keep_first(processes, lambda count, _proc: count < MAX_PROCESSES)
         t3 = time.perf_counter()
+        host = self.host_metrics.read()
+        t_host = time.perf_counter()
         self.seq += 1
         check, worst = self.scanner.staleness()
         return {
@@ -349,6 +354,7 @@ class Probe(object):
             "gpus": gpus,
             "processes": processes,
             "processes_omitted": omitted,
+            "host": host,
             "proc_util": self.proc_util_state(),
             "scan": {
                 "full": scan.full,
@@ -363,7 +369,8 @@ class Probe(object):
                 "describe": round((t3 - t2) * 1e3, 3),
                 "preflight": preflight_ms,
                 "proc_util": proc_util_ms,
-                "total": round((t3 - t0) * 1e3, 3),
+                "host": round((t_host - t3) * 1e3, 3),
+                "total": round((t_host - t0) * 1e3, 3),
                 "cpu": round((time.process_time() - cpu0) * 1e3, 3),
             },
         }

@@ -181,7 +181,12 @@ async def test_gpu_view_shows_mig_instances_and_where_processes_run() -> None:
         assert "On GPU 0: 3 processes (MIG instance, memory, SM/memory utilization)" in lines
         for pid, place in ((13077, "0:1.0"), (13078, "0:1.0"), (13079, "0:2.0")):
             assert any(line.startswith(f"{pid} ■ user {place} ") for line in lines), (pid, lines)
-        await pilot.press("right_square_bracket")  # GPU 1: no MIG
+        await pilot.press("m")  # exact MiB: the instances' figures too
+        await pilot.pause(0.3)
+        assert any(
+            line.startswith("1.0 3g.71gb (sim) ") and " 47104/72704 MiB " in line for line in mig_lines(app)
+        )
+        await pilot.press("m", "right_square_bracket")  # GPU 1: no MIG
         await pilot.pause(0.3)
         assert screen.gpu == 1
         lines = mig_lines(app)

@@ -54,8 +54,11 @@ Part = tuple[str, "str | Style"] | tuple[str, "str | Style", bool]  # (text, sty
 
 
 class Styled(Protocol):
-    """What builds cells: a widget that gives the Rich style of a component class (a KeyedTable, or
-    a StyledStatic such as the GPU view's text), so a table's cells can be shown elsewhere."""
+    """What builds cells: a widget that gives the Rich style of a component class and says whether
+    memory shows in exact MiB (a KeyedTable, or the GPU view's text), so a table's cells can be
+    shown elsewhere."""
+
+    exact_memory: bool
 
     def style_of(self, name: str) -> Style: ...
 
@@ -283,6 +286,11 @@ class KeyedTable(DataTable[Cell]):
         self._stale_rows: set[RowKey] = set()  # updated in place: their cache entries go before a render
         self._cache_epoch = -1  # DataTable's _update_count when the render caches were last emptied
         self.changes = 0  # cells updated and rows added or removed since mounting (what a redraw did)
+        # Columns the config's [columns] table hides (never shown, at any width; a sort on one is
+        # kept, as for a column the width hides) and memory in exact MiB (the `m` key): both set by
+        # the screen, which then re-syncs the rows.
+        self.hidden_columns: frozenset[str] = frozenset()
+        self.exact_memory = False
 
     # -- styles ------------------------------------------------------------------------------
 
@@ -331,7 +339,7 @@ class KeyedTable(DataTable[Cell]):
     def _fit(self, width: int) -> tuple[Column, ...]:
         """The columns that fit in `width` cells, most important first, each with its width: words
         without a fixed width grow towards their widest cell, a flex column takes the rest."""
-        columns = self.available_columns()
+        columns = tuple(c for c in self.available_columns() if c.key not in self.hidden_columns)
         budget = width - 1  # the vertical scrollbar
         pad = 2 * self.cell_padding
         bounds = {c.key: self._bounds(c) for c in columns}
@@ -369,6 +377,16 @@ class KeyedTable(DataTable[Cell]):
             for c in self.available_columns()
             if self._measured(c)
         }
+
+    def remeasure(self) -> None:
+        """Widths from the rows as they are now (after the cells changed form, such as GiB to MiB:
+        a measured column otherwise only grows), and the columns fitted again."""
+        self._measure()
+        self.refit()
+
+    def hide_columns(self, keys: Collection[str]) -> None:
+        self.hidden_columns = frozenset(keys)
+        self.refit()
 
     def width_of(self, column: str) -> int:
         """The width column `column` has now (0 when it is not shown)."""
