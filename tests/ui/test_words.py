@@ -88,6 +88,7 @@ async def test_the_help_wraps_under_its_column(width: int) -> None:
 TITLES = {
     *(name for name, _ in SECTIONS),
     "Kinds of processes",
+    "MIG and MPS",
     "esc, q or ? closes this screen",
     "Read-only: gputui offers no way to signal a process.",
 }

@@ -117,13 +117,6 @@ class StatusLine(OneLine):
                 text.append(f", last sample {_age(age)} old", muted)
             elif view.status == DOWN:
                 text.append(", retrying", muted)
-        # The host's own load next: it moves, the driver facts after it do not (a narrow terminal
-        # cuts the end of the line).
-        metrics = view.sample.host if view.sample is not None else None
-        parts = host_metrics_parts(metrics, exact) if metrics is not None else []
-        if parts:
-            text.append("  ·  ", muted)
-            text.append(" · ".join(parts), self.style_of("status--metrics"))
         if facts is not None and facts.error_code:
             text.append("  ")
             text.append(
@@ -145,6 +138,14 @@ class StatusLine(OneLine):
             if facts.reader == "sim":
                 parts.append("simulated")
             text.append("  ·  " + "  ·  ".join(parts), muted)
+        # The host's own load last: what is wrong (no driver), what its GPUs are and how many are
+        # free come first, and a narrow terminal cuts the end of the line (the fleet table has CPU
+        # and RAM columns too).
+        metrics = view.sample.host if view.sample is not None else None
+        parts = host_metrics_parts(metrics, exact) if metrics is not None else []
+        if parts:
+            text.append("  ·  ", muted)
+            text.append(" · ".join(parts), self.style_of("status--metrics"))
         self.set_text(text)
 
     def show_fleet(
