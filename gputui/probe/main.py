@@ -174,6 +174,8 @@ class Loop(object):
             from .reset import execute as reset
 
             reset(self.probe, record, self.emit)
+        elif kind == "detail":
+            self.emit(self.probe.detail(record))
 
     def run_plan(self, record):
         # type: (Dict[str, Any]) -> None

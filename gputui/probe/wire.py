@@ -16,8 +16,8 @@ MAX_DEPTH = 32  # nesting of lists and objects in one record (a protocol record 
 MIN_INTERVAL = 0.1  # seconds between samples, the fastest a probe samples
 MAX_INTERVAL = 3600.0  # seconds between samples, the slowest
 
-PROBE_TYPES = ("hello", "sample", "event", "error")
-APP_TYPES = ("configure", "sample", "plan", "cancel", "reset", "quit")
+PROBE_TYPES = ("hello", "sample", "event", "error", "detail")
+APP_TYPES = ("configure", "sample", "plan", "cancel", "reset", "quit", "detail")
 
 
 def interval_problem(value):
