@@ -476,7 +476,9 @@ class Sample:
             cost_ms={k: v for k, v in costs.items() if v is not None},
             parents=tuple(
                 p
-                for p in (Parent.from_wire(x) for x in _list(d.get("parents"))[:MAX_PARENTS] if isinstance(x, dict))
+                for p in (
+                    Parent.from_wire(x) for x in _list(d.get("parents"))[:MAX_PARENTS] if isinstance(x, dict)
+                )
                 if p is not None
             ),
         )

@@ -176,8 +176,12 @@ async def test_request_detail_gives_up_and_believes_no_answer_about_another_proc
         async def close(self):
             self.inbox.put_nowait(None)
 
+    class Silent(ReplayLink):
+        async def send(self, message):
+            self.sent.append(message)  # never answers
+
     silent = Fleet()
-    silent.add("s", lambda: ReplayLink([hello]))
+    silent.add("s", lambda: Silent([hello]))
     liar = Fleet()
     liar.add("l", Liar)
     for fleet in (silent, liar):
@@ -187,6 +191,19 @@ async def test_request_detail_gives_up_and_believes_no_answer_about_another_proc
         assert await silent.request_detail("s", 5, 7, timeout=0.3) is None
         assert await liar.request_detail("l", 5, 7, timeout=60) is None
         assert len(answers) == 1 and answers[0]["pid"] == 6  # answered, and not believed
+        # A recording answers for the processes it has a detail record of, and calls others exited.
+        recorded = {"type": "detail", "v": 1, "pid": 5, "start_time": 7, "result": "ok", "cwd": "/x"}
+        replay = Fleet()
+        replay.add("r", lambda: ReplayLink([hello, recorded]))
+        replay.start()
+        try:
+            await asyncio.sleep(0.1)
+            found = await replay.request_detail("r", 5, 7)
+            gone = await replay.request_detail("r", 5, 8)
+            assert found is not None and found.ok and found.cwd == "/x"
+            assert gone is not None and gone.result == "exited" and gone.gone
+        finally:
+            await replay.stop()
     finally:
         await silent.stop()
         await liar.stop()

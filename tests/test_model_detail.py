@@ -52,7 +52,13 @@ def test_a_samples_parents_are_typed_and_bad_ones_dropped():
             "gpus": [],
             "processes": [],
             "parents": [
-                {"pid": 4100, "start_time": 7, "ppid": 1, "name": "torchrun", "command": ["torchrun", "x.py"]},
+                {
+                    "pid": 4100,
+                    "start_time": 7,
+                    "ppid": 1,
+                    "name": "torchrun",
+                    "command": ["torchrun", "x.py"],
+                },
                 {"pid": -2},
                 "junk",
                 {"pid": 4200, "user": "\x1b]0;x"},

@@ -478,7 +478,9 @@ class Probe(object):
         """The answer to a `detail` request: one process in full, read now (probe/detail.py)."""
         from .detail import describe
 
-        return describe(record, self.scanner.prefix, self.pid, self._ancestors, self.argv, self.proc, self._boot)
+        return describe(
+            record, self.scanner.prefix, self.pid, self._ancestors, self.argv, self.proc, self._boot
+        )
 
     # -- facts for the kill engine -----------------------------------------------------------
 
