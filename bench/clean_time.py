@@ -107,9 +107,12 @@ def run_gputui(probe: Probe, jobs, scenario: str, term_timeout: float) -> dict:
     jobs.cleanup()
     stages = [e["stage"] for e in events]
     first_signal = next((e["data"]["elapsed_ms"] for e in events if e["stage"] == "signal"), None)
+    gpu = (done["data"].get("gpus") or {}).get("0") or {} if done else {}
     return {
         "scenario": scenario,
         "seconds": elapsed,
+        "probe_ms": done["data"]["elapsed_ms"] if done else None,  # the probe's own clock, to `done`
+        "idle_ms": gpu.get("idle_ms"),  # when NVML first showed GPU 0 back at idle
         "clean": bool(done and done["data"].get("ok")),
         "targets": [t["pid"] for t in wire["targets"]],
         "listed_pid": pid,

@@ -28,6 +28,7 @@ from .probe.common import TERM_TIMEOUT, VERIFY_TIMEOUT, plan_deadline, plan_sile
 from .transport.base import Link, TransportError
 
 HISTORY = 300  # samples kept per GPU: sparklines show >= 120, the rest is headroom for wide panes
+SLOPE_SPAN = 30.0  # seconds of temperature readings a slope is taken over
 BACKOFF_FIRST = 0.5
 BACKOFF_CAP = 30.0
 STALE_AFTER = 2.5  # intervals without a sample before a live host is called stale
@@ -68,10 +69,32 @@ REASONS = {
 
 @dataclass
 class GpuHistory:
-    """A GPU's recent utilization and memory, for the sparklines."""
+    """A GPU's recent readings, for the sparklines and graphs: utilization and memory in percent,
+    temperature in °C and power in W (None where the driver gave none), each with its time."""
 
     util: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     memory: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    temperature: deque[float | None] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    power: deque[float | None] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    times: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))  # the samples' times
+
+    def temperature_slope(self, span: float = SLOPE_SPAN) -> float | None:
+        """°C per minute over the last `span` seconds (a least-squares line, so one odd reading
+        does not swing it); None with fewer than three readings or under a fifth of the span."""
+        if not self.times:
+            return None
+        since = self.times[-1] - span
+        points = [
+            (t, c) for t, c in zip(self.times, self.temperature, strict=True) if t >= since and c is not None
+        ]
+        if len(points) < 3 or points[-1][0] - points[0][0] < span / 5:
+            return None
+        mean_t = sum(t for t, _ in points) / len(points)
+        mean_c = sum(c for _, c in points) / len(points)
+        spread = sum((t - mean_t) ** 2 for t, _ in points)
+        if spread <= 0:
+            return None
+        return 60.0 * sum((t - mean_t) * (c - mean_c) for t, c in points) / spread
 
 
 @dataclass(eq=False)
@@ -105,6 +128,8 @@ class HostView:
     def record(self, sample: Sample) -> None:
         self.sample = sample
         self.received = time.monotonic()
+        # The probe's clock: a slope is not bent by the link's jitter (or a replay's speed).
+        stamp = sample.time if sample.time > 0 else time.time()
         for gpu in sample.gpus:
             if gpu.preflight is not None:
                 self.preflight[gpu.index] = gpu.preflight
@@ -114,6 +139,9 @@ class HostView:
             h.util.append(float(gpu.util_gpu or 0))
             frac = gpu.memory_fraction
             h.memory.append(100.0 * frac if frac is not None else 0.0)
+            h.temperature.append(float(gpu.temperature) if gpu.temperature is not None else None)
+            h.power.append(gpu.power_draw)
+            h.times.append(stamp)
 
 
 Listener = Callable[[HostView, str, Any], None]

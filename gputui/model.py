@@ -44,6 +44,7 @@ __all__ = [
 KINDS = ("user", "ghost", "hidden", "monitor", "zombie")
 MAX_BYTES = 1 << 60  # sizes above this (an exbibyte) are nonsense from a broken or hostile probe
 MAX_PID = 1 << 22  # Linux's PID_MAX_LIMIT
+LADDER_MAX = 12  # steps of a reset ladder shown (the probe has four)
 MAX_PROCESSES = 2000  # process records taken from one sample (the probe sends at most 1,000, the
 # GPU users first); the rest of a larger one is counted in Sample.omitted, never parsed
 MAX_PARENTS = 256  # parents taken from one sample (the probe sends at most 64)
@@ -124,6 +125,56 @@ def _by_index(value: Any) -> dict[int, int | None]:
 
 
 # -- what a probe says about its host, GPUs and processes ------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GpuShare:
+    """A process's utilization of one GPU, in percent (nvmlDeviceGetProcessUtilization, averaged
+    since the probe's previous reading): SM, memory controller, encoder, decoder."""
+
+    sm: int | None = None
+    mem: int | None = None
+    enc: int | None = None
+    dec: int | None = None
+
+    @classmethod
+    def from_wire(cls, d: Any) -> GpuShare | None:
+        if not isinstance(d, dict):
+            return None
+        return cls(**{k: _int(d.get(k), 0, 100) for k in ("sm", "mem", "enc", "dec")})
+
+
+def _shares(value: Any) -> dict[int, GpuShare] | None:
+    """{"0": share} per GPU, or None where the probe did not read it (off, unsupported, not due)."""
+    if not isinstance(value, dict):
+        return None
+    out: dict[int, GpuShare] = {}
+    for key, item in list(value.items())[:4096]:
+        share = GpuShare.from_wire(item)
+        if share is not None and isinstance(key, str) and key.isdecimal() and key.isascii() and len(key) < 6:
+            out[int(key)] = share
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ProcUtilState:
+    """How current a sample's per-process utilization is: on (read every `every` s, last `age` s
+    ago), off (the app asked for none), or unsupported (the driver or GPU does not give it)."""
+
+    state: str = "unsupported"
+    every: float | None = None
+    age: float | None = None
+
+    @classmethod
+    def from_wire(cls, d: Any) -> ProcUtilState:
+        if not isinstance(d, dict):
+            return cls()
+        state = d.get("state")
+        return cls(
+            state=state if state in ("on", "off", "unsupported") else "unsupported",
+            every=_float(d.get("every"), 0.0),
+            age=_float(d.get("age"), 0.0),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,6 +406,7 @@ class Proc:
     protected: str | None = None
     nspid: int | None = None
     container: str | None = None
+    gpu_util: dict[int, GpuShare] | None = field(default=None, hash=False, compare=False)
 
     @classmethod
     def from_wire(cls, d: dict[str, Any]) -> Proc | None:
@@ -386,12 +438,23 @@ class Proc:
             protected=_str(d.get("protected")),
             nspid=_pid(d.get("nspid")),
             container=_str(d.get("container")),
+            gpu_util=_shares(d.get("gpu_util")),
         )
 
     @property
     def key(self) -> tuple[int, int | None]:
         """A process's identity: a PID alone can be reused."""
         return (self.pid, self.start_time)
+
+    def sm_util(self, gpu: int | None = None) -> int | None:
+        """SM utilization on `gpu`, or the highest over its GPUs (None: not read)."""
+        if self.gpu_util is None:
+            return None
+        if gpu is not None:
+            share = self.gpu_util.get(gpu)
+            return share.sm if share is not None else None
+        values = [s.sm for s in self.gpu_util.values() if s.sm is not None]
+        return max(values) if values else None
 
     @property
     def gpu_bytes(self) -> int:
@@ -452,6 +515,7 @@ class Sample:
     # say so is an incremental one (the safe reading).
     full_scan: bool = False
     omitted: int = 0  # process records left out (by the probe's bound, or this one)
+    proc_util: ProcUtilState = field(default_factory=ProcUtilState, hash=False, compare=False)
     cost_ms: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
     # The processes' parents that are not among them (a launcher, a shell): what joins a family.
     parents: tuple[Parent, ...] = field(default=(), compare=False)
@@ -481,6 +545,7 @@ class Sample:
                 )
                 if p is not None
             ),
+            proc_util=ProcUtilState.from_wire(d.get("proc_util")),
         )
 
     def on_gpu(self, index: int) -> list[Proc]:
@@ -791,6 +856,7 @@ class PlanVerdict:
     # was not in the plan. Shown to the operator; any of them makes the verdict not ok.
     problems: tuple[str, ...] = ()
     blockers: tuple[str, ...] = ()  # a reset's: what stops it, in words
+    ladder: tuple[str, ...] = ()  # a reset's: the steps it would take (a dry run says them)
 
     @property
     def unknown(self) -> bool:
@@ -853,6 +919,7 @@ class PlanVerdict:
             blockers=tuple(
                 _str(b.get("words")) or "?" for b in _list(data.get("blockers")) if isinstance(b, dict)
             ),
+            ladder=_strs(data.get("ladder"))[:LADDER_MAX],
         )
 
     def describe(self) -> dict[str, Any]:

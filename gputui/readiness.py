@@ -8,11 +8,14 @@ and by how much, for the live line and the timeout report.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .model import IDLE_SLACK, Gpu, Preflight, Sample
+from .textsafe import printable
 from .units import fmt_bytes
-from .words import unaccounted_words
+from .words import count, unaccounted_words
 
 DEFAULT_UTIL_BELOW = 1  # percent: "utilization 0"
 
@@ -132,3 +135,70 @@ def unready(
                 )
             )
     return out
+
+
+def preflight_flags(preflights: Mapping[int, Preflight]) -> dict[int, tuple[str, ...]]:
+    """What is off about each GPU's preflight reading, in words, for the GPU table and the GPU view.
+
+    Some states are worth a flag on any GPU (throttling, uncorrected ECC errors, pending row remaps
+    or page retirements). Others are settings a GPU may legitimately have, and are flagged only
+    where a GPU differs from most of its siblings: one GPU with persistence off, its clocks or power
+    limit set, MIG on, another compute mode, a narrower PCIe link. GPUs without a flag are absent."""
+    out: dict[int, list[str]] = {}
+    for index, p in preflights.items():
+        flags = out.setdefault(index, [])
+        if p.throttle:
+            flags.append("throttling: " + ", ".join(p.throttle))
+        if p.ecc_uncorrected:
+            flags.append(count(p.ecc_uncorrected, "uncorrected ECC error"))
+        if p.remap_failed:
+            flags.append("a row remap failed")
+        elif p.remap_pending:
+            flags.append("row remap pending (a reset applies it)")
+        if p.retired_pending:
+            flags.append("page retirement pending")
+    settings: dict[str, Callable[[Preflight], object]] = {
+        "persistence": lambda p: p.persistence,
+        "compute": lambda p: p.compute_mode,
+        "mig": lambda p: p.mig,
+        "clocks": lambda p: _clocks_set(p),
+        "power": lambda p: (
+            None if p.power_limit is None else p.power_limit == (p.power_default or p.power_limit)
+        ),
+        "pcie": lambda p: None if p.pcie_width is None else (p.pcie_width, p.pcie_width_max),
+    }
+    for name, value_of in settings.items():
+        values = {i: value_of(p) for i, p in preflights.items()}
+        known = [v for v in values.values() if v is not None]
+        if len(known) < 2:
+            continue
+        common, times = Counter(known).most_common(1)[0]
+        if times * 2 <= len(known):
+            continue  # no majority to differ from
+        for index, value in values.items():
+            if value is not None and value != common:
+                out[index].append(_setting_words(name, preflights[index]))
+    return {i: tuple(flags) for i, flags in sorted(out.items()) if flags}
+
+
+def _clocks_set(p: Preflight) -> bool | None:
+    """Whether application clocks differ from their defaults (clocks set or locked by someone)."""
+    pairs = [(p.sm_app_clock, p.sm_app_clock_default), (p.mem_app_clock, p.mem_app_clock_default)]
+    known = [(now, default) for now, default in pairs if now is not None and default is not None]
+    return any(now != default for now, default in known) if known else None
+
+
+def _setting_words(name: str, p: Preflight) -> str:
+    if name == "persistence":
+        return "persistence " + ("on" if p.persistence else "off")
+    if name == "compute":
+        return f"compute mode {printable(p.compute_mode or '?')}"
+    if name == "mig":
+        return "MIG " + ("on" if p.mig else "off")
+    if name == "clocks":
+        if not _clocks_set(p):
+            return "clocks at their defaults"
+        return f"clocks set: SM {p.sm_app_clock or '?'} MHz, memory {p.mem_app_clock or '?'} MHz"
+    if name == "power":
+        return f"power limit {p.power_limit or 0:.0f} W (default {p.power_default or 0:.0f} W)"
+    return f"PCIe x{p.pcie_width or '?'} of x{p.pcie_width_max or '?'}"

@@ -82,6 +82,11 @@ def _note(p: Proc, sample: Sample) -> str:
     return ""
 
 
+def _sm(p: Proc) -> str:
+    sm = p.sm_util()
+    return "-" if sm is None else f"{sm}%"
+
+
 def _cut(text: str, width: int) -> str:
     """`text` in at most `width` characters, an ellipsis where it was cut."""
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -124,7 +129,7 @@ def render(views: list[HostView], out: TextIO, width: int = 120) -> None:
             )
         if sample.processes:
             print(
-                f"   {'PID':>7} {'kind':<8} {'GPUs':<6} {'GPU mem':>8} {'user':<10} {'elapsed':>8}  command",
+                f"   {'PID':>7} {'kind':<8} {'GPUs':<6} {'GPU mem':>8} {'SM%':>4} {'user':<10} {'elapsed':>8}  command",
                 file=out,
             )
         for p in sample.processes:
@@ -132,7 +137,7 @@ def render(views: list[HostView], out: TextIO, width: int = 120) -> None:
             mem = fmt_bytes(p.gpu_bytes) if p.gpu_memory else "-"
             note = _note(p, sample)
             head = (
-                f"   {p.pid:>7} {p.kind:<8} {gpus:<6} {mem:>8} {_cut(printable(p.user or '-'), 10):<10} "
+                f"   {p.pid:>7} {p.kind:<8} {gpus:<6} {mem:>8} {_sm(p):>4} {_cut(printable(p.user or '-'), 10):<10} "
                 f"{fmt_duration(p.elapsed):>8}  "
             )
             tail = f"  ({note})" if note else ""

@@ -87,3 +87,20 @@ def test_switch_soak_runs_a_few_switches(tmp_path):
     assert "| switches | RSS MiB | live objects |" in run.stdout and "\n| 4 | " in run.stdout
     raw = json.loads((tmp_path / "switch_soak_smoke.raw.json").read_text())
     assert [p["switches"] for p in raw["points"]] == [0, 2, 4]
+
+
+def test_busy_clean_runs_on_a_small_load(tmp_path):
+    run = bench("busy_clean.py", "--procs", "40", "--fds", "5", "--runs", "1", "--cli-runs", "1",
+                "--scans", "20", "--name", "smoke", "--out-dir", str(tmp_path))  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "| probe: plan to verified clean, targeted rescans" in run.stdout
+    assert "| probe: plan to verified clean, full rescans (before)" in run.stdout
+    assert "| `gputui clean --demo demo-a:0 --yes`: wall s" in run.stdout
+    assert "| steady holder scan per sample, wall ms" in run.stdout
+    raw = json.loads((tmp_path / "busy_clean_smoke.raw.json").read_text())
+    for phase in ("idle", "busy"):
+        assert set(raw[phase]["probe"]) == {"targeted", "full"}
+        assert all(r["clean"] for rows in raw[phase]["probe"].values() for r in rows)
+        assert [r["ok"] for r in raw[phase]["cli"]] == [True]
+        assert len(raw[phase]["scan"]["ms"]) == 20
+    assert (tmp_path / "busy_clean_smoke.txt").read_text().strip() in run.stdout

@@ -422,3 +422,29 @@ async def test_escapes_in_every_field_render_literally_in_the_app():
         assert "[bold red]markup" in text  # shown as text, not as style
         ElementTree.fromstring(app.export_screenshot())  # a valid SVG: no raw control characters in it
         assert not watch.app_exceptions
+
+
+def test_per_process_utilization_from_a_hostile_probe_is_checked_field_by_field():
+    from gputui.model import Sample
+
+    record = {
+        "pid": 7,
+        "kind": "user",
+        "gpu_util": {
+            "0": {"sm": 50, "mem": 101, "enc": -1, "dec": True},  # out of range, negative, a bool
+            "x": {"sm": 9},  # not a GPU index
+            "1": "busy",  # not a share
+            "²": {"sm": 9},  # a digit to str.isdecimal, not ASCII
+        },
+    }
+    sample = Sample.from_wire(
+        {"seq": 1, "gpus": [], "processes": [record], "proc_util": {"state": "\x1b[31m"}}
+    )
+    [proc] = sample.processes
+    assert proc.gpu_util is not None and set(proc.gpu_util) == {0}
+    share = proc.gpu_util[0]
+    assert (share.sm, share.mem, share.enc, share.dec) == (50, None, None, None)
+    assert proc.sm_util() == 50 and proc.sm_util(1) is None
+    assert sample.proc_util.state == "unsupported"  # an unknown state is not believed
+    bad = Sample.from_wire({"seq": 1, "gpus": [], "processes": [dict(record, gpu_util=[1, 2])]})
+    assert bad.processes[0].gpu_util is None

@@ -14,10 +14,14 @@ import asyncio
 import io
 import json
 import time
+from dataclasses import replace
 from typing import Any
 
 from gputui.config import HostSpec
+from gputui.fleet import GpuHistory
+from gputui.model import Preflight
 from gputui.probe.readers.sim import GiB, SimReader
+from gputui.readiness import preflight_flags
 from gputui.wait import add_wait_arguments, run_wait
 from tests.test_clean import clean, fleet_of
 
@@ -134,3 +138,42 @@ async def test_clean_on_orphaned_memory_says_a_reset_would_free_it(tmp_path):
     )
     assert code == 1
     assert "orphaned" in out and "2.1 GiB orphaned, no process holds it; a reset would free it" in out
+
+
+def test_preflight_flags_name_what_is_off_and_what_differs_from_the_siblings():
+    same = Preflight(persistence=True, compute_mode="Default", mig=False, power_limit=700.0,
+                     power_default=700.0, sm_app_clock=1980, sm_app_clock_default=1980,
+                     pcie_width=16, pcie_width_max=16, throttle=())  # fmt: skip
+    odd = replace(same, persistence=False, power_limit=500.0, sm_app_clock=1500, pcie_width=8)
+    hot = replace(same, throttle=("hw-thermal",), ecc_uncorrected=2, remap_pending=True)
+    flags = preflight_flags({0: same, 1: same, 2: odd, 3: hot})
+    assert set(flags) == {2, 3}
+    assert flags[2] == (
+        "persistence off",
+        "clocks set: SM 1500 MHz, memory ? MHz",
+        "power limit 500 W (default 700 W)",
+        "PCIe x8 of x16",
+    )
+    assert flags[3] == (
+        "throttling: hw-thermal",
+        "2 uncorrected ECC errors",
+        "row remap pending (a reset applies it)",
+    )
+    # Settings differ from nothing on a GPU alone, or where there is no majority; unknowns are no vote.
+    assert preflight_flags({0: odd}) == {}
+    assert preflight_flags({0: same, 1: odd}) == {}
+    assert preflight_flags({0: Preflight(), 1: Preflight(), 2: odd}) == {}
+    assert preflight_flags({0: hot}) == {0: flags[3]}
+
+
+def test_temperature_slope_is_a_fitted_line_over_the_last_half_minute():
+    h = GpuHistory()
+    assert h.temperature_slope() is None
+    for second in range(60):  # cooling 0.5 °C/s, with one odd reading and one missing
+        h.times.append(1000.0 + second)
+        h.temperature.append(None if second == 50 else 80.0 - 0.5 * second + (9.0 if second == 55 else 0.0))
+    slope = h.temperature_slope()
+    assert slope is not None and -33 < slope < -27  # °C per minute (-30 without the odd reading)
+    h.times.clear(), h.temperature.clear()
+    h.times.extend([0.0, 1.0]), h.temperature.extend([50.0, 51.0])
+    assert h.temperature_slope() is None  # two readings are no trend

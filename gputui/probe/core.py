@@ -49,6 +49,9 @@ PARENT_ARGS = 8  # arguments of a parent's command line, of at most PARENT_ARG c
 PARENT_ARG = 64
 # Seconds between preflight readings by default (clocks, ECC, PCIe...: slower than a sample).
 PREFLIGHT_S = 10.0
+# Seconds between per-process utilization readings by default: NVML's query cost 2.5 ms on 2 x H200,
+# more than the rest of a sample; one reading in five at 1 s keeps the mean sample within budget.
+PROC_UTIL_S = 5.0
 MAX_RESERVE = 1 << 30  # the most v1 memory info counts as the driver's own (615 MiB on an H200)
 # Which records a bounded sample keeps first: what holds GPU memory, then the rest.
 _KEEP_FIRST = {USER: 0, GHOST: 1, HIDDEN: 2}
@@ -180,6 +183,10 @@ class Probe(object):
         self._foreign_pids = not in_init_pid_namespace(proc)
         self.facts = {}  # type: Dict[str, Any]
         self.preflight_every = None  # type: Optional[int]  # samples between preflight readings
+        self.proc_util_every = None  # type: Optional[int]  # samples between per-process utilization
+        self._proc_util = {}  # type: Dict[int, Dict[int, Dict[str, Optional[int]]]]
+        self._proc_util_at = None  # type: Optional[float]  # time.time() of the last reading
+        self._proc_util_supported = True
         self.argv = []  # type: List[str]  # the probe's options, shown as its command line
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -262,10 +269,47 @@ class Probe(object):
         # type: () -> bool
         """Whether this sample carries a preflight reading: the first one, then every
         `preflight_every` samples (default: about every PREFLIGHT_S seconds; 0: on request only)."""
-        every = self.preflight_every
-        if every is None:
-            every = max(1, round(PREFLIGHT_S / max(self.interval, 0.001)))
+        every = self._every(self.preflight_every, PREFLIGHT_S)
         return self.seq == 0 or (every > 0 and self.seq % every == 0)
+
+    def _every(self, configured, seconds):
+        # type: (Optional[int], float) -> int
+        if configured is not None:
+            return configured
+        return max(1, round(seconds / max(self.interval, 0.001)))
+
+    def read_proc_util(self):
+        # type: () -> Optional[float]
+        """Per-process GPU utilization, when due (see PROC_UTIL_S); its cost in ms, or None."""
+        every = self._every(self.proc_util_every, PROC_UTIL_S)
+        if every == 0 or not self._proc_util_supported or self.reader_error is not None:
+            self._proc_util, self._proc_util_at = {}, None  # switched off: no stale figures
+            return None
+        if self.seq % every != 0:
+            return None
+        start = time.perf_counter()
+        util = self.reader.process_utilization()
+        if util is None:
+            self._proc_util_supported = False
+            self._proc_util = {}
+            return None
+        self._proc_util, self._proc_util_at = util, time.time()
+        return round((time.perf_counter() - start) * 1e3, 3)
+
+    def proc_util_state(self):
+        # type: () -> Dict[str, Any]
+        """How current the per-process utilization in this sample is, for the app to say."""
+        every = self._every(self.proc_util_every, PROC_UTIL_S)
+        if self.reader_error is not None or not self._proc_util_supported:
+            state = "unsupported"
+        else:
+            state = "off" if every == 0 else "on"
+        at = self._proc_util_at
+        return {
+            "state": state,
+            "every": round(every * self.interval, 3) if state == "on" else None,
+            "age": round(max(0.0, time.time() - at), 3) if at is not None and state == "on" else None,
+        }
 
     def sample(self, full=False, preflight=False):
         # type: (bool, bool) -> Dict[str, Any]
@@ -287,6 +331,12 @@ class Probe(object):
             for gpu in gpus:
                 gpu["preflight"] = readings.get(gpu["index"])
             preflight_ms = round((time.perf_counter() - t_account) * 1e3, 3)
+        proc_util_ms = self.read_proc_util()
+        for record in processes:
+            shares = self._proc_util.get(record["pid"])
+            record["gpu_util"] = (
+                dict((str(i), share) for i, share in sorted(shares.items())) if shares is not None else None
+            )
         omitted = max(0, len(processes) - MAX_PROCESSES)
         if omitted:
             processes = keep_first(processes, lambda count, _proc: count < MAX_PROCESSES)
@@ -303,6 +353,7 @@ class Probe(object):
             "processes": processes,
             "processes_omitted": omitted,
             "parents": parents,
+            "proc_util": self.proc_util_state(),
             "scan": {
                 "full": scan.full,
                 # Seconds within which a new holder is seen; the worst case (an fd number reused).
@@ -315,6 +366,7 @@ class Probe(object):
                 "holders": round((t2 - t1) * 1e3, 3),
                 "describe": round((t3 - t2) * 1e3, 3),
                 "preflight": preflight_ms,
+                "proc_util": proc_util_ms,
                 "total": round((t3 - t0) * 1e3, 3),
                 "cpu": round((time.process_time() - cpu0) * 1e3, 3),
             },

@@ -24,6 +24,10 @@ MAX_SIM_GPUS = 64
 # The most open files the probe asks for: more than a plan's targets (reaper.MAX_TARGETS), and a
 # soft limit of a billion makes code that closes every possible fd (subprocess without /proc) crawl.
 FD_CAP = 1 << 20
+# What `configure` may change: the interval (seconds), and in how many samples a reading slower
+# than the sample is taken (0: only when a sample asks for it).
+CONFIGURABLE = ("interval", "preflight_every", "proc_util_every")
+MAX_EVERY = 100000
 
 
 def make_reader(args):
@@ -154,14 +158,7 @@ class Loop(object):
         if kind == "quit":
             self.running = False
         elif kind == "configure":
-            interval = record.get("interval")
-            wrong = interval_problem(interval)
-            if wrong is None and isinstance(interval, (int, float)):
-                self.interval = self.probe.interval = float(interval)
-            else:
-                self.emit(
-                    error("bad-message", "configure: 'interval' %s, not %s" % (wrong, _brief(interval)))
-                )
+            self.configure(record)
         elif kind == "sample":
             self.emit(
                 self.probe.sample(full=record.get("full") is True, preflight=record.get("preflight") is True)
@@ -176,6 +173,37 @@ class Loop(object):
             reset(self.probe, record, self.emit)
         elif kind == "detail":
             self.emit(self.probe.detail(record))
+
+    def configure(self, record):
+        # type: (Dict[str, Any]) -> None
+        """Change what was asked, each setting on its own: a bad one is answered with an error and
+        changes nothing; the good ones beside it still apply."""
+        if not any(key in record for key in CONFIGURABLE):
+            self.emit(error("bad-message", "configure: nothing to change (%s)" % ", ".join(CONFIGURABLE)))
+            return
+        if "interval" in record:
+            interval = record["interval"]
+            wrong = interval_problem(interval)
+            if wrong is None and isinstance(interval, (int, float)):
+                self.interval = self.probe.interval = float(interval)
+            else:
+                self.emit(
+                    error("bad-message", "configure: 'interval' %s, not %s" % (wrong, _brief(interval)))
+                )
+        for key in CONFIGURABLE[1:]:
+            if key not in record:
+                continue
+            value = record[key]
+            if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_EVERY:
+                setattr(self.probe, key, value)
+            else:
+                self.emit(
+                    error(
+                        "bad-message",
+                        "configure: '%s' must be a whole number of samples from 0 to %d, not %s"
+                        % (key, MAX_EVERY, _brief(value)),
+                    )
+                )
 
     def run_plan(self, record):
         # type: (Dict[str, Any]) -> None

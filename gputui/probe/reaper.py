@@ -6,13 +6,35 @@ docs/ARCHITECTURE.md "Staged kill-and-verify", grounded in docs/GPU_FACTS.md:
    the process: a signal through it cannot reach a later owner of the PID);
 2. SIGTERM (SIGINT first when asked), then wait on the pidfds (readable when the process exits) up
    to the TERM timeout; 3. SIGKILL the survivors;
-4. full rescan: hidden holders now attributed to a targeted GPU (a ghost's data-loader child) and,
-   when the plan sweeps, the listed unattributed holders get the same stages;
+4. rescan: hidden holders now attributed to a targeted GPU (a ghost's data-loader child) and holders
+   tied to a target get the same stages; so do, when the plan sweeps, the listed unattributed holders;
 5. verify: read NVML every 20 ms until each targeted GPU is back at its idle memory with no listed
-   process, then confirm with a full holder scan; give up at the verify timeout;
+   process, then confirm with a holder scan; give up at the verify timeout;
 6. verdicts per process and per GPU, then `done`.
 Nothing sleeps for a fixed time: every wait is a poll() on the pidfds with the next deadline as its
 timeout (the NVML polling interval while verifying), so it ends the moment a process exits.
+
+What the rescans and the confirmation read (Run.around; gputui/probe/holders.py, "The targeted
+scan"), all of it every link, no rule trusted:
+- the plan's own PIDs (targets, named ghosts, what it took on or sweeps) and the targets'
+  descendants taken before any signal (a killed parent's children are re-parented at once);
+- every process new since the last scan;
+- every process in the process group or session of, or below, a PID NVML lists on a GPU the plan
+  cleans or reports on, or lists of the plan's own (a dead target NVML still lists holds memory
+  through a child or a group member). That needs every process's stat: skipped when no such PID is
+  listed, the usual case at the confirmation.
+Why nothing else can matter: classify.py links a hidden holder only to a PID NVML lists, through its
+process group, session or ancestry, and attributes it to that PID's GPUs. A holder outside the set
+is linked to no listed PID on a GPU the plan touches and to nothing of the plan's: scope.py never
+takes it on (not attributed to a plan GPU, not tied to a target: not a descendant taken before the
+signals, no link), it is on no GPU a verdict reports, and no ghost of the plan's names it. Were it to
+keep memory of a plan GPU (a ghost's child that left its session), NVML would still list that
+memory's owner there: no confirmation, and the full scan at the timeout names it among the
+suspects, as before. tests/probe/test_rescan.py proves the rule on generated process trees and on
+real processes. A full scan (every link of every process: 0.8 s with 2,000 processes) only where the
+scope needs one: the first rescan of a plan that sweeps the unattributed holders (the later looks
+re-read every holder it knows), and the final look of a verification that timed out (its verdict
+names every possible holder of the memory still used).
 
 Without pidfds (Python 3.8 on an architecture whose syscall numbers are unknown, or a kernel before
 5.3) the engine says so in the `accepted` event and falls back to a start-time check right before
@@ -45,9 +67,9 @@ from .common import (
     took,
 )
 from .core import Probe
+from .holders import descendants
 from .procfs import (
     PF_KTHREAD,
-    descendants,
     holds_device,
     read_cmdline,
     read_stat,
@@ -58,6 +80,10 @@ from .procfs import (
 from .wire import VERSION, error
 
 FALLBACK_POLL_S = 0.01  # /proc polling when there is no pidfd to wait on
+# What a look reads (Run.look): the steady-state scan, what can hold the plan's memory, everything.
+INCREMENTAL, TARGETED, FULL = "incremental", "targeted", "full"
+# Set by benchmarks to FULL to time the way before issue 11 (every rescan and confirmation a full scan).
+RESCAN_LOOK = TARGETED
 FD_RESERVE = 64  # descriptors a plan leaves free for /proc reads, scans and NVML
 MAX_TARGETS = 100000
 SCOPES = ("processes", "gpus", "host")
@@ -420,6 +446,7 @@ class Run(object):
         self.touched = set()  # type: Set[int]  # GPUs the plan cleans or its targets use
         self.pidfds_left = _pidfd_budget()  # pidfds this plan may hold open at once
         self.scan_cost = 0.0
+        self.scan_kind = INCREMENTAL  # what the last look read
         self.rule = scope.Rule(
             settings.gpus,
             [t[0] for t in settings.targets],
@@ -467,25 +494,51 @@ class Run(object):
 
     # -- looking -------------------------------------------------------------------------------
 
-    def look(self, full=True):
-        # type: (bool) -> View
-        """A holder scan and classification. Full for the rescans and the verification, which must
-        see every holder; the accept stage only needs names and kinds, which the incremental scan
-        has (a full scan of 2,000 processes costs 0.4 s or more)."""
+    def look(self, how=TARGETED):
+        # type: (str) -> View
+        """NVML, a holder scan and classification. TARGETED for the rescans and the confirmation: it
+        reads in full what can hold the memory of what NVML lists and of the plan's processes (module
+        docstring); FULL reads everything (a sweep's first rescan, a verification that timed out);
+        the accept stage only needs names and kinds, which the INCREMENTAL scan has (a full scan of
+        2,000 processes costs 0.4 s or more)."""
         t = time.monotonic()
         gpus, listed = self.probe.read_gpus()
-        scan = self.probe.scanner.scan(full=full)
+        scanner = self.probe.scanner
+        if how == TARGETED:
+            how = RESCAN_LOOK
+        if how == FULL:
+            scan = scanner.scan(full=True)
+        elif how == TARGETED:
+            around, also = self.around(listed)
+            scan = scanner.scan(around=around, also=also, holders=bool(self.plan.sweep))
+        else:
+            scan = scanner.scan(watch=listed)
         records = self.probe.describe(listed, scan)
         view = View(gpus, listed, {r["pid"]: r for r in records})
         self.scan_cost = time.monotonic() - t
+        self.scan_kind = how
         return view
+
+    def around(self, listed):
+        # type: (Dict[int, Dict[int, Optional[int]]]) -> Tuple[Set[int], Set[int]]
+        """What a targeted look reads: (the PIDs whose process groups, sessions and subtrees it reads,
+        the PIDs it reads themselves). The first: what NVML lists on a GPU the plan cleans or
+        reports on (`touched`), and what it lists of the plan's own (targets, named ghosts, what the
+        plan took on or sweeps). classify.py links a hidden holder only to a PID NVML lists, through
+        its process group, session or ancestry: one tied to none of these is attributed to no GPU
+        of the plan's and linked to nothing of the plan's (module docstring). The second: the
+        plan's own PIDs, listed or not, and the targets' descendants taken before any signal."""
+        mine = self.rule.targets | self.rule.ghosts | set(self.procs)
+        mine.update(pid for pid, _ in self.rule.sweep)
+        roots = set(pid for pid, mem in listed.items() if pid in mine or self.touched.intersection(mem))
+        return roots, mine | set(self.rule.descendants)
 
     # -- the stages ----------------------------------------------------------------------------
 
     def go(self):
         # type: () -> Optional[Dict[str, Any]]
         plan = self.plan
-        view = self.look(full=False)
+        view = self.look(INCREMENTAL)
         unknown = [i for i in plan.gpus if i not in view.gpus]
         if unknown:
             have = _gpu_list(sorted(view.gpus))
@@ -524,7 +577,9 @@ class Run(object):
             for round_no in range(MAX_ROUNDS):
                 if self.stopped():
                     break
-                found = self.rescan(self.look(), sweep=round_no == 0)
+                # The sweep needs every unattributed holder: one full scan, on the first round.
+                sweeping = round_no == 0 and bool(plan.sweep)
+                found = self.rescan(self.look(FULL if sweeping else TARGETED), sweep=round_no == 0)
                 if not found:
                     break
                 self.stages(found)
@@ -896,6 +951,7 @@ class Run(object):
                 "untouched": left,
                 "remaining": remaining,
                 "scan_ms": round(self.scan_cost * 1e3, 1),
+                "scan": self.scan_kind,
             },
         )
         procs = [
@@ -945,8 +1001,10 @@ class Run(object):
     def verify(self):
         # type: () -> View
         """Poll NVML until the plan's goal holds (each GPU it cleans idle with nothing listed; none
-        of its processes or named ghosts listed anywhere), then confirm with a full holder scan; at
-        most the verify timeout. Returns the last full view."""
+        of its processes or named ghosts listed anywhere), then confirm with a targeted holder scan
+        (what can hold the memory of the plan's processes and of what NVML lists: look()); at most
+        the verify timeout, after which a full scan names every possible holder. Returns the last
+        view."""
         plan = self.plan
         deadline = time.monotonic() + plan.verify_timeout
         if plan.gpus:
@@ -967,23 +1025,27 @@ class Run(object):
             now = time.monotonic()
             ready = self.nvml_idle(gpus, listed) and self.released(listed)
             if ready and now >= next_scan:
-                view = self.look()
+                view = self.look(TARGETED)
                 if not self.blockers(view) and self.all_idle(view) and self.released(view.listed):
                     self.event(
                         "verify",
                         "confirmed",
-                        "%s: verified (full holder scan) after %d poll%s"
+                        "%s: verified (holder scan) after %d poll%s"
                         % (what[0].upper() + what[1:], polls, "" if polls == 1 else "s"),
-                        data={"polls": polls},
+                        data={
+                            "polls": polls,
+                            "scan": self.scan_kind,
+                            "scan_ms": round(self.scan_cost * 1e3, 1),
+                        },
                     )
                     return view
-                # On a big host a full scan costs up to ~0.4 s: do not repeat it back to back.
+                # On a big host even a targeted scan costs tens of ms: not back to back.
                 next_scan = time.monotonic() + max(0.1, 2 * self.scan_cost)
             left = deadline - time.monotonic()
             if left <= 0:
                 break
             self.pause([p for p in self.procs.values() if p.pending], min(POLL_S, left))
-        view = self.look()
+        view = self.look(FULL)
         self.event(
             "verify",
             "timeout",

@@ -103,7 +103,9 @@ class ReplayLink:
         if message.get("type") == "detail":
             key = (message.get("pid"), message.get("start_time"))
             recorded = self.details.get(key)
-            answer = dict(recorded) if recorded is not None else {"type": "detail", "v": 1, "result": "exited"}
+            answer = (
+                dict(recorded) if recorded is not None else {"type": "detail", "v": 1, "result": "exited"}
+            )
             answer.update(id=message.get("id"), pid=key[0], start_time=key[1])
             if recorded is None:
                 answer["message"] = "no such process: it has exited"

@@ -53,10 +53,11 @@ from gputui.plan import KillOptions, Plan
 from gputui.words import count, verdict_summary
 
 from . import actions, fmt
-from .intents import PlanRequested
+from .intents import PlanRequested, ResetRequested
 from .screens.help import HelpScreen
 from .screens.main import MainScreen
 from .screens.plan import PlanScreen
+from .screens.reset import ResetScreen
 from .themes import DEFAULT_THEME, PREFIX, bundled_themes_dir, fallback_variables, load_themes
 
 REDRAW_GAP = 0.1  # seconds between two redraws, at least: at most 10 a second, however many hosts report
@@ -412,6 +413,40 @@ class GpuTuiApp(App[None]):
             title=f"{fmt.safe(plan.host, 40)}: {title}",
             severity="information" if ok else "error",
             timeout=8 if ok else 20,
+            markup=False,
+        )
+
+    # -- the reset ladder: request -> dry run -> confirmation -> reset -------------------------
+
+    def on_reset_requested(self, message: ResetRequested) -> None:
+        if not self.read_only and self.fleet.view(message.host).can_kill:
+            self._reset(message.host, message.gpu)
+
+    @work(exclusive=True, group="planning", exit_on_error=False)
+    async def _reset(self, host: str, gpu: int) -> None:
+        """Dry run (the probe lists what blocks a reset and the steps), the dialog, then the reset,
+        every event in the action log and the verdict as a notification."""
+        dry = await self.ops.reset(host, gpu, dry_run=True)
+        sample = self.fleet.view(host).sample
+        account = next((g.accounting for g in sample.gpus if g.index == gpu), None) if sample else None
+        if not await self.push_screen_wait(ResetScreen(host, gpu, dry, account)):
+            if not dry.blockers and dry.result == "dry-run":
+                self.log_note(host, f"reset of GPU {gpu} cancelled: nothing done")
+            return
+        self.show_log()
+        self.log_note(host, f"reset GPU {gpu}: the ladder starts")
+        try:
+            verdict = await self.ops.reset(host, gpu, on_event=lambda e: self.log_event(host, e))
+        except OSError as exc:
+            self.notify(f"audit log: {exc.strerror or exc}; nothing was sent", severity="error", markup=False)
+            return
+        self.log_note(host, f"verdict: {verdict.message}", "ok" if verdict.ok else "error")
+        self.run_worker(self.fleet.request_sample(host), group="after-plan", exit_on_error=False)
+        self.notify(
+            verdict.message,
+            title=f"{fmt.safe(host, 40)}: GPU {gpu} " + ("reset" if verdict.ok else "NOT reset"),
+            severity="information" if verdict.ok else "error",
+            timeout=10 if verdict.ok else 20,
             markup=False,
         )
 

@@ -26,3 +26,13 @@ class PlanRequested(Message):
     @property
     def request(self) -> Request:
         return self.requests[0]
+
+
+class ResetRequested(Message):
+    """Posted by the GPU view (`r` where memory is orphaned); the app asks the probe for a dry run,
+    shows what blocks a reset or confirms it, and only then resets (gputui.operate.reset)."""
+
+    def __init__(self, host: str, gpu: int) -> None:
+        super().__init__()
+        self.host = host
+        self.gpu = gpu

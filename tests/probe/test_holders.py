@@ -1,8 +1,11 @@
 """The holder scan on real processes that open fake device files the test creates."""
 
 import os
+import platform
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -187,3 +190,180 @@ def test_busy_hosts_get_a_slower_round_robin_within_the_budget(devdir):
     new = len(set(again.states) - set(result.states))  # new processes are always read at once
     # budget, holders, new ones, and the full re-reads (a quarter of the budget), with slack
     assert again.listed <= 10 + len(result.holders) + new + 3 + 3
+
+
+# -- the sleeper rule (holders.py): a turn reads only schedstat when the process has not run ---------
+
+
+TWO_THREADS = """
+import sys, threading
+threading.Thread(target=sys.stdin.readline, daemon=True).start()
+print("ready", flush=True)
+sys.stdin.readline()
+"""
+
+SPIN = """
+print("ready", flush=True)
+while True:
+    pass
+"""
+
+
+def _started(script, *argv, word="ready"):
+    p = subprocess.Popen(
+        [sys.executable, "-c", script, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert p.stdout.readline().strip() == word
+    return p
+
+
+def _asleep(*pids):
+    """Until each process is asleep (state S): one still on its way to a blocking read is running,
+    and the rule takes no baseline from a running process."""
+    deadline = time.monotonic() + 30
+    for pid in pids:
+        while Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] != b"S":
+            assert time.monotonic() < deadline, f"{pid} never went to sleep"
+            time.sleep(0.001)
+
+
+def _listings(scanner):
+    """Record the pids whose fd directory the scanner lists."""
+    listed = []
+    real = scanner._list
+
+    def record(pid, *args):
+        listed.append(pid)
+        return real(pid, *args)
+
+    scanner._list = record
+    return listed
+
+
+def test_a_sleeping_process_is_not_listed_again_until_it_runs(devdir):
+    p = _started(LATE_OPEN, str(devdir / "nvidia0"), word="started")
+    try:
+        _asleep(p.pid)
+        scanner = HolderScanner(str(devdir / "nvidia"), refresh_every=1000, check_every=1, budget=10**6)
+        scanner.scan(full=True)
+        listed = _listings(scanner)
+        results = [scanner.scan() for _ in range(3)]
+        assert p.pid not in listed  # three turns, each one schedstat read
+        assert all(r.skipped >= 1 for r in results)
+        p.stdin.write("\n")
+        p.stdin.flush()
+        assert p.stdout.readline().strip() == "opened"
+        assert p.pid in scanner.scan().holders  # it ran: listed at its next turn, found
+        assert p.pid in listed
+    finally:
+        p.kill()
+        p.wait()
+
+
+@pytest.mark.parametrize("script", [TWO_THREADS, SPIN], ids=["two-threads", "running"])
+def test_a_process_with_threads_or_running_is_listed_at_every_turn(devdir, script):
+    """The rule needs one thread (no other could change the table unseen) that is off the CPU."""
+    p = _started(script)
+    try:
+        scanner = HolderScanner(str(devdir / "nvidia"), refresh_every=1000, check_every=1, budget=10**6)
+        scanner.scan(full=True)
+        listed = _listings(scanner)
+        for _ in range(3):
+            scanner.scan()
+        assert listed.count(p.pid) == 3
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_fd_number_reuse_by_a_process_that_ran_is_caught_within_refresh_every(devdir, tmp_path):
+    script = """
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+print(fd, flush=True)
+sys.stdin.readline()
+os.close(fd)
+fd2 = os.open(sys.argv[2], os.O_RDONLY)
+assert fd2 == fd
+print("swapped", flush=True)
+sys.stdin.readline()
+"""
+    other = tmp_path / "plain"
+    other.write_text("")
+    p = subprocess.Popen(
+        [sys.executable, "-c", script, str(other), str(devdir / "nvidiactl")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        p.stdout.readline()
+        scanner = HolderScanner(str(devdir / "nvidia"), refresh_every=6, check_every=1, budget=10**6)
+        scanner.scan(full=True)
+        p.stdin.write("\n")
+        p.stdin.flush()
+        assert p.stdout.readline().strip() == "swapped"
+        # Same fd numbers, so the turns that list it read nothing new; the refresh re-reads every link.
+        found = next(i for i in range(1, 100) if p.pid in scanner.scan().holders)
+        assert found <= scanner.refresh_every < scanner.staleness()[1]
+    finally:
+        p.kill()
+        p.wait()
+
+
+SHARED_TABLE = r"""
+import ctypes, os, platform, sys
+# clone(CLONE_FILES | SIGCHLD): a child process (not a thread) that shares this process's fd table.
+number = {"x86_64": 56, "aarch64": 220}[platform.machine()]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+nothing = ctypes.c_void_p(0)
+pid = libc.syscall(ctypes.c_long(number), ctypes.c_ulong(0x400 | 17), nothing, nothing, nothing, nothing)
+assert pid >= 0, ctypes.get_errno()
+mine, its = int(sys.argv[2]), int(sys.argv[3])
+if pid == 0:
+    os.write(1, b"%d\n" % os.getpid())  # one write: the other process prints too
+    os.read(its, 1)
+    os.open(sys.argv[1], os.O_RDONLY)  # into the table both processes share
+    os.write(1, b"opened\n")
+    os.read(its, 1)
+    os._exit(0)
+os.write(1, b"%d\n" % os.getpid())
+os.read(mine, 1)  # asleep until EOF: it never runs meanwhile
+os.waitpid(pid, 0)
+"""
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "aarch64"), reason="clone's number is known here")
+def test_a_process_sharing_its_fd_table_is_caught_by_the_recheck(devdir):
+    """What the sleeper rule cannot see: B, made by clone(CLONE_FILES) without CLONE_THREAD, opens a
+    device file into the fd table it shares with A, which sleeps throughout. B ran and is found at
+    its turn; A's table changed though A did not run: only the unconditional full read finds it,
+    within `recheck_every` (the worst case the scanner reports). A full scan finds it at once."""
+    a_r, a_w = os.pipe()
+    b_r, b_w = os.pipe()
+    p = subprocess.Popen(
+        [sys.executable, "-c", SHARED_TABLE, str(devdir / "nvidia1"), str(a_r), str(b_r)],
+        stdout=subprocess.PIPE,
+        text=True,
+        pass_fds=(a_r, b_r),
+    )
+    os.close(a_r)
+    os.close(b_r)
+    try:
+        a = p.pid
+        [b] = {int(p.stdout.readline()), int(p.stdout.readline())} - {a}
+        _asleep(a, b)
+        scanner = HolderScanner(str(devdir / "nvidia"), refresh_every=4, check_every=1, budget=10**6)
+        scanner.scan()  # every process new to it: read in full (a full scan would date them back)
+        os.write(b_w, b"o")
+        assert p.stdout.readline().strip() == "opened"
+        seen = [scanner.scan().holders for _ in range(scanner.staleness()[1])]
+        assert b in seen[0]
+        a_found = next(i for i, holders in enumerate(seen, 1) if a in holders)
+        assert scanner.refresh_every < a_found <= scanner.staleness()[1]
+        assert a in HolderScanner(str(devdir / "nvidia")).scan(full=True).holders
+    finally:
+        os.close(b_w)
+        os.close(a_w)
+        p.wait(timeout=30)

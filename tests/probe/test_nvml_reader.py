@@ -177,3 +177,57 @@ def test_probe_without_driver_still_streams_holders(use):
     assert hello["error"]["code"] == "no-driver"
     sample = probe.sample()
     assert sample["gpus"] == [] and isinstance(sample["processes"], list)
+
+
+def test_process_utilization_is_averaged_since_the_last_reading(use):
+    """nvmlDeviceGetProcessUtilization returns the driver's samples newer than a timestamp; the
+    reader averages each process's since its last call, asks from the newest it saw, and treats
+    NOT_FOUND (no sample since) as "nothing ran" and NOT_SUPPORTED as final for that GPU."""
+    nv = fake_pynvml(load("nvml_h200x2_job.json"))
+    nv.NVML_ERROR_NOT_FOUND = 6
+    asked: list[tuple[int, int]] = []
+    answers = {
+        0: [
+            [
+                types.SimpleNamespace(pid=7, timeStamp=100, smUtil=90, memUtil=40, encUtil=0, decUtil=0),
+                types.SimpleNamespace(
+                    pid=7, timeStamp=200, smUtil=70, memUtil=20, encUtil=0, decUtil=4294967295
+                ),
+                types.SimpleNamespace(pid=9, timeStamp=150, smUtil=10, memUtil=5, encUtil=3, decUtil=1),
+            ],
+            NVMLError(6),
+        ],
+        1: [NVMLError(3)],
+    }
+
+    def query(handle, since):
+        asked.append((handle, since))
+        answer = answers[handle].pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    nv.nvmlDeviceGetProcessUtilization = query
+    reader = use(nv)
+    reader.open()
+    first = reader.process_utilization()
+    assert first == {
+        7: {0: {"sm": 80, "mem": 30, "enc": 0, "dec": 0}},  # the "not available" marker counts as 0
+        9: {0: {"sm": 10, "mem": 5, "enc": 3, "dec": 1}},
+    }
+    assert reader.process_utilization() == {}  # nothing newer on GPU 0; GPU 1 not asked again
+    assert asked == [(0, 0), (1, 0), (0, 200)]
+
+
+def test_process_utilization_unsupported_everywhere_is_none(use):
+    nv = fake_pynvml(load("nvml_h200x2_idle.json"))
+    reader = use(nv)
+    reader.open()
+    assert reader.process_utilization() is None  # this pynvml has no such query
+    nv.NVML_ERROR_NOT_FOUND = 6
+
+    def unsupported(handle, since):
+        raise NVMLError(3)
+
+    nv.nvmlDeviceGetProcessUtilization = unsupported
+    assert reader.process_utilization() is None

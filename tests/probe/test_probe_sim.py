@@ -87,3 +87,26 @@ def test_sample_cost_fields(sim_probe):  # noqa: F811
     assert sample["scan"]["full"] is False and sample["scan"]["age"] > 0
     assert sample["scan"]["worst_age"] >= sample["scan"]["age"]
     assert set(sample["cost_ms"]) >= {"reader", "holders", "total", "cpu"}
+
+
+def test_per_process_utilization_every_few_samples_and_switched_off(sim_probe):  # noqa: F811
+    probe, reader = sim_probe()
+    probe.interval = 1.0
+    job = reader.spawn("busy", gpu=[0, 1], memory=GIB, util=60)
+    hidden = reader.spawn("hidden")
+    first = probe.sample(full=True)  # sample 0 reads it (then every PROC_UTIL_S samples at 1 s)
+    assert first["proc_util"]["state"] == "on" and first["proc_util"]["every"] == 5.0
+    procs = by_pid(first)
+    assert procs[job.pid]["gpu_util"] == {
+        "0": {"sm": 60, "mem": 36, "enc": 0, "dec": 0},
+        "1": {"sm": 60, "mem": 36, "enc": 0, "dec": 0},
+    }
+    assert procs[hidden.pid]["gpu_util"] is None  # holds the device files, runs nothing
+    assert first["cost_ms"]["proc_util"] is not None
+    second = probe.sample()
+    assert second["cost_ms"]["proc_util"] is None  # not due: the last reading is carried
+    assert by_pid(second)[job.pid]["gpu_util"]["0"]["sm"] == 60
+    probe.proc_util_every = 0
+    off = probe.sample()
+    assert off["proc_util"] == {"state": "off", "every": None, "age": None}
+    assert by_pid(off)[job.pid]["gpu_util"] is None  # no stale figures once it is off

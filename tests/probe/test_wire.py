@@ -206,6 +206,33 @@ def test_probe_refuses_an_interval_out_of_bounds_and_keeps_running(value):
         probe.close()
 
 
+def test_configure_preflight_every_takes_effect_and_a_bad_value_changes_nothing():
+    """`preflight_every` was documented and sent by `gputui wait`, and the probe ignored it."""
+    probe = ProbeProcess("--interval", "0.1")
+    try:
+        assert probe.read()["type"] == "hello"
+
+        def with_preflight(record: dict) -> bool:
+            return all(g.get("preflight") is not None for g in record["gpus"])
+
+        probe.send(b'{"type":"configure","v":1,"preflight_every":1}')  # no interval: fine
+        seq = probe.read_until(lambda r: r["type"] == "sample")[-1]["seq"]
+        samples = probe.read_until(lambda r: r["type"] == "sample" and r["seq"] >= seq + 4)
+        assert all(with_preflight(r) for r in samples[-3:]), [r["seq"] for r in samples if with_preflight(r)]
+        probe.send(b'{"type":"configure","v":1,"preflight_every":0,"proc_util_every":true}')
+        errors = probe.read_until(lambda r: r["type"] == "error")
+        assert "proc_util_every" in errors[-1]["message"]
+        seq = probe.read_until(lambda r: r["type"] == "sample")[-1]["seq"]
+        samples = probe.read_until(lambda r: r["type"] == "sample" and r["seq"] >= seq + 4)
+        assert not any(with_preflight(r) for r in samples[-3:])  # the good setting beside it applied
+        probe.send(b'{"type":"configure","v":1}')
+        assert "nothing to change" in probe.read_until(lambda r: r["type"] == "error")[-1]["message"]
+        code, stderr = probe.quit()
+        assert code == 0 and "Traceback" not in stderr, stderr
+    finally:
+        probe.close()
+
+
 @pytest.mark.parametrize(
     "options",
     [

@@ -20,6 +20,7 @@ from textual.pilot import Pilot
 from gputui.fleet import Fleet
 from gputui.transport.replay import ReplayLink
 from gputui.ui import GpuTuiApp, make_app
+from gputui.ui.screens.gpu_detail import GpuDetailScreen
 from gputui.ui.screens.plan import PlanScreen
 
 from .conftest import FROZEN, QUIET, build_app, recording, redrawn, settle
@@ -134,6 +135,30 @@ async def _no_driver_ready(pilot: Pilot[Any]) -> None:
     await redrawn(pilot)
 
 
+def _preflight(theme: str, hostile: bool = True) -> GpuTuiApp:
+    """Host "p" of the "preflight" sim scenario (tests/fixtures/preflight.jsonl)."""
+    return build_app(("p",), theme=theme, records={"p": list(recording("preflight"))})
+
+
+def _gpu_view(gpu_row: int, host: bool = False) -> Callable[[Pilot[Any]], Awaitable[None]]:
+    """Open the GPU view on the GPU table's row `gpu_row` ("all" is row 0), of the first host when
+    `host` (the demo starts on "All hosts")."""
+
+    async def run(pilot: Pilot[Any]) -> None:
+        app: GpuTuiApp = pilot.app  # type: ignore[assignment]
+        await (_host(pilot) if host else settle(pilot))
+        assert app._main is not None
+        app._main.gpu_table.focus()
+        await pilot.press(*["down"] * gpu_row, "i")
+        while not isinstance(app.screen, GpuDetailScreen):
+            await pilot.pause(0.02)
+        await pilot.pause()
+        app.screen.redraw()  # at its final size
+        await pilot.pause()
+
+    return run
+
+
 SCENES = {
     scene.name: scene
     for scene in (
@@ -148,5 +173,10 @@ SCENES = {
         Scene("plan", (120, 36), _demo_plans, _plan_gpu),
         Scene("plan-host", (120, 36), _demo_plans, _plan_host),
         Scene("plan-narrow", (80, 24), _demo_plans, _plan_gpu),
+        Scene("preflight", (120, 36), _preflight, _fleet),
+        Scene("gpu-view", (120, 40), _preflight, _gpu_view(2)),  # GPU 1: orphaned memory
+        Scene("ghost-view", (120, 40), _demo, _gpu_view(3, host=True)),  # demo-a's GPU 2: a ghost
+        Scene("gpu-view-narrow", (80, 24), _preflight, _gpu_view(3)),  # GPU 2: throttling, cooling
+        Scene("gpu-view-wide", (200, 50), _preflight, _gpu_view(4)),  # GPU 3: persistence off, ECC
     )
 }

@@ -39,8 +39,26 @@ def test_plan_dialog(snap_compare: Any, theme: str) -> None:
     assert _compare(snap_compare, "plan", theme)
 
 
+@pytest.mark.parametrize("theme", THEMES)
+def test_gpu_view(snap_compare: Any, theme: str) -> None:
+    """i on GPU 1: 2.1 GiB no process holds (orphaned), the reset offered; settings; history."""
+    assert _compare(snap_compare, "gpu-view", theme)
+
+
 @pytest.mark.parametrize(
-    "scene", ["ghost", "filter", "narrow", "narrow-fleet", "no-driver", "plan-host", "plan-narrow"]
+    "scene",
+    [
+        "preflight",
+        "gpu-view-narrow",
+        "gpu-view-wide",
+        "ghost",
+        "filter",
+        "narrow",
+        "narrow-fleet",
+        "no-driver",
+        "plan-host",
+        "plan-narrow",
+    ],
 )
 def test_other_screens(snap_compare: Any, scene: str) -> None:
     assert _compare(snap_compare, scene, "gputui-dark")

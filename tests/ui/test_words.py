@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from gputui.ui.screens.help import SECTIONS
+
 from .conftest import build_app, recording, redrawn, screen_text, settle
 
 
@@ -84,14 +86,7 @@ async def test_the_help_wraps_under_its_column(width: int) -> None:
 
 
 TITLES = {
-    "Everywhere",
-    "In every table",
-    "Host list",
-    "GPU table",
-    "Fleet table (All hosts)",
-    "Process table",
-    "Filter box",
-    "Confirmation dialog (f, F, x)",
+    *(name for name, _ in SECTIONS),
     "Kinds of processes",
     "esc, q or ? closes this screen",
     "Read-only: gputui offers no way to signal a process.",

@@ -7,7 +7,7 @@ called per sample. Static facts (name, UUID, minor, total memory, power limit) a
 Stdlib + pynvml only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
 
-from typing import Any, Dict, List, Optional, Tuple  # noqa: F401  (type comments)
+from typing import Any, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
 from .base import Listed, Reader, ReaderError  # noqa: F401  (type comments)
 
@@ -32,6 +32,13 @@ def throttle_names(mask):
     # type: (int) -> List[str]
     """The active clock-event reasons, idle left out (an idle GPU is not throttled)."""
     return [name for bit, name in THROTTLE_BITS if mask & bit and name != "gpu-idle"]
+
+
+def _percent(value):
+    # type: (Any) -> int
+    """A utilization figure as NVML gives it, in 0..100 (anything else, a driver's "not available"
+    marker, counts as 0)."""
+    return value if isinstance(value, int) and 0 <= value <= 100 else 0
 
 
 def _watts(milliwatts):
@@ -77,6 +84,8 @@ class NvmlReader(Reader):
         self._nv = None  # type: Any
         self._gpus = []  # type: List[Dict[str, Any]]
         self._memory_v2 = True
+        self._util_seen = {}  # type: Dict[int, int]  # GPU index -> newest utilization sample read (µs)
+        self._util_unsupported = set()  # type: Set[int]  # GPUs whose driver refuses per-process util
 
     def open(self):
         # type: () -> Dict[str, object]
@@ -204,6 +213,48 @@ class NvmlReader(Reader):
             gpus.append(record)
             self._processes(handle, static["index"], listed)
         return gpus, listed
+
+    def process_utilization(self):
+        # type: () -> Optional[Dict[int, Dict[int, Dict[str, Optional[int]]]]]
+        """nvmlDeviceGetProcessUtilization on each GPU, averaged per process over the driver's
+        samples newer than the last call's (NVML_ERROR_NOT_FOUND: none since, nothing ran)."""
+        nv = self._nv
+        query = getattr(nv, "nvmlDeviceGetProcessUtilization", None)
+        if query is None:
+            return None
+        out = {}  # type: Dict[int, Dict[int, Dict[str, Optional[int]]]]
+        supported = False
+        for static in self._gpus:
+            index = static["index"]
+            if index in self._util_unsupported:
+                continue
+            try:
+                samples = query(static["handle"], self._util_seen.get(index, 0))
+            except nv.NVMLError as exc:
+                code = getattr(exc, "value", None)
+                if code == nv.NVML_ERROR_NOT_FOUND:
+                    supported = True  # no sample newer than the last: nothing ran there
+                elif code in (nv.NVML_ERROR_NOT_SUPPORTED, nv.NVML_ERROR_NO_PERMISSION):
+                    self._util_unsupported.add(index)
+                continue
+            supported = True
+            sums = {}  # type: Dict[int, List[int]]
+            newest = self._util_seen.get(index, 0)
+            for s in samples:
+                newest = max(newest, int(s.timeStamp))
+                acc = sums.setdefault(int(s.pid), [0, 0, 0, 0, 0])
+                acc[0] += 1
+                for i, value in enumerate((s.smUtil, s.memUtil, s.encUtil, s.decUtil), 1):
+                    acc[i] += _percent(value)
+            self._util_seen[index] = newest
+            for pid, (n, sm, mem, enc, dec) in sums.items():
+                out.setdefault(pid, {})[index] = {
+                    "sm": sm // n,
+                    "mem": mem // n,
+                    "enc": enc // n,
+                    "dec": dec // n,
+                }
+        return out if supported else None
 
     def preflight(self):
         # type: () -> Dict[int, Dict[str, Any]]

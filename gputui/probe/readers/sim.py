@@ -469,6 +469,22 @@ class SimReader(Reader):
         gpus = [self._gpu_record(i, used[i], min(100, util[i]), reads, state) for i in range(self.gpus)]
         return gpus, listed
 
+    def process_utilization(self):
+        # type: () -> Optional[Dict[int, Dict[int, Dict[str, Optional[int]]]]]
+        """Each live context's utilization on its GPU (its `util`; memory utilization 3/5 of it, as
+        for the whole GPU; no encoder or decoder work in the sim)."""
+        out = {}  # type: Dict[int, Dict[int, Dict[str, Optional[int]]]]
+        with self._cond:
+            for ctx in self._contexts.values():
+                if ctx.release_at is not None:
+                    continue
+                share = out.setdefault(ctx.pid, {}).setdefault(
+                    ctx.gpu, {"sm": 0, "mem": 0, "enc": 0, "dec": 0}
+                )
+                sm = min(100, (share["sm"] or 0) + ctx.util)
+                share["sm"], share["mem"] = sm, (sm * 3) // 5
+        return out
+
     def _gpu_record(self, index, used, util, reads, state=None):
         # type: (int, int, int, int, Optional[Dict[str, Any]]) -> Dict[str, object]
         if util > 0:

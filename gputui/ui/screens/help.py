@@ -28,6 +28,7 @@ from ..widgets.host_list import HostList
 from ..widgets.proc_table import ProcTable
 from ..widgets.status import StyledStatic
 from ..widgets.table import KeyedTable
+from .gpu_detail import GpuDetailScreen
 from .main import KILL_ACTIONS, MainScreen
 from .plan import PlanScreen
 
@@ -40,6 +41,7 @@ SECTIONS: tuple[tuple[str, tuple[type, ...]], ...] = (
     ("Process table", (ProcTable,)),
     ("Filter box", (FilterBar,)),
     ("Confirmation dialog (f, F, x)", (PlanScreen,)),
+    ("GPU view (i)", (GpuDetailScreen,)),
 )
 KILL_SECTIONS = {"Confirmation dialog (f, F, x)"}  # not shown read-only: there is no dialog
 EXTRA: dict[str, list[tuple[str, str]]] = {
@@ -92,7 +94,11 @@ def binding_rows(app: App[Any], classes: tuple[type, ...], read_only: bool) -> l
         for binding in _own_bindings(cls):
             action = binding.action
             name = action.split(".")[-1].split("(")[0]
-            if action in HIDDEN_ACTIONS or name in HIDDEN_ACTIONS or (read_only and name in KILL_ACTIONS):
+            if (
+                action in HIDDEN_ACTIONS
+                or name in HIDDEN_ACTIONS
+                or (read_only and name in (*KILL_ACTIONS, "reset"))
+            ):
                 continue
             base = action.split("(")[0]
             if base == "sort_column":  # nine bindings, one line

@@ -20,7 +20,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Input, Static
 
 from gputui.fleet import LIVE, REASONS, HostView
-from gputui.model import Parent, Proc
+from gputui.model import Parent, Proc, ProcUtilState
 from gputui.operate import Request
 from gputui.words import count
 
@@ -37,10 +37,22 @@ from ..widgets.host_list import ALL_HOSTS, HostList, busy_total
 from ..widgets.proc_table import ProcScope, ProcTable, key_of
 from ..widgets.status import HostNotice, Legend, StatusLine
 from ..widgets.table import KeyedTable
+from .gpu_detail import GpuDetailScreen
 from .proc_detail import ProcDetailScreen
 
 NARROW = 100  # columns: below this the host list starts hidden (b shows it)
 KILL_ACTIONS = ("toggle_select", "free_gpu", "free_host", "plan", "tag_user")
+
+
+def sm_words(util: ProcUtilState, host: bool) -> str:
+    """What the SM% column holds and how fresh it is (the driver's per-process query is slow: the
+    probe reads it every few samples)."""
+    if util.state == "off":
+        return "SM% off"
+    if util.state != "on":
+        return "SM%: not reported by this driver"
+    every = f"every {util.every:g} s" if util.every else "now and then"
+    return f"SM% {'highest of its GPUs, ' if host else ''}{every}"
 
 
 class MainScreen(Screen[None]):
@@ -73,6 +85,7 @@ class MainScreen(Screen[None]):
         Binding("f", "refuse('free_gpu')", show=False),
         Binding("F", "refuse('free_host')", show=False),
         Binding("x", "refuse('plan')", show=False),
+        Binding("i", "gpu_detail", "GPU view", tooltip="the GPU under the cursor: memory, settings, history"),
         Binding("l", "toggle_log", "Log", tooltip="show or hide the action log"),
         Binding("b", "toggle_hosts", "Host list", show=False, tooltip="show or hide the host list"),
         Binding("left_square_bracket", "step_host(-1)", "Previous host", key_display="[", show=False),
@@ -253,6 +266,9 @@ class MainScreen(Screen[None]):
             else f"GPU {scope.gpu} · memory on GPU {scope.gpu}"
         )
         title = f"Processes · {fmt.safe(scope.host, 40)} · {where}"
+        sample = self.dash.fleet.view(scope.host).sample
+        if sample is not None and self.proc_table.width_of("sm"):
+            title += " · " + sm_words(sample.proc_util, scope.gpu is None)
         if self.proc_filter:
             title += f" · filter: {fmt.safe(self.proc_filter, 30)}"
         selected = self.selection.count(scope.host)
@@ -639,6 +655,20 @@ class MainScreen(Screen[None]):
             if procs:
                 requests.append(Request(host, "processes", processes=procs))
         return requests
+
+    def action_gpu_detail(self) -> None:
+        scope = self.current_scope()
+        if scope is None:
+            self.notify("No GPU here yet.")
+            return
+        gpu = scope.gpu
+        if gpu is None:  # the host's "all" row: its first GPU ([ and ] step through the others)
+            sample = self.dash.fleet.view(scope.host).sample
+            if sample is None or not sample.gpus:
+                self.notify(f"{scope.host} has no GPU to show.", markup=False)
+                return
+            gpu = sample.gpus[0].index
+        self.app.push_screen(GpuDetailScreen(scope.host, gpu))
 
     def action_free_gpu(self) -> None:
         scope = self.current_scope()

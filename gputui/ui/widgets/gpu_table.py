@@ -8,8 +8,9 @@ from typing import ClassVar
 from textual.binding import Binding, BindingType
 
 from gputui.fleet import GpuHistory, HostView
-from gputui.model import Gpu, Sample
-from gputui.units import fmt_bytes_of, fmt_percent
+from gputui.model import IDLE_SLACK, Gpu, Sample
+from gputui.readiness import preflight_flags
+from gputui.units import fmt_bytes, fmt_bytes_of, fmt_percent
 from gputui.words import count
 
 from .. import fmt, kinds
@@ -31,6 +32,8 @@ def holders_cell(table: KeyedTable, sample: Sample, gpus: tuple[Gpu, ...], width
     if not counts:
         if all(sample.gpu_is_free(g) for g in gpus):
             return Cell("✓ free", table.style_of("gpu--free"), sort_key=(0, 0))
+        if any(unaccounted(g) for g in gpus):
+            return Cell(sort_key=(1, 0))  # the marks say whose it is: ghost, orphaned, ...
         # Memory in use and nobody to blame: NVML lists nothing and no holder is attributed.
         text = "in use, no holder" if width >= 17 else "no holder"
         return Cell(text, table.style_of("gpu--warn"), sort_key=(1, 0))
@@ -46,6 +49,29 @@ def holders_cell(table: KeyedTable, sample: Sample, gpus: tuple[Gpu, ...], width
             cell.add(str(counts[k]), style, keep=True).add(f" {k}", style)
         else:
             cell.add(kinds.GLYPHS[k], style).add(str(counts[k]), style, keep=True)
+    return cell
+
+
+def unaccounted(gpu: Gpu) -> bool:
+    """Memory nobody listed holds, beyond the driver's own bookkeeping."""
+    return gpu.accounting is not None and gpu.accounting.unaccounted > IDLE_SLACK
+
+
+def marks_cell(cell: Cell, table: KeyedTable, gpu: Gpu, flags: tuple[str, ...]) -> Cell:
+    """After the holders: `◌ 2.1 GiB orphaned` when memory is unaccounted for (its largest part),
+    `⚑ persistence off +1` when the preflight reading flags something (the GPU view, i, says all)."""
+    style = table.style_of("gpu--warn")
+    account = gpu.accounting
+    if account is not None and unaccounted(gpu):
+        part, size = max(((p, b) for p, b in account.parts() if p in account.UNACCOUNTED), key=lambda x: x[1])
+        if cell.plain:
+            cell.add("  ")
+        cell.add("◌ ", style).add(fmt_bytes(size), style, keep=True).add(f" {part}", style)
+    if flags:
+        if cell.plain:
+            cell.add("  ")
+        more = f" +{len(flags) - 1}" if len(flags) > 1 else ""
+        cell.add(f"⚑ {flags[0]}{more}", style)
     return cell
 
 
@@ -98,19 +124,23 @@ class GpuTable(KeyedTable):
         if sample is None:
             self.sync({})
             return
-        rows = {str(g.index): self.row(g, sample, view.history.get(g.index)) for g in sample.gpus}
+        flags = preflight_flags(view.preflight)
+        rows = {
+            str(g.index): self.row(g, sample, view.history.get(g.index), flags.get(g.index, ()))
+            for g in sample.gpus
+        }
         if sample.gpus:
             rows[ALL] = self.all_row(sample)
         self.sync(rows)
 
-    def row(self, gpu: Gpu, sample: Sample, history: GpuHistory | None) -> Row:
+    def row(self, gpu: Gpu, sample: Sample, history: GpuHistory | None, flags: tuple[str, ...] = ()) -> Row:
         util_hist = fmt.sparkline(history.util, SPARK_WIDTH, HISTORY_WINDOW) if history else ""
         mem_hist = fmt.sparkline(history.memory, SPARK_WIDTH, HISTORY_WINDOW) if history else ""
         power = "-"
         if gpu.power_draw is not None:
             limit = f"/{gpu.power_limit:.0f}" if gpu.power_limit else ""
             power = f"{gpu.power_draw:.0f}{limit}W"
-        holders = holders_cell(self, sample, (gpu,), self.width_of("holders"))
+        holders = marks_cell(holders_cell(self, sample, (gpu,), self.width_of("holders")), self, gpu, flags)
         if gpu.error:
             holders = Cell(f"error: {fmt.safe(gpu.error, 40)}", self.style_of("gpu--error"), sort_key=(3, 0))
         free = sample.gpu_is_free(gpu)
@@ -146,8 +176,17 @@ class GpuTable(KeyedTable):
             "power": Cell(f"{sum(g.power_draw or 0 for g in gpus):.0f}W", sort_key=top),
             "util_hist": Cell("", sort_key=top),
             "mem_hist": Cell("", sort_key=top),
-            "holders": holders_cell(self, sample, gpus, self.width_of("holders")),
+            "holders": self.host_marks(holders_cell(self, sample, gpus, self.width_of("holders")), gpus),
         }
+
+    def host_marks(self, cell: Cell, gpus: tuple[Gpu, ...]) -> Cell:
+        """The host row's mark: how much of its memory is unaccounted for (the GPU rows say what)."""
+        total = sum(g.accounting.unaccounted for g in gpus if g.accounting is not None and unaccounted(g))
+        if total:
+            style = self.style_of("gpu--warn")
+            cell.add("  " if cell.plain else "").add("◌ ", style).add(fmt_bytes(total), style, keep=True)
+            cell.add(" unaccounted", style)
+        return cell
 
     @property
     def cursor_gpu(self) -> int | None:

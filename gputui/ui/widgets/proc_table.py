@@ -49,9 +49,11 @@ class ProcTable(KeyedTable):
         Column("kind", "Kind", width=9, priority=0),
         Column("gpu", "GPU", width=3, priority=1),
         Column("mem", "GPU mem", width=8, justify="right", descending=True, priority=1),
+        Column("sm", "SM%", width=4, justify="right", descending=True, priority=4),
         Column("cpu", "CPU%", width=5, justify="right", descending=True, priority=5),
         Column("rss", "RSS", width=8, justify="right", descending=True, priority=6),
-        Column("state", "St", width=2, priority=3),
+        # Not sortable: D and Z are coloured, and the ten sort keys go to the columns people sort by.
+        Column("state", "St", width=2, priority=3, sortable=False),
         Column("elapsed", "Elapsed", width=7, justify="right", descending=True, priority=4),
         Column("command", "Command", nominal=24, priority=0, flex=True, cut=True),
     )
@@ -296,6 +298,7 @@ class ProcTable(KeyedTable):
             "kind": Cell(kinds.label(proc.kind), kind_style, sort_key=kinds.ORDER.get(proc.kind, 9)),
             "gpu": self.gpus_cell(proc, gpu),
             "mem": Cell(fmt_bytes(mem) if mem is not None else "-", kind_style, sort_key=mem or 0),
+            "sm": self.sm_cell(proc, gpu),
             "cpu": Cell(fmt_percent(proc.cpu_percent), sort_key=proc.cpu_percent or 0.0),
             "rss": Cell(fmt_bytes(proc.rss), sort_key=proc.rss or 0),
             "state": Cell(state, self.style_of("proc--warn") if state in ("D", "Z") else "", sort_key=state),
@@ -314,6 +317,13 @@ class ProcTable(KeyedTable):
             here = gpu is not None and gpu in indexes
             cell.add(text, self.style_of("proc--here") if here else "", keep=True)
         return cell
+
+    def sm_cell(self, proc: Proc, gpu: int | None) -> Cell:
+        """SM utilization on the GPU in view, or the highest over its GPUs on the host's view."""
+        sm = proc.sm_util(gpu)
+        if sm is None:
+            return Cell("-", self.style_of("proc--muted"), sort_key=-1)
+        return Cell(f"{sm}%", sort_key=sm)
 
     @property
     def cursor_proc_key(self) -> ProcKey | None:

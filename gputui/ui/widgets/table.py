@@ -197,6 +197,9 @@ def _squeeze(segments: list[tuple[Text, bool]], width: int) -> list[tuple[Text, 
         body.truncate(size, overflow="ellipsis")
         if after_number and body.plain.startswith(ELLIPSIS):
             body = Text.assemble(" ", body[: len(body.plain) - 1], ELLIPSIS)
+        elif after_number and body.plain.strip(" " + ELLIPSIS).isalpha() and body.cell_len <= 4:
+            # `4125296 p…` reads as a number whose unit was cut (`2.1 Gi…`): the stub goes too.
+            body = Text(" " + ELLIPSIS, end="")
         if trail:
             body.append(" ")
         over -= text.cell_len - body.cell_len

@@ -1,0 +1,433 @@
+"""The GPU view (`i` on a GPU): where its memory went, its state now, its settings and health, its
+history in graphs as wide as the screen, and what runs on it.
+
+Memory is one bar split the way the probe accounts for it (gputui/probe/accounting.py): idle
+baseline, listed processes, then whatever is unaccounted for (a ghost's, a container's, hidden
+holders', orphaned) and the free rest, with a legend and the same words `gputui wait` and a clean's
+verdict use. The preflight reading (read every ~10 s) gives clocks, power limit, PCIe, ECC, MIG,
+persistence and throttle reasons; a field where this GPU differs from most of its siblings is
+flagged. `[` and `]` step through the host's GPUs; `r` offers the reset ladder when memory is
+orphaned (the app asks for a dry run, shows what blocks it, and confirms before anything).
+
+The screen reads the fleet's state on a timer and never waits on a host. Everything from the host
+is untrusted: made safe (fmt.safe) and built into `Text`, never parsed as markup.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, cast
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+
+from gputui.fleet import GpuHistory, HostView
+from gputui.model import IDLE_SLACK, Gpu, GpuShare, Preflight, Sample
+from gputui.readiness import preflight_flags
+from gputui.units import fmt_bytes, fmt_bytes_of, fmt_percent
+from gputui.words import count, part_words
+
+from .. import fmt, kinds
+from ..context import Dashboard
+from ..intents import ResetRequested
+from ..widgets.footer import Footer
+from ..widgets.status import StyledStatic
+
+REFRESH_S = 0.25  # how often the screen looks for a new sample of its host
+LABEL = 9  # cells of the graphs' labels
+WIDE = 110  # columns: from this width "now" and "settings" sit side by side
+PART_STYLE = {
+    "baseline": "gpu-view--baseline",
+    "processes": "kind--user",
+    "ghost": "kind--ghost",
+    "container": "gpu-view--container",
+    "unreported": "gpu-view--container",
+    "hidden": "kind--hidden",
+    "orphaned": "gpu-view--orphaned",
+    "unknown": "gpu--warn",
+}
+PART_LABEL = {
+    "baseline": "idle baseline",
+    "processes": "processes",
+    "ghost": "dead PIDs' (ghost)",
+    "container": "another PID namespace",
+    "unreported": "unreported",
+    "hidden": "hidden holders'",
+    "orphaned": "orphaned",
+    "unknown": "unattributed",
+}
+
+
+class GpuText(StyledStatic):
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        *kinds.STYLE.values(),
+        *PART_STYLE.values(),
+        "gpu-view--label",
+        "gpu-view--muted",
+        "gpu-view--free",
+        "gpu-view--section",
+        "meter--memory",
+        "meter--util",
+        "meter--empty",
+        "gpu--warn",
+        "gpu--error",
+        "gpu--free",
+    }
+
+    def label(self, text: str) -> Text:
+        return Text(text, self.style_of("gpu-view--label"))
+
+
+class GpuDetailScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back", key_display="esc"),
+        Binding("q", "app.pop_screen", "Back", show=False),
+        Binding("i", "app.pop_screen", "Back", show=False),
+        Binding("left_square_bracket", "step(-1)", "Previous GPU", key_display="["),
+        Binding("right_square_bracket", "step(1)", "Next GPU", key_display="]"),
+        Binding(
+            "r", "reset", "Reset GPU", tooltip="the reset ladder, for orphaned memory: dry run, then confirm"
+        ),
+        Binding("question_mark", "app.help", "Help", key_display="?"),
+    ]
+
+    def __init__(self, host: str, gpu: int) -> None:
+        super().__init__()
+        self.host = host
+        self.gpu = gpu
+        self._drawn: tuple[object, ...] | None = None
+        self._can_reset: bool | None = None
+
+    @property
+    def dash(self) -> Dashboard:
+        return cast(Dashboard, self.app)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="gpu-view"):
+            yield GpuText(id="gpu-view-text")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.text = self.query_one(GpuText)
+        self.box = self.query_one("#gpu-view", VerticalScroll)
+        self.redraw()
+        self.set_interval(REFRESH_S, self.redraw)
+
+    def on_resize(self) -> None:
+        self._drawn = None
+        self.redraw()
+
+    # -- keys ------------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "reset":
+            return self.can_reset()  # shown only where it can help
+        return True
+
+    def can_reset(self) -> bool:
+        view = self.dash.fleet.view(self.host)
+        gpu = self._gpu(view)
+        orphaned = gpu is not None and gpu.accounting is not None and gpu.accounting.orphaned > IDLE_SLACK
+        return orphaned and view.can_kill and not self.dash.read_only
+
+    def action_reset(self) -> None:
+        if self.can_reset():
+            self.post_message(ResetRequested(self.host, self.gpu))
+
+    def action_step(self, step: int) -> None:
+        sample = self.dash.fleet.view(self.host).sample
+        indexes = [g.index for g in sample.gpus] if sample is not None else []
+        if not indexes:
+            return
+        at = indexes.index(self.gpu) if self.gpu in indexes else 0
+        self.gpu = indexes[(at + step) % len(indexes)]
+        self._drawn = None
+        self.redraw()
+        self.box.scroll_home(animate=False)
+
+    # -- drawing ---------------------------------------------------------------------------------
+
+    def _gpu(self, view: HostView) -> Gpu | None:
+        sample = view.sample
+        return next((g for g in sample.gpus if g.index == self.gpu), None) if sample is not None else None
+
+    def redraw(self) -> None:
+        if not self.is_mounted:
+            return
+        view = self.dash.fleet.view(self.host)
+        width = max(self.box.scrollable_content_region.width, 40)
+        key = (view.received, view.status, self.gpu, width, self.app.theme)
+        if key == self._drawn:
+            return
+        self._drawn = key
+        gpu = self._gpu(view)
+        name = gpu.name if gpu is not None else None
+        title = f"GPU {self.gpu} · {self.host}" + (f" · {name}" if name else "")
+        fmt.set_title(self.box, fmt.safe(title, 120))
+        can_reset = self.can_reset()
+        if can_reset != self._can_reset:  # the footer recomposes on each refresh: only on a change
+            self._can_reset = can_reset
+            self.refresh_bindings()
+        sample = view.sample
+        if gpu is None or sample is None:
+            why = view.detail or view.status
+            self.text.update(
+                Text(f"No reading of GPU {self.gpu} on {self.host} ({fmt.safe(why, 200)}).", "italic")
+            )
+            return
+        t = self.text
+        parts: list[RenderableType] = [
+            self._memory(t, gpu, width),
+            Text(""),
+        ]
+        now, settings = self._now(t, gpu, view.history.get(gpu.index)), self._settings(t, gpu, view)
+        if width >= WIDE:
+            grid = Table.grid(padding=(0, 4), expand=False)
+            grid.add_column(min_width=38)
+            grid.add_column()
+            grid.add_row(now, settings)
+            parts.append(grid)
+        else:
+            parts += [now, Text(""), settings]
+        parts += [
+            Text(""),
+            self._graphs(t, gpu, view, width),
+            Text(""),
+            self._processes(t, sample, gpu, width),
+        ]
+        t.update(Group(*parts))
+
+    def _memory(self, t: GpuText, gpu: Gpu, width: int) -> RenderableType:
+        account = gpu.accounting
+        used, total = gpu.memory_used, gpu.memory_total
+        head = Text.assemble(t.label("Memory  "), (fmt_bytes_of(used, total), "bold"))
+        if used is None or not total:
+            return Group(head, Text("no memory figure from the driver", t.style_of("gpu-view--muted")))
+        pieces = account.parts() if account is not None else [("processes", used)]
+        free = max(total - used, 0)
+        bar, legend = Text(), Text()
+        cells = width
+        drawn = 0
+        for i, (part, size) in enumerate([*pieces, ("free", free)]):
+            style = t.style_of(PART_STYLE.get(part, "meter--empty"))
+            # The last part takes what rounding left; any non-zero part shows at least one cell.
+            n = cells - drawn if i == len(pieces) else max(1 if size else 0, round(size / total * cells))
+            n = min(n, cells - drawn)
+            bar.append(("·" if part == "free" else "█") * n, style)
+            drawn += n
+            if legend:
+                legend.append("  ")
+            legend.append("■ " if part != "free" else "· ", style)
+            legend.append(f"{PART_LABEL.get(part, part)} {fmt_bytes(size)}")
+        lines: list[RenderableType] = [head, bar, legend]
+        if account is not None and account.unaccounted > IDLE_SLACK:
+            for part, _ in account.parts():
+                if part in account.UNACCOUNTED:
+                    lines.append(Text("! " + part_words(account, part), t.style_of(PART_STYLE[part])))
+            if account.orphaned > IDLE_SLACK:
+                hint = "r: the reset ladder (a dry run first, then a confirmation)"
+                lines.append(Text(hint, t.style_of("gpu-view--muted")))
+        elif account is not None:
+            lines.append(Text("every byte accounted for", t.style_of("gpu-view--free")))
+        return Group(*lines)
+
+    def _now(self, t: GpuText, gpu: Gpu, history: GpuHistory | None) -> RenderableType:
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(style=t.style_of("gpu-view--label"))
+        grid.add_column()
+        grid.add_row(Text("Now", t.style_of("gpu-view--section")))
+        add(grid, "Utilization", f"{fmt_percent(gpu.util_gpu)} SM, {fmt_percent(gpu.util_mem)} memory")
+        temp = f"{gpu.temperature}°C" if gpu.temperature is not None else "-"
+        slope = history.temperature_slope() if history is not None else None
+        if slope is not None:
+            temp += f" ({slope:+.1f} °C/min)" if abs(slope) >= 0.05 else " (steady)"
+        add(grid, "Temperature", temp)
+        power = "-"
+        if gpu.power_draw is not None:
+            power = f"{gpu.power_draw:.0f} W" + (f" of {gpu.power_limit:.0f} W" if gpu.power_limit else "")
+        add(grid, "Power", power)
+        add(grid, "UUID", fmt.safe(gpu.uuid, 60) or "-")
+        if gpu.error:
+            add(grid, "Error", Text(fmt.safe(gpu.error, 200), t.style_of("gpu--error")))
+        return grid
+
+    def _settings(self, t: GpuText, gpu: Gpu, view: HostView) -> RenderableType:
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(style=t.style_of("gpu-view--label"))
+        grid.add_column()
+        p = view.preflight.get(gpu.index)
+        grid.add_row(Text("Settings and health", t.style_of("gpu-view--section")))
+        if p is None:
+            add(
+                grid,
+                "",
+                Text("no preflight reading yet (one comes every ~10 s)", t.style_of("gpu-view--muted")),
+            )
+            return grid
+        for label, value in preflight_rows(p):
+            add(grid, label, value)
+        flags = preflight_flags(view.preflight).get(gpu.index, ())
+        for flag in flags:
+            grid.add_row(Text("⚑", t.style_of("gpu--warn")), Text(flag, t.style_of("gpu--warn")))
+        return grid
+
+    def _graphs(self, t: GpuText, gpu: Gpu, view: HostView, width: int) -> RenderableType:
+        history = view.history.get(gpu.index)
+        span = max(width - LABEL - 8, 10)  # a cell per sample, as many as fit
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(width=LABEL, style=t.style_of("gpu-view--label"))
+        grid.add_column(width=span, no_wrap=True)
+        grid.add_column(width=6, justify="right")
+        if history is None or not history.times:
+            heading = Text("History", t.style_of("gpu-view--section"))
+            return Group(heading, Text("no samples yet", t.style_of("gpu-view--muted")))
+        shown = min(span, len(history.times))
+        seconds = history.times[-1] - history.times[-shown]
+        covers = f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
+        heading = Text(
+            f"History, the last {covers} ({count(shown, 'sample')}, one a cell)",
+            t.style_of("gpu-view--section"),
+        )
+        power_top = gpu.power_limit or max((w for w in history.power if w is not None), default=0.0) or 1.0
+        rows = (
+            ("Util %", list(history.util), 100.0, "meter--util", fmt_percent(gpu.util_gpu)),
+            ("Memory %", list(history.memory), 100.0, "meter--memory", fmt_percent(_fraction(gpu))),
+            (
+                "Temp °C",
+                [c or 0.0 for c in history.temperature],
+                100.0,
+                "gpu--warn",
+                _or_dash(gpu.temperature),
+            ),
+            (
+                "Power W",
+                [w or 0.0 for w in history.power],
+                power_top,
+                "kind--user",
+                _or_dash(gpu.power_draw, "{:.0f}"),
+            ),
+        )
+        for label, values, top, style, now in rows:
+            graph = fmt.sparkline(values, span, span, top=top)
+            add(grid, label, Text(graph, t.style_of(style)), now)
+        return Group(heading, grid)
+
+    def _processes(self, t: GpuText, sample: Sample, gpu: Gpu, width: int) -> RenderableType:
+        on = sample.on_gpu(gpu.index)
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(justify="right", width=8)
+        grid.add_column(width=9)
+        grid.add_column(justify="right", width=9)
+        grid.add_column(justify="right", width=13)
+        grid.add_column(width=10, no_wrap=True, overflow="ellipsis")
+        grid.add_column(no_wrap=True, overflow="ellipsis", max_width=max(width - 58, 10))
+        heading = Text(
+            f"On GPU {gpu.index}: {count(len(on), 'process', 'processes')} (memory, SM/memory utilization)",
+            t.style_of("gpu-view--section"),
+        )
+        for p in on:
+            memory = p.gpu_memory.get(gpu.index)
+            add(
+                grid,
+                str(p.pid),
+                Text(kinds.label(p.kind), t.style_of(kinds.STYLE.get(p.kind, "kind--hidden"))),
+                fmt_bytes(memory) if memory else "-",
+                share_words(p.gpu_util.get(gpu.index) if p.gpu_util is not None else None),
+                fmt.safe(p.user, 32) or "-",
+                fmt.safe(p.command_line, 300) or "-",
+            )
+        return Group(heading, grid) if on else heading
+
+
+def add(grid: Table, *cells: str | Text) -> None:
+    """A row of plain cells: a str cell in a rich Table would be parsed as markup (host text may hold
+    brackets), so every one becomes Text."""
+    grid.add_row(*(c if isinstance(c, Text) else Text(c) for c in cells))
+
+
+def share_words(share: GpuShare | None) -> str:
+    """`93% / 55%` SM and memory utilization, with the encoder and decoder where they work."""
+    if share is None:
+        return "-"
+    words = f"{_or_dash(share.sm)}% / {_or_dash(share.mem)}%"
+    if share.enc or share.dec:
+        words += f" enc {_or_dash(share.enc)}% dec {_or_dash(share.dec)}%"
+    return words
+
+
+def preflight_rows(p: Preflight) -> list[tuple[str, str]]:
+    """The preflight reading as (label, value) rows; `-` where the GPU or driver does not say."""
+
+    def flag(value: bool | None, on: str = "on", off: str = "off") -> str:
+        return "-" if value is None else on if value else off
+
+    def pair(now: int | None, top: int | None, unit: str = " MHz") -> str:
+        if now is None and top is None:
+            return "-"
+        return f"{_or_dash(now)}/{_or_dash(top)}{unit}"
+
+    def app_clock(now: int | None, default: int | None) -> str:
+        if now is None:
+            return "-"
+        return f"{now} MHz" + (" (default)" if now == default else f" (default {_or_dash(default)})")
+
+    power = "-"
+    if p.power_limit is not None:
+        power = f"{p.power_limit:.0f} W" + (
+            " (default)"
+            if p.power_default in (None, p.power_limit)
+            else f" (default {p.power_default:.0f} W)"
+        )
+    pcie = "-"
+    if p.pcie_gen is not None or p.pcie_width is not None:
+        pcie = f"gen {_or_dash(p.pcie_gen)} x{_or_dash(p.pcie_width)} (max gen {_or_dash(p.pcie_gen_max)} x{_or_dash(p.pcie_width_max)})"
+    ecc = "-"
+    if p.ecc_corrected is not None or p.ecc_uncorrected is not None:
+        ecc = f"{_or_dash(p.ecc_corrected)} corrected, {_or_dash(p.ecc_uncorrected)} uncorrected (volatile)"
+    pending = [
+        words
+        for value, words in (
+            (p.remap_failed, "row remap failed"),
+            (p.remap_pending, "row remap pending"),
+            (p.retired_pending, "page retirement pending"),
+        )
+        if value
+    ]
+    known = [v for v in (p.remap_failed, p.remap_pending, p.retired_pending) if v is not None]
+    throttle = "-" if p.throttle is None else (", ".join(p.throttle) or "none")
+    mig = flag(p.mig)
+    if p.mig_pending is not None and p.mig_pending != p.mig:
+        mig += f" ({flag(p.mig_pending)} after a reset)"
+    peers = "-" if p.nvlink_peers is None else (", ".join(p.nvlink_peers) or "none")
+    return [
+        ("Persistence", flag(p.persistence)),
+        ("Compute mode", p.compute_mode or "-"),
+        ("MIG", mig),
+        ("SM clock", pair(p.sm_clock, p.sm_clock_max)),
+        ("Mem clock", pair(p.mem_clock, p.mem_clock_max)),
+        (
+            "App clocks",
+            f"SM {app_clock(p.sm_app_clock, p.sm_app_clock_default)}, memory {app_clock(p.mem_app_clock, p.mem_app_clock_default)}",
+        ),
+        ("Power limit", power),
+        ("Throttle", throttle),
+        ("Fan", fmt_percent(p.fan) if p.fan is not None else "-"),
+        ("PCIe", pcie),
+        ("ECC", ecc),
+        ("Repairs", ", ".join(pending) if pending else ("none pending" if known else "-")),
+        ("Display", flag(p.display_active, "active", "none")),
+        ("NVLink peers", peers),
+    ]
+
+
+def _or_dash(value: float | int | None, form: str = "{}") -> str:
+    return "-" if value is None else form.format(value)
+
+
+def _fraction(gpu: Gpu) -> float | None:
+    fraction = gpu.memory_fraction
+    return None if fraction is None else 100.0 * fraction

@@ -1,0 +1,93 @@
+"""The reset confirmation: a GPU reset is a plan of its own, never automatic.
+
+The app first asks the probe for a dry run (gputui/probe/reset.py): what blocks a reset of this GPU
+(every process holding its device file or nvidiactl, monitors included; MIG; a display; NVLink peers;
+root) and the steps it would take. While anything blocks it, the dialog lists the blockers and
+offers only Close. Otherwise it names the GPU, the memory a reset would free, what a reset affects,
+and the steps; focus starts on Cancel and resetting takes ctrl+k (or the Reset button).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+from gputui.model import MemoryAccount, PlanVerdict
+from gputui.words import part_words
+
+from .. import fmt
+
+
+class ResetScreen(ModalScreen[bool]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "answer(False)", "Cancel", key_display="esc"),
+        Binding("ctrl+k", "answer(True)", "Reset", priority=True),
+    ]
+    AUTO_FOCUS = "#reset-cancel"
+
+    def __init__(self, host: str, gpu: int, dry_run: PlanVerdict, account: MemoryAccount | None) -> None:
+        super().__init__()
+        self.host = host
+        self.gpu = gpu
+        self.dry_run = dry_run
+        self.account = account
+
+    @property
+    def blocked(self) -> bool:
+        return bool(self.dry_run.blockers) or self.dry_run.result != "dry-run"
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="reset-box"):
+            yield Static("", id="reset-text", markup=False)
+            with Horizontal(id="reset-buttons"):
+                yield Button("Close" if self.blocked else "Cancel", id="reset-cancel", variant="primary")
+                if not self.blocked:
+                    yield Button("Reset", id="reset-yes", variant="error")
+                keys = "esc close" if self.blocked else "ctrl+k reset · esc cancel"
+                yield Static(keys, id="reset-keys", markup=False)
+
+    def on_mount(self) -> None:
+        host = fmt.safe(self.host, 60)
+        title = (
+            f"Reset GPU {self.gpu} on {host}?" if not self.blocked else f"GPU {self.gpu} on {host}: no reset"
+        )
+        fmt.set_title(self.query_one("#reset-box"), title)
+        text = Text()
+        if self.account is not None and self.account.orphaned:
+            text.append(part_words(self.account, "orphaned") + "\n\n")
+        if self.blocked:
+            if self.dry_run.blockers:
+                text.append("A reset is refused while any of these remains:\n", "bold")
+                for blocker in self.dry_run.blockers:
+                    text.append(f"  • {fmt.safe(blocker, 200)}\n")
+                text.append("\nStop them (or wait for them to end), then press r again.")
+            else:
+                text.append(fmt.safe(self.dry_run.message, 300) or "The probe did not answer the dry run.")
+        else:
+            text.append("The steps:\n", "bold")
+            for i, step in enumerate(self.dry_run.ladder, 1):
+                text.append(f"  {i}. {fmt.safe(step, 200)}\n")
+            text.append(
+                "\nA reset clears everything on this GPU for every user of the host: its memory, its "
+                "volatile ECC counts, its clocks and application settings. Nothing holds it now (the "
+                "probe checked); the probe checks again right before the reset."
+            )
+        self.query_one("#reset-text", Static).update(text)
+
+    def action_answer(self, reset: bool) -> None:
+        self.dismiss(reset and not self.blocked)
+
+    @on(Button.Pressed, "#reset-cancel")
+    def _cancel(self) -> None:
+        self.dismiss(False)
+
+    @on(Button.Pressed, "#reset-yes")
+    def _yes(self) -> None:
+        self.dismiss(not self.blocked)

@@ -1,0 +1,151 @@
+"""The GPU view (`i`) and the reset ladder from the dashboard, on a real sim probe.
+
+The "preflight" sim scenario has a GPU of each kind of not-ready: GPU 1 with 2.1 GiB that no process
+holds (orphaned), GPU 2 throttling (hw-thermal) and cooling, GPU 3 with persistence off and an
+uncorrected ECC error. The GPU table marks them; the GPU view shows where the memory went, the
+settings that differ from the siblings, and offers the reset only where it can help: a dry run that
+names what blocks it, then a confirmation, then the reset with its events in the action log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from gputui.config import HostSpec
+from gputui.fleet import Fleet
+from gputui.transport.local import LocalLink
+from gputui.ui import GpuTuiApp, make_app
+from gputui.ui.screens.gpu_detail import GpuDetailScreen
+from gputui.ui.screens.reset import ResetScreen
+
+from .conftest import redrawn, screen_text, wait_for
+
+HOST = "p"
+INTERVAL = 0.2
+
+
+def preflight_app(tmp_path: Path, **kwargs: Any) -> GpuTuiApp:
+    fleet = Fleet()
+    spec = HostSpec(name=HOST, reader="sim", sim_scenario="preflight", sim_seed=9)
+    fleet.add(spec.name, lambda: LocalLink(spec, interval=INTERVAL), interval=INTERVAL)
+    return make_app(fleet, interval=INTERVAL, log_path=tmp_path / "actions.jsonl", operator="root", **kwargs)
+
+
+async def ready(pilot: Any) -> GpuTuiApp:
+    app: GpuTuiApp = pilot.app
+    view = app.fleet.view(HOST)
+    await wait_for(pilot, lambda: view.sample is not None and len(view.preflight) == 4, 60)
+    await redrawn(pilot)
+    return app
+
+
+def words(app: GpuTuiApp) -> str:
+    return " ".join(screen_text(app).split())
+
+
+async def open_view(pilot: Any, row: int) -> GpuDetailScreen:
+    app: GpuTuiApp = pilot.app
+    assert app._main is not None
+    app._main.gpu_table.focus()
+    await pilot.press(*["down"] * row, "i")
+    await wait_for(pilot, lambda: isinstance(app.screen, GpuDetailScreen))
+    await pilot.pause(0.3)
+    assert isinstance(app.screen, GpuDetailScreen)
+    return app.screen
+
+
+async def test_gpu_table_marks_unaccounted_memory_and_preflight_flags(tmp_path: Path) -> None:
+    app = preflight_app(tmp_path)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await ready(pilot)
+        text = words(app)
+        assert "◌ 2.1 GiB orphaned" in text  # GPU 1: nothing holds it
+        assert "⚑ throttling: hw-thermal" in text  # GPU 2
+        assert "⚑ 1 uncorrected ECC error +2" in text  # GPU 3: and persistence off, unlike the others
+        assert "◌ 2.1 GiB unaccounted" in text  # the host's row
+
+
+async def test_gpu_view_shows_the_account_settings_history_and_steps_between_gpus(tmp_path: Path) -> None:
+    app = preflight_app(tmp_path)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot)
+        screen = await open_view(pilot, 2)  # "all", GPU 0, GPU 1
+        assert screen.gpu == 1
+        text = words(app)
+        assert "GPU 1 · p" in text
+        assert "orphaned 2.1 GiB" in text  # the bar's legend
+        assert "! 2.1 GiB orphaned, no process holds it; a reset would free it" in text
+        assert "Persistence on" in text and "History, the last" in text and "Util %" in text
+        await wait_for(pilot, lambda: "r Reset GPU" in words(app))  # offered: the memory is orphaned
+        await pilot.press("right_square_bracket", "right_square_bracket")
+        await pilot.pause(0.3)
+        assert screen.gpu == 3
+        text = words(app)
+        assert "every byte accounted for" in text
+        assert "⚑ persistence off" in text and "⚑ 1 uncorrected ECC error" in text
+        await wait_for(pilot, lambda: "Reset GPU" not in words(app))  # nothing orphaned: no reset
+        await pilot.press("left_square_bracket")
+        await pilot.pause(0.3)
+        assert screen.gpu == 2 and "throttling: hw-thermal" in words(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app._main
+
+
+async def test_reset_from_the_gpu_view_dry_run_blocked_then_confirmed(tmp_path: Path) -> None:
+    app = preflight_app(tmp_path)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot)
+        hello = app.fleet.view(HOST).raw_hello
+        assert hello is not None
+        device = hello["host"]["device_prefix"] + "1"
+        await open_view(pilot, 2)
+        # A holder of the GPU's device file (this test) blocks the reset: named, nothing offered.
+        held = os.open(device, os.O_RDONLY)
+        try:
+            await pilot.press("r")
+            await wait_for(pilot, lambda: isinstance(app.screen, ResetScreen), 30)
+            await pilot.pause()
+            dialog = app.screen
+            assert isinstance(dialog, ResetScreen) and dialog.blocked
+            text = words(app)
+            assert f"GPU 1 on {HOST}: no reset" in text and f"• {os.getpid()} " in text
+            assert not dialog.query("#reset-yes")  # nothing to confirm
+            await pilot.press("ctrl+k")  # cannot confirm a blocked reset
+            await pilot.pause()
+            assert isinstance(app.screen, GpuDetailScreen)
+        finally:
+            os.close(held)
+        # Nothing blocks it now: the dialog names the steps; Cancel first, ctrl+k resets.
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, ResetScreen), 30)
+        await pilot.pause()
+        text = words(app)
+        assert "Reset GPU 1 on p?" in text and "turn persistence mode off" in text
+        await pilot.press("ctrl+k")
+        view = app.fleet.view(HOST)
+
+        def freed() -> bool:
+            gpu = next(g for g in view.sample.gpus if g.index == 1) if view.sample else None
+            return gpu is not None and gpu.accounting is not None and gpu.accounting.orphaned == 0
+
+        await wait_for(pilot, freed, 60)
+        assert app._main is not None
+        log = [e.plain() for e in app._main.action_log.entries]
+        assert any("reset GPU 1: the ladder starts" in line for line in log), log
+        assert any("persistence" in line and "off" in line for line in log), log
+        assert any("verdict: GPU 1 reset: memory back at idle" in line for line in log), log
+        await pilot.press("escape")
+        await redrawn(pilot)
+        await wait_for(pilot, lambda: "◌ 2.1 GiB orphaned" not in words(app))
+        assert "4 free" in words(app)
+        # The audit log has the reset, ahead of it and with its outcome.
+        audit = [json.loads(line) for line in (tmp_path / "actions.jsonl").read_text().splitlines()]
+        assert [(r.get("stage"), r.get("result")) for r in audit if r.get("stage") in ("reset", "done")] == [
+            ("reset", "intent"),
+            ("reset", "done"),
+            ("done", "reset"),
+        ], audit
