@@ -45,9 +45,21 @@ def test_gpu_view(snap_compare: Any, theme: str) -> None:
     assert _compare(snap_compare, "gpu-view", theme)
 
 
+@pytest.mark.parametrize("theme", THEMES)
+def test_process_tree(snap_compare: Any, theme: str) -> None:
+    """t on demo-a: the sim's session (a parent not in the list, dimmed) under the probe, its jobs
+    under it, the ghost's hidden child tied to it (dashed), the zombie under its parent."""
+    assert _compare(snap_compare, "tree", theme)
+
+
 @pytest.mark.parametrize(
     "scene",
     [
+        "tree-narrow",
+        "tree-wide",
+        "proc-detail",
+        "proc-detail-narrow",
+        "proc-detail-wide",
         "preflight",
         "gpu-view-narrow",
         "gpu-view-wide",

@@ -265,17 +265,19 @@ class MainScreen(Screen[None]):
             if scope.gpu is None
             else f"GPU {scope.gpu} · memory on GPU {scope.gpu}"
         )
-        title = f"Processes · {fmt.safe(scope.host, 40)} · {where}"
+        title = f"Processes · {fmt.safe(scope.host, 40)}"
+        # What the operator switched on comes before the explanations, which a narrow pane cuts.
+        if self.proc_table.tree_mode:
+            title += " · tree"
+        if self.following is not None:
+            title += f" · following PID {key_of(self.following)[0]}"
+        title += f" · {where}"
         sample = self.dash.fleet.view(scope.host).sample
         if sample is not None and self.proc_table.width_of("sm"):
             title += " · " + sm_words(sample.proc_util, scope.gpu is None)
         if self.proc_filter:
             title += f" · filter: {fmt.safe(self.proc_filter, 30)}"
         selected = self.selection.count(scope.host)
-        if self.proc_table.tree_mode:
-            title += " · tree"
-        if self.following is not None:
-            title += f" · following PID {key_of(self.following)[0]}"
         if selected:
             title += f" · {selected} selected"
         elsewhere = self.selection.count() - selected

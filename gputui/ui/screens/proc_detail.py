@@ -25,7 +25,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 
 from gputui.fleet import DETAIL_TIMEOUT
-from gputui.model import Parent, Proc, ProcDetail, Sample
+from gputui.model import GpuShare, Parent, Proc, ProcDetail, Sample
 from gputui.textsafe import printable
 from gputui.units import fmt_bytes, fmt_duration, fmt_percent, index_runs
 
@@ -278,6 +278,15 @@ class ProcDetailScreen(ModalScreen[None]):
         if proc.gpus and not proc.gpu_memory:
             runs = ",".join(text for text, _ in index_runs(proc.gpus))
             add("GPUs", f"attributed to GPU {runs}")
+        if proc.gpu_util:
+            add(
+                "GPU util",
+                " · ".join(
+                    f"GPU {gpu}: {share_words(share)}" for gpu, share in sorted(proc.gpu_util.items())
+                ),
+            )
+        elif proc.gpu_memory:
+            add("GPU util", (util_missing(sample), muted))
 
     def _fd_rows(self, ok: ProcDetail, add: Any, muted: Style, unreadable: Any) -> None:
         if "fds" in ok.unreadable:
@@ -316,9 +325,34 @@ class ProcDetailScreen(ModalScreen[None]):
             what = "has exited" if detail.result == "exited" else "is gone: its PID names another process now"
             if detail.result == "refused":
                 what = "could not be read"
-            words = f": {detail.message}" if detail.message else ""
+            # An exit needs no more words; a reused PID's message names both start times.
+            words = (
+                f" ({fmt.safe(detail.message, 300)})" if detail.message and detail.result != "exited" else ""
+            )
             return Text(f"PID {pid} {what}{words}. What the last sample said:", warn)
         return Text(f"Read from /proc on {host} just now (r: again).", status)
+
+
+def share_words(share: GpuShare) -> str:
+    """A process's share of one GPU: SM and memory controller, encoder and decoder when busy."""
+    words = f"SM {_pct(share.sm)} · memory {_pct(share.mem)}"
+    if share.enc or share.dec:
+        words += f" · encoder {_pct(share.enc)} · decoder {_pct(share.dec)}"
+    return words
+
+
+def _pct(value: int | None) -> str:
+    return f"{value}%" if value is not None else "-"
+
+
+def util_missing(sample: Sample | None) -> str:
+    """Why a GPU user has no utilization figures."""
+    state = sample.proc_util.state if sample is not None else "unsupported"
+    if state == "off":
+        return "not read (per-process utilization is off)"
+    if state == "on":
+        return "none in the last reading (idle then, or started since)"
+    return "not reported by this driver"
 
 
 def _grid(rows: list[tuple[str, Text]], label: Style) -> Table:

@@ -230,6 +230,7 @@ class ProcTable(KeyedTable):
             "kind": Cell("-", muted, sort_key=len(kinds.ORDER)),
             "gpu": Cell("-", muted, sort_key=(1, ())),
             "mem": Cell("-", muted, sort_key=0),
+            "sm": Cell("-", muted, sort_key=-1),
             "cpu": Cell("-", muted, sort_key=0.0),
             "rss": Cell("-", muted, sort_key=0),
             "state": Cell(state, muted, sort_key=state),
