@@ -111,6 +111,7 @@ class MainScreen(Screen[None]):
         self._shown_once = False
         self._kills_offered: bool | None = None  # what the footer shows now
         self.following: str | None = None  # the process row the cursor follows (.), by row key
+        self._following_host: str | None = None
 
     @property
     def dash(self) -> Dashboard:
@@ -271,6 +272,8 @@ class MainScreen(Screen[None]):
             title += " · tree"
         if self.following is not None:
             title += f" · following PID {key_of(self.following)[0]}"
+            if self.following not in self.proc_table.rows_data():
+                title += " (not in this list)"
         title += f" · {where}"
         sample = self.dash.fleet.view(scope.host).sample
         if sample is not None and self.proc_table.width_of("sm"):
@@ -322,6 +325,7 @@ class MainScreen(Screen[None]):
             self.notify("Only a process of the list can be followed (this row only joins a family).")
             return
         self.following = key
+        self._following_host = self._proc_scope.host if self._proc_scope is not None else None
         self._procs_title()
 
     def _unfollow(self, words: str, severity: SeverityLevel = "information") -> None:
@@ -330,7 +334,9 @@ class MainScreen(Screen[None]):
         self._procs_title()
 
     def _keep_following(self) -> None:
-        """After a refresh: the cursor on the followed process, in view; or the end of following."""
+        """After a refresh: the cursor on the followed process, in view. Out of this list (another
+        GPU's, filtered out, in a folded family) it is still followed, and the cursor goes back to it
+        when it is listed again; on another host, or exited, following ends."""
         key = self.following
         if key is None:
             return
@@ -341,10 +347,11 @@ class MainScreen(Screen[None]):
             return
         pid_start = key_of(key)
         scope = self._proc_scope
-        sample = self.dash.fleet.view(scope.host).sample if scope is not None else None
-        if sample is not None and any(p.key == pid_start for p in sample.processes):
-            self._unfollow(f"PID {pid_start[0]} left this view: no longer following it.")
-        else:
+        if scope is None or scope.host != self._following_host:
+            self._unfollow(f"No longer following PID {pid_start[0]} (another host in view).")
+            return
+        sample = self.dash.fleet.view(scope.host).sample
+        if sample is None or not any(p.key == pid_start for p in sample.processes):
             self._unfollow(f"PID {pid_start[0]} has exited: no longer following it.", "warning")
 
     @on(DataTable.RowHighlighted, "#procs")

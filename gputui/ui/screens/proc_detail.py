@@ -6,7 +6,8 @@ per GPU, the device files it holds), asks the host's probe to read the rest from
 cgroup, device files by fd) and shows it when it comes; a process that has exited, or whose PID
 now names another process, is said to be gone. Nothing is cut: long values wrap. Everything from
 the host is shown literally (rich Text, never markup; control characters escaped at the edge).
-`c` copies the PID, `C` the command line (quoted as a shell would need it; it is never run).
+`c` copies the PID, `C` the command line as shown (control characters as their escapes, each
+argument quoted as a shell would need it; it is never run).
 """
 
 from __future__ import annotations
