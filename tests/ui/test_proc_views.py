@@ -471,3 +471,4 @@ async def test_the_keys_are_in_the_help(key: str) -> None:
         text = app.screen.query_one("#help-body").plain(120)  # type: ignore[attr-defined]
         shown = {"full_stop": ".", "minus": "-", "plus": "+"}.get(key, key_name(key))
         assert any(line.strip().startswith(shown + " ") for line in text.splitlines()), text
+        assert "Process detail (d)" in text and "copy the PID to the clipboard" in text
