@@ -234,6 +234,12 @@ async def test_detail_shows_the_probe_answer_literally_and_copies() -> None:
         assert f"Copied PID {HOSTILE_PID}." in notes(app)
         assert any(n.startswith(f"Copied the command line of PID {HOSTILE_PID}") for n in notes(app))
 
+        # Enter means nothing here (never a kill): no plan, no dialog, the detail stays.
+        await pilot.press("enter", "space", "x")
+        await pilot.pause()
+        assert app.screen is screen
+        assert not [m for m in link.sent if m.get("type") == "plan"] and main.selection.count() == 0
+
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is main
