@@ -98,6 +98,9 @@ async def run(mode: str, seconds: float, keys: int) -> dict[str, Any]:
         hostile = app.fleet.view("hostile") if "hostile" in app.fleet.sessions else None
         state = (hostile.status, hostile.reason) if hostile is not None else None
         await pilot.press("q")
+    # Every link closed and its process reaped before this loop ends (a flooding probe may still be
+    # blocked on a write when the app quits; its transport must not outlive the loop).
+    await app.fleet.stop()
     lat = sorted(latencies)
     return {
         "mode": mode,

@@ -5,7 +5,8 @@
 
 CPU time is what a sample costs the host (user + system, this process or the spawned child); wall
 time is what the operator waits. With --reader nvml and PyTorch present, `--jobs` CUDA jobs are
-started (spread over the GPUs) and killed at the end, by PID. Prints a table; writes raw numbers.
+started (spread over the GPUs; `--busy`: each runs matrix multiplies, so per-process utilization has
+something to report) and killed at the end, by PID. Prints a table; writes raw numbers.
 """
 
 from __future__ import annotations
@@ -82,12 +83,34 @@ def probe_costs(probe: Probe, runs: int) -> dict[str, tuple[list[float], list[fl
     return parts
 
 
-def start_jobs(n: int, gpus: int) -> list[CudaJob]:
+def whole_sample_costs(probe: Probe, runs: int) -> dict[str, tuple[list[float], list[float]]]:
+    """The whole `Probe.sample()` as the app gets it (NVML, holders, accounting, records), with the
+    slow reads (preflight, per-process utilization) off, on in every sample, and at their default
+    rates (interval 0.5 s: preflight every ~10 s, per-process utilization every ~5 s), and each slow
+    read alone. Keys name the configuration."""
+    rows: dict[str, tuple[list[float], list[float]]] = {}
+    probe.interval = 0.5
+    for label, preflight_every, util_every in (
+        ("sample: preflight off, proc util off", 0, 0),
+        ("sample: proc util in every sample", 0, 1),
+        ("sample: preflight in every sample", 1, 0),
+        ("sample: default rates (10 s / 5 s)", None, None),
+    ):
+        probe.preflight_every, probe.proc_util_every = preflight_every, util_every
+        rows[label] = inproc_cost(probe.sample, runs)
+    probe.preflight_every = probe.proc_util_every = None
+    rows["preflight read alone"] = inproc_cost(probe.reader.preflight, max(10, runs // 10))
+    if probe.reader.process_utilization() is not None:
+        rows["proc util read alone"] = inproc_cost(probe.reader.process_utilization, max(10, runs // 10))
+    return rows
+
+
+def start_jobs(n: int, gpus: int, busy: bool = False) -> list[CudaJob]:
     """`n` CUDA jobs of 2 GiB spread over the GPUs; fewer (none) where PyTorch cannot start one."""
     jobs: list[CudaJob] = []
     for i in range(n):
         try:
-            jobs.append(CudaJob(2, gpu=i % gpus))
+            jobs.append(CudaJob(2, gpu=i % gpus, busy=busy))
         except RuntimeError:
             break
     return jobs
@@ -99,6 +122,7 @@ def main() -> int:
     ap.add_argument("--samples", type=int, default=200)
     ap.add_argument("--spawns", type=int, default=20)
     ap.add_argument("--jobs", type=int, default=3)
+    ap.add_argument("--busy", action="store_true", help="the CUDA jobs compute (matrix multiplies)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
 
@@ -119,10 +143,12 @@ def main() -> int:
     jobs: list[CudaJob] = []
     try:
         if args.reader == "nvml" and args.jobs:
-            jobs = start_jobs(args.jobs, gpus)
+            jobs = start_jobs(args.jobs, gpus, args.busy)
         rows: dict[str, tuple[list[float], list[float]]] = {}
         for key, value in probe_costs(probe, args.samples).items():
             rows[f"gputui probe: {key}"] = value
+        for key, value in whole_sample_costs(probe, args.samples).items():
+            rows[f"gputui probe {key}"] = value
         if args.reader == "nvml":
             q = "--query-gpu=index,memory.used,memory.total,utilization.gpu,temperature.gpu,power.draw"
             for label, argv in (
@@ -164,7 +190,8 @@ def main() -> int:
                 spawn_cost(["fuser", *files], args.spawns)
             )
         print(
-            f"\nsample cost on {os.uname().nodename}: {gpus} GPU(s), {len(jobs)} CUDA job(s), reader {args.reader}"
+            f"\nsample cost on {os.uname().nodename}: {gpus} GPU(s), {len(jobs)} CUDA job(s)"
+            f"{' (busy)' if args.busy else ''}, reader {args.reader}"
         )
         print(f"{'what':<44} {'CPU ms (median)':>16} {'CPU ms (p95)':>13} {'wall ms (median)':>17}")
         raw = {}

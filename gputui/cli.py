@@ -7,19 +7,34 @@ Exit codes (README "Exit codes"): 0 ok; 1 not clean / a host down; 2 bad usage o
 from __future__ import annotations
 
 import argparse
-import asyncio
 import difflib
 import functools
 import gc
 import logging
+import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from . import __version__, argtypes
-from .config import Config, ConfigError, HostSpec, load, parse_host_arg
-from .fleet import Fleet
+from .config import ENV_CONFIG, Config, ConfigError, HostSpec, default_config_path, load, parse_host_arg
+from .transport import headstart
+
+if TYPE_CHECKING:  # imported where used: `clean`, `wait` and `snapshot` import them while their probe starts
+    from .fleet import Fleet
 
 EXIT_USAGE = 2
+# The sample interval of each command's fleet; a head start (below) starts the probe with it.
+INTERVALS = {"snapshot": 1.0, "clean": 1.0, "wait": 0.25}
+# The options of `snapshot`, `clean` and `wait` that take a value (tests/test_headstart.py checks
+# this against their parsers): any other word on such a command line is a HOST.
+VALUE_OPTIONS = frozenset(
+    {
+        "--config", "--timeout", "--gpu", "--pid", "--reset-gpu", "--signals", "--term-timeout",
+        "--verify-timeout", "--log", "--settle", "--temp-below", "--memory-below", "--util-below",
+        "--interval",
+    }
+)  # fmt: skip
 COMMANDS = ("snapshot", "clean", "wait", "probe")
 NO_TERMINAL = (
     "the dashboard draws on a terminal, and {what} is not one (a file or a pipe?): it would write "
@@ -110,6 +125,7 @@ def resolve_hosts(
 
 
 def build_fleet(specs: Sequence[HostSpec], interval: float) -> Fleet:
+    from .fleet import Fleet
     from .transport import make_link
 
     fleet = Fleet()
@@ -123,18 +139,49 @@ def build_fleet(specs: Sequence[HostSpec], interval: float) -> Fleet:
     return fleet
 
 
+def head_start(
+    args: Sequence[str], environ: os._Environ[str] | dict[str, str] = os.environ
+) -> list[str] | None:
+    """Start this machine's probe now when `args` (`clean`, `wait` or `snapshot`, no HOST, no demo,
+    no config anywhere, the default interval) will need it, so that it starts while the command
+    imports the rest (transport/headstart.py). Returns the probe's argv, or None when the command
+    line is anything else (then the transport starts the probe, as always)."""
+    if not args or args[0] not in INTERVALS:
+        return None
+    words = iter(args[1:])
+    for word in words:
+        if word in ("--demo", "--config", "--interval", "-h", "--help") or word.startswith(
+            ("--config=", "--interval=")
+        ):
+            return None
+        if word in VALUE_OPTIONS:
+            next(words, None)
+        elif not word.startswith("-"):
+            return None  # a HOST (or a mistake argparse will explain)
+    if environ.get(ENV_CONFIG) or default_config_path().exists():
+        return None
+    spec = HostSpec(name="local", read_only=args[0] == "wait")  # as resolve_hosts makes it, below
+    if not headstart.direct(sys.executable, spec.sudo, spec.wrap_argv()):
+        return None
+    argv = headstart.local_argv(sys.executable, headstart.probe_argv(spec, INTERVALS[args[0]]))
+    headstart.begin(argv)
+    return argv
+
+
 def _fail(message: str, code: int = EXIT_USAGE) -> int:
     print(f"gputui: {message}", file=sys.stderr)
     return code
 
 
 def run_snapshot(argv: list[str]) -> int:
+    import asyncio
+
     from . import snapshot
 
     args = snapshot_parser().parse_args(argv)
     config = load(args.config)
     specs = resolve_hosts(args.hosts, args.demo, config)
-    fleet = build_fleet(specs, interval=1.0)
+    fleet = build_fleet(specs, interval=INTERVALS["snapshot"])
     views = asyncio.run(snapshot.take(fleet, args.timeout))
     if args.json:
         print(snapshot.dumps(views))
@@ -150,13 +197,34 @@ def run_snapshot(argv: list[str]) -> int:
     return code
 
 
-def run_clean(argv: list[str]) -> int:
+def clean_parser() -> argparse.ArgumentParser:
     from . import clean
 
     p = argparse.ArgumentParser(prog="gputui clean", description="Free GPUs: staged kill, then verify.")
     _common(p)
     clean.add_clean_arguments(p)
-    args = p.parse_args(argv)
+    return p
+
+
+def wait_parser() -> argparse.ArgumentParser:
+    from . import wait
+
+    p = argparse.ArgumentParser(
+        prog="gputui wait",
+        description="Wait until every chosen GPU is ready for the next run.",
+        epilog="exit codes: 0 ready; 1 timeout (or every host down); 2 bad usage; 3 no NVIDIA driver or GPU",
+    )
+    _common(p)
+    wait.add_wait_arguments(p)
+    return p
+
+
+def run_clean(argv: list[str]) -> int:
+    import asyncio
+
+    from . import clean
+
+    args = clean_parser().parse_args(argv)
     config = load(args.config)
     hosts, gpu_specs = clean.split_targets(args.hosts)
     args.gpu = list(args.gpu or []) + gpu_specs
@@ -169,21 +237,16 @@ def run_clean(argv: list[str]) -> int:
             return _fail(problem)
         hosts = ["local"]
     specs = resolve_hosts(hosts, args.demo, config)
-    fleet = build_fleet(specs, interval=1.0)
+    fleet = build_fleet(specs, interval=INTERVALS["clean"])
     return asyncio.run(clean.run_clean(args, fleet, kill=config.kill))
 
 
 def run_wait(argv: list[str]) -> int:
+    import asyncio
+
     from . import wait
 
-    p = argparse.ArgumentParser(
-        prog="gputui wait",
-        description="Wait until every chosen GPU is ready for the next run.",
-        epilog="exit codes: 0 ready; 1 timeout (or every host down); 2 bad usage; 3 no NVIDIA driver or GPU",
-    )
-    _common(p)
-    wait.add_wait_arguments(p)
-    args = p.parse_args(argv)
+    args = wait_parser().parse_args(argv)
     config = load(args.config)
     specs = resolve_hosts(args.hosts, args.demo, config, read_only=True)
     fleet = build_fleet(specs, interval=args.interval)
@@ -276,6 +339,7 @@ def _configured_hosts(args: Sequence[str]) -> set[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
+        head_start(args)
         if args and args[0] == "probe":
             from .probe.main import main as probe_main
 

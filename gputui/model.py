@@ -30,6 +30,8 @@ __all__ = [
     "GpuVerdict",
     "HostFacts",
     "MemoryAccount",
+    "MigInstance",
+    "MigPlace",
     "Parent",
     "PlanVerdict",
     "Preflight",
@@ -42,6 +44,9 @@ __all__ = [
 ]
 
 KINDS = ("user", "ghost", "hidden", "monitor", "zombie")
+MPS_ROLES = ("server", "control", "client")  # a process's part in CUDA MPS (Proc.mps)
+MAX_INSTANCE = 0xFFFFFFFE  # MIG instance ids are 32-bit; 0xFFFFFFFF is the driver's "none"
+MAX_MIG = 64  # MIG instances taken per GPU (an H200 has at most 7) and placements per process
 MAX_BYTES = 1 << 60  # sizes above this (an exbibyte) are nonsense from a broken or hostile probe
 MAX_PID = 1 << 22  # Linux's PID_MAX_LIMIT
 LADDER_MAX = 12  # steps of a reset ladder shown (the probe has four)
@@ -326,6 +331,76 @@ class Preflight:
 
 
 @dataclass(frozen=True, slots=True)
+class MigInstance:
+    """One MIG instance of a GPU in MIG mode: GPU instance `gi`, compute instance `ci` (None where
+    the driver did not say), its UUID, profile name and memory (the GPU instance's)."""
+
+    gi: int
+    ci: int | None = None
+    uuid: str | None = None
+    name: str | None = None
+    memory_total: int | None = None
+    memory_used: int | None = None
+
+    @property
+    def label(self) -> str:
+        """`1.0`: GPU instance 1, compute instance 0 (`1.?` when the compute instance is unknown)."""
+        return f"{self.gi}.{self.ci if self.ci is not None else '?'}"
+
+    @classmethod
+    def from_wire(cls, d: Any) -> MigInstance | None:
+        if not isinstance(d, dict):
+            return None
+        gi = _int(d.get("gi"), 0, MAX_INSTANCE)
+        if gi is None:
+            return None
+        return cls(
+            gi=gi,
+            ci=_int(d.get("ci"), 0, MAX_INSTANCE),
+            uuid=_str(d.get("uuid")),
+            name=_str(d.get("name")),
+            memory_total=_count(d.get("memory_total")),
+            memory_used=_count(d.get("memory_used")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class MigPlace:
+    """Where a process runs on a GPU in MIG mode: GPU `gpu`, GPU instance `gi`, compute instance `ci`."""
+
+    gpu: int
+    gi: int
+    ci: int | None = None
+
+    @property
+    def label(self) -> str:
+        """`0:1.0`: GPU 0, GPU instance 1, compute instance 0."""
+        return f"{self.gpu}:{self.gi}.{self.ci if self.ci is not None else '?'}"
+
+    @classmethod
+    def from_wire(cls, d: Any) -> MigPlace | None:
+        if not isinstance(d, dict):
+            return None
+        gpu, gi = _int(d.get("gpu"), 0, 4095), _int(d.get("gi"), 0, MAX_INSTANCE)
+        if gpu is None or gi is None:
+            return None
+        return cls(gpu=gpu, gi=gi, ci=_int(d.get("ci"), 0, MAX_INSTANCE))
+
+
+def _mig_instances(value: Any) -> tuple[MigInstance, ...] | None:
+    """A GPU's MIG instances; None where the probe says MIG is off or unknown (not a list)."""
+    if not isinstance(value, list):
+        return None
+    items = (MigInstance.from_wire(v) for v in value[:MAX_MIG])
+    return tuple(i for i in items if i is not None)
+
+
+def _mig_places(value: Any) -> tuple[MigPlace, ...]:
+    items = (MigPlace.from_wire(v) for v in _list(value)[:MAX_MIG])
+    return tuple(dict.fromkeys(p for p in items if p is not None))
+
+
+@dataclass(frozen=True, slots=True)
 class Gpu:
     """One GPU in a sample: memory, utilization, temperature, power; its accounting and, now and then, its preflight reading."""
 
@@ -346,6 +421,8 @@ class Gpu:
     error: str | None = None
     accounting: MemoryAccount | None = field(default=None, compare=False)
     preflight: Preflight | None = field(default=None, compare=False)  # in the sample only now and then
+    # In MIG mode, its instances (maybe none); None where MIG is off or the probe cannot tell.
+    mig_instances: tuple[MigInstance, ...] | None = None
 
     @classmethod
     def from_wire(cls, d: dict[str, Any]) -> Gpu | None:
@@ -371,6 +448,7 @@ class Gpu:
             error=_str(d.get("error")),
             accounting=MemoryAccount.from_wire(d.get("accounting")),
             preflight=Preflight.from_wire(d.get("preflight")),
+            mig_instances=_mig_instances(d.get("mig_instances")),
         )
 
     @property
@@ -407,6 +485,8 @@ class Proc:
     nspid: int | None = None
     container: str | None = None
     gpu_util: dict[int, GpuShare] | None = field(default=None, hash=False, compare=False)
+    mig: tuple[MigPlace, ...] = ()  # the MIG instances it runs in (GPUs in MIG mode only)
+    mps: str | None = None  # its part in CUDA MPS: one of MPS_ROLES, or None
 
     @classmethod
     def from_wire(cls, d: dict[str, Any]) -> Proc | None:
@@ -439,7 +519,13 @@ class Proc:
             nspid=_pid(d.get("nspid")),
             container=_str(d.get("container")),
             gpu_util=_shares(d.get("gpu_util")),
+            mig=_mig_places(d.get("mig")),
+            mps=d.get("mps") if d.get("mps") in MPS_ROLES else None,
         )
+
+    def mig_on(self, gpu: int) -> tuple[MigPlace, ...]:
+        """The MIG instances it runs in on GPU `gpu` (none outside MIG mode)."""
+        return tuple(p for p in self.mig if p.gpu == gpu)
 
     @property
     def key(self) -> tuple[int, int | None]:

@@ -25,15 +25,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .killoptions import KillOptions, PlanError
 from .model import Proc, Sample, brief_command
 from .probe.common import (
-    DEFAULT_SIGNALS,
     KILL_WAIT_S,
-    MAX_TIMEOUT,
     POLL_S,
     SIGNAL_PLANS,
-    TERM_TIMEOUT,
-    VERIFY_TIMEOUT,
     plan_deadline,
     plan_silence_limit,
 )
@@ -54,38 +51,6 @@ SIGNAL_WORDS = {
     "int": "SIGINT, then SIGTERM, then SIGKILL",
     "kill": "SIGKILL at once",
 }
-
-
-class PlanError(ValueError):
-    """The request cannot be planned (an unknown GPU index, say); the message says why."""
-
-
-def _seconds(value: float, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_TIMEOUT:
-        raise PlanError(
-            f"the {what} timeout must be a number of seconds in (0, {MAX_TIMEOUT:g}], not {value!r}"
-        )
-    return float(value)
-
-
-# -- the operator's options: one owner of the defaults ---------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class KillOptions:
-    """How a plan kills: the signal sequence and its timeouts. The defaults live here (and in the
-    probe's common module, which they come from); the config's [kill] table and the CLI flags
-    override them, and the dialog can change them for one plan."""
-
-    signals: str = DEFAULT_SIGNALS  # a key of SIGNAL_PLANS: "term", "int" or "kill"
-    term_timeout: float = TERM_TIMEOUT
-    verify_timeout: float = VERIFY_TIMEOUT
-
-    def __post_init__(self) -> None:
-        if self.signals not in SIGNAL_PLANS:
-            raise PlanError(f"signals must be one of {', '.join(SIGNAL_PLANS)}, not {self.signals!r}")
-        _seconds(self.term_timeout, "term")
-        _seconds(self.verify_timeout, "verify")
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +83,8 @@ class Target:
     gpus: tuple[int, ...] = ()
     gpu_memory: tuple[tuple[int, int | None], ...] = ()  # (GPU index, bytes or None) from NVML
     protected: str | None = None  # set only for a protected process the operator included
+    mps: str | None = None  # its part in CUDA MPS (server, control, client) or None
+    mps_clients: tuple[int, ...] = ()  # an MPS server's or control daemon's clients: they end with it
 
     @property
     def command_line(self) -> str:
@@ -150,6 +117,8 @@ class Target:
             "gpus": list(self.gpus),
             "gpu_memory": {str(i): b for i, b in self.gpu_memory},
             "protected": self.protected,
+            "mps": self.mps,
+            "mps_clients": list(self.mps_clients),
         }
 
 
@@ -168,6 +137,8 @@ class Excluded:
     gpus: tuple[int, ...] = ()
     protected: str | None = None
     chosen: bool = False  # the operator asked for it by name (PID, or selected in the dashboard)
+    mps: str | None = None  # its part in CUDA MPS (server, control, client) or None
+    mps_clients: tuple[int, ...] = ()  # an MPS server's or control daemon's clients
 
     @property
     def can_include(self) -> bool:
@@ -195,6 +166,8 @@ class Excluded:
             "gpus": list(self.gpus),
             "protected": self.protected,
             "chosen": self.chosen,
+            "mps": self.mps,
+            "mps_clients": list(self.mps_clients),
         }
 
 
@@ -209,8 +182,9 @@ WARNING_KINDS = (
     "nothing",  # nothing to signal
     "stale-scan",  # planned on an incremental sample
     "protected-included",  # a monitor is included
+    "mps-server",  # an MPS server or control daemon is a target: its clients end with it
 )
-SEVERE = frozenset({"other-user", "uninterruptible", "permission", "protected-included"})
+SEVERE = frozenset({"other-user", "uninterruptible", "permission", "protected-included", "mps-server"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,6 +335,7 @@ class Plan:
             )
             for e in moved
         )
+        warnings += tuple(w for e in moved if (w := mps_warning(e.pid, e.mps, e.mps_clients)) is not None)
         touched = self.touched
         if not self.cleans_gpus:
             seen = {g.index for g in touched}
@@ -552,7 +527,12 @@ def _build(
             continue
         reason = _exclusion(proc, by_pid)
         if reason is not None:
-            excluded[proc.pid] = excluded_entry(host, proc, reason, chosen=proc.pid in explicit)
+            clients = mps_clients(sample, proc)
+            if clients and proc.protected == "monitor":
+                reason = _mps_words(proc, clients)
+            excluded[proc.pid] = excluded_entry(
+                host, proc, reason, chosen=proc.pid in explicit, clients=clients
+            )
         if proc.kind == "ghost":
             if proc.pid in explicit:
                 ghosts.append(proc.pid)
@@ -562,7 +542,7 @@ def _build(
                 if suspect is not None and pid not in targets and _exclusion(suspect, by_pid) is None:
                     targets[pid] = _target(host, suspect, f"holds the memory of ghost {proc.pid}")
         elif reason is None:
-            targets[proc.pid] = _target(host, proc, _why(proc, explicit))
+            targets[proc.pid] = _target(host, proc, _why(proc, explicit), mps_clients(sample, proc))
     for zombie in _zombies_near(sample, indexes, targets, scope):
         excluded.setdefault(zombie.pid, excluded_entry(host, zombie, _zombie_words(zombie)))
     sweep_targets = tuple(
@@ -647,9 +627,11 @@ def _why(proc: Proc, explicit: set[int]) -> str:
     return f"uses GPU {_gpus(proc.gpus)}" + (f" ({memory})" if memory else "")
 
 
-def _target(host: str, proc: Proc, why: str) -> Target:
+def _target(host: str, proc: Proc, why: str, clients: tuple[int, ...] = ()) -> Target:
     assert proc.start_time is not None
     return Target(
+        mps=proc.mps,
+        mps_clients=clients,
         host=host,
         pid=proc.pid,
         start_time=proc.start_time,
@@ -665,8 +647,12 @@ def _target(host: str, proc: Proc, why: str) -> Target:
     )
 
 
-def excluded_entry(host: str, proc: Proc, why: str, chosen: bool = False) -> Excluded:
+def excluded_entry(
+    host: str, proc: Proc, why: str, chosen: bool = False, clients: tuple[int, ...] = ()
+) -> Excluded:
     return Excluded(
+        mps=proc.mps,
+        mps_clients=clients,
         host=host,
         pid=proc.pid,
         kind=proc.kind,
@@ -694,6 +680,8 @@ def _included(e: Excluded) -> Target:
         user=e.user,
         gpus=e.gpus,
         protected=e.protected,
+        mps=e.mps,
+        mps_clients=e.mps_clients,
     )
 
 
@@ -705,6 +693,45 @@ def _zombies_near(sample: Sample, indexes: set[int], targets: dict[int, Target],
         return zombies
     near = set(targets) | {p.pid for p in sample.processes if set(p.gpus) & indexes}
     return [z for z in zombies if {z.ppid, z.pgid, z.sid} & near]
+
+
+def mps_clients(sample: Sample, proc: Proc) -> tuple[int, ...]:
+    """The MPS clients that end with this process: for a server, the clients of its user on its GPUs
+    (MPS runs one server per user); for the control daemon, every client of the host. Empty for
+    anything else."""
+    if proc.mps not in ("server", "control"):
+        return ()
+    clients = [p for p in sample.processes if p.mps == "client" and p.pid != proc.pid]
+    if proc.mps == "server":
+        clients = [
+            p
+            for p in clients
+            if (proc.uid is None or p.uid is None or p.uid == proc.uid)
+            and (not proc.gpus or not p.gpus or set(p.gpus) & set(proc.gpus))
+        ]
+    return tuple(sorted(p.pid for p in clients))
+
+
+def mps_warning(pid: int, mps: str | None, clients: tuple[int, ...]) -> PlanWarning | None:
+    """The warning for a plan that stops an MPS server or control daemon, naming its clients."""
+    if mps not in ("server", "control"):
+        return None
+    what = "the MPS server" if mps == "server" else "the MPS control daemon"
+    if clients:
+        shown = ", ".join(map(str, clients[:12])) + (
+            f" and {len(clients) - 12} more" if len(clients) > 12 else ""
+        )
+        whose = f"all its clients: {_count(len(clients), 'process', 'processes')} ({shown})"
+    else:
+        whose = "all its clients (none is listed now)"
+    if mps == "control":
+        whose += " and the MPS servers it started"
+    return PlanWarning("mps-server", f"{pid} is {what}: stopping it ends {whose}", pid)
+
+
+def _mps_words(proc: Proc, clients: tuple[int, ...]) -> str:
+    what = "MPS server" if proc.mps == "server" else "MPS control daemon"
+    return f"{what}: protected (stopping it ends its {_count(len(clients), 'client', 'clients')})"
 
 
 def _sweep_warning(count: int) -> PlanWarning:
@@ -737,6 +764,8 @@ def _warnings(plan: Plan, sample: Sample, indexes: set[int], opts: PlanOptions) 
                     "other-gpus", f"{t.pid} also uses GPU {_gpus(others)}: stopping it frees that too", t.pid
                 )
             )
+        if (w := mps_warning(t.pid, t.mps, t.mps_clients)) is not None:
+            out.append(w)
         if opts.probe_uid not in (None, 0) and t.uid is not None and t.uid != opts.probe_uid:
             out.append(
                 PlanWarning(

@@ -87,9 +87,7 @@ def unready(
             )
     account = gpu.accounting
     if conditions.accounted and account is not None and account.unaccounted > conditions.memory_slack:
-        out.append(
-            Unready("unaccounted", f"unaccounted: {unaccounted_words(account)}", float(account.unaccounted))
-        )
+        out.append(Unready("unaccounted", unaccounted_words(account), float(account.unaccounted)))
     if gpu.util_gpu is None:
         out.append(Unready("utilization", "no utilization figure from the driver"))
     elif gpu.util_gpu >= conditions.util_below:

@@ -3,10 +3,11 @@
 
     python scripts/real_gpu_check.py OUTDIR
 
-Starts CUDA jobs with PyTorch on GPU 0 (a plain one, and the ghost scenario of GPU_FACTS.md: a parent
+Starts CUDA jobs with PyTorch on GPU 0 (a busy one, and the ghost scenario of GPU_FACTS.md: a parent
 killed while its forked child keeps the memory), runs `gputui` on this host through the real local
 transport and probe (nvml reader) inside Textual's headless driver, waits for samples, saves
-screenshots (main screen, then after selecting "free GPU 0" the plan dialog, then the action log
+screenshots (main screen, the GPU view of GPU 0, a process's detail, then after selecting "free
+GPU 0" the plan dialog, then the action log
 after confirming) and prints the visible process rows. Ends every process it started, by PID.
 """
 
@@ -46,10 +47,33 @@ async def session(out: Path, spec: HostSpec) -> None:
             print(
                 f"  {p.pid:>7} {p.kind:<8} gpus={list(p.gpus)} mem={p.gpu_bytes} reason={p.reason} links={list(p.links)} {p.command_line[:60]}"
             )
-        # Free GPU 0 through the UI: the GPU table has the focus on the "all" row; down to GPU 0,
-        # `f` (free this GPU) opens the plan dialog, ctrl+k confirms.
+        # The detail views: the GPU view of GPU 0 (`i`), then the process detail (`d`) of the process
+        # table's first row (the busy job's SM% is there once the probe has read it).
         await pilot.press("down")
         await pilot.pause(0.3)
+        await pilot.press("i")
+        await pilot.pause(1.0)
+        app.save_screenshot(str(out / "real-gpu-gpu-view.svg"))
+        print("GPU view:", type(app.screen).__name__)
+        await pilot.press("escape")
+        await pilot.pause(0.3)
+        main = app._main
+        if main is not None:
+            for p in view.sample.processes:
+                if p.gpu_util:
+                    print(f"  per-process utilization: {p.pid} {dict(p.gpu_util)}")
+            main.proc_table.focus()
+            await pilot.press("d")
+            await pilot.pause(1.5)
+            if app.screen is not main:
+                app.save_screenshot(str(out / "real-gpu-process-detail.svg"))
+                print("process detail:", type(app.screen).__name__)
+                await pilot.press("escape")
+                await pilot.pause(0.3)
+            main.gpu_table.focus()
+            await pilot.pause(0.3)
+        # Free GPU 0 through the UI: the GPU table's cursor is on GPU 0; `f` (free this GPU) opens
+        # the plan dialog, ctrl+k confirms.
         await pilot.press("f")
         await pilot.pause(0.5)
         app.save_screenshot(str(out / "real-gpu-plan.svg"))
@@ -72,7 +96,7 @@ def main() -> int:
     if "--sim" in sys.argv:  # a dry run of this script on simulated GPUs
         asyncio.run(session(out, HostSpec(name="local", reader="sim", sim_scenario="demo")))
         return 0
-    plain = CudaJob(3)
+    plain = CudaJob(3, busy=True)  # matrix multiplies: per-process utilization has a figure
     ghost = CudaJob(2, fork=True)
     ghost.kill_parent()  # NVML lists a dead PID; the forked child holds the memory
     try:

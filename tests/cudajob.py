@@ -4,7 +4,8 @@ PyTorch allocates `gib` GiB on one GPU. With `fork`, the job then forks a child 
 call of its own and only holds the inherited device fds and context (a data-loader worker: once the
 parent dies, NVML lists a dead PID while the child keeps the memory, docs/GPU_FACTS.md); `workers=N`
 forks N such children (a launcher's workers, in its process group, the parent living on). With
-`ignore_term`, SIGTERM is ignored. The job prints its PID and its children's and waits on stdin (so
+`ignore_term`, SIGTERM is ignored; with `busy`, a thread runs matrix multiplies until the job ends
+(not with `fork`: a forked child of a threaded CUDA process must make no CUDA call). The job prints its PID and its children's and waits on stdin (so
 do the children: when the test's end of the pipe closes, every one of them exits). It runs in its own session, like a job started from a shell. Only the processes it
 started are ever signalled, by PID. Needs PyTorch and a GPU: without them, RuntimeError.
 """
@@ -21,10 +22,19 @@ JOB = r"""
 import os, sys, signal
 import torch
 gib, gpu, workers, ignore = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "ignore"
+busy = sys.argv[5] == "busy"
 if ignore:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 x = torch.empty(int(gib * (1 << 30)), dtype=torch.uint8, device=f"cuda:{gpu}")
 torch.cuda.synchronize()
+if busy:  # matrix multiplies on a thread of their own, until the job ends
+    import threading
+    def compute():
+        a = torch.randn(4096, 4096, device=f"cuda:{gpu}")
+        while True:
+            a = (a @ a).clamp_(-1, 1)
+            torch.cuda.synchronize()
+    threading.Thread(target=compute, daemon=True).start()
 children = []
 for _ in range(workers):
     child = os.fork()
@@ -39,10 +49,16 @@ sys.stdin.readline()
 
 class CudaJob:
     def __init__(
-        self, gib: float = 1.0, gpu: int = 0, fork: bool = False, ignore_term: bool = False, workers: int = 0
+        self,
+        gib: float = 1.0,
+        gpu: int = 0,
+        fork: bool = False,
+        ignore_term: bool = False,
+        workers: int = 0,
+        busy: bool = False,
     ) -> None:
         count = workers or (1 if fork else 0)
-        argv = [str(gib), str(gpu), str(count), "ignore" if ignore_term else "-"]
+        argv = [str(gib), str(gpu), str(count), "ignore" if ignore_term else "-", "busy" if busy else "-"]
         self.proc = subprocess.Popen(
             [sys.executable, "-c", JOB, *argv],
             stdin=subprocess.PIPE,

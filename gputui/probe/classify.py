@@ -37,6 +37,11 @@ MONITOR_NAMES = frozenset(
 
 USER, GHOST, HIDDEN, MONITOR, ZOMBIE = "user", "ghost", "hidden", "monitor", "zombie"
 
+# CUDA MPS (Multi-Process Service): the control daemon starts one server per user; the server holds
+# the GPU contexts its clients' work runs in. Both are cut to this comm (15 characters).
+MPS_COMM = "nvidia-cuda-mps"
+MPS_SERVER, MPS_CONTROL, MPS_CLIENT = "server", "control", "client"
+
 
 class ProcFacts(NamedTuple):
     """What classification needs to know of a live process (a subset of procfs.Stat)."""
@@ -127,6 +132,25 @@ def classify(listed, holders, lookup, self_pid, stop=None, foreign_pids=False, z
                 if owner is not None and owner.kind == GHOST and pid not in owner.links:
                     owner.links.append(pid)
     return out
+
+
+def mps_role(comm, command, listed, mps_client):
+    # type: (Optional[str], List[str], bool, bool) -> Optional[str]
+    """A process's part in CUDA MPS: "server", "control" (the daemon), "client" or None.
+
+    Both daemons have the comm "nvidia-cuda-mps" (cut at 15): the program's name on the command line
+    tells them apart, else the server is the one NVML lists on a GPU (it holds the contexts). A client
+    is what NVML lists through its MPS process list. Names are untrusted: this only labels a process
+    (and adds a warning to a plan); it never makes one a target."""
+    if comm == MPS_COMM:
+        for arg in command[:3]:
+            base = arg.rsplit("/", 1)[-1]
+            if base.startswith("nvidia-cuda-mps-server"):
+                return MPS_SERVER
+            if base.startswith("nvidia-cuda-mps-control"):
+                return MPS_CONTROL
+        return MPS_SERVER if listed else MPS_CONTROL
+    return MPS_CLIENT if mps_client else None
 
 
 def zombie_candidates(zombie_pids, lookup, gpu_pids, seen_before):

@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple  # noqa: F401
 
 from . import __version__ as PROBE_VERSION
 from .accounting import account
-from .classify import GHOST, HIDDEN, USER, ProcFacts, classify, protection, zombie_candidates
+from .classify import GHOST, HIDDEN, USER, ProcFacts, classify, mps_role, protection, zombie_candidates
 from .common import IDLE_SLACK
 from .holders import HolderScanner, ScanResult  # noqa: F401  (type comments)
 from .procfs import (
@@ -30,7 +30,7 @@ from .procfs import (
     read_status,
     user_name,
 )
-from .readers.base import Listed, Reader, ReaderError  # noqa: F401  (type comments)
+from .readers.base import Listed, Reader, ReaderError, Tags  # noqa: F401  (type comments)
 from .wire import MAX_LINE, VERSION, dumps, encode, error
 
 # What one sample may carry (docs/PROTOCOL.md "Bounds"): a process with a megabyte of arguments, or
@@ -187,6 +187,7 @@ class Probe(object):
         self._proc_util = {}  # type: Dict[int, Dict[int, Dict[str, Optional[int]]]]
         self._proc_util_at = None  # type: Optional[float]  # time.time() of the last reading
         self._proc_util_supported = True
+        self._tags = {}  # type: Tags  # the latest reading's MIG placements and MPS clients
         self.argv = []  # type: List[str]  # the probe's options, shown as its command line
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -237,12 +238,15 @@ class Probe(object):
         # type: () -> Tuple[List[Dict[str, Any]], Listed]
         """GPU records (with the idle baseline) and NVML's process lists; empty without a reader."""
         if self.reader_error is not None:
+            self._tags = {}
             return [], {}
         gpus, listed = self.reader.read()
+        self._tags = self.reader.process_tags()
         busy = set()  # type: Set[int]
         for mem in listed.values():
             busy.update(mem)
         for gpu in gpus:
+            gpu.setdefault("mig_instances", None)
             index = gpu["index"]
             used = gpu.get("memory_used")
             if gpu.get("memory_version") == 2:
@@ -440,7 +444,13 @@ class Probe(object):
             "protected": None,
             "nspid": None,
             "container": None,
+            "mig": [],
+            "mps": None,
         }  # type: Dict[str, Any]
+        tag = self._tags.get(pid) or {}
+        record["mig"] = [
+            {"gpu": index, "gi": gi, "ci": ci} for index, gi, ci in sorted(tag.get("mig") or (), key=_place)
+        ]
         kthread = False
         if s is not None:
             known = self._known.get((pid, s.start_time))
@@ -463,6 +473,9 @@ class Probe(object):
                 container=known.container,
             )
             kthread = bool(s.flags & PF_KTHREAD)
+        record["mps"] = mps_role(
+            s.comm if s is not None else None, record["command"], bool(mem), bool(tag.get("mps"))
+        )
         if pid == self.pid:
             # Shipped over SSH, the probe's own command line is the bootstrap's source code.
             record["command"] = clip_command(["gputui-probe", *self.argv])
@@ -539,6 +552,11 @@ class Probe(object):
     def protected_pids(self):
         # type: () -> Set[int]
         return self._ancestors | {self.pid, 1}
+
+
+def _place(place):
+    # type: (Tuple[int, int, Optional[int]]) -> Tuple[int, int, int]
+    return (place[0], place[1], -1 if place[2] is None else place[2])
 
 
 def _memory(record):

@@ -31,10 +31,10 @@ from typing import Any
 
 from gputui.probe import wire
 from gputui.transport.base import TransportError
+from gputui.transport.headstart import MARKER, probe_argv  # noqa: F401  (re-exported)
 
 BOOT_FORMAT = 1
 ENTRY = "gputui.probe.main"
-MARKER = "gputui-probe"  # argv[1] of the remote interpreter: names the process in `ps`
 EXIT_OLD_PYTHON = 96
 EXIT_BAD_PAYLOAD = 97
 
@@ -230,24 +230,6 @@ def build_payload(
     meta = {"argv": list(argv), "entry": entry, "optional": list(optional), "marker": MARKER}
     body = json.dumps(meta).encode("utf-8") + b"\n" + blob
     return boot_stdin() + b"gputui-boot %d %d\n" % (BOOT_FORMAT, len(body)) + body
-
-
-def probe_argv(spec: Any, interval: float | None = None) -> list[str]:
-    """The probe's options for one host (a config.HostSpec)."""
-    argv = ["--reader", spec.reader, "--name", spec.name]
-    if spec.read_only:
-        argv.append("--read-only")
-    if interval is not None:
-        argv += ["--interval", repr(float(interval))]
-    if spec.reader == "sim":
-        for option, value in (
-            ("--sim-scenario", spec.sim_scenario),
-            ("--sim-variant", spec.sim_variant),
-            ("--sim-seed", spec.sim_seed),
-        ):
-            if value is not None:
-                argv += [option, str(value)]
-    return argv
 
 
 # --------------------------------------------------------------------------- the stream, once started

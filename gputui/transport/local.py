@@ -1,14 +1,19 @@
-"""The local transport: the probe as a child process, started by the same bootstrap as over SSH.
+"""The local transport: the probe as a child process.
 
-No shell is involved: the bootstrap runs from an argv list (`[sudo -n] [wrap...] python -c BOOT`).
+On the app's own interpreter it is this installation's probe, started from its cached bytecode
+(`python -c LOCAL gputui-probe ...`); with another interpreter, sudo or a wrapper, the same bootstrap
+as over SSH sends it. No shell is involved: an argv list (`[sudo -n] [wrap...] python -c STAGE1`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import subprocess
 import sys
 
 from gputui.config import HostSpec
+from gputui.transport import headstart
 from gputui.transport.base import TransportError
 from gputui.transport.bootstrap import Pipes, ProbeLink, boot_argv, build_payload, probe_argv
 
@@ -59,6 +64,69 @@ class _ProcessPipes(Pipes):
             transport.close()
 
 
+class _PopenPipes(Pipes):
+    """The pipes of a probe started before the event loop ran (transport/headstart.py)."""
+
+    def __init__(
+        self, process: subprocess.Popen[bytes], out: asyncio.StreamReader, err: asyncio.StreamReader
+    ) -> None:
+        self.process = process
+        self._stdout = out
+        self._stderr = err
+        self._transports: list[asyncio.BaseTransport] = []
+        self._stdin: asyncio.WriteTransport | None = None
+
+    @classmethod
+    async def adopt(cls, process: subprocess.Popen[bytes]) -> _PopenPipes:
+        assert process.stdin and process.stdout and process.stderr
+        loop = asyncio.get_running_loop()
+        out, err = asyncio.StreamReader(), asyncio.StreamReader()
+        pipes = cls(process, out, err)
+        for reader, pipe in ((out, process.stdout), (err, process.stderr)):
+            protocol = functools.partial(asyncio.StreamReaderProtocol, reader)
+            transport, _ = await loop.connect_read_pipe(protocol, pipe)
+            pipes._transports.append(transport)
+        stdin, _ = await loop.connect_write_pipe(asyncio.Protocol, process.stdin)
+        pipes._stdin = stdin
+        pipes._transports.append(stdin)
+        return pipes
+
+    async def read(self, size: int) -> bytes:
+        return await self._stdout.read(size)
+
+    async def read_err(self, size: int) -> bytes:
+        return await self._stderr.read(size)
+
+    async def write(self, data: bytes) -> None:
+        assert self._stdin is not None
+        if self._stdin.is_closing():
+            raise BrokenPipeError("the probe's stdin is closed")
+        self._stdin.write(data)
+        # A probe reads every line it is sent; the pipe's buffer is far larger than what we send.
+
+    def write_eof(self) -> None:
+        if self._stdin is not None and not self._stdin.is_closing():
+            self._stdin.close()
+
+    async def wait(self, timeout: float) -> int | None:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self.process.poll() is None and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.01)
+        return self.process.returncode
+
+    async def kill(self) -> None:
+        if self.process.poll() is None:
+            try:
+                self.process.kill()  # SIGKILL to this PID only
+            except ProcessLookupError:
+                pass
+        await self.wait(2.0)
+
+    def release(self) -> None:
+        for transport in self._transports:
+            transport.close()
+
+
 class LocalLink(ProbeLink):
     """A probe on this machine.
 
@@ -78,13 +146,29 @@ class LocalLink(ProbeLink):
         self.spec = spec or HostSpec(name="local")
         self.python = python or self.spec.python or sys.executable
         self.label = self.spec.name
+        # On the app's own interpreter, as the app's own user and outside any wrapper, the probe is
+        # this installation's, started from its cached bytecode; anywhere else, the bootstrap sends
+        # it, as over SSH (another python may lack gputui, or have another version of it).
+        self.direct = payload is None and headstart.direct(self.python, self.spec.sudo, self.spec.wrap_argv())
+        self._argv = probe_argv(self.spec, interval)
         if payload is None:
-            payload = build_payload(probe_argv(self.spec, interval))
+            payload = b"" if self.direct else build_payload(self._argv)
         super().__init__(payload, hello_timeout, close_timeout)
         self.pid: int | None = None
 
+    def direct_argv(self) -> list[str] | None:
+        """The probe's command line when it is this installation's (see `direct`), else None."""
+        return headstart.local_argv(self.python, self._argv) if self.direct else None
+
     async def _start(self) -> Pipes:
-        argv = boot_argv(self.python, sudo=self.spec.sudo, wrap=self.spec.wrap_argv())
+        argv = self.direct_argv()
+        if argv is not None:
+            started = headstart.take(argv)
+            if started is not None:  # the CLI started it while importing the rest (headstart.py)
+                self.pid = started.pid
+                return await _PopenPipes.adopt(started)
+        else:
+            argv = boot_argv(self.python, sudo=self.spec.sudo, wrap=self.spec.wrap_argv())
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv,

@@ -36,6 +36,43 @@ def label(kind: str) -> str:
     return f"{GLYPHS.get(kind, '?')} {kind}"
 
 
+# CUDA MPS: the Kind column names a process's part in it in place of its kind (the glyph stays).
+MPS_WORDS = {"server": "mps-srv", "control": "mps-ctl", "client": "mps-cli"}
+MPS_MEANINGS = {
+    "server": "the MPS server: its clients' work runs in its GPU contexts; stopping it ends them all "
+    "(protected, like a monitor)",
+    "control": "the MPS control daemon: starts the servers; stopping it ends every client (protected)",
+    "client": "an MPS client: NVML lists it through the MPS server; stopping it leaves the others",
+}
+# How MIG instances read (the GPU table's child rows, the process table's GPU column).
+MIG_MEANINGS = (
+    ("0/1.0", "a MIG instance, under its GPU: GPU 0, GPU instance 1, compute instance 0"),
+    ("0:1.0", "GPU column: the process runs in that MIG instance"),
+)
+
+
+def proc_label(proc: Proc) -> str:
+    """The Kind column: the kind's glyph and word, or its MPS part (`○ mps-srv`) for MPS processes."""
+    if proc.mps in MPS_WORDS:
+        return f"{GLYPHS.get(proc.kind, '?')} {MPS_WORDS[proc.mps]}"
+    return label(proc.kind)
+
+
+def _mps_clients(proc: Proc, sample: Sample | None) -> list[int]:
+    """The clients that end with an MPS server (same user, its GPUs) or control daemon (all)."""
+    if sample is None:
+        return []
+    clients = [p for p in sample.processes if p.mps == "client" and p.pid != proc.pid]
+    if proc.mps == "server":
+        clients = [
+            p
+            for p in clients
+            if (proc.uid is None or p.uid is None or p.uid == proc.uid)
+            and (not proc.gpus or not p.gpus or set(p.gpus) & set(proc.gpus))
+        ]
+    return sorted(p.pid for p in clients)
+
+
 NotePart = tuple[str, bool]  # (text, is a number: shown whole or not at all)
 
 
@@ -62,6 +99,13 @@ def _find(pid: int, sample: Sample | None) -> Proc | None:
 def note_parts(proc: Proc, sample: Sample | None) -> list[NotePart]:
     """Why this process has its kind, in words, with its numbers (PIDs) marked: a narrow column cuts
     the words around them, never them (widgets.table.fit). Plain text, made safe."""
+    if proc.mps in ("server", "control") and proc.kind == "monitor":
+        what = "MPS server" if proc.mps == "server" else "MPS control daemon"
+        clients = _mps_clients(proc, sample)
+        ends = " client ends with it)" if len(clients) == 1 else " clients end with it)"
+        return [(f"{what} (", False), (str(len(clients)), True), (ends, False)]
+    if proc.mps == "client" and proc.kind == "user":
+        return [("MPS client", False)]
     if proc.kind == "ghost":
         why = _GHOST_REASONS.get(proc.reason or "", safe(proc.reason) or "ghost")
         if proc.links:

@@ -35,6 +35,7 @@ PY38 = Path("/root/.pyenv/versions/3.8.18/bin/python")
 GPU_FIELDS = {
     "index", "minor", "uuid", "name", "memory_total", "memory_used", "memory_reserved", "memory_version",
     "util_gpu", "util_mem", "temperature", "power_draw", "power_limit", "persistence", "error",
+    "mig_instances",
 }  # fmt: skip
 # GPU_FACTS: 0.10 to 0.18 s from exit to release; the slack is for polling and a loaded CI machine.
 RELEASE_MIN, RELEASE_MAX = 0.09, 0.5
@@ -284,8 +285,9 @@ def test_demo_shows_every_kind_at_once(make_sim):
     reader = make_sim(gpus=4, scenario="demo", variant=0, seed=1)
     other = make_sim(gpus=4, scenario="demo", variant=1, seed=2)
     for sim in (reader, other):
-        # Every role but "workers" (a launcher with its workers: the "workers" scenario's own).
-        assert sorted({job.role for job in sim.jobs}) == sorted(set(ROLES) - {"workers"})
+        # Every role but "workers" and MPS's (the "workers" and "mps" scenarios' own).
+        own = {"workers", "mps-control", "mps-server", "mps-client"}
+        assert sorted({job.role for job in sim.jobs}) == sorted(set(ROLES) - own)
         gpus, listed = sim.read()
         by_role = {job.role: job for job in sim.jobs}
         ghost, zombie = by_role["ghost"], by_role["zombie"]
@@ -533,7 +535,8 @@ def test_the_sim_runs_under_python_3_8():
     ).stdout
     result = json.loads(out)
     assert result["python"] == [3, 8] and result["interpreter"] == str(PY38)
-    assert result["roles"] == sorted(set(ROLES) - {"workers"})  # the demo runs every role but that one
+    # The demo runs every role but the "workers" and "mps" scenarios' own.
+    assert result["roles"] == sorted(set(ROLES) - {"workers", "mps-control", "mps-server", "mps-client"})
     assert result["ghost_listed"] and result["ghost_dead"]
     assert result["before"] == {"3": GiB} and result["released"] and result["used"] == 0
 

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -367,6 +368,35 @@ async def test_local_link_real_probe(python):
     finally:
         await link.close()
     assert link.failure is None
+
+
+async def test_local_probe_on_the_apps_python_is_this_installation_whatever_the_cwd(tmp_path, monkeypatch):
+    """The app's own interpreter runs the installed probe from its bytecode (nothing sent over stdin);
+    a `gputui` package in the directory the operator stands in is never what runs."""
+    trap = tmp_path / "gputui" / "probe"
+    trap.mkdir(parents=True)
+    (tmp_path / "gputui" / "__init__.py").write_text("")
+    (trap / "__init__.py").write_text("")
+    (trap / "__main__.py").write_text(f"open({str(tmp_path / 'trap-ran')!r}, 'w').write('ran')\n")
+    monkeypatch.chdir(tmp_path)
+    link = LocalLink(probe_host("here"), interval=0.1)
+    assert link.direct and link._payload == b""
+    await link.open()
+    try:
+        assert link.hello is not None and link.hello["type"] == "hello"
+        cmdline = Path(f"/proc/{link.pid}/cmdline").read_bytes().split(b"\0")
+        assert (
+            cmdline[1:3] == [b"-S", b"-c"]
+            and cmdline[4] == b"gputui-probe"
+            and b"gputui.probe.__main__" in cmdline[3]
+        )
+        assert cmdline[5:7] == [b"--reader", b"sim"]
+    finally:
+        await link.close()
+    assert not (tmp_path / "trap-ran").exists()
+    # Another interpreter, sudo or a wrapper: the bootstrap sends the probe, as over SSH.
+    assert not LocalLink(probe_host("here", python="/usr/bin/python3")).direct
+    assert not LocalLink(probe_host("here", sudo=True)).direct
 
 
 async def test_read_only_probe_refuses_plans_locally():

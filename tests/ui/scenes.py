@@ -184,6 +184,20 @@ def _preflight(theme: str, hostile: bool = True) -> GpuTuiApp:
     return build_app(("p",), theme=theme, records={"p": list(recording("preflight"))})
 
 
+def _mig(theme: str, hostile: bool = True) -> GpuTuiApp:
+    """Host "m" of the "mig" sim scenario (tests/fixtures/mig.jsonl): GPU 0 in MIG mode, three
+    instances, jobs in two of them."""
+    return build_app(("m",), theme=theme, records={"m": list(recording("mig"))})
+
+
+def _mps(theme: str, hostile: bool = True) -> GpuTuiApp:
+    """Host "s" of the "mps" sim scenario (tests/fixtures/mps.jsonl): an MPS control daemon, its
+    server and three clients on GPU 0."""
+    app = build_app(("s",), theme=theme, records={"s": list(recording("mps"))})
+    app.fresh_timeout = 0  # plan on the replayed sample: a recording answers no full-scan request
+    return app
+
+
 def _gpu_view(gpu_row: int, host: bool = False) -> Callable[[Pilot[Any]], Awaitable[None]]:
     """Open the GPU view on the GPU table's row `gpu_row` ("all" is row 0), of the first host when
     `host` (the demo starts on "All hosts")."""
@@ -285,6 +299,9 @@ SCENES = {
         Scene("plan-host", (120, 36), _demo_plans, _plan_host),
         Scene("plan-narrow", (80, 24), _demo_plans, _plan_gpu),
         Scene("preflight", (120, 36), _preflight, _fleet),
+        Scene("mig", (120, 36), _mig, _fleet),
+        Scene("mig-narrow", (80, 24), _mig, _fleet),
+        Scene("mps", (120, 36), _mps, _fleet),
         Scene("gpu-view", (120, 40), _preflight, _gpu_view(2)),  # GPU 1: orphaned memory
         Scene("ghost-view", (120, 40), _demo, _gpu_view(3, host=True)),  # demo-a's GPU 2: a ghost
         Scene("gpu-view-narrow", (80, 24), _preflight, _gpu_view(3)),  # GPU 2: throttling, cooling

@@ -7,6 +7,7 @@ recordings are re-recorded from the sim probe, with new PIDs.
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any
 
@@ -272,6 +273,25 @@ async def test_detail_says_why_a_process_has_its_kind() -> None:
         text = screen_text(app)
         for g in user["gpus"]:
             assert f"GPU {g}: SM {40 + g}% · memory 10%" in text
+
+
+@pytest.mark.parametrize("name", ["mig", "mps"])
+async def test_detail_names_mig_instances_and_mps_parts(name: str) -> None:
+    host = {"mig": "m", "mps": "s"}[name]
+    app = build_app((host,), records={host: list(recording(name))})
+    async with app.run_test(size=(120, 40)) as pilot:
+        main = await procs_of(pilot, host)
+        sample = sample_of(app, host)
+        if name == "mig":
+            proc = next(p for p in sample.processes if p.mig)
+            wanted = [f"({m.label})" for m in proc.mig]
+        else:
+            proc = next(p for p in sample.processes if p.mps == "server")
+            wanted = ["MPS server", "stopping it ends them all"]
+        await open_detail(pilot, main, proc_row_key(proc))
+        text = " ".join(re.sub(r"[│╭╮╰╯─]", " ", screen_text(app)).split())
+        for words in wanted:
+            assert words in text
 
 
 async def test_detail_of_a_tree_context_row() -> None:

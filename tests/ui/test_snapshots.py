@@ -70,6 +70,8 @@ def test_process_tree(snap_compare: Any, theme: str) -> None:
         "no-driver",
         "plan-host",
         "plan-narrow",
+        "mig",
+        "mig-narrow",
     ],
 )
 def test_other_screens(snap_compare: Any, scene: str) -> None:

@@ -7,6 +7,19 @@ from typing import Any, Dict, List, Optional, Tuple  # noqa: F401  (type comment
 
 # {pid: {nvml_index: bytes or None}}: the union of NVML's compute, graphics and MPS process lists.
 Listed = Dict[int, Dict[int, Optional[int]]]
+# {pid: {"mig": [(nvml_index, gpu instance id, compute instance id or None)], "mps": True}}: what the
+# latest reading said of a listed process beyond its memory (see Reader.process_tags).
+Tags = Dict[int, Dict[str, Any]]
+# A GPU instance or compute instance id the driver gives for "none" (nvml.h: 0xFFFFFFFF).
+NO_INSTANCE = 0xFFFFFFFF
+
+
+def instance_id(value):
+    # type: (Any) -> Optional[int]
+    """A MIG GPU or compute instance id as the driver gives it; None for "none" or nonsense."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < NO_INSTANCE:
+        return None
+    return value
 
 
 class ReaderError(Exception):
@@ -37,9 +50,17 @@ class Reader(object):
     def read(self):
         # type: () -> Tuple[List[Dict[str, Any]], Listed]
         """One reading: the GPU records of docs/PROTOCOL.md (without memory_baseline, which the
-        probe keeps) and the processes NVML lists, by pid. Cheap: called every sample and every
-        few tens of milliseconds while verifying a kill."""
+        probe keeps; with `mig_instances`, null where MIG is off or unknown) and the processes NVML
+        lists, by pid. Cheap: called every sample and every few tens of milliseconds while verifying
+        a kill."""
         raise NotImplementedError
+
+    def process_tags(self):
+        # type: () -> Tags
+        """What the latest read() said of the listed processes beyond their memory: the MIG
+        instances each runs in ("mig": [(index, gi, ci)], where MIG is on) and whether NVML lists it
+        as an MPS client ("mps": True). Processes with nothing to say are left out."""
+        return {}
 
     def preflight(self):
         # type: () -> Dict[int, Dict[str, Any]]

@@ -9,7 +9,7 @@ Stdlib + pynvml only, Python >= 3.8 syntax: this runs on monitored hosts.
 
 from typing import Any, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
-from .base import Listed, Reader, ReaderError  # noqa: F401  (type comments)
+from .base import Listed, Reader, ReaderError, Tags, instance_id  # noqa: F401  (type comments)
 
 GPU_LOST = "gpu-lost"
 COMPUTE_MODES = {0: "default", 1: "exclusive-thread", 2: "prohibited", 3: "exclusive-process"}
@@ -26,6 +26,9 @@ THROTTLE_BITS = (
     (0x100, "display-clocks"),
 )
 RESET_TIMEOUT_S = 120.0
+# MIG: the instances of a GPU (which exist, their ids, UUIDs and sizes) are read again every this
+# many readings (an operator may create or destroy one at any time); their memory every reading.
+MIG_LAYOUT_EVERY = 30
 
 
 def throttle_names(mask):
@@ -86,6 +89,11 @@ class NvmlReader(Reader):
         self._memory_v2 = True
         self._util_seen = {}  # type: Dict[int, int]  # GPU index -> newest utilization sample read (µs)
         self._util_unsupported = set()  # type: Set[int]  # GPUs whose driver refuses per-process util
+        self._mig_unsupported = set()  # type: Set[int]  # GPUs (or a pynvml) without MIG: not asked again
+        # GPU index -> (the reading it was taken at, MIG mode on, its instances' fixed facts)
+        self._mig_layout = {}  # type: Dict[int, Tuple[int, bool, List[Dict[str, Any]]]]
+        self._reads = 0
+        self._tags = {}  # type: Tags
 
     def open(self):
         # type: () -> Dict[str, object]
@@ -161,13 +169,15 @@ class NvmlReader(Reader):
         except nv.NVMLError:
             return None, None, None, 1
 
-    def _processes(self, handle, index, listed):
-        # type: (Any, int, Listed) -> None
+    def _processes(self, handle, index, listed, tags, mig):
+        # type: (Any, int, Listed, Tags, bool) -> None
+        """NVML's process lists of one GPU into `listed`; MIG placements (where `mig`: the GPU is in
+        MIG mode, so the ids mean something) and MPS clients (the MPS list) into `tags`."""
         nv = self._nv
-        for query in (
-            nv.nvmlDeviceGetComputeRunningProcesses,
-            nv.nvmlDeviceGetGraphicsRunningProcesses,
-            getattr(nv, "nvmlDeviceGetMPSComputeRunningProcesses", None),
+        for query, mps in (
+            (nv.nvmlDeviceGetComputeRunningProcesses, False),
+            (nv.nvmlDeviceGetGraphicsRunningProcesses, False),
+            (getattr(nv, "nvmlDeviceGetMPSComputeRunningProcesses", None), True),
         ):
             if query is None:
                 continue
@@ -181,12 +191,109 @@ class NvmlReader(Reader):
                 # A process in several lists (compute and graphics) is counted once, largest figure.
                 if index not in mem or (used is not None and (mem[index] or 0) < used):
                     mem[index] = used
+                if mps:
+                    tags.setdefault(p.pid, {})["mps"] = True
+                gi = instance_id(getattr(p, "gpuInstanceId", None)) if mig else None
+                if gi is not None:
+                    place = (index, gi, instance_id(getattr(p, "computeInstanceId", None)))
+                    places = tags.setdefault(p.pid, {}).setdefault("mig", [])
+                    if place not in places:
+                        places.append(place)
+
+    def _mig(self, static):
+        # type: (Dict[str, Any]) -> Optional[List[Dict[str, Any]]]
+        """The MIG instances of a GPU in MIG mode, each with its memory now; None where MIG is off,
+        unsupported (the GPU, the driver or this pynvml), or cannot be read."""
+        index = static["index"]
+        if index in self._mig_unsupported:
+            return None
+        layout = self._mig_layout.get(index)
+        if layout is None or self._reads - layout[0] >= MIG_LAYOUT_EVERY:
+            layout = self._read_mig_layout(static)
+            if layout is None:
+                return None
+        if not layout[1]:
+            return None
+        instances = []  # type: List[Dict[str, Any]]
+        for fixed in layout[2]:
+            total, used = self._mig_memory(fixed["handle"])
+            if total is None:
+                # The instance is gone (destroyed since the layout was read): read it again next time.
+                self._mig_layout.pop(index, None)
+                continue
+            record = dict((k, v) for k, v in fixed.items() if k != "handle")
+            record.update(memory_total=total, memory_used=used)
+            instances.append(record)
+        return instances
+
+    def _read_mig_layout(self, static):
+        # type: (Dict[str, Any]) -> Optional[Tuple[int, bool, List[Dict[str, Any]]]]
+        nv = self._nv
+        index, handle = static["index"], static["handle"]
+        get_mode = getattr(nv, "nvmlDeviceGetMigMode", None)
+        if get_mode is None:
+            self._mig_unsupported.add(index)
+            return None
+        try:
+            mode = get_mode(handle)
+        except nv.NVMLError as exc:
+            if getattr(exc, "value", None) in (
+                getattr(nv, "NVML_ERROR_NOT_SUPPORTED", 3),
+                getattr(nv, "NVML_ERROR_FUNCTION_NOT_FOUND", 13),
+            ):
+                self._mig_unsupported.add(index)
+            return None
+        on = bool(mode[0]) if isinstance(mode, (list, tuple)) and mode else False
+        fixed = []  # type: List[Dict[str, Any]]
+        count = self._call(getattr(nv, "nvmlDeviceGetMaxMigDeviceCount", None), None, handle) if on else 0
+        by_index = getattr(nv, "nvmlDeviceGetMigDeviceHandleByIndex", None)  # type: Any
+        for slot in range(count if isinstance(count, int) and by_index is not None else 0):
+            try:
+                mig = by_index(handle, slot)
+            except nv.NVMLError:
+                continue  # NOT_FOUND: no instance in this slot
+            fixed.append(
+                {
+                    "handle": mig,
+                    "gi": instance_id(self._call(getattr(nv, "nvmlDeviceGetGpuInstanceId", None), None, mig)),
+                    "ci": instance_id(
+                        self._call(getattr(nv, "nvmlDeviceGetComputeInstanceId", None), None, mig)
+                    ),
+                    "uuid": self._call(nv.nvmlDeviceGetUUID, _text, mig),
+                    "name": self._call(nv.nvmlDeviceGetName, _text, mig),
+                }
+            )
+        fixed.sort(key=lambda f: (f["gi"] is None, f["gi"] or 0, f["ci"] is None, f["ci"] or 0))
+        layout = (self._reads, on, fixed)
+        self._mig_layout[index] = layout
+        return layout
+
+    def _mig_memory(self, handle):
+        # type: (Any) -> Tuple[Optional[int], Optional[int]]
+        nv = self._nv
+        if self._memory_v2:
+            try:
+                m = nv.nvmlDeviceGetMemoryInfo(handle, version=nv.nvmlMemory_v2)
+                return m.total, m.used
+            except (nv.NVMLError, AttributeError, TypeError):
+                pass
+        try:
+            m = nv.nvmlDeviceGetMemoryInfo(handle)
+            return m.total, m.used
+        except nv.NVMLError:
+            return None, None
+
+    def process_tags(self):
+        # type: () -> Tags
+        return self._tags
 
     def read(self):
         # type: () -> Tuple[List[Dict[str, Any]], Listed]
         nv = self._nv
         gpus = []  # type: List[Dict[str, Any]]
         listed = {}  # type: Listed
+        tags = {}  # type: Tags
+        self._reads += 1
         for static in self._gpus:
             handle = static["handle"]
             record = {k: v for k, v in static.items() if k != "handle"}  # type: Dict[str, Any]
@@ -210,8 +317,10 @@ class NvmlReader(Reader):
                 persistence=bool(persistence) if persistence is not None else None,
                 error=None,
             )
+            record["mig_instances"] = mig = self._mig(static)
             gpus.append(record)
-            self._processes(handle, static["index"], listed)
+            self._processes(handle, static["index"], listed, tags, mig is not None)
+        self._tags = tags
         return gpus, listed
 
     def process_utilization(self):
@@ -358,6 +467,7 @@ class NvmlReader(Reader):
         try:
             return _nvidia_smi(["--gpu-reset", "-i", uuid])
         finally:
+            self._mig_layout = {}  # handles from before the reset are stale
             try:
                 nv.nvmlInit()
                 self._gpus = [self._static(i) for i in range(nv.nvmlDeviceGetCount())]
@@ -399,5 +509,5 @@ def _empty(error):
     # type: (str) -> Dict[str, Any]
     fields = ("memory_total", "memory_used", "memory_reserved", "util_gpu", "util_mem", "temperature")
     record = dict.fromkeys(fields)  # type: Dict[str, Any]
-    record.update(power_draw=None, persistence=None, memory_version=None, error=error)
+    record.update(power_draw=None, persistence=None, memory_version=None, mig_instances=None, error=error)
     return record

@@ -34,7 +34,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple  # noqa: F401  (used in type comments)
 
-from .base import Listed, Reader, ReaderError  # noqa: F401
+from .base import Listed, Reader, ReaderError, Tags, instance_id  # noqa: F401
 from .scenarios import SCENARIOS
 from .simjob import WORKER_SOURCE
 
@@ -50,8 +50,11 @@ FACTS = {
     "cuda_driver_version": 13000,
 }
 
-ROLES = ("busy", "idle", "ignore-term", "ghost", "hidden", "zombie", "monitor", "workers")
-CONTEXT_ROLES = ("busy", "idle", "ignore-term", "ghost", "zombie", "workers")
+ROLES = (
+    "busy", "idle", "ignore-term", "ghost", "hidden", "zombie", "monitor", "workers",
+    "mps-control", "mps-server", "mps-client",
+)  # fmt: skip
+CONTEXT_ROLES = ("busy", "idle", "ignore-term", "ghost", "zombie", "workers", "mps-server", "mps-client")
 DEFAULT_NAMES = {
     "busy": "train.py",
     "idle": "notebook_kernel.py",
@@ -61,8 +64,13 @@ DEFAULT_NAMES = {
     "zombie": "bench.py",
     "monitor": "nv_hostengine.py",
     "workers": "launch.py",
+    "mps-control": "nvidia-cuda-mps-control",
+    "mps-server": "nvidia-cuda-mps-server",
+    "mps-client": "infer.py",
 }
 MONITOR_COMM = "nv-hostengine"
+MPS_COMM = "nvidia-cuda-mps"  # both MPS daemons, cut at 15 characters like every comm
+MIG_NAME = "NVIDIA H200 MIG %dg.%dgb (sim)"
 SESSION_SCRIPT = "gputui_sim_session.py"
 SPAWN_TIMEOUT = 20.0  # seconds for a job to start and settle (Python start-up on a loaded 2-core CI box)
 CLOSE_TIMEOUT = 10.0
@@ -224,17 +232,21 @@ class SimJob(object):
 
 
 class _Context(object):
-    """One context as the reader sees it; `release_at` (monotonic) is set once every holder is gone."""
+    """One context as the reader sees it; `release_at` (monotonic) is set once every holder is gone.
+    `gi`, `ci`: the MIG instance it runs in (None outside MIG); `mps`: an MPS client's."""
 
-    __slots__ = ("gpu", "name", "nbytes", "pid", "release_at", "util")
+    __slots__ = ("ci", "gi", "gpu", "mps", "name", "nbytes", "pid", "release_at", "util")
 
-    def __init__(self, name, gpu, pid, nbytes, util):
-        # type: (str, int, int, int, int) -> None
+    def __init__(self, name, gpu, pid, nbytes, util, gi=None, ci=None, mps=False):
+        # type: (str, int, int, int, int, Optional[int], Optional[int], bool) -> None
         self.name = name
         self.gpu = gpu
         self.pid = pid
         self.nbytes = nbytes
         self.util = util
+        self.gi = gi
+        self.ci = ci
+        self.mps = mps
         self.release_at = None  # type: Optional[float]
 
 
@@ -271,6 +283,7 @@ class SimReader(Reader):
         self._state_stamp = None  # type: Optional[int]
         self._state_cache = {}  # type: Dict[str, Any]
         self.resets = []  # type: List[int]  # GPUs this reader reset (tests look)
+        self._tags = {}  # type: Tags
         self._reads = 0
         self._serial = 0
         self._spawns = {}  # type: Dict[int, Dict[str, Dict[str, Any]]]  # serial -> event -> message
@@ -447,6 +460,8 @@ class SimReader(Reader):
         used = [0] * self.gpus
         util = [0] * self.gpus
         listed = {}  # type: Listed
+        tags = {}  # type: Tags
+        by_instance = {}  # type: Dict[Tuple[int, int], int]  # (gpu, gi) -> bytes
         with self._cond:
             self._reads += 1
             reads = self._reads
@@ -463,11 +478,68 @@ class SimReader(Reader):
                 util[ctx.gpu] += ctx.util
                 on_gpu = listed.setdefault(ctx.pid, {})
                 on_gpu[ctx.gpu] = (on_gpu.get(ctx.gpu) or 0) + ctx.nbytes
+                if ctx.mps:
+                    tags.setdefault(ctx.pid, {})["mps"] = True
+                if ctx.gi is not None:
+                    # Compute instances of one GPU instance share its memory (as on a real GPU).
+                    key = (ctx.gpu, ctx.gi)
+                    by_instance[key] = by_instance.get(key, 0) + ctx.nbytes
+                    places = tags.setdefault(ctx.pid, {}).setdefault("mig", [])
+                    if (ctx.gpu, ctx.gi, ctx.ci) not in places:
+                        places.append((ctx.gpu, ctx.gi, ctx.ci))
         state = self._state()
         for i in range(self.gpus):
             used[i] += int(state.get(str(i), {}).get("orphaned") or 0)  # memory no process holds
         gpus = [self._gpu_record(i, used[i], min(100, util[i]), reads, state) for i in range(self.gpus)]
+        for gpu in gpus:
+            layout = self._mig_layout(state, int(gpu["index"]))  # type: ignore[call-overload]
+            if layout is None:
+                gpu["mig_instances"] = None
+                for pid in listed:  # outside MIG mode the driver gives no instance ids
+                    places = tags.get(pid, {}).get("mig")
+                    if places:
+                        places[:] = [p for p in places if p[0] != gpu["index"]]
+                continue
+            # A GPU in MIG mode reports no utilization of its own (NVML: not supported).
+            gpu.update(util_gpu=None, util_mem=None)
+            gpu["mig_instances"] = [
+                dict(inst, memory_used=by_instance.get((gpu["index"], inst["gi"]), 0))  # type: ignore[arg-type]
+                for inst in layout
+            ]
+        with self._cond:
+            self._tags = tags
         return gpus, listed
+
+    def process_tags(self):
+        # type: () -> Tags
+        with self._cond:
+            return self._tags
+
+    def _mig_layout(self, state, index):
+        # type: (Dict[str, Any], int) -> Optional[List[Dict[str, Any]]]
+        """GPU `index`'s MIG instances as the sim's state sets them (knob `mig_instances`: a list of
+        {gi, ci, memory_total, name}), with UUIDs; None where MIG is off."""
+        raw = state.get(str(index), {}).get("mig_instances")
+        if not isinstance(raw, list):
+            return None
+        out = []  # type: List[Dict[str, Any]]
+        for inst in raw:
+            if not isinstance(inst, dict) or instance_id(inst.get("gi")) is None:
+                continue
+            gi, ci = int(inst["gi"]), instance_id(inst.get("ci"))
+            h = random.Random("gputui-sim-mig:%d:%d:%d:%s" % (self.seed, index, gi, ci)).getrandbits(128)
+            h_text = "%032x" % h
+            out.append(
+                {
+                    "gi": gi,
+                    "ci": ci,
+                    "uuid": "MIG-%s-%s-%s-%s-%s"
+                    % (h_text[:8], h_text[8:12], h_text[12:16], h_text[16:20], h_text[20:]),
+                    "name": inst.get("name"),
+                    "memory_total": inst.get("memory_total"),
+                }
+            )
+        return out
 
     def process_utilization(self):
         # type: () -> Optional[Dict[int, Dict[int, Dict[str, Optional[int]]]]]
@@ -569,8 +641,8 @@ class SimReader(Reader):
             out[index] = {
                 "persistence": knobs.get("persistence", True),
                 "compute_mode": knobs.get("compute_mode", "default"),
-                "mig": knobs.get("mig", False),
-                "mig_pending": knobs.get("mig", False),
+                "mig": bool(knobs.get("mig", False) or knobs.get("mig_instances")),
+                "mig_pending": bool(knobs.get("mig", False) or knobs.get("mig_instances")),
                 "sm_clock": locked or 1980,
                 "sm_clock_max": 1980,
                 "mem_clock": 3201,
@@ -654,6 +726,7 @@ class SimReader(Reader):
                 owner = os.fstat(f.fileno()).st_uid
                 data = json.load(f)
             nbytes, util = int(data["bytes"]), int(data.get("util", 0))
+            gi, ci, mps = instance_id(data.get("gi")), instance_id(data.get("ci")), data.get("mps") is True
         except (OSError, ValueError, KeyError, TypeError):
             return None  # gone already, or not a context
         if not 0 <= gpu < self.gpus or data.get("pid") != pid:
@@ -665,7 +738,7 @@ class SimReader(Reader):
                     return None
             except OSError:
                 pass  # the process is gone (a ghost's parent): the file is its owner's word
-        return _Context(name, gpu, pid, nbytes, util)
+        return _Context(name, gpu, pid, nbytes, util, gi, ci, mps)
 
     def _retire(self, name):
         # type: (str) -> None
@@ -855,8 +928,9 @@ class SimReader(Reader):
         comm=None,
         timeout=None,
         workers=3,
+        mig=None,
     ):
-        # type: (str, Any, int, Optional[int], Optional[str], Optional[List[str]], Any, Optional[str], Optional[float], int) -> SimJob
+        # type: (str, Any, int, Optional[int], Optional[str], Optional[List[str]], Any, Optional[str], Optional[float], int, Optional[Tuple[int, int]]) -> SimJob
         """Start a job and return it once settled (see docs in the module and SimJob).
 
         role: busy (util 85-99 unless given, burns a little CPU), idle (util 0), ignore-term
@@ -864,14 +938,17 @@ class SimReader(Reader):
         hidden (holds the device files only, own session), zombie (allocates, forks a child that
         allocates and exits unreaped), monitor (holds the device files, comm "nv-hostengine"),
         workers (allocates, then forks `workers` children that hold its context, in its process
-        group, like a launcher's data-loader workers; the parent lives on).
+        group, like a launcher's data-loader workers; the parent lives on), mps-control (the MPS
+        control daemon: holds the device files, comm "nvidia-cuda-mps"), mps-server (the MPS server:
+        same comm, a context of its own), mps-client (a context NVML lists as an MPS client's).
         gpu: an index or a list (one context on each); memory: bytes per context; name: the script
-        name; argv: its arguments; user: a uid or user name (root only); comm: a process name."""
-        job = self._start_job(role, gpu, memory, util, name, argv, user, comm, workers)
+        name; argv: its arguments; user: a uid or user name (root only); comm: a process name;
+        mig: (gi, ci), the MIG instance its contexts run in (set up with set_state(mig_instances=...))."""
+        job = self._start_job(role, gpu, memory, util, name, argv, user, comm, workers, mig)
         return self._finish_job(job, time.monotonic() + (timeout or SPAWN_TIMEOUT))
 
-    def _start_job(self, role, gpu, memory, util, name, argv, user, comm, workers=3):
-        # type: (str, Any, int, Optional[int], Optional[str], Optional[List[str]], Any, Optional[str], int) -> SimJob
+    def _start_job(self, role, gpu, memory, util, name, argv, user, comm, workers=3, mig=None):
+        # type: (str, Any, int, Optional[int], Optional[str], Optional[List[str]], Any, Optional[str], int, Optional[Tuple[int, int]]) -> SimJob
         if self._session is None or self._closed:
             raise SimError("only an open SimReader that created its sim (not attach=True) can spawn")
         if role not in ROLES:
@@ -888,6 +965,15 @@ class SimReader(Reader):
             raise ValueError("a job name is a plain file name, not %r" % (name,))
         if comm is None and role == "monitor":
             comm = MONITOR_COMM
+        if comm is None and role in ("mps-control", "mps-server"):
+            comm = MPS_COMM
+        if mig is not None:
+            mig = (int(mig[0]), int(mig[1]))
+            state = self._state()
+            for index in gpus:
+                layout = self._mig_layout(state, index) or []
+                if not any((i["gi"], i["ci"]) == mig for i in layout):
+                    raise ValueError("GPU %d has no MIG instance %d.%d" % (index, mig[0], mig[1]))
         entry = self._user(user)
         with self._cond:
             self._serial += 1
@@ -906,6 +992,7 @@ class SimReader(Reader):
             "util": util,
             "comm": comm,
             "workers": int(workers),
+            "mig": list(mig) if mig is not None else None,
         }
         env = self._env(entry)
         env["GPUTUI_SIM_JOB"] = json.dumps(config)
@@ -995,6 +1082,7 @@ class SimReader(Reader):
                 None,
                 None,
                 spec.get("workers", 3),
+                spec.get("mig"),
             )
             for role, spec in specs
         ]
@@ -1069,10 +1157,61 @@ def preflight_state(gpus):
     return {i: dict(knobs) for i, knobs in state.items() if i < gpus}
 
 
+# The "mig" scenario's GPU 0: three GPU instances of an H200 (3g.71gb, 2g.35gb, 1g.18gb).
+MIG_LAYOUT = (
+    {"gi": 1, "ci": 0, "memory_total": 71 * GiB, "name": MIG_NAME % (3, 71)},
+    {"gi": 2, "ci": 0, "memory_total": 35 * GiB, "name": MIG_NAME % (2, 35)},
+    {"gi": 5, "ci": 0, "memory_total": 18 * GiB, "name": MIG_NAME % (1, 18)},
+)
+
+
+def mig_state(gpus):
+    # type: (int) -> Dict[int, Dict[str, Any]]
+    """The "mig" scenario: GPU 0 in MIG mode with three instances (MIG_LAYOUT); the rest whole."""
+    return {0: {"mig_instances": [dict(i) for i in MIG_LAYOUT]}}
+
+
+def mig_jobs(variant, gpus):
+    # type: (int, int) -> List[Tuple[str, Dict[str, Any]]]
+    """Jobs in two of GPU 0's MIG instances (two in 1.0, one in 2.0; 5.0 is free), and one on
+    GPU 1 (not in MIG mode) when there is one."""
+    jobs = [
+        ("busy", dict(gpu=[0], memory=40 * GiB, util=80, name="train.py", argv=["--model", "llama-3.1-8b"],
+                      mig=(1, 0))),
+        ("idle", dict(gpu=[0], memory=6 * GiB, name="notebook_kernel.py", argv=["-f", "kernel-mig.json"],
+                      mig=(1, 0))),
+        ("busy", dict(gpu=[0], memory=20 * GiB, util=60, name="serve.py", argv=["--port", "8000"],
+                      mig=(2, 0))),
+    ]  # fmt: skip
+    if gpus > 1:
+        jobs.append(
+            ("busy", dict(gpu=[1], memory=30 * GiB, util=90, name="bench.py", argv=["--suite", "gemm"]))
+        )
+    return jobs
+
+
+def mps_jobs(variant, gpus):
+    # type: (int, int) -> List[Tuple[str, Dict[str, Any]]]
+    """CUDA MPS on GPU 0: the control daemon, the server (its own context) and three clients whose
+    work runs in the server's contexts (NVML lists them through its MPS process list)."""
+    return [
+        ("mps-control", dict(argv=["-d"])),
+        ("mps-server", dict(gpu=[0], memory=512 << 20, util=0)),
+        ("mps-client", dict(gpu=[0], memory=10 * GiB, util=60, name="infer.py", argv=["--rank", "0"])),
+        ("mps-client", dict(gpu=[0], memory=10 * GiB, util=55, name="infer.py", argv=["--rank", "1"])),
+        ("mps-client", dict(gpu=[0], memory=6 * GiB, util=30, name="embed.py", argv=["--batch", "64"])),
+    ]
+
+
 SCENARIO_JOBS = {
     "demo": demo_jobs,
     "empty": lambda variant, gpus: [],
     "workers": workers_jobs,
     "preflight": lambda variant, gpus: [],
+    "mig": mig_jobs,
+    "mps": mps_jobs,
 }  # type: Dict[str, Callable[[int, int], List[Tuple[str, Dict[str, Any]]]]]
-SCENARIO_STATE = {"preflight": preflight_state}  # type: Dict[str, Callable[[int], Dict[int, Dict[str, Any]]]]
+SCENARIO_STATE = {
+    "preflight": preflight_state,
+    "mig": mig_state,
+}  # type: Dict[str, Callable[[int], Dict[int, Dict[str, Any]]]]

@@ -32,7 +32,7 @@ PR_SET_CHILD_SUBREAPER = 36
 DEVICE_SIZE = 4096
 # Interpreters to try when the one we were given cannot be run by the job's user (e.g. under /root).
 FALLBACK_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3")
-CONTEXT_ROLES = ("busy", "idle", "ignore-term", "ghost", "zombie", "workers")
+CONTEXT_ROLES = ("busy", "idle", "ignore-term", "ghost", "zombie", "workers", "mps-server", "mps-client")
 
 _keep = []  # fds and mappings held for the life of the process: that is what "holding" means
 
@@ -63,8 +63,11 @@ def open_devices(directory, mapped=False):
     return fds
 
 
-def create_context(directory, gpu, nbytes, util=0):
+def create_context(directory, gpu, nbytes, util=0, extra=None):
     """Allocate `nbytes` on `gpu` for this process; return the fd that holds the memory.
+
+    `extra`: more of what the driver knows of the context: "gi" and "ci" (the MIG instance it runs
+    in), "mps" (true: an MPS client's, listed by NVML's MPS process list).
 
     The file is locked before it gets its visible name, so a watcher never sees an unlocked fresh
     context. Closing the fd in every process that has it (exit does) frees the memory."""
@@ -74,7 +77,8 @@ def create_context(directory, gpu, nbytes, util=0):
     tmp = os.path.join(ctx, "." + base + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        os.write(fd, json.dumps({"gpu": gpu, "pid": pid, "bytes": nbytes, "util": util}).encode())
+        record = dict(extra or {}, gpu=gpu, pid=pid, bytes=nbytes, util=util)
+        os.write(fd, json.dumps(record).encode())
         fcntl.flock(fd, fcntl.LOCK_SH)
         os.rename(tmp, os.path.join(ctx, base + ".ctx"))
     except BaseException:
@@ -183,9 +187,14 @@ def job_main(cfg, lifeline, status):
         set_comm(cfg["comm"])
     uses_gpu = role in CONTEXT_ROLES
     _keep.extend(open_devices(cfg["dir"], mapped=uses_gpu))
+    extra = {}
+    if cfg.get("mig"):
+        extra.update(gi=cfg["mig"][0], ci=cfg["mig"][1])
+    if role == "mps-client":
+        extra["mps"] = True
     if uses_gpu:
         for gpu in cfg["gpus"]:
-            _keep.append(create_context(cfg["dir"], gpu, cfg["memory"], cfg["util"]))
+            _keep.append(create_context(cfg["dir"], gpu, cfg["memory"], cfg["util"], extra))
     message = {"serial": cfg["serial"], "event": "ready", "pid": os.getpid(), "start_time": start_time()}
     if role == "ghost":
         child = fork_ghost_child(lifeline)

@@ -158,6 +158,15 @@ class HelpBody(StyledStatic):
         ]
         parts.append(_grid(kind_rows))
         parts.append(Text())
+        parts.append(Text("MIG and MPS", section))
+        marks = [(Text(mark, key_style), Text(meaning)) for mark, meaning in kinds.MIG_MEANINGS]
+        marks += [
+            (Text(f"{kinds.GLYPHS['monitor' if role != 'client' else 'user']} {word}", key_style),
+             Text(kinds.MPS_MEANINGS[role]))
+            for role, word in kinds.MPS_WORDS.items()
+        ]  # fmt: skip
+        parts.append(_grid(marks))
+        parts.append(Text())
         if read_only:
             parts.append(Text("Read-only: gputui offers no way to signal a process.", muted))
         parts.append(Text("esc, q or ? closes this screen", muted))

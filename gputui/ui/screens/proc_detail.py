@@ -262,8 +262,18 @@ class ProcDetailScreen(ModalScreen[None]):
     def _kind_rows(self, proc: Proc, sample: Sample | None, add: Any, muted: Style, warn: Style) -> None:
         kind_style = self.body.style_of(kinds.STYLE.get(proc.kind, "kind--hidden"))
         why = kinds.note(proc, sample)
-        add("Kind", (kinds.label(proc.kind), kind_style), f": {why}" if why else "")
+        add("Kind", (kinds.proc_label(proc), kind_style), f": {why}" if why else "")
         add("", (kinds.MEANINGS.get(proc.kind, ""), muted))
+        if proc.mps in kinds.MPS_MEANINGS:
+            add("MPS", (kinds.MPS_MEANINGS[proc.mps], muted))
+        if proc.mig:
+            add(
+                "MIG",
+                " · ".join(
+                    f"GPU {m.gpu}, GPU instance {m.gi}, compute instance {'?' if m.ci is None else m.ci} ({m.label})"
+                    for m in proc.mig
+                ),
+            )
         if proc.protected:
             add("Protected", (f"{fmt.safe(proc.protected)}: never signalled unless included by name", warn))
         if proc.gpu_memory:

@@ -8,7 +8,7 @@ from typing import ClassVar
 from textual.binding import Binding, BindingType
 
 from gputui.fleet import GpuHistory, HostView
-from gputui.model import IDLE_SLACK, Gpu, Sample
+from gputui.model import IDLE_SLACK, Gpu, MigInstance, Sample
 from gputui.readiness import preflight_flags
 from gputui.units import fmt_bytes, fmt_bytes_of, fmt_percent
 from gputui.words import count
@@ -129,6 +129,8 @@ class GpuTable(KeyedTable):
             str(g.index): self.row(g, sample, view.history.get(g.index), flags.get(g.index, ()))
             for g in sample.gpus
         }
+        for g in sample.gpus:
+            rows.update(mig_rows(self, g, sample))
         if sample.gpus:
             rows[ALL] = self.all_row(sample)
         self.sync(rows)
@@ -192,4 +194,47 @@ class GpuTable(KeyedTable):
     def cursor_gpu(self) -> int | None:
         """The GPU under the cursor; None on the "all" row (the whole host)."""
         key = self.cursor_key
-        return int(key) if key is not None and key != ALL else None
+        # A MIG instance's row ("0/1.0") stands for its GPU.
+        return int(key.partition("/")[0]) if key is not None and key != ALL else None
+
+
+def mig_key(gpu: Gpu, instance: MigInstance) -> str:
+    """The row key of a MIG instance: `0/1.0` (GPU 0, GPU instance 1, compute instance 0)."""
+    return f"{gpu.index}/{instance.label}"
+
+
+def mig_rows(table: KeyedTable, gpu: Gpu, sample: Sample) -> dict[str, Row]:
+    """A GPU in MIG mode: one row per instance under it, indented (`  0/1.0  └ MIG 3g.71gb`), with
+    its memory bar and who runs in it. The driver gives no utilization, temperature or power per
+    instance: those cells are left empty."""
+    rows: dict[str, Row] = {}
+    for rank, instance in enumerate(gpu.mig_instances or ()):
+        # Right under its GPU, in the driver's order (the table sorts on this column only).
+        order = gpu.index + (rank + 1) / 1000
+        users = [
+            p
+            for p in sample.processes
+            if any(m.gi == instance.gi and m.ci in (instance.ci, None) for m in p.mig_on(gpu.index))
+        ]
+        counts = Counter(p.kind for p in users if p.kind in kinds.HOLDING)
+        holders = Cell(sort_key=(2, len(users)))
+        for i, kind in enumerate(k for k in kinds.HOLDING if counts.get(k)):
+            style = table.style_of(kinds.STYLE[kind])
+            holders.add("  " if i else "").add(str(counts[kind]), style, keep=True).add(f" {kind}", style)
+        if not users:
+            holders = Cell("· idle", "dim", sort_key=(0, 0))
+        name = fmt.safe(instance.name, 40) or "MIG"
+        # "NVIDIA H200 MIG 3g.71gb": the profile is what tells instances apart.
+        name = name[name.find("MIG") :] if "MIG" in name else name
+        rows[mig_key(gpu, instance)] = {
+            "gpu": Cell(f"  {gpu.index}/{instance.label}", "dim", sort_key=order),
+            "name": Cell(f"└ {name}", "dim", sort_key=order),
+            "memory": memory_cell(table, instance.memory_used, instance.memory_total),
+            "util": Cell("", sort_key=order),
+            "temp": Cell("", sort_key=order),
+            "power": Cell("", sort_key=order),
+            "util_hist": Cell("", sort_key=order),
+            "mem_hist": Cell("", sort_key=order),
+            "holders": holders,
+        }
+    return rows

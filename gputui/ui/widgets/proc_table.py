@@ -296,7 +296,7 @@ class ProcTable(KeyedTable):
             "sel": Cell("●" if selected else " ", self.style_of("proc--selected"), sort_key=not selected),
             "pid": Cell(str(proc.pid), sort_key=proc.pid),
             "user": Cell(fmt.safe(proc.user, 32) or "-", "" if proc.user else muted),
-            "kind": Cell(kinds.label(proc.kind), kind_style, sort_key=kinds.ORDER.get(proc.kind, 9)),
+            "kind": Cell(kinds.proc_label(proc), kind_style, sort_key=kinds.ORDER.get(proc.kind, 9)),
             "gpu": self.gpus_cell(proc, gpu),
             "mem": Cell(fmt_bytes(mem) if mem is not None else "-", kind_style, sort_key=mem or 0),
             "sm": self.sm_cell(proc, gpu),
@@ -311,12 +311,25 @@ class ProcTable(KeyedTable):
         """The GPUs a process uses or holds (`0,1`, `0-3`); in a GPU's view, that GPU stands out."""
         if not proc.gpus:
             return Cell("-", self.style_of("proc--muted"), sort_key=(1, ()))
+        if proc.mig:
+            return self.mig_cell(proc, gpu)
         cell = Cell(sort_key=(0, tuple(sorted(proc.gpus))))
         for i, (text, indexes) in enumerate(index_runs(proc.gpus)):
             if i:
                 cell.add(",")
             here = gpu is not None and gpu in indexes
             cell.add(text, self.style_of("proc--here") if here else "", keep=True)
+        return cell
+
+    def mig_cell(self, proc: Proc, gpu: int | None) -> Cell:
+        """A process in MIG instances: each GPU with its instance (`0:1.0`: GPU 0, GPU instance 1,
+        compute instance 0), the others by index."""
+        cell = Cell(sort_key=(0, tuple(sorted(proc.gpus))))
+        for i, index in enumerate(sorted(proc.gpus)):
+            if i:
+                cell.add(",")
+            text = ",".join(p.label for p in proc.mig_on(index)) or str(index)
+            cell.add(text, self.style_of("proc--here") if index == gpu else "", keep=True)
         return cell
 
     def sm_cell(self, proc: Proc, gpu: int | None) -> Cell:
