@@ -596,7 +596,12 @@ class MainScreen(Screen[None]):
         only those a plan would signal (GPU users and hidden holders, none protected)."""
         key = self.proc_table.cursor_proc_key
         scope = self._proc_scope
-        if key is None or scope is None:
+        if scope is None or self.proc_table.cursor_key is None:
+            return
+        if key is None:
+            self.notify(
+                "This row only joins a family (not in the list): put the cursor on a process to tag its user."
+            )
             return
         proc = next((p for p in self.proc_table.in_view if p.key == key), None)
         if proc is None:
