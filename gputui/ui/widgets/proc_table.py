@@ -131,6 +131,8 @@ class ProcTable(KeyedTable):
         self.tree_mode = False
         self.folded: set[str] = set()
         self._tree: dict[str, tree.Node] = {}
+        self._tree_version = 0  # one more for each tree built: what the order kept was made from
+        self._order: tuple[tuple[Any, ...], list[tree.Line]] | None = None
         # The processes the list holds now (scope and filter; a folded family's included).
         self.in_view: tuple[Proc, ...] = ()
 
@@ -170,7 +172,7 @@ class ProcTable(KeyedTable):
         if self.tree_mode:
             rows = self._tree_rows(rows, listed, sample, scope.gpu)
         else:
-            self._tree = {}
+            self._tree, self._order = {}, None
         self.sync(rows)
 
     def _tree_rows(
@@ -179,6 +181,7 @@ class ProcTable(KeyedTable):
         """The rows of the tree: the listed ones and the context that joins them, in tree order, each
         command prefixed with its branch of the tree."""
         self._tree = tree.build(((proc_row_key(p), p) for p in listed), sample, context_row_key)
+        self._tree_version += 1
         for node in self._tree.values():
             if node.context:
                 rows[node.key] = self.context_row(node.record, sample, gpu)
@@ -200,13 +203,20 @@ class ProcTable(KeyedTable):
         return drawn
 
     def _lines(self, rows: dict[str, Row]) -> list[tree.Line]:
+        """The tree's rows in order (kept for the same tree, sort and folds: the table asks for the
+        order again as it syncs the rows this order was made from; 25 ms at 1,000 processes)."""
         column, reverse = self.sort_column or ("pid", False)
+        signature = (self._tree_version, column, reverse, frozenset(self.folded))
+        if self._order is not None and self._order[0] == signature:
+            return self._order[1]
 
         def sort_key(key: str) -> Any:
             row = rows.get(key)
             return row[column].sort_key if row is not None and column in row else 0
 
-        return tree.lines(self._tree, sort_key, reverse, self.folded)
+        lines = tree.lines(self._tree, sort_key, reverse, self.folded)
+        self._order = (signature, lines)
+        return lines
 
     def row_order(self) -> list[str] | None:
         if not self.tree_mode:
@@ -268,7 +278,7 @@ class ProcTable(KeyedTable):
 
     def forget(self) -> None:
         self.folded.clear()
-        self._tree = {}
+        self._tree, self._order = {}, None
         super().forget()
 
     def row(self, proc: Proc, sample: Sample | None, gpu: int | None, selected: bool) -> Row:
