@@ -21,6 +21,10 @@ cd "$(dirname "$0")/.."
     python3 --version
     python3 -m pytest -q -s -p no:cacheprovider tests/gpu 2>&1 | tail -200
     python3 scripts/real_gpu_check.py "$out/screens" 2>&1 | tail -40
+    # The reset ladder on a real GPU: the dry run only (what blocks a reset); never a reset here.
+    echo "== gputui clean local --reset-gpu 0 --dry-run"
+    python3 -m gputui clean local --reset-gpu 0 --dry-run </dev/null 2>&1 | tail -30
+    echo "exit ${PIPESTATUS[0]}"
 } >"$out/readiness_gpu_$name.log" 2>&1
 python3 bench/startup.py --runs 10 --gib 4 --out "$out/startup_$name.json" >"$out/startup_$name.txt" 2>&1
 python3 bench/sample_cost.py --samples 200 --spawns 5 --jobs 3 --busy \

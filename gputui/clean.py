@@ -2,7 +2,7 @@
 audit log.
 
     gputui clean HOST ... [--demo] [--gpu SPEC ...] [--pid PID ...] [--all] [--sweep]
-                 [--include-monitor] [--signals term|int|kill] [--sigint-first] [--term-timeout S]
+                 [--include-monitor] [--signals term|int|kill|hup|usr1] [--sigint-first] [--term-timeout S]
                  [--verify-timeout S] [--yes] [--dry-run] [--json] [--log PATH] [--timeout S]
 
 Made for `gputui clean --all --yes && ./run_benchmark.sh`: it prints the plan, asks on a terminal
@@ -95,7 +95,8 @@ def add_clean_arguments(parser: argparse.ArgumentParser) -> None:
         "--signals",
         choices=tuple(SIGNAL_PLANS),
         default=None,
-        help="term: SIGTERM then SIGKILL (default); int: SIGINT first; kill: SIGKILL at once",
+        help="term: SIGTERM then SIGKILL (default); int: SIGINT first; kill: SIGKILL at once; "
+        "hup, usr1: SIGHUP or SIGUSR1 first (a server that shuts down on it)",
     )
     parser.add_argument(
         "--sigint-first", action="store_true", help="send SIGINT before SIGTERM (same as --signals int)"

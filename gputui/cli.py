@@ -299,6 +299,7 @@ def run_ui(argv: list[str]) -> int:
         theme=theme,
         log_path=args.log,
         kill=config.kill,
+        hidden_columns=config.hidden_columns,
     )
     tune_gc()
     app.run()

@@ -86,6 +86,8 @@ class Config:
     path: str | None = None  # where it was read from
     defaults: Mapping[str, Any] = field(default_factory=dict)  # the [defaults] table, checked
     kill: KillOptions = KillOptions()  # the [kill] table: signals and timeouts of every plan
+    # The [columns] table: table ("processes", "gpus", "fleet") -> column keys never shown.
+    hidden_columns: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- values and their checks
@@ -198,7 +200,7 @@ TOP_KEYS: dict[str, Check] = {
     "theme": _text,
     "read_only": _bool,
 }
-TABLES = ("hosts", "defaults", "kill")
+TABLES = ("hosts", "defaults", "kill", "columns")
 
 
 def _signals(value: Any) -> str | None:
@@ -218,6 +220,58 @@ KILL_KEYS: dict[str, Check] = {
     "term_timeout": _timeout,
     "verify_timeout": _timeout,
 }
+
+
+# [columns]: hide_<table> = [column keys]. The keys are the dashboard's (gputui/ui/widgets; a UI test
+# checks that these lists match them). Some are never hidden: what a kill targets must stay in view.
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "processes": ("user", "gpu", "mem", "sm", "cpu", "rss", "state", "elapsed", "command"),
+    "gpus": ("name", "memory", "util", "temp", "power", "util_hist", "mem_hist", "holders"),
+    "fleet": ("name", "memory", "util", "temp", "state", "holders", "cpu", "ram"),
+}
+ALWAYS_SHOWN: dict[str, tuple[str, ...]] = {
+    "processes": ("sel", "pid", "kind"),  # what is selected, which process, why it is listed
+    "gpus": ("gpu",),
+    "fleet": ("host", "gpu"),
+}
+
+
+def _hidden_columns(table: Any, fail: Fail) -> dict[str, frozenset[str]]:
+    if not isinstance(table, dict):
+        raise fail(None, "columns", "'columns' must be a table: write [columns] on its own line")
+    out: dict[str, frozenset[str]] = {}
+    keys = [f"hide_{name}" for name in COLUMNS]
+    for key, value in table.items():
+        where = ("columns", 0)
+        if key not in keys:
+            line = fail(where, key, "").line
+            at = f" (line {line})" if line else ""
+            raise fail(where, key, f"unknown key '{key}' in [columns]{at}{_did_you_mean(key, keys)}")
+        name = key.removeprefix("hide_")
+        known = COLUMNS[name]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise fail(
+                where, key, f"'{key}' in [columns] must be a list of column names (got {_shown(value)})"
+            )
+        for column in value:
+            if column in ALWAYS_SHOWN[name]:
+                raise fail(
+                    where,
+                    key,
+                    f"[columns] {key}: the {column!r} column is always shown (what a kill targets stays "
+                    f"in view); columns that can be hidden: {', '.join(known)}",
+                )
+            if column not in known:
+                close = difflib.get_close_matches(column, known, n=1, cutoff=0.6)
+                hint = f"did you mean '{close[0]}'? " if close else ""
+                raise fail(
+                    where,
+                    key,
+                    f"[columns] {key}: unknown column {_shown(column)}; {hint}"
+                    f"the {name} columns are: {', '.join(known)}",
+                )
+        out[name] = frozenset(value)
+    return out
 
 
 # --------------------------------------------------------------------------- command-line hosts
@@ -358,6 +412,7 @@ def parse_config(text: str, file: str = "<config>") -> Config:
     )
     _check_unique_names(hosts, fail)
     kill = _kill_options(data.get("kill", {}), fail)
+    hidden_columns = _hidden_columns(data.get("columns", {}), fail)
     interval = data.get("interval")
     return Config(
         hosts=hosts,
@@ -367,6 +422,7 @@ def parse_config(text: str, file: str = "<config>") -> Config:
         path=file,
         defaults=dict(defaults),
         kill=kill,
+        hidden_columns=hidden_columns,
     )
 
 

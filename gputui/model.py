@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .probe.common import IDLE_SLACK, brief_command
+from .probe.wire import HOST_LIMITS
 from .textsafe import printable
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "Gpu",
     "GpuVerdict",
     "HostFacts",
+    "HostMetrics",
     "MemoryAccount",
     "MigInstance",
     "MigPlace",
@@ -588,6 +590,39 @@ class Parent:
 
 
 @dataclass(frozen=True, slots=True)
+class HostMetrics:
+    """The host's own load in a sample (docs/PROTOCOL.md `sample.host`); None where not known.
+
+    Each field is taken only within gputui.probe.wire.HOST_LIMITS (the probe's bounds too), and a
+    used figure only when it is at most its total."""
+
+    cpu_percent: float | None = None  # busy share of all CPUs, 0-100
+    cpus: int | None = None
+    load1: float | None = None  # load averages over 1, 5 and 15 minutes
+    load5: float | None = None
+    load15: float | None = None
+    memory_total: int | None = None  # bytes
+    memory_used: int | None = None
+    swap_total: int | None = None
+    swap_used: int | None = None
+    uptime: float | None = None  # seconds
+
+    @classmethod
+    def from_wire(cls, d: Any) -> HostMetrics | None:
+        if not isinstance(d, dict):
+            return None
+        values: dict[str, Any] = {}
+        for name, (low, high, kind) in HOST_LIMITS.items():
+            value = d.get(name)
+            number = _int(value, low, high) if kind is int else _float(value, low)
+            values[name] = number if number is None or number <= high else None
+        for used, total in (("memory_used", "memory_total"), ("swap_used", "swap_total")):
+            if values[used] is not None and (values[total] is None or values[used] > values[total]):
+                values[used] = None
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
 class Sample:
     """One sample of a host: its GPUs and the processes that use or hold them."""
 
@@ -601,6 +636,7 @@ class Sample:
     # say so is an incremental one (the safe reading).
     full_scan: bool = False
     omitted: int = 0  # process records left out (by the probe's bound, or this one)
+    host: HostMetrics | None = None  # the host's CPU, load, RAM, swap, uptime (None: an older probe)
     proc_util: ProcUtilState = field(default_factory=ProcUtilState, hash=False, compare=False)
     cost_ms: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
     # The processes' parents that are not among them (a launcher, a shell): what joins a family.
@@ -623,6 +659,7 @@ class Sample:
             scan_unreadable=_count(scan.get("unreadable")) or 0,
             full_scan=scan.get("full") is True,
             omitted=max(0, len(raw) - MAX_PROCESSES) + (_count(d.get("processes_omitted")) or 0),
+            host=HostMetrics.from_wire(d.get("host")),
             cost_ms={k: v for k, v in costs.items() if v is not None},
             parents=tuple(
                 p

@@ -50,6 +50,8 @@ SIGNAL_WORDS = {
     "term": "SIGTERM, then SIGKILL",
     "int": "SIGINT, then SIGTERM, then SIGKILL",
     "kill": "SIGKILL at once",
+    "hup": "SIGHUP, then SIGTERM, then SIGKILL",
+    "usr1": "SIGUSR1, then SIGTERM, then SIGKILL",
 }
 
 

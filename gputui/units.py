@@ -3,6 +3,10 @@
 Bytes are binary and say so (`40.0 GiB`, `615 MiB`, `0 B`): one decimal under 100 of a unit, none
 from 100 on, and zero is always `0` and its unit. GiB is the largest unit: GPU memory is read in GiB
 (`1123 GiB` for eight H200s, not `1.1 TiB`).
+
+Exact memory (the dashboard's `m`) is whole MiB, as nvidia-smi prints them, without digit grouping so
+the figure reads and greps the same as there: `118234 MiB`, `61234/143771 MiB` (bytes // MiB: a part
+of a MiB is not counted, as nvidia-smi does not).
 """
 
 from __future__ import annotations
@@ -57,6 +61,27 @@ def fmt_bytes_of(used: int | None, total: int | None) -> str:
     return f"{_number(used / size)}/{_number(total / size)} {name}"
 
 
+def fmt_mib(value: int | None) -> str:
+    """`118234 MiB`: exact, whole MiB."""
+    return "-" if value is None else f"{value // MIB} MiB"
+
+
+def fmt_mib_of(used: int | None, total: int | None) -> str:
+    """`61234/143771 MiB`: a part and its whole, exact, in whole MiB."""
+    if used is None or total is None:
+        return "-"
+    return f"{used // MIB}/{total // MIB} MiB"
+
+
+def fmt_memory(value: int | None, exact: bool = False) -> str:
+    """Memory as the dashboard shows it: GiB with one decimal (fmt_bytes), or exact MiB."""
+    return fmt_mib(value) if exact else fmt_bytes(value)
+
+
+def fmt_memory_of(used: int | None, total: int | None, exact: bool = False) -> str:
+    return fmt_mib_of(used, total) if exact else fmt_bytes_of(used, total)
+
+
 def fmt_duration(seconds: float | None) -> str:
     if seconds is None:
         return "-"
@@ -72,6 +97,11 @@ def fmt_duration(seconds: float | None) -> str:
 
 def fmt_percent(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f}%"
+
+
+def fmt_load(value: float | None) -> str:
+    """A load average as `uptime` writes it: `0.52`, `12.25`."""
+    return "-" if value is None else f"{value:.2f}"
 
 
 def index_runs(indexes: Collection[int]) -> list[tuple[str, range]]:

@@ -11,11 +11,11 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 
-from .model import Event, GpuVerdict, MemoryAccount, PlanVerdict, ProcessVerdict
+from .model import Event, GpuVerdict, HostMetrics, MemoryAccount, PlanVerdict, ProcessVerdict
 from .probe.common import count as count  # one owner: the probe words counts the same way
 from .probe.common import took as _took
 from .textsafe import printable
-from .units import fmt_bytes
+from .units import fmt_bytes, fmt_duration, fmt_load, fmt_memory, fmt_memory_of, fmt_percent
 
 
 def took(ms: float | None) -> str:
@@ -30,6 +30,29 @@ def pids(items: Iterable[int]) -> str:
 def clock(t: float) -> str:
     """Local wall time with milliseconds: 12:01:03.120."""
     return time.strftime("%H:%M:%S", time.localtime(t)) + f".{int((t % 1) * 1000):03d}"
+
+
+# -- a host's own load (the dashboard's host header, `gputui snapshot`) -------------------------
+
+
+def host_metrics_parts(m: HostMetrics, exact: bool = False) -> list[str]:
+    """`CPU 38% of 64 CPUs`, `load 12.25 10.10 9.80`, `RAM 40.1/125 GiB`, `swap 1.0 GiB` (or `no swap`), `up 3d04h`;
+    what the probe could not read is left out. `exact`: memory in whole MiB."""
+    parts = []
+    if m.cpu_percent is not None:
+        parts.append(f"CPU {fmt_percent(m.cpu_percent)}" + (f" of {count(m.cpus, 'CPU')}" if m.cpus else ""))
+    loads = [m.load1, m.load5, m.load15]
+    if any(x is not None for x in loads):
+        parts.append("load " + " ".join(fmt_load(x) for x in loads))
+    if m.memory_used is not None and m.memory_total is not None:
+        parts.append(f"RAM {fmt_memory_of(m.memory_used, m.memory_total, exact)}")
+    if m.swap_total == 0:
+        parts.append("no swap")
+    elif m.swap_used is not None:
+        parts.append(f"swap {fmt_memory(m.swap_used, exact)}")
+    if m.uptime is not None:
+        parts.append(f"up {fmt_duration(m.uptime)}")
+    return parts
 
 
 # -- stages ------------------------------------------------------------------------------------

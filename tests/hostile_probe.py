@@ -175,6 +175,22 @@ def proc(pid: int, start: int, kind: str, gpus: list, memory: int = 0, **fields)
     return record
 
 
+def host_metrics() -> dict:
+    """The sample's `host` object (docs/PROTOCOL.md): every other mode bends its numbers and types."""
+    return {
+        "cpu_percent": 37.5,
+        "cpus": 64,
+        "load1": 12.25,
+        "load5": 10.5,
+        "load15": 9.75,
+        "memory_total": 2 << 40,
+        "memory_used": 1 << 40,
+        "swap_total": 8 << 30,
+        "swap_used": 1 << 30,
+        "uptime": 864000.5,
+    }
+
+
 def sample(seq: int, processes: list | None = None) -> dict:
     if processes is None:
         processes = [
@@ -188,6 +204,7 @@ def sample(seq: int, processes: list | None = None) -> dict:
         "time": time.time(),
         "gpus": [gpu(0, 9 << 30), gpu(1)],
         "processes": processes,
+        "host": host_metrics(),
         "scan": {"full": True, "age": 5.0, "worst_age": 30.0, "unreadable": 0},
         "cost_ms": {"reader": 0.2, "holders": 0.8, "total": 1.3},
     }

@@ -190,7 +190,11 @@ def test_unknown_key_suggests_the_right_one(tmp_path):
         ("hosts = 3\n", 1, "'hosts' must be an array of tables"),
         ('[hosts]\naddress = "a"\n', 1, "'hosts' must be an array of tables"),
         ('[[hosts]]\nname = "a"\n\n[[hosts]]\nname = "a"\n', 5, "same name 'a' as #1"),
-        ('[kill]\nsignals = "hup"\n', 2, '\'signals\' in [kill] must be "term" or "int" or "kill"'),
+        (
+            '[kill]\nsignals = "stop"\n',
+            2,
+            '\'signals\' in [kill] must be "term" or "int" or "kill" or "hup" or "usr1"',
+        ),
         ("[kill]\nterm_timeout = 0\n", 2, "number of seconds more than 0 and at most 3600"),
         ("[kill]\nverify_timeout = nan\n", 2, "number of seconds more than 0"),
         ("[kill]\nverify_timeout = inf\n", 2, "number of seconds more than 0"),
@@ -344,3 +348,15 @@ def test_gputui_clean_honours_the_kill_table_and_its_flags_override_it(tmp_path,
     [host] = json.loads(capsys.readouterr().out)["hosts"]
     assert host["plan"]["signals"] == [] and host["plan"]["term_timeout"] == 2.5
     assert host["plan"]["verify_timeout"] == 4
+
+
+def test_the_columns_table_hides_columns_by_key():
+    cfg = config.parse_config('[columns]\nhide_processes = ["rss", "elapsed"]\nhide_gpus = []\n')
+    assert cfg.hidden_columns == {"processes": frozenset({"rss", "elapsed"}), "gpus": frozenset()}
+    assert config.parse_config("").hidden_columns == {}
+    with pytest.raises(ConfigError, match=r"unknown column 'nope'; the fleet columns are: name, memory"):
+        config.parse_config('[columns]\nhide_fleet = ["nope"]\n')
+    with pytest.raises(ConfigError, match=r"the 'host' column is always shown"):
+        config.parse_config('[columns]\nhide_fleet = ["host"]\n')
+    with pytest.raises(ConfigError, match=r"must be a list of column names"):
+        config.parse_config("[columns]\nhide_gpus = [1]\n")

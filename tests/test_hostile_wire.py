@@ -22,8 +22,8 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from gputui.fleet import DOWN, LIVE, NOTES_PER_SECOND, PLAN_EVENTS_MAX, Fleet, HostView
-from gputui.model import MAX_PROCESSES
-from gputui.probe.wire import MAX_LINE
+from gputui.model import MAX_PROCESSES, HostMetrics
+from gputui.probe.wire import HOST_LIMITS, MAX_LINE
 from gputui.textsafe import printable
 from gputui.transport.bootstrap import RecordStream
 from tests.hostile import BAD_SEQ, FORGED_PIDS, NASTY, USER_PID, USER_START, HostileLink, hostile_fleet
@@ -40,6 +40,7 @@ class Watch:
         self.fleet, self.view, self.links = fleet, view, links
         self.statuses: list[tuple[str, str | None, str | None]] = []
         self.samples: list[int] = []  # seq of every sample the fleet recorded
+        self.hosts: list[HostMetrics | None] = []  # the host metrics of each, as the app took them
         self.errors: list[Any] = []  # code of every error record
         self.events = 0
         self.max_buffer = 0  # bytes held by the line reader between records
@@ -51,6 +52,7 @@ class Watch:
             self.statuses.append((view.status, view.reason, view.detail))
         elif what == "sample":
             self.samples.append(payload.seq)
+            self.hosts.append(payload.host)
         elif what == "error":
             self.errors.append(payload.get("code"))
         elif what == "event":
@@ -124,6 +126,43 @@ async def test_good_mode_is_live_and_contained():
         assert await wait_for(lambda: len(watch.samples) >= 3)
         assert view.status == LIVE and view.sample.processes[0].pid == USER_PID
         watch.contained()
+        assert view.sample.host == HostMetrics(
+            37.5, 64, 12.25, 10.5, 9.75, 2 << 40, 1 << 40, 8 << 30, 1 << 30, 864000.5
+        )
+
+
+def in_domain(metrics: HostMetrics | None) -> list[str]:
+    """What of a sample's host metrics is outside the wire's limits (nothing, for the app to show)."""
+    if metrics is None:
+        return []
+    wrong = []
+    for name, (low, high, kind) in HOST_LIMITS.items():
+        value = getattr(metrics, name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, kind) or not low <= value <= high:
+            wrong.append(f"{name}={value!r}")
+    for used, total in (("memory_used", "memory_total"), ("swap_used", "swap_total")):
+        if getattr(metrics, used) is not None and getattr(metrics, used) > (getattr(metrics, total) or -1):
+            wrong.append(f"{used} over {total}")
+    return wrong
+
+
+def test_host_metrics_are_taken_field_by_field_within_the_wire_limits():
+    good = {"cpu_percent": 50, "cpus": 8, "load1": 1, "load15": 2.5, "memory_total": 100, "memory_used": 40}
+    assert HostMetrics.from_wire(good) == HostMetrics(
+        cpu_percent=50.0, cpus=8, load1=1.0, load15=2.5, memory_total=100, memory_used=40
+    )
+    for hostile in (
+        {"cpu_percent": 100.5, "cpus": 0, "load1": -0.1, "load5": 1e7, "uptime": float("nan")},
+        {"cpu_percent": True, "cpus": 8.0, "load1": "1", "memory_total": 1 << 61, "uptime": 1e300},
+        {"memory_total": 100, "memory_used": 101, "swap_total": None, "swap_used": 5},
+        {"cpus": 10**4000, "load1": [1], "memory_used": {"x": 1}, "uptime": -5},
+    ):
+        metrics = HostMetrics.from_wire(hostile)
+        assert metrics is not None and in_domain(metrics) == []
+        assert metrics.memory_used is None and metrics.swap_used is None and metrics.uptime is None
+    assert HostMetrics.from_wire([1, 2]) is None and HostMetrics.from_wire("host") is None
 
 
 # -- escapes -------------------------------------------------------------------------------------
@@ -172,6 +211,8 @@ async def test_absurd_but_valid_numbers_do_not_crash_the_session():
         await wait_for(lambda: len(watch.samples) >= 5 or bool(watch.app_exceptions), timeout=15)
         watch.contained()
         assert view.connects == 1 and view.status == LIVE
+        assert view.sample.host is not None
+        assert [w for h in watch.hosts for w in in_domain(h)] == []
 
 
 # -- types ---------------------------------------------------------------------------------------
@@ -194,6 +235,8 @@ async def test_wrong_types_in_samples_events_and_errors_do_not_crash_the_session
         await wait_for(lambda: len(watch.samples) >= 20 or bool(watch.app_exceptions), timeout=20)
         watch.contained()
         assert view.connects == 1
+        assert [w for h in watch.hosts for w in in_domain(h)] == []
+        assert None in watch.hosts  # a host object of the wrong type is no metrics, not an error
 
 
 # -- huge ----------------------------------------------------------------------------------------
@@ -407,7 +450,8 @@ async def test_escapes_in_every_field_render_literally_in_the_app():
     fleet, view, links = hostile_fleet("escapes", NAME)
     watch = Watch(fleet, view, links)
     app = make_app(fleet, interval=0.2)
-    async with app.run_test(size=(200, 50)) as pilot:
+    # Wide enough for the whole host header: the host's load comes before the (hostile) driver facts.
+    async with app.run_test(size=(320, 50)) as pilot:
         deadline = time.monotonic() + 30
         while view.status != LIVE and time.monotonic() < deadline:
             await pilot.pause(0.05)

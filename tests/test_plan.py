@@ -296,7 +296,10 @@ def test_options_and_stages():
         with pytest.raises(PlanError):
             KillOptions(term_timeout=bad)
     with pytest.raises(PlanError):
-        KillOptions(signals="hup")
+        KillOptions(signals="stop")
+    hup = plan.with_options(KillOptions(signals="hup"))
+    assert hup.stages[:2] == ("SIGHUP -> wait up to 5 s", "SIGTERM -> wait up to 5 s")
+    assert hup.to_wire()["signals"] == ["SIGHUP", "SIGTERM"]
     # The app's deadline for a verdict covers every stage the probe may run.
     assert plan.deadline > 4 * (2 * 2.5 + 2) + 4 and plan.silence_limit >= 4
 

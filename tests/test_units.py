@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from gputui.units import GIB, MIB, fmt_bytes, fmt_bytes_of, fmt_percent
+from gputui.units import (
+    GIB,
+    MIB,
+    fmt_bytes,
+    fmt_bytes_of,
+    fmt_load,
+    fmt_memory,
+    fmt_memory_of,
+    fmt_mib,
+    fmt_mib_of,
+    fmt_percent,
+)
 
 
 @pytest.mark.parametrize(
@@ -43,3 +54,49 @@ def test_fmt_bytes_of_shares_the_unit(used: int | None, total: int | None, text:
 
 def test_fmt_percent_zero() -> None:
     assert fmt_percent(0.0) == "0%" and fmt_percent(None) == "-"
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (None, "-"),
+        (0, "0 MiB"),
+        (MIB - 1, "0 MiB"),  # a part of a MiB is not counted, as in nvidia-smi
+        (615 * MIB, "615 MiB"),
+        (118234 * MIB + 12345, "118234 MiB"),  # no digit grouping: reads and greps as nvidia-smi's
+        (150754820096, "143771 MiB"),  # an H200: 143771 MiB, where GiB says 140
+    ],
+)
+def test_fmt_mib_is_exact_whole_mib(value: int | None, text: str) -> None:
+    assert fmt_mib(value) == text
+    assert fmt_memory(value, exact=True) == text
+
+
+def test_fmt_memory_switches_between_gib_and_exact_mib() -> None:
+    h200 = 150754820096
+    assert fmt_memory(h200) == "140 GiB" and fmt_memory(h200, exact=True) == "143771 MiB"
+    assert fmt_memory_of(61234 * MIB, h200) == "59.8/140 GiB"
+    assert fmt_memory_of(61234 * MIB, h200, exact=True) == "61234/143771 MiB"
+    assert fmt_mib_of(None, h200) == "-" and fmt_mib_of(0, h200) == "0/143771 MiB"
+
+
+def test_fmt_load_reads_as_uptime_writes_it() -> None:
+    assert fmt_load(None) == "-" and fmt_load(0.5) == "0.50" and fmt_load(12.254) == "12.25"
+
+
+def test_host_metrics_words() -> None:
+    from gputui.model import HostMetrics
+    from gputui.words import host_metrics_parts
+
+    m = HostMetrics(37.5, 64, 12.25, 10.1, 9.8, 2048 * GIB, 1024 * GIB, 8 * GIB, GIB, 864000.5)
+    assert host_metrics_parts(m) == [
+        "CPU 38% of 64 CPUs",
+        "load 12.25 10.10 9.80",
+        "RAM 1024/2048 GiB",
+        "swap 1.0 GiB",
+        "up 10d00h",
+    ]
+    assert host_metrics_parts(m, exact=True)[2:4] == ["RAM 1048576/2097152 MiB", "swap 1024 MiB"]
+    assert host_metrics_parts(HostMetrics(swap_total=0, swap_used=0)) == ["no swap"]
+    assert host_metrics_parts(HostMetrics()) == []
+    assert host_metrics_parts(HostMetrics(load5=1.5)) == ["load - 1.50 -"]  # each in its place

@@ -21,11 +21,16 @@ SCAN_ALLOWANCE_S = 10.0  # a full holder scan on a very busy host, with room to 
 
 # The soft signals a plan may send before SIGKILL, in the order they may be sent. A plan names a
 # sequence of them ([] is SIGKILL at once); SIGKILL always ends the sequence.
-SOFT_SIGNALS = ("SIGINT", "SIGTERM")
+SOFT_SIGNALS = ("SIGHUP", "SIGUSR1", "SIGINT", "SIGTERM")
 SIGNAL_PLANS = {
     "term": ("SIGTERM",),  # SIGTERM, then SIGKILL for what ignores it: the default
     "int": ("SIGINT", "SIGTERM"),  # SIGINT first (Ctrl-C: a clean shutdown for many servers)
     "kill": (),  # SIGKILL at once
+    # A server whose clean shutdown (or drain and exit) is SIGHUP or SIGUSR1: that first, then as
+    # "term". One that reloads on it instead stays up for the wait, then gets SIGTERM: the plan
+    # still proves the targets gone.
+    "hup": ("SIGHUP", "SIGTERM"),
+    "usr1": ("SIGUSR1", "SIGTERM"),
 }
 DEFAULT_SIGNALS = "term"
 

@@ -15,6 +15,7 @@ from .accounting import account
 from .classify import GHOST, HIDDEN, USER, ProcFacts, classify, mps_role, protection, zombie_candidates
 from .common import IDLE_SLACK
 from .holders import HolderScanner, ScanResult  # noqa: F401  (type comments)
+from .hostmetrics import HostMetrics
 from .procfs import (
     CLOCK_TICKS,
     PF_KTHREAD,
@@ -169,6 +170,7 @@ class Probe(object):
         self.proc = proc
         self.pid = os.getpid()
         self.scanner = HolderScanner(reader.device_prefix, proc, refresh_every)
+        self.host_metrics = HostMetrics(proc)
         self.reader_error = None  # type: Optional[ReaderError]
         self.interval = 1.0
         self.seq = 0
@@ -231,6 +233,7 @@ class Probe(object):
     def close(self):
         # type: () -> None
         self.reader.close()
+        self.host_metrics.close()
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -346,6 +349,8 @@ class Probe(object):
             processes = keep_first(processes, lambda count, _proc: count < MAX_PROCESSES)
         parents = self.parents(processes)
         t3 = time.perf_counter()
+        host = self.host_metrics.read()
+        t_host = time.perf_counter()
         self.seq += 1
         check, worst = self.scanner.staleness()
         return {
@@ -357,6 +362,7 @@ class Probe(object):
             "processes": processes,
             "processes_omitted": omitted,
             "parents": parents,
+            "host": host,
             "proc_util": self.proc_util_state(),
             "scan": {
                 "full": scan.full,
@@ -371,7 +377,8 @@ class Probe(object):
                 "describe": round((t3 - t2) * 1e3, 3),
                 "preflight": preflight_ms,
                 "proc_util": proc_util_ms,
-                "total": round((t3 - t0) * 1e3, 3),
+                "host": round((t_host - t3) * 1e3, 3),
+                "total": round((t_host - t0) * 1e3, 3),
                 "cpu": round((time.process_time() - cpu0) * 1e3, 3),
             },
         }

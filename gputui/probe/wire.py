@@ -15,6 +15,20 @@ MAX_LINE = 1 << 20  # bytes of one record, its newline not counted; a longer lin
 MAX_DEPTH = 32  # nesting of lists and objects in one record (a protocol record needs 5)
 MIN_INTERVAL = 0.1  # seconds between samples, the fastest a probe samples
 MAX_INTERVAL = 3600.0  # seconds between samples, the slowest
+# A sample's `host` metrics (docs/PROTOCOL.md): field -> (lowest, highest, type). The probe sends a
+# value outside them as null, and the app (gputui/model.py HostMetrics) takes nothing outside them.
+HOST_LIMITS = {
+    "cpu_percent": (0.0, 100.0, float),  # busy share of all CPUs since the last sample
+    "cpus": (1, 1 << 16, int),  # online CPUs
+    "load1": (0.0, 1e6, float),  # load averages over 1, 5 and 15 minutes
+    "load5": (0.0, 1e6, float),
+    "load15": (0.0, 1e6, float),
+    "memory_total": (0, 1 << 60, int),  # bytes
+    "memory_used": (0, 1 << 60, int),  # MemTotal - MemAvailable
+    "swap_total": (0, 1 << 60, int),
+    "swap_used": (0, 1 << 60, int),
+    "uptime": (0.0, 1e10, float),  # seconds since boot
+}  # type: Dict[str, Tuple[Any, Any, type]]
 
 PROBE_TYPES = ("hello", "sample", "event", "error", "detail")
 APP_TYPES = ("configure", "sample", "plan", "cancel", "reset", "quit", "detail")

@@ -34,7 +34,7 @@ import asyncio
 import contextlib
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -46,6 +46,7 @@ from textual.timer import Timer
 
 from gputui.actionlog import ActionLog as AuditLog
 from gputui.actionlog import default_log_path
+from gputui.export import write_files
 from gputui.fleet import Fleet, HostView
 from gputui.model import Event, PlanVerdict
 from gputui.operate import FRESH_TIMEOUT, Operations, Request, status_of
@@ -53,7 +54,9 @@ from gputui.plan import KillOptions, Plan
 from gputui.words import count, verdict_summary
 
 from . import actions, fmt
+from .commands import GpuTuiCommands
 from .intents import PlanRequested, ResetRequested
+from .screens.gpu_detail import GpuDetailScreen
 from .screens.help import HelpScreen
 from .screens.main import MainScreen
 from .screens.plan import PlanScreen
@@ -71,6 +74,7 @@ PENDING_MAX = 2000  # log lines kept for the next redraw (a dialog may be open);
 class GpuTuiApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "gputui"
+    COMMANDS = App.COMMANDS | {GpuTuiCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
         # People stop terminal tools with Ctrl-C (nvitop, htop, watch nvidia-smi): let it quit here too.
@@ -89,8 +93,13 @@ class GpuTuiApp(App[None]):
         log_path: str | Path | None = None,
         operator: str | None = None,
         kill: KillOptions | None = None,
+        hidden_columns: Mapping[str, frozenset[str]] | None = None,
+        export_dir: Path | None = None,
     ) -> None:
         super().__init__()
+        self.exact_memory = False
+        self.hidden_columns: Mapping[str, frozenset[str]] = dict(hidden_columns or {})
+        self.export_dir = export_dir
         self.fleet = fleet
         self.read_only = read_only
         self.interval = interval
@@ -116,6 +125,7 @@ class GpuTuiApp(App[None]):
         self._progress_timer: Timer | None = None
         self._show_log_later = False
         self._quit_armed = False
+        self.last_export: tuple[Path, Path] | None = None
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -484,6 +494,35 @@ class GpuTuiApp(App[None]):
             self._queue_log((host, "event", event))
             self.want_redraw()
 
+    # -- memory units, export --------------------------------------------------------------
+
+    def action_toggle_mib(self) -> None:
+        """Memory in exact MiB, or GiB again: the main screen's tables and the GPU view."""
+        self.exact_memory = not self.exact_memory
+        if self._main is not None and self._main.is_mounted:
+            self._main.memory_units_changed()
+        if isinstance(self.screen, GpuDetailScreen):
+            self.screen.redraw()
+
+    def action_export(self) -> None:
+        """The fleet as the main screen shows it (frozen while paused), as `gputui snapshot` writes
+        it: JSON and text files in the export directory (the working directory by default)."""
+        views = self._main.views() if self._main is not None else self.fleet.hosts
+        directory = self.export_dir if self.export_dir is not None else Path.cwd()
+        try:
+            json_path, text_path = write_files(views, directory, self.clock())
+        except OSError as exc:
+            self.notify(
+                f"Cannot write the snapshot in {directory}: {exc.strerror or exc}",
+                title="Export",
+                severity="error",
+                markup=False,
+            )
+            return
+        self.last_export = (json_path, text_path)
+        self.log_note(APP_HOST, f"snapshot exported: {json_path} and {text_path}")
+        self.notify(f"{json_path}\n{text_path}", title="Snapshot exported", timeout=8, markup=False)
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen(read_only=self.read_only))
 
@@ -530,6 +569,8 @@ def make_app(
     log_path: str | Path | None = None,
     operator: str | None = None,
     kill: KillOptions | None = None,
+    hidden_columns: Mapping[str, frozenset[str]] | None = None,
+    export_dir: Path | None = None,
 ) -> GpuTuiApp:
     """The app for `fleet` (not started yet: the app starts it on mount and stops it on exit).
 
@@ -540,7 +581,9 @@ def make_app(
     directory of extra theme files, loaded after the bundled ones. `log_path`: the audit log (None:
     the user state dir, `gputui.actionlog.default_log_path()`). `operator`: the name plans and the
     audit log carry (None: the local user). `kill`: the signals and timeouts of every plan (the
-    config's [kill] table; None: the defaults)."""
+    config's [kill] table; None: the defaults). `hidden_columns`: the config's [columns] table, table
+    name ("processes", "gpus", "fleet") -> column keys never shown. `export_dir`: where "Export
+    snapshot" writes (None: the working directory)."""
     return GpuTuiApp(
         fleet,
         read_only=read_only,
@@ -551,4 +594,6 @@ def make_app(
         log_path=log_path,
         operator=operator,
         kill=kill,
+        hidden_columns=hidden_columns,
+        export_dir=export_dir,
     )

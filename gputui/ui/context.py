@@ -6,6 +6,7 @@ The main screen reads fleet state and asks for redraws; the app implements this 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from gputui.fleet import Fleet
@@ -14,6 +15,9 @@ from gputui.fleet import Fleet
 class Dashboard(Protocol):
     fleet: Fleet
     read_only: bool
+    clock: Callable[[], float]
+    exact_memory: bool  # memory in exact MiB (`m`), else GiB
+    hidden_columns: Mapping[str, frozenset[str]]  # the config's [columns]: table -> column keys
 
     def age_of(self, host: str) -> float | None:
         """Seconds since `host`'s last sample arrived, by the app's clock (None: none yet)."""

@@ -76,3 +76,25 @@ def test_probe_subcommand_prints_hello_and_a_sample():
     assert lines[0]["reader"] == "sim" and len(lines[1]["gpus"]) == 4
     assert run.returncode == 0
     assert os.path.basename(lines[0]["host"]["device_prefix"]) == "nvidia"
+
+
+def test_snapshot_carries_each_hosts_metrics_in_json_and_text():
+    run = gputui("snapshot", "--demo", "--json")
+    assert run.returncode == 0, run.stderr
+    for host in json.loads(run.stdout)["hosts"]:
+        metrics = host["metrics"]
+        assert set(metrics) == {
+            "cpu_percent", "cpus", "load1", "load5", "load15", "memory_total", "memory_used", "swap_total", "swap_used", "uptime",
+        }  # fmt: skip
+        assert 0 < metrics["memory_used"] <= metrics["memory_total"] and metrics["uptime"] > 0
+    text = gputui("snapshot", "--demo").stdout
+    lines = text.splitlines()
+    metrics_line = lines[lines.index(next(line for line in lines if line.startswith("== demo-a"))) + 1]
+    assert metrics_line.startswith("   CPU ") and " · load " in metrics_line and " · RAM " in metrics_line
+    assert " · up " in metrics_line
+
+
+def test_the_dashboard_and_the_cli_write_one_json_document():
+    from gputui import export, snapshot
+
+    assert snapshot.dumps is export.dumps and snapshot.as_json is export.as_json

@@ -130,3 +130,30 @@ def test_demo_hosts_are_checked(tmp_path: Path) -> None:
     assert run.returncode == 2
     assert "the demo has no host 'nohost' (its hosts: demo-a, demo-b)" in run.stderr
     assert [s.name for s in cli.resolve_hosts(["demo-b"], True, Config())] == ["demo-b"]
+
+
+def test_columns_config_errors_exit_2_with_the_known_columns(tmp_path: Path) -> None:
+    """[columns]: an unknown column, a column that must stay, an unknown table: a message that
+    names the file, the line and the columns there are; exit 2, never a traceback."""
+    config = tmp_path / "columns.toml"
+    cases = {
+        '[columns]\nhide_processes = ["rss", "memz"]\n': (
+            ":2:",
+            "unknown column 'memz'; did you mean 'mem'? the processes columns are: user, gpu, mem, sm",
+        ),
+        '[columns]\nhide_gpus = ["pid"]\n': (":2:", "the gpus columns are: name, memory, util"),
+        '[columns]\nhide_processes = ["pid"]\n': (":2:", "the 'pid' column is always shown"),
+        '[columns]\nhide_proceses = ["rss"]\n': (":2:", "did you mean 'hide_processes'?"),
+        '[columns]\nhide_fleet = "ram"\n': (":2:", "must be a list of column names"),
+        "columns = 3\n": (":1:", "'columns' must be a table"),
+    }
+    for text, (line, words) in cases.items():
+        config.write_text(text)
+        for command in ((), ("snapshot",)):
+            run = gputui(*command, "--demo", "--config", str(config), tmp_path=tmp_path)
+            assert run.returncode == 2, (text, run.stderr)
+            assert words in run.stderr and f"{config}{line}" in run.stderr, run.stderr
+            assert "Traceback" not in run.stderr
+    config.write_text('[columns]\nhide_processes = ["rss", "elapsed"]\nhide_fleet = ["ram"]\n')
+    run = gputui("--demo", "--config", str(config), tmp_path=tmp_path)
+    assert run.returncode == 2 and "stdout is not one" in run.stderr  # the config passed

@@ -274,6 +274,22 @@ def test_sigint_first_when_asked(sim_probe):
     assert done(events)["data"]["ok"] is True
 
 
+@pytest.mark.parametrize("first", ["SIGHUP", "SIGUSR1"])
+def test_a_server_that_exits_on_hup_or_usr1_gets_it_first(sim_probe, first):
+    """Started as under `nohup` (SIGHUP and SIGUSR1 ignored by the parent), the job still dies of
+    the first signal, as one started from a terminal: the plan stops there, proved gone."""
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        probe, sim = sim_probe()
+        job = sim.spawn("busy", gpu=0, memory=GiB)
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+    events = run(probe, [target(job.pid, job.start_time, [0])], [0], signals=[first, "SIGTERM"])
+    assert signals_to(events, job.pid) == [first]
+    assert verdict(events, job.pid)["data"]["exit_signal"] == first
+    assert done(events)["data"]["ok"] is True
+
+
 def test_sigint_works_on_a_sim_job_started_with_sigint_ignored(sim_probe):
     """Under `nohup cmd &` every process starts with SIGINT ignored; a simulated job still behaves
     like one started from a terminal (CI ran the suite that way once and this failed)."""
@@ -375,7 +391,7 @@ def test_a_read_only_probe_refuses_a_plan(sim_probe):
         ({"term_timeout": 0}, "term_timeout"),
         ({"verify_timeout": "10"}, "verify_timeout"),
         ({"gpus": [0, 9]}, "no GPU 9 here (GPUs: 0)"),
-        ({"signals": ["SIGKILL"]}, "signals must be SIGINT, SIGTERM"),
+        ({"signals": ["SIGKILL"]}, "signals must be SIGHUP, SIGUSR1, SIGINT, SIGTERM"),
         ({"signals": ["SIGTERM", "SIGINT"]}, "in that order"),
         ({"signals": "SIGTERM"}, "list of signal names"),
         ({"scope": "everything"}, "scope must be one of"),

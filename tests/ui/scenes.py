@@ -162,6 +162,63 @@ async def _plan_host(pilot: Pilot[Any]) -> None:
     await _dialog(pilot)
 
 
+# Each host's own load (docs/PROTOCOL.md `sample.host`), fixed: the recordings predate the field.
+HOST_METRICS = {
+    "demo-a": {
+        "cpu_percent": 37.5,
+        "cpus": 64,
+        "load1": 12.25,
+        "load5": 10.5,
+        "load15": 9.75,
+        "memory_total": 2015 * 2**30 + 123 * 2**20,
+        "memory_used": 1234 * 2**30 + 567 * 2**20,
+        "swap_total": 8 * 2**30,
+        "swap_used": 2**30 + 5 * 2**20,
+        "uptime": 3 * 86400 + 4 * 3600 + 5 * 60,
+    },
+    "demo-b": {
+        "cpu_percent": 2.0,
+        "cpus": 32,
+        "load1": 0.5,
+        "load5": 0.25,
+        "load15": 0.1,
+        "memory_total": 503 * 2**30,
+        "memory_used": 61 * 2**30 + 321 * 2**20,
+        "swap_total": 0,
+        "swap_used": 0,
+        "uptime": 40 * 86400,
+    },
+}
+
+
+def metrics_records(name: str, hostile: bool = True) -> list[dict[str, Any]]:
+    """The recording of `name` with its host's load in every sample."""
+    records = list(recording(name)) if hostile else demo_records(name)
+    return [dict(r, host=HOST_METRICS[name]) if r["type"] == "sample" else r for r in records]
+
+
+def _metrics(theme: str, hostile: bool = True) -> GpuTuiApp:
+    return build_app(theme=theme, records={name: metrics_records(name, hostile) for name in HOST_METRICS})
+
+
+async def _host_mib(pilot: Pilot[Any]) -> None:
+    await _host(pilot)
+    await pilot.press("m")
+    await redrawn(pilot)
+
+
+async def _fleet_mib(pilot: Pilot[Any]) -> None:
+    await settle(pilot)
+    await pilot.press("m")
+    await redrawn(pilot)
+
+
+async def _host_paused(pilot: Pilot[Any]) -> None:
+    await _host(pilot)
+    await pilot.press("z")
+    await redrawn(pilot)
+
+
 def _no_driver(theme: str, hostile: bool = True) -> GpuTuiApp:
     hello = dict(recording("demo-a")[0])
     hello["host"] = dict(hello["host"], hostname="workstation", driver_version=None, cuda_driver_version=None)
@@ -284,6 +341,12 @@ def _widest_user_row(app: GpuTuiApp) -> str:
     return proc_row_key(max(users, key=lambda p: (len(p.gpus), p.gpu_bytes)))
 
 
+async def _mib_gpu_view(pilot: Pilot[Any]) -> None:
+    await _gpu_view(3, host=True)(pilot)
+    await pilot.press("m")
+    await pilot.pause()
+
+
 SCENES = {
     scene.name: scene
     for scene in (
@@ -312,5 +375,16 @@ SCENES = {
         Scene("proc-detail", (120, 36), _demo, _detail_of(_hostile_row)),  # literal, every field
         Scene("proc-detail-narrow", (80, 24), _demo, _detail_of(_tied_holder_row)),
         Scene("proc-detail-wide", (200, 50), _demo, _detail_of(_widest_user_row)),
+        # The host header with the host's load; the fleet table's CPU and RAM columns when wide.
+        Scene("host-metrics", (120, 36), _metrics, _host),
+        Scene("host-metrics-narrow", (80, 24), _metrics, _host),
+        Scene("host-metrics-wide", (200, 50), _metrics, _host),
+        Scene("fleet-metrics-wide", (200, 50), _metrics, _fleet),
+        # m: memory in exact MiB (GPU table, process table, the header's RAM; the fleet's RAM column).
+        Scene("mib", (120, 36), _metrics, _host_mib),
+        Scene("mib-narrow", (80, 24), _metrics, _host_mib),
+        Scene("mib-wide", (200, 50), _metrics, _fleet_mib),
+        Scene("mib-gpu-view", (120, 40), _metrics, _mib_gpu_view),
+        Scene("paused", (120, 36), _metrics, _host_paused),
     )
 }

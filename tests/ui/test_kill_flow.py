@@ -142,7 +142,7 @@ async def test_select_cancel_then_confirm_runs_the_stages_and_shows_the_verdict(
         assert "verdict: stopped, memory released in " in logged
         assert any("stopped, memory released" in n for n in notes(app))
         # The pane's lines: a millisecond timestamp, the host, GPUs, the PID, the stage, the command.
-        stage = re.compile(rf"^\d\d:\d\d:\d\d\.\d{{3}} demo-a GPU0,1 +{server.pid} SIGTERM sent  python ")
+        stage = re.compile(rf"^\d\d:\d\d:\d\d\.\d{{3}} demo-a GPU0,1 +{server.pid} SIGTERM sent  python3? ")
         assert any(stage.match(line) for line in _log_lines(app)), _log_lines(app)
         assert main.selection.count() == 0  # what was planned left the selection
         await wait_for(pilot, lambda: not alive(server.pid, server.start_time), 10)

@@ -52,6 +52,29 @@ def test_process_tree(snap_compare: Any, theme: str) -> None:
     assert _compare(snap_compare, "tree", theme)
 
 
+@pytest.mark.parametrize("theme", THEMES)
+def test_host_metrics_header(snap_compare: Any, theme: str) -> None:
+    """The host header line with the host's CPU, load, RAM, swap and uptime (demo-a: fixed figures)."""
+    assert _compare(snap_compare, "host-metrics", theme)
+
+
+@pytest.mark.parametrize(
+    "scene",
+    [
+        "host-metrics-narrow",
+        "host-metrics-wide",
+        "fleet-metrics-wide",
+        "mib",
+        "mib-narrow",
+        "mib-wide",
+        "mib-gpu-view",
+        "paused",
+    ],
+)
+def test_misc_screens(snap_compare: Any, scene: str) -> None:
+    assert _compare(snap_compare, scene, "gputui-dark")
+
+
 @pytest.mark.parametrize(
     "scene",
     [

@@ -181,6 +181,8 @@ def job_main(cfg, lifeline, status):
     # when it starts with it ignored (under `nohup cmd &`, say), and the sim must not depend on how
     # its reader was started: say what SIGINT does here.
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    for name in ("SIGHUP", "SIGUSR1"):  # ignored under nohup; a job from a terminal dies of them
+        signal.signal(getattr(signal, name), signal.SIG_DFL)
     if role == "ignore-term":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if cfg.get("comm"):

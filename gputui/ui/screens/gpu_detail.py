@@ -28,7 +28,7 @@ from textual.screen import Screen
 from gputui.fleet import GpuHistory, HostView
 from gputui.model import IDLE_SLACK, Gpu, GpuShare, Preflight, Sample
 from gputui.readiness import preflight_flags
-from gputui.units import fmt_bytes, fmt_bytes_of, fmt_percent
+from gputui.units import fmt_memory, fmt_memory_of, fmt_percent
 from gputui.words import count, part_words
 
 from .. import fmt, kinds
@@ -92,6 +92,7 @@ class GpuDetailScreen(Screen[None]):
         Binding(
             "r", "reset", "Reset GPU", tooltip="the reset ladder, for orphaned memory: dry run, then confirm"
         ),
+        Binding("m", "app.toggle_mib", "MiB", show=False, tooltip="memory in exact MiB (again: GiB)"),
         Binding("question_mark", "app.help", "Help", key_display="?"),
     ]
 
@@ -160,7 +161,8 @@ class GpuDetailScreen(Screen[None]):
             return
         view = self.dash.fleet.view(self.host)
         width = max(self.box.scrollable_content_region.width, 40)
-        key = (view.received, view.status, self.gpu, width, self.app.theme)
+        exact = self.dash.exact_memory
+        key = (view.received, view.status, self.gpu, width, self.app.theme, exact)
         if key == self._drawn:
             return
         self._drawn = key
@@ -204,7 +206,9 @@ class GpuDetailScreen(Screen[None]):
     def _memory(self, t: GpuText, gpu: Gpu, width: int) -> RenderableType:
         account = gpu.accounting
         used, total = gpu.memory_used, gpu.memory_total
-        head = Text.assemble(t.label("Memory  "), (fmt_bytes_of(used, total), "bold"))
+        head = Text.assemble(
+            t.label("Memory  "), (fmt_memory_of(used, total, self.dash.exact_memory), "bold")
+        )
         if used is None or not total:
             return Group(head, Text("no memory figure from the driver", t.style_of("gpu-view--muted")))
         pieces = account.parts() if account is not None else [("processes", used)]
@@ -222,7 +226,7 @@ class GpuDetailScreen(Screen[None]):
             if legend:
                 legend.append("  ")
             legend.append("■ " if part != "free" else "· ", style)
-            legend.append(f"{PART_LABEL.get(part, part)} {fmt_bytes(size)}")
+            legend.append(f"{PART_LABEL.get(part, part)} {fmt_memory(size, self.dash.exact_memory)}")
         lines: list[RenderableType] = [head, bar, legend]
         if account is not None and account.unaccounted > IDLE_SLACK:
             for part, _ in account.parts():
@@ -321,10 +325,14 @@ class GpuDetailScreen(Screen[None]):
         grid = Table.grid(padding=(0, 1))
         grid.add_column(justify="right", width=8)
         grid.add_column(width=9)
-        grid.add_column(justify="right", width=9)
+        grid.add_column(justify="right", width=11 if self.dash.exact_memory else 9)  # 143771 MiB
         grid.add_column(justify="right", width=13)
         grid.add_column(width=10, no_wrap=True, overflow="ellipsis")
-        grid.add_column(no_wrap=True, overflow="ellipsis", max_width=max(width - 58, 10))
+        grid.add_column(
+            no_wrap=True,
+            overflow="ellipsis",
+            max_width=max(width - (60 if self.dash.exact_memory else 58), 10),
+        )
         heading = Text(
             f"On GPU {gpu.index}: {count(len(on), 'process', 'processes')} (memory, SM/memory utilization)",
             t.style_of("gpu-view--section"),
@@ -335,7 +343,7 @@ class GpuDetailScreen(Screen[None]):
                 grid,
                 str(p.pid),
                 Text(kinds.label(p.kind), t.style_of(kinds.STYLE.get(p.kind, "kind--hidden"))),
-                fmt_bytes(memory) if memory else "-",
+                fmt_memory(memory, self.dash.exact_memory) if memory else "-",
                 share_words(p.gpu_util.get(gpu.index) if p.gpu_util is not None else None),
                 fmt.safe(p.user, 32) or "-",
                 fmt.safe(p.command_line, 300) or "-",

@@ -47,7 +47,7 @@ SECTIONS: tuple[tuple[str, tuple[type, ...]], ...] = (
 )
 KILL_SECTIONS = {"Confirmation dialog (f, F, x)"}  # not shown read-only: there is no dialog
 EXTRA: dict[str, list[tuple[str, str]]] = {
-    "Everywhere": [("ctrl+p", "command palette (type “theme” to switch themes)")],
+    "Everywhere": [("ctrl+p", "command palette: gputui's commands (export, sweep…) and themes")],
     "In every table": [
         ("mouse", "click a row to move there, a column header to sort by it, wheel to scroll")
     ],

@@ -7,6 +7,8 @@ the visible tables) are touched.
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Mapping
 from typing import ClassVar, cast
 
 from textual import on
@@ -94,6 +96,15 @@ class MainScreen(Screen[None]):
         Binding(
             "T", "app.next_theme", "Next theme", show=False, tooltip="next gputui theme (ctrl+p: any theme)"
         ),
+        Binding(
+            "z,Z",
+            "toggle_pause",
+            "Pause",
+            key_display="z",
+            show=False,
+            tooltip="pause: freeze the view, samples still kept (again: resume)",
+        ),
+        Binding("m", "app.toggle_mib", "MiB", show=False, tooltip="memory in exact MiB (again: GiB)"),
     ]
 
     def __init__(self) -> None:
@@ -112,6 +123,12 @@ class MainScreen(Screen[None]):
         self._kills_offered: bool | None = None  # what the footer shows now
         self.following: str | None = None  # the process row the cursor follows (.), by row key
         self._following_host: str | None = None
+        # Paused (z): the views as they were, drawn instead of the fleet's until z again. Samples
+        # keep arriving into the fleet (the kill flow plans from fresh scans, never from these).
+        self._frozen: dict[str, HostView] | None = None
+        self._frozen_ages: dict[str, float | None] = {}
+        self.paused_since: float | None = None  # the app's clock() when paused
+        self.columns_hidden: Mapping[str, frozenset[str]] = {}
 
     @property
     def dash(self) -> Dashboard:
@@ -147,11 +164,66 @@ class MainScreen(Screen[None]):
         self.legend = self.query_one(Legend)
         fmt.set_title(self.host_list, "Hosts")
         self.filter_row = self.query_one("#filter-row")
+        hidden = self.dash.hidden_columns
+        for table, name in (
+            (self.proc_table, "processes"),
+            (self.gpu_table, "gpus"),
+            (self.fleet_table, "fleet"),
+        ):
+            table.hide_columns(hidden.get(name, frozenset()))
         hosts = self.dash.fleet.hosts
         self.host_list.show(hosts, {}, {}, hosts)
         self.select_host(None if len(hosts) > 1 else hosts[0].name if hosts else None)
         self._apply_width()
         (self.fleet_table if self.host is None else self.gpu_table).focus()
+
+    # -- pause -------------------------------------------------------------------------------
+
+    @property
+    def paused(self) -> bool:
+        return self._frozen is not None
+
+    def views(self) -> list[HostView]:
+        """The hosts as the screen shows them: the fleet's, or as they were when paused."""
+        live = self.dash.fleet.hosts
+        frozen = self._frozen
+        return live if frozen is None else [frozen.get(v.name, v) for v in live]
+
+    def view(self, host: str) -> HostView:
+        frozen = self._frozen
+        if frozen is not None and host in frozen:
+            return frozen[host]
+        return self.dash.fleet.view(host)
+
+    def age_of(self, host: str) -> float | None:
+        """The age of the sample shown: while paused, its age then plus the time since."""
+        if self.paused_since is None:
+            return self.dash.age_of(host)
+        age = self._frozen_ages.get(host)
+        return None if age is None else age + self.paused_for()
+
+    def paused_for(self) -> float:
+        return max(0.0, self.dash.clock() - self.paused_since) if self.paused_since is not None else 0.0
+
+    def action_toggle_pause(self) -> None:
+        if self._frozen is None:
+            self._frozen = {v.name: _frozen_copy(v) for v in self.dash.fleet.hosts}
+            self._frozen_ages = {v.name: self.dash.age_of(v.name) for v in self.dash.fleet.hosts}
+            self.paused_since = self.dash.clock()  # the header says PAUSED and for how long
+        else:
+            self._frozen, self._frozen_ages, self.paused_since = None, {}, None
+        self.refresh_data(set(), everything=True)  # resuming catches up at once
+
+    # -- memory units --------------------------------------------------------------------------
+
+    def memory_units_changed(self) -> None:
+        """`m` flipped GiB and exact MiB: every memory cell again, the columns measured again."""
+        exact = self.dash.exact_memory
+        for table in (self.gpu_table, self.fleet_table, self.proc_table):
+            table.exact_memory = exact
+        self.refresh_data(set(), everything=True)
+        for table in (self.gpu_table, self.fleet_table, self.proc_table):
+            table.remeasure()
 
     # -- refreshing --------------------------------------------------------------------------
 
@@ -162,7 +234,9 @@ class MainScreen(Screen[None]):
         column of every host (once a second: ages move even when nothing arrives)."""
         if not self.is_attached:
             return  # the app is exiting: its widgets are being taken down, with their styles
-        views = self.dash.fleet.hosts
+        views = self.views()
+        if self.paused and not everything:
+            changed = set()  # frozen: only the PAUSED time moves
         touched = views if everything else [v for v in views if v.name in changed]
         for view in touched:
             self._busy[view.name] = busy_total(view)
@@ -173,12 +247,12 @@ class MainScreen(Screen[None]):
         listed = views if (ages or everything) else touched
         with self.app.batch_update():
             if listed:
-                ages_now = {v.name: self.dash.age_of(v.name) for v in listed}
+                ages_now = {v.name: self.age_of(v.name) for v in listed}
                 self.host_list.show(listed, ages_now, self._busy, views)
             if self.host is None:
                 self._refresh_fleet(views, touched)
             else:
-                self._refresh_host(self.dash.fleet.view(self.host), everything or self.host in changed)
+                self._refresh_host(self.view(self.host), everything or self.host in changed)
             scope = self._proc_scope
             self.refresh_procs(force=everything or (scope is not None and scope.host in changed))
         self._footer_follows()
@@ -202,7 +276,8 @@ class MainScreen(Screen[None]):
             order = {v.name: i for i, v in enumerate(views)}
             self.fleet_table.show_hosts(touched, order, self.fleet_filter, self.free_only)
             self._fleet_title()
-        self.status_line.show_fleet(views, self._busy, self.dash.read_only)
+        paused = self.paused_for() if self.paused else None
+        self.status_line.show_fleet(views, self._busy, self.dash.read_only, paused=paused)
 
     def _fleet_title(self) -> None:
         total = sum(t for _, t in self._busy.values())
@@ -217,7 +292,13 @@ class MainScreen(Screen[None]):
         fmt.set_title(self.fleet_table, title)
 
     def _refresh_host(self, view: HostView, changed: bool) -> None:
-        self.status_line.show_host(view, self.dash.age_of(view.name), self.dash.read_only)
+        self.status_line.show_host(
+            view,
+            self.age_of(view.name),
+            self.dash.read_only,
+            paused=self.paused_for() if self.paused else None,
+            exact=self.dash.exact_memory,
+        )
         if not changed:
             return
         self.notice.display = self.notice.show_host(view)
@@ -248,7 +329,7 @@ class MainScreen(Screen[None]):
             self.proc_table.sync({})
             self._keep_following()
             return
-        view = self.dash.fleet.view(scope.host)
+        view = self.view(scope.host)
         selected = self.selection.keys(scope.host)
         self.proc_table.show(view.sample, scope, self.proc_filter, selected)
         self._keep_following()
@@ -275,7 +356,7 @@ class MainScreen(Screen[None]):
             if self.following not in self.proc_table.rows_data():
                 title += " (not in this list)"
         title += f" · {where}"
-        sample = self.dash.fleet.view(scope.host).sample
+        sample = self.view(scope.host).sample
         if sample is not None and self.proc_table.width_of("sm"):
             title += " · " + sm_words(sample.proc_util, scope.gpu is None)
         if self.proc_filter:
@@ -350,7 +431,7 @@ class MainScreen(Screen[None]):
         if scope is None or scope.host != self._following_host:
             self._unfollow(f"No longer following PID {pid_start[0]} (another host in view).")
             return
-        sample = self.dash.fleet.view(scope.host).sample
+        sample = self.view(scope.host).sample
         if sample is None or not any(p.key == pid_start for p in sample.processes):
             self._unfollow(f"PID {pid_start[0]} has exited: no longer following it.", "warning")
 
@@ -583,7 +664,7 @@ class MainScreen(Screen[None]):
         scope = self._proc_scope
         if key is None or scope is None:
             return
-        sample = self.dash.fleet.view(scope.host).sample
+        sample = self.view(scope.host).sample  # what the operator sees (the plan rescans anyway)
         proc = next((p for p in sample.processes if p.key == key), None) if sample else None
         if proc is None:
             return
@@ -636,7 +717,7 @@ class MainScreen(Screen[None]):
         at = self.proc_table.cursor_any_key
         if scope is None or at is None:
             return
-        sample = self.dash.fleet.view(scope.host).sample
+        sample = self.view(scope.host).sample
         if sample is None:
             return
         (pid, start), _ = at
@@ -661,7 +742,7 @@ class MainScreen(Screen[None]):
         if not hosts and cursor is not None and self._proc_scope is not None:
             hosts = [self._proc_scope.host]
         for host in hosts:
-            sample = self.dash.fleet.view(host).sample
+            sample = self.view(host).sample
             if sample is None:
                 continue
             chosen = self.selection.keys(host) or ({cursor} if cursor is not None else set())
@@ -691,10 +772,20 @@ class MainScreen(Screen[None]):
             return
         self._request("gpus", (scope.gpu,))
 
-    def action_free_host(self) -> None:
+    def action_free_host(self, sweep: bool = False) -> None:
+        """F; with `sweep` (the command palette's "sweep"), the dialog opens with the unattributed
+        holders included (s there leaves them out again)."""
         host = self._target_host()
-        sample = self.dash.fleet.view(host).sample if host is not None else None
-        self._request("host", tuple(g.index for g in sample.gpus) if sample else ())
+        if host is None:
+            return
+        sample = self.dash.fleet.view(host).sample
+        gpus = tuple(g.index for g in sample.gpus) if sample else ()
+        self.post_message(PlanRequested(Request(host, "host", gpus=gpus, sweep=sweep)))
+
+    def sweep_candidates(self, host: str) -> int:
+        """Hidden holders of `host` tied to no GPU: what a sweep would add."""
+        sample = self.dash.fleet.view(host).sample
+        return sum(1 for p in sample.processes if p.kind == "hidden" and not p.gpus) if sample else 0
 
     def action_plan(self) -> None:
         requests = self._selected_requests()
@@ -702,3 +793,11 @@ class MainScreen(Screen[None]):
             self.notify("Select processes with space first (or put the cursor on one).")
             return
         self.post_message(PlanRequested(*requests))
+
+
+def _frozen_copy(view: HostView) -> HostView:
+    """`view` as it is now: the fleet replaces its sample and appends to its histories in place."""
+    frozen = copy.copy(view)
+    frozen.history = copy.deepcopy(view.history)
+    frozen.preflight = dict(view.preflight)
+    return frozen

@@ -238,7 +238,10 @@ class PlanScreen(ModalScreen[tuple[Plan, ...] | None]):
         Binding("ctrl+k", "confirm", "Kill", priority=True, tooltip="confirm: run the plan (stop, verify)"),
         Binding("s", "toggle_sweep", "Sweep", tooltip="add or leave out the unattributed holders"),
         Binding(
-            "i", "cycle_signals", "Signals", tooltip="SIGTERM then SIGKILL · SIGINT first · SIGKILL at once"
+            "i",
+            "cycle_signals",
+            "Signals",
+            tooltip="SIGTERM then SIGKILL · SIGINT first · SIGKILL at once · SIGHUP first · SIGUSR1 first",
         ),
         Binding("w", "cycle_term", "Wait", tooltip="seconds after each soft signal before the next"),
         Binding("v", "cycle_verify", "Verify time", tooltip="seconds to prove the outcome"),

@@ -7,7 +7,8 @@ from typing import ClassVar
 from textual.binding import Binding, BindingType
 
 from gputui.fleet import CONNECTING, DOWN, LIVE, REASONS, STALE, HostView
-from gputui.model import Gpu, Sample
+from gputui.model import Gpu, HostMetrics, Sample
+from gputui.units import fmt_memory_of, fmt_percent
 
 from .. import fmt, kinds
 from .gpu_table import holders_cell, memory_cell, util_cell
@@ -35,6 +36,10 @@ class FleetTable(KeyedTable):
         Column("temp", "Temp", width=4, justify="right", descending=True, priority=5),
         Column("state", "State", width=5, priority=1),
         Column("holders", "Holders", width=None, nominal=10, priority=2, flex=True, cut=True),
+        # The host's own load, on each of its GPUs' rows (sort by it to find the busy hosts); the
+        # first to go when the table is narrow.
+        Column("cpu", "CPU", width=4, justify="right", descending=True, priority=7),
+        Column("ram", "RAM", width=None, nominal=12, justify="right", descending=True, priority=8),
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "screen.drill", "Open host", show=False, tooltip="open the GPU's host"),
@@ -55,9 +60,17 @@ class FleetTable(KeyedTable):
         "host--connecting",
     }
 
+    HOST_COLUMNS = ("cpu", "ram")
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._keys_of: dict[str, set[str]] = {}
+        self._metrics_seen = False  # no host's probe sends its load (an older one): no CPU, RAM columns
+
+    def available_columns(self) -> tuple[Column, ...]:
+        if self._metrics_seen:
+            return self.COLUMNS
+        return tuple(c for c in self.COLUMNS if c.key not in self.HOST_COLUMNS)
 
     def show_hosts(
         self, views: list[HostView], order: dict[str, int], filter_text: str = "", free_only: bool = False
@@ -66,6 +79,9 @@ class FleetTable(KeyedTable):
         rows: dict[str, Row] = {}
         replace: set[str] = set()
         needle = filter_text.casefold()
+        if not self._metrics_seen and any(v.sample is not None and v.sample.host is not None for v in views):
+            self._metrics_seen = True
+            self.refit()
         for view in views:
             replace |= self._keys_of.get(view.name, set())
             mine = self.host_rows(view, order.get(view.name, 0), needle, free_only)
@@ -109,6 +125,21 @@ class FleetTable(KeyedTable):
             ),
             "state": state,
             "holders": holders,
+            **self.host_cells(sample.host),
+        }
+
+    def host_cells(self, metrics: HostMetrics | None) -> Row:
+        """The host's CPU % and RAM used/total ("-" where its probe sent none or nonsense)."""
+        m = metrics or HostMetrics()
+        used, total = m.memory_used, m.memory_total
+        return {
+            "cpu": Cell(
+                fmt_percent(m.cpu_percent), sort_key=m.cpu_percent if m.cpu_percent is not None else -1.0
+            ),
+            "ram": Cell(
+                fmt_memory_of(used, total, self.exact_memory),
+                sort_key=used / total if used is not None and total else -1.0,
+            ),
         }
 
     def placeholder(self, view: HostView, position: int) -> Row:
@@ -135,6 +166,7 @@ class FleetTable(KeyedTable):
             "temp": blank,
             "state": Cell(view.status, status_style, sort_key=3),
             "holders": Cell(fmt.safe(why, 60), self.style_of("gpu--warn"), sort_key=(4, 0)),
+            **self.host_cells(view.sample.host if view.sample is not None else None),
         }
 
     @property

@@ -10,7 +10,7 @@ from textual.binding import Binding, BindingType
 from gputui.fleet import GpuHistory, HostView
 from gputui.model import IDLE_SLACK, Gpu, MigInstance, Sample
 from gputui.readiness import preflight_flags
-from gputui.units import fmt_bytes, fmt_bytes_of, fmt_percent
+from gputui.units import fmt_memory, fmt_memory_of, fmt_percent
 from gputui.words import count
 
 from .. import fmt, kinds
@@ -66,7 +66,9 @@ def marks_cell(cell: Cell, table: KeyedTable, gpu: Gpu, flags: tuple[str, ...]) 
         part, size = max(((p, b) for p, b in account.parts() if p in account.UNACCOUNTED), key=lambda x: x[1])
         if cell.plain:
             cell.add("  ")
-        cell.add("◌ ", style).add(fmt_bytes(size), style, keep=True).add(f" {part}", style)
+        cell.add("◌ ", style).add(fmt_memory(size, table.exact_memory), style, keep=True).add(
+            f" {part}", style
+        )
     if flags:
         if cell.plain:
             cell.add("  ")
@@ -76,13 +78,14 @@ def marks_cell(cell: Cell, table: KeyedTable, gpu: Gpu, flags: tuple[str, ...]) 
 
 
 def memory_cell(table: KeyedTable, used: int | None, total: int | None, width: int = BAR_WIDTH) -> Cell:
-    """A bar and `59.7/140 GiB` (the column is as wide as its widest: the numbers are never cut)."""
+    """A bar and `59.7/140 GiB`, or `61234/143771 MiB` in exact memory (the column is as wide as its
+    widest: the numbers are never cut)."""
     fraction = used / total if used is not None and total else None
     filled, empty = fmt.meter(fraction, width)
     return Cell.parts(
         (filled, table.style_of("meter--memory")),
         (empty, table.style_of("meter--empty")),
-        (" " + fmt_bytes_of(used, total), ""),
+        (" " + fmt_memory_of(used, total, table.exact_memory), ""),
         sort_key=fraction or 0.0,
     )
 
@@ -186,7 +189,9 @@ class GpuTable(KeyedTable):
         total = sum(g.accounting.unaccounted for g in gpus if g.accounting is not None and unaccounted(g))
         if total:
             style = self.style_of("gpu--warn")
-            cell.add("  " if cell.plain else "").add("◌ ", style).add(fmt_bytes(total), style, keep=True)
+            cell.add("  " if cell.plain else "").add("◌ ", style).add(
+                fmt_memory(total, self.exact_memory), style, keep=True
+            )
             cell.add(" unaccounted", style)
         return cell
 

@@ -10,7 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 
 from gputui.model import Parent, Proc, Sample, brief_command
-from gputui.units import fmt_bytes, fmt_duration, fmt_percent, index_runs
+from gputui.units import fmt_duration, fmt_memory, fmt_percent, index_runs
 
 from .. import fmt, kinds, tree
 from .table import ELLIPSIS, Cell, Column, KeyedTable, Row
@@ -308,10 +308,10 @@ class ProcTable(KeyedTable):
             "user": Cell(fmt.safe(proc.user, 32) or "-", "" if proc.user else muted),
             "kind": Cell(kinds.proc_label(proc), kind_style, sort_key=kinds.ORDER.get(proc.kind, 9)),
             "gpu": self.gpus_cell(proc, gpu),
-            "mem": Cell(fmt_bytes(mem) if mem is not None else "-", kind_style, sort_key=mem or 0),
+            "mem": Cell(fmt_memory(mem, self.exact_memory), kind_style, sort_key=mem or 0),
             "sm": self.sm_cell(proc, gpu),
             "cpu": Cell(fmt_percent(proc.cpu_percent), sort_key=proc.cpu_percent or 0.0),
-            "rss": Cell(fmt_bytes(proc.rss), sort_key=proc.rss or 0),
+            "rss": Cell(fmt_memory(proc.rss, self.exact_memory), sort_key=proc.rss or 0),
             "state": Cell(state, self.style_of("proc--warn") if state in ("D", "Z") else "", sort_key=state),
             "elapsed": Cell(fmt_duration(proc.elapsed), sort_key=proc.elapsed or 0.0),
             "command": cmd,

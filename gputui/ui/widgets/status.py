@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from gputui.fleet import CONNECTING, DOWN, LIVE, REASONS, STALE, HostView
-from gputui.words import count
+from gputui.words import count, host_metrics_parts
 
 from .. import fmt, kinds
 from .host_list import DOTS, busy_total
@@ -65,13 +65,30 @@ class StatusLine(OneLine):
         "status--muted",
         "status--badge",
         "status--warn",
+        "status--metrics",
         "host--live",
         "host--stale",
         "host--down",
         "host--connecting",
     }
 
-    def show_host(self, view: HostView, age: float | None, read_only: bool) -> None:
+    def _paused(self, text: Text, paused: float | None) -> None:
+        """The PAUSED badge and for how long (the view is frozen: `z` again resumes)."""
+        if paused is not None:
+            text.append(
+                f" PAUSED {fmt.age(paused) if paused >= 1 else '0s'} ", self.style_of("status--badge")
+            )
+
+    def show_host(
+        self,
+        view: HostView,
+        age: float | None,
+        read_only: bool,
+        *,
+        paused: float | None = None,
+        exact: bool = False,
+    ) -> None:
+        """`paused`: seconds the view has been frozen (None: live); `exact`: memory in MiB."""
         muted = self.style_of("status--muted")
         status_style = self.style_of(f"host--{view.status}")
         text = Text(no_wrap=True, overflow="ellipsis")
@@ -82,6 +99,9 @@ class StatusLine(OneLine):
         # First, so a narrow terminal never cuts it off.
         if read_only or view.read_only or (facts is not None and facts.read_only):
             text.append(" READ-ONLY ", self.style_of("status--badge"))
+            text.append("  ")
+        if paused is not None:
+            self._paused(text, paused)
             text.append("  ")
         if view.status == LIVE:
             text.append("live", status_style)
@@ -97,6 +117,13 @@ class StatusLine(OneLine):
                 text.append(f", last sample {_age(age)} old", muted)
             elif view.status == DOWN:
                 text.append(", retrying", muted)
+        # The host's own load next: it moves, the driver facts after it do not (a narrow terminal
+        # cuts the end of the line).
+        metrics = view.sample.host if view.sample is not None else None
+        parts = host_metrics_parts(metrics, exact) if metrics is not None else []
+        if parts:
+            text.append("  ·  ", muted)
+            text.append(" · ".join(parts), self.style_of("status--metrics"))
         if facts is not None and facts.error_code:
             text.append("  ")
             text.append(
@@ -120,13 +147,23 @@ class StatusLine(OneLine):
             text.append("  ·  " + "  ·  ".join(parts), muted)
         self.set_text(text)
 
-    def show_fleet(self, views: list[HostView], busy: dict[str, tuple[int, int]], read_only: bool) -> None:
+    def show_fleet(
+        self,
+        views: list[HostView],
+        busy: dict[str, tuple[int, int]],
+        read_only: bool,
+        *,
+        paused: float | None = None,
+    ) -> None:
         muted = self.style_of("status--muted")
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(" All hosts", self.style_of("status--name"))
         if read_only:
             text.append("  ")
             text.append(" READ-ONLY ", self.style_of("status--badge"))
+        if paused is not None:
+            text.append("  ")
+            self._paused(text, paused)
         text.append(f"  {count(len(views), 'host')}: ", muted)
         counts = {s: sum(1 for v in views if v.status == s) for s in (LIVE, STALE, DOWN, CONNECTING)}
         first = True

@@ -277,6 +277,11 @@ class KeyedTable(DataTable[Cell]):
         self._cache_epoch = -1  # DataTable's _update_count when the render caches were last emptied
         self.changes = 0  # cells updated and rows added or removed since mounting (what a redraw did)
         self._applied_order: list[str] | None = None  # the last order `row_order` gave, as applied
+        # Columns the config's [columns] table hides (never shown, at any width; a sort on one is
+        # kept, as for a column the width hides) and memory in exact MiB (the `m` key): both set by
+        # the screen, which then re-syncs the rows.
+        self.hidden_columns: frozenset[str] = frozenset()
+        self.exact_memory = False
 
     # -- styles ------------------------------------------------------------------------------
 
@@ -325,7 +330,7 @@ class KeyedTable(DataTable[Cell]):
     def _fit(self, width: int) -> tuple[Column, ...]:
         """The columns that fit in `width` cells, most important first, each with its width: words
         without a fixed width grow towards their widest cell, a flex column takes the rest."""
-        columns = self.available_columns()
+        columns = tuple(c for c in self.available_columns() if c.key not in self.hidden_columns)
         budget = width - 1  # the vertical scrollbar
         pad = 2 * self.cell_padding
         bounds = {c.key: self._bounds(c) for c in columns}
@@ -363,6 +368,16 @@ class KeyedTable(DataTable[Cell]):
             for c in self.available_columns()
             if self._measured(c)
         }
+
+    def remeasure(self) -> None:
+        """Widths from the rows as they are now (after the cells changed form, such as GiB to MiB:
+        a measured column otherwise only grows), and the columns fitted again."""
+        self._measure()
+        self.refit()
+
+    def hide_columns(self, keys: Collection[str]) -> None:
+        self.hidden_columns = frozenset(keys)
+        self.refit()
 
     def width_of(self, column: str) -> int:
         """The width column `column` has now (0 when it is not shown)."""

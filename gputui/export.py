@@ -1,0 +1,174 @@
+"""The fleet's state as text and as versioned JSON: `gputui snapshot` (`--json`) and the dashboard's
+"Export snapshot" write the same documents, built here once (the UI may not import the CLI's modules).
+
+Schema (version 1): {"version": 1, "time": ..., "hosts": [HOST, ...]} where HOST is
+{"name", "status" ("live" | "down" | "no-gpu"), "reason", "message", "host" (the hello's host facts),
+"metrics" (the last sample's `host` object: CPU %, load, RAM, swap, uptime), "gpus" and
+"processes" (the probe's records, docs/PROTOCOL.md), "scan"}.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from .fleet import DOWN, REASONS, HostView
+from .model import Proc, Sample
+from .textsafe import printable
+from .units import fmt_bytes, fmt_bytes_of, fmt_duration, fmt_gpus, fmt_percent
+from .words import count, host_metrics_parts
+
+SCHEMA_VERSION = 1
+NO_GPU_CODES = ("no-driver", "no-gpu", "no-library", "no-permission")
+
+
+def host_status(view: HostView) -> tuple[str, str | None, str | None]:
+    """(status, reason code, message) of a host for a one-shot report."""
+    if view.facts is not None and view.facts.error_code in NO_GPU_CODES:
+        return "no-gpu", view.facts.error_code, view.facts.error_message
+    if view.sample is not None:
+        return "live", None, None
+    return DOWN, view.reason or "timeout", view.detail or "no sample arrived in time"
+
+
+def as_json(views: list[HostView], now: float | None = None) -> dict[str, Any]:
+    hosts = []
+    for v in views:
+        status, reason, message = host_status(v)
+        raw = v.raw_sample or {}
+        hosts.append(
+            {
+                "name": v.name,
+                "status": status,
+                "reason": reason,
+                "message": message,
+                "host": (v.raw_hello or {}).get("host"),
+                "metrics": raw.get("host"),
+                "gpus": raw.get("gpus", []),
+                "processes": raw.get("processes", []),
+                "scan": raw.get("scan"),
+            }
+        )
+    return {"version": SCHEMA_VERSION, "time": time.time() if now is None else now, "hosts": hosts}
+
+
+def dumps(views: list[HostView], now: float | None = None) -> str:
+    """The document as text (ASCII: a host's control characters stay escaped)."""
+    return json.dumps(as_json(views, now), indent=2, ensure_ascii=True)
+
+
+KIND_NOTE = {
+    "ghost": "dead PID NVML still lists",
+    "hidden": "holds /dev/nvidia*, not listed by NVML",
+    "monitor": "watches only: protected",
+    "zombie": "exited, holds nothing",
+}
+
+
+def _note(p: Proc, sample: Sample) -> str:
+    if p.kind == "ghost":
+        holders = ", ".join(str(pid) for pid in p.links) or "nobody found"
+        return f"{p.reason}; memory held by {holders}"
+    if p.kind == "hidden":
+        return f"via {p.reason} {p.links[0]}" if p.links else "unattributed"
+    if p.kind == "zombie":
+        return f"parent {p.ppid} must reap it"
+    if p.protected:
+        return f"protected: {p.protected}"
+    return ""
+
+
+def _sm(p: Proc) -> str:
+    sm = p.sm_util()
+    return "-" if sm is None else f"{sm}%"
+
+
+def _cut(text: str, width: int) -> str:
+    """`text` in at most `width` characters, an ellipsis where it was cut."""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def render(views: list[HostView], out: TextIO, width: int = 120) -> None:
+    for v in views:
+        status, reason, message = host_status(v)
+        facts = v.facts
+        head = f"== {printable(v.name)}"
+        if facts is not None:
+            head += f"  ({printable(facts.hostname)}, driver {facts.driver_version or '-'})"
+        if facts is not None and facts.read_only:
+            head += "  [read-only]"
+        print(head, file=out)
+        metrics = v.sample.host if v.sample is not None else None
+        if metrics is not None and host_metrics_parts(metrics):
+            print("   " + " · ".join(host_metrics_parts(metrics)), file=out)
+        if status != "live":
+            words = REASONS.get(reason or "", reason)
+            print(f"   {status}: {words}: {printable(message or '')}", file=out)
+            if status == "no-gpu":
+                print("   (try `gputui snapshot --demo` for a simulated cluster)", file=out)
+        sample = v.sample
+        if sample is None:
+            print(file=out)
+            continue
+        if sample.gpus:
+            print(
+                f"   {'GPU':>3}  {'name':<22} {'memory used/total':>18} {'util':>5} {'temp':>5} "
+                f"{'power':>11}  state",
+                file=out,
+            )
+        for g in sample.gpus:
+            used = fmt_bytes_of(g.memory_used, g.memory_total)
+            power = f"{g.power_draw or 0:.0f}/{g.power_limit or 0:.0f}W" if g.power_draw is not None else "-"
+            temp = f"{g.temperature}C" if g.temperature is not None else "-"
+            state = g.error or ("free" if sample.gpu_is_free(g) else "busy")
+            print(
+                f"   {g.index:>3}  {_cut(printable(g.name or '-'), 22):<22} {used:>18} "
+                f"{fmt_percent(g.util_gpu):>5} {temp:>5} {power:>11}  {state}",
+                file=out,
+            )
+        if sample.processes:
+            print(
+                f"   {'PID':>7} {'kind':<8} {'GPUs':<6} {'GPU mem':>8} {'SM%':>4} {'user':<10} {'elapsed':>8}  command",
+                file=out,
+            )
+        for p in sample.processes:
+            gpus = fmt_gpus(p.gpus)
+            mem = fmt_bytes(p.gpu_bytes) if p.gpu_memory else "-"
+            note = _note(p, sample)
+            head = (
+                f"   {p.pid:>7} {p.kind:<8} {gpus:<6} {mem:>8} {_sm(p):>4} {_cut(printable(p.user or '-'), 10):<10} "
+                f"{fmt_duration(p.elapsed):>8}  "
+            )
+            tail = f"  ({note})" if note else ""
+            # Numbers and the note stay whole; the command gives way, with an ellipsis.
+            room = max(width, 60) - len(head) - len(tail)
+            print(head + _cut(printable(p.command_line), max(room, 12)) + tail, file=out)
+        if sample.scan_unreadable:
+            print(
+                f"   (the open files of {count(sample.scan_unreadable, 'process', 'processes')} unreadable: run as root to see every holder)",
+                file=out,
+            )
+        print(file=out)
+
+
+def write_files(views: list[HostView], directory: Path, now: float | None = None) -> tuple[Path, Path]:
+    """The snapshot as `gputui-snapshot-YYYYMMDD-HHMMSS.json` and `.txt` in `directory` (created if
+    missing; an existing file is never overwritten: a suffix is added). Raises OSError."""
+    now = time.time() if now is None else now
+    directory.mkdir(parents=True, exist_ok=True)
+    stem = "gputui-snapshot-" + time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    for n in range(1000):
+        name = stem if n == 0 else f"{stem}-{n}"
+        json_path, text_path = directory / f"{name}.json", directory / f"{name}.txt"
+        if not json_path.exists() and not text_path.exists():
+            break
+    text = io.StringIO()
+    render(views, text)
+    with open(json_path, "x", encoding="utf-8") as f:
+        f.write(dumps(views, now) + "\n")
+    with open(text_path, "x", encoding="utf-8") as f:
+        f.write(text.getvalue())
+    return json_path, text_path

@@ -1,0 +1,131 @@
+"""gputui's own entries in the command palette (ctrl+p), beside Textual's (themes, keys, quit).
+
+Each entry runs the action its key runs (`free_gpu`, `free_host`, `toggle_pause`, ...) through
+`App.run_action`, so the palette goes through the same `check_action` and the same code as the key:
+there is no second path to a kill. An entry is listed only where it can act now: no kill entry in a
+read-only app or on a host that takes no plans, no "Free GPU" without a GPU under the cursor, no
+sweep without unattributed holders, no host entry for the host already in view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from gputui.words import count
+
+from . import fmt
+from .screens.main import MainScreen
+
+
+@dataclass(frozen=True)
+class Entry:
+    title: str
+    help: str
+    run: Callable[[], Awaitable[Any] | None]
+
+
+class GpuTuiCommands(Provider):
+    """Free GPU, free host, sweep, switch host, pause, MiB, GPU view, export, the action log."""
+
+    def _main(self) -> MainScreen | None:
+        stack = self.app.screen_stack
+        main = stack[0] if stack else None
+        return main if isinstance(main, MainScreen) and main.is_mounted else None
+
+    def entries(self) -> Iterator[Entry]:
+        app: Any = self.app
+        main = self._main()
+        on_main = main is not None and self.screen is main
+        if main is not None and on_main:
+            yield from self._kill_entries(main)
+            act = partial(app.run_action, default_namespace=main)
+            scope = main.current_scope()
+            if scope is not None:
+                which = f"GPU {scope.gpu}" if scope.gpu is not None else "its first GPU"
+                yield Entry(
+                    f"GPU view: {which} on {fmt.safe(scope.host, 40)}",
+                    "memory, settings and history of one GPU (i)",
+                    partial(act, "gpu_detail"),
+                )
+            paused = main.paused
+            yield Entry(
+                "Resume (catch up)" if paused else "Pause the view",
+                "z: freeze the view to read it; samples still arrive and are kept",
+                partial(act, "toggle_pause"),
+            )
+            shown = main.action_log.display
+            yield Entry(
+                "Hide the action log" if shown else "Show the action log",
+                "l: every plan, signal and verdict",
+                partial(act, "toggle_log"),
+            )
+            hosts = main.dash.fleet.hosts
+            if len(hosts) > 1 and main.host is not None:
+                yield Entry(
+                    "Switch to all hosts",
+                    "the fleet table: every GPU of every host",
+                    partial(main.select_host, None),
+                )
+            for view in hosts:
+                if view.name != main.host:
+                    yield Entry(
+                        f"Switch to host {fmt.safe(view.name, 60)}",
+                        f"{view.status}: its GPUs and processes",
+                        partial(main.select_host, view.name),
+                    )
+        exact = getattr(app, "exact_memory", False)
+        yield Entry(
+            "Memory in GiB" if exact else "Memory in exact MiB",
+            "m: GPU memory, RAM and RSS in whole MiB (as nvidia-smi), or GiB",
+            partial(app.run_action, "toggle_mib"),
+        )
+        yield Entry(
+            "Export snapshot",
+            "write what the dashboard shows as JSON and text (as `gputui snapshot` does)",
+            partial(app.run_action, "export"),
+        )
+
+    def _kill_entries(self, main: MainScreen) -> Iterator[Entry]:
+        """Only where the keys would act: check_action says whether kills are offered here."""
+        if not main.check_action("free_gpu", ()):
+            return
+        host = main._target_host()
+        if host is None:
+            return
+        act = partial(self.app.run_action, default_namespace=main)
+        name = fmt.safe(host, 40)
+        scope = main.current_scope()
+        if scope is not None and scope.gpu is not None:
+            yield Entry(
+                f"Free GPU {scope.gpu} on {name}",
+                "f: kill its holders, then verify its memory came back (a confirmation first)",
+                partial(act, "free_gpu"),
+            )
+        yield Entry(
+            f"Free host {name}",
+            "F: every GPU of the host (a confirmation first)",
+            partial(act, "free_host"),
+        )
+        unattributed = main.sweep_candidates(host)
+        if unattributed:
+            yield Entry(
+                f"Sweep: free host {name} and its {count(unattributed, 'unattributed holder')}",
+                "F with the sweep included: hidden holders tied to no GPU (a confirmation first)",
+                partial(act, "free_host(True)"),
+            )
+
+    async def discover(self) -> Hits:
+        for entry in self.entries():
+            yield DiscoveryHit(entry.title, entry.run, help=entry.help)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for entry in self.entries():
+            score = matcher.match(entry.title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(entry.title), entry.run, text=entry.title, help=entry.help)
