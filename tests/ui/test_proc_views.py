@@ -15,6 +15,7 @@ import pytest
 
 from gputui.model import Proc, Sample
 from gputui.textsafe import printable
+from gputui.units import fmt_mib
 from gputui.transport.replay import ReplayLink
 from gputui.ui import GpuTuiApp
 from gputui.ui.screens.main import MainScreen
@@ -273,6 +274,13 @@ async def test_detail_says_why_a_process_has_its_kind() -> None:
         text = screen_text(app)
         for g in user["gpus"]:
             assert f"GPU {g}: SM {40 + g}% · memory 10%" in text
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("m")  # memory in exact MiB: the detail too
+        await open_detail(pilot, main, f"{user['pid']}:{user['start_time']}")
+        text = screen_text(app)
+        for g in user["gpus"]:
+            assert f"GPU {g}: {fmt_mib(user['gpu_memory'][str(g)])}" in text
 
 
 @pytest.mark.parametrize("name", ["mig", "mps"])
@@ -481,6 +489,28 @@ async def test_moving_the_cursor_stops_following() -> None:
         await redrawn(pilot)
         assert main.following is None
         assert "following" not in title_of(main)
+
+
+async def test_the_palette_offers_the_tree_and_the_detail() -> None:
+    from .test_misc_keys import palette
+
+    app = family_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        main = await procs_of(pilot)
+        await palette(pilot, "processes as a tree")
+        await redrawn(pilot)
+        assert main.proc_table.tree_mode
+        key = main.proc_table.cursor_key
+        assert key is not None
+        await palette(pilot, f"process detail: pid {key_of_row(key)}")
+        await wait_for(
+            pilot, lambda: isinstance(app.screen, ProcDetailScreen) and app.screen.status != "reading"
+        )
+        assert isinstance(app.screen, ProcDetailScreen) and app.screen.record.pid == key_of_row(key)
+
+
+def key_of_row(key: str) -> int:
+    return int(key.removeprefix(CONTEXT).split(":")[0])
 
 
 @pytest.mark.parametrize("key", ["t", "d", "u", "full_stop", "minus", "plus"])

@@ -28,7 +28,7 @@ from textual.screen import ModalScreen
 from gputui.fleet import DETAIL_TIMEOUT
 from gputui.model import GpuShare, Parent, Proc, ProcDetail, Sample
 from gputui.textsafe import printable
-from gputui.units import fmt_bytes, fmt_duration, fmt_percent, index_runs
+from gputui.units import fmt_duration, fmt_memory, fmt_percent, index_runs
 
 from .. import fmt, kinds
 from ..context import Dashboard
@@ -224,7 +224,7 @@ class ProcDetailScreen(ModalScreen[None]):
             cpu_time = f" · {ok.cpu_time:.1f} s of CPU in all" if ok and ok.cpu_time is not None else ""
             add("CPU", f"{fmt_percent(record.cpu_percent)} of one core now{cpu_time}")
         rss = ok.rss if ok and ok.rss is not None else getattr(record, "rss", None)
-        add("RSS", fmt_bytes(rss) if rss is not None else ("-", muted))
+        add("RSS", fmt_memory(rss, self.dash.exact_memory) if rss is not None else ("-", muted))
         if ok is not None:
             add("Threads", str(ok.threads) if ok.threads is not None else unreadable("status"))
         ppid = ok.ppid if ok else record.ppid
@@ -278,11 +278,11 @@ class ProcDetailScreen(ModalScreen[None]):
             add("Protected", (f"{fmt.safe(proc.protected)}: never signalled unless included by name", warn))
         if proc.gpu_memory:
             parts = [
-                f"GPU {gpu}: {fmt_bytes(size) if size is not None else 'not reported'}"
+                f"GPU {gpu}: {fmt_memory(size, self.dash.exact_memory) if size is not None else 'not reported'}"
                 for gpu, size in sorted(proc.gpu_memory.items())
             ]
             if len(proc.gpu_memory) > 1:
-                parts.append(f"{fmt_bytes(proc.gpu_bytes)} in all")
+                parts.append(f"{fmt_memory(proc.gpu_bytes, self.dash.exact_memory)} in all")
             add("GPU memory", " · ".join(parts))
         else:
             add("GPU memory", ("none listed by NVML", muted))
