@@ -375,6 +375,7 @@ SCENES = {
         Scene("proc-detail", (120, 36), _demo, _detail_of(_hostile_row)),  # literal, every field
         Scene("proc-detail-narrow", (80, 24), _demo, _detail_of(_tied_holder_row)),
         Scene("proc-detail-wide", (200, 50), _demo, _detail_of(_widest_user_row)),
+        Scene("gpu-view-mig", (120, 40), _mig, _gpu_view(1)),  # GPU 0 in MIG mode: three instances
         # The host header with the host's load; the fleet table's CPU and RAM columns when wide.
         Scene("host-metrics", (120, 36), _metrics, _host),
         Scene("host-metrics-narrow", (80, 24), _metrics, _host),

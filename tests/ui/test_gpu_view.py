@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,8 @@ from gputui.ui import GpuTuiApp, make_app
 from gputui.ui.screens.gpu_detail import GpuDetailScreen
 from gputui.ui.screens.reset import ResetScreen
 
-from .conftest import redrawn, screen_text, wait_for
+from .conftest import build_app, recording, redrawn, screen_text, settle, wait_for
+from .scenes import SCENES
 
 HOST = "p"
 INTERVAL = 0.2
@@ -149,3 +151,74 @@ async def test_reset_from_the_gpu_view_dry_run_blocked_then_confirmed(tmp_path: 
             ("reset", "done"),
             ("done", "reset"),
         ], audit
+
+
+def mig_lines(app: GpuTuiApp) -> list[str]:
+    """The screen's lines without the pane's border, their runs of spaces as one."""
+    return [" ".join(line.strip(" │").split()) for line in screen_text(app).splitlines()]
+
+
+async def test_gpu_view_shows_mig_instances_and_where_processes_run() -> None:
+    """On the recorded "mig" scenario (tests/fixtures/mig.jsonl): GPU 0 in MIG mode, three
+    instances, jobs in two of them; GPU 1 without MIG shows no MIG section at all."""
+    app = SCENES["mig"].build("gputui-dark")
+    async with app.run_test(size=(120, 50)) as pilot:  # tall enough for the whole process list
+        await settle(pilot)
+        screen = await open_view(pilot, 1)  # "all", GPU 0
+        assert screen.gpu == 0
+        lines = mig_lines(app)
+        assert "MIG instances: 3 (profile, memory, who runs in it)" in lines
+        # The GPU table's words: the profile, a bar and the GPU instance's memory, who runs in it.
+        for label, profile, memory, who in (
+            ("1.0", "3g.71gb (sim)", "46.0/71.0 GiB", "2 user"),
+            ("2.0", "2g.35gb (sim)", "20.0/35.0 GiB", "1 user"),
+            ("5.0", "1g.18gb (sim)", "0/18.0 GiB", "· idle"),
+        ):
+            assert any(
+                line.startswith(f"{label} {profile} ") and line.endswith(f" {memory} {who}") for line in lines
+            ), (label, lines)
+        # The process list: each job's instance (the process table's `0:1.0`) after its kind.
+        assert "On GPU 0: 3 processes (MIG instance, memory, SM/memory utilization)" in lines
+        for pid, place in ((13077, "0:1.0"), (13078, "0:1.0"), (13079, "0:2.0")):
+            assert any(line.startswith(f"{pid} ■ user {place} ") for line in lines), (pid, lines)
+        await pilot.press("m")  # exact MiB: the instances' figures too
+        await pilot.pause(0.3)
+        assert any(
+            line.startswith("1.0 3g.71gb (sim) ") and " 47104/72704 MiB " in line for line in mig_lines(app)
+        )
+        await pilot.press("m", "right_square_bracket")  # GPU 1: no MIG
+        await pilot.pause(0.3)
+        assert screen.gpu == 1
+        lines = mig_lines(app)
+        assert "On GPU 1: 1 process (memory, SM/memory utilization)" in lines
+        assert not any("MIG instances" in line for line in lines)  # no section, not even its heading
+        assert not any(re.search(r"\b\d+:\d+\.\d+\b", line) for line in lines)  # no instance column
+
+
+async def test_gpu_view_names_mps_parts_as_the_process_table_does() -> None:
+    """The "mps" scenario: the MPS server and its three clients on GPU 0, no MIG."""
+    app = SCENES["mps"].build("gputui-dark")
+    async with app.run_test(size=(120, 50)) as pilot:
+        await settle(pilot)
+        await open_view(pilot, 1)
+        text = screen_text(app)
+        assert text.count("■ mps-cli") == 3 and "○ mps-srv" in text
+        assert "MIG instances" not in text
+
+
+async def test_gpu_view_shows_a_hostile_profile_name_literally() -> None:
+    """An instance's name is the host's text: markup in it is shown as written, ESC made visible."""
+    records = []
+    for record in recording("mig"):
+        if record["type"] == "sample":
+            gpus = [dict(g) for g in record["gpus"]]
+            instances = [dict(i) for i in gpus[0]["mig_instances"]]
+            instances[0]["name"] = "NVIDIA H200 MIG [bold red]3g[/] \x1b[2Jx"
+            gpus[0]["mig_instances"] = instances
+            record = dict(record, gpus=gpus)
+        records.append(record)
+    app = build_app(("m",), theme="gputui-dark", records={"m": records})
+    async with app.run_test(size=(120, 50)) as pilot:
+        await settle(pilot)
+        await open_view(pilot, 1)
+        assert any(line.startswith("1.0 [bold red]3g[/] \\e[2Jx ") for line in mig_lines(app)), mig_lines(app)

@@ -15,12 +15,12 @@ import pytest
 
 from gputui.model import Proc, Sample
 from gputui.textsafe import printable
-from gputui.units import fmt_mib
 from gputui.transport.replay import ReplayLink
 from gputui.ui import GpuTuiApp
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.proc_detail import ProcDetailScreen
 from gputui.ui.widgets.proc_table import CONTEXT, ProcTable, proc_row_key
+from gputui.units import fmt_mib
 
 from .conftest import HOSTS, build_app, recording, redrawn, screen_text, settle, wait_for
 from .scenes import HOSTILE_PID, with_parents

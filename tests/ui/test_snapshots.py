@@ -86,6 +86,7 @@ def test_misc_screens(snap_compare: Any, scene: str) -> None:
         "preflight",
         "gpu-view-narrow",
         "gpu-view-wide",
+        "gpu-view-mig",
         "ghost",
         "filter",
         "narrow",

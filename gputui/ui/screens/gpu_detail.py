@@ -6,7 +6,9 @@ baseline, listed processes, then whatever is unaccounted for (a ghost's, a conta
 holders', orphaned) and the free rest, with a legend and the same words `gputui wait` and a clean's
 verdict use. The preflight reading (read every ~10 s) gives clocks, power limit, PCIe, ECC, MIG,
 persistence and throttle reasons; a field where this GPU differs from most of its siblings is
-flagged. `[` and `]` step through the host's GPUs; `r` offers the reset ladder when memory is
+flagged. A GPU in MIG mode lists its instances as the GPU table's rows under it say them, and its
+processes their instance (`0:1.0`, the process table's GPU column); MPS parts read as in the process
+table's Kind column. `[` and `]` step through the host's GPUs; `r` offers the reset ladder when memory is
 orphaned (the app asks for a dry run, shows what blocks it, and confirms before anything).
 
 The screen reads the fleet's state on a timer and never waits on a host. Everything from the host
@@ -35,6 +37,8 @@ from .. import fmt, kinds
 from ..context import Dashboard
 from ..intents import ResetRequested
 from ..widgets.footer import Footer
+from ..widgets.gpu_table import instance_holders, memory_cell, mig_profile
+from ..widgets.proc_table import gpus_cell
 from ..widgets.status import StyledStatic
 
 REFRESH_S = 0.25  # how often the screen looks for a new sample of its host
@@ -76,7 +80,11 @@ class GpuText(StyledStatic):
         "gpu--warn",
         "gpu--error",
         "gpu--free",
+        "proc--here",
+        "proc--muted",
     }
+
+    exact_memory = False  # memory in exact MiB (the `m` key): set by the screen before each draw
 
     def label(self, text: str) -> Text:
         return Text(text, self.style_of("gpu-view--label"))
@@ -182,10 +190,10 @@ class GpuDetailScreen(Screen[None]):
             )
             return
         t = self.text
-        parts: list[RenderableType] = [
-            self._memory(t, gpu, width),
-            Text(""),
-        ]
+        t.exact_memory = exact  # the GPU table's cells (MIG instances) read it
+        parts: list[RenderableType] = [self._memory(t, gpu, width), Text("")]
+        if gpu.mig_instances is not None:  # in MIG mode (nothing at all outside it)
+            parts += [self._mig(t, sample, gpu), Text("")]
         now, settings = self._now(t, gpu, view.history.get(gpu.index)), self._settings(t, gpu, view)
         if width >= WIDE:
             grid = Table.grid(padding=(0, 4), expand=False)
@@ -238,6 +246,33 @@ class GpuDetailScreen(Screen[None]):
         elif account is not None:
             lines.append(Text("every byte accounted for", t.style_of("gpu-view--free")))
         return Group(*lines)
+
+    def _mig(self, t: GpuText, sample: Sample, gpu: Gpu) -> RenderableType:
+        """A GPU in MIG mode: its instances (`1.0  3g.71gb  ██▌░ 46.0/71.0 GiB  2 user`), as the
+        GPU table's rows under it say them. The memory bar above stays the whole GPU's."""
+        instances = gpu.mig_instances or ()
+        heading = Text(
+            f"MIG instances: {len(instances)} (profile, memory, who runs in it)"
+            if instances
+            else "MIG instances: none (MIG mode is on; no instance is set up)",
+            t.style_of("gpu-view--section"),
+        )
+        if not instances:
+            return heading
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(justify="right", style=t.style_of("gpu-view--label"), no_wrap=True)
+        grid.add_column(no_wrap=True, overflow="ellipsis", max_width=24)
+        grid.add_column(no_wrap=True)
+        grid.add_column(no_wrap=True, overflow="ellipsis")
+        for instance in instances:
+            add(
+                grid,
+                instance.label,
+                mig_profile(instance) or "-",
+                memory_cell(t, instance.memory_used, instance.memory_total),
+                instance_holders(t, sample, gpu, instance),
+            )
+        return Group(heading, grid)
 
     def _now(self, t: GpuText, gpu: Gpu, history: GpuHistory | None) -> RenderableType:
         grid = Table.grid(padding=(0, 1))
@@ -322,27 +357,33 @@ class GpuDetailScreen(Screen[None]):
 
     def _processes(self, t: GpuText, sample: Sample, gpu: Gpu, width: int) -> RenderableType:
         on = sample.on_gpu(gpu.index)
+        # Where some run in MIG instances, the process table's GPU column (`0:1.0`) after the kind.
+        places = [gpus_cell(t, p, gpu.index) for p in on] if any(p.mig_on(gpu.index) for p in on) else []
+        place_width = max((c.cell_len for c in places), default=0)
         grid = Table.grid(padding=(0, 1))
         grid.add_column(justify="right", width=8)
         grid.add_column(width=9)
+        if places:
+            grid.add_column(width=place_width, no_wrap=True)
         grid.add_column(justify="right", width=11 if self.dash.exact_memory else 9)  # 143771 MiB
         grid.add_column(justify="right", width=13)
         grid.add_column(width=10, no_wrap=True, overflow="ellipsis")
-        grid.add_column(
-            no_wrap=True,
-            overflow="ellipsis",
-            max_width=max(width - (60 if self.dash.exact_memory else 58), 10),
-        )
+        rest = width - (60 if self.dash.exact_memory else 58) - (place_width + 1 if places else 0)
+        grid.add_column(no_wrap=True, overflow="ellipsis", max_width=max(rest, 10))
+        what = "MIG instance, memory" if places else "memory"
         heading = Text(
-            f"On GPU {gpu.index}: {count(len(on), 'process', 'processes')} (memory, SM/memory utilization)",
+            f"On GPU {gpu.index}: {count(len(on), 'process', 'processes')} ({what}, SM/memory utilization)",
             t.style_of("gpu-view--section"),
         )
-        for p in on:
+        for i, p in enumerate(on):
             memory = p.gpu_memory.get(gpu.index)
+            place = [places[i]] if places else []
             add(
                 grid,
                 str(p.pid),
-                Text(kinds.label(p.kind), t.style_of(kinds.STYLE.get(p.kind, "kind--hidden"))),
+                # The process table's Kind cell: the kind, or its MPS part (`○ mps-srv`).
+                Text(kinds.proc_label(p), t.style_of(kinds.STYLE.get(p.kind, "kind--hidden"))),
+                *place,
                 fmt_memory(memory, self.dash.exact_memory) if memory else "-",
                 share_words(p.gpu_util.get(gpu.index) if p.gpu_util is not None else None),
                 fmt.safe(p.user, 32) or "-",

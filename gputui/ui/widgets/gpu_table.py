@@ -14,7 +14,7 @@ from gputui.units import fmt_memory, fmt_memory_of, fmt_percent
 from gputui.words import count
 
 from .. import fmt, kinds
-from .table import Cell, Column, KeyedTable, Row
+from .table import Cell, Column, KeyedTable, Row, Styled
 
 ALL = "all"  # the row key of the whole-host row
 HISTORY_WINDOW = 120  # samples a sparkline spans, whatever its width
@@ -77,7 +77,7 @@ def marks_cell(cell: Cell, table: KeyedTable, gpu: Gpu, flags: tuple[str, ...]) 
     return cell
 
 
-def memory_cell(table: KeyedTable, used: int | None, total: int | None, width: int = BAR_WIDTH) -> Cell:
+def memory_cell(table: Styled, used: int | None, total: int | None, width: int = BAR_WIDTH) -> Cell:
     """A bar and `59.7/140 GiB`, or `61234/143771 MiB` in exact memory (the column is as wide as its
     widest: the numbers are never cut)."""
     fraction = used / total if used is not None and total else None
@@ -216,30 +216,40 @@ def mig_rows(table: KeyedTable, gpu: Gpu, sample: Sample) -> dict[str, Row]:
     for rank, instance in enumerate(gpu.mig_instances or ()):
         # Right under its GPU, in the driver's order (the table sorts on this column only).
         order = gpu.index + (rank + 1) / 1000
-        users = [
-            p
-            for p in sample.processes
-            if any(m.gi == instance.gi and m.ci in (instance.ci, None) for m in p.mig_on(gpu.index))
-        ]
-        counts = Counter(p.kind for p in users if p.kind in kinds.HOLDING)
-        holders = Cell(sort_key=(2, len(users)))
-        for i, kind in enumerate(k for k in kinds.HOLDING if counts.get(k)):
-            style = table.style_of(kinds.STYLE[kind])
-            holders.add("  " if i else "").add(str(counts[kind]), style, keep=True).add(f" {kind}", style)
-        if not users:
-            holders = Cell("· idle", "dim", sort_key=(0, 0))
-        name = fmt.safe(instance.name, 40) or "MIG"
-        # "NVIDIA H200 MIG 3g.71gb": the profile is what tells instances apart.
-        name = name[name.find("MIG") :] if "MIG" in name else name
         rows[mig_key(gpu, instance)] = {
             "gpu": Cell(f"  {gpu.index}/{instance.label}", "dim", sort_key=order),
-            "name": Cell(f"└ {name}", "dim", sort_key=order),
+            "name": Cell(f"└ MIG {mig_profile(instance)}".rstrip(), "dim", sort_key=order),
             "memory": memory_cell(table, instance.memory_used, instance.memory_total),
             "util": Cell("", sort_key=order),
             "temp": Cell("", sort_key=order),
             "power": Cell("", sort_key=order),
             "util_hist": Cell("", sort_key=order),
             "mem_hist": Cell("", sort_key=order),
-            "holders": holders,
+            "holders": instance_holders(table, sample, gpu, instance),
         }
     return rows
+
+
+def mig_profile(instance: MigInstance) -> str:
+    """`3g.71gb`, what tells a GPU's instances apart, from the driver's name of the instance
+    ("NVIDIA H200 MIG 3g.71gb"); the whole name where it has no "MIG", empty where none. Made safe."""
+    name = fmt.safe(instance.name, 40)
+    at = name.find("MIG")
+    return name[at + 3 :].strip() if at >= 0 else name
+
+
+def instance_holders(styled: Styled, sample: Sample, gpu: Gpu, instance: MigInstance) -> Cell:
+    """Who runs in a MIG instance, by kind (`2 user`), or `· idle`."""
+    users = [
+        p
+        for p in sample.processes
+        if any(m.gi == instance.gi and m.ci in (instance.ci, None) for m in p.mig_on(gpu.index))
+    ]
+    if not users:
+        return Cell("· idle", "dim", sort_key=(0, 0))
+    counts = Counter(p.kind for p in users if p.kind in kinds.HOLDING)
+    holders = Cell(sort_key=(2, len(users)))
+    for i, kind in enumerate(k for k in kinds.HOLDING if counts.get(k)):
+        style = styled.style_of(kinds.STYLE[kind])
+        holders.add("  " if i else "").add(str(counts[kind]), style, keep=True).add(f" {kind}", style)
+    return holders

@@ -13,7 +13,7 @@ from gputui.model import Parent, Proc, Sample, brief_command
 from gputui.units import fmt_duration, fmt_memory, fmt_percent, index_runs
 
 from .. import fmt, kinds, tree
-from .table import ELLIPSIS, Cell, Column, KeyedTable, Row
+from .table import ELLIPSIS, Cell, Column, KeyedTable, Row, Styled
 
 ProcKey = tuple[int, int | None]
 CONTEXT = "~"  # the row key prefix of a tree's context rows (not in the list; see gputui.ui.tree)
@@ -307,7 +307,7 @@ class ProcTable(KeyedTable):
             "pid": Cell(str(proc.pid), sort_key=proc.pid),
             "user": Cell(fmt.safe(proc.user, 32) or "-", "" if proc.user else muted),
             "kind": Cell(kinds.proc_label(proc), kind_style, sort_key=kinds.ORDER.get(proc.kind, 9)),
-            "gpu": self.gpus_cell(proc, gpu),
+            "gpu": gpus_cell(self, proc, gpu),
             "mem": Cell(fmt_memory(mem, self.exact_memory), kind_style, sort_key=mem or 0),
             "sm": self.sm_cell(proc, gpu),
             "cpu": Cell(fmt_percent(proc.cpu_percent), sort_key=proc.cpu_percent or 0.0),
@@ -316,31 +316,6 @@ class ProcTable(KeyedTable):
             "elapsed": Cell(fmt_duration(proc.elapsed), sort_key=proc.elapsed or 0.0),
             "command": cmd,
         }
-
-    def gpus_cell(self, proc: Proc, gpu: int | None) -> Cell:
-        """The GPUs a process uses or holds (`0,1`, `0-3`); in a GPU's view, that GPU stands out."""
-        if not proc.gpus:
-            return Cell("-", self.style_of("proc--muted"), sort_key=(1, ()))
-        if proc.mig:
-            return self.mig_cell(proc, gpu)
-        cell = Cell(sort_key=(0, tuple(sorted(proc.gpus))))
-        for i, (text, indexes) in enumerate(index_runs(proc.gpus)):
-            if i:
-                cell.add(",")
-            here = gpu is not None and gpu in indexes
-            cell.add(text, self.style_of("proc--here") if here else "", keep=True)
-        return cell
-
-    def mig_cell(self, proc: Proc, gpu: int | None) -> Cell:
-        """A process in MIG instances: each GPU with its instance (`0:1.0`: GPU 0, GPU instance 1,
-        compute instance 0), the others by index."""
-        cell = Cell(sort_key=(0, tuple(sorted(proc.gpus))))
-        for i, index in enumerate(sorted(proc.gpus)):
-            if i:
-                cell.add(",")
-            text = ",".join(p.label for p in proc.mig_on(index)) or str(index)
-            cell.add(text, self.style_of("proc--here") if index == gpu else "", keep=True)
-        return cell
 
     def sm_cell(self, proc: Proc, gpu: int | None) -> Cell:
         """SM utilization on the GPU in view, or the highest over its GPUs on the host's view."""
@@ -370,6 +345,34 @@ def safe_command(record: Proc | Parent) -> str:
     if record.command:
         return fmt.safe(brief_command(list(record.command)))
     return f"[{fmt.safe(record.name)}]" if record.name else ""
+
+
+def gpus_cell(styled: Styled, proc: Proc, gpu: int | None) -> Cell:
+    """The GPUs a process uses or holds (`0,1`, `0-3`); in a GPU's view, that GPU stands out. The
+    process table's GPU column, and the GPU view's where it shows MIG instances."""
+    if not proc.gpus:
+        return Cell("-", styled.style_of("proc--muted"), sort_key=(1, ()))
+    if proc.mig:
+        return mig_cell(styled, proc, gpu)
+    cell = Cell(sort_key=(0, tuple(sorted(proc.gpus))))
+    for i, (text, indexes) in enumerate(index_runs(proc.gpus)):
+        if i:
+            cell.add(",")
+        here = gpu is not None and gpu in indexes
+        cell.add(text, styled.style_of("proc--here") if here else "", keep=True)
+    return cell
+
+
+def mig_cell(styled: Styled, proc: Proc, gpu: int | None) -> Cell:
+    """A process in MIG instances: each GPU with its instance (`0:1.0`: GPU 0, GPU instance 1,
+    compute instance 0), the others by index."""
+    cell = Cell(sort_key=(0, tuple(sorted(proc.gpus))))
+    for i, index in enumerate(sorted(proc.gpus)):
+        if i:
+            cell.add(",")
+        text = ",".join(p.label for p in proc.mig_on(index)) or str(index)
+        cell.add(text, styled.style_of("proc--here") if index == gpu else "", keep=True)
+    return cell
 
 
 def matches(proc: Proc, needle: str) -> bool:

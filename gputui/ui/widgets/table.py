@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Hashable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from rich.cells import cell_len
 from rich.console import JustifyMethod
@@ -51,6 +51,16 @@ from textual.widgets.data_table import ColumnKey, RowDoesNotExist, RowKey
 ELLIPSIS = "…"
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 Part = tuple[str, "str | Style"] | tuple[str, "str | Style", bool]  # (text, style[, keep whole])
+
+
+class Styled(Protocol):
+    """What builds cells: a widget that gives the Rich style of a component class and says whether
+    memory shows in exact MiB (a KeyedTable, or the GPU view's text), so a table's cells can be
+    shown elsewhere."""
+
+    exact_memory: bool
+
+    def style_of(self, name: str) -> Style: ...
 
 
 class Cell(Text):
