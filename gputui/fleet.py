@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import Event, HostFacts, Preflight, Sample, done_event
+from .model import Event, HostFacts, Preflight, ProcDetail, Sample, done_event
 from .probe.common import TERM_TIMEOUT, VERIFY_TIMEOUT, plan_deadline, plan_silence_limit
 from .transport.base import Link, TransportError
 
@@ -44,6 +44,7 @@ PLAN_EVENTS_MAX = 10_000  # events of one plan waiting for its reader; past that
 # kept (a flooding probe), except `done`, which always gets through
 PROBLEM_CHARS = 300  # the last problem a host reported, kept for its status line
 FULL_SCAN_FRESH = 0.5  # seconds a full-scan sample stays good enough to plan on
+DETAIL_TIMEOUT = 3.0  # seconds a probe has to answer a `detail` request (it reads one process)
 
 CONNECTING, LIVE, STALE, DOWN = "connecting", "live", "stale", "down"
 
@@ -157,6 +158,7 @@ class HostSession:
         self.hello = asyncio.Event()
         self.first_sample = asyncio.Event()
         self.full_scan_waiters: list[asyncio.Future[Sample]] = []
+        self.detail_waiters: dict[str, asyncio.Future[dict[str, Any] | None]] = {}
         self.opened = 0.0  # time.monotonic() when the current link came up
         self.acted = 0.0  # time.monotonic() when the last plan or reset began or ended
         self.last_problem: str | None = None  # the last error the probe (or its link) reported
@@ -203,6 +205,9 @@ class HostSession:
         self.hello.clear()
         for q in self.waiters.values():
             q.put_nowait(None)  # the plan's outcome is unknown: its waiter says so
+        for future in self.detail_waiters.values():
+            if not future.done():
+                future.set_result(None)
         with contextlib.suppress(Exception):
             await link.close()
 
@@ -314,6 +319,12 @@ class HostSession:
                     self.notify(v, "event", event)
             elif self._note():  # an event of no plan we wait for: informative, rate-limited
                 self.notify(v, "event", event)
+        elif kind == "detail":
+            rid = record.get("id")
+            asked = self.detail_waiters.get(rid) if isinstance(rid, str) else None
+            awaited = asked is not None
+            if asked is not None and not asked.done():
+                asked.set_result(record)
         elif kind == "error":
             plan = record.get("plan")
             q = self.waiters.get(plan) if isinstance(plan, str) else None
@@ -406,6 +417,30 @@ class Fleet:
         """Ask `host`'s probe for a sample now (after a plan: its verdict's GPUs, drawn at once)."""
         with contextlib.suppress(TransportError, KeyError):
             await self.sessions[host].send({"type": "sample", "v": 1})
+
+    async def request_detail(
+        self, host: str, pid: int, start_time: int, timeout: float = DETAIL_TIMEOUT
+    ) -> ProcDetail | None:
+        """One process of `host` in full, read by its probe now (docs/PROTOCOL.md "detail"), or None
+        when there is no answer within `timeout` (not connected, the link broke, a plan keeps the
+        probe busy) or the answer is about another process than (pid, start_time)."""
+        session = self.sessions.get(host)
+        if session is None:
+            return None
+        rid = uuid.uuid4().hex[:12]
+        future: asyncio.Future[dict[str, Any] | None] = asyncio.get_running_loop().create_future()
+        session.detail_waiters[rid] = future
+        try:
+            await session.send({"type": "detail", "v": 1, "id": rid, "pid": pid, "start_time": start_time})
+            record = await asyncio.wait_for(future, timeout)
+        except (TransportError, asyncio.TimeoutError):
+            return None
+        finally:
+            session.detail_waiters.pop(rid, None)
+        detail = ProcDetail.from_wire(record) if record is not None else None
+        if detail is None or detail.pid != pid or detail.start_time != start_time:
+            return None  # an answer about another process is not believed
+        return detail
 
     async def cancel(self, host: str, plan: str, reason: str) -> None:
         """Ask `host`'s probe to send no further signal for `plan` (it still verifies and reports).

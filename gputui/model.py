@@ -24,6 +24,8 @@ from .textsafe import printable
 __all__ = [
     "IDLE_SLACK",
     "KINDS",
+    "Ancestor",
+    "DeviceFd",
     "Event",
     "Gpu",
     "GpuVerdict",
@@ -32,9 +34,11 @@ __all__ = [
     "MemoryAccount",
     "MigInstance",
     "MigPlace",
+    "Parent",
     "PlanVerdict",
     "Preflight",
     "Proc",
+    "ProcDetail",
     "ProcessVerdict",
     "Sample",
     "brief_command",
@@ -50,6 +54,7 @@ MAX_PID = 1 << 22  # Linux's PID_MAX_LIMIT
 LADDER_MAX = 12  # steps of a reset ladder shown (the probe has four)
 MAX_PROCESSES = 2000  # process records taken from one sample (the probe sends at most 1,000, the
 # GPU users first); the rest of a larger one is counted in Sample.omitted, never parsed
+MAX_PARENTS = 256  # parents taken from one sample (the probe sends at most 64)
 
 
 # -- one field at a time -----------------------------------------------------------------------
@@ -550,6 +555,41 @@ class Proc:
 
 
 @dataclass(frozen=True, slots=True)
+class Parent:
+    """A parent of the sample's processes that is not one of them (a launcher, a shell, the sim's
+    session): the sample's `parents`, so the tree view can show a family as one."""
+
+    pid: int
+    start_time: int | None = None
+    ppid: int | None = None
+    name: str | None = None
+    command: tuple[str, ...] = ()
+    user: str | None = None
+    uid: int | None = None
+    state: str | None = None
+
+    @classmethod
+    def from_wire(cls, d: dict[str, Any]) -> Parent | None:
+        pid = _pid(d.get("pid"))
+        if pid is None:
+            return None
+        return cls(
+            pid=pid,
+            start_time=_count(d.get("start_time")),
+            ppid=_count(d.get("ppid")),
+            name=_str(d.get("name")),
+            command=_strs(d.get("command")),
+            user=_str(d.get("user")),
+            uid=_count(d.get("uid")),
+            state=_str(d.get("state")),
+        )
+
+    @property
+    def key(self) -> tuple[int, int | None]:
+        return (self.pid, self.start_time)
+
+
+@dataclass(frozen=True, slots=True)
 class HostMetrics:
     """The host's own load in a sample (docs/PROTOCOL.md `sample.host`); None where not known.
 
@@ -599,6 +639,8 @@ class Sample:
     host: HostMetrics | None = None  # the host's CPU, load, RAM, swap, uptime (None: an older probe)
     proc_util: ProcUtilState = field(default_factory=ProcUtilState, hash=False, compare=False)
     cost_ms: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
+    # The processes' parents that are not among them (a launcher, a shell): what joins a family.
+    parents: tuple[Parent, ...] = field(default=(), compare=False)
 
     @classmethod
     def from_wire(cls, d: dict[str, Any]) -> Sample:
@@ -619,6 +661,13 @@ class Sample:
             omitted=max(0, len(raw) - MAX_PROCESSES) + (_count(d.get("processes_omitted")) or 0),
             host=HostMetrics.from_wire(d.get("host")),
             cost_ms={k: v for k, v in costs.items() if v is not None},
+            parents=tuple(
+                p
+                for p in (
+                    Parent.from_wire(x) for x in _list(d.get("parents"))[:MAX_PARENTS] if isinstance(x, dict)
+                )
+                if p is not None
+            ),
             proc_util=ProcUtilState.from_wire(d.get("proc_util")),
         )
 
@@ -634,6 +683,129 @@ class Sample:
             return False
         base = gpu.memory_baseline if gpu.memory_baseline is not None else 0
         return gpu.memory_used <= base + IDLE_SLACK
+
+
+# -- one process in full: the answer to a `detail` request ----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Ancestor:
+    """One step of a process's parent chain (nearest first): PID, start time, name."""
+
+    pid: int
+    start_time: int | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceFd:
+    """A device file a process holds, by its file descriptor number."""
+
+    fd: int
+    path: str
+
+
+DETAIL_RESULTS = ("ok", "exited", "pid-reused", "refused")
+
+
+@dataclass(frozen=True, slots=True)
+class ProcDetail:
+    """One process in full, read from /proc by its host's probe when asked (docs/PROTOCOL.md
+    "detail"). `result`: ok, or why there is nothing to describe: exited, pid-reused (the PID is
+    another process's now), refused (the request was malformed). Fields the probe could not read
+    are None, with the reason in `unreadable` (e.g. {"cwd": "permission denied"})."""
+
+    pid: int
+    start_time: int | None
+    result: str
+    message: str | None = None
+    name: str | None = None
+    command: tuple[str, ...] = ()
+    cwd: str | None = None
+    exe: str | None = None
+    user: str | None = None
+    uid: int | None = None
+    state: str | None = None
+    ppid: int | None = None
+    pgid: int | None = None
+    sid: int | None = None
+    threads: int | None = None
+    started: float | None = None  # wall time (the host's clock)
+    elapsed: float | None = None
+    cpu_time: float | None = None  # seconds of CPU, user and system
+    rss: int | None = None
+    nspid: tuple[int, ...] = ()
+    cgroup: tuple[str, ...] = ()
+    container: str | None = None
+    fds: tuple[DeviceFd, ...] = ()
+    fds_more: int = 0
+    fd_count: int | None = None
+    parents: tuple[Ancestor, ...] = ()
+    parents_end: str | None = None  # init, probe, gone, none, limit
+    unreadable: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.result == "ok"
+
+    @property
+    def gone(self) -> bool:
+        """It has exited, or its PID belongs to another process now."""
+        return self.result in ("exited", "pid-reused")
+
+    @classmethod
+    def from_wire(cls, d: dict[str, Any]) -> ProcDetail | None:
+        """None for a record without a usable PID."""
+        pid = _pid(d.get("pid"))
+        if pid is None:
+            return None
+        result = d.get("result")
+        fds = []
+        for item in _list(d.get("fds"))[:1024]:
+            fd = _count(_dict(item).get("fd"))
+            path = _str(_dict(item).get("path"))
+            if fd is not None and path is not None:
+                fds.append(DeviceFd(fd, path))
+        parents = []
+        for item in _list(d.get("parents"))[:256]:
+            parent = _pid(_dict(item).get("pid"))
+            if parent is not None:
+                parents.append(Ancestor(parent, _count(item.get("start_time")), _str(item.get("name"))))
+        unreadable = {
+            printable(k): printable(v)
+            for k, v in list(_dict(d.get("unreadable")).items())[:32]
+            if isinstance(k, str) and isinstance(v, str)
+        }
+        return cls(
+            pid=pid,
+            start_time=_count(d.get("start_time")),
+            result=result if result in DETAIL_RESULTS else "refused",
+            message=_str(d.get("message")),
+            name=_str(d.get("name")),
+            command=_strs(d.get("command")),
+            cwd=_str(d.get("cwd")),
+            exe=_str(d.get("exe")),
+            user=_str(d.get("user")),
+            uid=_count(d.get("uid")),
+            state=_str(d.get("state")),
+            ppid=_count(d.get("ppid")),
+            pgid=_count(d.get("pgid")),
+            sid=_count(d.get("sid")),
+            threads=_int(d.get("threads"), 0, MAX_PID),
+            started=_float(d.get("started"), 0.0),
+            elapsed=_float(d.get("elapsed"), 0.0),
+            cpu_time=_float(d.get("cpu_time"), 0.0),
+            rss=_count(d.get("rss")),
+            nspid=_pids(d.get("nspid"))[:32],
+            cgroup=_strs(d.get("cgroup"))[:64],
+            container=_str(d.get("container")),
+            fds=tuple(fds),
+            fds_more=_count(d.get("fds_more")) or 0,
+            fd_count=_count(d.get("fd_count")),
+            parents=tuple(parents),
+            parents_end=_str(d.get("parents_end")),
+            unreadable=unreadable,
+        )
 
 
 # -- a running plan: events, and the verdict its `done` event carries ------------------------------

@@ -122,3 +122,88 @@ async def test_plan_cut_by_a_lost_link_ends_with_outcome_unknown():
         assert events[-1].stage == "done" and events[-1].result == "outcome-unknown"
     finally:
         await fleet.stop()
+
+
+async def test_request_detail_reads_one_process_on_a_real_probe():
+    from gputui.model import ProcDetail
+
+    fleet = Fleet()
+    view = fleet.add("w", lambda: LocalLink(sim_host("w", scenario="workers"), interval=0.2), interval=0.2)
+    fleet.start()
+    try:
+        assert await wait_for(lambda: view.sample is not None and len(view.sample.processes) >= 6, 60)
+        sample = view.sample
+        launcher = next(p for p in sample.processes if p.kind == "user" and p.command[-1:] == ("3",))
+        # The sim's session process is every job's parent: not listed, it comes as a parent.
+        [session] = [p for p in sample.parents if p.pid == launcher.ppid]
+        assert session.start_time is not None and session.name
+        detail = await fleet.request_detail("w", launcher.pid, launcher.start_time)
+        assert isinstance(detail, ProcDetail) and detail.ok and not detail.gone
+        assert detail.command == launcher.command and detail.cwd and detail.threads
+        assert detail.parents[0].pid == session.pid and detail.parents_end == "probe"
+        assert {f.path for f in detail.fds} >= set(launcher.holds)
+        other = await fleet.request_detail("w", launcher.pid, launcher.start_time + 1)
+        assert other is not None and other.result == "pid-reused" and other.gone and other.command == ()
+        assert await fleet.request_detail("nowhere", 1, 1) is None
+    finally:
+        await fleet.stop()
+
+
+async def test_request_detail_gives_up_and_believes_no_answer_about_another_process():
+    from gputui.transport.replay import ReplayLink
+
+    hello = {"type": "hello", "v": 1, "pid": 9, "read_only": False, "host": {"hostname": "x"}}
+    answers = []
+
+    class Liar(ReplayLink):
+        """Answers every detail request about the next PID."""
+
+        def __init__(self):
+            super().__init__([hello])
+            self.inbox = asyncio.Queue()
+
+        async def recv(self):
+            if not self._hello_sent:
+                return await super().recv()
+            return await self.inbox.get()
+
+        async def send(self, message):
+            if message.get("type") == "detail":
+                answer = dict(message, type="detail", pid=message["pid"] + 1, result="ok")
+                answers.append(answer)
+                self.inbox.put_nowait(answer)
+
+        async def close(self):
+            self.inbox.put_nowait(None)
+
+    class Silent(ReplayLink):
+        async def send(self, message):
+            self.sent.append(message)  # never answers
+
+    silent = Fleet()
+    silent.add("s", lambda: Silent([hello]))
+    liar = Fleet()
+    liar.add("l", Liar)
+    for fleet in (silent, liar):
+        fleet.start()
+    try:
+        await asyncio.sleep(0.1)
+        assert await silent.request_detail("s", 5, 7, timeout=0.3) is None
+        assert await liar.request_detail("l", 5, 7, timeout=60) is None
+        assert len(answers) == 1 and answers[0]["pid"] == 6  # answered, and not believed
+        # A recording answers for the processes it has a detail record of, and calls others exited.
+        recorded = {"type": "detail", "v": 1, "pid": 5, "start_time": 7, "result": "ok", "cwd": "/x"}
+        replay = Fleet()
+        replay.add("r", lambda: ReplayLink([hello, recorded]))
+        replay.start()
+        try:
+            await asyncio.sleep(0.1)
+            found = await replay.request_detail("r", 5, 7)
+            gone = await replay.request_detail("r", 5, 8)
+            assert found is not None and found.ok and found.cwd == "/x"
+            assert gone is not None and gone.result == "exited" and gone.gone
+        finally:
+            await replay.stop()
+    finally:
+        await silent.stop()
+        await liar.stop()

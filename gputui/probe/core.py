@@ -42,6 +42,12 @@ MAX_TEXT = 256  # characters of a name, user or container; more: "<first 256>…
 MAX_HOLDS = 64  # device files listed per process; more: a last entry "... (N more)"
 MAX_LINKS = 256  # linked PIDs per process (the lowest ones)
 MAX_PROCESSES = 1000  # process records per sample; the rest is counted in `processes_omitted`
+# The processes' parents that are not in the sample (a launcher, a shell), so the app can draw a
+# family as one tree: at most MAX_PARENTS, MAX_DEPTH up each chain, their commands kept short.
+MAX_PARENTS = 64
+MAX_DEPTH = 32
+PARENT_ARGS = 8  # arguments of a parent's command line, of at most PARENT_ARG characters
+PARENT_ARG = 64
 # Seconds between preflight readings by default (clocks, ECC, PCIe...: slower than a sample).
 PREFLIGHT_S = 10.0
 # Seconds between per-process utilization readings by default: NVML's query cost 2.5 ms on 2 x H200,
@@ -341,6 +347,7 @@ class Probe(object):
         omitted = max(0, len(processes) - MAX_PROCESSES)
         if omitted:
             processes = keep_first(processes, lambda count, _proc: count < MAX_PROCESSES)
+        parents = self.parents(processes)
         t3 = time.perf_counter()
         host = self.host_metrics.read()
         t_host = time.perf_counter()
@@ -354,6 +361,7 @@ class Probe(object):
             "gpus": gpus,
             "processes": processes,
             "processes_omitted": omitted,
+            "parents": parents,
             "host": host,
             "proc_util": self.proc_util_state(),
             "scan": {
@@ -497,6 +505,54 @@ class Probe(object):
             del self._known[key]
         for pid in [p for p in self._gpu_seen if p not in alive]:
             del self._gpu_seen[pid]
+
+    def parents(self, records):
+        # type: (List[Dict[str, Any]]) -> List[Dict[str, Any]]
+        """The ancestors of `records` that are not among them, up each chain to PID 1 or the
+        probe's own chain (both excluded: they would tie every process together), at most
+        MAX_PARENTS: what joins a launcher's ranks, or a shell's jobs, into one family."""
+        listed = set(r["pid"] for r in records)
+        stop = self._ancestors | {0, 1, 2}
+        out = []  # type: List[Dict[str, Any]]
+        seen = set()  # type: Set[int]
+        for record in records:
+            ppid = record.get("ppid")
+            depth = 0
+            while isinstance(ppid, int) and ppid not in listed and ppid not in stop and ppid not in seen:
+                if depth == MAX_DEPTH or len(out) == MAX_PARENTS:
+                    break
+                stat = read_stat(ppid, self.proc)
+                if stat is None:
+                    break
+                seen.add(ppid)
+                known = self._known.get((ppid, stat.start_time))
+                if known is None:
+                    known = self._known[(ppid, stat.start_time)] = _Known(ppid, self.proc)
+                command = [clip_text(arg, PARENT_ARG) for arg in clip_list(known.cmdline, PARENT_ARGS)]
+                out.append(
+                    {
+                        "pid": ppid,
+                        "start_time": stat.start_time,
+                        "ppid": stat.ppid,
+                        "name": clip_text(stat.comm),
+                        "command": command,
+                        "user": clip_text(user_name(known.uid)),
+                        "uid": known.uid,
+                        "state": stat.state,
+                    }
+                )
+                ppid = stat.ppid
+                depth += 1
+        return out
+
+    def detail(self, record):
+        # type: (Dict[str, Any]) -> Dict[str, Any]
+        """The answer to a `detail` request: one process in full, read now (probe/detail.py)."""
+        from .detail import describe
+
+        return describe(
+            record, self.scanner.prefix, self.pid, self._ancestors, self.argv, self.proc, self._boot
+        )
 
     # -- facts for the kill engine -----------------------------------------------------------
 

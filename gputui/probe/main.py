@@ -171,6 +171,8 @@ class Loop(object):
             from .reset import execute as reset
 
             reset(self.probe, record, self.emit)
+        elif kind == "detail":
+            self.emit(self.probe.detail(record))
 
     def configure(self, record):
         # type: (Dict[str, Any]) -> None

@@ -30,8 +30,8 @@ HOST_LIMITS = {
     "uptime": (0.0, 1e10, float),  # seconds since boot
 }  # type: Dict[str, Tuple[Any, Any, type]]
 
-PROBE_TYPES = ("hello", "sample", "event", "error")
-APP_TYPES = ("configure", "sample", "plan", "cancel", "reset", "quit")
+PROBE_TYPES = ("hello", "sample", "event", "error", "detail")
+APP_TYPES = ("configure", "sample", "plan", "cancel", "reset", "quit", "detail")
 
 
 def interval_problem(value):

@@ -3,6 +3,8 @@
 Real probes report real PIDs, times and sparkline histories that differ on every run; a recording
 (one JSON record per line, exactly what a probe wrote on stdout) does not. `ReplayLink` hands the
 fleet the recorded `hello`, then the samples, then waits forever, so the host keeps its last state.
+Recorded `detail` records are not played: they answer the app's `detail` requests for their (pid,
+start time), with the request's id; a request for another process is answered `exited`.
 Nothing here reads the clock: stale detection stays the fleet's job (give the fleet an interval
 longer than the test when a host must stay live after the recording ends).
 """
@@ -49,7 +51,9 @@ class ReplayLink:
         records = list(records)
         hellos = [r for r in records if r.get("type") == "hello"]
         self.hello = hellos[0] if hellos else None
-        self.records = [r for r in records if r.get("type") != "hello"]
+        self.records = [r for r in records if r.get("type") not in ("hello", "detail")]
+        self.details = {(r.get("pid"), r.get("start_time")): r for r in records if r.get("type") == "detail"}
+        self._answers: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.loop = loop
         self.rate = rate
         self.sent: list[dict[str, Any]] = []
@@ -71,10 +75,11 @@ class ReplayLink:
         if not self._hello_sent:
             self._hello_sent = True
             return dict(self.hello or {})
+        if not self._answers.empty():
+            return self._answers.get_nowait()
         if self._position >= len(self.records):
             if not self.loop or not self.records:
-                await self._closed.wait()  # hold the last state until the fleet closes the link
-                return None
+                return await self._answer_or_close()  # hold the last state until the fleet closes the link
             self._seq_offset += self._last_seq
             self._position = 0
         # Even at full speed, yield to the event loop between records so the UI keeps running.
@@ -85,8 +90,26 @@ class ReplayLink:
             record = dict(record, seq=record["seq"] + self._seq_offset)
         return record
 
+    async def _answer_or_close(self) -> dict[str, Any] | None:
+        answer = asyncio.ensure_future(self._answers.get())
+        closed = asyncio.ensure_future(self._closed.wait())
+        done, pending = await asyncio.wait({answer, closed}, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        return answer.result() if answer in done else None
+
     async def send(self, message: dict[str, Any]) -> None:
         self.sent.append(message)
+        if message.get("type") == "detail":
+            key = (message.get("pid"), message.get("start_time"))
+            recorded = self.details.get(key)
+            answer = (
+                dict(recorded) if recorded is not None else {"type": "detail", "v": 1, "result": "exited"}
+            )
+            answer.update(id=message.get("id"), pid=key[0], start_time=key[1])
+            if recorded is None:
+                answer["message"] = "no such process: it has exited"
+            self._answers.put_nowait(answer)
 
     async def close(self) -> None:
         self._closed.set()

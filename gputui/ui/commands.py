@@ -30,7 +30,8 @@ class Entry:
 
 
 class GpuTuiCommands(Provider):
-    """Free GPU, free host, sweep, switch host, pause, MiB, GPU view, export, the action log."""
+    """Free GPU, free host, sweep, switch host, pause, MiB, GPU view, process tree and detail,
+    export, the action log."""
 
     def _main(self) -> MainScreen | None:
         stack = self.app.screen_stack
@@ -51,6 +52,19 @@ class GpuTuiCommands(Provider):
                     f"GPU view: {which} on {fmt.safe(scope.host, 40)}",
                     "memory, settings and history of one GPU (i)",
                     partial(act, "gpu_detail"),
+                )
+            tree_on = main.proc_table.tree_mode
+            yield Entry(
+                "Processes as a list" if tree_on else "Processes as a tree",
+                "t: each process under its parent; - and + fold and unfold a family",
+                partial(act, "toggle_tree"),
+            )
+            at = main.proc_table.cursor_any_key
+            if scope is not None and at is not None:
+                yield Entry(
+                    f"Process detail: PID {at[0][0]}",
+                    "d: everything about the process under the process table's cursor",
+                    partial(act, "proc_detail"),
                 )
             paused = main.paused
             yield Entry(

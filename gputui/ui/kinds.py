@@ -13,6 +13,7 @@ from .fmt import safe
 GLYPHS = {"user": "■", "ghost": "◇", "hidden": "▲", "monitor": "○", "zombie": "✕"}
 ORDER = {kind: i for i, kind in enumerate(KINDS)}  # user first: what an operator looks for
 HOLDING = ("user", "ghost", "hidden")  # kinds that keep a GPU from being free
+KILLABLE = ("user", "hidden")  # kinds a plan signals (a ghost is dead, a zombie has exited)
 MEANINGS = {
     "user": "NVML lists it on this GPU, with its memory",
     "ghost": "NVML lists a PID that is dead, a zombie or in another PID namespace",
@@ -24,6 +25,11 @@ STYLE = {kind: f"kind--{kind}" for kind in KINDS}
 
 _GHOST_REASONS = {"dead": "dead PID", "zombie": "zombie PID", "other-namespace": "PID not in this namespace"}
 _LINKS = {"pgid": "same process group as", "sid": "same session as", "ancestor": "descends from"}
+
+
+def killable(proc: Proc) -> bool:
+    """A process a plan would signal: a GPU user or a hidden holder, not protected."""
+    return proc.kind in KILLABLE and proc.protected is None
 
 
 def label(kind: str) -> str:

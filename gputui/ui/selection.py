@@ -50,6 +50,10 @@ class Selection:
         chosen[proc.key] = Chosen(host, proc.pid, proc.start_time, label(proc))
         return True
 
+    def add(self, host: str, proc: Proc) -> None:
+        """Select `proc` (kept if it already is)."""
+        self._by_host.setdefault(host, {})[proc.key] = Chosen(host, proc.pid, proc.start_time, label(proc))
+
     def keys(self, host: str) -> frozenset[ProcKey]:
         return frozenset(self._by_host.get(host, ()))
 

@@ -120,3 +120,13 @@ def no_cursor_blink(monkeypatch: pytest.MonkeyPatch) -> None:
         self.cursor_blink = False
 
     monkeypatch.setattr(Input, "__init__", init)
+
+
+@pytest.fixture(autouse=True)
+def utc(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Wall times (a process's start, in its detail) shown in local time read the same everywhere."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()

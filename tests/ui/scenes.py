@@ -22,8 +22,10 @@ from gputui.transport.replay import ReplayLink
 from gputui.ui import GpuTuiApp, make_app
 from gputui.ui.screens.gpu_detail import GpuDetailScreen
 from gputui.ui.screens.plan import PlanScreen
+from gputui.ui.screens.proc_detail import ProcDetailScreen
+from gputui.ui.widgets.proc_table import proc_row_key
 
-from .conftest import FROZEN, QUIET, build_app, recording, redrawn, settle
+from .conftest import FROZEN, HOSTS, QUIET, build_app, recording, redrawn, settle
 
 THEMES = ("gputui-dark", "gputui-light", "gputui-contrast")
 
@@ -60,6 +62,48 @@ def _records(hostile: bool) -> dict[str, list[dict[str, Any]]] | None:
 
 def _demo(theme: str, hostile: bool = True) -> GpuTuiApp:
     return build_app(theme=theme, records=_records(hostile))
+
+
+def with_parents(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`records` with each sample's `parents` as a probe of this version sends them: the recordings
+    before the `parents` field (tests/fixtures/record.py) have none. Added from the recording itself:
+    an unlisted parent of two or more listed processes (the sim's session, launcher of every
+    simulated job) is the probe's child (the "self" monitor), named as the sim names it. A no-op on
+    a recording that has them."""
+    out = []
+    for record in records:
+        if record["type"] == "sample" and "parents" not in record:
+            procs = record["processes"]
+            listed = {p["pid"] for p in procs}
+            probe = next((p for p in procs if p.get("reason") == "self"), None)
+            children: dict[int, list[dict[str, Any]]] = {}
+            for p in procs:
+                if p.get("ppid") not in listed and (p.get("ppid") or 0) > 1:
+                    children.setdefault(p["ppid"], []).append(p)
+            parents = [
+                {
+                    "pid": pid,
+                    "start_time": min(k["start_time"] for k in kids) - 1,
+                    "ppid": probe["pid"] if probe else None,
+                    "name": "python",
+                    "command": ["python", "-S", "/tmp/gputui-sim/bin/gputui_sim_session.py"],
+                    "user": kids[0].get("user"),
+                    "uid": kids[0].get("uid"),
+                    "state": "S",
+                }
+                for pid, kids in sorted(children.items())
+                if len(kids) >= 2
+            ]
+            record = dict(record, parents=parents)
+        out.append(record)
+    return out
+
+
+def _family(theme: str, hostile: bool = True) -> GpuTuiApp:
+    records = {
+        name: with_parents(demo_records(name) if not hostile else list(recording(name))) for name in HOSTS
+    }
+    return build_app(theme=theme, records=records)
 
 
 async def _fleet(pilot: Pilot[Any]) -> None:
@@ -230,6 +274,73 @@ def _gpu_view(gpu_row: int, host: bool = False) -> Callable[[Pilot[Any]], Awaita
     return run
 
 
+async def _procs(pilot: Pilot[Any]) -> None:
+    """demo-a's processes, focused."""
+    app: GpuTuiApp = pilot.app  # type: ignore[assignment]
+    await _host(pilot)
+    assert app._main is not None
+    app._main.proc_table.focus()
+    await redrawn(pilot)
+
+
+async def _tree(pilot: Pilot[Any]) -> None:
+    await _procs(pilot)
+    await pilot.press("t")  # families: the session under the probe, the ghost's child, the zombie
+    await redrawn(pilot)
+
+
+async def _tree_folded(pilot: Pilot[Any]) -> None:
+    """The tree with the family of the process that has a zombie child folded."""
+    app: GpuTuiApp = pilot.app  # type: ignore[assignment]
+    await _tree(pilot)
+    assert app._main is not None
+    table = app._main.proc_table
+    sample = app.fleet.view("demo-a").sample
+    assert sample is not None
+    zombie = next(p for p in sample.processes if p.kind == "zombie")
+    parent = next(p for p in sample.processes if p.pid == zombie.ppid)
+    assert table.move_to(proc_row_key(parent), scroll=True)
+    await pilot.press("minus")
+    await redrawn(pilot)
+
+
+def _detail_of(pick: Callable[[GpuTuiApp], str]) -> Callable[[Pilot[Any]], Awaitable[None]]:
+    """The process detail (d) of the process row `pick` names, once the probe's answer is drawn."""
+
+    async def run(pilot: Pilot[Any]) -> None:
+        app: GpuTuiApp = pilot.app  # type: ignore[assignment]
+        await _procs(pilot)
+        assert app._main is not None
+        assert app._main.proc_table.move_to(pick(app), scroll=True)
+        await pilot.press("d")
+        while not isinstance(app.screen, ProcDetailScreen) or app.screen.status == "reading":
+            await pilot.pause(0.02)
+        await pilot.pause()
+
+    return run
+
+
+def _hostile_row(app: GpuTuiApp) -> str:
+    sample = app.fleet.view("demo-a").sample
+    assert sample is not None
+    return proc_row_key(next(p for p in sample.processes if p.pid == HOSTILE_PID))
+
+
+def _tied_holder_row(app: GpuTuiApp) -> str:
+    """A ghost's hidden child (tied to it by process group): why it is a holder is the point."""
+    sample = app.fleet.view("demo-a").sample
+    assert sample is not None
+    return proc_row_key(next(p for p in sample.processes if p.kind == "hidden" and p.links))
+
+
+def _widest_user_row(app: GpuTuiApp) -> str:
+    """The GPU user on the most GPUs (memory per GPU)."""
+    sample = app.fleet.view("demo-a").sample
+    assert sample is not None
+    users = [p for p in sample.processes if p.kind == "user" and p.pid != HOSTILE_PID]
+    return proc_row_key(max(users, key=lambda p: (len(p.gpus), p.gpu_bytes)))
+
+
 async def _mib_gpu_view(pilot: Pilot[Any]) -> None:
     await _gpu_view(3, host=True)(pilot)
     await pilot.press("m")
@@ -258,6 +369,12 @@ SCENES = {
         Scene("ghost-view", (120, 40), _demo, _gpu_view(3, host=True)),  # demo-a's GPU 2: a ghost
         Scene("gpu-view-narrow", (80, 24), _preflight, _gpu_view(3)),  # GPU 2: throttling, cooling
         Scene("gpu-view-wide", (200, 50), _preflight, _gpu_view(4)),  # GPU 3: persistence off, ECC
+        Scene("tree", (120, 36), _family, _tree),
+        Scene("tree-narrow", (80, 24), _family, _tree),
+        Scene("tree-wide", (200, 50), _family, _tree_folded),
+        Scene("proc-detail", (120, 36), _demo, _detail_of(_hostile_row)),  # literal, every field
+        Scene("proc-detail-narrow", (80, 24), _demo, _detail_of(_tied_holder_row)),
+        Scene("proc-detail-wide", (200, 50), _demo, _detail_of(_widest_user_row)),
         Scene("gpu-view-mig", (120, 40), _mig, _gpu_view(1)),  # GPU 0 in MIG mode: three instances
         # The host header with the host's load; the fleet table's CPU and RAM columns when wide.
         Scene("host-metrics", (120, 36), _metrics, _host),

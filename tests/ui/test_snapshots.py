@@ -46,6 +46,13 @@ def test_gpu_view(snap_compare: Any, theme: str) -> None:
 
 
 @pytest.mark.parametrize("theme", THEMES)
+def test_process_tree(snap_compare: Any, theme: str) -> None:
+    """t on demo-a: the sim's session (a parent not in the list, dimmed) under the probe, its jobs
+    under it, the ghost's hidden child tied to it (dashed), the zombie under its parent."""
+    assert _compare(snap_compare, "tree", theme)
+
+
+@pytest.mark.parametrize("theme", THEMES)
 def test_host_metrics_header(snap_compare: Any, theme: str) -> None:
     """The host header line with the host's CPU, load, RAM, swap and uptime (demo-a: fixed figures)."""
     assert _compare(snap_compare, "host-metrics", theme)
@@ -71,6 +78,11 @@ def test_misc_screens(snap_compare: Any, scene: str) -> None:
 @pytest.mark.parametrize(
     "scene",
     [
+        "tree-narrow",
+        "tree-wide",
+        "proc-detail",
+        "proc-detail-narrow",
+        "proc-detail-wide",
         "preflight",
         "gpu-view-narrow",
         "gpu-view-wide",

@@ -31,6 +31,7 @@ from ..widgets.table import KeyedTable
 from .gpu_detail import GpuDetailScreen
 from .main import KILL_ACTIONS, MainScreen
 from .plan import PlanScreen
+from .proc_detail import ProcDetailScreen
 
 SECTIONS: tuple[tuple[str, tuple[type, ...]], ...] = (
     ("Everywhere", (MainScreen, Screen, App)),
@@ -42,6 +43,7 @@ SECTIONS: tuple[tuple[str, tuple[type, ...]], ...] = (
     ("Filter box", (FilterBar,)),
     ("Confirmation dialog (f, F, x)", (PlanScreen,)),
     ("GPU view (i)", (GpuDetailScreen,)),
+    ("Process detail (d)", (ProcDetailScreen,)),
 )
 KILL_SECTIONS = {"Confirmation dialog (f, F, x)"}  # not shown read-only: there is no dialog
 EXTRA: dict[str, list[tuple[str, str]]] = {

@@ -16,16 +16,17 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import DataTable, Input, Static
 
 from gputui.fleet import LIVE, REASONS, HostView
-from gputui.model import Proc, ProcUtilState
+from gputui.model import Parent, Proc, ProcUtilState
 from gputui.operate import Request
 from gputui.words import count
 
-from .. import fmt
+from .. import fmt, kinds
 from ..context import Dashboard
 from ..intents import PlanRequested
 from ..selection import Selection
@@ -35,13 +36,14 @@ from ..widgets.fleet_table import FleetTable
 from ..widgets.footer import Footer
 from ..widgets.gpu_table import ALL, GpuTable
 from ..widgets.host_list import ALL_HOSTS, HostList, busy_total
-from ..widgets.proc_table import ProcScope, ProcTable
+from ..widgets.proc_table import ProcScope, ProcTable, key_of
 from ..widgets.status import HostNotice, Legend, StatusLine
 from ..widgets.table import KeyedTable
 from .gpu_detail import GpuDetailScreen
+from .proc_detail import ProcDetailScreen
 
 NARROW = 100  # columns: below this the host list starts hidden (b shows it)
-KILL_ACTIONS = ("toggle_select", "free_gpu", "free_host", "plan")
+KILL_ACTIONS = ("toggle_select", "free_gpu", "free_host", "plan", "tag_user")
 
 
 def sm_words(util: ProcUtilState, host: bool) -> str:
@@ -90,8 +92,9 @@ class MainScreen(Screen[None]):
         Binding("b", "toggle_hosts", "Host list", show=False, tooltip="show or hide the host list"),
         Binding("left_square_bracket", "step_host(-1)", "Previous host", key_display="[", show=False),
         Binding("right_square_bracket", "step_host(1)", "Next host", key_display="]", show=False),
+        Binding("t", "toggle_tree", "Tree", tooltip="processes as a tree of families (again: a list)"),
         Binding(
-            "t", "app.next_theme", "Next theme", show=False, tooltip="next gputui theme (ctrl+p: any theme)"
+            "T", "app.next_theme", "Next theme", show=False, tooltip="next gputui theme (ctrl+p: any theme)"
         ),
         Binding(
             "z,Z",
@@ -118,6 +121,8 @@ class MainScreen(Screen[None]):
         self._focus_before_filter: Widget | None = None
         self._shown_once = False
         self._kills_offered: bool | None = None  # what the footer shows now
+        self.following: str | None = None  # the process row the cursor follows (.), by row key
+        self._following_host: str | None = None
         # Paused (z): the views as they were, drawn instead of the fleet's until z again. Samples
         # keep arriving into the fleet (the kill flow plans from fresh scans, never from these).
         self._frozen: dict[str, HostView] | None = None
@@ -322,10 +327,12 @@ class MainScreen(Screen[None]):
         if scope is None:
             fmt.set_title(self.proc_table, "Processes")
             self.proc_table.sync({})
+            self._keep_following()
             return
         view = self.view(scope.host)
         selected = self.selection.keys(scope.host)
         self.proc_table.show(view.sample, scope, self.proc_filter, selected)
+        self._keep_following()
         self._procs_title()
 
     def _procs_title(self) -> None:
@@ -340,7 +347,15 @@ class MainScreen(Screen[None]):
             if scope.gpu is None
             else f"GPU {scope.gpu} · memory on GPU {scope.gpu}"
         )
-        title = f"Processes · {fmt.safe(scope.host, 40)} · {where}"
+        title = f"Processes · {fmt.safe(scope.host, 40)}"
+        # What the operator switched on comes before the explanations, which a narrow pane cuts.
+        if self.proc_table.tree_mode:
+            title += " · tree"
+        if self.following is not None:
+            title += f" · following PID {key_of(self.following)[0]}"
+            if self.following not in self.proc_table.rows_data():
+                title += " (not in this list)"
+        title += f" · {where}"
         sample = self.view(scope.host).sample
         if sample is not None and self.proc_table.width_of("sm"):
             title += " · " + sm_words(sample.proc_util, scope.gpu is None)
@@ -362,10 +377,71 @@ class MainScreen(Screen[None]):
     def _command_scrolled(self) -> None:
         self.refresh_procs()
 
+    @on(ProcTable.TreeChanged)
+    def _tree_changed(self) -> None:
+        self.refresh_procs()
+
     @on(KeyedTable.Sorted)
     def _sorted(self) -> None:
+        if self.proc_table.tree_mode:
+            self.refresh_procs()  # the branches follow the siblings' new order
         self._procs_title()
         self._fleet_title()
+
+    def action_toggle_tree(self) -> None:
+        self.proc_table.tree_mode = not self.proc_table.tree_mode
+        self.refresh_procs()
+        self.refresh_bindings()
+
+    # -- following a process (.) -------------------------------------------------------------
+
+    def action_follow(self) -> None:
+        key = self.proc_table.cursor_key
+        if key is None:
+            return
+        if self.following == key:
+            self._unfollow(f"No longer following PID {key_of(key)[0]}.")
+            return
+        if self.proc_table.cursor_proc_key is None:
+            self.notify("Only a process of the list can be followed (this row only joins a family).")
+            return
+        self.following = key
+        self._following_host = self._proc_scope.host if self._proc_scope is not None else None
+        self._procs_title()
+
+    def _unfollow(self, words: str, severity: SeverityLevel = "information") -> None:
+        self.following = None
+        self.notify(words, severity=severity, timeout=4)
+        self._procs_title()
+
+    def _keep_following(self) -> None:
+        """After a refresh: the cursor on the followed process, in view. Out of this list (another
+        GPU's, filtered out, in a folded family) it is still followed, and the cursor goes back to it
+        when it is listed again; on another host, or exited, following ends."""
+        key = self.following
+        if key is None:
+            return
+        table = self.proc_table
+        if key in table.rows_data():
+            table.move_to(key)
+            table.reveal_cursor()
+            return
+        pid_start = key_of(key)
+        scope = self._proc_scope
+        if scope is None or scope.host != self._following_host:
+            self._unfollow(f"No longer following PID {pid_start[0]} (another host in view).")
+            return
+        sample = self.view(scope.host).sample
+        if sample is None or not any(p.key == pid_start for p in sample.processes):
+            self._unfollow(f"PID {pid_start[0]} has exited: no longer following it.", "warning")
+
+    @on(DataTable.RowHighlighted, "#procs")
+    def _proc_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        # The cursor as it is now (a refresh moves rows, and puts it back on its process): a move
+        # to another row is the operator's, and ends following.
+        key = self.following
+        if key is not None and key in self.proc_table.rows_data() and self.proc_table.cursor_key != key:
+            self._unfollow(f"No longer following PID {key_of(key)[0]} (the cursor moved).")
 
     # -- host selection ----------------------------------------------------------------------
 
@@ -531,7 +607,7 @@ class MainScreen(Screen[None]):
         if action in KILL_ACTIONS:
             if self.kill_refusal() is not None:
                 return False  # not offered: hidden from the footer and the help; the key says why
-            if action == "toggle_select" and self.focused is not self.proc_table:
+            if action in ("toggle_select", "tag_user") and self.focused is not self.proc_table:
                 return None
         if action == "refuse":
             return self.kill_refusal() is not None  # only where the kill action itself is not offered
@@ -573,6 +649,7 @@ class MainScreen(Screen[None]):
                 "free_host": "Free host",
                 "plan": "Plan",
                 "toggle_select": "Select",
+                "tag_user": "Tag user",
             }.get(action, "Kill")
             self.notify(reason, title=f"{what}: not offered here", severity="warning", timeout=6)
 
@@ -594,6 +671,61 @@ class MainScreen(Screen[None]):
         self.selection.toggle(scope.host, proc)
         self.refresh_procs()
         self.proc_table.action_cursor_down()
+
+    def action_tag_user(self) -> None:
+        """Select every process of the user under the cursor in this list (again: unselect them);
+        only those a plan would signal (GPU users and hidden holders, none protected)."""
+        key = self.proc_table.cursor_proc_key
+        scope = self._proc_scope
+        if scope is None or self.proc_table.cursor_key is None:
+            return
+        if key is None:
+            self.notify(
+                "This row only joins a family (not in the list): put the cursor on a process to tag its user."
+            )
+            return
+        proc = next((p for p in self.proc_table.in_view if p.key == key), None)
+        if proc is None:
+            return
+        if not proc.user:
+            self.notify(f"PID {proc.pid} has no user to go by (not in /proc): nothing tagged.")
+            return
+        user = fmt.safe(proc.user, 40)
+        mine = [p for p in self.proc_table.in_view if p.user == proc.user]
+        chosen = [p for p in mine if kinds.killable(p)]
+        left = len(mine) - len(chosen)
+        held = self.selection.keys(scope.host)
+        if chosen and all(p.key in held for p in chosen):
+            self.selection.discard(scope.host, (p.key for p in chosen))
+            self.notify(f"Unselected {count(len(chosen), 'process', 'processes')} of {user}.", timeout=4)
+        elif chosen:
+            for p in chosen:
+                self.selection.add(scope.host, p)
+            words = f"Selected {count(len(chosen), 'process', 'processes')} of {user}"
+            if left:
+                words += (
+                    f" ({left} more not selectable: monitors, zombies and protected ones are never tagged)"
+                )
+            self.notify(words + ".", timeout=4)
+        else:
+            self.notify(f"None of {user}'s processes here can be selected (monitors, zombies, protected).")
+        self.refresh_procs()
+
+    def action_proc_detail(self) -> None:
+        """The process under the cursor in full (a context row of the tree too)."""
+        scope = self._proc_scope
+        at = self.proc_table.cursor_any_key
+        if scope is None or at is None:
+            return
+        sample = self.view(scope.host).sample
+        if sample is None:
+            return
+        (pid, start), _ = at
+        record: Proc | Parent | None = next((p for p in sample.processes if p.key == (pid, start)), None)
+        if record is None:
+            record = next((p for p in sample.parents if p.key == (pid, start)), None)
+        if record is not None:
+            self.app.push_screen(ProcDetailScreen(scope.host, record))
 
     def _request(self, scope: str, gpus: tuple[int, ...] = ()) -> None:
         host = self._target_host()

@@ -4,22 +4,33 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
-from gputui.model import Proc, Sample
+from gputui.model import Parent, Proc, Sample, brief_command
 from gputui.units import fmt_duration, fmt_memory, fmt_percent, index_runs
 
-from .. import fmt, kinds
+from .. import fmt, kinds, tree
 from .table import ELLIPSIS, Cell, Column, KeyedTable, Row, Styled
 
 ProcKey = tuple[int, int | None]
+CONTEXT = "~"  # the row key prefix of a tree's context rows (not in the list; see gputui.ui.tree)
 
 
-def proc_row_key(proc: Proc) -> str:
+def proc_row_key(proc: Proc | Parent) -> str:
     return f"{proc.pid}:{proc.start_time if proc.start_time is not None else '-'}"
+
+
+def context_row_key(record: Proc | Parent) -> str:
+    return CONTEXT + proc_row_key(record)
+
+
+def key_of(row_key: str) -> ProcKey:
+    """(pid, start time) of a row key, a context row's too."""
+    pid, _, start = row_key.removeprefix(CONTEXT).partition(":")
+    return (int(pid), None if start == "-" else int(start))
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +65,8 @@ class ProcTable(KeyedTable):
         "proc--warn",
         "proc--selected",
         "proc--here",
+        "proc--context",
+        "proc--tree",
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
@@ -72,11 +85,40 @@ class ProcTable(KeyedTable):
         ),
         Binding("left", "scroll_command(-1)", "Command ←", show=False, tooltip="back towards their start"),
         Binding("home", "scroll_command(0)", "Command start", show=False, tooltip="their start again"),
+        Binding("d", "screen.proc_detail", "Detail", tooltip="everything about the process under the cursor"),
+        Binding(
+            "u",
+            "screen.tag_user",
+            "Tag user",
+            show=False,
+            tooltip="select every process of its user here (again: unselect)",
+        ),
+        Binding(
+            "full_stop",
+            "screen.follow",
+            "Follow",
+            key_display=".",
+            show=False,
+            tooltip="keep the cursor on this process as rows move (again: stop)",
+        ),
+        Binding("u", "screen.refuse('tag_user')", show=False),
+        Binding(
+            "minus",
+            "fold",
+            "Fold",
+            key_display="-",
+            show=False,
+            tooltip="tree: fold the family under the cursor",
+        ),
+        Binding("plus", "unfold", "Unfold", key_display="+", show=False, tooltip="tree: unfold it again"),
     ]
     COMMAND_STEP = 16  # characters per press of → or ←
 
     class CommandScrolled(Message):
         """The command column shows another part of the command lines: the rows need a new sync."""
+
+    class TreeChanged(Message):
+        """A family was folded or unfolded: the rows need a new sync."""
 
     def __init__(self, *, id: str | None = None, selectable: bool = True) -> None:
         super().__init__(id=id)
@@ -85,6 +127,14 @@ class ProcTable(KeyedTable):
         # other columns stay in place, so the PID and the memory stay in view).
         self.command_offset = 0
         self._longest_command = 0
+        # The tree view (t): families drawn with box characters; folded nodes by row key.
+        self.tree_mode = False
+        self.folded: set[str] = set()
+        self._tree: dict[str, tree.Node] = {}
+        self._tree_version = 0  # one more for each tree built: what the order kept was made from
+        self._order: tuple[tuple[Any, ...], list[tree.Line]] | None = None
+        # The processes the list holds now (scope and filter; a folded family's included).
+        self.in_view: tuple[Proc, ...] = ()
 
     def action_scroll_command(self, direction: int) -> None:
         if direction == 0:
@@ -114,12 +164,122 @@ class ProcTable(KeyedTable):
             procs = tuple(p for p in procs if scope.gpu in p.gpus)
         needle = filter_text.casefold()
         self._longest_command = max((len(kinds.command(p)) for p in procs), default=0)
+        listed = tuple(p for p in procs if not needle or matches(p, needle))
+        self.in_view = listed
         rows: dict[str, Row] = {}
-        for proc in procs:
-            if needle and not matches(proc, needle):
-                continue
+        for proc in listed:
             rows[proc_row_key(proc)] = self.row(proc, sample, scope.gpu, proc.key in selected)
+        if self.tree_mode:
+            rows = self._tree_rows(rows, listed, sample, scope.gpu)
+        else:
+            self._tree, self._order = {}, None
         self.sync(rows)
+
+    def _tree_rows(
+        self, rows: dict[str, Row], listed: tuple[Proc, ...], sample: Sample | None, gpu: int | None
+    ) -> dict[str, Row]:
+        """The rows of the tree: the listed ones and the context that joins them, in tree order, each
+        command prefixed with its branch of the tree."""
+        self._tree = tree.build(((proc_row_key(p), p) for p in listed), sample, context_row_key)
+        self._tree_version += 1
+        for node in self._tree.values():
+            if node.context:
+                rows[node.key] = self.context_row(node.record, sample, gpu)
+        self.folded &= set(self._tree)
+        branch = self.style_of("proc--tree")
+        muted = self.style_of("proc--muted")
+        drawn: dict[str, Row] = {}
+        for line in self._lines(rows):
+            row = dict(rows[line.key])
+            cell = Cell(sort_key=row["command"].sort_key)
+            cell.add(line.prefix, branch)
+            start = len(cell.plain)
+            cell.append_text(row["command"])
+            cell.keep = tuple((a + start, b + start) for a, b in row["command"].keep)
+            if line.folded:
+                cell.add(f" (+{line.folded} folded)", muted)
+            row["command"] = cell
+            drawn[line.key] = row
+        return drawn
+
+    def _lines(self, rows: dict[str, Row]) -> list[tree.Line]:
+        """The tree's rows in order (kept for the same tree, sort and folds: the table asks for the
+        order again as it syncs the rows this order was made from; 25 ms at 1,000 processes)."""
+        column, reverse = self.sort_column or ("pid", False)
+        signature = (self._tree_version, column, reverse, frozenset(self.folded))
+        if self._order is not None and self._order[0] == signature:
+            return self._order[1]
+
+        def sort_key(key: str) -> Any:
+            row = rows.get(key)
+            return row[column].sort_key if row is not None and column in row else 0
+
+        lines = tree.lines(self._tree, sort_key, reverse, self.folded)
+        self._order = (signature, lines)
+        return lines
+
+    def row_order(self) -> list[str] | None:
+        if not self.tree_mode:
+            return None
+        return [line.key for line in self._lines(dict(self.rows_data()))]
+
+    def context_row(self, record: Proc | Parent, sample: Sample | None, gpu: int | None) -> Row:
+        """A process the tree shows only to join a family (not in the list): dimmed, never selected."""
+        muted = self.style_of("proc--context")
+        if isinstance(record, Proc):
+            row = self.row(record, sample, gpu, False)
+            for cell in row.values():
+                cell.stylize(muted)
+            return row
+        command = safe_command(record)
+        state = record.state or "-"
+        return {
+            "sel": Cell(" ", sort_key=True),
+            "pid": Cell(str(record.pid), muted, sort_key=record.pid),
+            "user": Cell(fmt.safe(record.user, 32) or "-", muted),
+            "kind": Cell("-", muted, sort_key=len(kinds.ORDER)),
+            "gpu": Cell("-", muted, sort_key=(1, ())),
+            "mem": Cell("-", muted, sort_key=0),
+            "sm": Cell("-", muted, sort_key=-1),
+            "cpu": Cell("-", muted, sort_key=0.0),
+            "rss": Cell("-", muted, sort_key=0),
+            "state": Cell(state, muted, sort_key=state),
+            "elapsed": Cell("-", muted, sort_key=0.0),
+            "command": Cell(command, muted, sort_key=command.casefold()),
+        }
+
+    def reveal_cursor(self) -> None:
+        """Scroll so the cursor's row is in view (a followed process that moved)."""
+        self._scroll_cursor_into_view()
+
+    def action_fold(self) -> None:
+        """Fold the family under the cursor (on a row without one: its parent's, the cursor going there)."""
+        key = self.cursor_key
+        if key is None or key not in self._tree:
+            return
+        if not any(node.parent == key for node in self._tree.values()):
+            key = tree.family(self._tree, key) or ""
+            if not key:
+                return
+            self.move_to(key, scroll=True)
+        self.folded.add(key)
+        self.post_message(self.TreeChanged())
+
+    def action_unfold(self) -> None:
+        key = self.cursor_key
+        if key is not None and key in self.folded:
+            self.folded.discard(key)
+            self.post_message(self.TreeChanged())
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("fold", "unfold"):
+            return self.tree_mode
+        return super().check_action(action, parameters)
+
+    def forget(self) -> None:
+        self.folded.clear()
+        self._tree, self._order = {}, None
+        super().forget()
 
     def row(self, proc: Proc, sample: Sample | None, gpu: int | None, selected: bool) -> Row:
         muted = self.style_of("proc--muted")
@@ -166,11 +326,25 @@ class ProcTable(KeyedTable):
 
     @property
     def cursor_proc_key(self) -> ProcKey | None:
+        """(pid, start time) of the process under the cursor; None on a tree's context row (not in
+        the list: never selected, never killed from here)."""
         key = self.cursor_key
-        if key is None:
+        if key is None or key.startswith(CONTEXT):
             return None
-        pid, _, start = key.partition(":")
-        return (int(pid), None if start == "-" else int(start))
+        return key_of(key)
+
+    @property
+    def cursor_any_key(self) -> tuple[ProcKey, bool] | None:
+        """(pid, start time) of the row under the cursor, a context row's too, and whether it is one."""
+        key = self.cursor_key
+        return (key_of(key), key.startswith(CONTEXT)) if key is not None else None
+
+
+def safe_command(record: Proc | Parent) -> str:
+    """A parent's command line as people say it, made safe."""
+    if record.command:
+        return fmt.safe(brief_command(list(record.command)))
+    return f"[{fmt.safe(record.name)}]" if record.name else ""
 
 
 def gpus_cell(styled: Styled, proc: Proc, gpu: int | None) -> Cell:

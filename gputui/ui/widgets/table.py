@@ -286,6 +286,7 @@ class KeyedTable(DataTable[Cell]):
         self._stale_rows: set[RowKey] = set()  # updated in place: their cache entries go before a render
         self._cache_epoch = -1  # DataTable's _update_count when the render caches were last emptied
         self.changes = 0  # cells updated and rows added or removed since mounting (what a redraw did)
+        self._applied_order: list[str] | None = None  # the last order `row_order` gave, as applied
         # Columns the config's [columns] table hides (never shown, at any width; a sort on one is
         # kept, as for a column the width hides) and memory in exact MiB (the `m` key): both set by
         # the screen, which then re-syncs the rows.
@@ -497,6 +498,8 @@ class KeyedTable(DataTable[Cell]):
                         self._put(key, column.key, self._cell(row, column))
                 if sort_key in changed and row[sort_key].sort_key != old[sort_key].sort_key:
                     reorder = True
+            if not reorder and self.row_order() != self._applied_order:
+                reorder = True  # an order of the subclass's own (a tree) changed with the rows
             if wider and self.size.width > 0:
                 shown = self._fit(self.size.width)
                 if shown != self._shown:
@@ -584,7 +587,17 @@ class KeyedTable(DataTable[Cell]):
 
     # -- sorting -----------------------------------------------------------------------------
 
+    def row_order(self) -> list[str] | None:
+        """The rows' keys in the order to show them, for a subclass with an order of its own (the
+        process tree); None: sorted by the sort column."""
+        return None
+
     def _apply_sort(self) -> None:
+        order = self.row_order() if self.row_count else None
+        self._applied_order = order
+        if order is not None:
+            self._place(order)
+            return
         if self._sort is None or not self.row_count:
             return
         column, reverse = self._sort
@@ -595,6 +608,17 @@ class KeyedTable(DataTable[Cell]):
         # DataTable.sort does it (tests/ui/test_sorting.py checks that these internals still hold).
         rows = self._rows
         ordered = sorted(self._data, key=lambda k: rows[k.value][column].sort_key, reverse=reverse)  # type: ignore[index]
+        self._row_locations = TwoWayDict({key: index for index, key in enumerate(ordered)})
+        self._update_count += 1
+        self.refresh()
+
+    def _place(self, order: list[str]) -> None:
+        """Put the rows in `order` (rows it does not name keep their order, after it), as DataTable.sort
+        does (tests/ui/test_sorting.py checks that these internals still hold)."""
+        by_value = {key.value: key for key in self._data}
+        ordered = [by_value[k] for k in order if k in by_value]
+        named = set(order)
+        ordered += [key for key in self._data if key.value not in named]
         self._row_locations = TwoWayDict({key: index for index, key in enumerate(ordered)})
         self._update_count += 1
         self.refresh()

@@ -1,0 +1,375 @@
+"""The process detail (`d` on the process table): one process in full.
+
+It opens at once with what the latest sample says (kind and why, user, state, CPU, RSS, GPU memory
+per GPU, the device files it holds), asks the host's probe to read the rest from /proc now (the
+`detail` request: whole command line, working directory, executable, threads, parents up to init,
+cgroup, device files by fd) and shows it when it comes; a process that has exited, or whose PID
+now names another process, is said to be gone. Nothing is cut: long values wrap. Everything from
+the host is shown literally (rich Text, never markup; control characters escaped at the edge).
+`c` copies the PID, `C` the command line as shown (control characters as their escapes, each
+argument quoted as a shell would need it; it is never run).
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from typing import Any, ClassVar, cast
+
+from rich.console import Group, RenderableType
+from rich.style import Style
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+
+from gputui.fleet import DETAIL_TIMEOUT
+from gputui.model import GpuShare, Parent, Proc, ProcDetail, Sample
+from gputui.textsafe import printable
+from gputui.units import fmt_duration, fmt_memory, fmt_percent, index_runs
+
+from .. import fmt, kinds
+from ..context import Dashboard
+from ..widgets.status import StyledStatic
+
+STATES = {
+    "R": "running",
+    "S": "sleeping",
+    "D": "uninterruptible (inside the kernel or driver: not even SIGKILL ends it now)",
+    "Z": "zombie (exited; its parent has not reaped it)",
+    "T": "stopped",
+    "t": "stopped by a debugger",
+    "I": "idle",
+    "X": "dead",
+}
+CHAIN_ENDS = {
+    "init": "",
+    "probe": " (the probe's own chain from here)",
+    "gone": " (a parent exited while it was read)",
+    "limit": " (and more)",
+}
+LABEL_WIDTH = 13
+
+
+def command_text(command: tuple[str, ...]) -> str:
+    """A command line as one string, each argument quoted where a shell would need it (what `C`
+    copies: the text, never run)."""
+    return shlex.join(command)
+
+
+class DetailBody(StyledStatic):
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        *kinds.STYLE.values(),
+        "pdetail--label",
+        "pdetail--muted",
+        "pdetail--warn",
+        "pdetail--status",
+    }
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._group = Group()
+
+    def show(self, parts: list[RenderableType]) -> None:
+        signature = tuple(str(p) for p in parts)
+        if signature != self._last:
+            self._last = signature
+            self._group = Group(*parts)
+            self.update(self._group)
+
+
+class ProcDetailScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,d", "dismiss", "Close", key_display="esc"),
+        Binding("c", "copy_pid", "Copy PID", tooltip="copy the PID to the clipboard"),
+        Binding("C", "copy_command", "Copy command", tooltip="copy the whole command line"),
+        Binding("r", "reread", "Read again", tooltip="read the process from /proc again"),
+    ]
+
+    def __init__(self, host: str, record: Proc | Parent) -> None:
+        super().__init__()
+        self.host = host
+        self.record = record
+        self.detail: ProcDetail | None = None
+        self.status = "reading"  # reading, read, no-answer, gone, ghost
+
+    @property
+    def dash(self) -> Dashboard:
+        return cast(Dashboard, self.app)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="pdetail-box") as box:
+            box.border_title = f"Process {self.record.pid} · {fmt.safe(self.host, 40)}"
+            box.border_subtitle = "c copy PID · C copy command · r read again · esc close"
+            yield DetailBody(id="pdetail-body")
+
+    def on_mount(self) -> None:
+        self.body = self.query_one(DetailBody)
+        self.action_reread()
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def action_reread(self) -> None:
+        record = self._latest()
+        if record.start_time is None:
+            self.status = "ghost"  # NVML lists a PID that is not in /proc: nothing to read there
+            self.redraw()
+            return
+        self.status = "reading"
+        self.redraw()
+        self.run_worker(self._read(record.pid, record.start_time), exclusive=True, group="detail")
+
+    async def _read(self, pid: int, start_time: int) -> None:
+        detail = await self.dash.fleet.request_detail(self.host, pid, start_time)
+        if not self.is_attached:
+            return
+        self.detail = detail
+        self.status = "no-answer" if detail is None else "gone" if not detail.ok else "read"
+        self.redraw()
+
+    def _latest(self) -> Proc | Parent:
+        """The record as the latest sample has it (same PID and start time), else as opened."""
+        sample = self._sample()
+        if sample is not None:
+            records: tuple[Proc | Parent, ...] = (*sample.processes, *sample.parents)
+            for record in records:
+                if record.key == self.record.key and type(record) is type(self.record):
+                    self.record = record
+                    break
+        return self.record
+
+    def _sample(self) -> Sample | None:
+        try:
+            return self.dash.fleet.view(self.host).sample
+        except KeyError:
+            return None
+
+    # -- copying -----------------------------------------------------------------------------
+
+    def action_copy_pid(self) -> None:
+        self.app.copy_to_clipboard(str(self.record.pid))
+        self.notify(f"Copied PID {self.record.pid}.", timeout=3)
+
+    def action_copy_command(self) -> None:
+        command = self._command()
+        if not command:
+            self.notify("No command line to copy (the process is not in /proc).", severity="warning")
+            return
+        text = command_text(command)
+        self.app.copy_to_clipboard(text)
+        self.notify(f"Copied the command line of PID {self.record.pid} ({len(text)} characters).", timeout=3)
+
+    def _command(self) -> tuple[str, ...]:
+        detail = self.detail
+        if detail is not None and detail.ok and detail.command:
+            return detail.command
+        return self.record.command
+
+    # -- drawing -----------------------------------------------------------------------------
+
+    def redraw(self) -> None:
+        body = self.body
+        label = body.style_of("pdetail--label")
+        muted = body.style_of("pdetail--muted")
+        warn = body.style_of("pdetail--warn")
+        record, detail = self.record, self.detail
+        ok = detail if detail is not None and detail.ok else None
+        sample = self._sample()
+        rows: list[tuple[str, Text]] = []
+
+        def add(name: str, *parts: tuple[str, Style | str] | str) -> None:
+            text = Text(overflow="fold")
+            for part in parts:
+                if isinstance(part, str):
+                    text.append(part)
+                else:
+                    text.append(*part)
+            rows.append((name, text))
+
+        def unreadable(field: str) -> tuple[str, Style]:
+            why = ok.unreadable.get(field) if ok is not None else None
+            return (f"not readable: {why}" if why else "-", muted)
+
+        command = self._command()
+        add("Command", printable(command_text(command)) if command else ("-", muted))
+        if isinstance(record, Proc):
+            self._kind_rows(record, sample, add, muted, warn)
+        else:
+            add("Kind", ("not a GPU process: the parent of GPU processes, shown to join their family", muted))
+        user = (ok.user if ok else None) or record.user
+        uid = ok.uid if ok and ok.uid is not None else record.uid
+        add("User", fmt.safe(user, 200) or "-", (f" (uid {uid})" if uid is not None else "", muted))
+        state = (ok.state if ok else None) or record.state
+        if state:
+            add("State", (state, warn if state in ("D", "Z") else ""), f" {STATES.get(state, '')}".rstrip())
+        else:
+            add("State", ("-", muted))
+        started = ok.started if ok else None
+        elapsed = ok.elapsed if ok and ok.elapsed is not None else getattr(record, "elapsed", None)
+        when = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(started)) if started else None
+        add(
+            "Started",
+            f"{when}, " if when else "",
+            f"{fmt_duration(elapsed)} ago" if elapsed is not None else ("-", muted),
+            (
+                f" (start time {record.start_time} ticks after boot)"
+                if record.start_time is not None
+                else "",
+                muted,
+            ),
+        )
+        if isinstance(record, Proc):
+            cpu_time = f" · {ok.cpu_time:.1f} s of CPU in all" if ok and ok.cpu_time is not None else ""
+            add("CPU", f"{fmt_percent(record.cpu_percent)} of one core now{cpu_time}")
+        rss = ok.rss if ok and ok.rss is not None else getattr(record, "rss", None)
+        add("RSS", fmt_memory(rss, self.dash.exact_memory) if rss is not None else ("-", muted))
+        if ok is not None:
+            add("Threads", str(ok.threads) if ok.threads is not None else unreadable("status"))
+        ppid = ok.ppid if ok else record.ppid
+        group = [f"parent {ppid}" if ppid is not None else "parent -"]
+        pgid = ok.pgid if ok else getattr(record, "pgid", None)
+        sid = ok.sid if ok else getattr(record, "sid", None)
+        if pgid is not None:
+            group.append(f"process group {pgid}")
+        if sid is not None:
+            group.append(f"session {sid}")
+        add("Family", " · ".join(group))
+        if ok is not None:
+            if ok.parents:
+                chain = " ← ".join(f"{a.pid} {fmt.safe(a.name, 40) or '?'}" for a in ok.parents)
+                add("Parents", f"{ok.pid} ← {chain}", (CHAIN_ENDS.get(ok.parents_end or "", ""), muted))
+            else:
+                add("Parents", ("none", muted))
+            add("Working dir", fmt.safe(ok.cwd, 5000) if ok.cwd else unreadable("cwd"))
+            add("Executable", fmt.safe(ok.exe, 5000) if ok.exe else unreadable("exe"))
+        container = (ok.container if ok else None) or getattr(record, "container", None)
+        nspid = ok.nspid if ok else ()
+        inner = nspid[-1] if len(nspid) > 1 else getattr(record, "nspid", None)
+        where = fmt.safe(container, 300) if container else ""
+        if inner is not None:
+            where += f"{' · ' if where else ''}PID {inner} in its own PID namespace"
+        add("Container", where or ("none", muted))
+        if ok is not None:
+            cgroup = "\n".join(fmt.safe(line, 600) for line in ok.cgroup)
+            add("Cgroup", cgroup or unreadable("cgroup"))
+            self._fd_rows(ok, add, muted, unreadable)
+        elif isinstance(record, Proc) and record.holds:
+            add("Holds", "\n".join(fmt.safe(h, 300) for h in record.holds))
+        body.show([self._status_line(body), Text(), _grid(rows, label)])
+
+    def _kind_rows(self, proc: Proc, sample: Sample | None, add: Any, muted: Style, warn: Style) -> None:
+        kind_style = self.body.style_of(kinds.STYLE.get(proc.kind, "kind--hidden"))
+        why = kinds.note(proc, sample)
+        add("Kind", (kinds.proc_label(proc), kind_style), f": {why}" if why else "")
+        add("", (kinds.MEANINGS.get(proc.kind, ""), muted))
+        if proc.mps in kinds.MPS_MEANINGS:
+            add("MPS", (kinds.MPS_MEANINGS[proc.mps], muted))
+        if proc.mig:
+            add(
+                "MIG",
+                " · ".join(
+                    f"GPU {m.gpu}, GPU instance {m.gi}, compute instance {'?' if m.ci is None else m.ci} ({m.label})"
+                    for m in proc.mig
+                ),
+            )
+        if proc.protected:
+            add("Protected", (f"{fmt.safe(proc.protected)}: never signalled unless included by name", warn))
+        if proc.gpu_memory:
+            parts = [
+                f"GPU {gpu}: {fmt_memory(size, self.dash.exact_memory) if size is not None else 'not reported'}"
+                for gpu, size in sorted(proc.gpu_memory.items())
+            ]
+            if len(proc.gpu_memory) > 1:
+                parts.append(f"{fmt_memory(proc.gpu_bytes, self.dash.exact_memory)} in all")
+            add("GPU memory", " · ".join(parts))
+        else:
+            add("GPU memory", ("none listed by NVML", muted))
+        if proc.gpus and not proc.gpu_memory:
+            runs = ",".join(text for text, _ in index_runs(proc.gpus))
+            add("GPUs", f"attributed to GPU {runs}")
+        if proc.gpu_util:
+            add(
+                "GPU util",
+                " · ".join(
+                    f"GPU {gpu}: {share_words(share)}" for gpu, share in sorted(proc.gpu_util.items())
+                ),
+            )
+        elif proc.gpu_memory:
+            add("GPU util", (util_missing(sample), muted))
+
+    def _fd_rows(self, ok: ProcDetail, add: Any, muted: Style, unreadable: Any) -> None:
+        if "fds" in ok.unreadable:
+            add("Device files", unreadable("fds"))
+            return
+        lines = [f"fd {f.fd:<4} {fmt.safe(f.path, 300)}" for f in ok.fds]
+        if ok.fds_more:
+            lines.append(f"… and {ok.fds_more} more")
+        total = f"{ok.fd_count} open files in all" if ok.fd_count is not None else ""
+        if lines:
+            add("Device files", "\n".join(lines), (f"\n{total}" if total else "", muted))
+        else:
+            add("Device files", ("none", muted), (f" ({total})" if total else "", muted))
+
+    def _status_line(self, body: DetailBody) -> Text:
+        host = fmt.safe(self.host, 40)
+        pid = self.record.pid
+        status = body.style_of("pdetail--status")
+        warn = body.style_of("pdetail--warn")
+        detail = self.detail
+        if self.status == "ghost":
+            return Text(
+                f"PID {pid} is not in /proc on {host}: NVML lists a PID that is dead or in another PID "
+                "namespace. What the latest sample says:",
+                warn,
+            )
+        if self.status == "reading":
+            return Text(f"Reading /proc on {host}… (the latest sample meanwhile)", status)
+        if self.status == "no-answer":
+            return Text(
+                f"No answer from {host} within {DETAIL_TIMEOUT:g} s (not connected, or busy with a plan): "
+                "what the latest sample says. r: read again.",
+                warn,
+            )
+        if self.status == "gone" and detail is not None:
+            what = "has exited" if detail.result == "exited" else "is gone: its PID names another process now"
+            if detail.result == "refused":
+                what = "could not be read"
+            # An exit needs no more words; a reused PID's message names both start times.
+            words = (
+                f" ({fmt.safe(detail.message, 300)})" if detail.message and detail.result != "exited" else ""
+            )
+            return Text(f"PID {pid} {what}{words}. What the last sample said:", warn)
+        return Text(f"Read from /proc on {host} just now (r: again).", status)
+
+
+def share_words(share: GpuShare) -> str:
+    """A process's share of one GPU: SM and memory controller, encoder and decoder when busy."""
+    words = f"SM {_pct(share.sm)} · memory {_pct(share.mem)}"
+    if share.enc or share.dec:
+        words += f" · encoder {_pct(share.enc)} · decoder {_pct(share.dec)}"
+    return words
+
+
+def _pct(value: int | None) -> str:
+    return f"{value}%" if value is not None else "-"
+
+
+def util_missing(sample: Sample | None) -> str:
+    """Why a GPU user has no utilization figures."""
+    state = sample.proc_util.state if sample is not None else "unsupported"
+    if state == "off":
+        return "not read (per-process utilization is off)"
+    if state == "on":
+        return "none in the last reading (idle then, or started since)"
+    return "not reported by this driver"
+
+
+def _grid(rows: list[tuple[str, Text]], label: Style) -> Table:
+    grid = Table.grid(padding=(0, 1, 0, 0))
+    grid.add_column(width=LABEL_WIDTH, no_wrap=True)
+    grid.add_column(ratio=1, overflow="fold")
+    for name, value in rows:
+        grid.add_row(Text(name, label), value)
+    return grid
