@@ -11,7 +11,7 @@ from typing import Any
 
 from .conftest import recording
 
-OFFSET = 4_100_000  # 25293 -> 4125293
+OFFSET = 4_120_381  # 4912 -> 4125293: seven digits, as on a host whose pid_max is 4194304
 LONG_ARGS = ["--config", "/mnt/shared/experiments/2025-11-29/llama-3.1-70b/sweep-lr-3e-4/config.yaml"]
 HOSTS = {"demo-a": "gpu-node-017.rack-04.example.org", "demo-b": "gpu-node-018.rack-04.example.org"}
 

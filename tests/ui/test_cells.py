@@ -91,7 +91,7 @@ async def test_no_table_cuts_a_number(size: tuple[int, int]) -> None:
         await redrawn(pilot)
         procs = check_table(app, main.proc_table)
         ghost = next(p for p in sample.processes if p.kind == "ghost")
-        holder = long_pid(25299)
+        holder = long_pid(4918)
         assert ghost.links == (holder,)
         ghost_line = line_of_pid(procs, ghost.pid)
         assert str(holder) in ghost_line, ghost_line  # "memory held by 4125299"
@@ -112,7 +112,7 @@ async def test_a_cut_command_shows_an_ellipsis(size: tuple[int, int]) -> None:
         await redrawn(pilot)
         procs = check_table(app, main.proc_table)
         # The long --config path never fits, even at 200 columns: every command line ends cut.
-        vllm = line_of_pid(procs, long_pid(25292))
+        vllm = line_of_pid(procs, long_pid(4911))
         assert vllm.rstrip().endswith("…"), vllm
 
 

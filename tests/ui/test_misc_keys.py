@@ -56,7 +56,7 @@ async def test_the_host_header_shows_the_hosts_load_and_unknown_figures_are_left
     bad = dict(HOST_METRICS["demo-b"], cpu_percent=-3, load1="x", memory_used=10**30, uptime=float("nan"))
     records["demo-b"] = [dict(r, host=bad) if r["type"] == "sample" else r for r in records["demo-b"]]
     app = build_app(records=records)
-    async with app.run_test(size=(200, 40)) as pilot:
+    async with app.run_test(size=(300, 40)) as pilot:  # the load comes last: all of it in view
         await to_host(pilot, "demo-a")
         top = screen_text(app).splitlines()[0]
         assert (
@@ -151,7 +151,7 @@ async def test_m_shows_memory_in_exact_mib_everywhere_and_leaves_the_sort_alone(
         g = next(g for g in app.fleet.view("demo-a").sample.gpus if g.index == gpu)  # type: ignore[union-attr]
         memory = main.gpu_table.rows_data()[str(gpu)]["memory"].plain
         assert memory.endswith(f" {g.memory_used // 2**20}/{g.memory_total // 2**20} MiB")
-        assert "RAM 1264183/2063483 MiB" in screen_text(app).splitlines()[0]
+        assert "RAM 1264183/2063483 MiB" in main.status_line._text.plain  # the header's end, cut at 160
         assert list(main.proc_table._row_locations) == order  # the same order
         # The GPU view too, and back to GiB there.
         main.gpu_table.focus()

@@ -275,7 +275,7 @@ async def test_nothing_is_redrawn_while_a_modal_is_open() -> None:
 
 async def test_markup_and_control_characters_render_literally() -> None:
     app = build_app()
-    async with app.run_test(size=(160, 36)) as pilot:
+    async with app.run_test(size=(200, 36)) as pilot:  # the whole command line in view
         await settle(pilot)
         main = await open_host(pilot)
         text = screen_text(app)

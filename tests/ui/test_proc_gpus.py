@@ -9,7 +9,7 @@ from gputui.units import index_runs
 
 from .conftest import build_app, redrawn, screen_text, settle
 
-VLLM = "25292"  # the demo's vllm server: tensor parallel on GPUs 0 and 1, 118 GiB on each
+VLLM = "4911"  # the demo's vllm server: tensor parallel on GPUs 0 and 1, 118 GiB on each
 
 
 def row_text(main: object, pid: str) -> dict[str, str]:
