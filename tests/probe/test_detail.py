@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 from gputui.probe.core import MAX_PARENTS
 from gputui.probe.detail import MAX_DETAIL_ARG, MAX_DETAIL_COMMAND
@@ -26,7 +27,16 @@ def ask(probe, pid, start, rid="d1"):
 def sleeper(*args, **popen):
     """A process of our own that sleeps until the test kills it (the test reaps it)."""
     code = "import sys, time; sys.stdin.read(); time.sleep(0)"
-    return subprocess.Popen([sys.executable, "-c", code, *args], stdin=subprocess.PIPE, **popen)
+    proc = subprocess.Popen([sys.executable, "-c", code, *args], stdin=subprocess.PIPE, **popen)
+    # Popen returns when exec closed its error pipe, which the kernel does before it sets the new
+    # image's argument area: /proc/PID/cmdline can read empty for a moment after. Wait it out.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with open(f"/proc/{proc.pid}/cmdline", "rb") as f:
+            if f.read():
+                break
+        time.sleep(0.005)
+    return proc
 
 
 def end(proc):
