@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import Event, HostFacts, Preflight, Proc, ProcDetail, Sample, done_event
+from .model import Event, HostFacts, Preflight, ProcDetail, Sample, done_event
 from .probe.common import TERM_TIMEOUT, VERIFY_TIMEOUT, plan_deadline, plan_silence_limit
 from .transport.base import Link, TransportError
 
@@ -65,23 +65,6 @@ REASONS = {
     "no-permission": "no permission for NVML",
     "refused": "samples refused",
 }
-
-
-PARSE_SLICE = 200  # process records parsed between two turns of the event loop
-
-
-async def parse_sample(record: dict[str, Any]) -> Sample:
-    """A sample record as a Sample, its process records parsed a slice at a time with the event loop
-    running between slices: a host that sends thousands of processes a second cannot hold a key
-    press for the whole parse (bench/flood.py, the huge mode)."""
-    raw = Sample.process_records(record)
-    if len(raw) <= PARSE_SLICE:
-        return Sample.from_wire(record)
-    procs: list[Proc | None] = []
-    for start in range(0, len(raw), PARSE_SLICE):
-        procs.extend(Proc.from_wire(p) for p in raw[start : start + PARSE_SLICE] if isinstance(p, dict))
-        await asyncio.sleep(0)
-    return Sample.from_wire(record, procs)
 
 
 @dataclass
@@ -253,8 +236,7 @@ class HostSession:
                 if record is None:
                     return
                 began = time.perf_counter()
-                sample = await parse_sample(record) if record.get("type") == "sample" else None
-                awaited = self._dispatch(record, sample)
+                awaited = self._dispatch(record)
                 self._check_samples()
                 busy += time.perf_counter() - began
                 read += 1
@@ -303,9 +285,8 @@ class HostSession:
             return False
         return True
 
-    def _dispatch(self, record: dict[str, Any], parsed: Sample | None = None) -> bool:
-        """Take one record (`parsed`: a sample record's Sample, parsed already); whether it
-        belonged to a plan someone waits for."""
+    def _dispatch(self, record: dict[str, Any]) -> bool:
+        """Take one record; whether it belonged to a plan someone waits for."""
         kind = record.get("type")
         v = self.view
         awaited = False
@@ -317,7 +298,7 @@ class HostSession:
             if v.facts.error_code:
                 self.notify(v, "status", None)
         elif kind == "sample":
-            sample = parsed if parsed is not None else Sample.from_wire(record)
+            sample = Sample.from_wire(record)
             v.record(sample)
             v.raw_sample = record
             self._set(LIVE, None, None)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -643,24 +642,13 @@ class Sample:
     # The processes' parents that are not among them (a launcher, a shell): what joins a family.
     parents: tuple[Parent, ...] = field(default=(), compare=False)
 
-    @staticmethod
-    def process_records(d: dict[str, Any]) -> list[Any]:
-        """The process records `from_wire` takes from sample `d` (at most MAX_PROCESSES)."""
-        return _list(d.get("processes"))[:MAX_PROCESSES]
-
     @classmethod
-    def from_wire(cls, d: dict[str, Any], processes: Iterable[Proc | None] | None = None) -> Sample:
-        """`processes`: those of `process_records(d)` parsed already (fleet.parse_sample parses a
-        large sample's in slices, letting the event loop run between them)."""
+    def from_wire(cls, d: dict[str, Any]) -> Sample:
         scan = _dict(d.get("scan"))
         cost = _dict(d.get("cost_ms"))
         gpus = (Gpu.from_wire(g) for g in _list(d.get("gpus"))[:4096] if isinstance(g, dict))
         raw = _list(d.get("processes"))
-        procs = (
-            processes
-            if processes is not None
-            else (Proc.from_wire(p) for p in raw[:MAX_PROCESSES] if isinstance(p, dict))
-        )
+        procs = (Proc.from_wire(p) for p in raw[:MAX_PROCESSES] if isinstance(p, dict))
         costs = {k: _float(v, 0.0) for k, v in cost.items()}
         return cls(
             seq=_count(d.get("seq")) or 0,

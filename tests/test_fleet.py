@@ -207,35 +207,3 @@ async def test_request_detail_gives_up_and_believes_no_answer_about_another_proc
     finally:
         await silent.stop()
         await liar.stop()
-
-
-async def test_a_large_sample_is_parsed_in_slices_with_the_loop_running_between() -> None:
-    """A host sending thousands of processes a second cannot hold the loop (a key press) for the
-    whole parse: other tasks run between slices, and the Sample is the one parsed at once."""
-    import json
-    from pathlib import Path
-
-    from gputui.fleet import PARSE_SLICE, parse_sample
-    from gputui.model import MAX_PROCESSES, Sample
-
-    lines = (Path(__file__).parent / "fixtures" / "demo-a.jsonl").read_text().splitlines()
-    base = next(r for r in map(json.loads, lines) if r["type"] == "sample")
-    proc = base["processes"][0]
-    record = dict(base, processes=[dict(proc, pid=100_000 + i) for i in range(3 * MAX_PROCESSES)])
-    turns = 0
-    parsing = True
-
-    async def count_turns() -> None:
-        nonlocal turns
-        while parsing:
-            turns += 1
-            await asyncio.sleep(0)
-
-    counter = asyncio.create_task(count_turns())
-    await asyncio.sleep(0)
-    sample = await parse_sample(record)
-    parsing = False
-    await counter
-    assert turns >= MAX_PROCESSES // PARSE_SLICE - 1
-    assert sample == Sample.from_wire(record)
-    assert len(sample.processes) == MAX_PROCESSES and sample.omitted == 2 * MAX_PROCESSES
