@@ -7,6 +7,7 @@ screenshot still tell them apart.
 from __future__ import annotations
 
 from gputui.model import KINDS, Proc, Sample, brief_command
+from gputui.plan import mps_clients
 
 from .fmt import safe
 
@@ -58,21 +59,6 @@ def proc_label(proc: Proc) -> str:
     return label(proc.kind)
 
 
-def _mps_clients(proc: Proc, sample: Sample | None) -> list[int]:
-    """The clients that end with an MPS server (same user, its GPUs) or control daemon (all)."""
-    if sample is None:
-        return []
-    clients = [p for p in sample.processes if p.mps == "client" and p.pid != proc.pid]
-    if proc.mps == "server":
-        clients = [
-            p
-            for p in clients
-            if (proc.uid is None or p.uid is None or p.uid == proc.uid)
-            and (not proc.gpus or not p.gpus or set(p.gpus) & set(proc.gpus))
-        ]
-    return sorted(p.pid for p in clients)
-
-
 NotePart = tuple[str, bool]  # (text, is a number: shown whole or not at all)
 
 
@@ -101,7 +87,7 @@ def note_parts(proc: Proc, sample: Sample | None) -> list[NotePart]:
     the words around them, never them (widgets.table.fit). Plain text, made safe."""
     if proc.mps in ("server", "control") and proc.kind == "monitor":
         what = "MPS server" if proc.mps == "server" else "MPS control daemon"
-        clients = _mps_clients(proc, sample)
+        clients = list(mps_clients(sample, proc)) if sample is not None else []
         ends = " client ends with it)" if len(clients) == 1 else " clients end with it)"
         return [(f"{what} (", False), (str(len(clients)), True), (ends, False)]
     if proc.mps == "client" and proc.kind == "user":
