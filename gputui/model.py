@@ -460,6 +460,24 @@ class Gpu:
         return min(1.0, self.memory_used / self.memory_total)
 
 
+def _process_fields(d: dict[str, Any]) -> dict[str, Any]:
+    """What a sample's process record and a `detail` answer say alike of a process, parsed once."""
+    return {
+        "start_time": _count(d.get("start_time")),
+        "name": _str(d.get("name")),
+        "command": _strs(d.get("command")),
+        "user": _str(d.get("user")),
+        "uid": _count(d.get("uid")),
+        "state": _str(d.get("state")),
+        "ppid": _count(d.get("ppid")),
+        "pgid": _count(d.get("pgid")),
+        "sid": _count(d.get("sid")),
+        "rss": _count(d.get("rss")),
+        "elapsed": _float(d.get("elapsed"), 0.0),
+        "container": _str(d.get("container")),
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class Proc:
     """One process that uses or holds a GPU, as classified by the probe (docs/ARCHITECTURE.md)."""
@@ -499,19 +517,9 @@ class Proc:
         kind = d.get("kind")
         return cls(
             pid=pid,
-            start_time=_count(d.get("start_time")),
+            **_process_fields(d),
             kind=kind if kind in KINDS else "hidden",
-            name=_str(d.get("name")),
-            command=_strs(d.get("command")),
-            user=_str(d.get("user")),
-            uid=_count(d.get("uid")),
-            state=_str(d.get("state")),
-            ppid=_count(d.get("ppid")),
-            pgid=_count(d.get("pgid")),
-            sid=_count(d.get("sid")),
             cpu_percent=_float(d.get("cpu_percent"), 0.0),
-            rss=_count(d.get("rss")),
-            elapsed=_float(d.get("elapsed"), 0.0),
             holds=_strs(d.get("holds")),
             gpu_memory=_by_index(d.get("gpu_memory")),
             gpus=_indexes(d.get("gpus")),
@@ -519,7 +527,6 @@ class Proc:
             links=_pids(d.get("links")),
             protected=_str(d.get("protected")),
             nspid=_pid(d.get("nspid")),
-            container=_str(d.get("container")),
             gpu_util=_shares(d.get("gpu_util")),
             mig=_mig_places(d.get("mig")),
             mps=d.get("mps") if d.get("mps") in MPS_ROLES else None,
@@ -778,27 +785,16 @@ class ProcDetail:
         }
         return cls(
             pid=pid,
-            start_time=_count(d.get("start_time")),
+            **_process_fields(d),
             result=result if result in DETAIL_RESULTS else "refused",
             message=_str(d.get("message")),
-            name=_str(d.get("name")),
-            command=_strs(d.get("command")),
             cwd=_str(d.get("cwd")),
             exe=_str(d.get("exe")),
-            user=_str(d.get("user")),
-            uid=_count(d.get("uid")),
-            state=_str(d.get("state")),
-            ppid=_count(d.get("ppid")),
-            pgid=_count(d.get("pgid")),
-            sid=_count(d.get("sid")),
             threads=_int(d.get("threads"), 0, MAX_PID),
             started=_float(d.get("started"), 0.0),
-            elapsed=_float(d.get("elapsed"), 0.0),
             cpu_time=_float(d.get("cpu_time"), 0.0),
-            rss=_count(d.get("rss")),
             nspid=_pids(d.get("nspid"))[:32],
             cgroup=_strs(d.get("cgroup"))[:64],
-            container=_str(d.get("container")),
             fds=tuple(fds),
             fds_more=_count(d.get("fds_more")) or 0,
             fd_count=_count(d.get("fd_count")),

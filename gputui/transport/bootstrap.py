@@ -31,7 +31,7 @@ from typing import Any
 
 from gputui.probe import wire
 from gputui.transport.base import TransportError
-from gputui.transport.headstart import MARKER, probe_argv  # noqa: F401  (re-exported)
+from gputui.transport.headstart import MARKER
 
 BOOT_FORMAT = 1
 ENTRY = "gputui.probe.main"

@@ -15,7 +15,8 @@ import sys
 from gputui.config import HostSpec
 from gputui.transport import headstart
 from gputui.transport.base import TransportError
-from gputui.transport.bootstrap import Pipes, ProbeLink, boot_argv, build_payload, probe_argv
+from gputui.transport.bootstrap import Pipes, ProbeLink, boot_argv, build_payload
+from gputui.transport.headstart import probe_argv
 
 
 class _ProcessPipes(Pipes):

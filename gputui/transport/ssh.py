@@ -31,9 +31,9 @@ from gputui.transport.bootstrap import (
     ProbeLink,
     boot_argv,
     build_payload,
-    probe_argv,
     shell_command,
 )
+from gputui.transport.headstart import probe_argv
 
 DEFAULT_CONFIG = Path("~/.ssh/config")
 DEFAULT_KNOWN_HOSTS = (Path("~/.ssh/known_hosts"), Path("/etc/ssh/ssh_known_hosts"))

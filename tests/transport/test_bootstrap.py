@@ -17,7 +17,7 @@ import pytest
 
 from gputui.config import HostSpec
 from gputui.probe import wire
-from gputui.transport import bootstrap
+from gputui.transport import bootstrap, headstart
 from gputui.transport.base import TransportError
 from gputui.transport.bootstrap import BOOT, RecordStream, boot_argv, build_payload, shell_command
 from gputui.transport.local import LocalLink
@@ -181,11 +181,11 @@ def test_payload_has_the_probe_and_pynvml():
 
 def test_probe_argv():
     spec = HostSpec(name="gpu a", read_only=True, reader="sim", sim_scenario="empty", sim_variant=2)
-    assert bootstrap.probe_argv(spec, 0.5) == [
+    assert headstart.probe_argv(spec, 0.5) == [
         "--reader", "sim", "--name", "gpu a", "--read-only", "--interval", "0.5",
         "--sim-scenario", "empty", "--sim-variant", "2",
     ]  # fmt: skip
-    assert bootstrap.probe_argv(HostSpec(name="h")) == ["--reader", "nvml", "--name", "h"]
+    assert headstart.probe_argv(HostSpec(name="h")) == ["--reader", "nvml", "--name", "h"]
 
 
 # ------------------------------------------------------------------------- LocalLink with a fake probe
