@@ -22,8 +22,8 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from gputui.fleet import DOWN, LIVE, NOTES_PER_SECOND, PLAN_EVENTS_MAX, Fleet, HostView
-from gputui.model import MAX_PROCESSES, HostMetrics
-from gputui.probe.wire import HOST_LIMITS, MAX_LINE
+from gputui.model import HostMetrics
+from gputui.probe.wire import HOST_LIMITS, MAX_LINE, MAX_PROCESSES
 from gputui.textsafe import printable
 from gputui.transport.bootstrap import RecordStream
 from tests.hostile import BAD_SEQ, FORGED_PIDS, NASTY, USER_PID, USER_START, HostileLink, hostile_fleet
@@ -281,14 +281,28 @@ async def test_fleet_stops_while_a_probe_floods():
     fleet.start()
     try:
         assert await wait_for(lambda: watch.errors.count("flood") >= 3, timeout=60)
+        pids = [link.pid for link in links if link.pid is not None]
         stopped = True
         try:
             await asyncio.wait_for(fleet.stop(), 10)
         except asyncio.TimeoutError:
             stopped = False
+        # The stop cancels the link's close while it asks the flooding probe to quit (a probe blocked
+        # on its writes reads nothing): the probe is ended all the same, never left running.
+        ended = await wait_for(lambda: not any(running(pid) for pid in pids), timeout=3)
     finally:
         await stop(fleet, links)
     assert stopped, "Fleet.stop() did not return within 10 s of a flood"
+    assert pids and ended, f"a probe outlived Fleet.stop(): {[p for p in pids if running(p)]}"
+
+
+def running(pid: int) -> bool:
+    """Alive, not a zombie (a zombie has ended; its parent's watcher reaps it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 async def test_an_event_flood_for_a_running_plan_is_bounded():

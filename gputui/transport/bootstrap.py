@@ -404,6 +404,10 @@ class Pipes:
         """End the probe now (SIGKILL by PID, or closing the channel) and reap it."""
         raise NotImplementedError
 
+    def abort(self) -> None:
+        """End the probe at once, without waiting (SIGKILL by PID, or closing the channel): the
+        link's close was itself stopped while it asked the probe nicely."""
+
     def release(self) -> None:
         """Close this side of the streams once the probe is gone."""
 
@@ -528,8 +532,15 @@ class ProbeLink:
         try:
             if pipes is not None:
                 await self._stop(pipes)
-                pipes.release()
+        except BaseException:
+            # Cancelled while asking nicely (the fleet stopping a host that floods it): the probe
+            # must not outlive the link, nor our ends of its pipes the event loop.
+            if pipes is not None:
+                pipes.abort()
+            raise
         finally:
+            if pipes is not None:
+                pipes.release()
             if self._stderr_task is not None:
                 self._stderr_task.cancel()
                 await asyncio.gather(self._stderr_task, return_exceptions=True)

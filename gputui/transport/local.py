@@ -8,6 +8,7 @@ as over SSH sends it. No shell is involved: an argv list (`[sudo -n] [wrap...] p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import subprocess
 import sys
@@ -56,6 +57,11 @@ class _ProcessPipes(Pipes):
             except ProcessLookupError:
                 pass
         await self.wait(2.0)  # asyncio's child watcher reaps it
+
+    def abort(self) -> None:
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()  # SIGKILL to this PID only; asyncio's child watcher reaps it
 
     def release(self) -> None:
         # A process that inherited the probe's pipes keeps them open, and asyncio then keeps the
@@ -122,6 +128,13 @@ class _PopenPipes(Pipes):
             except ProcessLookupError:
                 pass
         await self.wait(2.0)
+
+    def abort(self) -> None:
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()  # SIGKILL to this PID only
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(1.0)  # reaped here: nothing else watches a process started ahead
 
     def release(self) -> None:
         for transport in self._transports:

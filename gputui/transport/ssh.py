@@ -99,6 +99,9 @@ class _ChannelPipes(Pipes):
         self.process.close()
         await self.wait(2.0)
 
+    def abort(self) -> None:
+        self.process.close()
+
 
 class SshLink(ProbeLink):
     """A probe on a host reached over SSH.
