@@ -25,6 +25,7 @@ from typing import Any
 
 from .model import Event, HostFacts, Preflight, ProcDetail, Sample, done_event
 from .probe.common import TERM_TIMEOUT, VERIFY_TIMEOUT, plan_deadline, plan_silence_limit
+from .probe.wire import MAX_PROCESSES
 from .transport.base import Link, TransportError
 
 HISTORY = 300  # samples kept per GPU: sparklines show >= 120, the rest is headroom for wide panes
@@ -300,7 +301,7 @@ class HostSession:
         elif kind == "sample":
             sample = Sample.from_wire(record)
             v.record(sample)
-            v.raw_sample = record
+            v.raw_sample = _bounded(record)
             self._set(LIVE, None, None)
             self.first_sample.set()
             if sample.full_scan and self.full_scan_waiters:
@@ -565,6 +566,15 @@ class Fleet:
         finally:
             session.waiters.pop(plan_id, None)
             session.acted = time.monotonic()
+
+
+def _bounded(record: dict[str, Any]) -> dict[str, Any]:
+    """A sample as received, for `snapshot --json`, with no more process records than the app parses
+    (a probe that sends more is refused the rest; their memory is not kept either)."""
+    processes = record.get("processes")
+    if isinstance(processes, list) and len(processes) > MAX_PROCESSES:
+        return {**record, "processes": processes[:MAX_PROCESSES]}
+    return record
 
 
 def _plan_times(plan: dict[str, Any]) -> tuple[int, float, float]:

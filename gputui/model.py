@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .probe.common import IDLE_SLACK, brief_command
-from .probe.wire import HOST_LIMITS
+from .probe.wire import HOST_LIMITS, MAX_PROCESSES
 from .textsafe import printable
 
 __all__ = [
@@ -52,8 +52,6 @@ MAX_MIG = 64  # MIG instances taken per GPU (an H200 has at most 7) and placemen
 MAX_BYTES = 1 << 60  # sizes above this (an exbibyte) are nonsense from a broken or hostile probe
 MAX_PID = 1 << 22  # Linux's PID_MAX_LIMIT
 LADDER_MAX = 12  # steps of a reset ladder shown (the probe has four)
-MAX_PROCESSES = 2000  # process records taken from one sample (the probe sends at most 1,000, the
-# GPU users first); the rest of a larger one is counted in Sample.omitted, never parsed
 MAX_PARENTS = 256  # parents taken from one sample (the probe sends at most 64)
 
 
@@ -110,22 +108,34 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+# The helpers for lists and maps return at once for what most records carry: nothing (a sample's
+# 1,000 process records are parsed on the app's event loop, field by field).
+
+
 def _pids(value: Any) -> tuple[int, ...]:
+    if not value or not isinstance(value, list):
+        return ()
     return tuple(p for p in (_pid(v) for v in _list(value)) if p is not None)
 
 
 def _indexes(value: Any) -> tuple[int, ...]:
+    if not value or not isinstance(value, list):
+        return ()
     return tuple(i for i in (_count(v) for v in _list(value)) if i is not None)
 
 
 def _strs(value: Any) -> tuple[str, ...]:
+    if not value or not isinstance(value, list):
+        return ()
     return tuple(printable(v) for v in _list(value) if isinstance(v, str))
 
 
 def _by_index(value: Any) -> dict[int, int | None]:
     """{"0": bytes} as the probe sends per-GPU figures: {0: bytes or None}; bad keys are dropped."""
     out: dict[int, int | None] = {}
-    for key, item in _dict(value).items():
+    if not value or not isinstance(value, dict):
+        return out
+    for key, item in value.items():
         if isinstance(key, str) and key.isdecimal() and key.isascii() and len(key) < 6:
             out[int(key)] = _count(item)
     return out
@@ -398,6 +408,8 @@ def _mig_instances(value: Any) -> tuple[MigInstance, ...] | None:
 
 
 def _mig_places(value: Any) -> tuple[MigPlace, ...]:
+    if not value or not isinstance(value, list):
+        return ()
     items = (MigPlace.from_wire(v) for v in _list(value)[:MAX_MIG])
     return tuple(dict.fromkeys(p for p in items if p is not None))
 

@@ -32,7 +32,7 @@ from .procfs import (
     user_name,
 )
 from .readers.base import Listed, Reader, ReaderError, Tags  # noqa: F401  (type comments)
-from .wire import MAX_LINE, VERSION, dumps, encode, error
+from .wire import MAX_LINE, MAX_PROCESSES, VERSION, dumps, encode, error
 
 # What one sample may carry (docs/PROTOCOL.md "Bounds"): a process with a megabyte of arguments, or
 # a host with thousands of holders, must not make every sample over-long (the app drops those).
@@ -41,7 +41,6 @@ MAX_ARGS = 64  # arguments of one command line; more: a last entry "... (N more)
 MAX_TEXT = 256  # characters of a name, user or container; more: "<first 256>…(N bytes)"
 MAX_HOLDS = 64  # device files listed per process; more: a last entry "... (N more)"
 MAX_LINKS = 256  # linked PIDs per process (the lowest ones)
-MAX_PROCESSES = 1000  # process records per sample; the rest is counted in `processes_omitted`
 # The processes' parents that are not in the sample (a launcher, a shell), so the app can draw a
 # family as one tree: at most MAX_PARENTS, MAX_DEPTH up each chain, their commands kept short.
 MAX_PARENTS = 64

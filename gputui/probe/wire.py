@@ -15,6 +15,9 @@ MAX_LINE = 1 << 20  # bytes of one record, its newline not counted; a longer lin
 MAX_DEPTH = 32  # nesting of lists and objects in one record (a protocol record needs 5)
 MIN_INTERVAL = 0.1  # seconds between samples, the fastest a probe samples
 MAX_INTERVAL = 3600.0  # seconds between samples, the slowest
+# Process records in one sample: the probe sends at most this many (GPU users first) and counts the
+# rest in `processes_omitted`; the app parses no more than this of a sample that sends more.
+MAX_PROCESSES = 1000
 # A sample's `host` metrics (docs/PROTOCOL.md): field -> (lowest, highest, type). The probe sends a
 # value outside them as null, and the app (gputui/model.py HostMetrics) takes nothing outside them.
 HOST_LIMITS = {
