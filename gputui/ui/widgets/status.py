@@ -21,6 +21,9 @@ class StyledStatic(Static):
     and that skips the redraw when a refresh produces the same text."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = set()
+    # Whether new text may change the widget's size. A layout pass arranges and repaints the whole
+    # screen; a one-line widget of a fixed size needs only its own line repainted.
+    SIZED_BY_TEXT: ClassVar[bool] = True
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
@@ -35,7 +38,7 @@ class StyledStatic(Static):
         if signature != self._last:
             self._last = signature
             self._text = text
-            self.update(self._shown(text))
+            self.update(self._shown(text), layout=self.SIZED_BY_TEXT)
 
     def _shown(self, text: Text) -> Text:
         return text
@@ -43,14 +46,23 @@ class StyledStatic(Static):
 
 class OneLine(StyledStatic):
     """A one-line StyledStatic cut at its end when the terminal is narrow, with an ellipsis, never
-    inside a number (widgets.table.fit_end)."""
+    inside a number (widgets.table.fit_end). As wide as its pane and one line high, whatever it says:
+    updating it repaints that line only (the status line changes with every sample)."""
+
+    DEFAULT_CSS = """
+    OneLine {
+        width: 1fr;
+        height: 1;
+    }
+    """
+    SIZED_BY_TEXT: ClassVar[bool] = False
 
     def _shown(self, text: Text) -> Text:
         return fit_end(Cell.numbers(text), self.size.width) if self.size.width > 0 else text
 
     def on_resize(self) -> None:
         if self._last is not None:
-            self.update(self._shown(self._text))
+            self.update(self._shown(self._text), layout=False)
 
 
 def _age(seconds: float | None) -> str:
