@@ -249,6 +249,8 @@ async def test_fifteen_thousand_small_records_fit_a_line_and_are_taken():
         # The app takes the first MAX_PROCESSES (the probe sends the GPU users first) and counts the rest.
         assert len(view.sample.processes) == MAX_PROCESSES and view.status == LIVE
         assert view.sample.omitted == 15_000 - MAX_PROCESSES
+        # What `snapshot --json` gives of it is what the app took, not the 15,000 as received.
+        assert view.raw_sample is not None and len(view.raw_sample["processes"]) == MAX_PROCESSES
 
 
 async def test_fifteen_thousand_full_records_are_one_over_long_line_refused_whole():
