@@ -1,7 +1,5 @@
 """`python -m gputui`: the same as the `gputui` command."""
 
-import sys
+from .cli import entry
 
-from .cli import main
-
-sys.exit(main())
+entry()
