@@ -155,24 +155,39 @@ async def run_wait(
         if conditions.needs_preflight:
             await fleet.configure(args.interval, preflight_every=1)
         waits = {(h, i): GpuWait(h, i) for h, indexes in chosen.items() for i in indexes}
+        # Hosts with no sample yet (connecting, down, slow): not ready, and waited for; their GPUs
+        # join as their first sample comes.
+        unseen = {h: _no_sample(fleet.view(h)) for h in _awaited(args.gpu or [], fleet) if h not in samples}
         preflights: dict[tuple[str, int], Preflight] = {}
         changed = asyncio.Event()
         fleet.listen(lambda view, what, payload: changed.set() if what in ("sample", "status") else None)
         deadline = started + args.timeout
         while True:
             now = time.monotonic()
+            for host in list(unseen):
+                view = fleet.view(host)
+                unseen[host] = _no_sample(view)
+                late = view.sample
+                if view.facts is not None and view.facts.error_code in NO_GPU_CODES:
+                    del unseen[host]  # no driver or no GPU there: nothing to wait for
+                elif late is not None:
+                    del unseen[host]
+                    indexes = _late_gpus(args.gpu or [], host, late, list(fleet.sessions))
+                    waits.update({(host, i): GpuWait(host, i) for i in indexes})
             for view in fleet.hosts:
                 _update(view, waits, preflights, conditions, now)
-            if waits and all(
-                w.ready_for(now) >= args.settle and w.ready_since is not None for w in waits.values()
+            if (
+                waits
+                and not unseen
+                and all(w.ready_for(now) >= args.settle and w.ready_since is not None for w in waits.values())
             ):
                 _finish_line(err, live)
                 return _report(out, err, args, waits, now - started, ready=True)
-            if now >= deadline or _all_down(fleet, waits):
+            if now >= deadline or _all_down(fleet, waits, unseen):
                 _finish_line(err, live)
-                return _report(out, err, args, waits, now - started, ready=False)
+                return _report(out, err, args, waits, now - started, ready=False, unseen=unseen)
             if live:
-                _live_line(err, waits, now, args.settle)
+                _live_line(err, waits, unseen, now, args.settle)
             changed.clear()
             # The next sample, or the moment a ready GPU will have settled, whichever comes first.
             settling = [args.settle - w.ready_for(now) for w in waits.values() if w.ready_since is not None]
@@ -231,13 +246,39 @@ def _update(
             w.ready_since = now
 
 
-def _all_down(fleet: Fleet, waits: dict[tuple[str, int], GpuWait]) -> bool:
-    hosts = {h for h, _ in waits}
+def _awaited(specs: list[str], fleet: Fleet) -> list[str]:
+    """The hosts the GPU specs can name: every host, unless each spec names its host (HOST:INDEX)."""
+    hosts = list(fleet.sessions)
+    named = {spec.rpartition(":")[0] for spec in specs}
+    if not specs or any(h not in hosts for h in named):
+        return hosts  # a spec of every host (`0`, `all`) or a UUID: any host may hold it
+    return [h for h in hosts if h in named]
+
+
+def _no_sample(view: HostView) -> str:
+    why = view.detail or view.reason
+    return f"no sample yet ({view.status}{': ' + why if why else ''})"
+
+
+def _late_gpus(specs: list[str], host: str, sample: Sample, hosts: list[str]) -> set[int]:
+    """The GPUs to wait for on a host whose first sample came after the others'."""
+    if not specs:
+        return {g.index for g in sample.gpus}
+    try:
+        return resolve_gpu_specs(specs, {host: sample}, hosts).get(host, set())
+    except UsageError:
+        return set()  # the specs name nothing there (they named GPUs of the other hosts)
+
+
+def _all_down(fleet: Fleet, waits: dict[tuple[str, int], GpuWait], unseen: dict[str, str]) -> bool:
+    hosts = {h for h, _ in waits} | set(unseen)
     return bool(hosts) and all(fleet.view(h).status == DOWN for h in hosts)
 
 
-def _live_line(err: TextIO, waits: dict[tuple[str, int], GpuWait], now: float, settle: float) -> None:
-    by_host: dict[str, list[str]] = {}
+def _live_line(
+    err: TextIO, waits: dict[tuple[str, int], GpuWait], unseen: dict[str, str], now: float, settle: float
+) -> None:
+    by_host: dict[str, list[str]] = {h: [why] for h, why in sorted(unseen.items())}
     for (host, index), w in sorted(waits.items()):
         if w.ready_since is not None:
             state = f"GPU{index} ready {w.ready_for(now):.1f}/{settle:g} s"
@@ -261,9 +302,11 @@ def _report(
     waits: dict[tuple[str, int], GpuWait],
     waited: float,
     ready: bool,
+    unseen: dict[str, str] | None = None,
 ) -> int:
     code = EXIT_READY if ready else EXIT_TIMEOUT
     now = time.monotonic()
+    unseen = unseen or {}
     if args.json:
         hosts: dict[str, dict[str, Any]] = {}
         for (host, index), w in sorted(waits.items()):
@@ -272,13 +315,15 @@ def _report(
                 "ready_for_s": round(w.ready_for(now), 3),
                 "unready": [u.describe() for u in w.last],
             }
+        entries: list[dict[str, Any]] = [{"host": h, "gpus": g} for h, g in hosts.items()]
+        entries += [{"host": h, "gpus": {}, "no_sample": why} for h, why in sorted(unseen.items())]
         doc = {
             "version": JSON_VERSION,
             "ready": ready,
             "exit_code": code,
             "waited_s": round(waited, 3),
             "settle_s": args.settle,
-            "hosts": [{"host": h, "gpus": g} for h, g in hosts.items()],
+            "hosts": entries,
         }
         print(json.dumps(doc, indent=2, ensure_ascii=True), file=out)
         return code
@@ -290,6 +335,8 @@ def _report(
         print(f"ready: {where} (after {waited:.1f} s)", file=out)
         return code
     print(f"gputui wait: not ready after {waited:.1f} s", file=err)
+    for host, why in sorted(unseen.items()):
+        print(f"  {printable(host)}: {printable(why)}", file=err)
     for (host, index), w in sorted(waits.items()):
         if w.ready_since is not None and w.ready_for(now) >= args.settle:
             continue

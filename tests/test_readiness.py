@@ -23,6 +23,7 @@ from gputui.model import Preflight
 from gputui.probe.readers.sim import GiB, SimReader
 from gputui.readiness import preflight_flags
 from gputui.wait import add_wait_arguments, run_wait
+from tests.hostile import HostileLink
 from tests.test_clean import clean, fleet_of
 
 HOST = "p"
@@ -179,3 +180,24 @@ def test_temperature_slope_is_a_fitted_line_over_the_last_half_minute():
     h.times.clear(), h.temperature.clear()
     h.times.extend([0.0, 1.0]), h.temperature.extend([50.0, 51.0])
     assert h.temperature_slope() is None  # two readings are no trend
+
+
+async def test_a_host_with_no_sample_yet_is_waited_for_never_left_out():
+    # `--gpu 0` names GPU 0 of every host: the sim's is ready, the silent host has sent its hello
+    # and no sample. Ready would be a lie while one named host has said nothing of its GPUs.
+    fleet = fleet_of([spec()], interval=0.25)
+    fleet.add("quiet", lambda: HostileLink("silence", "quiet"), interval=0.25)
+    code, doc, text, _ = await wait("--gpu", "0", "--timeout", "2", "--json", fleet=fleet)
+    assert code == 1 and doc is not None and doc["ready"] is False, text
+    by_host = {h["host"]: h for h in doc["hosts"]}
+    assert by_host[HOST]["gpus"]["0"]["ready"] is True
+    assert by_host["quiet"]["gpus"] == {} and by_host["quiet"]["no_sample"].startswith("no sample yet")
+    fleet = fleet_of([spec()], interval=0.25)
+    fleet.add("quiet", lambda: HostileLink("silence", "quiet"), interval=0.25)
+    code, _, text, _ = await wait("--gpu", "0", "--timeout", "2", fleet=fleet)
+    assert code == 1 and "  quiet: no sample yet (" in text, text
+    # A GPU spec that names its host leaves the others out, silent or not.
+    fleet = fleet_of([spec()], interval=0.25)
+    fleet.add("quiet", lambda: HostileLink("silence", "quiet"), interval=0.25)
+    code, _, text, _ = await wait("--gpu", f"{HOST}:0", "--timeout", "10", fleet=fleet)
+    assert code == 0, text
