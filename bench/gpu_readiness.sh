@@ -27,10 +27,21 @@ cd "$(dirname "$0")/.."
     echo "exit ${PIPESTATUS[0]}"
 } >"$out/readiness_gpu_$name.log" 2>&1
 python3 bench/startup.py --runs 10 --gib 4 --out "$out/startup_$name.json" >"$out/startup_$name.txt" 2>&1
+# The same as installed: `pip install` compiles a package's modules, and a later run of a source tree
+# finds them compiled, unless PYTHONDONTWRITEBYTECODE is set (as on the lent hosts: the run above
+# compiled everything again for every command). gputui compiled here, and a compiled copy of this
+# host's pynvml first on the path; the host's own environment is left as it is.
+site=$(mktemp -d)
+cp "$(python3 -c 'import importlib.util; print(importlib.util.find_spec("pynvml").origin)')" "$site/"
+python3 -m compileall -q gputui "$site/pynvml.py"
+PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" python3 bench/startup.py --runs 10 --gib 4 \
+    --out "$out/startup_installed_$name.json" >"$out/startup_installed_$name.txt" 2>&1
+rm -rf "$site"
 python3 bench/sample_cost.py --samples 200 --spawns 5 --jobs 3 --busy \
     --out "$out/sample_cost_busy_$name.json" >"$out/sample_cost_busy_$name.txt" 2>&1
 { echo; echo "import time of gputui.cli, the largest (us: self | cumulative):"; python3 -X importtime -c "import gputui.cli" 2>&1 | sort -t'|' -k2 -n | tail -12; } >>"$out/startup_$name.txt"
 python3 bench/flood.py --seconds 30 --keys 120 --out "$out/flood_$name.json" >"$out/flood_$name.txt" 2>&1
 tar -C "$out" -czf "$out/screens_$name.tgz" screens 2>/dev/null && rm -rf "$out/screens"
-tail -n 40 "$out/readiness_gpu_$name.log" "$out/startup_$name.txt" "$out/sample_cost_busy_$name.txt" \
+tail -n 40 "$out/readiness_gpu_$name.log" "$out/startup_$name.txt" "$out/startup_installed_$name.txt" \
+    "$out/sample_cost_busy_$name.txt" \
     "$out/flood_$name.txt"

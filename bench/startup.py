@@ -67,6 +67,23 @@ def probe_to_first_sample(argv: list[str], payload: bytes | None) -> float:
     return took
 
 
+def bytecode_state() -> dict[str, object]:
+    """Whether what a command imports comes from cached bytecode: `pip install` compiles a package's
+    modules; a source tree (or an editable install) is compiled on first import unless
+    PYTHONDONTWRITEBYTECODE is set, and then every command compiles them again."""
+    import importlib.util
+
+    def cached(origin: str | None) -> bool:
+        return origin is not None and os.path.exists(importlib.util.cache_from_source(origin))
+
+    pynvml = importlib.util.find_spec("pynvml")
+    return {
+        "gputui": all(cached(str(ROOT / "gputui" / m)) for m in ("cli.py", "probe/core.py", "probe/main.py")),
+        "pynvml": cached(pynvml.origin if pynvml else None),
+        "PYTHONDONTWRITEBYTECODE": os.environ.get("PYTHONDONTWRITEBYTECODE"),
+    }
+
+
 def repeat(runs: int, fn) -> list[float]:
     return [fn() for _ in range(runs)]
 
@@ -78,6 +95,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     spec = HostSpec(name="local")
+    bytecode = bytecode_state()
     rows: dict[str, list[float]] = {}
     notes: dict[str, str] = {}
 
@@ -130,6 +148,11 @@ def main() -> int:
     print(
         f"\nwhole-command wall time on {os.uname().nodename}, Python {sys.version.split()[0]}, {args.runs} runs"
     )
+    print(
+        "bytecode cached: gputui {gputui}, pynvml {pynvml} (PYTHONDONTWRITEBYTECODE={PYTHONDONTWRITEBYTECODE})".format(
+            **bytecode
+        )
+    )
     print(f"{'what':<46} {'median s':>9} {'min s':>7} {'max s':>7}  note")
     for label, values in rows.items():
         print(
@@ -137,7 +160,7 @@ def main() -> int:
             f"  {notes.get(label, '')}"
         )
     if args.out:
-        args.out.write_text(json.dumps({"rows": rows, "notes": notes}, indent=1))
+        args.out.write_text(json.dumps({"rows": rows, "notes": notes, "bytecode": bytecode}, indent=1))
     return 0
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 MARKER = "gputui-probe"  # argv[1] of the probe's interpreter: names the process in `ps`
-# The probe of this very installation, from its cached bytecode: nothing to send, decompress and
-# compile first. `-S`: no site-packages processing (their .pth files cost tens of ms on hosts with
+# The probe of this very installation, from its modules (compiled once installed): nothing to send,
+# decompress and compile first. `-S`: no site-packages processing (their .pth files cost tens of ms on hosts with
 # big Python environments); the probe needs only the stdlib, its own package and pynvml, whose
 # directories are put on sys.path by name, the package's root first, so a `gputui` directory where
 # the operator happens to stand (sys.path[0] of `-c`) is never what runs as root.
