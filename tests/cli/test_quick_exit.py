@@ -52,7 +52,12 @@ def run(*args: str, home: Path) -> dict:
     env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / "config")}
     env.pop("GPUTUI_CONFIG", None)
     done = subprocess.run(
-        [sys.executable, "-c", SUBREAPER, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=60
+        [sys.executable, "-c", SUBREAPER, *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
