@@ -104,3 +104,14 @@ def test_busy_clean_runs_on_a_small_load(tmp_path):
         assert [r["ok"] for r in raw[phase]["cli"]] == [True]
         assert len(raw[phase]["scan"]["ms"]) == 20
     assert (tmp_path / "busy_clean_smoke.txt").read_text().strip() in run.stdout
+
+
+def test_flood_runs_and_times_keys_to_the_frame(tmp_path):
+    out = tmp_path / "flood.json"
+    run = bench("flood.py", "--seconds", "2", "--keys", "4", "--modes", "huge", "--out", str(out))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "Event loop is closed" not in run.stderr  # no probe's pipes outlive the app's loop
+    [row] = json.loads(out.read_text())
+    assert row["mode"] == "huge" and row["keys"] == 4 and row["hostile"] == ["live", None]
+    # Every key reached a frame that shows it, well before the bench's 5 s give-up.
+    assert 0 < row["p50_ms"] < 5000 and 0 < row["moved_p50_ms"] < 5000 and row["rss_max_mib"] > 0
