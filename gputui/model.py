@@ -115,19 +115,19 @@ def _list(value: Any) -> list[Any]:
 def _pids(value: Any) -> tuple[int, ...]:
     if not value or not isinstance(value, list):
         return ()
-    return tuple(p for p in (_pid(v) for v in _list(value)) if p is not None)
+    return tuple(p for p in map(_pid, value) if p is not None)
 
 
 def _indexes(value: Any) -> tuple[int, ...]:
     if not value or not isinstance(value, list):
         return ()
-    return tuple(i for i in (_count(v) for v in _list(value)) if i is not None)
+    return tuple(i for i in map(_count, value) if i is not None)
 
 
 def _strs(value: Any) -> tuple[str, ...]:
     if not value or not isinstance(value, list):
         return ()
-    return tuple(printable(v) for v in _list(value) if isinstance(v, str))
+    return tuple(printable(v) for v in value if isinstance(v, str))
 
 
 def _by_index(value: Any) -> dict[int, int | None]:
@@ -410,7 +410,7 @@ def _mig_instances(value: Any) -> tuple[MigInstance, ...] | None:
 def _mig_places(value: Any) -> tuple[MigPlace, ...]:
     if not value or not isinstance(value, list):
         return ()
-    items = (MigPlace.from_wire(v) for v in _list(value)[:MAX_MIG])
+    items = (MigPlace.from_wire(v) for v in value[:MAX_MIG])
     return tuple(dict.fromkeys(p for p in items if p is not None))
 
 

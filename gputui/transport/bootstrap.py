@@ -400,13 +400,15 @@ class Pipes:
         """The exit status once the probe ended within `timeout` seconds, else None."""
         raise NotImplementedError
 
-    async def kill(self) -> None:
-        """End the probe now (SIGKILL by PID, or closing the channel) and reap it."""
+    def abort(self) -> None:
+        """End the probe at once (SIGKILL by PID, or closing the channel), without waiting: what
+        `kill` does first, and all a link's close can still do once it is itself cancelled."""
         raise NotImplementedError
 
-    def abort(self) -> None:
-        """End the probe at once, without waiting (SIGKILL by PID, or closing the channel): the
-        link's close was itself stopped while it asked the probe nicely."""
+    async def kill(self) -> None:
+        """End the probe now and wait (a little) until it is reaped."""
+        self.abort()
+        await self.wait(2.0)
 
     def release(self) -> None:
         """Close this side of the streams once the probe is gone."""

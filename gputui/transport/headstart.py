@@ -23,10 +23,10 @@ from typing import Any
 
 MARKER = "gputui-probe"  # argv[1] of the probe's interpreter: names the process in `ps`
 # The probe of this very installation, from its modules (compiled once installed): nothing to send,
-# decompress and compile first. `-S`: no site-packages processing (their .pth files cost tens of ms on hosts with
-# big Python environments); the probe needs only the stdlib, its own package and pynvml, whose
-# directories are put on sys.path by name, the package's root first, so a `gputui` directory where
-# the operator happens to stand (sys.path[0] of `-c`) is never what runs as root.
+# decompress and compile first. `-S`: no site-packages processing (their .pth files cost tens of ms
+# on hosts with big Python environments); the probe needs only the stdlib, its own package and
+# pynvml, whose directories are put on sys.path by name, the package's root first, so a `gputui`
+# directory where the operator happens to stand (sys.path[0] of `-c`) is never what runs as root.
 LOCAL = "import sys;sys.path[0:1]=%r;del sys.argv[1];import gputui.probe.__main__"
 
 _started: dict[tuple[str, ...], subprocess.Popen[bytes]] = {}

@@ -50,14 +50,6 @@ class _ProcessPipes(Pipes):
             # them can delay forever; the return code is set as soon as the probe itself is reaped.
             return self.process.returncode
 
-    async def kill(self) -> None:
-        if self.process.returncode is None:
-            try:
-                self.process.kill()  # SIGKILL to this PID only
-            except ProcessLookupError:
-                pass
-        await self.wait(2.0)  # asyncio's child watcher reaps it
-
     def abort(self) -> None:
         if self.process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
@@ -121,20 +113,10 @@ class _PopenPipes(Pipes):
             await asyncio.sleep(0.01)
         return self.process.returncode
 
-    async def kill(self) -> None:
-        if self.process.poll() is None:
-            try:
-                self.process.kill()  # SIGKILL to this PID only
-            except ProcessLookupError:
-                pass
-        await self.wait(2.0)
-
     def abort(self) -> None:
         if self.process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
-                self.process.kill()  # SIGKILL to this PID only
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(1.0)  # reaped here: nothing else watches a process started ahead
+                self.process.kill()  # SIGKILL to this PID only; `wait` (or exit) reaps it
 
     def release(self) -> None:
         for transport in self._transports:

@@ -90,16 +90,12 @@ class _ChannelPipes(Pipes):
             return None
         return self.process.exit_status
 
-    async def kill(self) -> None:
+    def abort(self) -> None:
         try:
             self.process.send_signal("KILL")  # servers without signal requests ignore it
         except (asyncssh.Error, OSError):
             pass
         # Closing the channel ends the probe anyway: its stdin reaches EOF, its stdout breaks.
-        self.process.close()
-        await self.wait(2.0)
-
-    def abort(self) -> None:
         self.process.close()
 
 
