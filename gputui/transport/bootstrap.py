@@ -18,6 +18,7 @@ differs between hosts. Both stages read with os.read on fd 0, never past what is
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import json
 import re
@@ -534,11 +535,14 @@ class ProbeLink:
         try:
             if pipes is not None:
                 await self._stop(pipes)
-        except BaseException:
+        except (Exception, asyncio.CancelledError):
             # Cancelled while asking nicely (the fleet stopping a host that floods it): the probe
-            # must not outlive the link, nor our ends of its pipes the event loop.
+            # must not outlive the link, nor our ends of its pipes the event loop. It is reaped
+            # before the cancellation goes on (a SIGKILL takes milliseconds), even if cancelled again.
             if pipes is not None:
                 pipes.abort()
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await pipes.wait(1.0)
             raise
         finally:
             if pipes is not None:
