@@ -542,32 +542,34 @@ def test_the_sim_runs_under_python_3_8():
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a context file of another user needs root to make")
-def test_a_forged_context_cannot_make_another_users_process_a_gpu_user(make_sim, tmp_path):
-    """Issue 13 #10: ctx/ is writable by everyone and the PID came from the file's name, so a forged
-    file made an unrelated process a "GPU user" that a plan then killed. A context is believed only
-    when its file belongs to the user of the process it names."""
-    import json as json_
-
-    sim = make_sim(gpus=1, scenario="empty")
+def test_a_forged_context_cannot_make_another_users_process_a_gpu_user(make_sim):
+    """Issue 13 #10: a file of `nobody` naming root's process (with its right start time) made it a
+    "GPU user" that a plan then killed. A context is believed only when its file belongs to the user
+    of the process it names (and of the directory it is in). More: tests/probe/test_sim_contexts.py."""
+    sim = make_sim(gpus=2)
+    mine = create_context(sim.directory, 0, 4096)  # where this user's contexts go
+    where = Path(os.readlink(f"/proc/self/fd/{mine}")).parent
+    os.unlink(os.readlink(f"/proc/self/fd/{mine}"))
+    os.close(mine)
     victim = subprocess.Popen(["sleep", "60"])  # root's process, started (and ended) by this test
+    held = []
     try:
-        name = f"0-{victim.pid}-999forged.ctx"
-        path = Path(sim.directory) / "ctx" / name
-        path.write_text(json_.dumps({"gpu": 0, "pid": victim.pid, "bytes": 1 << 30, "util": 0}))
-        os.chown(path, 65534, 65534)  # made by `nobody`, naming root's process
-        lock = os.open(path, os.O_RDONLY)  # held, as a real context is: the memory stays
-        try:
-            fcntl.flock(lock, fcntl.LOCK_SH)
+        record = {"gpu": 1, "pid": victim.pid, "start": start_time(victim.pid), "bytes": GiB, "util": 0}
+        for name, owner in (("9nobody", 65534), ("9own", None)):
+            path = where / f"1-{victim.pid}-{name}.ctx"
+            path.write_text(json.dumps(record))
+            if owner is not None:
+                os.chown(path, owner, owner)  # made by `nobody`, naming root's process
+            held.append(os.open(path, os.O_RDONLY))  # held, as a real context is: the memory stays
+            fcntl.flock(held[-1], fcntl.LOCK_SH)
             gpus, listed = sim.read()
-            assert victim.pid not in listed and gpus[0]["memory_used"] == 0
-            # The same file in the name of its own user's process is that user's context.
-            os.chown(path, 0, 0)
-            forged_again = Path(sim.directory) / "ctx" / f"0-{victim.pid}-998own.ctx"
-            os.link(path, forged_again)
-            gpus, listed = sim.read()
-            assert listed.get(victim.pid) == {0: 1 << 30}
-        finally:
-            os.close(lock)
+            if owner is not None:
+                assert victim.pid not in listed and gpus[1]["memory_used"] == 0
+                assert "owned by uid 65534" in sim.ignored[f"{where.name}/{path.name}"]
+            else:  # the same record in a file of the process's own user is that user's context
+                assert listed == {victim.pid: {1: GiB}} and gpus[1]["memory_used"] == GiB
     finally:
+        for fd in held:
+            os.close(fd)
         victim.kill()
         victim.wait()

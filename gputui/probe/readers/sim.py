@@ -3,14 +3,24 @@
 It behaves like docs/GPU_FACTS.md says the real driver does, using real processes and real files:
 
 - The "driver" lives in a directory, `<base>/`: device files `<base>/dev/nvidia*` (regular files) and
-  one file per CUDA context, `<base>/ctx/<gpu>-<pid>-<serial>.ctx`, JSON {"gpu", "pid", "bytes",
-  "util"}, on which the process that made it holds flock(LOCK_SH). flock locks belong to the open
-  file description, so a forked child that inherits the fd keeps the memory after its parent died
-  (a ghost), and exit (any exit: SIGKILL, crash) releases it. A zombie has no fds: it holds nothing.
+  one file per CUDA context, `<base>/ctx/<uid>/<gpu>-<pid>-<serial>.ctx`, JSON {"gpu", "pid",
+  "start", "bytes", "util"}, on which the process that made it holds flock(LOCK_SH). flock locks
+  belong to the open file description, so a forked child that inherits the fd keeps the memory after
+  its parent died (a ghost), and exit (any exit: SIGKILL, crash) releases it. A zombie has no fds: it
+  holds nothing.
+- The real driver cannot be lied to, so the sim's context files are trusted no more than they must
+  be: nobody else writes in ctx/, and each user allocates in a ctx/<uid>/ that the reader made and
+  only that user writes in (every user may read them all, as every user may ask NVML); a file is opened without following a link or blocking (O_NOFOLLOW, O_NONBLOCK) and
+  believed only if it is a small regular file of that user, whose record names its file's GPU and
+  PID and the start time (/proc/PID/stat field 22) of a process of that user living at that PID. A
+  context whose process has exited stays listed (a ghost) only if it was seen alive, or the sim's own
+  session reported that process; a new process that gets the PID is never it. What was not believed
+  is in `SimReader.ignored`, with the reason.
 - The reader watches every context from a thread blocked in flock(LOCK_EX); when that returns, every
   holder is gone, and the memory is released 0.10 to 0.18 s later (seeded), like NVML. Until then
-  the context's owner PID stays listed, alive or not. Any process may make contexts
-  (`create_context`); any SimReader on the directory (`attach=True`) sees the same state.
+  the context's owner PID stays listed, alive or not. Any process of the sim's user (or of a user
+  it runs jobs as) may make contexts (`create_context`); any SimReader of that user on the
+  directory (`attach=True`) sees the same state, but for a ghost whose parent it never saw alive.
 - Jobs are real `python3 -S <base>/bin/<name>.py ARGS` processes (source: simjob.py) started by a
   session process (a child subreaper that reaps them and their orphans). The reader holds the write
   end of a "lifeline" pipe every sim process watches: when the reader closes or its process dies,
@@ -19,6 +29,7 @@ It behaves like docs/GPU_FACTS.md says the real driver does, using real processe
 Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
 
+import errno
 import fcntl
 import json
 import os
@@ -27,6 +38,7 @@ import random
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -75,6 +87,13 @@ SESSION_SCRIPT = "gputui_sim_session.py"
 SPAWN_TIMEOUT = 20.0  # seconds for a job to start and settle (Python start-up on a loaded 2-core CI box)
 CLOSE_TIMEOUT = 10.0
 JITTER_LEN = 97  # utilization jitter repeats after this many reads
+MAX_CONTEXT_BYTES = 4096  # a context's record is under 200 bytes: a bigger file is not one
+MAX_META_BYTES = 65536  # sim.json, read when attaching
+# No directory of the sim may be written by group or others: a context names a process that a plan
+# for its GPU stops. Reading is fine: every user may ask NVML which processes use a GPU.
+NO_WRITE = 0o022
+_OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+_OPEN_DIR = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
 
 
 def _worker_functions():
@@ -177,6 +196,58 @@ def wait_exit(pid, expected_start, timeout):
     return True
 
 
+def pid_namespace():
+    # type: () -> Optional[str]
+    """This process's PID namespace ("pid:[4026531836]"), None where /proc does not say."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+
+
+def directory_problem(path, what, owners):
+    # type: (str, str, Tuple[int, ...]) -> Optional[str]
+    """Why `path` is not a real directory of one of `owners` that only its owner can write; None
+    when it is. lstat: a symbolic link is refused, not followed."""
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        return "%s: %s" % (what, exc.strerror)
+    if stat.S_ISLNK(info.st_mode):
+        return "%s is a symbolic link" % what
+    if not stat.S_ISDIR(info.st_mode):
+        return "%s is not a directory" % what
+    if info.st_uid not in owners:
+        names = " or ".join("uid %d" % uid for uid in owners)
+        return "%s is owned by uid %d, not by %s" % (what, info.st_uid, names)
+    if info.st_mode & NO_WRITE:
+        return "%s can be written by others (mode %o)" % (what, info.st_mode & 0o7777)
+    return None
+
+
+def read_bounded(fd, limit):
+    # type: (int, int) -> Optional[bytes]
+    """At most `limit` bytes from `fd` to its end; None if there are more."""
+    chunks = []  # type: List[bytes]
+    size = 0
+    while size <= limit:
+        chunk = os.read(fd, limit + 1 - size)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size += len(chunk)
+    return None
+
+
+def _number(record, key, low, high):
+    # type: (Dict[str, Any], str, int, int) -> Optional[int]
+    """record[key] if it is an integer (not a bool) from low to high, else None."""
+    value = record.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        return None
+    return value
+
+
 class SimError(RuntimeError):
     """A sim job could not be started or did not settle."""
 
@@ -233,20 +304,24 @@ class SimJob(object):
 
 class _Context(object):
     """One context as the reader sees it; `release_at` (monotonic) is set once every holder is gone.
-    `gi`, `ci`: the MIG instance it runs in (None outside MIG); `mps`: an MPS client's."""
+    `name`: "<uid>/<file name>" under ctx/; `start`: its process's start time; `gi`, `ci`: the MIG
+    instance it runs in (None outside MIG); `mps`: an MPS client's; `listed`: whether the latest
+    read found its PID still its process (alive, or gone: a ghost), not another one."""
 
-    __slots__ = ("ci", "gi", "gpu", "mps", "name", "nbytes", "pid", "release_at", "util")
+    __slots__ = ("ci", "gi", "gpu", "listed", "mps", "name", "nbytes", "pid", "release_at", "start", "util")
 
-    def __init__(self, name, gpu, pid, nbytes, util, gi=None, ci=None, mps=False):
-        # type: (str, int, int, int, int, Optional[int], Optional[int], bool) -> None
+    def __init__(self, name, gpu, pid, start, nbytes, util, gi=None, ci=None, mps=False):
+        # type: (str, int, int, int, int, int, Optional[int], Optional[int], bool) -> None
         self.name = name
         self.gpu = gpu
         self.pid = pid
+        self.start = start
         self.nbytes = nbytes
         self.util = util
         self.gi = gi
         self.ci = ci
         self.mps = mps
+        self.listed = True
         self.release_at = None  # type: Optional[float]
 
 
@@ -279,7 +354,14 @@ class SimReader(Reader):
         self.jobs = []  # type: List[SimJob]
         self._cond = threading.Condition()  # guards everything below that threads share
         self._contexts = {}  # type: Dict[str, _Context]
-        self._retired = set()  # type: set  # released names whose file may still be listed
+        self._retired = set()  # type: set  # released or refused names whose file may still be listed
+        # Files under ctx/ that are not believed, and why (only those still there): tests and people look.
+        self.ignored = {}  # type: Dict[str, str]
+        # (pid, start time, uid) of every process the session reported (its own jobs): a context of
+        # one of them is believed after its process exited even if no read saw it alive (a ghost).
+        self._vouched = set()  # type: set
+        self._spawn_uids = {}  # type: Dict[int, int]  # serial -> the job's uid
+        self._foreign_pids = False  # attached from another PID namespace than the sim's
         self._state_stamp = None  # type: Optional[int]
         self._state_cache = {}  # type: Dict[str, Any]
         self.resets = []  # type: List[int]  # GPUs this reader reset (tests look)
@@ -376,8 +458,12 @@ class SimReader(Reader):
         for sub, mode in (("dev", 0o755), ("dev/nvidia-caps", 0o755), ("bin", 0o755), ("log", 0o755)):
             os.mkdir(os.path.join(base, sub))
             os.chmod(os.path.join(base, sub), mode)
-        os.mkdir(os.path.join(base, "ctx"))
-        os.chmod(os.path.join(base, "ctx"), 0o1777)  # any user may allocate; like /tmp
+        # Nobody else writes here: contexts are what makes a process a GPU user that a plan stops.
+        # Each user that allocates gets a directory of its own in it (`_user_dir`), this user's first.
+        os.mkdir(os.path.join(base, "ctx"), 0o755)
+        os.chmod(os.path.join(base, "ctx"), 0o755)
+        self._ctx_dir = os.path.join(base, "ctx")
+        self._user_dir(os.geteuid())
         for path in self._device_path_list(base):
             # 4 KiB, so CUDA-like jobs can mmap them (a CUDA process maps nvidiaN, nvidiactl, nvidia-uvm).
             with open(path, "wb") as f:
@@ -390,23 +476,88 @@ class SimReader(Reader):
             "variant": self.variant,
             "scenario": self.scenario,
             "hostname": self.hostname,
+            "pid_ns": pid_namespace(),  # where the PIDs of its contexts live
         }
         self._write_file(os.path.join(base, "sim.json"), json.dumps(meta, indent=1) + "\n", 0o644)
 
+    def _user_dir(self, uid):
+        # type: (int) -> str
+        """ctx/<uid>/, where that user's processes make their contexts: made 0755 and given to the
+        user (only root runs jobs as another user); one that is there already must be as private."""
+        path = os.path.join(self._ctx_dir, str(uid))
+        try:
+            os.mkdir(path, 0o755)
+        except FileExistsError:
+            pass
+        else:
+            # Nobody else can have replaced it since: ctx/ is this user's, and no one else writes there.
+            os.chmod(path, 0o755)
+            if uid != os.geteuid():
+                os.chown(path, uid, -1)
+        problem = directory_problem(path, "context directory %s" % path, (uid,))
+        if problem:
+            raise SimError(problem)
+        return path
+
     def _attach_directory(self):
         # type: () -> None
+        """Read an existing sim: only one that nobody else could have made or changed: a real directory
+        of this user or of root (every user may read root's sim, as every user may read NVML) that
+        no one else can write, its ctx/ too; else one clear ReaderError."""
         base = os.path.realpath(str(self.base_dir))
+        owners = tuple(sorted({os.geteuid(), 0}))
+        problem = directory_problem(base, "the sim directory %s" % base, owners)
+        if problem:
+            raise ReaderError("no-driver", "sim: refusing to use it: %s" % problem)
+        owner = os.stat(base).st_uid
+        meta = self._read_meta(os.path.join(base, "sim.json"), owner)
+        ctx = os.path.join(base, "ctx")
+        problem = directory_problem(ctx, "its context directory %s" % ctx, (owner,))
+        if problem:
+            raise ReaderError("no-driver", "sim: refusing to use it: %s" % problem)
         try:
-            with open(os.path.join(base, "sim.json")) as f:
-                meta = json.load(f)
-        except (OSError, ValueError) as exc:
-            raise ReaderError("no-gpu", "no sim at %s: %s" % (base, exc)) from exc
+            gpus = int(meta["gpus"])
+            seed = int(meta["seed"])
+            variant = int(meta.get("variant", 0))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ReaderError("no-gpu", "no sim at %s: sim.json: bad %s" % (base, exc)) from None
+        if not 1 <= gpus <= 64:
+            raise ReaderError("no-gpu", "no sim at %s: sim.json: %r GPUs" % (base, gpus))
         self.directory = base
-        self.gpus = int(meta["gpus"])
-        self.seed = int(meta["seed"])
-        self.variant = int(meta.get("variant", 0))
-        self.scenario = meta.get("scenario", self.scenario)
-        self.hostname = self.hostname or meta.get("hostname")
+        self.gpus, self.seed, self.variant = gpus, seed, variant
+        scenario = meta.get("scenario")
+        self.scenario = scenario if scenario in SCENARIOS else self.scenario
+        hostname = meta.get("hostname")
+        self.hostname = self.hostname or (hostname if isinstance(hostname, str) else None)
+        # A reader in another PID namespace (a container's probe) cannot see the processes contexts
+        # name, as a probe beside the real driver cannot: it lists their PIDs as NVML does.
+        theirs, ours = meta.get("pid_ns"), pid_namespace()
+        self._foreign_pids = isinstance(theirs, str) and ours is not None and theirs != ours
+
+    @staticmethod
+    def _read_meta(path, uid):
+        # type: (str, int) -> Dict[str, Any]
+        """sim.json: a small regular file of the sim's user (not a link, not a FIFO), a JSON object."""
+        try:
+            fd = os.open(path, _OPEN_FILE)
+        except OSError as exc:
+            raise ReaderError("no-gpu", "no sim at %s: %s" % (os.path.dirname(path), exc.strerror)) from None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != uid:
+                raise ReaderError("no-driver", "sim: refusing %s: not a regular file of uid %d" % (path, uid))
+            raw = read_bounded(fd, MAX_META_BYTES)
+        except OSError as exc:
+            raise ReaderError("no-gpu", "no sim at %s: %s" % (os.path.dirname(path), exc.strerror)) from None
+        finally:
+            os.close(fd)
+        try:
+            meta = json.loads((raw or b"").decode("utf-8")) if raw is not None else None
+        except ValueError:
+            meta = None
+        if not isinstance(meta, dict):
+            raise ReaderError("no-gpu", "no sim at %s: sim.json is not a sim's" % os.path.dirname(path))
+        return meta
 
     def _device_path_list(self, base):
         # type: (str) -> List[str]
@@ -465,16 +616,17 @@ class SimReader(Reader):
         with self._cond:
             self._reads += 1
             reads = self._reads
-            try:
-                names = os.listdir(self._ctx_dir)
-            except OSError:
-                names = []
-            self._track_new(names)
+            self._track_new()
             for name, ctx in list(self._contexts.items()):
                 if ctx.release_at is not None and now >= ctx.release_at:
                     self._retire(name)
                     continue
                 used[ctx.gpu] += ctx.nbytes
+                # Its PID is its process, or no process (a ghost); a new process there is not it: the
+                # memory is still held (by the ghost's heirs), by no process NVML could name.
+                ctx.listed = start_time(ctx.pid) in (ctx.start, None)
+                if not ctx.listed:
+                    continue
                 util[ctx.gpu] += ctx.util
                 on_gpu = listed.setdefault(ctx.pid, {})
                 on_gpu[ctx.gpu] = (on_gpu.get(ctx.gpu) or 0) + ctx.nbytes
@@ -548,7 +700,7 @@ class SimReader(Reader):
         out = {}  # type: Dict[int, Dict[int, Dict[str, Optional[int]]]]
         with self._cond:
             for ctx in self._contexts.values():
-                if ctx.release_at is not None:
+                if ctx.release_at is not None or not ctx.listed:
                     continue
                 share = out.setdefault(ctx.pid, {}).setdefault(
                     ctx.gpu, {"sm": 0, "mem": 0, "enc": 0, "dec": 0}
@@ -693,52 +845,151 @@ class SimReader(Reader):
         self.resets.append(index)
         return True, "GPU %d reset (sim)" % index
 
-    def _track_new(self, names):
-        # type: (List[str]) -> None
-        """Start watching contexts not seen before (called with self._cond held)."""
+    def _track_new(self):
+        # type: () -> None
+        """Start watching contexts not seen before (called with self._cond held): every private
+        ctx/<uid>/ and, in it, every file named like a context that is not known yet."""
         present = set()
-        for name in names:
-            if not name.endswith(".ctx"):
-                continue  # ".<name>.tmp": a context being made, not visible yet
-            present.add(name)
-            if name in self._contexts or name in self._retired:
+        try:
+            users = os.listdir(self._ctx_dir)
+        except OSError:
+            users = []
+        for user in users:
+            present.add(user)
+            if not (user.isascii() and user.isdigit()):
+                self.ignored[user] = "not a user's context directory"
                 continue
-            ctx = self._load(name)
-            if ctx is None:
+            uid = int(user)
+            path = os.path.join(self._ctx_dir, user)
+            try:
+                dir_fd = os.open(path, _OPEN_DIR)
+            except OSError as exc:
+                self.ignored[user] = "not a directory (%s)" % exc.strerror
                 continue
-            self._contexts[name] = ctx
-            threading.Thread(target=self._watch, args=(ctx,), name="gputui-sim-ctx", daemon=True).start()
-        if self._retired:
-            self._retired &= present  # a name can never come back: names carry a random part
+            try:
+                info = os.fstat(dir_fd)
+                if info.st_uid != uid or info.st_mode & NO_WRITE:
+                    self.ignored[user] = "not private to uid %d (owner %d, mode %o)" % (
+                        uid,
+                        info.st_uid,
+                        info.st_mode & 0o7777,
+                    )
+                    continue
+                self.ignored.pop(user, None)
+                for name in os.listdir(dir_fd):
+                    if not name.endswith(".ctx"):
+                        continue  # ".<name>.tmp": a context being made, not visible yet
+                    key = user + "/" + name
+                    present.add(key)
+                    if key not in self._contexts and key not in self._retired:
+                        self._load(dir_fd, uid, key, name)
+            except OSError:
+                continue
+            finally:
+                os.close(dir_fd)
+        # A name never comes back (names carry a random part): forget those that are gone.
+        self._retired &= present
+        for key in [k for k in self.ignored if k not in present]:
+            del self.ignored[key]
 
-    def _load(self, name):
-        # type: (str) -> Optional[_Context]
-        """A context file, if it is one the named process could have made.
+    def _refuse(self, key, reason):
+        # type: (str, str) -> None
+        """A file that is not a context, for good: never read again while it is there."""
+        self.ignored[key] = reason
+        self._retired.add(key)
 
-        ctx/ is writable by every user (jobs may run as others), so a file is believed only when it
-        belongs to the user of the process it names (or to root): anyone can make their own
-        process a GPU user, nobody can make another user's process one (which a plan would then
-        stop). The real driver cannot be lied to this way; the sim must not be either."""
+    def _load(self, dir_fd, uid, key, name):
+        # type: (int, int, str, str) -> None
+        """Watch the context `name` in ctx/<uid>/ if it is one that its process made.
+
+        Opened without following a link or waiting for a writer, then checked on the open file: a
+        regular file of the directory's user, small, whose record names the file's GPU and PID and
+        the start time of a process of that user living at that PID. A process that is gone is
+        believed only if the sim's own session reported it (a ghost whose parent exited before any
+        read); else the file is looked at again next time."""
         try:
             gpu_text, pid_text, _ = name.split("-", 2)
             gpu, pid = int(gpu_text), int(pid_text)
-            with open(os.path.join(self._ctx_dir, name)) as f:
-                owner = os.fstat(f.fileno()).st_uid
-                data = json.load(f)
-            nbytes, util = int(data["bytes"]), int(data.get("util", 0))
-            gi, ci, mps = instance_id(data.get("gi")), instance_id(data.get("ci")), data.get("mps") is True
-        except (OSError, ValueError, KeyError, TypeError):
-            return None  # gone already, or not a context
-        if not 0 <= gpu < self.gpus or data.get("pid") != pid:
-            return None
-        if owner != 0:
+        except ValueError:
+            return self._refuse(key, "not a context's name")
+        try:
+            fd = os.open(name, _OPEN_FILE, dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return self._refuse(key, "a symbolic link, not a context")
+            return None  # gone already
+        watched = False
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                return self._refuse(key, "not a regular file")
+            if info.st_uid != uid:
+                return self._refuse(
+                    key, "owned by uid %d, not by uid %d whose directory it is in" % (info.st_uid, uid)
+                )
+            if info.st_nlink != 1:
+                return self._refuse(key, "a file with %d names (hard links)" % info.st_nlink)
+            raw = read_bounded(fd, MAX_CONTEXT_BYTES) if info.st_size <= MAX_CONTEXT_BYTES else None
+            if raw is None:
+                return self._refuse(key, "too big for a context (%d bytes)" % info.st_size)
             try:
-                if os.stat("/proc/%d" % pid).st_uid != owner:
-                    self._retired.add(name)  # a forgery: never read again
-                    return None
-            except OSError:
-                pass  # the process is gone (a ghost's parent): the file is its owner's word
-        return _Context(name, gpu, pid, nbytes, util, gi, ci, mps)
+                record = json.loads(raw.decode("utf-8"))
+            except ValueError:
+                record = None
+            if not isinstance(record, dict):
+                return self._refuse(key, "not a context's record")
+            start = _number(record, "start", 0, 1 << 62)
+            nbytes = _number(record, "bytes", 0, MEMORY_TOTAL)
+            util = _number(record, "util", 0, 100) if "util" in record else 0
+            if not 0 <= gpu < self.gpus or record.get("gpu") != gpu or record.get("pid") != pid or pid <= 0:
+                return self._refuse(key, "its record does not name the GPU and PID of its name")
+            if start is None:
+                return self._refuse(key, "its record has no start time of its process")
+            if nbytes is None or util is None:
+                return self._refuse(key, "its record has no valid bytes or util")
+            problem = self._bound_to(pid, start, uid)
+            if problem is not None:
+                return self._refuse(key, problem)
+            if start_time(pid) is None and (pid, start, uid) not in self._vouched and not self._foreign_pids:
+                # Maybe a ghost the session will report in a moment, maybe a PID nobody has yet.
+                self.ignored[key] = "process %d is gone and was never seen alive" % pid
+                return None
+            gi, ci, mps = (
+                instance_id(record.get("gi")),
+                instance_id(record.get("ci")),
+                record.get("mps") is True,
+            )
+            ctx = _Context(key, gpu, pid, start, nbytes, util, gi, ci, mps)
+            self.ignored.pop(key, None)
+            self._contexts[key] = ctx
+            threading.Thread(target=self._watch, args=(ctx, fd), name="gputui-sim-ctx", daemon=True).start()
+            watched = True
+        except OSError:
+            return None
+        finally:
+            if not watched:
+                os.close(fd)
+        return None
+
+    @staticmethod
+    def _bound_to(pid, start, uid):
+        # type: (int, int, int) -> Optional[str]
+        """Why the process living at `pid` (if any) is not the one that started at `start` as `uid`;
+        None when it is, or when no process lives there."""
+        now = start_time(pid)
+        if now is None:
+            return None
+        if now != start:
+            return "its start time %d is not that of process %d (%d)" % (start, pid, now)
+        try:
+            owner = os.stat("/proc/%d" % pid).st_uid
+        except OSError:
+            return None  # gone in between
+        if start_time(pid) not in (start, None):
+            return "process %d was replaced while it was checked" % pid
+        if owner != uid:
+            return "it names process %d of user %d, not of the file's user %d" % (pid, owner, uid)
+        return None
 
     def _retire(self, name):
         # type: (str) -> None
@@ -755,23 +1006,18 @@ class SimReader(Reader):
         # Seeded per context, so every reader of this sim (attach mode too) releases it at once.
         return random.Random("gputui-sim-release:%d:%s" % (self.seed, name)).uniform(*RELEASE_DELAY)
 
-    def _watch(self, ctx):
-        # type: (_Context) -> None
-        """Wait, blocked in flock(LOCK_EX), until every holder of the context has exited."""
+    def _watch(self, ctx, fd):
+        # type: (_Context, int) -> None
+        """Wait, blocked in flock(LOCK_EX) on the file `_load` checked (fd), until every holder of
+        the context has exited."""
         path = os.path.join(self._ctx_dir, ctx.name)
-        delay = 0.0  # the file is gone: another reader released it already
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fcntl.flock(fd, fcntl.LOCK_EX)
         except OSError:
-            fd = None
-        if fd is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            except OSError:
-                pass
-            finally:
-                os.close(fd)  # let other readers' watchers through at once
-            delay = self._release_delay(ctx.name)
+            pass
+        finally:
+            os.close(fd)  # let other readers' watchers through at once
+        delay = self._release_delay(ctx.name)
         with self._cond:
             ctx.release_at = time.monotonic() + delay
             self._cond.notify_all()
@@ -888,11 +1134,15 @@ class SimReader(Reader):
     def _on_status(self, message):
         # type: (Dict[str, Any]) -> None
         with self._cond:
-            events = self._spawns.setdefault(int(message.get("serial", 0)), {})
+            serial = int(message.get("serial", 0))
+            events = self._spawns.setdefault(serial, {})
             events[str(message.get("event"))] = message
             for key, start_key in (("pid", "start_time"), ("child_pid", "child_start_time")):
                 if message.get(key) is not None:
                     self._spawned.append((int(message[key]), message.get(start_key)))
+                    uid = self._spawn_uids.get(serial)
+                    if uid is not None:  # the job's own word, in its own user's name only
+                        self._vouched.add((int(message[key]), message.get(start_key), uid))
             self._cond.notify_all()
 
     def _env(self, user):
@@ -975,13 +1225,16 @@ class SimReader(Reader):
                 if not any((i["gi"], i["ci"]) == mig for i in layout):
                     raise ValueError("GPU %d has no MIG instance %d.%d" % (index, mig[0], mig[1]))
         entry = self._user(user)
+        uid = entry.pw_uid if entry is not None else None
+        if gpus:
+            self._user_dir(os.geteuid() if uid is None else uid)  # where its contexts go
         with self._cond:
             self._serial += 1
             serial = self._serial
             self._spawns[serial] = {}
+            self._spawn_uids[serial] = os.geteuid() if uid is None else uid
         log = os.path.join(str(self.directory), "log", "%d-%s.log" % (serial, name))
         command = [sys.executable, "-S", self._script(name)] + [str(a) for a in (argv or [])]
-        uid = entry.pw_uid if entry is not None else None
         job = SimJob(role, name, command, gpus, int(memory), util, uid, serial, log)
         config = {
             "serial": serial,

@@ -11,10 +11,12 @@ One program, two parts:
   nothing of the sim lingers as a zombie even where PID 1 does not reap;
 - a job (env GPUTUI_SIM_JOB): opens every device file, makes its CUDA contexts, then plays its role.
 
-The simulated driver: a context is a file `<sim>/ctx/<gpu>-<pid>-<serial>.ctx` on which the owner holds
-flock(LOCK_SH). flock locks belong to the open file description, so every process holding a copy of
-that fd (a forked child included) keeps the memory; when the last one exits, the reader's watcher
-gets LOCK_EX and releases the memory, as the real driver does.
+The simulated driver: a context is a file `<sim>/ctx/<uid>/<gpu>-<pid>-<serial>.ctx` (in the private
+directory of the process's user, made by the reader) on which the owner holds flock(LOCK_SH). It
+records the process's PID and start time, to which the reader binds it. flock locks belong to the
+open file description, so every process holding a copy of that fd (a forked child included) keeps
+the memory; when the last one exits, the reader's watcher gets LOCK_EX and releases the memory, as
+the real driver does.
 """
 
 WORKER_SOURCE = r'''
@@ -69,15 +71,18 @@ def create_context(directory, gpu, nbytes, util=0, extra=None):
     `extra`: more of what the driver knows of the context: "gi" and "ci" (the MIG instance it runs
     in), "mps" (true: an MPS client's, listed by NVML's MPS process list).
 
+    It goes to this user's own directory, ctx/<euid>/ (the reader makes it; no other user writes
+    there; all may read, as all may ask NVML), and records the PID and start time of this process: the reader believes it only while
+    that PID is this process (or, once seen alive, while it is dead: a ghost).
     The file is locked before it gets its visible name, so a watcher never sees an unlocked fresh
     context. Closing the fd in every process that has it (exit does) frees the memory."""
-    ctx = os.path.join(directory, "ctx")
+    ctx = os.path.join(directory, "ctx", str(os.geteuid()))
     pid = os.getpid()
     base = "%d-%d-%d%s" % (gpu, pid, int(time.monotonic() * 1e6) % 1000000, os.urandom(3).hex())
     tmp = os.path.join(ctx, "." + base + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     try:
-        record = dict(extra or {}, gpu=gpu, pid=pid, bytes=nbytes, util=util)
+        record = dict(extra or {}, gpu=gpu, pid=pid, start=start_time(), bytes=nbytes, util=util)
         os.write(fd, json.dumps(record).encode())
         fcntl.flock(fd, fcntl.LOCK_SH)
         os.rename(tmp, os.path.join(ctx, base + ".ctx"))
