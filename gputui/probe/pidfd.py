@@ -143,6 +143,7 @@ class Pins(object):
         self._pins = {}  # type: Dict[int, _Pin]
         self._pending = {}  # type: Dict[int, int]  # pid -> pidfd opened by begin(), not yet settled
         self._live = 0  # open pidfds held (lent ones included)
+        self._closed = False
 
     @property
     def enabled(self):
@@ -160,7 +161,7 @@ class Pins(object):
         """Before the probe reads the stat and command line of `pids` (the GPU processes a scan
         found): note the pinned processes that have exited, and open a pidfd for each PID not
         pinned yet, so that what is read next is read of the process the pidfd pins."""
-        if self._open is None:
+        if self._open is None or self._closed:
             return
         self._close_pending()
         self._note_exits()
@@ -235,18 +236,24 @@ class Pins(object):
         # type: (int, int) -> None
         """A lent pidfd returns to its pin (the next scan sees whether its process has exited)."""
         pin = self._pins.get(pid)
-        if pin is not None and pin.fd == fd and pin.lent:
-            pin.lent = False
-        else:
+        if pin is None or pin.fd != fd or not pin.lent:
+            self._close(fd)  # not a pin's (never happens), but not leaked either
+        elif self._closed:
+            del self._pins[pid]
             self._close(fd)
+        else:
+            pin.lent = False
 
     def close(self):
         # type: () -> None
+        """Close every pidfd but those lent to a running plan (each closes when given back)."""
+        self._closed = True
         self._close_pending()
-        for pin in self._pins.values():
-            if pin.fd is not None:
-                self._close(pin.fd)
-        self._pins = {}
+        for pid, pin in list(self._pins.items()):
+            if not pin.lent:
+                if pin.fd is not None:
+                    self._close(pin.fd)
+                del self._pins[pid]
 
     # -- helpers -----------------------------------------------------------------------------
 

@@ -1,16 +1,21 @@
 """Executing a kill plan on this host: staged signals, then proof that the GPUs are free.
 
 docs/ARCHITECTURE.md "Staged kill-and-verify", grounded in docs/GPU_FACTS.md:
-1. check each target: same start time as the operator saw (else the PID was reused), not protected;
-   a pidfd is opened first and the start time re-read after, so a match is proof (the pidfd pins
-   the process: a signal through it cannot reach a later owner of the PID);
-2. SIGTERM (SIGINT first when asked), then wait on the pidfds (readable when the process exits) up
-   to the TERM timeout; 3. SIGKILL the survivors;
+1. check each target: not protected, and the process the operator saw. The probe pinned a pidfd
+   when a scan first listed it (pidfd.py): readable means it has exited, whatever holds the PID now
+   (a PID reused within one clock tick has the same start time); else signals go through it, to
+   that process only. Without a pin, a pidfd is opened now and the start time re-read after it (a
+   mismatch: the PID was reused). Either way it must still hold a GPU device file or be listed by
+   NVML: one that let go of its GPU is not signalled, and its verdict says it runs on;
+2. SIGTERM (SIGINT first when asked), each soft signal followed by SIGCONT (a stopped job acts on
+   it only once continued, as systemd knows), then wait on the pidfds (readable when the process
+   exits) up to the TERM timeout; 3. SIGKILL the survivors;
 4. rescan: hidden holders now attributed to a targeted GPU (a ghost's data-loader child) and holders
    tied to a target get the same stages; so do, when the plan sweeps, the listed unattributed holders;
 5. verify: read NVML every 20 ms until each targeted GPU is back at its idle memory with no listed
    process, then confirm with a holder scan; give up at the verify timeout;
-6. verdicts per process and per GPU, then `done`.
+6. verdicts per process and per GPU, then `done`: a plan of processes is `stopped` only when every
+   target is gone (a target not signalled, left running, makes it `not-stopped`).
 Nothing sleeps for a fixed time: every wait is a poll() on the pidfds with the next deadline as its
 timeout (the NVML polling interval while verifying), so it ends the moment a process exits.
 
