@@ -103,7 +103,8 @@ def opener(method):
     # type: (str) -> Optional[Callable[[int], int]]
     """pidfd_open for `method` ("pidfd", "pidfd-syscall"); None for "kill" (no pidfds)."""
     if method == "pidfd":
-        return os.pidfd_open  # type: ignore[attr-defined,no-any-return]  # novermin (3.9+, checked)
+        pidfd_open = os.pidfd_open  # type: ignore[attr-defined]  # novermin (3.9+, checked)
+        return pidfd_open  # type: ignore[no-any-return]
     if method == "pidfd-syscall":
         return Syscalls().pidfd_open
     return None
@@ -116,6 +117,16 @@ def exited(fds):
     for fd in fds:
         poller.register(fd, select.POLLIN)
     return [fd for fd, _ in poller.poll(0)]
+
+
+def _ticks_since_boot():
+    # type: () -> int
+    """Now, in the clock start times count: CLOCK_BOOTTIME on the kernels that have pidfds (5.3 and
+    later; from 5.5 start times count boot time, before it monotonic time, which lags boot time only
+    after a suspend)."""
+    clock = getattr(time, "CLOCK_BOOTTIME", None)
+    now = time.clock_gettime(clock) if clock is not None else time.monotonic()
+    return int(now * CLOCK_TICKS)
 
 
 # What `Pins.lend` answers.
@@ -198,19 +209,29 @@ class Pins(object):
                 self._close(fd)
                 continue
             self._pins[pid] = _Pin(start, fd)
-        now = int(time.monotonic() * CLOCK_TICKS)  # never ahead of the clock start times count
+        now = _ticks_since_boot()
         for pid in list(self._pins):
             pin = self._pins[pid]
-            if pin.lent:
-                continue
             start = seen.get(pid)
+            if pin.lent or (pin.fd is not None and start == pin.start_time):
+                continue  # in a plan's hands, or still a GPU process: kept
+            if start is not None and start != pin.start_time:
+                # The PID names a later process: the pinned one has exited (a live process keeps its
+                # PID), and its tick is past.
+                if pin.fd is not None:
+                    self._close(pin.fd)
+                del self._pins[pid]
+                continue
             if pin.fd is not None:
-                if start != pin.start_time:
-                    self._close(pin.fd)  # no longer a GPU process (or gone): not a target
+                # No longer a GPU process, or gone: alive, it is no target any more; exited, it
+                # leaves a tombstone for as long as a twin could take its name.
+                fd, pin.fd = pin.fd, None
+                alive = not exited([fd])
+                self._close(fd)
+                if alive:
                     del self._pins[pid]
-            elif start is not None and start != pin.start_time:
-                del self._pins[pid]  # the PID names a later process: the tick is past
-            elif start is None and not self._may_have_twin(pid, pin.start_time, now):
+                    continue
+            if not self._may_have_twin(pid, pin.start_time, now):
                 del self._pins[pid]
 
     # -- a plan's side -----------------------------------------------------------------------
