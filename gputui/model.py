@@ -924,12 +924,13 @@ class ProcessVerdict:
     origin: str | None = None  # plan, rescan or sweep
     reason: str | None = None  # why the plan (or the rescan) took it on
 
-    GONE = ("exited", "vanished", "zombie", "pid-reused", "no-gpu")
+    # Not "no-gpu": that process was not signalled and runs on (it held no GPU when checked).
+    GONE = ("exited", "vanished", "zombie", "pid-reused")
 
     @property
     def gone(self) -> bool:
-        """It no longer holds anything the plan was about (exited, or it was never the process the
-        plan meant: its PID reused, or it let go of the GPU by itself)."""
+        """The process the plan meant no longer runs: it exited (by the plan's signals or before),
+        or its PID names another process now. Never one left running, such as `no-gpu`."""
         return self.result in self.GONE
 
     @property

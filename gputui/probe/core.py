@@ -12,10 +12,21 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple  # noqa: F401
 
 from . import __version__ as PROBE_VERSION
 from .accounting import account
-from .classify import GHOST, HIDDEN, USER, ProcFacts, classify, mps_role, protection, zombie_candidates
+from .classify import (
+    GHOST,
+    HIDDEN,
+    MONITOR,
+    USER,
+    ProcFacts,
+    classify,
+    mps_role,
+    protection,
+    zombie_candidates,
+)
 from .common import IDLE_SLACK
 from .holders import HolderScanner, ScanResult  # noqa: F401  (type comments)
 from .hostmetrics import HostMetrics
+from .pidfd import Pins, best_method
 from .procfs import (
     CLOCK_TICKS,
     PF_KTHREAD,
@@ -53,6 +64,8 @@ PREFLIGHT_S = 10.0
 # more than the rest of a sample; one reading in five at 1 s keeps the mean sample within budget.
 PROC_UTIL_S = 5.0
 MAX_RESERVE = 1 << 30  # the most v1 memory info counts as the driver's own (615 MiB on an H200)
+# The live processes a plan may target, whose pidfds the probe keeps (pidfd.Pins).
+_PINNED_KINDS = (USER, HIDDEN, MONITOR)
 # Which records a bounded sample keeps first: what holds GPU memory, then the rest.
 _KEEP_FIRST = {USER: 0, GHOST: 1, HIDDEN: 2}
 
@@ -169,6 +182,9 @@ class Probe(object):
         self.proc = proc
         self.pid = os.getpid()
         self.scanner = HolderScanner(reader.device_prefix, proc, refresh_every)
+        # A pidfd per GPU process from the scan that first lists it, for the plans (pidfd.py); none
+        # where no plan can run (read-only) or /proc is not this host's (tests' fake trees).
+        self.pins = Pins(best_method() if not read_only and proc == PROC else "kill", proc)
         self.host_metrics = HostMetrics(proc)
         self.reader_error = None  # type: Optional[ReaderError]
         self.interval = 1.0
@@ -233,6 +249,7 @@ class Probe(object):
         # type: () -> None
         self.reader.close()
         self.host_metrics.close()
+        self.pins.close()
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -402,6 +419,9 @@ class Probe(object):
 
         holders = set(scan.holders)
         gpu_pids = holders | set(listed)
+        # Pinned before anything of them is read below: what a record shows is of that process.
+        stop = self._ancestors | {self.pid}
+        self.pins.begin(pid for pid in sorted(gpu_pids) if pid not in stop)
         zombie_pids = [pid for pid, state in scan.states.items() if state == "Z"]
         zombies = zombie_candidates(zombie_pids, lookup, gpu_pids, set(self._gpu_seen))
         verdicts = classify(
@@ -422,6 +442,13 @@ class Probe(object):
             if s is not None and verdict.kind in (USER, HIDDEN, GHOST):
                 self._gpu_seen[pid] = s.start_time
         self._forget_gone(scan)
+        self.pins.settle(
+            dict(
+                (r["pid"], r["start_time"])
+                for r in records
+                if r["kind"] in _PINNED_KINDS and r["start_time"] is not None and r["state"] != "Z"
+            )
+        )
         records.sort(key=lambda r: (r["kind"] != USER, -_memory(r), r["pid"]))
         return records
 

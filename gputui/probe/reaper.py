@@ -1,16 +1,21 @@
 """Executing a kill plan on this host: staged signals, then proof that the GPUs are free.
 
 docs/ARCHITECTURE.md "Staged kill-and-verify", grounded in docs/GPU_FACTS.md:
-1. check each target: same start time as the operator saw (else the PID was reused), not protected;
-   a pidfd is opened first and the start time re-read after, so a match is proof (the pidfd pins
-   the process: a signal through it cannot reach a later owner of the PID);
-2. SIGTERM (SIGINT first when asked), then wait on the pidfds (readable when the process exits) up
-   to the TERM timeout; 3. SIGKILL the survivors;
+1. check each target: not protected, and the process the operator saw. The probe pinned a pidfd
+   when a scan first listed it (pidfd.py): readable means it has exited, whatever holds the PID now
+   (a PID reused within one clock tick has the same start time); else signals go through it, to
+   that process only. Without a pin, a pidfd is opened now and the start time re-read after it (a
+   mismatch: the PID was reused). Either way it must still hold a GPU device file or be listed by
+   NVML: one that let go of its GPU is not signalled, and its verdict says it runs on;
+2. SIGTERM (SIGINT first when asked), each soft signal followed by SIGCONT (a stopped job acts on
+   it only once continued, as systemd knows), then wait on the pidfds (readable when the process
+   exits) up to the TERM timeout; 3. SIGKILL the survivors;
 4. rescan: hidden holders now attributed to a targeted GPU (a ghost's data-loader child) and holders
    tied to a target get the same stages; so do, when the plan sweeps, the listed unattributed holders;
 5. verify: read NVML every 20 ms until each targeted GPU is back at its idle memory with no listed
    process, then confirm with a holder scan; give up at the verify timeout;
-6. verdicts per process and per GPU, then `done`.
+6. verdicts per process and per GPU, then `done`: a plan of processes is `stopped` only when every
+   target is gone (a target not signalled, left running, makes it `not-stopped`).
 Nothing sleeps for a fixed time: every wait is a poll() on the pidfds with the next deadline as its
 timeout (the NVML polling interval while verifying), so it ends the moment a process exits.
 
@@ -45,7 +50,6 @@ Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 
 import errno
 import os
-import platform
 import select
 import signal
 import time
@@ -68,6 +72,7 @@ from .common import (
 )
 from .core import Probe
 from .holders import descendants
+from .pidfd import EXITED, PINNED, Syscalls, best_method
 from .procfs import (
     PF_KTHREAD,
     holds_device,
@@ -93,42 +98,9 @@ FORCE_METHOD = None  # type: Optional[str]
 
 # Process verdicts that mean the process no longer holds anything.
 GONE = scope.GONE
-# pidfd_open / pidfd_send_signal in the unified syscall table (Linux 5.1+), for Python 3.8.
-_SYSCALLS = {"pidfd_send_signal": 424, "pidfd_open": 434}
-_UNIFIED_ARCHES = ("x86_64", "amd64", "aarch64", "arm64", "ppc64le", "s390x", "riscv64", "i686", "i386")
 
 
 # -- kill primitives ---------------------------------------------------------------------------
-
-
-class _Syscalls(object):
-    """pidfd_open and pidfd_send_signal through libc's syscall(), where Python lacks them (3.8)."""
-
-    def __init__(self):
-        # type: () -> None
-        import ctypes
-
-        self._ctypes = ctypes
-        self._libc = ctypes.CDLL(None, use_errno=True)
-        self._libc.syscall.restype = ctypes.c_long
-
-    def _check(self, result):
-        # type: (int) -> int
-        if result < 0:
-            err = self._ctypes.get_errno()
-            raise OSError(err, os.strerror(err))
-        return result
-
-    def pidfd_open(self, pid):
-        # type: (int) -> int
-        c = self._ctypes
-        return self._check(self._libc.syscall(c.c_long(_SYSCALLS["pidfd_open"]), c.c_int(pid), c.c_uint(0)))
-
-    def pidfd_send_signal(self, fd, sig):
-        # type: (int, int) -> None
-        c = self._ctypes
-        number = c.c_long(_SYSCALLS["pidfd_send_signal"])
-        self._check(self._libc.syscall(number, c.c_int(fd), c.c_int(sig), c.c_void_p(None), c.c_uint(0)))
 
 
 class Killer(object):
@@ -136,8 +108,8 @@ class Killer(object):
 
     def __init__(self, method=None):
         # type: (Optional[str]) -> None
-        self.method = method or FORCE_METHOD or _best_method()
-        self._sys = _Syscalls() if self.method == "pidfd-syscall" else None
+        self.method = method or FORCE_METHOD or best_method()
+        self._sys = Syscalls() if self.method == "pidfd-syscall" else None
 
     @property
     def uses_pidfd(self):
@@ -166,32 +138,6 @@ class Killer(object):
         if stat is None or stat.start_time != proc.start_time:
             raise ProcessLookupError(proc.pid)
         os.kill(proc.pid, sig)
-
-
-def _best_method():
-    # type: () -> str
-    """pidfd when both Python and the kernel have it; else the raw syscalls; else plain kill()."""
-    if hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal"):
-        if _pidfd_works(os.pidfd_open):  # type: ignore[attr-defined]  # novermin (3.9+, checked)
-            return "pidfd"
-        return "kill"
-    if platform.system() == "Linux" and platform.machine().lower() in _UNIFIED_ARCHES:
-        try:
-            sys_calls = _Syscalls()
-        except (OSError, AttributeError):
-            return "kill"
-        if _pidfd_works(sys_calls.pidfd_open):
-            return "pidfd-syscall"
-    return "kill"
-
-
-def _pidfd_works(pidfd_open):
-    # type: (Callable[[int], int]) -> bool
-    try:
-        os.close(pidfd_open(os.getpid()))
-        return True
-    except OSError:
-        return False  # ENOSYS: a kernel before 5.3
 
 
 METHOD_NOTE = {
@@ -223,6 +169,7 @@ class Proc(object):
         "exited_ms",
         "fd",
         "gpus",
+        "lent",
         "name",
         "origin",
         "pid",
@@ -245,6 +192,7 @@ class Proc(object):
         self.gpus = gpus
         self.origin = origin  # "plan", "rescan" or "sweep"
         self.fd = None  # type: Optional[int]
+        self.lent = False  # fd is the probe's pin (pidfd.Pins), lent for the plan: given back, not closed
         self.name = None  # type: Optional[str]
         self.command = []  # type: List[str]
         self.user = None  # type: Optional[str]
@@ -648,15 +596,26 @@ class Run(object):
 
     def identify(self, proc, view):
         # type: (Proc, View) -> Proc
-        """Confirm the target's identity (pidfd + start time) and that it still holds a GPU."""
+        """Confirm the target's identity and that it still holds a GPU. The pidfd the probe pinned
+        when a scan first listed the process is proof (pidfd.py); without one, a pidfd is opened
+        now and the start time re-read after it."""
         pid, start_time = proc.pid, proc.start_time
+        pins = getattr(self.probe, "pins", None) if self.killer.uses_pidfd else None
+        if pins is not None:
+            pinned, fd = pins.lend(pid, start_time)
+            if pinned == EXITED:
+                return self.exited_since_scan(proc)
+            if pinned == PINNED:
+                proc.fd, proc.lent = fd, True
         stat = read_stat_strict(pid)
         if stat is None:
             return self.checked(proc, "vanished", "exited before any signal")
         if stat.start_time != start_time:
             return self.checked(proc, "pid-reused", _reused(start_time, stat.start_time))
         note = "identity confirmed (start time)"
-        if self.killer.uses_pidfd and self.pidfds_left <= 0:
+        if proc.lent:
+            note = "identity pinned (pidfd held since the scan that listed it)"
+        elif self.killer.uses_pidfd and self.pidfds_left <= 0:
             # Descriptors kept for reading /proc: without them a live process could not be told
             # from a gone one. The start time is re-checked right before kill() instead.
             note = "identity confirmed (start time; pidfds kept within the descriptor limit)"
@@ -675,7 +634,9 @@ class Run(object):
             if proc.fd is not None:
                 self.pidfds_left -= 1
                 note = "identity confirmed (pidfd)"
-                # The pidfd pins this process: a start time that still matches now is proof of identity.
+                # The pidfd pins this process: a start time that still matches now is proof of
+                # identity, but for a PID reused within one clock tick (same start time) since the
+                # scan; the check below, and the pins where there are some, cover that.
                 stat = read_stat_strict(pid)
                 if stat is None:
                     return self.checked(proc, "vanished", "exited before any signal")
@@ -684,13 +645,33 @@ class Run(object):
         proc.state, proc.ppid = stat.state, stat.ppid
         if stat.state == "Z":
             return self.checked(proc, "zombie", _zombie_words(stat.ppid))
-        # A PID reused within one clock tick has the same start time: what made it a target (a GPU
-        # device file, or NVML's list) must still be true of the process the pidfd pins.
+        # What made it a target (a GPU device file, or NVML's list) must still be true: a process
+        # that let go of its GPU is not signalled (and is left running: its verdict says so), and
+        # without a pin, a PID reused within one clock tick by a process holding no GPU is caught.
         holds = holds_device(pid, self.probe.scanner.prefix)
         if holds is False and pid not in view.listed and pid not in self.probe.read_gpus()[1]:
-            return self.checked(proc, "no-gpu", "holds no GPU device file and NVML does not list it")
+            return self.checked(proc, "no-gpu", NO_GPU_WORDS)
         self.event("check", "ok", "%s: %s" % (proc.label(), note), proc, data={"state": stat.state})
         return proc
+
+    def exited_since_scan(self, proc):
+        # type: (Proc) -> Proc
+        """The pidfd pinned when a scan listed the target says it has exited: whatever holds its PID
+        now is another process, even one with the same start time (started in the same tick)."""
+        stat = read_stat_strict(proc.pid)
+        if stat is None:
+            return self.checked(proc, "vanished", "exited before any signal")
+        if stat.start_time != proc.start_time:
+            return self.checked(proc, "pid-reused", _reused(proc.start_time, stat.start_time))
+        if stat.state == "Z":  # a zombie keeps its PID: this is the process itself
+            proc.ppid = stat.ppid
+            return self.checked(proc, "zombie", _zombie_words(stat.ppid))
+        return self.checked(
+            proc,
+            "pid-reused",
+            "exited before any signal (its pidfd, held since the scan that listed it, says so); PID "
+            "%d now names another process, started in the same clock tick" % proc.pid,
+        )
 
     def checked(self, proc, verdict, why):
         # type: (Proc, str, str) -> Proc
@@ -698,7 +679,8 @@ class Run(object):
         self.close(proc)
         proc.verdict, proc.why = verdict, why
         data = {"ppid": proc.ppid} if verdict == "zombie" else {}
-        self.event("check", verdict, "%s: %s, not signalled" % (proc.label(), why), proc, data=data)
+        words = why if "not signalled" in why else "%s, not signalled" % why
+        self.event("check", verdict, "%s: %s" % (proc.label(), words), proc, data=data)
         return proc
 
     def fill(self, proc, record):
@@ -824,8 +806,34 @@ class Run(object):
                 continue
             proc.signals.append(name)
             sent.append(proc)
-            self.event(stage, "sent", "%s -> %s" % (name, proc.label()), proc, sig=name)
+            if sig == signal.SIGKILL:
+                self.event(stage, "sent", "%s -> %s" % (name, proc.label()), proc, sig=name)
+                continue
+            continued = self.resume(proc)
+            stopped = (
+                " (it was stopped: SIGCONT after it, so it can act on it)" if proc.state in ("T", "t") else ""
+            )
+            self.event(
+                stage,
+                "sent",
+                "%s -> %s%s" % (name, proc.label(), stopped if continued else ""),
+                proc,
+                sig=name,
+                data={"continued": continued},
+            )
         return sent
+
+    def resume(self, proc):
+        # type: (Proc) -> bool
+        """SIGCONT right after a soft signal, as systemd does: a stopped process (a forgotten
+        Ctrl-Z, SIGSTOP) acts on a signal only once continued; left stopped, it would sit out the
+        whole wait and die of SIGKILL, without the clean shutdown the soft signal asks for. Harmless
+        to a running one. Whether it was sent; a failure changes nothing (the soft signal went)."""
+        try:
+            self.killer.send(proc, signal.SIGCONT)
+        except OSError:
+            return False  # exited since (ESRCH), or refused: the wait and SIGKILL still follow
+        return True
 
     def what_would_allow(self, proc):
         # type: (Proc) -> str
@@ -915,7 +923,10 @@ class Run(object):
 
     def close(self, proc):
         # type: (Proc) -> None
-        if proc.fd is not None:
+        if proc.fd is not None and proc.lent:
+            self.probe.pins.give_back(proc.pid, proc.fd)  # the probe's pin: it keeps it
+            proc.fd, proc.lent = None, False
+        elif proc.fd is not None:
             try:
                 os.close(proc.fd)
             except OSError:
@@ -1103,10 +1114,15 @@ class Run(object):
             else:
                 gpus[str(index)] = self.release_verdict(index, view)
         clean = all(gpus[str(i)]["result"] == "clean" for i in plan.gpus)
-        gone = all(p["result"] in scope.GONE or p["result"] in scope.MOOT for p in processes)
+        # A GPU plan proves its GPUs clean: a target that let go of its GPU by itself is not in the
+        # way. A plan of processes proves each target gone: one left running (not signalled: it held
+        # no GPU when checked) is not, whatever else went well.
+        settled = scope.GONE + scope.MOOT if plan.gpus else scope.ENDED
+        gone = all(p["result"] in settled for p in processes)
         released = self.released(view.listed)
         ok = clean and gone and released
         refused = [p["pid"] for p in processes if p["result"] in ("permission-denied", "protected")]
+        running = [p["pid"] for p in processes if p["result"] in scope.LEFT_RUNNING]
         after = {str(i): g.get("memory_used") for i, g in view.gpus.items() if i in self.touched}
         if plan.gpus:
             result = "clean" if ok else "not-clean"
@@ -1114,10 +1130,15 @@ class Run(object):
         else:
             result = "stopped" if ok else "not-stopped"
             words = "every target stopped, its memory released" if ok else "NOT every target stopped"
+        left = ""
+        if running:
+            left = "; not signalled, still running (held no GPU when checked): %s" % _pid_list(running[:20])
+            if len(running) > 20:
+                left += " and %d more" % (len(running) - 20)
         done = self.event(
             "done",
             result,
-            "plan %s: %s in %s" % (plan.id, words, took(self.ms())),
+            "plan %s: %s in %s%s" % (plan.id, words, took(self.ms()), left),
             data={
                 "ok": ok,
                 "scope": plan.scope,
@@ -1323,6 +1344,9 @@ def _pidfd_budget():
     if soft == resource.RLIM_INFINITY:
         return 1 << 30
     return max(0, soft - open_now - FD_RESERVE)
+
+
+NO_GPU_WORDS = "not signalled: holds no GPU now (no GPU device file, not listed by NVML); still running"
 
 
 def _reused(expected, found):

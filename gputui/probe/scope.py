@@ -119,3 +119,7 @@ _LINK_WORDS = {"pgid": "same process group as", "sid": "same session as", "ances
 GONE = ("exited", "vanished", "zombie")
 # ... or is not the process the plan meant any more (its PID reused), or no longer holds a GPU.
 MOOT = ("pid-reused", "no-gpu")
+# The process the plan meant no longer runs (a plan of processes is done with it) ...
+ENDED = (*GONE, "pid-reused")
+# ... or it was not signalled and runs on: it held no GPU when checked. Never "stopped".
+LEFT_RUNNING = ("no-gpu",)

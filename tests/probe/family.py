@@ -113,8 +113,13 @@ def main():
         if "fork-on-term" in roles:
 
             def on_term(_sig, _frame):
+                # Blocked across the fork: a SIGTERM that reached the child before its handler was
+                # reset would be taken by this handler's flag and then dropped (SIG_DFL is not
+                # called), and the child would live on to SIGKILL. Unblocked, it is delivered.
+                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
                 if os.fork() == 0:
                     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
                     up("term-child")
                     live("term-child", lifeline)
                 os._exit(0)

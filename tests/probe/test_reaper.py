@@ -342,7 +342,8 @@ def test_the_syscall_pidfd_path_used_by_python_38(sim_probe, monkeypatch):
     job = sim.spawn("busy", gpu=0, memory=GiB)
     events = run(probe, [target(job.pid, job.start_time, [0])], [0])
     assert events[0]["data"]["method"] == "pidfd-syscall"
-    assert "identity confirmed (pidfd)" in of(events, "check", job.pid)[0]["message"]
+    # A pidfd either way: the probe's pin from the scan that listed it, or one opened at the check.
+    assert "(pidfd" in of(events, "check", job.pid)[0]["message"]
     assert done(events)["data"]["ok"] is True
 
 
@@ -634,7 +635,7 @@ FD_RUNNER = textwrap.dedent(
     from gputui.probe.readers.sim import SimReader, open_devices, start_time
     from gputui.probe.reaper import execute
 
-    n = int(sys.argv[1])
+    n, headroom, sampled = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "sample"
     reader = SimReader(gpus=1, scenario="empty")
     probe = Probe(reader, hostname="fd-test")
     probe.start()
@@ -645,7 +646,9 @@ FD_RUNNER = textwrap.dedent(
     for fd in held:
         os.close(fd)
     open_now = len(os.listdir("/proc/self/fd"))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (open_now + 100, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (open_now + headroom, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    if sampled:  # the operator's sample: the probe pins what it lists, within its share of the limit
+        probe.sample(full=True)
     events = []
     plan = {"id": "fd", "scope": "processes", "targets": targets, "gpus": [], "term_timeout": 5, "verify_timeout": 5}
     execute(probe, plan, events.append)
@@ -663,13 +666,16 @@ FD_RUNNER = textwrap.dedent(
 )
 
 
-def test_a_plan_larger_than_the_descriptor_limit_checks_and_stops_every_target():
+@pytest.mark.parametrize("headroom,sampled", [(100, False), (100, True), (700, True)])
+def test_a_plan_larger_than_the_descriptor_limit_checks_and_stops_every_target(headroom, sampled):
     """Issue 13 #4: 1,100 targets under a 1,024 soft limit: 92 live processes that were never
-    signalled got `vanished` and the plan said clean. Here 300 targets under a limit 100 above what is
-    open: pidfds are kept within the limit (a reserve stays for /proc), the rest are identified by
-    start time; every one is signalled and gone, none taken for gone unchecked."""
+    signalled got `vanished` and the plan said clean. Here 300 targets under a limit `headroom` above
+    what is open: pidfds are kept within the limit (a reserve stays for /proc), the rest are
+    identified by start time; every one is signalled and gone, none taken for gone unchecked. After
+    a sample, the probe's pins (issue 17 #9) take their share of the limit first: pinned, opened at
+    the check, or by start time, every target is still checked and stopped."""
     result = subprocess.run(
-        [sys.executable, "-c", FD_RUNNER, "300"],
+        [sys.executable, "-c", FD_RUNNER, "300", str(headroom), "sample" if sampled else "plan"],
         env=dict(os.environ, PYTHONPATH=str(REPO)),
         capture_output=True,
         text=True,
@@ -681,4 +687,8 @@ def test_a_plan_larger_than_the_descriptor_limit_checks_and_stops_every_target()
     assert out["alive_after"] == [], out
     assert set(out["results"]) <= {"exited", "zombie"} and len(out["results"]) == 300, out["results"][:5]
     assert out["ok"] is True
-    assert any("start time" in m for m in out["methods"]) and any("pidfd" in m for m in out["methods"])
+    if headroom == 100:
+        assert any("start time" in m for m in out["methods"]) and any("pidfd" in m for m in out["methods"])
+    else:  # room for some pins, and for a pidfd at the check for the rest
+        assert any("pinned" in m for m in out["methods"]), out["methods"]
+        assert any("confirmed (pidfd)" in m for m in out["methods"]), out["methods"]
