@@ -106,6 +106,7 @@ def test_a_jobs_reports_bind_only_its_own_pid_and_signal_only_the_sims_processes
     assert job.pid is not None and job.pid != victim.pid
     assert os.stat(f"/proc/{job.pid}").st_uid == NOBODY and start_time(job.pid) == job.start_time
     assert (other.pid, other.start_time) == (other_pid, other_start)
+    assert len(sim.refused_reports) == 6, sim.refused_reports  # every forged one, each with why
     assert job.child_pid == victim.pid  # its own (lying) word is kept, and is harmless:
     assert not job.signal(signal.SIGKILL, child=True)
     assert victim_alive(victim, started)
