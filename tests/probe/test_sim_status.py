@@ -35,6 +35,8 @@ LIES = {"child_pid": VICTIM["pid"], "child_start_time": VICTIM["start_time"],
         "workers": [[VICTIM["pid"], VICTIM["start_time"]]]}
 _own = json.loads(os.environ["GPUTUI_SIM_JOB"])["serial"]
 _status = int(os.environ["GPUTUI_SIM_FDS"].split(",")[1])
+sys.stderr.write("forging\n")  # first: a forged ready taken at once ends spawn() (before the fix)
+sys.stderr.flush()
 for _serial in (_own, int(sys.argv[3]), 0):
     for _event in ("spawned", "ready"):
         _forged = dict(VICTIM, serial=_serial, event=_event, **LIES)
@@ -48,8 +50,6 @@ def report(status, message):
     _report(status, message)
 
 
-sys.stderr.write("forged\n")
-sys.stderr.flush()
 main()
 """
 
@@ -73,7 +73,7 @@ def spawn_forger(sim: SimReader, victim: subprocess.Popen[bytes], other: SimJob)
     started = start_time(victim.pid)
     argv = [str(victim.pid), str(started), str(other.serial)]
     job = sim.spawn("idle", gpu=0, memory=GiB, name="forger.py", argv=argv, user=NOBODY)
-    assert "forged" in Path(job.log).read_text(), "the forger did not run"
+    assert "forging" in Path(job.log).read_text(), "the forger did not run"
     return job
 
 
