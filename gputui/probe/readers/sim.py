@@ -25,6 +25,11 @@ It behaves like docs/GPU_FACTS.md says the real driver does, using real processe
   session process (a child subreaper that reaps them and their orphans). The reader holds the write
   end of a "lifeline" pipe every sim process watches: when the reader closes or its process dies,
   even by SIGKILL, every job exits (and the session removes the directory).
+- The sim signals only processes of its own sim. Jobs report their PIDs on a status socket that every
+  job inherits, even one run as another user, so a report is taken only from the process it is
+  about (the kernel says who wrote it: SCM_CREDENTIALS), and a reported PID is signalled only through
+  a pidfd, while it is below the session process (a subreaper: every job and every orphan of a job
+  stays below it while alive) and has the reported start time.
 
 Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
@@ -38,7 +43,9 @@ import random
 import select
 import shutil
 import signal
+import socket
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -89,6 +96,12 @@ CLOSE_TIMEOUT = 10.0
 JITTER_LEN = 97  # utilization jitter repeats after this many reads
 MAX_CONTEXT_BYTES = 4096  # a context's record is under 200 bytes: a bigger file is not one
 MAX_META_BYTES = 65536  # sim.json, read when attaching
+MAX_REPORT_BYTES = 65536  # one status report (a ready one with its workers is under 1 KiB)
+MAX_REFUSED = 32  # refused status reports kept for people and tests to look at
+# How far below its session a sim process may be signalled: a job, its child, an orphan of a job
+# (the session adopts them) are one to three levels down.
+MAX_DEPTH = 64
+_CREDENTIALS = struct.Struct("3i")  # struct ucred: pid, uid, gid
 # No directory of the sim may be written by group or others: a context names a process that a plan
 # for its GPU stops. Reading is fine: every user may ask NVML which processes use a GPU.
 NO_WRITE = 0o022
@@ -146,18 +159,74 @@ def _pidfd_open(pid):
         return None
 
 
-def signal_checked(pid, expected_start, sig):
-    # type: (int, Optional[int], int) -> bool
-    """Send `sig` to `pid` only if it is still the process that started at `expected_start`.
+def _parent_and_start(pid):
+    # type: (int) -> Optional[Tuple[int, int]]
+    """Fields 4 (ppid) and 22 (start time) of /proc/PID/stat, or None when the process is gone."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            raw = f.read()
+        fields = raw[raw.rindex(b")") + 2 :].split()
+        return int(fields[1]), int(fields[19])
+    except (OSError, ValueError, IndexError):
+        return None
 
-    With a pidfd the check and the signal cannot be fooled by PID reuse. Returns whether it was sent."""
+
+def _lineage(pid, ancestor):
+    # type: (int, int) -> Optional[List[Tuple[int, int, int]]]
+    """(pid, start, ppid) from `pid` up to a child of `ancestor`; None if the chain does not reach it
+    within MAX_DEPTH (or a process on it is gone)."""
+    chain = []  # type: List[Tuple[int, int, int]]
+    while len(chain) < MAX_DEPTH:
+        found = _parent_and_start(pid)
+        if found is None:
+            return None
+        ppid, started = found
+        chain.append((pid, started, ppid))
+        if ppid == ancestor:
+            return chain
+        if ppid <= 1:
+            return None
+        pid = ppid
+    return None
+
+
+def descends_from(pid, ancestor, ancestor_start):
+    # type: (int, int, Optional[int]) -> bool
+    """Whether process `pid` is below `ancestor`, the process that started at `ancestor_start`
+    (walking the ppid chain in /proc, at most MAX_DEPTH levels).
+
+    The chain must read the same twice in a row: a link read while a parent died and its PID went
+    to another process would differ (its child's ppid changes when it is re-parented). A few tries,
+    for a chain that changes as it is read (a ghost's parent exiting: its child goes to the session)."""
+    if pid == ancestor or ancestor_start is None or start_time(ancestor) != ancestor_start:
+        return False
+    chain = _lineage(pid, ancestor)
+    for _ in range(3):
+        again = _lineage(pid, ancestor)
+        if again == chain:
+            return chain is not None and start_time(ancestor) == ancestor_start
+        chain = again
+    return False
+
+
+def signal_checked(pid, expected_start, sig, session):
+    # type: (int, Optional[int], int, Optional[Tuple[int, Optional[int]]]) -> bool
+    """Send `sig` to `pid` only if it is a process of the sim whose session is `session` ((pid, start
+    time)): below the session, and still the process that started at `expected_start`.
+
+    The pidfd is opened before the checks, so the checks and the signal are about the same process
+    (without pidfds, Python 3.8, the checks come just before kill). Returns whether it was sent."""
+    if session is None or expected_start is None:
+        return False
     try:
         fd = _pidfd_open(pid)
     except ProcessLookupError:
         return False
     try:
-        if expected_start is None or start_time(pid) != expected_start:
+        if start_time(pid) != expected_start or not descends_from(pid, session[0], session[1]):
             return False
+        if start_time(pid) != expected_start:
+            return False  # replaced during the walk (only possible without a pidfd)
         if fd is not None and hasattr(signal, "pidfd_send_signal"):
             signal.pidfd_send_signal(fd, sig)  # novermin (3.9+, guarded by hasattr)
         else:
@@ -248,6 +317,15 @@ def _number(record, key, low, high):
     return value
 
 
+def _is_process(value):
+    # type: (Any) -> bool
+    """Whether `value` is [pid, start time], as a status report names a process."""
+    if not isinstance(value, list) or len(value) != 2:
+        return False
+    record = {"pid": value[0], "start": value[1]}
+    return _number(record, "pid", 1, 1 << 22) is not None and _number(record, "start", 0, 1 << 62) is not None
+
+
 class SimError(RuntimeError):
     """A sim job could not be started or did not settle."""
 
@@ -260,7 +338,11 @@ class SimJob(object):
       zombie: the unreaped child (state Z); None for other roles;
     - workers: workers: [(pid, start_time)] of the forked children that hold the parent's context;
     - role, name (script name), argv (full command line), gpus (GPUs it has contexts on),
-      memory (bytes per context), util (percent), uid, serial."""
+      memory (bytes per context), util (percent), uid, serial;
+    - session: (pid, start time) of the sim's session: a process is signalled only below it.
+
+    The PIDs are the job's own report (its own PID is checked: the report comes from it); what it says
+    of its children is its word only, which `signal` never acts on outside the sim."""
 
     def __init__(self, role, name, argv, gpus, memory, util, uid, serial, log):
         # type: (str, str, List[str], List[int], int, int, Optional[int], int, str) -> None
@@ -278,6 +360,7 @@ class SimJob(object):
         self.child_pid = None  # type: Optional[int]
         self.child_start_time = None  # type: Optional[int]
         self.workers = []  # type: List[Tuple[int, Optional[int]]]
+        self.session = None  # type: Optional[Tuple[int, Optional[int]]]
 
     def processes(self):
         # type: () -> List[Tuple[int, Optional[int]]]
@@ -291,10 +374,12 @@ class SimJob(object):
 
     def signal(self, sig, child=False):
         # type: (int, bool) -> bool
-        """Signal the job (or its child), checked against its start time."""
+        """Signal the job (or its child) if it is still that process, below the sim's session."""
         if child:
-            return self.child_pid is not None and signal_checked(self.child_pid, self.child_start_time, sig)
-        return self.pid is not None and signal_checked(self.pid, self.start_time, sig)
+            return self.child_pid is not None and signal_checked(
+                self.child_pid, self.child_start_time, sig, self.session
+            )
+        return self.pid is not None and signal_checked(self.pid, self.start_time, sig, self.session)
 
     def __repr__(self):
         # type: () -> str
@@ -370,14 +455,17 @@ class SimReader(Reader):
         self._serial = 0
         self._spawns = {}  # type: Dict[int, Dict[str, Dict[str, Any]]]  # serial -> event -> message
         self._spawned = []  # type: List[Tuple[int, Optional[int]]]  # every pid the session started
-        self._all_gone = False  # EOF on the status pipe: the session and every job have exited
+        # Status reports not taken (not from the process they are about, malformed), with the reason.
+        self.refused_reports = []  # type: List[str]
+        self._all_gone = False  # EOF on the status socket: the session and every job have exited
         self._stop = threading.Event()
         self._send_lock = threading.Lock()
         self._device_fds = []  # type: List[int]
         self._session = None  # type: Optional[subprocess.Popen]
+        self._session_id = None  # type: Optional[Tuple[int, Optional[int]]]  # its pid, start time
         self._lifeline_w = None  # type: Optional[int]
         self._commands_w = None  # type: Optional[int]
-        self._status_r = None  # type: Optional[int]
+        self._status = None  # type: Optional[socket.socket]
         self._status_thread = None  # type: Optional[threading.Thread]
         self._opened = False
         self._closed = False
@@ -1055,7 +1143,12 @@ class SimReader(Reader):
         # type: () -> None
         lifeline_r, self._lifeline_w = os.pipe()
         commands_r, self._commands_w = os.pipe()
-        self._status_r, status_w = os.pipe()
+        # Not a pipe: every job inherits the status channel, even one run as another user, so the
+        # reader must know who wrote each report. Over a SOCK_SEQPACKET socket with SO_PASSCRED, each
+        # write is one message that comes with its writer's PID.
+        self._status, status_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._status.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        status_w = status_sock.detach()
         config = {"dir": self.directory, "lifeline": lifeline_r, "commands": commands_r, "status": status_w}
         env = self._env(None)
         env["GPUTUI_SIM_INIT"] = json.dumps(config)
@@ -1070,7 +1163,9 @@ class SimReader(Reader):
                 stderr=log,
                 start_new_session=True,
             )
-        # Only the session and the jobs may hold these; the status pipe reaches EOF when all are gone.
+        # Not reaped before _stop_session waits for it: its PID is not reused while we signal below it.
+        self._session_id = (self._session.pid, start_time(self._session.pid))
+        # Only the session and the jobs may hold these; the status socket reaches EOF when all are gone.
         for fd in (lifeline_r, commands_r, status_w):
             os.close(fd)
         self._status_thread = threading.Thread(
@@ -1087,7 +1182,7 @@ class SimReader(Reader):
         for job in self.jobs:
             known.extend(job.processes())
         for pid, started in known:
-            signal_checked(pid, started, signal.SIGKILL)
+            signal_checked(pid, started, signal.SIGKILL, self._session_id)
         # EOF on the lifeline: every job exits; the session kills and reaps whatever is left.
         with self._send_lock:  # a concurrent spawn must not write to a closed (or reused) fd
             for fd in (self._lifeline_w, self._commands_w):
@@ -1102,48 +1197,113 @@ class SimReader(Reader):
         with self._cond:
             self._cond.wait_for(lambda: self._all_gone, CLOSE_TIMEOUT)
             all_gone = self._all_gone
-        if all_gone and self._status_r is not None:
-            os.close(self._status_r)  # the status thread has finished with it
-            self._status_r = None
+        if all_gone and self._status is not None:
+            self._status.close()  # the status thread has finished with it
+            self._status = None
 
     def _read_status(self):
         # type: () -> None
-        """Dispatch the JSON lines the session and the jobs write (spawned, ready, error)."""
-        pending = b""
-        status_r = self._status_r
-        assert status_r is not None
+        """Dispatch the reports the session and the jobs send (spawned, ready, error), each with the
+        PID of the process that sent it."""
+        status = self._status
+        assert status is not None
         while True:
             try:
-                data = os.read(status_r, 65536)
+                data, ancillary, flags, _ = status.recvmsg(
+                    MAX_REPORT_BYTES, socket.CMSG_SPACE(_CREDENTIALS.size)
+                )
             except OSError:
-                data = b""
-            if not data:
                 break
-            pending += data
-            while b"\n" in pending:
-                line, pending = pending.split(b"\n", 1)
-                try:
-                    message = json.loads(line.decode())
-                except ValueError:
-                    continue
-                self._on_status(message)
+            sender = None  # type: Optional[int]
+            for level, kind, value in ancillary:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
+                    sender = _CREDENTIALS.unpack(value[: _CREDENTIALS.size])[0]
+            if not data and sender is None:
+                break  # EOF: every holder of the other end is gone (an empty message has a sender)
+            if flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+                self._refuse_report("a report too big (from PID %s)" % sender)
+                continue
+            try:
+                message = json.loads(data.decode("utf-8"))
+            except ValueError:
+                self._refuse_report("not JSON (from PID %s)" % sender)
+                continue
+            self._on_status(message, sender)
         with self._cond:
             self._all_gone = True
             self._cond.notify_all()
 
-    def _on_status(self, message):
-        # type: (Dict[str, Any]) -> None
+    def _refuse_report(self, reason):
+        # type: (str) -> None
+        with self._cond:  # reentrant: _on_status holds it
+            self.refused_reports.append(reason)
+            del self.refused_reports[:-MAX_REFUSED]
+
+    def _report_problem(self, message, sender):
+        # type: (Any, Optional[int]) -> Optional[str]
+        """Why a status report is not taken (None: it is). Called with self._cond held.
+
+        "spawned" comes from the session; "ready" and "error" for job N come from the process the
+        session reported for N, a ready report names that process (PID, start time), and only the
+        first of each is taken. What a job says of its children is checked when signalling."""
+        if not isinstance(message, dict):
+            return "not a report"
+        serial = _number(message, "serial", 1, self._serial)
+        event = message.get("event")
+        if serial is None or event not in ("spawned", "ready", "error"):
+            return "not a report of a job of this sim"
+        events = self._spawns.get(serial, {})
+        if event in events:
+            return "a second %s report for job %d" % (event, serial)
+        spawned = events.get("spawned") or {}
+        if event == "spawned":
+            source, what = (self._session_id or (None, None))[0], "the session"
+        else:
+            source, what = spawned.get("pid"), "its process"
+        if sender is None or sender != source:
+            return "a %s report for job %d not from %s (from PID %s)" % (event, serial, what, sender)
+        if event == "error":
+            return None
+        pid, started = _number(message, "pid", 1, 1 << 22), _number(message, "start_time", 0, 1 << 62)
+        if pid is None or started is None:
+            return "a %s report for job %d without its PID and start time" % (event, serial)
+        if event == "ready" and (pid, started) != (spawned.get("pid"), spawned.get("start_time")):
+            return "a ready report for job %d naming another process than the job" % serial
+        child = [message.get("child_pid"), message.get("child_start_time")]
+        if child != [None, None] and not _is_process(child):
+            return "a ready report for job %d with a malformed child" % serial
+        workers = message.get("workers") or []
+        if not isinstance(workers, list) or not all(_is_process(w) for w in workers):
+            return "a ready report for job %d with malformed workers" % serial
+        return None
+
+    def _on_status(self, message, sender):
+        # type: (Any, Optional[int]) -> None
         with self._cond:
-            serial = int(message.get("serial", 0))
-            events = self._spawns.setdefault(serial, {})
-            events[str(message.get("event"))] = message
+            problem = self._report_problem(message, sender)
+            if problem is not None:
+                return self._refuse_report(problem)
+            serial = message["serial"]
+            self._spawns.setdefault(serial, {})[message["event"]] = message
+            uid = self._spawn_uids.get(serial)
             for key, start_key in (("pid", "start_time"), ("child_pid", "child_start_time")):
-                if message.get(key) is not None:
-                    self._spawned.append((int(message[key]), message.get(start_key)))
-                    uid = self._spawn_uids.get(serial)
-                    if uid is not None:  # the job's own word, in its own user's name only
-                        self._vouched.add((int(message[key]), message.get(start_key), uid))
+                if message.get(key) is None:
+                    continue
+                pid, started = message[key], message[start_key]
+                self._spawned.append((pid, started))
+                # Vouch (list its context even if it exited before a read saw it) for the job itself,
+                # and for the child it names only while that is a process of the sim: the job's own
+                # word, in its own user's name only.
+                if uid is not None and (key == "pid" or self._is_ours(pid, started)):
+                    self._vouched.add((pid, started, uid))
             self._cond.notify_all()
+
+    def _is_ours(self, pid, started):
+        # type: (int, Optional[int]) -> bool
+        """Whether `pid` is a live process of this sim (below its session) that started at `started`."""
+        if self._session_id is None or start_time(pid) != started:
+            return False
+        return descends_from(pid, self._session_id[0], self._session_id[1])
 
     def _env(self, user):
         # type: (Optional[pwd.struct_passwd]) -> Dict[str, str]
@@ -1236,6 +1396,7 @@ class SimReader(Reader):
         log = os.path.join(str(self.directory), "log", "%d-%s.log" % (serial, name))
         command = [sys.executable, "-S", self._script(name)] + [str(a) for a in (argv or [])]
         job = SimJob(role, name, command, gpus, int(memory), util, uid, serial, log)
+        job.session = self._session_id
         config = {
             "serial": serial,
             "role": role,

@@ -11,6 +11,11 @@ One program, two parts:
   nothing of the sim lingers as a zombie even where PID 1 does not reap;
 - a job (env GPUTUI_SIM_JOB): opens every device file, makes its CUDA contexts, then plays its role.
 
+Both report to the reader on the status socket (SOCK_SEQPACKET, inherited by every job, even one run
+as another user): one JSON message per write, to which the kernel adds the writer's PID
+(SCM_CREDENTIALS). The reader takes "spawned" from the session only and a job's "ready" or "error"
+from that job only; and it signals a reported PID only while it is below the session (sim.py).
+
 The simulated driver: a context is a file `<sim>/ctx/<uid>/<gpu>-<pid>-<serial>.ctx` (in the private
 directory of the process's user, made by the reader) on which the owner holds flock(LOCK_SH). It
 records the process's PID and start time, to which the reader binds it. flock locks belong to the
@@ -97,7 +102,7 @@ def create_context(directory, gpu, nbytes, util=0, extra=None):
 
 
 def report(status, message):
-    """One JSON line to the reader; a line under PIPE_BUF is written atomically by any process."""
+    """One JSON line to the reader: one message on the status socket, sent whole, with our PID."""
     os.write(status, (json.dumps(message) + "\n").encode())
 
 
@@ -263,16 +268,27 @@ def exec_job(request, lifeline, status):
 
 def start_job(request, lifeline, status):
     serial = request["serial"]
+    # The child waits (EOF on `gate`) until "spawned" is sent: the reader takes a job's reports only
+    # from the PID the session reported, so that report must come first.
+    gate, opened = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
+            os.close(opened)
+            while os.read(gate, 1):
+                pass
+            os.close(gate)
             exec_job(request, lifeline, status)
         except BaseException as exc:
             try:
                 report(status, error_message(serial, exc))
             finally:
                 os._exit(127)
-    report(status, {"serial": serial, "event": "spawned", "pid": pid, "start_time": start_time(pid)})
+    os.close(gate)
+    try:
+        report(status, {"serial": serial, "event": "spawned", "pid": pid, "start_time": start_time(pid)})
+    finally:
+        os.close(opened)
 
 
 def children():
