@@ -18,7 +18,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from . import __version__, argtypes
+from . import __version__, argtypes, streams
 from .config import ENV_CONFIG, Config, ConfigError, HostSpec, default_config_path, load, parse_host_arg
 from .transport import headstart
 
@@ -171,7 +171,7 @@ def head_start(
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> int:
-    print(f"gputui: {message}", file=sys.stderr)
+    streams.say(f"gputui: {message}")
     return code
 
 
@@ -341,6 +341,24 @@ def _configured_hosts(args: Sequence[str]) -> set[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] not in QUICK_EXIT:
+        return _main(args)
+    # `clean`, `wait` and `snapshot` write through guarded streams (gputui/streams.py): output
+    # trouble never stops a plan nor changes its outcome; it is said once, at the end.
+    with streams.guard_std() as (out, _err):
+        code = _main(args)
+    problem = None if out.reported else out.problem()
+    if args[0] == "snapshot" and out.trouble is not None:
+        code = code or 1  # a snapshot is its output: lost, it failed (as a closed pipe always did)
+    if problem is not None:
+        if args[0] == "snapshot":
+            streams.say(f"gputui: {problem}: the snapshot was not written whole (exit {code})")
+        else:
+            streams.say(f"gputui: {problem}: output lost; exit {code} is the {args[0]}'s own outcome")
+    return code
+
+
+def _main(args: list[str]) -> int:
     try:
         head_start(args)
         if args and args[0] == "probe":
@@ -379,6 +397,7 @@ def entry() -> NoReturn:
     handlers run (an unused head-start probe is ended and reaped), stdout and stderr flushed. Every
     file these commands write (the audit log) is closed before `main` returns; with a thread still
     running, the interpreter exits as usual and waits for it."""
+    streams.sanitise_std_fds()
     code = main()
     command = sys.argv[1] if len(sys.argv) > 1 else None
     if command in QUICK_EXIT and not any(
@@ -387,7 +406,8 @@ def entry() -> NoReturn:
         atexit._run_exitfuncs()
         for stream in (sys.stdout, sys.stderr):
             try:
-                stream.flush()
+                if stream is not None:  # None: closed when the process started (`>&-`)
+                    stream.flush()
             except (OSError, ValueError):
                 pass  # a closed pipe (`| head`): nothing more can be said there
         os._exit(code)
@@ -401,7 +421,7 @@ def _devnull_stdout() -> None:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, sys.stdout.fileno())
         os.close(null)
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):  # AttributeError: stdout was closed at start (None)
         pass
 
 
