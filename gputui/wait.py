@@ -31,11 +31,15 @@ from .model import Preflight, Sample
 from .operate import NO_GPU_CODES
 from .readiness import DEFAULT_UTIL_BELOW, Conditions, Unready, unready
 from .textsafe import printable
+from .words import count
 
 EXIT_READY, EXIT_TIMEOUT, EXIT_USAGE, EXIT_NO_GPU = 0, 1, 2, 3
 JSON_VERSION = 1
 DEFAULT_INTERVAL = 0.25  # seconds between samples while waiting: ready is seen within one of them
 MAX_WAIT = 24 * 3600.0
+# A host waited for but not (yet) judged: (NO_SAMPLE or NOT_JUDGED, why). The kinds are the JSON's keys.
+Pending = tuple[str, str]
+NO_SAMPLE, NOT_JUDGED = "no_sample", "not_judged"
 _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]i?B?|B)?\s*$", re.IGNORECASE)
 
 
@@ -147,47 +151,59 @@ async def run_wait(
             print(f"gputui: {problem}", file=err)
             return EXIT_NO_GPU
         samples = {v.name: v.sample for v in fleet.hosts if v.sample is not None}
+        hosts = list(fleet.sessions)
+        # Hosts whose sample lists every GPU it has, and each once: the GPU specs are checked
+        # against these (a spec that names nothing there is a usage error).
+        judged = {h: s for h, s in samples.items() if _list_trouble(s) is None}
         try:
-            chosen = _chosen(args.gpu or [], samples, list(fleet.sessions))
+            chosen = _chosen(args.gpu or [], judged, hosts)
         except UsageError as exc:
             print(f"gputui: {exc}", file=err)
             return EXIT_USAGE
         if conditions.needs_preflight:
             await fleet.configure(args.interval, preflight_every=1)
         waits = {(h, i): GpuWait(h, i) for h, indexes in chosen.items() for i in indexes}
-        # Hosts with no sample yet (connecting, down, slow): not ready, and waited for; their GPUs
-        # join as their first sample comes.
-        unseen = {h: _no_sample(fleet.view(h)) for h in _awaited(args.gpu or [], fleet) if h not in samples}
+        # Hosts with no sample yet (connecting, down, slow), or whose sample cannot be judged (no
+        # GPU listed, GPU records refused): not ready, and waited for, never left out; their GPUs
+        # join as a sample that can be judged comes.
+        pending: dict[str, Pending] = {
+            h: (NO_SAMPLE, "") for h in _awaited(args.gpu or [], fleet) if h not in judged
+        }
         preflights: dict[tuple[str, int], Preflight] = {}
         changed = asyncio.Event()
         fleet.listen(lambda view, what, payload: changed.set() if what in ("sample", "status") else None)
         deadline = started + args.timeout
         while True:
             now = time.monotonic()
-            for host in list(unseen):
+            for host in list(pending):
                 view = fleet.view(host)
-                unseen[host] = _no_sample(view)
                 late = view.sample
                 if view.facts is not None and view.facts.error_code in NO_GPU_CODES:
-                    del unseen[host]  # no driver or no GPU there: nothing to wait for
-                elif late is not None:
-                    del unseen[host]
-                    indexes = _late_gpus(args.gpu or [], host, late, list(fleet.sessions))
-                    waits.update({(host, i): GpuWait(host, i) for i in indexes})
+                    del pending[host]  # no driver or no GPU there: nothing to wait for
+                elif late is None:
+                    pending[host] = (NO_SAMPLE, _no_sample(view))
+                else:
+                    indexes, problem = _judge(args.gpu or [], host, late, hosts)
+                    for i in indexes:
+                        waits.setdefault((host, i), GpuWait(host, i))
+                    if problem is None:
+                        del pending[host]
+                    else:
+                        pending[host] = (NOT_JUDGED, problem)
             for view in fleet.hosts:
                 _update(view, waits, preflights, conditions, now)
             if (
                 waits
-                and not unseen
+                and not pending
                 and all(w.ready_for(now) >= args.settle and w.ready_since is not None for w in waits.values())
             ):
                 _finish_line(err, live)
                 return _report(out, err, args, waits, now - started, ready=True)
-            if now >= deadline or _all_down(fleet, waits, unseen):
+            if now >= deadline or _all_down(fleet, waits, pending):
                 _finish_line(err, live)
-                return _report(out, err, args, waits, now - started, ready=False, unseen=unseen)
+                return _report(out, err, args, waits, now - started, ready=False, pending=pending)
             if live:
-                _live_line(err, waits, unseen, now, args.settle)
+                _live_line(err, waits, pending, now, args.settle)
             changed.clear()
             # The next sample, or the moment a ready GPU will have settled, whichever comes first.
             settling = [args.settle - w.ready_for(now) for w in waits.values() if w.ready_since is not None]
@@ -255,30 +271,65 @@ def _awaited(specs: list[str], fleet: Fleet) -> list[str]:
     return [h for h in hosts if h in named]
 
 
+def _pending_words(pending: Pending) -> str:
+    kind, why = pending
+    return why if kind == NO_SAMPLE else f"cannot be judged: {why}"
+
+
 def _no_sample(view: HostView) -> str:
     why = view.detail or view.reason
     return f"no sample yet ({view.status}{': ' + why if why else ''})"
 
 
-def _late_gpus(specs: list[str], host: str, sample: Sample, hosts: list[str]) -> set[int]:
-    """The GPUs to wait for on a host whose first sample came after the others'."""
+def _list_trouble(sample: Sample) -> str | None:
+    """Why `sample`'s GPU list is not the host's whole list (None: it is, as far as can be told)."""
+    refused = ""
+    if sample.gpus_refused:
+        why = "; ".join(sample.gpus_refused_why)
+        refused = f"{count(sample.gpus_refused, 'GPU record')} refused ({printable(why)})"
+    if not sample.gpus:
+        return "its sample lists no GPU" + (f" that can be read: {refused}" if refused else "")
+    return refused or None
+
+
+def _judge(specs: list[str], host: str, sample: Sample, hosts: list[str]) -> tuple[set[int], str | None]:
+    """The GPUs of `host` to wait for in `sample`, and why the host cannot be judged (None: it can).
+
+    Every GPU (no spec, `all`, HOST:all) needs the whole list; a GPU named by index needs that GPU in
+    it. A UUID names one GPU of whichever host has it (checked when the wait began), not one of each."""
+    trouble = _list_trouble(sample)
     if not specs:
-        return {g.index for g in sample.gpus}
-    try:
-        return resolve_gpu_specs(specs, {host: sample}, hosts).get(host, set())
-    except UsageError:
-        return set()  # the specs name nothing there (they named GPUs of the other hosts)
+        return {g.index for g in sample.gpus}, trouble
+    indexes: set[int] = set()
+    missing: list[str] = []
+    for spec in specs:
+        try:
+            indexes |= resolve_gpu_specs([spec], {host: sample}, hosts).get(host, set())
+        except UsageError as exc:
+            if not _is_uuid(spec, hosts):
+                missing.append(str(exc))
+        else:
+            if trouble and spec.strip() in ("all", f"{host}:all"):
+                missing.append("every GPU")
+    if missing:
+        return indexes, trouble or "; ".join(missing)
+    return indexes, None
 
 
-def _all_down(fleet: Fleet, waits: dict[tuple[str, int], GpuWait], unseen: dict[str, str]) -> bool:
-    hosts = {h for h, _ in waits} | set(unseen)
+def _is_uuid(spec: str, hosts: list[str]) -> bool:
+    spec = spec.strip()
+    return spec.upper().startswith(("GPU-", "MIG-")) and spec.rpartition(":")[0] not in hosts
+
+
+def _all_down(fleet: Fleet, waits: dict[tuple[str, int], GpuWait], pending: dict[str, Pending]) -> bool:
+    hosts = {h for h, _ in waits} | set(pending)
     return bool(hosts) and all(fleet.view(h).status == DOWN for h in hosts)
 
 
 def _live_line(
-    err: TextIO, waits: dict[tuple[str, int], GpuWait], unseen: dict[str, str], now: float, settle: float
+    err: TextIO, waits: dict[tuple[str, int], GpuWait], pending: dict[str, Pending], now: float, settle: float
 ) -> None:
-    by_host: dict[str, list[str]] = {h: [why] for h, why in sorted(unseen.items())}
+    by_host: dict[str, list[str]] = {h: [_pending_words(p)] for h, p in sorted(pending.items())}
     for (host, index), w in sorted(waits.items()):
         if w.ready_since is not None:
             state = f"GPU{index} ready {w.ready_for(now):.1f}/{settle:g} s"
@@ -302,11 +353,11 @@ def _report(
     waits: dict[tuple[str, int], GpuWait],
     waited: float,
     ready: bool,
-    unseen: dict[str, str] | None = None,
+    pending: dict[str, Pending] | None = None,
 ) -> int:
     code = EXIT_READY if ready else EXIT_TIMEOUT
     now = time.monotonic()
-    unseen = unseen or {}
+    pending = pending or {}
     if args.json:
         hosts: dict[str, dict[str, Any]] = {}
         for (host, index), w in sorted(waits.items()):
@@ -315,8 +366,15 @@ def _report(
                 "ready_for_s": round(w.ready_for(now), 3),
                 "unready": [u.describe() for u in w.last],
             }
-        entries: list[dict[str, Any]] = [{"host": h, "gpus": g} for h, g in hosts.items()]
-        entries += [{"host": h, "gpus": {}, "no_sample": why} for h, why in sorted(unseen.items())]
+        for host in pending:
+            hosts.setdefault(host, {})
+        entries: list[dict[str, Any]] = []
+        for host, gpus in hosts.items():
+            entry: dict[str, Any] = {"host": host, "gpus": gpus}
+            if host in pending:
+                kind, why = pending[host]
+                entry[kind] = why
+            entries.append(entry)
         doc = {
             "version": JSON_VERSION,
             "ready": ready,
@@ -335,8 +393,8 @@ def _report(
         print(f"ready: {where} (after {waited:.1f} s)", file=out)
         return code
     print(f"gputui wait: not ready after {waited:.1f} s", file=err)
-    for host, why in sorted(unseen.items()):
-        print(f"  {printable(host)}: {printable(why)}", file=err)
+    for host, p in sorted(pending.items()):
+        print(f"  {printable(host)}: {printable(_pending_words(p))}", file=err)
     for (host, index), w in sorted(waits.items()):
         if w.ready_since is not None and w.ready_for(now) >= args.settle:
             continue
