@@ -128,21 +128,29 @@ def _port(value: Any) -> str | None:
     return None
 
 
+# TOML's integers are 64-bit; a longer one (tomllib reads any) is no seed or count, and would travel
+# to the probe as thousands of digits.
+INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1
+
+
 def _count(value: Any) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        return "must be a whole number >= 0"
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT_MAX:
+        return "must be a whole number >= 0 that fits in 64 bits"
     return None
 
 
 def _int(value: Any) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        return "must be a whole number"
+    if isinstance(value, bool) or not isinstance(value, int) or not INT_MIN <= value <= INT_MAX:
+        return "must be a whole number that fits in 64 bits"
     return None
 
 
 def _one_of(choices: tuple[str, ...]) -> Check:
+    # A string first: `value in choices` of a list or an inline table raises TypeError on a dict.
     def check(value: Any) -> str | None:
-        return None if value in choices else "must be " + " or ".join(f'"{c}"' for c in choices)
+        if isinstance(value, str) and value in choices:
+            return None
+        return "must be " + " or ".join(f'"{c}"' for c in choices)
 
     return check
 
@@ -204,8 +212,7 @@ TOP_KEYS: dict[str, Check] = {
 TABLES = ("hosts", "defaults", "kill", "columns")
 
 
-def _signals(value: Any) -> str | None:
-    return None if value in SIGNAL_PLANS else "must be " + " or ".join(f'"{k}"' for k in SIGNAL_PLANS)
+_signals = _one_of(tuple(SIGNAL_PLANS))
 
 
 def _timeout(value: Any) -> str | None:

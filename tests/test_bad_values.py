@@ -58,3 +58,55 @@ def test_a_gpu_index_listed_twice_is_refused_and_said() -> None:
     assert sample.gpus_refused_why == ("GPU record #2: no usable index", "GPU record #3: no usable index")
     clean = Sample.from_wire({"seq": 1, "gpus": [gpu(0), gpu(1)]})
     assert clean.gpus_refused == 0 and clean.gpus_refused_why == ()
+
+
+# -- every config value type-checked -----------------------------------------------------------------
+
+# One of each TOML type, and the numbers that break a careless check.
+TOML_VALUES = [
+    '["SIGSTOP"]', "[]", "[[1]]", "{ a = 1 }", "{}", '"x"', '""', "1", "0", "-1", "9223372036854775807",
+    "-9223372036854775808", "1" + "0" * 400, "1e400", "-1e400", "nan", "inf", "-inf", "0.5", "true",
+    "false", "1979-05-27T07:32:00Z", "1979-05-27", "07:32:00",
+]  # fmt: skip
+
+
+def config_texts() -> list[tuple[str, str]]:
+    from gputui import config
+
+    tables = {
+        "": [*config.TOP_KEYS],
+        "[defaults]\n": [*config.DEFAULT_KEYS],
+        '[[hosts]]\naddress = "gpu-a"\nreader = "sim"\n': [k for k in config.HOST_KEYS if k != "address"],
+        "[kill]\n": [*config.KILL_KEYS],
+        "[columns]\n": [f"hide_{name}" for name in config.COLUMNS],
+    }
+    return [
+        (f"{header}{key} = {value}\n", f"{header.strip() or 'top'} {key} = {value}")
+        for header, keys in tables.items()
+        for key in keys
+        for value in TOML_VALUES
+    ]
+
+
+def test_every_config_value_of_every_type_is_a_config_error_or_fine() -> None:
+    """`[kill] signals = ["SIGSTOP"]` (any list or inline table) was a TypeError traceback."""
+    from gputui.config import ConfigError, parse_config
+
+    crashed = []
+    for text, what in config_texts():
+        try:
+            parse_config(text, "c.toml")
+        except ConfigError as exc:
+            assert "\n" not in str(exc) and str(exc).startswith("c.toml"), (what, str(exc))
+        except Exception as exc:  # the point: nothing else may come out
+            crashed.append(f"{what}: {type(exc).__name__}: {exc}")
+    assert crashed == []
+
+
+@pytest.mark.parametrize("value", ['["SIGSTOP"]', "{ a = 1 }", "1" + "0" * 400])
+def test_a_kill_signals_list_is_exit_2_for_cli_and_dashboard(tmp_path: Path, value: str) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(f"[kill]\nsignals = {value}\n")
+    for argv in (["clean", "--demo", "demo-a", "--all", "--dry-run"], ["--demo"]):
+        run = gputui(*argv, "--config", str(path))
+        one_clear_line(run, f"{path}:2", "'signals' in [kill] must be")
