@@ -19,12 +19,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from . import argtypes
 from .fleet import DOWN, Fleet, HostView
 from .gpuspec import UsageError, resolve_gpu_specs
 from .model import Preflight, Sample
@@ -40,73 +40,48 @@ MAX_WAIT = 24 * 3600.0
 # A host waited for but not (yet) judged: (NO_SAMPLE or NOT_JUDGED, why). The kinds are the JSON's keys.
 Pending = tuple[str, str]
 NO_SAMPLE, NOT_JUDGED = "no_sample", "not_judged"
-_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]i?B?|B)?\s*$", re.IGNORECASE)
-
-
-def size(text: str) -> int:
-    """`8GiB`, `8G`, `512MiB`, `1.5T`, `4096` (bytes): binary units, as nvidia-smi counts."""
-    match = _SIZE.match(text)
-    if not match:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 8GiB, 512MiB)")
-    number, unit = float(match.group(1)), (match.group(2) or "B").upper()[:1]
-    scale = {"B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[unit]
-    return int(number * scale)
-
-
-def _seconds(limit: float) -> Any:
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-        if not 0 <= value <= limit:  # NaN fails every comparison
-            raise argparse.ArgumentTypeError(f"{text} s is out of range (0 to {limit:g})")
-        return value
-
-    return parse
-
-
-def _percent(text: str) -> int:
-    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 101:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage from 1 to 100")
-    return int(text)
-
-
-def _celsius(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a temperature in whole degrees C") from None
-    if not 0 < value < 150:
-        raise argparse.ArgumentTypeError(f"{value} °C is out of range")
-    return value
 
 
 def add_wait_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu", action="append", metavar="SPEC", help="a GPU to wait for (default: all of them)")
     p.add_argument(
-        "--timeout", type=_seconds(MAX_WAIT), default=600.0, metavar="S", help="give up after S (default 600)"
+        "--timeout",
+        type=argtypes.seconds_upto(MAX_WAIT),
+        default=600.0,
+        metavar="S",
+        help="give up after S (default 600; 0: judge once)",
     )
     p.add_argument(
-        "--settle", type=_seconds(MAX_WAIT), default=0.0, metavar="S", help="ready for S in a row (default 0)"
+        "--settle",
+        type=argtypes.seconds_upto(MAX_WAIT),
+        default=0.0,
+        metavar="S",
+        help="ready for S in a row (default 0)",
     )
-    p.add_argument("--temp-below", type=_celsius, metavar="C", help="also: temperature below C degrees")
-    p.add_argument("--memory-below", type=size, metavar="SIZE", help="also: used memory below SIZE (8GiB)")
+    p.add_argument(
+        "--temp-below",
+        type=argtypes.whole(1, 149, "a temperature in whole degrees C"),
+        metavar="C",
+        help="also: temperature below C degrees (1 to 149)",
+    )
+    p.add_argument(
+        "--memory-below", type=argtypes.size, metavar="SIZE", help="also: used memory below SIZE (8GiB)"
+    )
     p.add_argument(
         "--util-below",
-        type=_percent,
+        type=argtypes.whole(1, 100, "a percentage"),
         default=DEFAULT_UTIL_BELOW,
         metavar="PCT",
-        help="utilization below PCT (default 1: zero)",
+        help="utilization below PCT, 1 to 100 (default 1: zero)",
     )
     p.add_argument("--no-throttle", action="store_true", help="also: no clock-event (throttle) reason active")
     p.add_argument("--persistence", action="store_true", help="also: persistence mode on")
     p.add_argument(
         "--interval",
-        type=_seconds(60.0),
+        type=argtypes.interval,  # the protocol's bounds, as the probe checks them
         default=DEFAULT_INTERVAL,
         metavar="S",
-        help="seconds between samples (0.25)",
+        help="seconds between samples (0.1 to 3600; default 0.25)",
     )
     p.add_argument("--json", action="store_true", help=f"print one JSON document (version {JSON_VERSION})")
 
@@ -148,8 +123,7 @@ async def run_wait(
         await fleet.wait_first_samples(min(args.timeout, 30.0) or 30.0)
         problem = _no_gpu(fleet)
         if problem:
-            print(f"gputui: {problem}", file=err)
-            return EXIT_NO_GPU
+            return _refuse(out, err, args, EXIT_NO_GPU, problem, time.monotonic() - started)
         samples = {v.name: v.sample for v in fleet.hosts if v.sample is not None}
         hosts = list(fleet.sessions)
         # Hosts whose sample lists every GPU it has, and each once: the GPU specs are checked
@@ -158,8 +132,7 @@ async def run_wait(
         try:
             chosen = _chosen(args.gpu or [], judged, hosts)
         except UsageError as exc:
-            print(f"gputui: {exc}", file=err)
-            return EXIT_USAGE
+            return _refuse(out, err, args, EXIT_USAGE, str(exc), time.monotonic() - started)
         if conditions.needs_preflight:
             await fleet.configure(args.interval, preflight_every=1)
         waits = {(h, i): GpuWait(h, i) for h, indexes in chosen.items() for i in indexes}
@@ -344,6 +317,26 @@ def _live_line(
 def _finish_line(err: TextIO, live: bool) -> None:
     if live:
         print("\r\x1b[K", end="", file=err, flush=True)
+
+
+def _refuse(
+    out: TextIO, err: TextIO, args: argparse.Namespace, code: int, message: str, waited: float
+) -> int:
+    """Nothing to wait for (no GPU, a spec that names nothing): the line on stderr, and with --json
+    the document as well, so that a script reading it learns why (an empty stdout parses as nothing)."""
+    print(f"gputui: {message}", file=err)
+    if args.json:
+        doc = {
+            "version": JSON_VERSION,
+            "ready": False,
+            "exit_code": code,
+            "error": printable(message),
+            "waited_s": round(waited, 3),
+            "settle_s": args.settle,
+            "hosts": [],
+        }
+        print(json.dumps(doc, indent=2, ensure_ascii=True), file=out)
+    return code
 
 
 def _report(

@@ -110,3 +110,104 @@ def test_a_kill_signals_list_is_exit_2_for_cli_and_dashboard(tmp_path: Path, val
     for argv in (["clean", "--demo", "demo-a", "--all", "--dry-run"], ["--demo"]):
         run = gputui(*argv, "--config", str(path))
         one_clear_line(run, f"{path}:2", "'signals' in [kill] must be")
+
+
+# -- every numeric flag range-checked and overflow-safe ----------------------------------------------
+
+# Refused by every numeric flag of every command: none is negative, infinite, NaN, or that long.
+ALWAYS_REFUSED = [
+    "9" * 400, "1" + "0" * 5000, "1e400", "-1e400", "nan", "inf", "-inf", "-1", "", "x", "²", "0x10",
+    "1_000",
+]  # fmt: skip
+# And by these flags, too (documented ranges: --help says them).
+ALSO_REFUSED = {
+    ("wait", "--interval"): ["0", "0.05", "3601"],
+    ("wait", "--util-below"): ["0", "101", "1000"],
+    ("wait", "--memory-below"): ["0", "0B", "2E", str(1 << 70)],
+    ("wait", "--temp-below"): ["0", "150"],
+    ("wait", "--timeout"): [str(24 * 3600 + 1)],
+    ("", "--interval"): ["0", "0.05"],
+    ("snapshot", "--timeout"): ["0"],
+    ("clean", "--timeout"): ["0"],
+    ("clean", "--term-timeout"): ["0"],
+    ("clean", "--pid"): ["0"],
+}
+
+
+def numeric_flags() -> list[tuple[str, Any, str]]:
+    import argparse
+
+    from gputui import cli
+
+    parsers = {
+        "": cli.ui_parser(),
+        "snapshot": cli.snapshot_parser(),
+        "clean": cli.clean_parser(),
+        "wait": cli.wait_parser(),
+    }
+    out = []
+    for command, parser in parsers.items():
+        for action in parser._actions:
+            if (
+                action.type is not None
+                and action.option_strings
+                and not isinstance(action, argparse._HelpAction)
+            ):
+                out.append((command, parser, action.option_strings[-1]))
+    return out
+
+
+def test_every_numeric_flag_refuses_what_is_out_of_range_with_exit_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--memory-below with 400 digits was an OverflowError (exit 1, the timeout's code); wait's
+    --interval 0 was taken and then refused by the probe (exit 1, "down"); --util-below 101 was taken
+    though its message says 1-100."""
+    flags = numeric_flags()
+    assert {(c, f) for c, _, f in flags} >= set(ALSO_REFUSED)  # every flag named here exists
+    wrong = []
+    for command, parser, flag in flags:
+        for value in ALWAYS_REFUSED + ALSO_REFUSED.get((command, flag), []):
+            try:
+                parser.parse_args([f"{flag}={value}"])
+            except SystemExit as exc:
+                err = capsys.readouterr().err
+                if exc.code != 2 or f"argument {flag}" not in err.splitlines()[-1]:
+                    wrong.append(f"{command} {flag} {value[:20]!r}: exit {exc.code}: {err[-200:]}")
+            except Exception as exc:  # the point: nothing else may come out
+                wrong.append(f"{command} {flag} {value[:20]!r}: {type(exc).__name__}: {str(exc)[:100]}")
+            else:
+                wrong.append(f"{command} {flag} {value[:20]!r}: accepted")
+    assert wrong == []
+
+
+@pytest.mark.parametrize(
+    "flag, value, words",
+    [
+        pytest.param("--memory-below", "9" * 400, "out of range", id="memory-below-400-digits"),
+        pytest.param("--interval", "0", "interval 0", id="interval-0"),
+        pytest.param("--util-below", "101", "from 1 to 100", id="util-below-101"),
+    ],
+)
+def test_wait_bad_values_are_exit_2_and_one_clear_line(flag: str, value: str, words: str) -> None:
+    run = gputui("wait", "--demo", "demo-a", "--timeout", "2", flag, value)
+    one_clear_line(run, f"argument {flag}", words)
+
+
+def test_wait_json_prints_a_document_on_every_exit(tmp_path: Path) -> None:
+    """`wait --json` printed nothing on exit 3 (no driver or GPU) and on a GPU spec naming nothing."""
+    import json
+
+    path = tmp_path / "config.toml"
+    path.write_text('[[hosts]]\nname = "empty"\naddress = "local"\nreader = "sim"\nsim_scenario = "empty"\n')
+    run = gputui("wait", "--config", str(path), "--gpu", "empty:9", "--json", "--timeout", "20")
+    assert run.returncode == 2, run.stderr
+    doc = json.loads(run.stdout)
+    assert doc["exit_code"] == 2 and doc["ready"] is False and "has no GPU 9" in doc["error"]
+    assert "has no GPU 9" in run.stderr
+    # This machine's own GPUs (nvml): where it has no driver (CI), exit 3, and the document says why.
+    run = gputui("wait", "local", "--json", "--timeout", "20")
+    if run.returncode != 3:
+        pytest.skip("this machine has an NVIDIA driver: no exit 3 to see")
+    doc = json.loads(run.stdout)
+    assert doc["exit_code"] == 3 and doc["ready"] is False and doc["error"] in run.stderr
