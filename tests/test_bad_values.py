@@ -211,3 +211,68 @@ def test_wait_json_prints_a_document_on_every_exit(tmp_path: Path) -> None:
         pytest.skip("this machine has an NVIDIA driver: no exit 3 to see")
     doc = json.loads(run.stdout)
     assert doc["exit_code"] == 3 and doc["ready"] is False and doc["error"] in run.stderr
+
+
+# -- an export is both files or neither --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def views() -> list[Any]:
+    """One real sample of a sim host, as the dashboard's export writes it."""
+    import asyncio
+
+    from gputui import snapshot
+    from gputui.config import HostSpec
+    from tests.test_clean import fleet_of
+
+    fleet = fleet_of([HostSpec(name="e", reader="sim", sim_scenario="empty", sim_seed=3)])
+    taken = asyncio.run(snapshot.take(fleet, 60))
+    assert taken[0].sample is not None
+    return taken
+
+
+NOW = 1_800_000_000.0
+
+
+def stem() -> str:
+    import time
+
+    return "gputui-snapshot-" + time.strftime("%Y%m%d-%H%M%S", time.localtime(NOW))
+
+
+@pytest.mark.parametrize("planted", [".txt", ".json"])
+def test_a_planted_name_never_leaves_half_an_export(tmp_path: Path, views: list[Any], planted: str) -> None:
+    """A dangling symlink planted at the .txt name (exists() is false for it) made the export fail
+    after its .json was written: an orphan .json, and no export."""
+    from gputui.export import write_files
+
+    (tmp_path / f"{stem()}{planted}").symlink_to(tmp_path / "nowhere")
+    json_path, text_path = write_files(views, tmp_path, NOW)
+    assert (json_path.name, text_path.name) == (f"{stem()}-1.json", f"{stem()}-1.txt")
+    assert json_path.read_text().startswith("{") and "== e" in text_path.read_text()
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == sorted([f"{stem()}{planted}", json_path.name, text_path.name])  # nothing else
+    assert not (tmp_path / "nowhere").exists()  # the symlink was not followed
+
+
+def test_an_export_that_fails_midway_leaves_nothing(tmp_path: Path, views: list[Any]) -> None:
+    """No room for the second file (a full disk): neither stays."""
+    from gputui.export import dumps, write_files
+
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    where = tmp_path / "small"
+    where.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(where)], check=False)
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        # Room for the JSON (in whole pages, as a tmpfs counts), none for the text after it.
+        pages = -(-(len(dumps(views, NOW)) + 1) // 4096)
+        info = os.statvfs(where)
+        (where / "filler").write_bytes(b"\0" * (info.f_bavail * info.f_frsize - pages * 4096))
+        with pytest.raises(OSError):
+            write_files(views, where, NOW)
+        assert sorted(p.name for p in where.iterdir()) == ["filler"]
+    finally:
+        subprocess.run(["umount", str(where)], check=False)
