@@ -1,4 +1,4 @@
-"""Entry points: `gputui` (the dashboard), `gputui snapshot`, `gputui clean`, `gputui probe`.
+"""Entry points: `gputui` (the dashboard) and its commands (SUBCOMMANDS: snapshot, clean, wait, probe).
 
 Exit codes (README "Exit codes"): 0 ok; 1 not clean / a host down; 2 bad usage or config;
 3 no NVIDIA driver or GPU; 4 refused (read-only, protected, permission).
@@ -15,7 +15,8 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn
 
 from . import __version__, argtypes, streams
@@ -37,7 +38,6 @@ VALUE_OPTIONS = frozenset(
         "--interval",
     }
 )  # fmt: skip
-COMMANDS = ("snapshot", "clean", "wait", "probe")
 NO_TERMINAL = (
     "the dashboard draws on a terminal, and {what} is not one (a file or a pipe?): it would write "
     "escape codes there until stopped. For the GPUs and processes as text, run `gputui snapshot` "
@@ -57,7 +57,8 @@ def ui_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="gputui",
         description="Live GPU memory, utilization and device-file holders; staged kill-and-verify.",
-        epilog="Other commands: gputui snapshot | gputui clean | gputui probe  (each with --help)",
+        epilog=commands_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # the epilog's table as written
     )
     _common(p)
     p.add_argument("--read-only", action="store_true", help="watch only: no kill action anywhere")
@@ -80,7 +81,7 @@ def ui_parser() -> argparse.ArgumentParser:
 
 
 def snapshot_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gputui snapshot", description="One sample of each host, then exit.")
+    p = argparse.ArgumentParser(prog="gputui snapshot", description=SUBCOMMANDS["snapshot"].summary)
     _common(p)
     p.add_argument("--json", action="store_true", help="print versioned JSON (schema in README)")
     p.add_argument(
@@ -202,7 +203,7 @@ def run_snapshot(argv: list[str]) -> int:
 def clean_parser() -> argparse.ArgumentParser:
     from . import clean
 
-    p = argparse.ArgumentParser(prog="gputui clean", description="Free GPUs: staged kill, then verify.")
+    p = argparse.ArgumentParser(prog="gputui clean", description=SUBCOMMANDS["clean"].summary)
     _common(p)
     clean.add_clean_arguments(p)
     return p
@@ -213,7 +214,7 @@ def wait_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(
         prog="gputui wait",
-        description="Wait until every chosen GPU is ready for the next run.",
+        description=SUBCOMMANDS["wait"].summary,
         epilog="exit codes: 0 ready; 1 timeout (or every host down); 2 bad usage; 3 no NVIDIA driver or GPU",
     )
     _common(p)
@@ -361,16 +362,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(args: list[str]) -> int:
     try:
         head_start(args)
-        if args and args[0] == "probe":
-            from .probe.main import main as probe_main
-
-            return probe_main(args[1:])
-        if args and args[0] == "snapshot":
-            return run_snapshot(args[1:])
-        if args and args[0] == "clean":
-            return run_clean(args[1:])
-        if args and args[0] == "wait":
-            return run_wait(args[1:])
+        if args and args[0] in SUBCOMMANDS:
+            return SUBCOMMANDS[args[0]].run(args[1:])
         mistyped = mistyped_command(args)
         if mistyped is not None:
             return _fail(mistyped)
@@ -384,6 +377,35 @@ def _main(args: list[str]) -> int:
         # may raise again when the interpreter flushes it at exit.
         _devnull_stdout()
         return 1
+
+
+def run_probe(argv: list[str]) -> int:
+    from .probe.main import main as probe_main
+
+    return probe_main(argv)
+
+
+@dataclass(frozen=True, slots=True)
+class Subcommand:
+    run: Callable[[list[str]], int]
+    summary: str  # the top-level --help's line, and the command's own --help description
+
+
+# Every command, in the one place: what main() runs, what `gputui --help` lists, what a mistyped
+# first word is matched against (it listed "snapshot | clean | probe" when `wait` came).
+SUBCOMMANDS: dict[str, Subcommand] = {
+    "snapshot": Subcommand(run_snapshot, "One sample of each host, then exit."),
+    "clean": Subcommand(run_clean, "Free GPUs: staged kill, then verify."),
+    "wait": Subcommand(run_wait, "Wait until every chosen GPU is ready for the next run."),
+    "probe": Subcommand(run_probe, "The probe itself, as gputui runs it on each host (JSON lines)."),
+}
+COMMANDS = tuple(SUBCOMMANDS)
+
+
+def commands_help() -> str:
+    width = max(map(len, COMMANDS))
+    lines = [f"  gputui {name:<{width}}  {c.summary}" for name, c in SUBCOMMANDS.items()]
+    return "\n".join(["other commands (each with --help):", *lines])
 
 
 # Commands that scripts run between two benchmark runs, whose exit is part of that gap.
