@@ -3,32 +3,55 @@
 A bad value raises argparse.ArgumentTypeError, which argparse prints as a usage message with exit
 status 2 (README "Exit codes"); the parsers return None instead of raising. The sample interval's
 bounds belong to the protocol (gputui/probe/wire.py), which the probe checks too.
+
+The rule every numeric flag keeps: written in ASCII decimal (no NaN, no infinity, no `1_000`, no
+digits of other scripts), checked against its documented range before it is used, and never
+converted where it may overflow (a float of 400 digits is infinite, and int() of it raises).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import re
+from collections.abc import Callable
 
 from .probe.common import MAX_TIMEOUT
 from .probe.wire import interval_problem
 
 MAX_SECONDS = MAX_TIMEOUT  # the longest timeout (a kill plan's term_timeout and verify_timeout too)
 MAX_INDEX_DIGITS = 18  # an index or PID this long is no index, and int() of thousands of digits fails
+MAX_SIZE = 1 << 60  # bytes: an exbibyte, the model's bound on any size a probe reports
+_DECIMAL = re.compile(r"[+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]i?B?|B)?\s*", re.IGNORECASE)
 
 
 def _float(text: str, what: str = "a number of seconds") -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+    """`text` as a finite number >= 0 written in ASCII decimal (a huge one is infinite: refused)."""
+    value = float(text) if _DECIMAL.fullmatch(text) else math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not {what}")
+    return value
 
 
 def seconds(text: str) -> float:
-    """A timeout in seconds: more than 0, at most MAX_SECONDS (so not NaN, not infinite)."""
+    """A timeout in seconds: more than 0, at most MAX_SECONDS."""
     value = _float(text)
-    if not 0 < value <= MAX_SECONDS:  # NaN fails every comparison
+    if not 0 < value <= MAX_SECONDS:
         raise argparse.ArgumentTypeError(f"{text} s is out of range (more than 0, at most {MAX_SECONDS:g})")
     return value
+
+
+def seconds_upto(limit: float) -> Callable[[str], float]:
+    """Seconds from 0 (at once) to `limit`."""
+
+    def parse(text: str) -> float:
+        value = _float(text)
+        if not 0 <= value <= limit:
+            raise argparse.ArgumentTypeError(f"{text} s is out of range (0 to {limit:g})")
+        return value
+
+    return parse
 
 
 def interval(text: str) -> float:
@@ -38,6 +61,32 @@ def interval(text: str) -> float:
     if problem:
         raise argparse.ArgumentTypeError(f"interval {text} {problem}")
     return value
+
+
+def whole(low: int, high: int, what: str) -> Callable[[str], int]:
+    """A whole number from `low` to `high`, in ASCII digits (`what`: "a percentage", ...)."""
+
+    def parse(text: str) -> int:
+        value = parse_index(text)
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not {what} from {low} to {high}")
+        return value
+
+    return parse
+
+
+def size(text: str) -> int:
+    """Bytes: `8GiB`, `8G`, `512MiB`, `1.5T`, `4096`; binary units, as nvidia-smi counts. More than
+    0, at most MAX_SIZE."""
+    match = _SIZE.fullmatch(text) if text.isascii() else None
+    if not match:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a size (e.g. 8GiB, 512MiB)")
+    unit = (match.group(2) or "B").upper()[:1]
+    scale = {"B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[unit]
+    value = float(match.group(1)) * scale  # 400 digits: infinite, refused below (int() would raise)
+    if not 1 <= value <= MAX_SIZE:
+        raise argparse.ArgumentTypeError(f"{text[:40]} is out of range (1 byte to 1 EiB)")
+    return int(value)
 
 
 def parse_index(text: str) -> int | None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import sys
@@ -26,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from . import argtypes
+from . import argtypes, streams
 from .actionlog import ActionLog, default_log_path
 from .fleet import Fleet
 from .gpuspec import UsageError, resolve_gpu_specs, split_targets
@@ -233,13 +232,21 @@ def exit_code(outcomes: Iterable[HostOutcome]) -> int:
 
 @dataclass
 class Console:
-    """Where `gputui clean` writes: the plan and stages for people, the JSON for scripts."""
+    """Where `gputui clean` writes: the plan and stages for people, the JSON for scripts.
+
+    Both streams are guarded (gputui/streams.py): a closed or full stdout or stderr, or a pipe whose
+    reader left (`| head -2`), never raises into a plan; the log has it all, and `report` says once
+    what happened to the output."""
 
     out: TextIO
     err: TextIO
     stdin: TextIO
     json: bool
-    closed: bool = False  # stdout went away (`| head -2`): keep going, quietly; the log has it all
+
+    def __post_init__(self) -> None:
+        self.out_guard = streams.guarded(self.out, "stdout")
+        self.err_guard = streams.guarded(self.err, "stderr")
+        self.out, self.err = streams.as_text(self.out_guard), streams.as_text(self.err_guard)
 
     @property
     def human(self) -> TextIO:
@@ -247,14 +254,7 @@ class Console:
         return self.err if self.json else self.out
 
     def _write(self, stream: TextIO, text: str) -> None:
-        if self.closed and stream is self.out:
-            return
-        try:
-            print(text, file=stream, flush=True)
-        except BrokenPipeError:
-            if stream is self.out:
-                self.closed = True
-                _silence(stream)
+        print(text, file=stream, flush=True)
 
     def say(self, text: str = "") -> None:
         # Every line may carry text from a host: escape once more as a last guard (idempotent).
@@ -266,15 +266,13 @@ class Console:
     def document(self, doc: dict[str, Any]) -> None:
         self._write(self.out, json.dumps(doc, indent=2, ensure_ascii=True))
 
-
-def _silence(stream: TextIO) -> None:
-    """Point a closed stdout at /dev/null, so that nothing (the interpreter's flush at exit
-    included) raises BrokenPipeError again."""
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        fd = stream.fileno()
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, fd)
-        os.close(null)
+    def report(self, log: os.PathLike[str] | str) -> None:
+        """Say once (on stderr, if it works) that stdout failed, and where the whole story is."""
+        self.out_guard.flush()
+        problem = self.out_guard.problem()
+        if problem is not None and not self.out_guard.reported:
+            self.out_guard.reported = True
+            self.warn(f"{problem}: output lost there; every plan, signal and verdict is in {log}")
 
 
 async def run_clean(
@@ -314,6 +312,7 @@ async def run_clean(
     finally:
         await fleet.stop()
         log.close()
+        con.report(log.path)
 
 
 def _report_unfinished(ops: Operations, con: Console) -> None:
@@ -497,8 +496,7 @@ async def _confirm(con: Console) -> bool | None:
     isatty = getattr(con.stdin, "isatty", None)
     if not (isatty and isatty()):
         return None
-    with contextlib.suppress(BrokenPipeError):
-        print("Proceed? [y/N] ", end="", file=con.human, flush=True)
+    print("Proceed? [y/N] ", end="", file=con.human, flush=True)
     line = await asyncio.to_thread(con.stdin.readline)
     return line.strip().lower() in ("y", "yes")
 

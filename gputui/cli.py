@@ -1,4 +1,4 @@
-"""Entry points: `gputui` (the dashboard), `gputui snapshot`, `gputui clean`, `gputui probe`.
+"""Entry points: `gputui` (the dashboard) and its commands (SUBCOMMANDS: snapshot, clean, wait, probe).
 
 Exit codes (README "Exit codes"): 0 ok; 1 not clean / a host down; 2 bad usage or config;
 3 no NVIDIA driver or GPU; 4 refused (read-only, protected, permission).
@@ -15,10 +15,11 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn
 
-from . import __version__, argtypes
+from . import __version__, argtypes, streams
 from .config import ENV_CONFIG, Config, ConfigError, HostSpec, default_config_path, load, parse_host_arg
 from .transport import headstart
 
@@ -37,7 +38,6 @@ VALUE_OPTIONS = frozenset(
         "--interval",
     }
 )  # fmt: skip
-COMMANDS = ("snapshot", "clean", "wait", "probe")
 NO_TERMINAL = (
     "the dashboard draws on a terminal, and {what} is not one (a file or a pipe?): it would write "
     "escape codes there until stopped. For the GPUs and processes as text, run `gputui snapshot` "
@@ -57,7 +57,8 @@ def ui_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="gputui",
         description="Live GPU memory, utilization and device-file holders; staged kill-and-verify.",
-        epilog="Other commands: gputui snapshot | gputui clean | gputui probe  (each with --help)",
+        epilog=commands_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # the epilog's table as written
     )
     _common(p)
     p.add_argument("--read-only", action="store_true", help="watch only: no kill action anywhere")
@@ -80,7 +81,7 @@ def ui_parser() -> argparse.ArgumentParser:
 
 
 def snapshot_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gputui snapshot", description="One sample of each host, then exit.")
+    p = argparse.ArgumentParser(prog="gputui snapshot", description=SUBCOMMANDS["snapshot"].summary)
     _common(p)
     p.add_argument("--json", action="store_true", help="print versioned JSON (schema in README)")
     p.add_argument(
@@ -171,7 +172,7 @@ def head_start(
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> int:
-    print(f"gputui: {message}", file=sys.stderr)
+    streams.say(f"gputui: {message}")
     return code
 
 
@@ -202,7 +203,7 @@ def run_snapshot(argv: list[str]) -> int:
 def clean_parser() -> argparse.ArgumentParser:
     from . import clean
 
-    p = argparse.ArgumentParser(prog="gputui clean", description="Free GPUs: staged kill, then verify.")
+    p = argparse.ArgumentParser(prog="gputui clean", description=SUBCOMMANDS["clean"].summary)
     _common(p)
     clean.add_clean_arguments(p)
     return p
@@ -213,7 +214,7 @@ def wait_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(
         prog="gputui wait",
-        description="Wait until every chosen GPU is ready for the next run.",
+        description=SUBCOMMANDS["wait"].summary,
         epilog="exit codes: 0 ready; 1 timeout (or every host down); 2 bad usage; 3 no NVIDIA driver or GPU",
     )
     _common(p)
@@ -341,18 +342,28 @@ def _configured_hosts(args: Sequence[str]) -> set[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] not in QUICK_EXIT:
+        return _main(args)
+    # `clean`, `wait` and `snapshot` write through guarded streams (gputui/streams.py): output
+    # trouble never stops a plan nor changes its outcome; it is said once, at the end.
+    with streams.guard_std() as (out, _err):
+        code = _main(args)
+    problem = None if out.reported else out.problem()
+    if args[0] == "snapshot" and out.trouble is not None:
+        code = code or 1  # a snapshot is its output: lost, it failed (as a closed pipe always did)
+    if problem is not None:
+        if args[0] == "snapshot":
+            streams.say(f"gputui: {problem}: the snapshot was not written whole (exit {code})")
+        else:
+            streams.say(f"gputui: {problem}: output lost; exit {code} is the {args[0]}'s own outcome")
+    return code
+
+
+def _main(args: list[str]) -> int:
     try:
         head_start(args)
-        if args and args[0] == "probe":
-            from .probe.main import main as probe_main
-
-            return probe_main(args[1:])
-        if args and args[0] == "snapshot":
-            return run_snapshot(args[1:])
-        if args and args[0] == "clean":
-            return run_clean(args[1:])
-        if args and args[0] == "wait":
-            return run_wait(args[1:])
+        if args and args[0] in SUBCOMMANDS:
+            return SUBCOMMANDS[args[0]].run(args[1:])
         mistyped = mistyped_command(args)
         if mistyped is not None:
             return _fail(mistyped)
@@ -368,6 +379,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+def run_probe(argv: list[str]) -> int:
+    from .probe.main import main as probe_main
+
+    return probe_main(argv)
+
+
+@dataclass(frozen=True, slots=True)
+class Subcommand:
+    run: Callable[[list[str]], int]
+    summary: str  # the top-level --help's line, and the command's own --help description
+
+
+# Every command, in the one place: what main() runs, what `gputui --help` lists, what a mistyped
+# first word is matched against (it listed "snapshot | clean | probe" when `wait` came).
+SUBCOMMANDS: dict[str, Subcommand] = {
+    "snapshot": Subcommand(run_snapshot, "One sample of each host, then exit."),
+    "clean": Subcommand(run_clean, "Free GPUs: staged kill, then verify."),
+    "wait": Subcommand(run_wait, "Wait until every chosen GPU is ready for the next run."),
+    "probe": Subcommand(run_probe, "The probe itself, as gputui runs it on each host (JSON lines)."),
+}
+COMMANDS = tuple(SUBCOMMANDS)
+
+
+def commands_help() -> str:
+    width = max(map(len, COMMANDS))
+    lines = [f"  gputui {name:<{width}}  {c.summary}" for name, c in SUBCOMMANDS.items()]
+    return "\n".join(["other commands (each with --help):", *lines])
+
+
 # Commands that scripts run between two benchmark runs, whose exit is part of that gap.
 QUICK_EXIT = ("snapshot", "clean", "wait")
 
@@ -379,6 +419,7 @@ def entry() -> NoReturn:
     handlers run (an unused head-start probe is ended and reaped), stdout and stderr flushed. Every
     file these commands write (the audit log) is closed before `main` returns; with a thread still
     running, the interpreter exits as usual and waits for it."""
+    streams.sanitise_std_fds()
     code = main()
     command = sys.argv[1] if len(sys.argv) > 1 else None
     if command in QUICK_EXIT and not any(
@@ -387,7 +428,8 @@ def entry() -> NoReturn:
         atexit._run_exitfuncs()
         for stream in (sys.stdout, sys.stderr):
             try:
-                stream.flush()
+                if stream is not None:  # None: closed when the process started (`>&-`)
+                    stream.flush()
             except (OSError, ValueError):
                 pass  # a closed pipe (`| head`): nothing more can be said there
         os._exit(code)
@@ -401,7 +443,7 @@ def _devnull_stdout() -> None:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, sys.stdout.fileno())
         os.close(null)
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):  # AttributeError: stdout was closed at start (None)
         pass
 
 

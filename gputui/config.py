@@ -10,6 +10,7 @@ import difflib
 import os
 import re
 import shlex
+import stat
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -127,21 +128,29 @@ def _port(value: Any) -> str | None:
     return None
 
 
+# TOML's integers are 64-bit; a longer one (tomllib reads any) is no seed or count, and would travel
+# to the probe as thousands of digits.
+INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1
+
+
 def _count(value: Any) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        return "must be a whole number >= 0"
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT_MAX:
+        return "must be a whole number >= 0 that fits in 64 bits"
     return None
 
 
 def _int(value: Any) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        return "must be a whole number"
+    if isinstance(value, bool) or not isinstance(value, int) or not INT_MIN <= value <= INT_MAX:
+        return "must be a whole number that fits in 64 bits"
     return None
 
 
 def _one_of(choices: tuple[str, ...]) -> Check:
+    # A string first: `value in choices` of a list or an inline table raises TypeError on a dict.
     def check(value: Any) -> str | None:
-        return None if value in choices else "must be " + " or ".join(f'"{c}"' for c in choices)
+        if isinstance(value, str) and value in choices:
+            return None
+        return "must be " + " or ".join(f'"{c}"' for c in choices)
 
     return check
 
@@ -203,8 +212,7 @@ TOP_KEYS: dict[str, Check] = {
 TABLES = ("hosts", "defaults", "kill", "columns")
 
 
-def _signals(value: Any) -> str | None:
-    return None if value in SIGNAL_PLANS else "must be " + " or ".join(f'"{k}"' for k in SIGNAL_PLANS)
+_signals = _one_of(tuple(SIGNAL_PLANS))
 
 
 def _timeout(value: Any) -> str | None:
@@ -365,13 +373,136 @@ def load(cli_path: str | None = None, environ: Mapping[str, str] | None = None) 
 
 
 def load_config(path: str | os.PathLike[str]) -> Config:
-    """Read and check one TOML config file. Raises ConfigError with file and line."""
+    """Read and check one TOML config file, and that it and what it names to run are trusted
+    (`ownership_problem`). Raises ConfigError with file and line."""
     file = str(path)
+    real = os.path.realpath(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        # The owner and mode are those of the file read (fstat of the open file): nobody can swap
+        # it between the check and the read.
+        fd = os.open(real, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            problem = ownership_problem(real, os.fstat(fd))
+            if problem is not None:
+                raise ConfigError(file, None, f"bad owner or permissions: {problem}. {UNTRUSTED}")
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                text = f.read().decode("utf-8")
+        finally:
+            os.close(fd)
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(file, None, f"cannot read the config: {exc}") from None
-    return parse_config(text, file)
+    config = parse_config(text, file)
+    for host in config.hosts:
+        _check_named_files(host, file)
+    return config
+
+
+# --------------------------------------------------------------------------- who may write it
+
+UNTRUSTED = (
+    "gputui trusts a config, and what it names to run, only where you or root own it and nobody else "
+    "can write it or a directory above it (as OpenSSH does): chown or chmod it, or pass your own with "
+    "--config"
+)
+
+
+def ownership_problem(path: str, st: os.stat_result | None = None) -> str | None:
+    """Why the file at `path` (a real path: no symlink in it) is not to be trusted by this process,
+    or None. OpenSSH's rule ("Bad owner or permissions"), for the file and every directory above it
+    up to /: owned by the running user or root; not writable by others; writable by its group only
+    when that group has no member but its owner (a user private group). A directory others or its
+    group may write is fine with the sticky bit (/tmp): nobody may then replace what is not theirs.
+    `st`: the file's stat, when it is open already."""
+    uid = os.geteuid()
+    try:
+        st = os.stat(path) if st is None else st
+    except OSError as exc:
+        return f"cannot check {path}: {exc.strerror or exc}"
+    problem = _stat_problem(st, uid, sticky_ok=False)
+    if problem:
+        return problem
+    parent = os.path.dirname(path)
+    while True:
+        try:
+            dst = os.lstat(parent)
+        except OSError as exc:
+            return f"cannot check the directory {parent}: {exc.strerror or exc}"
+        problem = _stat_problem(dst, uid, sticky_ok=True)
+        if problem:
+            return f"the directory {parent} {problem.removeprefix('it ')}"
+        up = os.path.dirname(parent)
+        if up == parent:
+            return None
+        parent = up
+
+
+def _stat_problem(st: os.stat_result, uid: int, sticky_ok: bool) -> str | None:
+    if st.st_uid not in (uid, 0):
+        you = "root (you)" if uid == 0 else f"you ({_user(uid)}) or root"
+        return f"it is owned by {_user(st.st_uid)}, not by {you}"
+    sticky = sticky_ok and bool(st.st_mode & stat.S_ISVTX)
+    if st.st_mode & stat.S_IWOTH and not sticky:
+        return "it is writable by others"
+    if st.st_mode & stat.S_IWGRP and not sticky and not _private_group(st.st_gid, st.st_uid):
+        return f"it is writable by its group {_group(st.st_gid)}"
+    return None
+
+
+def _user(uid: int) -> str:
+    try:
+        import pwd
+
+        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
+    except (KeyError, ImportError):
+        return f"uid {uid}"
+
+
+def _group(gid: int) -> str:
+    try:
+        import grp
+
+        return f"gid {gid} ({grp.getgrgid(gid).gr_name})"
+    except (KeyError, ImportError):
+        return f"gid {gid}"
+
+
+def _private_group(gid: int, owner: int) -> bool:
+    """The group has no member but the owner: none listed, and no other user has it as primary."""
+    try:
+        import grp
+        import pwd
+
+        name = pwd.getpwuid(owner).pw_name
+        members = set(grp.getgrgid(gid).gr_mem)
+        if members - {name}:
+            return False
+        return all(p.pw_uid == owner for p in pwd.getpwall() if p.pw_gid == gid)
+    except (KeyError, ImportError):
+        return False
+
+
+def _check_named_files(host: HostSpec, file: str) -> None:
+    """What a local host's entry names to run here (its python, the first word of its wrap) is
+    trusted as the config is. A bare name is PATH's to find, not the config's; a remote host's are
+    paths on that host."""
+    if not host.is_local():
+        return
+    named = [("python", host.python)]
+    if host.wrap:
+        named.append(("wrap command", host.wrap_argv()[0]))
+    for what, value in named:
+        if not value or "/" not in value:
+            continue
+        real = os.path.realpath(os.path.expanduser(value))
+        if not os.path.exists(real):
+            continue  # nothing to run: the transport says so when it starts
+        problem = ownership_problem(real)
+        if problem is not None:
+            raise ConfigError(
+                file,
+                None,
+                f"host {host.name!r}: {what} {value!r}: bad owner or permissions: {problem}. {UNTRUSTED}",
+            )
 
 
 def parse_config(text: str, file: str = "<config>") -> Config:

@@ -9,8 +9,10 @@ Schema (version 1): {"version": 1, "time": ..., "hosts": [HOST, ...]} where HOST
 
 from __future__ import annotations
 
+import errno
 import io
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any, TextIO
@@ -156,19 +158,42 @@ def render(views: list[HostView], out: TextIO, width: int = 120) -> None:
 
 def write_files(views: list[HostView], directory: Path, now: float | None = None) -> tuple[Path, Path]:
     """The snapshot as `gputui-snapshot-YYYYMMDD-HHMMSS.json` and `.txt` in `directory` (created if
-    missing; an existing file is never overwritten: a suffix is added). Raises OSError."""
+    missing). Both files or neither: a name taken by anything (a dangling symlink included) is
+    skipped for the next suffix, nothing is ever overwritten or followed, and a write that fails
+    (no room) removes what this export wrote. Raises OSError."""
     now = time.time() if now is None else now
     directory.mkdir(parents=True, exist_ok=True)
     stem = "gputui-snapshot-" + time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    text = io.StringIO()
+    render(views, text)
+    document = dumps(views, now) + "\n"
     for n in range(1000):
         name = stem if n == 0 else f"{stem}-{n}"
         json_path, text_path = directory / f"{name}.json", directory / f"{name}.txt"
-        if not json_path.exists() and not text_path.exists():
-            break
-    text = io.StringIO()
-    render(views, text)
-    with open(json_path, "x", encoding="utf-8") as f:
-        f.write(dumps(views, now) + "\n")
-    with open(text_path, "x", encoding="utf-8") as f:
-        f.write(text.getvalue())
-    return json_path, text_path
+        if os.path.lexists(json_path) or os.path.lexists(text_path):
+            continue
+        try:
+            _write_new(json_path, document)
+        except FileExistsError:
+            continue  # taken between the look and the write
+        try:
+            _write_new(text_path, text.getvalue())
+        except OSError as exc:
+            json_path.unlink(missing_ok=True)
+            if isinstance(exc, FileExistsError):
+                continue
+            raise
+        return json_path, text_path
+    raise OSError(errno.EEXIST, f"no free snapshot name in {directory} ({stem}-*)")
+
+
+def _write_new(path: Path, data: str) -> None:
+    """Create `path` (never an existing one, never through a symlink) and write `data`; a write
+    that fails removes the file it created."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(data)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise

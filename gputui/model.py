@@ -53,6 +53,8 @@ MAX_BYTES = 1 << 60  # sizes above this (an exbibyte) are nonsense from a broken
 MAX_PID = 1 << 22  # Linux's PID_MAX_LIMIT
 LADDER_MAX = 12  # steps of a reset ladder shown (the probe has four)
 MAX_PARENTS = 256  # parents taken from one sample (the probe sends at most 64)
+MAX_GPUS = 4096  # GPU records taken from one sample
+MAX_REFUSED_WHY = 8  # refused GPU records described (the rest are counted)
 
 
 # -- one field at a time -----------------------------------------------------------------------
@@ -641,6 +643,29 @@ class HostMetrics:
         return cls(**values)
 
 
+def _gpus(value: Any) -> tuple[tuple[Gpu, ...], int, list[str]]:
+    """A sample's GPU records; how many were refused, and why, in words. A record without a usable
+    index cannot be shown or targeted. Two records with one index cannot both be that GPU, and which
+    one is cannot be told: both are refused (a plan or a wait built on either would be a guess), and
+    the GPU is missing from the sample until the probe lists it once."""
+    parsed: list[Gpu] = []
+    refused: list[str] = []
+    for number, record in enumerate(_list(value)[:MAX_GPUS], start=1):
+        gpu = Gpu.from_wire(record) if isinstance(record, dict) else None
+        if gpu is None:
+            refused.append(f"GPU record #{number}: no usable index")
+        else:
+            parsed.append(gpu)
+    times: dict[int, int] = {}
+    for gpu in parsed:
+        times[gpu.index] = times.get(gpu.index, 0) + 1
+    if len(times) == len(parsed):
+        return tuple(parsed), len(refused), refused
+    refused += [f"GPU {index}: listed {n} times" for index, n in sorted(times.items()) if n > 1]
+    kept = tuple(g for g in parsed if times[g.index] == 1)
+    return kept, len(_list(value)[:MAX_GPUS]) - len(kept), refused
+
+
 @dataclass(frozen=True, slots=True)
 class Sample:
     """One sample of a host: its GPUs and the processes that use or hold them."""
@@ -660,19 +685,24 @@ class Sample:
     cost_ms: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
     # The processes' parents that are not among them (a launcher, a shell): what joins a family.
     parents: tuple[Parent, ...] = field(default=(), compare=False)
+    # GPU records refused (no usable index, an index listed twice): how many, and why (the first few).
+    gpus_refused: int = 0
+    gpus_refused_why: tuple[str, ...] = ()
 
     @classmethod
     def from_wire(cls, d: dict[str, Any]) -> Sample:
         scan = _dict(d.get("scan"))
         cost = _dict(d.get("cost_ms"))
-        gpus = (Gpu.from_wire(g) for g in _list(d.get("gpus"))[:4096] if isinstance(g, dict))
+        gpus, refused_count, refused = _gpus(d.get("gpus"))
         raw = _list(d.get("processes"))
         procs = (Proc.from_wire(p) for p in raw[:MAX_PROCESSES] if isinstance(p, dict))
         costs = {k: _float(v, 0.0) for k, v in cost.items()}
         return cls(
             seq=_count(d.get("seq")) or 0,
             time=_float(d.get("time"), 0.0) or 0.0,
-            gpus=tuple(g for g in gpus if g is not None),
+            gpus=gpus,
+            gpus_refused=refused_count,
+            gpus_refused_why=tuple(refused[:MAX_REFUSED_WHY]),
             processes=tuple(p for p in procs if p is not None),
             scan_age=_float(scan.get("age"), 0.0),
             scan_unreadable=_count(scan.get("unreadable")) or 0,

@@ -19,90 +19,69 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from . import argtypes
 from .fleet import DOWN, Fleet, HostView
 from .gpuspec import UsageError, resolve_gpu_specs
 from .model import Preflight, Sample
 from .operate import NO_GPU_CODES
 from .readiness import DEFAULT_UTIL_BELOW, Conditions, Unready, unready
 from .textsafe import printable
+from .words import count
 
 EXIT_READY, EXIT_TIMEOUT, EXIT_USAGE, EXIT_NO_GPU = 0, 1, 2, 3
 JSON_VERSION = 1
 DEFAULT_INTERVAL = 0.25  # seconds between samples while waiting: ready is seen within one of them
 MAX_WAIT = 24 * 3600.0
-_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]i?B?|B)?\s*$", re.IGNORECASE)
-
-
-def size(text: str) -> int:
-    """`8GiB`, `8G`, `512MiB`, `1.5T`, `4096` (bytes): binary units, as nvidia-smi counts."""
-    match = _SIZE.match(text)
-    if not match:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 8GiB, 512MiB)")
-    number, unit = float(match.group(1)), (match.group(2) or "B").upper()[:1]
-    scale = {"B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[unit]
-    return int(number * scale)
-
-
-def _seconds(limit: float) -> Any:
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-        if not 0 <= value <= limit:  # NaN fails every comparison
-            raise argparse.ArgumentTypeError(f"{text} s is out of range (0 to {limit:g})")
-        return value
-
-    return parse
-
-
-def _percent(text: str) -> int:
-    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 101:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage from 1 to 100")
-    return int(text)
-
-
-def _celsius(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a temperature in whole degrees C") from None
-    if not 0 < value < 150:
-        raise argparse.ArgumentTypeError(f"{value} °C is out of range")
-    return value
+# A host waited for but not (yet) judged: (NO_SAMPLE or NOT_JUDGED, why). The kinds are the JSON's keys.
+Pending = tuple[str, str]
+NO_SAMPLE, NOT_JUDGED = "no_sample", "not_judged"
 
 
 def add_wait_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu", action="append", metavar="SPEC", help="a GPU to wait for (default: all of them)")
     p.add_argument(
-        "--timeout", type=_seconds(MAX_WAIT), default=600.0, metavar="S", help="give up after S (default 600)"
+        "--timeout",
+        type=argtypes.seconds_upto(MAX_WAIT),
+        default=600.0,
+        metavar="S",
+        help="give up after S (default 600; 0: judge once)",
     )
     p.add_argument(
-        "--settle", type=_seconds(MAX_WAIT), default=0.0, metavar="S", help="ready for S in a row (default 0)"
+        "--settle",
+        type=argtypes.seconds_upto(MAX_WAIT),
+        default=0.0,
+        metavar="S",
+        help="ready for S in a row (default 0)",
     )
-    p.add_argument("--temp-below", type=_celsius, metavar="C", help="also: temperature below C degrees")
-    p.add_argument("--memory-below", type=size, metavar="SIZE", help="also: used memory below SIZE (8GiB)")
+    p.add_argument(
+        "--temp-below",
+        type=argtypes.whole(1, 149, "a temperature in whole degrees C"),
+        metavar="C",
+        help="also: temperature below C degrees (1 to 149)",
+    )
+    p.add_argument(
+        "--memory-below", type=argtypes.size, metavar="SIZE", help="also: used memory below SIZE (8GiB)"
+    )
     p.add_argument(
         "--util-below",
-        type=_percent,
+        type=argtypes.whole(1, 100, "a percentage"),
         default=DEFAULT_UTIL_BELOW,
         metavar="PCT",
-        help="utilization below PCT (default 1: zero)",
+        help="utilization below PCT, 1 to 100 (default 1: zero)",
     )
     p.add_argument("--no-throttle", action="store_true", help="also: no clock-event (throttle) reason active")
     p.add_argument("--persistence", action="store_true", help="also: persistence mode on")
     p.add_argument(
         "--interval",
-        type=_seconds(60.0),
+        type=argtypes.interval,  # the protocol's bounds, as the probe checks them
         default=DEFAULT_INTERVAL,
         metavar="S",
-        help="seconds between samples (0.25)",
+        help="seconds between samples (0.1 to 3600; default 0.25)",
     )
     p.add_argument("--json", action="store_true", help=f"print one JSON document (version {JSON_VERSION})")
 
@@ -144,50 +123,60 @@ async def run_wait(
         await fleet.wait_first_samples(min(args.timeout, 30.0) or 30.0)
         problem = _no_gpu(fleet)
         if problem:
-            print(f"gputui: {problem}", file=err)
-            return EXIT_NO_GPU
+            return _refuse(out, err, args, EXIT_NO_GPU, problem, time.monotonic() - started)
         samples = {v.name: v.sample for v in fleet.hosts if v.sample is not None}
+        hosts = list(fleet.sessions)
+        # Hosts whose sample lists every GPU it has, and each once: the GPU specs are checked
+        # against these (a spec that names nothing there is a usage error).
+        judged = {h: s for h, s in samples.items() if _list_trouble(s) is None}
         try:
-            chosen = _chosen(args.gpu or [], samples, list(fleet.sessions))
+            chosen = _chosen(args.gpu or [], judged, hosts)
         except UsageError as exc:
-            print(f"gputui: {exc}", file=err)
-            return EXIT_USAGE
+            return _refuse(out, err, args, EXIT_USAGE, str(exc), time.monotonic() - started)
         if conditions.needs_preflight:
             await fleet.configure(args.interval, preflight_every=1)
         waits = {(h, i): GpuWait(h, i) for h, indexes in chosen.items() for i in indexes}
-        # Hosts with no sample yet (connecting, down, slow): not ready, and waited for; their GPUs
-        # join as their first sample comes.
-        unseen = {h: _no_sample(fleet.view(h)) for h in _awaited(args.gpu or [], fleet) if h not in samples}
+        # Hosts with no sample yet (connecting, down, slow), or whose sample cannot be judged (no
+        # GPU listed, GPU records refused): not ready, and waited for, never left out; their GPUs
+        # join as a sample that can be judged comes.
+        pending: dict[str, Pending] = {
+            h: (NO_SAMPLE, "") for h in _awaited(args.gpu or [], fleet) if h not in judged
+        }
         preflights: dict[tuple[str, int], Preflight] = {}
         changed = asyncio.Event()
         fleet.listen(lambda view, what, payload: changed.set() if what in ("sample", "status") else None)
         deadline = started + args.timeout
         while True:
             now = time.monotonic()
-            for host in list(unseen):
+            for host in list(pending):
                 view = fleet.view(host)
-                unseen[host] = _no_sample(view)
                 late = view.sample
                 if view.facts is not None and view.facts.error_code in NO_GPU_CODES:
-                    del unseen[host]  # no driver or no GPU there: nothing to wait for
-                elif late is not None:
-                    del unseen[host]
-                    indexes = _late_gpus(args.gpu or [], host, late, list(fleet.sessions))
-                    waits.update({(host, i): GpuWait(host, i) for i in indexes})
+                    del pending[host]  # no driver or no GPU there: nothing to wait for
+                elif late is None:
+                    pending[host] = (NO_SAMPLE, _no_sample(view))
+                else:
+                    indexes, problem = _judge(args.gpu or [], host, late, hosts)
+                    for i in indexes:
+                        waits.setdefault((host, i), GpuWait(host, i))
+                    if problem is None:
+                        del pending[host]
+                    else:
+                        pending[host] = (NOT_JUDGED, problem)
             for view in fleet.hosts:
                 _update(view, waits, preflights, conditions, now)
             if (
                 waits
-                and not unseen
+                and not pending
                 and all(w.ready_for(now) >= args.settle and w.ready_since is not None for w in waits.values())
             ):
                 _finish_line(err, live)
                 return _report(out, err, args, waits, now - started, ready=True)
-            if now >= deadline or _all_down(fleet, waits, unseen):
+            if now >= deadline or _all_down(fleet, waits, pending):
                 _finish_line(err, live)
-                return _report(out, err, args, waits, now - started, ready=False, unseen=unseen)
+                return _report(out, err, args, waits, now - started, ready=False, pending=pending)
             if live:
-                _live_line(err, waits, unseen, now, args.settle)
+                _live_line(err, waits, pending, now, args.settle)
             changed.clear()
             # The next sample, or the moment a ready GPU will have settled, whichever comes first.
             settling = [args.settle - w.ready_for(now) for w in waits.values() if w.ready_since is not None]
@@ -255,30 +244,65 @@ def _awaited(specs: list[str], fleet: Fleet) -> list[str]:
     return [h for h in hosts if h in named]
 
 
+def _pending_words(pending: Pending) -> str:
+    kind, why = pending
+    return why if kind == NO_SAMPLE else f"cannot be judged: {why}"
+
+
 def _no_sample(view: HostView) -> str:
     why = view.detail or view.reason
     return f"no sample yet ({view.status}{': ' + why if why else ''})"
 
 
-def _late_gpus(specs: list[str], host: str, sample: Sample, hosts: list[str]) -> set[int]:
-    """The GPUs to wait for on a host whose first sample came after the others'."""
+def _list_trouble(sample: Sample) -> str | None:
+    """Why `sample`'s GPU list is not the host's whole list (None: it is, as far as can be told)."""
+    refused = ""
+    if sample.gpus_refused:
+        why = "; ".join(sample.gpus_refused_why)
+        refused = f"{count(sample.gpus_refused, 'GPU record')} refused ({printable(why)})"
+    if not sample.gpus:
+        return "its sample lists no GPU" + (f" that can be read: {refused}" if refused else "")
+    return refused or None
+
+
+def _judge(specs: list[str], host: str, sample: Sample, hosts: list[str]) -> tuple[set[int], str | None]:
+    """The GPUs of `host` to wait for in `sample`, and why the host cannot be judged (None: it can).
+
+    Every GPU (no spec, `all`, HOST:all) needs the whole list; a GPU named by index needs that GPU in
+    it. A UUID names one GPU of whichever host has it (checked when the wait began), not one of each."""
+    trouble = _list_trouble(sample)
     if not specs:
-        return {g.index for g in sample.gpus}
-    try:
-        return resolve_gpu_specs(specs, {host: sample}, hosts).get(host, set())
-    except UsageError:
-        return set()  # the specs name nothing there (they named GPUs of the other hosts)
+        return {g.index for g in sample.gpus}, trouble
+    indexes: set[int] = set()
+    missing: list[str] = []
+    for spec in specs:
+        try:
+            indexes |= resolve_gpu_specs([spec], {host: sample}, hosts).get(host, set())
+        except UsageError as exc:
+            if not _is_uuid(spec, hosts):
+                missing.append(str(exc))
+        else:
+            if trouble and spec.strip() in ("all", f"{host}:all"):
+                missing.append("every GPU")
+    if missing:
+        return indexes, trouble or "; ".join(missing)
+    return indexes, None
 
 
-def _all_down(fleet: Fleet, waits: dict[tuple[str, int], GpuWait], unseen: dict[str, str]) -> bool:
-    hosts = {h for h, _ in waits} | set(unseen)
+def _is_uuid(spec: str, hosts: list[str]) -> bool:
+    spec = spec.strip()
+    return spec.upper().startswith(("GPU-", "MIG-")) and spec.rpartition(":")[0] not in hosts
+
+
+def _all_down(fleet: Fleet, waits: dict[tuple[str, int], GpuWait], pending: dict[str, Pending]) -> bool:
+    hosts = {h for h, _ in waits} | set(pending)
     return bool(hosts) and all(fleet.view(h).status == DOWN for h in hosts)
 
 
 def _live_line(
-    err: TextIO, waits: dict[tuple[str, int], GpuWait], unseen: dict[str, str], now: float, settle: float
+    err: TextIO, waits: dict[tuple[str, int], GpuWait], pending: dict[str, Pending], now: float, settle: float
 ) -> None:
-    by_host: dict[str, list[str]] = {h: [why] for h, why in sorted(unseen.items())}
+    by_host: dict[str, list[str]] = {h: [_pending_words(p)] for h, p in sorted(pending.items())}
     for (host, index), w in sorted(waits.items()):
         if w.ready_since is not None:
             state = f"GPU{index} ready {w.ready_for(now):.1f}/{settle:g} s"
@@ -295,6 +319,26 @@ def _finish_line(err: TextIO, live: bool) -> None:
         print("\r\x1b[K", end="", file=err, flush=True)
 
 
+def _refuse(
+    out: TextIO, err: TextIO, args: argparse.Namespace, code: int, message: str, waited: float
+) -> int:
+    """Nothing to wait for (no GPU, a spec that names nothing): the line on stderr, and with --json
+    the document as well, so that a script reading it learns why (an empty stdout parses as nothing)."""
+    print(f"gputui: {message}", file=err)
+    if args.json:
+        doc = {
+            "version": JSON_VERSION,
+            "ready": False,
+            "exit_code": code,
+            "error": printable(message),
+            "waited_s": round(waited, 3),
+            "settle_s": args.settle,
+            "hosts": [],
+        }
+        print(json.dumps(doc, indent=2, ensure_ascii=True), file=out)
+    return code
+
+
 def _report(
     out: TextIO,
     err: TextIO,
@@ -302,11 +346,11 @@ def _report(
     waits: dict[tuple[str, int], GpuWait],
     waited: float,
     ready: bool,
-    unseen: dict[str, str] | None = None,
+    pending: dict[str, Pending] | None = None,
 ) -> int:
     code = EXIT_READY if ready else EXIT_TIMEOUT
     now = time.monotonic()
-    unseen = unseen or {}
+    pending = pending or {}
     if args.json:
         hosts: dict[str, dict[str, Any]] = {}
         for (host, index), w in sorted(waits.items()):
@@ -315,8 +359,15 @@ def _report(
                 "ready_for_s": round(w.ready_for(now), 3),
                 "unready": [u.describe() for u in w.last],
             }
-        entries: list[dict[str, Any]] = [{"host": h, "gpus": g} for h, g in hosts.items()]
-        entries += [{"host": h, "gpus": {}, "no_sample": why} for h, why in sorted(unseen.items())]
+        for host in pending:
+            hosts.setdefault(host, {})
+        entries: list[dict[str, Any]] = []
+        for host, gpus in hosts.items():
+            entry: dict[str, Any] = {"host": host, "gpus": gpus}
+            if host in pending:
+                kind, why = pending[host]
+                entry[kind] = why
+            entries.append(entry)
         doc = {
             "version": JSON_VERSION,
             "ready": ready,
@@ -335,8 +386,8 @@ def _report(
         print(f"ready: {where} (after {waited:.1f} s)", file=out)
         return code
     print(f"gputui wait: not ready after {waited:.1f} s", file=err)
-    for host, why in sorted(unseen.items()):
-        print(f"  {printable(host)}: {printable(why)}", file=err)
+    for host, p in sorted(pending.items()):
+        print(f"  {printable(host)}: {printable(_pending_words(p))}", file=err)
     for (host, index), w in sorted(waits.items()):
         if w.ready_since is not None and w.ready_for(now) >= args.settle:
             continue

@@ -24,6 +24,9 @@ Modes (--mode):
             were not in the plan
   hugeline  lines over 1 MiB (a sample, and a line with no newline for a long while)
   slow      good samples, each trickled at --rate bytes per second
+  gpus      good samples but for their GPU list: --variant 0: no GPU at all; 1: every GPU record
+            unparsable (an index that is no number); 2: GPU 0 and a record without an index; 3: GPU 0
+            twice (different figures) and GPU 1
 
 Samples the wire must refuse carry a `seq` >= BAD_SEQ; with --mix, good samples (seq < BAD_SEQ) go
 in between, so a test can tell that the host was only ever shown live on good ones.
@@ -50,6 +53,7 @@ MODES = (
     "forged",
     "hugeline",
     "slow",
+    "gpus",
 )
 BAD_SEQ = 1_000_000
 MAX_LINE = 1 << 20
@@ -532,6 +536,26 @@ class Hostile:
                     self.out.stream.write(data[i : i + 10])
                     self.out.stream.flush()
                     time.sleep(10 / rate)
+
+        self.every_interval(body)
+
+    def mode_gpus(self) -> None:
+        self.out.record(hello())
+        variant = self.args.variant
+
+        def body() -> None:
+            record = self.good()
+            if variant == 0:
+                record.update(gpus=[], processes=[])
+            elif variant == 1:
+                record.update(gpus=[dict(gpu(0), index="zero"), dict(gpu(1), index=None)], processes=[])
+            elif variant == 2:
+                nameless = gpu(1)
+                del nameless["index"]
+                record["gpus"] = [gpu(0, 9 << 30), nameless]
+            else:
+                record["gpus"] = [gpu(0, 9 << 30), gpu(0), gpu(1)]
+            self.out.record(record)
 
         self.every_interval(body)
 

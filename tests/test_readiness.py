@@ -201,3 +201,40 @@ async def test_a_host_with_no_sample_yet_is_waited_for_never_left_out():
     fleet.add("quiet", lambda: HostileLink("silence", "quiet"), interval=0.25)
     code, _, text, _ = await wait("--gpu", f"{HOST}:0", "--timeout", "10", fleet=fleet)
     assert code == 0, text
+
+
+def with_gpuless(variant: int, name: str = "bare") -> Any:
+    """The sim's all-idle host "e" and a hostile host whose samples list no usable GPU (`gpus` mode)."""
+    fleet = fleet_of([spec("empty", "e")], interval=0.25)
+    fleet.add(name, lambda: HostileLink("gpus", name, variant=variant), interval=0.25)
+    return fleet
+
+
+async def test_a_host_whose_samples_list_no_gpu_is_not_ready_never_left_out():
+    """It was left out, and `wait` said "ready" for the other hosts (exit 0)."""
+    for variant, words in ((0, "lists no GPU"), (1, "2 GPU records refused")):
+        code, doc, text, _ = await wait("--timeout", "2", "--json", fleet=with_gpuless(variant))
+        assert code == 1 and doc is not None and doc["ready"] is False, (variant, text)
+        by_host = {h["host"]: h for h in doc["hosts"]}
+        assert all(g["ready"] for g in by_host["e"]["gpus"].values()) and by_host["e"]["gpus"]
+        assert by_host["bare"]["gpus"] == {} and words in by_host["bare"]["not_judged"], by_host["bare"]
+        code, _, text, _ = await wait("--timeout", "2", fleet=with_gpuless(variant))
+        assert code == 1 and words in text, text
+        assert "  bare: cannot be judged: its sample lists no GPU" in text, text
+    # A GPU named on every host (`--gpu 0`): not a usage error (exit 2) where the host's GPU list
+    # could not be read; not ready, with the reason.
+    code, doc, text, _ = await wait("--gpu", "0", "--timeout", "2", "--json", fleet=with_gpuless(1))
+    assert code == 1 and doc is not None, text
+    assert "refused" in {h["host"]: h for h in doc["hosts"]}["bare"]["not_judged"]
+
+
+async def test_every_gpu_of_a_host_with_a_refused_gpu_record_cannot_be_judged():
+    # GPU 0 and a record without an index: every GPU is one GPU short; GPU 0 alone can be judged.
+    code, doc, text, _ = await wait("--timeout", "2", "--json", fleet=with_gpuless(2))
+    assert code == 1 and doc is not None, text
+    by_host = {h["host"]: h for h in doc["hosts"]}
+    assert "1 GPU record refused" in by_host["bare"]["not_judged"], by_host["bare"]
+    code, doc, text, _ = await wait("--gpu", "bare:0", "--timeout", "2", "--json", fleet=with_gpuless(2))
+    assert code == 1 and doc is not None, text
+    [bare] = doc["hosts"]
+    assert {u["condition"] for u in bare["gpus"]["0"]["unready"]} >= {"processes", "utilization"}

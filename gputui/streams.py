@@ -1,0 +1,138 @@
+"""Output that cannot stop a command: stdout and stderr whose trouble is recorded, never raised.
+
+`gputui clean` is for scripts, and a script's stdout may be closed (`>&-`), a full disk (`> /dev/full`,
+a small tmpfs that fills mid-plan) or a pipe whose reader left (`| head -2`). None of that may stop a
+plan, lose its verdict or change the exit code: a plan is bounded in time and logged before and after
+each signal (gputui/actionlog.py) whatever its printing does. So the commands write through `Guarded`
+streams: the first failure is kept, later writes are dropped, and the command says once, on stderr if
+stderr works, what happened to its output (docs/RELIABILITY.md "Output trouble").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import io
+import os
+import sys
+from collections.abc import Iterator
+from typing import TextIO, cast
+
+
+class Guarded(io.TextIOBase):
+    """A text stream over `stream` (None: closed at start) that never raises on write or flush."""
+
+    def __init__(self, stream: TextIO | None, name: str) -> None:
+        super().__init__()
+        self.stream = stream
+        self.name = name  # "stdout", "stderr"
+        self.trouble: str | None = None if stream is not None else "is closed"
+        self.broken_pipe = False  # the reader left (`| head`): the usual end of a pipe, said by nobody
+        self.reported = False  # the command has said what happened (once)
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if self.trouble is None and self.stream is not None:
+            try:
+                self.stream.write(text)
+            except (OSError, ValueError) as exc:
+                self._failed(exc)
+        return len(text)
+
+    def flush(self) -> None:
+        if self.trouble is None and self.stream is not None:
+            try:
+                self.stream.flush()
+            except (OSError, ValueError) as exc:
+                self._failed(exc)
+
+    def isatty(self) -> bool:
+        try:
+            return self.trouble is None and self.stream is not None and self.stream.isatty()
+        except (OSError, ValueError):
+            return False
+
+    def fileno(self) -> int:
+        if self.stream is None:
+            raise io.UnsupportedOperation("closed at start")
+        return self.stream.fileno()
+
+    def close(self) -> None:
+        """Closing the guard leaves the stream it guards open (it is the process's own)."""
+        self.flush()
+
+    def _failed(self, exc: OSError | ValueError) -> None:
+        self.broken_pipe = isinstance(exc, BrokenPipeError)
+        if isinstance(exc, OSError):
+            self.trouble = exc.strerror or os.strerror(exc.errno or errno.EIO)
+        else:
+            self.trouble = "is closed"  # "I/O operation on closed file"
+        _to_devnull(self.stream)
+
+    def problem(self) -> str | None:
+        """What to say about this stream, once, or None (fine, or a pipe whose reader left)."""
+        if self.trouble is None or self.broken_pipe:
+            return None
+        if self.trouble == "is closed":
+            return f"{self.name} is closed"
+        return f"cannot write to {self.name} ({self.trouble})"
+
+
+def _to_devnull(stream: TextIO | None) -> None:
+    """Point a failed stream's file descriptor at /dev/null, so that what is still buffered (the
+    interpreter flushes it at exit) goes nowhere instead of raising there."""
+    with contextlib.suppress(OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        assert stream is not None
+        fd = stream.fileno()
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
+
+
+def guarded(stream: TextIO | Guarded | None, name: str) -> Guarded:
+    """`stream` guarded (itself when it is already)."""
+    if isinstance(stream, Guarded):
+        return stream
+    return Guarded(stream, name)
+
+
+def as_text(stream: Guarded) -> TextIO:
+    """A Guarded where a TextIO is expected (print's file=, the commands' parameters)."""
+    return cast(TextIO, stream)
+
+
+@contextlib.contextmanager
+def guard_std() -> Iterator[tuple[Guarded, Guarded]]:
+    """sys.stdout and sys.stderr guarded while the body runs (flushed, then restored)."""
+    real = sys.stdout, sys.stderr
+    out, err = guarded(sys.stdout, "stdout"), guarded(sys.stderr, "stderr")
+    sys.stdout, sys.stderr = as_text(out), as_text(err)
+    try:
+        yield out, err
+    finally:
+        out.flush()
+        err.flush()
+        sys.stdout, sys.stderr = real
+
+
+def say(text: str) -> None:
+    """One line on stderr, if stderr works (never on stdout: print(file=None) would go there)."""
+    err = guarded(sys.stderr, "stderr")
+    print(text, file=as_text(err), flush=True)
+
+
+def sanitise_std_fds() -> None:
+    """Open /dev/null on any of fds 0, 1 and 2 that is closed, as OpenSSH does at start: else the
+    next file opened (the audit log) takes its number and whatever is written "to stdout" by a child
+    lands in it. Python has already seen them closed (sys.stdout is None) and keeps it so."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                null = os.open(os.devnull, os.O_RDWR)
+                if null != fd:  # the lowest free number: fd itself, when lower ones are open
+                    os.dup2(null, fd)
+                    os.close(null)

@@ -1,0 +1,43 @@
+"""`gputui --help` lists every command, from the one place they are defined (issue 17, defect 12:
+it said "snapshot | clean | probe" and not `wait`)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from gputui import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def gputui(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gputui", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+def test_top_level_help_lists_every_command_and_each_has_its_own_help() -> None:
+    top = gputui("--help")
+    assert top.returncode == 0, top.stderr
+    listed = top.stdout[top.stdout.index("other commands") :]
+    for command in cli.COMMANDS:
+        assert f"gputui {command}" in listed, (command, listed)
+        own = gputui(command, "--help")
+        assert own.returncode == 0 and f"gputui {command}" in own.stdout, (command, own.stderr)
+    assert "wait" in cli.COMMANDS
+
+
+def test_the_commands_are_defined_once() -> None:
+    # What main() runs, what --help lists and what a typo is matched against are one table.
+    assert tuple(cli.SUBCOMMANDS) == cli.COMMANDS
+    assert set(cli.QUICK_EXIT) <= set(cli.COMMANDS) and set(cli.INTERVALS) <= set(cli.COMMANDS)
