@@ -31,8 +31,9 @@ CTTY = (
     "os.execv(sys.executable, [sys.executable] + sys.argv[1:])"
 )
 PLAIN = "import os, sys; os.execv(sys.executable, [sys.executable] + sys.argv[1:])"
-ESC = b"\x1b"
 CTRL_K = b"\x0b"
+STARTED = 16  # processes below the app once both demo probes run their sims
+DIALOG = "Free GPUs · confirm"  # the plan dialog's title
 
 
 def stat_of(pid: int) -> list[str] | None:
@@ -151,6 +152,47 @@ class PtyApp:
         """Probes of the app that have started their sim (a probe, its sim's init, its jobs)."""
         self.pump()
         return len(descendants(self.pid))
+
+    # -- the dashboard, driven by keys ----------------------------------------------------------
+
+    def up(self) -> None:
+        """The dashboard up: both probes running their sims, the first samples in."""
+        self.wait_for(lambda: self.running_probes() >= STARTED, 120, "demo processes")
+        self.pause(1.0)
+
+    def open_dialog(self) -> None:
+        """`F` (free every GPU of the host) until the plan dialog shows (the first sample may come
+        late, and `F` is refused until then)."""
+        deadline = time.monotonic() + 60
+        while True:
+            mark = self.mark()
+            self.send(b"F")
+            try:
+                self.wait_for(lambda m=mark: self.shows(DIALOG, since=m), 10, "the plan dialog")
+                return
+            except AssertionError:
+                if time.monotonic() > deadline:
+                    raise
+
+    def start_plan(self) -> str:
+        """Free every GPU of demo-a (`F`, then ctrl+k); back once the probe has signalled, with the
+        plan's id. GPU 3's server ignores SIGTERM: the plan then waits 5 s for it, still running."""
+        from gputui.actionlog import read_records
+
+        self.up()
+        self.open_dialog()
+        self.send(CTRL_K)
+
+        def signalled() -> bool:
+            if not self.log.exists():
+                return False
+            records, _ = read_records(self.log)
+            return any(r["kind"] == "event" and r.get("signal") == "SIGTERM" for r in records)
+
+        self.wait_for(signalled, 60, "a SIGTERM event in the audit log")
+        records, _ = read_records(self.log)
+        [plan] = [r["action"] for r in records if r["kind"] == "plan"]
+        return plan
 
     # -- the terminal goes ---------------------------------------------------------------------
 

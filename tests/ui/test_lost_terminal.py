@@ -22,24 +22,16 @@ from pathlib import Path
 import pytest
 
 from gputui.actionlog import read_records, unfinished
-from tests.ptyapp import CTRL_K, ROOT, PtyApp, alive, descendants, start_time
+from tests.ptyapp import ROOT, PtyApp, alive, descendants, start_time
 
 EXIT_DEADLINE = 20.0  # seconds: the app is gone by then, however busy the machine (it takes < 1 s)
 GONE_DEADLINE = 20.0  # seconds for what it started to end after it
-STARTED = 16  # processes below the app once both demo probes run their sims
 HUNG_UP = (128 + signal.SIGHUP, -signal.SIGHUP)  # handled, or killed before the handler was there
 TERMINATED = (128 + signal.SIGTERM, -signal.SIGTERM)
-DIALOG = "Free GPUs · confirm"  # the plan dialog's title
 
 
 def start(workdir: Path, **kwargs: bool) -> PtyApp:
     return PtyApp(workdir, **kwargs)
-
-
-def up(app: PtyApp) -> None:
-    """The dashboard up: both probes running their sims, the first samples in."""
-    app.wait_for(lambda: app.running_probes() >= STARTED, 120, "demo processes")
-    app.pause(1.0)
 
 
 def assert_all_gone(app: PtyApp, statuses: tuple[int, ...]) -> None:
@@ -78,7 +70,7 @@ def test_terminal_closed_with_the_dashboard_up(tmp_path: Path, controlling: bool
     end (EOF or EIO) says the terminal is gone, and the app must hear it there."""
     app = start(tmp_path, controlling=controlling)
     try:
-        up(app)
+        app.up()
         app.hang_up()
         assert_all_gone(app, HUNG_UP)
     finally:
@@ -88,7 +80,7 @@ def test_terminal_closed_with_the_dashboard_up(tmp_path: Path, controlling: bool
 def test_sigterm_with_the_dashboard_up_restores_the_terminal(tmp_path: Path) -> None:
     app = start(tmp_path)
     try:
-        up(app)
+        app.up()
         mark = app.mark()
         app.terminate()
         assert_all_gone(app, TERMINATED)
@@ -98,51 +90,17 @@ def test_sigterm_with_the_dashboard_up_restores_the_terminal(tmp_path: Path) -> 
         app.close()
 
 
-def open_dialog(app: PtyApp) -> None:
-    """`F` (free every GPU of the host) until the plan dialog shows (the first sample may be late)."""
-    deadline = time.monotonic() + 60
-    while True:
-        mark = app.mark()
-        app.send(b"F")
-        try:
-            app.wait_for(lambda m=mark: app.shows(DIALOG, since=m), 10, "plan dialog")
-            return
-        except AssertionError:
-            if time.monotonic() > deadline:
-                raise
-
-
 def test_terminal_closed_with_a_dialog_open(tmp_path: Path) -> None:
     app = start(tmp_path)
     try:
-        up(app)
-        open_dialog(app)
+        app.up()
+        app.open_dialog()
         app.hang_up()
         assert_all_gone(app, HUNG_UP)
         records, _ = read_records(app.log) if app.log.exists() else ([], 0)
         assert not [r for r in records if r["kind"] in ("plan", "intent")], "nothing was confirmed"
     finally:
         app.close()
-
-
-def run_a_plan(app: PtyApp) -> str:
-    """Free every GPU of demo-a; back once the probe has signalled (the plan's id). GPU 3's server
-    ignores SIGTERM: the plan then waits 5 s for it, so it is still running."""
-    up(app)
-    open_dialog(app)
-    app.send(CTRL_K)
-
-    def signalled() -> bool:
-        app.pump()
-        if not app.log.exists():
-            return False
-        records, _ = read_records(app.log)
-        return any(r["kind"] == "event" and r.get("signal") == "SIGTERM" for r in records)
-
-    app.wait_for(signalled, 60, "a SIGTERM event in the audit log")
-    records, _ = read_records(app.log)
-    [plan] = [r["action"] for r in records if r["kind"] == "plan"]
-    return plan
 
 
 def assert_outcome_logged(app: PtyApp, plan: str) -> None:
@@ -161,7 +119,7 @@ def assert_outcome_logged(app: PtyApp, plan: str) -> None:
 def test_terminal_closed_during_a_plan(tmp_path: Path) -> None:
     app = start(tmp_path)
     try:
-        plan = run_a_plan(app)
+        plan = app.start_plan()
         app.hang_up()
         assert_all_gone(app, HUNG_UP)
         assert_outcome_logged(app, plan)
@@ -172,7 +130,7 @@ def test_terminal_closed_during_a_plan(tmp_path: Path) -> None:
 def test_sigterm_during_a_plan(tmp_path: Path) -> None:
     app = start(tmp_path)
     try:
-        plan = run_a_plan(app)
+        plan = app.start_plan()
         mark = app.mark()
         app.terminate()
         assert_all_gone(app, TERMINATED)
