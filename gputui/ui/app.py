@@ -71,6 +71,7 @@ PROGRESS_INTERVAL = 0.1  # the log pane's status line while a plan runs
 APP_HOST = "gputui"  # the host column of the app's own log lines
 QUIT_AGAIN_WITHIN = 3.0  # seconds: quitting while a plan runs takes a second press
 PENDING_MAX = 2000  # log lines kept for the next redraw (a dialog may be open); the rest are counted
+LOST_STATUS = 128 + 1  # the exit status when the terminal went away: as SIGHUP's
 
 
 class GpuTuiApp(App[None]):
@@ -107,6 +108,7 @@ class GpuTuiApp(App[None]):
         self._abandon_lock = threading.Lock()  # the hard exit writes it from another thread
         self._drawn = False  # the first frame is drawn (Textual's Ready)
         self._end_code: int | None = None  # the lifeline asked the app to exit with this status
+        self._run_loop: asyncio.AbstractEventLoop | None = None
         self.exact_memory = False
         self.hidden_columns: Mapping[str, frozenset[str]] = dict(hidden_columns or {})
         self.export_dir = export_dir
@@ -171,8 +173,8 @@ class GpuTuiApp(App[None]):
         """Textual's run, with the lifeline (when there is one) told how to end this app: from the
         first moment of the run, before the terminal is set up or a probe starts."""
         lifeline = self.lifeline
+        loop = self._run_loop = asyncio.get_running_loop()
         if lifeline is not None:
-            loop = asyncio.get_running_loop()
             if not lifeline.attach(lambda code: loop.call_soon_threadsafe(self._end, code)):
                 self._return_code = lifeline.code  # a signal came first: start nothing
                 return None
@@ -213,6 +215,9 @@ class GpuTuiApp(App[None]):
         """The driver's threads: the terminal went away (EOF, EIO, a hang-up)."""
         if self.lifeline is not None:
             self.lifeline.lost(why)
+        elif self._run_loop is not None:  # no lifeline (not the CLI): exit all the same
+            with contextlib.suppress(RuntimeError):
+                self._run_loop.call_soon_threadsafe(self._end, LOST_STATUS)
 
     def _last_words(self) -> None:
         """Before a hard exit (another thread; the loop may be stuck): each running plan's outcome

@@ -158,17 +158,23 @@ def end_children(sig: int = signal.SIGTERM) -> list[int]:
     signalled = []
     for pid in _children(me):
         try:
-            pidfd = os.pidfd_open(pid)
-        except OSError:
-            continue  # gone
+            pidfd: int | None = os.pidfd_open(pid)
+        except OSError as exc:
+            if exc.errno != errno.ENOSYS:
+                continue  # gone
+            pidfd = None  # a kernel before 5.3: our unreaped child's PID is still ours
         try:
             if _parent(pid) == me:
-                signal.pidfd_send_signal(pidfd, sig)
+                if pidfd is not None:
+                    signal.pidfd_send_signal(pidfd, sig)
+                else:
+                    os.kill(pid, sig)
                 signalled.append(pid)
         except OSError:
             pass
         finally:
-            os.close(pidfd)
+            if pidfd is not None:
+                os.close(pidfd)
     return signalled
 
 
