@@ -273,6 +273,12 @@ def tune_gc() -> None:
 
 def run_ui(argv: list[str]) -> int:
     args = ui_parser().parse_args(argv)
+    # SIGHUP, SIGTERM and a lost terminal end the dashboard within a second from here on, whatever
+    # it is doing (gputui/ui/terminal.py): installed before the app or any probe starts.
+    from .ui.terminal import Lifeline
+
+    lifeline = Lifeline()
+    lifeline.install()
     # Library warnings (asyncssh logs connection failures) must not print over the TUI: the UI
     # shows each host's state and reason itself.
     logging.getLogger("asyncssh").addHandler(logging.NullHandler())
@@ -303,6 +309,7 @@ def run_ui(argv: list[str]) -> int:
         log_path=args.log,
         kill=config.kill,
         hidden_columns=config.hidden_columns,
+        lifeline=lifeline,
     )
     tune_gc()
     app.run()

@@ -32,15 +32,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual import work
-from textual.app import App
+from textual import constants, work
+from textual.app import App, AutopilotCallbackType
 from textual.binding import Binding, BindingType
+from textual.driver import Driver
 from textual.notifications import SeverityLevel
 from textual.timer import Timer
 
@@ -48,7 +49,7 @@ from gputui.actionlog import ActionLog as AuditLog
 from gputui.actionlog import default_log_path
 from gputui.export import write_files
 from gputui.fleet import Fleet, HostView
-from gputui.model import Event, PlanVerdict
+from gputui.model import Event, PlanVerdict, done_event
 from gputui.operate import FRESH_TIMEOUT, Operations, Request, status_of
 from gputui.plan import KillOptions, Plan
 from gputui.words import count, verdict_summary
@@ -61,6 +62,7 @@ from .screens.help import HelpScreen
 from .screens.main import MainScreen
 from .screens.plan import PlanScreen
 from .screens.reset import ResetScreen
+from .terminal import Lifeline, TerminalDriver
 from .themes import DEFAULT_THEME, PREFIX, bundled_themes_dir, fallback_variables, load_themes
 
 REDRAW_GAP = 0.1  # seconds between two redraws, at least: at most 10 a second, however many hosts report
@@ -69,6 +71,7 @@ PROGRESS_INTERVAL = 0.1  # the log pane's status line while a plan runs
 APP_HOST = "gputui"  # the host column of the app's own log lines
 QUIT_AGAIN_WITHIN = 3.0  # seconds: quitting while a plan runs takes a second press
 PENDING_MAX = 2000  # log lines kept for the next redraw (a dialog may be open); the rest are counted
+LOST_STATUS = 128 + 1  # the exit status when the terminal went away: as SIGHUP's
 
 
 class GpuTuiApp(App[None]):
@@ -95,8 +98,17 @@ class GpuTuiApp(App[None]):
         kill: KillOptions | None = None,
         hidden_columns: Mapping[str, frozenset[str]] | None = None,
         export_dir: Path | None = None,
+        lifeline: Lifeline | None = None,
     ) -> None:
         super().__init__()
+        # SIGHUP, SIGTERM and a lost terminal end the app within a second (terminal.py); the CLI
+        # installs it before anything starts. None (Pilot, a bench): nothing handled here.
+        self.lifeline = lifeline
+        self._abandoned: set[str] = set()  # plans whose outcome-unknown `done` is written
+        self._abandon_lock = threading.Lock()  # the hard exit writes it from another thread
+        self._drawn = False  # the first frame is drawn (Textual's Ready)
+        self._end_code: int | None = None  # the lifeline asked the app to exit with this status
+        self._run_loop: asyncio.AbstractEventLoop | None = None
         self.exact_memory = False
         self.hidden_columns: Mapping[str, frozenset[str]] = dict(hidden_columns or {})
         self.export_dir = export_dir
@@ -143,14 +155,94 @@ class GpuTuiApp(App[None]):
         self.set_interval(AGES_INTERVAL, self.want_redraw)
         self._progress_timer = self.set_interval(PROGRESS_INTERVAL, self._show_progress, pause=True)
         self.run_worker(self._report_unfinished(), group="startup", exit_on_error=False)
-        self._exit_on_signals()
 
-    def _exit_on_signals(self) -> None:
-        """SIGTERM and SIGHUP end the app like `q` does: probes stopped, terminal restored."""
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, self.exit)
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's Linux driver, made safe for a terminal that goes away (terminal.py)."""
+        return super().get_driver_class() if constants.DRIVER is not None else TerminalDriver
+
+    async def run_async(
+        self,
+        *,
+        headless: bool = False,
+        inline: bool = False,
+        inline_no_clear: bool = False,
+        mouse: bool = True,
+        size: tuple[int, int] | None = None,
+        auto_pilot: AutopilotCallbackType | None = None,
+    ) -> None:
+        """Textual's run, with the lifeline (when there is one) told how to end this app: from the
+        first moment of the run, before the terminal is set up or a probe starts."""
+        lifeline = self.lifeline
+        loop = self._run_loop = asyncio.get_running_loop()
+        if lifeline is not None:
+            if not lifeline.attach(lambda code: loop.call_soon_threadsafe(self._end, code)):
+                self._return_code = lifeline.code  # a signal came first: start nothing
+                return None
+            lifeline.at_hard_exit(self._last_words)
+        try:
+            return await super().run_async(
+                headless=headless,
+                inline=inline,
+                inline_no_clear=inline_no_clear,
+                mouse=mouse,
+                size=size,
+                auto_pilot=auto_pilot,
+            )
+        except OSError:
+            if lifeline is None or lifeline.reason is None:
+                raise
+            return None  # Textual's last words (an error it kept) cannot reach a terminal that is gone
+        finally:
+            if lifeline is not None:
+                if lifeline.reason is not None:
+                    self._return_code = lifeline.code
+                lifeline.detach()
+
+    def _end(self, code: int) -> None:
+        """The lifeline's way out: like `q`, without the second press a running plan asks for. Not
+        before the first frame: an exit while the screens mount takes their widgets away under
+        their own on_mount (then the hard exit comes first, which is as good)."""
+        self._end_code = code
+        if self._drawn:
+            self.exit(return_code=code)
+
+    def on_ready(self) -> None:
+        self._drawn = True
+        if self._end_code is not None:
+            self.exit(return_code=self._end_code)
+
+    def terminal_lost(self, why: str) -> None:
+        """The driver's threads: the terminal went away (EOF, EIO, a hang-up)."""
+        if self.lifeline is not None:
+            self.lifeline.lost(why)
+        elif self._run_loop is not None:  # no lifeline (not the CLI): exit all the same
+            with contextlib.suppress(RuntimeError):
+                self._run_loop.call_soon_threadsafe(self._end, LOST_STATUS)
+
+    def _last_words(self) -> None:
+        """Before a hard exit (another thread; the loop may be stuck): each running plan's outcome
+        in the audit log, then the terminal restored if it is still there."""
+        for plan in list(self.ops.running.values()):
+            self._abandon(plan)
+        driver = self._driver
+        if isinstance(driver, TerminalDriver):
+            driver.restore_now()
+
+    def _abandon(self, plan: Plan) -> None:
+        """The app ends before `plan`'s verdict: an outcome-unknown `done` line says so (whole and
+        fsync'd, as every line is; the next start still reports the plan as unfinished)."""
+        with self._abandon_lock:
+            if plan.id in self._abandoned:
+                return
+            self._abandoned.add(plan.id)
+        lifeline = self.lifeline
+        why = lifeline.reason if lifeline is not None and lifeline.reason else "the operator quit"
+        message = (
+            f"gputui exited before the verdict ({why}) and its probe was ended: what the plan did is "
+            "not known here; check these processes and GPUs"
+        )
+        with contextlib.suppress(OSError):
+            self.audit.event(plan.host, done_event(plan.id, "outcome-unknown", message))
 
     async def on_unmount(self) -> None:
         await self.fleet.stop()
@@ -378,14 +470,21 @@ class GpuTuiApp(App[None]):
         )
         self.log_note(host, f"plan {plan.id}: {what}: {len(plan.signalled)} to signal", tag=plan.id)
 
+        ended = False  # the probe's `done` came: the audit log has the plan's outcome
+
         def on_event(event: Event) -> None:
+            nonlocal ended
+            ended = ended or event.stage == "done"
             progress.on_event(event)
             self.log_event(host, event)
 
         try:
             verdict = await self.ops.run(plan, on_event)
         except asyncio.CancelledError:
-            raise  # the app is closing: the probe finishes the plan; the next start reports it
+            # The app is closing: the probe is ended with it; the next start reports the plan.
+            if not ended:
+                self._abandon(plan)
+            raise
         except OSError as exc:
             # The write-ahead record failed (Operations.run raises only then): nothing was sent. A
             # failure later cancels the plan and comes back as the verdict's problem.
@@ -571,6 +670,7 @@ def make_app(
     kill: KillOptions | None = None,
     hidden_columns: Mapping[str, frozenset[str]] | None = None,
     export_dir: Path | None = None,
+    lifeline: Lifeline | None = None,
 ) -> GpuTuiApp:
     """The app for `fleet` (not started yet: the app starts it on mount and stops it on exit).
 
@@ -583,7 +683,8 @@ def make_app(
     audit log carry (None: the local user). `kill`: the signals and timeouts of every plan (the
     config's [kill] table; None: the defaults). `hidden_columns`: the config's [columns] table, table
     name ("processes", "gpus", "fleet") -> column keys never shown. `export_dir`: where "Export
-    snapshot" writes (None: the working directory)."""
+    snapshot" writes (None: the working directory). `lifeline`: what ends the app on SIGHUP,
+    SIGTERM or a lost terminal (gputui/ui/terminal.py; the CLI installs one before the app runs)."""
     return GpuTuiApp(
         fleet,
         read_only=read_only,
@@ -596,4 +697,5 @@ def make_app(
         kill=kill,
         hidden_columns=hidden_columns,
         export_dir=export_dir,
+        lifeline=lifeline,
     )

@@ -123,8 +123,8 @@ def test_wait_after_clean_reports_ready(cuda_job):
     job.proc.wait(5)
     rc, out, took = gputui("wait", "--settle", "1", "--timeout", "30", "--json")
     print(f"wait --settle 1: rc {rc} in {took:.3f} s\n{out}")
-    assert rc == 0, out
-    assert 1.0 <= took < 30.0
+    assert rc == 0, out  # ready within its --timeout
+    assert took >= 1.0  # not before the settle period (a lower bound: load only adds to it)
     rc, out, took = gputui("wait", "--timeout", "10")
     print(f"wait on ready GPUs: rc {rc} in {took:.3f} s")
     assert rc == 0, out

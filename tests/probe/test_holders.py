@@ -75,14 +75,41 @@ def test_incremental_scan_sees_new_and_gone_holders(devdir, spawn):
     assert a.pid not in third.holders
 
 
-def test_incremental_scan_reads_few_links(devdir, spawn):
-    spawn(devdir / "nvidia0")
-    scanner = HolderScanner(str(devdir / "nvidia"), refresh_every=1000)
+def proc_view(tmp_path, *pids):
+    """A /proc showing only `pids` (links to their real entries) and the real loadavg: a scanner
+    given it reads real processes' real fd links, and no other process on the machine (a busy CI
+    host starts and ends them all the time) changes what it reads."""
+    view = tmp_path / "proc"
+    if not view.exists():
+        view.mkdir()
+        (view / "loadavg").symlink_to("/proc/loadavg")
+    for pid in pids:
+        (view / str(pid)).symlink_to(f"/proc/{pid}")
+    return str(view)
+
+
+def fd_count(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def test_incremental_scan_reads_few_links(devdir, spawn, tmp_path):
+    a = spawn(devdir / "nvidia0")
+    idle = spawn()
+    view = proc_view(tmp_path, a.pid, idle.pid)
+    # No periodic re-read within the test, whatever the PIDs: a full scan dates each process's read
+    # back by its PID modulo the recheck period (to spread the next ones), so with a period shorter
+    # than the PIDs a process that has run since would be read in full again at any scan.
+    scanner = HolderScanner(str(devdir / "nvidia"), proc=view, refresh_every=10**9)
     full = scanner.scan(full=True)
+    assert full.reread == fd_count(a.pid) + fd_count(idle.pid)  # every link of every process
+    # Nothing has changed: no link is read again, and the holder is still known.
     steady = scanner.scan()
-    assert full.reread > 10
-    # Only fds opened since the last scan are read again (the scan itself opens a few).
-    assert steady.reread < full.reread / 4
+    assert steady.reread == 0 and set(steady.holders) == {a.pid}
+    # A new process: its links, and only its, are read.
+    b = spawn(devdir / "nvidia1")
+    proc_view(tmp_path, b.pid)
+    after = scanner.scan()
+    assert after.reread == fd_count(b.pid) and set(after.holders) == {a.pid, b.pid}
 
 
 def test_fd_number_reuse_is_caught_by_the_round_robin_refresh(devdir, tmp_path):

@@ -115,7 +115,6 @@ async def test_sshd_killed_mid_stream_host_goes_stale_down_and_live_again_in_the
         lambda v, what, _: seen.append((v.status, v.reason)) if v is c and what == "status" else None
     )
     app = make_app(fleet, interval=INTERVAL)
-    started = time.monotonic()
     async with app.run_test(headless=True, size=(160, 50)) as pilot:
 
         async def shown(host: str, want: set[str] | None, timeout: float) -> None:
@@ -152,16 +151,21 @@ async def test_sshd_killed_mid_stream_host_goes_stale_down_and_live_again_in_the
         await until(lambda: gone(old_probe), 10, f"the remote probe {old_probe} to exit")
 
         # While gpu-c is down (and retried in the background), the others keep streaming and keys
-        # are answered at once.
+        # are handled: each moves the fleet table's cursor, over gpu-a's GPUs. (How long a key takes
+        # is bench/flood.py's business: Pilot's press() waits for the whole process to go idle, so
+        # timing it measures the machine's load, not the key.)
         seq_a, seq_b = a.sample.seq, b.sample.seq
-        slowest = 0.0
-        for key in ["j"] * 4 + ["k"] * 4:
-            t0 = time.monotonic()
+        table = app._main.fleet_table
+        table.focus()
+        table.move_cursor(row=0)
+        await pilot.pause()
+        first = table.cursor_key
+        rows = []
+        for key in ["j"] * 3 + ["k"] * 3:
             await pilot.press(key)
-            slowest = max(slowest, time.monotonic() - t0)
+            rows.append(table.cursor_row)
             await pilot.pause(0.15)
-        assert slowest < 1.0, f"a key press took {slowest:.2f} s while a host was down"
-        print(f"slowest key press while gpu-c was down: {slowest * 1000:.0f} ms")
+        assert rows == [1, 2, 3, 2, 1, 0] and table.cursor_key == first, rows
         await until(lambda: a.sample.seq >= seq_a + 3 and b.sample.seq >= seq_b + 3, 10, "a and b streaming")
         assert a.status == LIVE and b.status == LIVE
         assert rendered(app, "gpu-a") not in ("stale", "down") and rendered(app, "gpu-b") not in (
@@ -179,7 +183,6 @@ async def test_sshd_killed_mid_stream_host_goes_stale_down_and_live_again_in_the
     statuses = [status for status, _ in seen]
     assert statuses.index(STALE) < statuses.index(DOWN) < len(statuses) - 1 - statuses[::-1].index(LIVE)
     assert statuses[-1] == LIVE
-    assert time.monotonic() - started < 60
 
 
 # ------------------------------------------------------------------------- a read-only probe

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -501,8 +500,8 @@ async def test_the_gpu_table_shows_the_verdict_at_once_not_at_the_next_sample(tm
         await dialog(pilot)
         await pilot.press("ctrl+k")
         await wait_for(pilot, lambda: "verdict:" in log_text(main), 30)
-        ended = time.monotonic()
+        # The next regular sample is an hour away: a sample that shows GPU 0 free is the one the
+        # app asked for after the verdict.
         await wait_for(
-            pilot, lambda: view.sample is not None and view.sample.gpu_is_free(view.sample.gpus[0]), 5
+            pilot, lambda: view.sample is not None and view.sample.gpu_is_free(view.sample.gpus[0]), 60
         )
-        assert time.monotonic() - ended < 5  # the next regular sample is 10 s away
