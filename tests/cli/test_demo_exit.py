@@ -38,17 +38,18 @@ def alive(pid):
         return False
 
 
-def sim_dirs():
-    import tempfile
-
-    return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("gputui-sim-")}
+def sim_dirs(tmpdir):
+    return {n for n in os.listdir(tmpdir) if n.startswith("gputui-sim-")}
 
 
 @pytest.mark.parametrize("how", ["q", "ctrl-c", "sigterm"])
 def test_demo_leaves_nothing_behind(tmp_path, how):
-    before = sim_dirs()
+    # A private temporary directory: the sim makes its directory there, and a demo that other users
+    # (or other tests) run at the same time cannot be mistaken for a leftover of this one.
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
     master, slave = pty.openpty()
-    env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="36")
+    env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="36", TMPDIR=str(tmpdir))
     app = subprocess.Popen(
         [sys.executable, "-m", "gputui", "--demo", "--log", str(tmp_path / "log.jsonl")],
         stdin=slave,
@@ -69,6 +70,7 @@ def test_demo_leaves_nothing_behind(tmp_path, how):
             time.sleep(0.2)
             _drain(master)
         assert len(started) >= 16, f"the demo started only {len(started)} processes"
+        started_dirs = sim_dirs(tmpdir)
         time.sleep(1.0)
         started = descendants(app.pid)
         if how == "q":
@@ -86,7 +88,8 @@ def test_demo_leaves_nothing_behind(tmp_path, how):
         while any(alive(p) for p in started) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not [p for p in started if alive(p)]
-        assert sim_dirs() <= before
+        assert started_dirs, "the demo made no sim directory where it was told to"
+        assert not sim_dirs(tmpdir)
     finally:
         if app.poll() is None:
             app.kill()
