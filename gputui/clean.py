@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from . import argtypes
-from .actionlog import ActionLog, default_log_path
+from .actionlog import ActionLog, UnsafeLog, default_log_path
 from .fleet import Fleet
 from .gpuspec import UsageError, resolve_gpu_specs, split_targets
 from .model import Event, PlanVerdict, Sample
@@ -302,7 +302,11 @@ async def run_clean(
         return EXIT_USAGE
     log = ActionLog(args.log or default_log_path(), operator=operator)
     ops = Operations(fleet, log, kill=options, operator=operator)
-    _report_unfinished(ops, con)
+    try:
+        _report_unfinished(ops, con)
+    except UnsafeLog as exc:  # a log path that is not safe to use: refused before anything starts
+        con.warn(exc.strerror or str(exc))
+        return EXIT_USAGE
     fleet.start()
     try:
         if args.reset_gpu is not None:
@@ -320,6 +324,8 @@ def _report_unfinished(ops: Operations, con: Console) -> None:
     """Actions a previous gputui started and never saw finish (it died): say so once."""
     try:
         lost = ops.unfinished()
+    except UnsafeLog:
+        raise
     except OSError as exc:
         con.warn(f"cannot read the audit log {ops.audit.path}: {exc.strerror or exc}")
         return
