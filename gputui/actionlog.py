@@ -556,9 +556,9 @@ def _walk(path: Path, create: bool) -> tuple[Path, int, str]:
                     raise UnsafeLog(errno.ELOOP, f"audit log {path}: too many symbolic links on the way")
                 target = os.readlink(name, dir_fd=fd)
                 if target.startswith("/"):
+                    step = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
                     os.close(fd)
-                    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-                    where = Path("/")
+                    fd, where = step, Path("/")
                 todo[:0] = [p for p in target.split("/") if p not in ("", ".")]
                 continue
             try:

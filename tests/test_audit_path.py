@@ -248,3 +248,18 @@ def test_the_start_reads_only_the_last_tail_bytes(tmp_path, monkeypatch):
     records, bad = read_records(log, tail=TAIL_BYTES)
     assert bad == 0 and records[0]["action"] == "old"
     assert len(records) < (3 * TAIL_BYTES) // len(filler)
+
+
+def test_a_symlink_loop_on_the_way_is_refused_and_dot_dot_is_taken_physically(tmp_path, monkeypatch):
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    with pytest.raises(UnsafeLog, match="too many symbolic links"):
+        read_records(tmp_path / "a" / "actions.jsonl")
+    # real/logs -> ../store: `..` goes up from where the link leads, as the kernel takes it.
+    (tmp_path / "store").mkdir()
+    write_unfinished(tmp_path / "store" / "actions.jsonl", "here")
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "logs").symlink_to("../store")
+    monkeypatch.chdir(tmp_path / "real")
+    assert [u.action for u in unfinished(Path("logs/actions.jsonl"))] == ["here"]
+    assert [u.action for u in unfinished(Path("logs/../store/actions.jsonl"))] == ["here"]
