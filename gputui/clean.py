@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from . import argtypes, streams
-from .actionlog import ActionLog, default_log_path
+from .actionlog import ActionLog, UnsafeLog, default_log_path
 from .fleet import Fleet
 from .gpuspec import UsageError, resolve_gpu_specs, split_targets
 from .model import Event, PlanVerdict, Sample
@@ -55,7 +55,7 @@ HOST:all. A positional HOST:N with N < 64 is a GPU too (a larger N, or user@host
 
 exit codes: 0 done: every targeted GPU verified clean, or every chosen process stopped with its
 memory released; 1 not done (still held, ghost memory, survived), a host unreachable, or the outcome
-unknown; 2 bad usage (also: no terminal to confirm on and no --yes); 3 no NVIDIA driver or GPU;
+unknown; 2 bad usage (also: no terminal to confirm on and no --yes, an audit log path that is not safe); 3 no NVIDIA driver or GPU;
 4 refused (read-only host, protected process, permission denied); 5 not confirmed at the prompt:
 nothing done.
 
@@ -300,7 +300,11 @@ async def run_clean(
         return EXIT_USAGE
     log = ActionLog(args.log or default_log_path(), operator=operator)
     ops = Operations(fleet, log, kill=options, operator=operator)
-    _report_unfinished(ops, con)
+    try:
+        _report_unfinished(ops, con)
+    except UnsafeLog as exc:  # a log path that is not safe to use: refused before anything starts
+        con.warn(exc.strerror or str(exc))
+        return EXIT_USAGE
     fleet.start()
     try:
         if args.reset_gpu is not None:
@@ -319,6 +323,8 @@ def _report_unfinished(ops: Operations, con: Console) -> None:
     """Actions a previous gputui started and never saw finish (it died): say so once."""
     try:
         lost = ops.unfinished()
+    except UnsafeLog:
+        raise
     except OSError as exc:
         con.warn(f"cannot read the audit log {ops.audit.path}: {exc.strerror or exc}")
         return

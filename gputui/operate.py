@@ -324,9 +324,11 @@ class Operations:
     # -- what an earlier run left --------------------------------------------------------------
 
     def unfinished(self) -> list[Unfinished]:
-        """Actions an earlier gputui started and never saw finish. Raises OSError when the log
-        cannot be read."""
-        return unfinished(self.audit.path)
+        """Actions an earlier gputui started and never saw finish: their process is gone (another
+        run's plan, still going, is its own to finish), and they are not this one's running plans.
+        Raises UnsafeLog when the log's path is not safe to read (a usage error), another OSError
+        when the log cannot be read. Reads the log's last `TAIL_BYTES` only."""
+        return [u for u in unfinished(self.audit.path) if u.action not in self.running]
 
     def acknowledge(self, actions: Sequence[Unfinished]) -> None:
         self.audit.acknowledge(actions)

@@ -12,7 +12,15 @@ from typing import Any
 import pytest
 
 from gputui import actionlog
-from gputui.actionlog import FIELDS, ActionLog, AuditError, default_log_path, read_records, unfinished
+from gputui.actionlog import (
+    FIELDS,
+    ActionLog,
+    AuditError,
+    UnsafeLog,
+    default_log_path,
+    read_records,
+    unfinished,
+)
 from gputui.model import Event
 from gputui.plan import PlanOptions, plan_for_gpus
 from tests.test_plan import sample
@@ -158,7 +166,7 @@ def test_a_symlink_where_the_log_should_be_is_refused(tmp_path):
 
 def test_a_directory_or_a_hard_link_is_refused(tmp_path):
     (tmp_path / "dir.jsonl").mkdir()
-    with ActionLog(tmp_path / "dir.jsonl") as log, pytest.raises(AuditError, match="cannot open it"):
+    with ActionLog(tmp_path / "dir.jsonl") as log, pytest.raises(UnsafeLog, match="is not a regular file"):
         log.plan(plan_of())
     first = tmp_path / "a.jsonl"
     first.write_text("")
