@@ -72,7 +72,7 @@ class Node(NamedTuple):
     comm: str
     state: str = "S"
     uid: Optional[int] = None
-    ns_init: bool = False  # the init (PID 1) of a PID namespace nested below the probe's
+    ns_init: bool = False  # PID 1 of a PID namespace nested below the probe's: a container's edge
     container: Optional[str] = None
     slurm_job: Optional[str] = None
     unit: Optional[str] = None
@@ -107,7 +107,9 @@ def boundary(child, parent, stop):
         return "slurm"
     if parent.unit != child.unit:
         return "unit"
-    if parent.pid in stop or parent.pid <= 2 or parent.ns_init or parent.comm in INIT_COMMS:
+    # A namespace's PID 1 that is no init program (Docker's `python train.py`) is the container's
+    # main process: part of the job, whose edge is then its container's (above).
+    if parent.pid in stop or parent.pid <= 2 or parent.comm in INIT_COMMS:
         return "init"
     if parent.comm in SESSION_COMMS or interactive_shell(parent):
         return "shell"
