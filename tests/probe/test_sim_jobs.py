@@ -12,10 +12,15 @@ pidfd); the fixture stops everything the sims started.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
 import time
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from gputui.model import Sample
 from gputui.probe.core import Probe
@@ -183,3 +188,45 @@ def test_the_neighbour_scenarios_hello_says_it_is_not_in_the_host_pid_namespace(
         assert probe.start()["host"]["host_pid_namespace"] is in_init_pid_namespace()
     finally:
         probe.close()
+
+
+PY38 = Path("/root/.pyenv/versions/3.8.18/bin/python")
+PY38_JOBS = """
+import json, sys
+from gputui.probe.core import Probe
+from gputui.probe.readers.sim import SimReader
+out = {}
+for scenario in ("jobs", "neighbour"):
+    probe = Probe(SimReader(scenario=scenario), hostname="py38")
+    try:
+        hello = probe.start()
+        sample = probe.sample(full=True)
+        out[scenario] = {
+            "python": list(sys.version_info[:2]),
+            "host_pid_namespace": hello["host"]["host_pid_namespace"],
+            "jobs": [[j["name"], len(j["members"]), j["gpus"]] for j in sample["jobs"]],
+            "outside": [g["accounting"]["outside"] for g in sample["gpus"]],
+        }
+    finally:
+        probe.close()
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not PY38.exists(), reason=f"no Python 3.8 interpreter at {PY38}")
+def test_jobs_and_the_neighbour_scenario_run_under_python_3_8():
+    """The probe runs on monitored hosts' Python 3.8: jobs.py and the new sim roles too."""
+    repo = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(repo))
+    done = subprocess.run([str(PY38), "-c", PY38_JOBS], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    jobs = result["jobs"]
+    assert jobs["python"] == [3, 8] and jobs["host_pid_namespace"] in (True, False)
+    assert ["torchrun", 2, [0, 1]] in jobs["jobs"] and len(jobs["jobs"]) == 4
+    neighbour = result["neighbour"]
+    assert neighbour["host_pid_namespace"] is False and neighbour["outside"][:3] == [
+        0,
+        int(4.6 * GiB),
+        30 * GiB,
+    ]
