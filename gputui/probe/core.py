@@ -67,6 +67,8 @@ PROC_UTIL_S = 5.0
 MAX_RESERVE = 1 << 30  # the most v1 memory info counts as the driver's own (615 MiB on an H200)
 # The live processes a plan may target, whose pidfds the probe keeps (pidfd.Pins).
 _PINNED_KINDS = (USER, HIDDEN, MONITOR)
+# The most bytes a sample's jobs take on its line; more jobs are left out (jobs_omitted).
+MAX_JOB_BYTES = MAX_LINE // 4
 # Which records a bounded sample keeps first: what holds GPU memory, then the rest.
 _KEEP_FIRST = {USER: 0, GHOST: 1, HIDDEN: 2}
 
@@ -137,6 +139,19 @@ def fit_line(record):
 
 def _fit_sample(record):
     # type: (Dict[str, Any]) -> bytes
+    jobs = record.get("jobs")
+    if isinstance(jobs, list) and len(dumps(jobs)) > MAX_JOB_BYTES:
+        # Jobs take at most a part of the line (the smallest go first, counted): what holds the
+        # memory, the process records, must still fit.
+        kept = []  # type: List[Any]
+        size = 2
+        for job in jobs:
+            size += len(dumps(job)) + 1
+            if size > MAX_JOB_BYTES:
+                break
+            kept.append(job)
+        omitted = (record.get("jobs_omitted") or 0) + len(jobs) - len(kept)
+        record = dict(record, jobs=kept, jobs_omitted=omitted)
     processes = record["processes"]
     omitted = record.get("processes_omitted") or 0
     # The rest of the sample, with the largest count it could carry; each record costs its JSON and

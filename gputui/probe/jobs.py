@@ -33,8 +33,10 @@ MAX_JOBS = 64  # jobs per sample (jobs_omitted counts the rest)
 MAX_MEMBERS = 256  # members listed per job (the lowest PIDs)
 MAX_JOB_PROCESSES = 256  # [pid, start] entries per job
 MAX_ALL_PROCESSES = 1024  # [pid, start] entries over all the jobs of a sample
-ROOT_ARGS = 16  # arguments of a root's command, each at most ROOT_ARG characters
-ROOT_ARG = 128
+MAX_ALL_MEMBERS = 1024  # members listed over all the jobs of a sample
+ROOT_ARGS = 8  # arguments of a root's command, each at most ROOT_ARG characters (as `parents`)
+ROOT_ARG = 64
+JOB_TEXT = 128  # characters of a root's name and user, a job's container, unit, Slurm job
 # The kinds of process record that belong to a job: GPU users and hidden holders (a ghost's holders
 # among them). Not monitors, zombies, or a ghost's dead PID.
 JOB_KINDS = ("user", "hidden")
@@ -195,10 +197,12 @@ def build_jobs(records, node_of, stop, name_of=user_name):
     jobs = [_job_record(job, name_of) for job in roots.values()]
     jobs.sort(key=lambda j: (-j["memory"], j["root"]))
     kept = jobs[:MAX_JOBS]
-    room = MAX_ALL_PROCESSES
+    room, members = MAX_ALL_PROCESSES, MAX_ALL_MEMBERS
     for job in kept:
         job["processes"] = job["processes"][: max(0, min(room, MAX_JOB_PROCESSES))]
         room -= len(job["processes"])
+        job["members"] = job["members"][: max(0, members)]
+        members -= len(job["members"])
     return kept, job_of, len(jobs) - len(kept)
 
 
@@ -214,9 +218,9 @@ def _job_record(job, name_of):
         "id": str(root.pid),
         "root": root.pid,
         "root_start": root.start,
-        "name": clip(root.comm, 256),
+        "name": clip(root.comm, JOB_TEXT),
         "command": root_command(root.argv),
-        "user": name_of(root.uid),
+        "user": _clip_or_none(name_of(root.uid)),
         "uid": root.uid,
         "state": root.state,
         "ppid": root.ppid,
@@ -225,10 +229,15 @@ def _job_record(job, name_of):
         "processes": [[node.pid, node.start] for _, node in order],
         "gpus": sorted(gpus),
         "memory": sum(_memory(r) for r in job["records"]),
-        "slurm_job": root.slurm_job,
-        "container": root.container,
-        "unit": root.unit,
+        "slurm_job": _clip_or_none(root.slurm_job),
+        "container": _clip_or_none(root.container),
+        "unit": _clip_or_none(root.unit),
     }
+
+
+def _clip_or_none(text):
+    # type: (Optional[str]) -> Optional[str]
+    return clip(text, JOB_TEXT) if text is not None else None
 
 
 def read_node(pid, proc=PROC):
