@@ -4,7 +4,10 @@
 Schema (version 1): {"version": 1, "time": ..., "hosts": [HOST, ...]} where HOST is
 {"name", "status" ("live" | "down" | "no-gpu"), "reason", "message", "host" (the hello's host facts),
 "metrics" (the last sample's `host` object: CPU %, load, RAM, swap, uptime), "gpus" and
-"processes" (the probe's records, docs/PROTOCOL.md), "scan"}.
+"processes" (the probe's records, docs/PROTOCOL.md), "jobs" (the jobs the GPU processes belong to,
+as gputui.model.Job checked them: {"id", "root", "root_start", "name", "command", "user", "uid",
+"state", "ppid", "boundary", "members", "processes", "gpus", "memory", "slurm_job", "container",
+"unit"}; docs/PROTOCOL.md "Jobs"), "jobs_omitted", "scan"}.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .fleet import DOWN, REASONS, HostView
-from .model import Proc, Sample
+from .model import IDLE_SLACK, Proc, Sample
 from .textsafe import printable
 from .units import fmt_bytes, fmt_bytes_of, fmt_duration, fmt_gpus, fmt_percent
 from .words import count, host_metrics_parts
@@ -51,6 +54,9 @@ def as_json(views: list[HostView], now: float | None = None) -> dict[str, Any]:
                 "metrics": raw.get("host"),
                 "gpus": raw.get("gpus", []),
                 "processes": raw.get("processes", []),
+                # Checked field by field (model.Job): what a script acts on by id must be well-formed.
+                "jobs": [job.describe() for job in v.sample.jobs] if v.sample is not None else [],
+                "jobs_omitted": v.sample.jobs_omitted if v.sample is not None else 0,
                 "scan": raw.get("scan"),
             }
         )
@@ -126,6 +132,13 @@ def render(views: list[HostView], out: TextIO, width: int = 120) -> None:
             power = f"{g.power_draw or 0:.0f}/{g.power_limit or 0:.0f}W" if g.power_draw is not None else "-"
             temp = f"{g.temperature}C" if g.temperature is not None else "-"
             state = g.error or ("free" if sample.gpu_is_free(g) else "busy")
+            account = g.accounting
+            if account is not None and account.unaccounted > IDLE_SLACK:
+                # As the GPU table marks it: the largest part nobody listed holds (orphaned, outside...).
+                part, size = max(
+                    ((p, b) for p, b in account.parts() if p in account.UNACCOUNTED), key=lambda x: x[1]
+                )
+                state += f", {fmt_bytes(size)} {part}"
             print(
                 f"   {g.index:>3}  {_cut(printable(g.name or '-'), 22):<22} {used:>18} "
                 f"{fmt_percent(g.util_gpu):>5} {temp:>5} {power:>11}  {state}",
@@ -148,12 +161,35 @@ def render(views: list[HostView], out: TextIO, width: int = 120) -> None:
             # Numbers and the note stay whole; the command gives way, with an ellipsis.
             room = max(width, 60) - len(head) - len(tail)
             print(head + _cut(printable(p.command_line), max(room, 12)) + tail, file=out)
+        _render_jobs(sample, out, width)
         if sample.scan_unreadable:
             print(
                 f"   (the open files of {count(sample.scan_unreadable, 'process', 'processes')} unreadable: run as root to see every holder)",
                 file=out,
             )
         print(file=out)
+
+
+def _render_jobs(sample: Sample, out: TextIO, width: int) -> None:
+    """The jobs section: one line per job (its id, the root's user, GPUs, memory, members, the
+    root's command, and where it runs: Slurm job, container, unit)."""
+    if not sample.jobs:
+        return
+    print(
+        f"   {'job':>7} {'user':<10} {'GPUs':<6} {'GPU mem':>8} {'members':>7}  root command",
+        file=out,
+    )
+    for job in sample.jobs:
+        head = (
+            f"   {_cut(job.id, 7):>7} {_cut(printable(job.user or '-'), 10):<10} {fmt_gpus(job.gpus):<6} "
+            f"{fmt_bytes(job.memory):>8} {len(job.members):>7}  "
+        )
+        where = job.where
+        tail = f"  ({printable(where)})" if where else ""
+        room = max(width, 60) - len(head) - len(tail)
+        print(head + _cut(printable(job.command_line), max(room, 12)) + tail, file=out)
+    if sample.jobs_omitted:
+        print(f"   ({count(sample.jobs_omitted, 'more job')} not sent by the probe)", file=out)
 
 
 def write_files(views: list[HostView], directory: Path, now: float | None = None) -> tuple[Path, Path]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .probe.common import IDLE_SLACK, brief_command
+from .probe.jobs import BOUNDARIES, MAX_JOB_PROCESSES, MAX_JOBS, MAX_MEMBERS
 from .probe.wire import HOST_LIMITS, MAX_PROCESSES
 from .textsafe import printable
 
@@ -31,6 +32,7 @@ __all__ = [
     "GpuVerdict",
     "HostFacts",
     "HostMetrics",
+    "Job",
     "MemoryAccount",
     "MigInstance",
     "MigPlace",
@@ -55,6 +57,7 @@ LADDER_MAX = 12  # steps of a reset ladder shown (the probe has four)
 MAX_PARENTS = 256  # parents taken from one sample (the probe sends at most 64)
 MAX_GPUS = 4096  # GPU records taken from one sample
 MAX_REFUSED_WHY = 8  # refused GPU records described (the rest are counted)
+MAX_JOB_ID = 64  # characters of a job id (the probe sends the root's PID)
 
 
 # -- one field at a time -----------------------------------------------------------------------
@@ -208,6 +211,9 @@ class HostFacts:
     python: str | None = None
     uid: int | None = None
     in_container: bool = False
+    # Whether the probe sees the host's PID namespace (None: an older probe did not say). False:
+    # memory nobody here holds is another container's or the host's (`outside`), never orphaned.
+    host_pid_namespace: bool | None = None
     probe_version: str | None = None
     probe_pid: int | None = None
     reader: str = "nvml"
@@ -228,6 +234,7 @@ class HostFacts:
             python=_str(host.get("python")),
             uid=_count(host.get("uid")),
             in_container=host.get("in_container") is True,
+            host_pid_namespace=_bool(host.get("host_pid_namespace")),
             probe_version=_str(hello.get("probe_version")),
             probe_pid=_pid(hello.get("pid")),
             reader=_str(hello.get("reader")) or "nvml",
@@ -248,13 +255,14 @@ class MemoryAccount:
     container: int = 0
     unreported: int = 0
     hidden: int = 0
-    orphaned: int = 0
+    orphaned: int = 0  # nothing holds it, seen from the host's PID namespace: only a reset frees it
+    outside: int = 0  # the same seen from inside a container: another container's or the host's
     unknown: int = 0
     ghosts: tuple[int, ...] = ()
     suspects: tuple[int, ...] = ()
     containers: tuple[str, ...] = ()
 
-    UNACCOUNTED = ("ghost", "container", "unreported", "hidden", "orphaned", "unknown")
+    UNACCOUNTED = ("ghost", "container", "unreported", "hidden", "orphaned", "outside", "unknown")
 
     @property
     def unaccounted(self) -> int:
@@ -521,6 +529,7 @@ class Proc:
     gpu_util: dict[int, GpuShare] | None = field(default=None, hash=False, compare=False)
     mig: tuple[MigPlace, ...] = ()  # the MIG instances it runs in (GPUs in MIG mode only)
     mps: str | None = None  # its part in CUDA MPS: one of MPS_ROLES, or None
+    job: str | None = None  # the id of the job it belongs to (Sample.jobs), None for none
 
     @classmethod
     def from_wire(cls, d: dict[str, Any]) -> Proc | None:
@@ -544,6 +553,7 @@ class Proc:
             gpu_util=_shares(d.get("gpu_util")),
             mig=_mig_places(d.get("mig")),
             mps=d.get("mps") if d.get("mps") in MPS_ROLES else None,
+            job=_job_id(d.get("job")),
         )
 
     def mig_on(self, gpu: int) -> tuple[MigPlace, ...]:
@@ -573,6 +583,135 @@ class Proc:
     def command_line(self) -> str:
         """The command as people say it: `python train.py`, long paths cut to `.../name`."""
         return brief_command(list(self.command)) if self.command else (f"[{self.name}]" if self.name else "-")
+
+
+def _job_id(value: Any) -> str | None:
+    """A job id as the probe sends it (the root's PID, as a string): 1 to MAX_JOB_ID printable
+    characters without spaces; anything else is no id."""
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_JOB_ID:
+        return None
+    if not value.isprintable() or any(c.isspace() for c in value):
+        return None
+    return value
+
+
+def _job_processes(value: Any) -> tuple[tuple[int, int | None], ...]:
+    """A job's `processes`: [pid, start_time] pairs, at most MAX_JOB_PROCESSES; bad pairs dropped."""
+    out: list[tuple[int, int | None]] = []
+    for item in _list(value)[:MAX_JOB_PROCESSES]:
+        if isinstance(item, list) and len(item) == 2:
+            pid = _pid(item[0])
+            if pid is not None:
+                out.append((pid, _count(item[1])))
+    return tuple(dict.fromkeys(out))
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """The work a set of GPU processes belongs to (docs/PROTOCOL.md "Jobs"): its root (a launcher,
+    a supervisor, a service's main process, the process itself), its members (the GPU processes
+    below the root), their GPUs and memory, and where known its Slurm job, container and unit.
+
+    `id` is what people type (`clean --job ID`): the root's PID as a string. `processes`: (pid,
+    start time) of the root, the members and the processes between them, parents first."""
+
+    id: str
+    root: int
+    root_start: int | None = None
+    name: str | None = None
+    command: tuple[str, ...] = ()
+    user: str | None = None
+    uid: int | None = None
+    state: str | None = None
+    ppid: int | None = None
+    boundary: str | None = None  # container, slurm, unit, init, shell, limit
+    members: tuple[int, ...] = ()
+    processes: tuple[tuple[int, int | None], ...] = ()
+    gpus: tuple[int, ...] = ()
+    memory: int | None = None
+    slurm_job: str | None = None
+    container: str | None = None
+    unit: str | None = None
+
+    @classmethod
+    def from_wire(cls, d: Any) -> Job | None:
+        """None for a record without a usable id and root (it cannot be named or stopped)."""
+        if not isinstance(d, dict):
+            return None
+        job_id, root = _job_id(d.get("id")), _pid(d.get("root"))
+        if job_id is None or root is None:
+            return None
+        boundary = d.get("boundary")
+        return cls(
+            id=job_id,
+            root=root,
+            root_start=_count(d.get("root_start")),
+            name=_str(d.get("name")),
+            command=_strs(d.get("command")),
+            user=_str(d.get("user")),
+            uid=_count(d.get("uid")),
+            state=_str(d.get("state")),
+            ppid=_count(d.get("ppid")),
+            boundary=boundary if boundary in BOUNDARIES else None,
+            members=tuple(dict.fromkeys(_pids(_list(d.get("members"))[:MAX_MEMBERS]))),
+            processes=_job_processes(d.get("processes")),
+            gpus=tuple(sorted(set(_indexes(_list(d.get("gpus"))[:MAX_GPUS])))),
+            memory=_count(d.get("memory")),
+            slurm_job=_str(d.get("slurm_job")),
+            container=_str(d.get("container")),
+            unit=_str(d.get("unit")),
+        )
+
+    @property
+    def key(self) -> tuple[int, int | None]:
+        """The root's identity: a PID alone can be reused."""
+        return (self.root, self.root_start)
+
+    @property
+    def command_line(self) -> str:
+        """The root's command as people say it (`torchrun --nproc-per-node 2 train.py`)."""
+        return brief_command(list(self.command)) if self.command else (f"[{self.name}]" if self.name else "-")
+
+    @property
+    def where(self) -> str:
+        """`slurm 4711`, `container lxc/129`, `unit vllm.service`, joined by `, `; empty for none."""
+        parts = [f"slurm {self.slurm_job}" if self.slurm_job else ""]
+        parts += [f"container {self.container}" if self.container else ""]
+        parts += [f"unit {self.unit}" if self.unit else ""]
+        return ", ".join(p for p in parts if p)
+
+    def describe(self) -> dict[str, Any]:
+        """Plain JSON types (`snapshot --json`, tests)."""
+        return {
+            "id": self.id,
+            "root": self.root,
+            "root_start": self.root_start,
+            "name": self.name,
+            "command": list(self.command),
+            "user": self.user,
+            "uid": self.uid,
+            "state": self.state,
+            "ppid": self.ppid,
+            "boundary": self.boundary,
+            "members": list(self.members),
+            "processes": [list(p) for p in self.processes],
+            "gpus": list(self.gpus),
+            "memory": self.memory,
+            "slurm_job": self.slurm_job,
+            "container": self.container,
+            "unit": self.unit,
+        }
+
+
+def _jobs(value: Any) -> tuple[Job, ...]:
+    """A sample's jobs, at most MAX_JOBS; a record without a usable id or root is dropped, and so is
+    a second one with an id already taken (which of the two is meant cannot be told)."""
+    parsed = [Job.from_wire(item) for item in _list(value)[:MAX_JOBS]]
+    times: dict[str, int] = {}
+    for job in parsed:
+        if job is not None:
+            times[job.id] = times.get(job.id, 0) + 1
+    return tuple(j for j in parsed if j is not None and times[j.id] == 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -688,6 +827,9 @@ class Sample:
     # GPU records refused (no usable index, an index listed twice): how many, and why (the first few).
     gpus_refused: int = 0
     gpus_refused_why: tuple[str, ...] = ()
+    # The jobs the GPU processes belong to (docs/PROTOCOL.md "Jobs"), and how many the probe left out.
+    jobs: tuple[Job, ...] = field(default=(), compare=False)
+    jobs_omitted: int = 0
 
     @classmethod
     def from_wire(cls, d: dict[str, Any]) -> Sample:
@@ -718,7 +860,17 @@ class Sample:
                 if p is not None
             ),
             proc_util=ProcUtilState.from_wire(d.get("proc_util")),
+            jobs=_jobs(d.get("jobs")),
+            jobs_omitted=max(0, len(_list(d.get("jobs"))) - MAX_JOBS) + (_count(d.get("jobs_omitted")) or 0),
         )
+
+    def job(self, job_id: str) -> Job | None:
+        """The job with that id in this sample, or None."""
+        return next((j for j in self.jobs if j.id == job_id), None)
+
+    def job_of(self, proc: Proc) -> Job | None:
+        """The job `proc` belongs to, when the sample carries it."""
+        return self.job(proc.job) if proc.job is not None else None
 
     def on_gpu(self, index: int) -> list[Proc]:
         """Processes using or attributed to GPU `index`."""

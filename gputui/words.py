@@ -96,6 +96,10 @@ HEADS = {
 }
 
 
+# What memory nothing here holds is, from inside a container (MemoryAccount.outside).
+OUTSIDE = "used outside this container: another container or the host (no process here holds it)"
+
+
 def head(status: str) -> str:
     return HEADS.get(status, status.upper())
 
@@ -116,6 +120,9 @@ def part_words(account: MemoryAccount, part: str) -> str:
         return f"{size} held by hidden holders of the device file (not listed by NVML)"
     if part == "orphaned":
         return f"{size} orphaned, no process holds it; a reset would free it"
+    if part == "outside":
+        # Seen from inside a container: never "orphaned" (a reset would take a neighbour's memory).
+        return f"{size} {OUTSIDE}"
     if part == "unknown":
         return f"{size} not listed; unattributed processes hold the device file"
     return f"{size} {part}"

@@ -12,8 +12,11 @@ NVML's used memory is split into:
     containers): the rest is probably its;
   - `hidden`: not listed at all, while hidden holders are attributed to this GPU (they hold it);
   - `orphaned`: not listed at all, and no process but a monitor holds /dev/nvidiaN: nothing can free
-    it but a GPU reset (or the driver);
-  - `unknown`: not listed, not attributed, but some unattributed process holds /dev/nvidiaN.
+    it but a GPU reset (or the driver). Only where the probe sees the host's PID namespace;
+  - `outside`: the same seen from inside a container (`foreign_pids`): processes of another
+    container or of the host may hold it, and NVML lists nobody of another namespace there. Never
+    called orphaned: a reset would take another guest's memory (docs/GPU_FACTS.md "Containers");
+  - `unknown`: not listed, not attributed, but some process NVML does not list holds /dev/nvidiaN.
 Differences within the idle slack are the driver's own bookkeeping, not memory anyone holds.
 
 Pure functions over the probe's records, tested without a GPU. Stdlib only, Python >= 3.8 syntax:
@@ -24,13 +27,18 @@ from typing import Any, Dict, List, Optional, Set  # noqa: F401  (type comments)
 
 from .common import IDLE_SLACK
 
-PARTS = ("baseline", "processes", "ghost", "container", "unreported", "hidden", "orphaned", "unknown")
-UNACCOUNTED = ("ghost", "container", "unreported", "hidden", "orphaned", "unknown")
+PARTS = (
+    "baseline", "processes", "ghost", "container", "unreported", "hidden", "orphaned", "outside", "unknown",
+)  # fmt: skip
+UNACCOUNTED = ("ghost", "container", "unreported", "hidden", "orphaned", "outside", "unknown")
 
 
-def account(gpu, listed, records, device_prefix):
-    # type: (Dict[str, Any], Dict[int, Dict[int, Optional[int]]], Dict[int, Dict[str, Any]], str) -> Optional[Dict[str, Any]]
-    """The accounting of one GPU record (None when NVML gave no memory figure for it)."""
+def account(gpu, listed, records, device_prefix, foreign_pids=False):
+    # type: (Dict[str, Any], Dict[int, Dict[int, Optional[int]]], Dict[int, Dict[str, Any]], str, bool) -> Optional[Dict[str, Any]]
+    """The accounting of one GPU record (None when NVML gave no memory figure for it).
+
+    `foreign_pids`: the probe is not in the host's PID namespace (a container): memory nothing here
+    holds is `outside`, not `orphaned`."""
     used = gpu.get("memory_used")
     if not isinstance(used, int):
         return None
@@ -75,18 +83,20 @@ def account(gpu, listed, records, device_prefix):
                 if r.get("kind") == "hidden" and index in (r.get("gpus") or [])
             ]
             device = device_file(gpu, device_prefix)
+            # Who else may hold it: not a monitor, and not a process NVML lists (every CUDA process
+            # opens every /dev/nvidiaN; one with memory here would be listed here).
             holders = [
                 r["pid"]
                 for r in records.values()
                 if device in (r.get("holds") or [])
-                and r.get("kind") not in ("monitor", "zombie")
+                and r.get("kind") not in ("monitor", "zombie", "user")
                 and not r.get("protected")
             ]
             if hidden:
                 out["hidden"] = rest
                 suspects.update(hidden)
             elif not holders:
-                out["orphaned"] = rest
+                out["outside" if foreign_pids else "orphaned"] = rest
             else:
                 out["unknown"] = rest
                 suspects.update(holders)

@@ -26,6 +26,7 @@ from .classify import (
 from .common import IDLE_SLACK
 from .holders import HolderScanner, ScanResult  # noqa: F401  (type comments)
 from .hostmetrics import HostMetrics
+from .jobs import JobFinder
 from .pidfd import Pins, best_method
 from .procfs import (
     CLOCK_TICKS,
@@ -66,6 +67,8 @@ PROC_UTIL_S = 5.0
 MAX_RESERVE = 1 << 30  # the most v1 memory info counts as the driver's own (615 MiB on an H200)
 # The live processes a plan may target, whose pidfds the probe keeps (pidfd.Pins).
 _PINNED_KINDS = (USER, HIDDEN, MONITOR)
+# The most bytes a sample's jobs take on its line; more jobs are left out (jobs_omitted).
+MAX_JOB_BYTES = MAX_LINE // 4
 # Which records a bounded sample keeps first: what holds GPU memory, then the rest.
 _KEEP_FIRST = {USER: 0, GHOST: 1, HIDDEN: 2}
 
@@ -136,6 +139,19 @@ def fit_line(record):
 
 def _fit_sample(record):
     # type: (Dict[str, Any]) -> bytes
+    jobs = record.get("jobs")
+    if isinstance(jobs, list) and len(dumps(jobs)) > MAX_JOB_BYTES:
+        # Jobs take at most a part of the line (the smallest go first, counted): what holds the
+        # memory, the process records, must still fit.
+        kept = []  # type: List[Any]
+        size = 2
+        for job in jobs:
+            size += len(dumps(job)) + 1
+            if size > MAX_JOB_BYTES:
+                break
+            kept.append(job)
+        omitted = (record.get("jobs_omitted") or 0) + len(jobs) - len(kept)
+        record = dict(record, jobs=kept, jobs_omitted=omitted)
     processes = record["processes"]
     omitted = record.get("processes_omitted") or 0
     # The rest of the sample, with the largest count it could carry; each record costs its JSON and
@@ -168,7 +184,9 @@ class _Known(object):
         nspid = status.nspid if status else None
         # A second NSpid entry means the process lives in a nested PID namespace (a container).
         self.nspid = nspid[-1] if nspid and len(nspid) > 1 else None
-        self.container = clip_text(read_container(pid, proc)) if self.nspid is not None else None
+        # From the host's side every process shows its container (LXC guest, Docker, pod); inside one
+        # the cgroup namespace shows "/" (none).
+        self.container = clip_text(read_container(pid, proc))
         self.cpu_ticks = -1
         self.cpu_time = 0.0
 
@@ -198,6 +216,8 @@ class Probe(object):
         # NVML reports host PIDs: only outside the host's PID namespace can a listed PID be alive
         # but invisible here (GPU_FACTS.md "Containers").
         self._foreign_pids = not in_init_pid_namespace(proc)
+        # Every GPU process's job (jobs.py): never rooted at or above the probe's own chain.
+        self.jobs = JobFinder(self._ancestors | {self.pid}, proc)
         self.facts = {}  # type: Dict[str, Any]
         self.preflight_every = None  # type: Optional[int]  # samples between preflight readings
         self.proc_util_every = None  # type: Optional[int]  # samples between per-process utilization
@@ -219,6 +239,12 @@ class Probe(object):
             self.reader_error = exc
         # The scanner may have been built before a sim reader chose its directory.
         self.scanner.prefix = self.reader.device_prefix
+        # A reader may know where its PIDs live better than /proc does (the sim playing a container).
+        if self.reader.host_pid_namespace is not None:
+            self._foreign_pids = not self.reader.host_pid_namespace
+        if self.reader.in_container is not None:
+            self._in_container = self.reader.in_container
+        self.jobs.stop.update(self.reader.init_pids())
         self.facts = facts
         error = None
         if self.reader_error is not None:
@@ -244,6 +270,13 @@ class Probe(object):
             ),
             "error": error,
         }
+
+    @property
+    def foreign_pids(self):
+        # type: () -> bool
+        """Whether the probe is outside the host's PID namespace (hello's host_pid_namespace false):
+        memory nothing here holds is then `outside`, never `orphaned` (accounting.account)."""
+        return self._foreign_pids
 
     def close(self):
         # type: () -> None
@@ -346,7 +379,13 @@ class Probe(object):
         by_pid = dict((r["pid"], r) for r in processes)
         for gpu in gpus:
             # Before the process bound: every record counts in where the memory went.
-            gpu["accounting"] = account(gpu, listed, by_pid, self.scanner.prefix)
+            gpu["accounting"] = account(gpu, listed, by_pid, self.scanner.prefix, self._foreign_pids)
+        # Before the process bound too: a job's members are all its GPU processes.
+        t_jobs = time.perf_counter()
+        jobs, job_of, jobs_omitted = self.jobs.compute(processes)
+        jobs_ms = round((time.perf_counter() - t_jobs) * 1e3, 3)
+        for record in processes:
+            record["job"] = job_of.get(record["pid"])
         t_account = time.perf_counter()
         preflight_ms = None  # type: Optional[float]
         if preflight or self.wants_preflight():
@@ -377,6 +416,8 @@ class Probe(object):
             "gpus": gpus,
             "processes": processes,
             "processes_omitted": omitted,
+            "jobs": jobs,
+            "jobs_omitted": jobs_omitted,
             "parents": parents,
             "host": host,
             "proc_util": self.proc_util_state(),
@@ -391,6 +432,7 @@ class Probe(object):
                 "reader": round((t1 - t0) * 1e3, 3),
                 "holders": round((t2 - t1) * 1e3, 3),
                 "describe": round((t3 - t2) * 1e3, 3),
+                "jobs": jobs_ms,
                 "preflight": preflight_ms,
                 "proc_util": proc_util_ms,
                 "host": round((t_host - t3) * 1e3, 3),
@@ -477,6 +519,7 @@ class Probe(object):
             "protected": None,
             "nspid": None,
             "container": None,
+            "job": None,  # the sample sets it (jobs.py)
             "mig": [],
             "mps": None,
         }  # type: Dict[str, Any]

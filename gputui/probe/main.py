@@ -76,7 +76,9 @@ def parse_args(argv):
     p.add_argument("--sim-scenario", choices=SCENARIOS, default="demo")
     p.add_argument("--sim-variant", type=int, default=0)
     p.add_argument("--sim-seed", type=int, default=0)
-    p.add_argument("--sim-gpus", type=_sim_gpus, default=4, help="1 to %d" % MAX_SIM_GPUS)
+    p.add_argument(
+        "--sim-gpus", type=_sim_gpus, default=None, help="1 to %d (default: 4; 8 for jobs)" % MAX_SIM_GPUS
+    )
     return p.parse_args(argv)
 
 

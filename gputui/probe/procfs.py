@@ -112,21 +112,123 @@ def read_cmdline(pid, proc=PROC):
         return []
 
 
-def read_container(pid, proc=PROC):
+def read_cgroup(pid, proc=PROC):
     # type: (int, str) -> Optional[str]
-    """The container a process runs in, from its cgroup path (docker, lxc, podman, k8s), or None."""
+    """The text of /proc/PID/cgroup (at most 64 KiB), or None when it cannot be read."""
     try:
         with open("%s/%d/cgroup" % (proc, pid), "rb") as f:
-            text = f.read().decode("utf-8", "replace")
+            return f.read(65536).decode("utf-8", "replace")
     except OSError:
         return None
-    for line in text.splitlines():
-        path = line.split(":", 2)[-1]
-        for marker in ("docker-", "docker/", "lxc.payload.", "lxc/", "libpod-", "kubepods"):
-            at = path.find(marker)
-            if at >= 0:
-                return path[at:].split("/")[0 if not marker.endswith("/") else 1][:64] or path[at:][:64]
+
+
+def cgroup_paths(text):
+    # type: (Optional[str]) -> List[str]
+    """The paths of /proc/PID/cgroup's lines ("0::/a/b" -> "/a/b"), the unified (v2) line first."""
+    paths = []  # type: List[str]
+    for line in (text or "").splitlines():
+        parts = line.split(":", 2)
+        if len(parts) == 3:
+            if parts[0] == "0" and parts[1] == "":
+                paths.insert(0, parts[2])
+            else:
+                paths.append(parts[2])
+    return paths
+
+
+def _short_id(text):
+    # type: (str) -> str
+    """A container id as its tools show it: the first 12 characters of the hex id."""
+    return text[:12]
+
+
+def container_of(path):
+    # type: (str) -> Optional[str]
+    """The container a cgroup path puts its process in, named as people name it; None for none.
+
+    From the host's side (docs/PROTOCOL.md PROC `container`): `lxc/129` (LXC, Proxmox: /lxc/129/...,
+    /lxc.payload.129/..., /lxc.payload/129/...), `docker/<12 hex>` (/system.slice/docker-<id>.scope,
+    /docker/<id>), `podman/<12 hex>` (libpod-<id>.scope), `pod/<uid>` (Kubernetes: kubepods...pod<uid>...),
+    `machine/<name>` (systemd-nspawn: machine-<name>.scope). The outermost wins (Docker in an LXC
+    guest is the guest's). An LXC monitor and a conmon are outside their container: None."""
+    parts = [p for p in path.split("/") if p]
+    for i, part in enumerate(parts):
+        after = parts[i + 1] if i + 1 < len(parts) else ""
+        if part.startswith("lxc.monitor") or part.startswith("libpod-conmon-"):
+            return None
+        if part.startswith("lxc.payload."):
+            return "lxc/" + part[len("lxc.payload.") :]
+        if part in ("lxc", "lxc.payload") and after:
+            return "lxc/" + after
+        if part.startswith("docker-") and part.endswith(".scope"):
+            return "docker/" + _short_id(part[len("docker-") : -len(".scope")])
+        if part == "docker" and after:
+            return "docker/" + _short_id(after)
+        if part.startswith("libpod-"):
+            ident = part[len("libpod-") :]
+            return "podman/" + _short_id(ident[: -len(".scope")] if ident.endswith(".scope") else ident)
+        if part.startswith("kubepods"):
+            # kubepods-burstable-pod<uid>.slice (systemd driver: "-" in the uid written "_"), or
+            # /kubepods/burstable/pod<uid>/ (cgroupfs driver).
+            for pod in parts[i:]:
+                uid = (
+                    pod.rsplit("-pod", 1)[1] if "-pod" in pod else (pod[3:] if pod.startswith("pod") else "")
+                )
+                uid = uid[: -len(".slice")] if uid.endswith(".slice") else uid
+                if uid:
+                    return "pod/" + uid.replace("_", "-")
+            return None  # kubepods.slice itself: no pod
+        if part.startswith("machine-") and part.endswith(".scope"):
+            return "machine/" + part[len("machine-") : -len(".scope")]
     return None
+
+
+def container_in(text):
+    # type: (Optional[str]) -> Optional[str]
+    """The container of a process from the text of its /proc/PID/cgroup (container_of, line by line)."""
+    for path in cgroup_paths(text):
+        found = container_of(path)
+        if found is not None:
+            return found[:256]
+    return None
+
+
+def slurm_job_in(text):
+    # type: (Optional[str]) -> Optional[str]
+    """The Slurm job id of a process (`job_<id>` in its cgroup path: cgroup v2
+    /system.slice/slurmstepd.scope/job_4711/step_0/user/task_0, v1 /slurm/uid_1000/job_4711/...)."""
+    for path in cgroup_paths(text):
+        for part in path.split("/"):
+            if part.startswith("job_") and part[4:].isdigit() and part[4:].isascii() and len(part) < 24:
+                return part[4:]
+    return None
+
+
+# Scopes and services that are not a unit of work: a login session (its shell is the boundary), the
+# user's service manager, init itself, a container's or Slurm's scope (bounded apart).
+_NOT_UNITS = ("session-", "user@", "init.scope", "docker-", "libpod-", "cri-containerd-", "crio-",
+              "containerd.", "slurmstepd.scope", "machine-")  # fmt: skip
+
+
+def unit_in(text):
+    # type: (Optional[str]) -> Optional[str]
+    """The systemd unit a process runs in: the last `*.service` or `*.scope` component of its cgroup
+    path (the unified line, else the name=systemd one), unless that is a session, the user manager,
+    init, a container's or Slurm's scope (then None)."""
+    lines = [line.split(":", 2) for line in (text or "").splitlines()]
+    paths = [p[2] for p in lines if len(p) == 3 and p[0] == "0" and p[1] == ""]
+    paths += [p[2] for p in lines if len(p) == 3 and p[1] == "name=systemd"]
+    for path in paths:
+        for part in reversed([p for p in path.split("/") if p]):
+            if part.endswith(".service") or part.endswith(".scope"):
+                return None if part.startswith(_NOT_UNITS) else part[:256]
+    return None
+
+
+def read_container(pid, proc=PROC):
+    # type: (int, str) -> Optional[str]
+    """The container a process runs in, from its cgroup path (container_of), or None."""
+    return container_in(read_cgroup(pid, proc))
 
 
 _users = {}  # type: Dict[int, str]

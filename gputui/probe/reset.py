@@ -6,7 +6,8 @@ reset. Before anything, the probe lists what blocks one: every process holding /
 to be reset with it, and, on a real GPU, not being root. It refuses while any remains. Persistence
 mode is not a blocker but a step: turned off for the reset, turned back on after. Then the reader's
 reset (`nvidia-smi --gpu-reset -i UUID` on a real host), a poll until the memory is back at its idle
-baseline, and the verdict. `dry_run` lists the ladder and acts on nothing.
+baseline, and the verdict. `dry_run` lists the ladder and acts on nothing. A probe outside the host's
+PID namespace (a container) never resets: it cannot see who else uses the GPU (blocker `outside`).
 
 Events as a plan's (docs/PROTOCOL.md "Reset"): blockers, persistence, reset, verify, done.
 Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
@@ -16,11 +17,20 @@ import os
 import time
 from typing import Any, Callable, Dict, List, Optional  # noqa: F401  (type comments)
 
-from .accounting import device_file
+from .accounting import account, device_file
 from .common import POLL_S, count, took
 from .wire import VERSION, error
 
 VERIFY_S = 20.0  # seconds for the memory to be back after a reset
+
+
+def _size(nbytes):
+    # type: (int) -> str
+    """`4.6 GiB`, as the app writes sizes."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if nbytes >= 1 << shift:
+            return "%.1f %s" % (nbytes / float(1 << shift), unit)
+    return "%d B" % nbytes
 
 
 class Reset(object):
@@ -93,6 +103,17 @@ class Reset(object):
                     "words": "NVLink peers %s would have to be reset with it" % ", ".join(peers),
                 }
             )
+        if getattr(self.probe, "foreign_pids", False):
+            # Inside a container the probe cannot see who else uses the GPU: a reset would take
+            # another guest's (or the host's) memory with it. Never from here.
+            outside = (account(gpu, listed, records, prefix, True) or {}).get("outside") or 0
+            words = (
+                "%s used outside this container: another container or the host" % _size(outside)
+                if outside
+                else "not in the host's PID namespace: processes of another container or the host "
+                "may use this GPU, and none of them can be seen from here"
+            )
+            out.append({"kind": "outside", "words": words + "; reset it from the host"})
         if self.probe.reader.name == "nvml" and os.geteuid() != 0:
             out.append({"kind": "root", "words": "a GPU reset needs root (sudo = true in the host config)"})
         return out

@@ -98,3 +98,53 @@ def test_the_dashboard_and_the_cli_write_one_json_document():
     from gputui import export, snapshot
 
     assert snapshot.dumps is export.dumps and snapshot.as_json is export.as_json
+
+
+JOBS_CONFIG = """
+[[hosts]]
+name = "lab"
+address = "local"
+reader = "sim"
+sim_scenario = "jobs"
+
+[[hosts]]
+name = "guest"
+address = "local"
+reader = "sim"
+sim_scenario = "neighbour"
+"""
+
+
+def test_snapshot_lists_each_hosts_jobs_and_memory_used_outside_a_container(tmp_path):
+    """Issue 18: `snapshot --json` lists the jobs per host (the sim's "jobs" scenario: a launcher
+    without a GPU is the root of its two ranks); the "neighbour" guest's memory nobody here holds
+    is `outside`, never orphaned, in the JSON and the table."""
+    config = tmp_path / "gputui.toml"
+    config.write_text(JOBS_CONFIG)
+    run = gputui("snapshot", "--config", str(config), "--json", timeout=120)
+    assert run.returncode == 0, run.stderr
+    hosts = {h["name"]: h for h in json.loads(run.stdout)["hosts"]}
+    lab = hosts["lab"]
+    assert len(lab["gpus"]) == 8 and lab["jobs_omitted"] == 0
+    jobs = {j["name"]: j for j in lab["jobs"]}
+    launcher = jobs["torchrun"]
+    assert {"id", "root", "members", "gpus", "memory", "slurm_job", "container", "unit"} <= set(launcher)
+    assert launcher["id"] == str(launcher["root"]) and launcher["gpus"] == [0, 1]
+    assert len(launcher["members"]) == 2 and launcher["root"] not in launcher["members"]
+    procs = {p["pid"]: p for p in lab["processes"]}
+    assert all(
+        procs[m]["job"] == launcher["id"] and procs[m]["ppid"] == launcher["root"]
+        for m in launcher["members"]
+    )
+    assert len(lab["jobs"]) == 4 and sorted(g for j in lab["jobs"] for g in j["gpus"]) == [0, 1, 2, 3, 4]
+    guest = hosts["guest"]
+    assert guest["host"]["host_pid_namespace"] is False
+    books = {g["index"]: g["accounting"] for g in guest["gpus"]}
+    assert books[1]["outside"] > 0 and books[1]["orphaned"] == 0 and books[2]["outside"] > 0
+    text = gputui("snapshot", "--config", str(config), timeout=120)
+    assert text.returncode == 0, text.stderr
+    out = text.stdout
+    [line] = [row for row in out.splitlines() if "torchrun --nproc-per-node 2" in row]
+    job_id, _user, gpus, size, unit, members = line.split()[:6]  # another run: its own PIDs
+    assert job_id.isdigit() and (gpus, size, unit, members) == ("0,1", "36.0", "GiB", "2")
+    assert "4.6 GiB outside" in out and "orphaned" not in out

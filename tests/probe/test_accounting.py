@@ -96,3 +96,28 @@ def test_a_process_listed_without_a_figure_takes_the_rest():
 
 def test_no_memory_figure_no_accounting():
     assert account({"index": 0, "memory_used": None}, {}, {}, PREFIX) is None
+
+
+def test_memory_nobody_holds_is_orphaned_on_the_host_and_outside_from_a_container():
+    """Issue 18, defect 3: not listed, no holder here. In the host's PID namespace nothing can hold
+    it (orphaned: a reset frees it); inside a container, another guest or the host may."""
+    on_host = account(gpu(4 * GiB), {}, {}, PREFIX)
+    assert on_host is not None and on_host["orphaned"] == 4 * GiB and on_host["outside"] == 0
+    inside = account(gpu(4 * GiB), {}, {}, PREFIX, foreign_pids=True)
+    assert inside is not None and inside["outside"] == 4 * GiB and inside["orphaned"] == 0
+    assert inside["unaccounted"] == 4 * GiB
+    # A holder here that nothing attributes: unknown either way (it may hold it).
+    holder = {9: rec(9, "hidden", reason="unattributed", holds=["/dev/nvidia0"])}
+    inside = account(gpu(4 * GiB), {}, holder, PREFIX, foreign_pids=True)
+    assert inside is not None and inside["unknown"] == 4 * GiB and inside["outside"] == 0
+
+
+def test_a_process_nvml_lists_on_another_gpu_is_no_suspect_for_memory_nobody_is_listed_for():
+    """Every CUDA process opens every /dev/nvidiaN. A user NVML lists on GPU 0 would be listed on
+    GPU 1 too if it had memory there: it does not make GPU 1's memory "unknown" (and, inside a
+    container, it does not hide that the memory is another guest's)."""
+    user = {5: rec(5, "user", gpus=[0], holds=["/dev/nvidia0", "/dev/nvidia1", "/dev/nvidiactl"])}
+    on_host = account(gpu(2 * GiB, index=1), {5: {0: 8 * GiB}}, user, PREFIX)
+    assert on_host is not None and on_host["orphaned"] == 2 * GiB and on_host["unknown"] == 0, on_host
+    inside = account(gpu(2 * GiB, index=1), {5: {0: 8 * GiB}}, user, PREFIX, foreign_pids=True)
+    assert inside is not None and inside["outside"] == 2 * GiB and inside["suspects"] == [], inside

@@ -174,3 +174,34 @@ def test_over_long_events_and_other_records_never_leave_as_over_long_lines():
     hello = {"type": "hello", "host": {"hostname": "h" * (2 * MAX_LINE)}}
     record, err = decode(fit_line(hello), ("error",))
     assert err is None and record["code"] == "too-long"
+
+
+def test_jobs_never_make_a_sample_too_long_and_leave_room_for_the_processes():
+    """64 jobs whose every text is at its bound in astral characters (twelve bytes each on the
+    wire), with their members and processes, beside 400 process records: over the line, so the
+    jobs keep to a quarter of it, the smallest left out and counted, and the process records go."""
+    from gputui.probe.core import MAX_JOB_BYTES
+    from gputui.probe.jobs import JOB_TEXT, MAX_JOBS, ROOT_ARG, ROOT_ARGS
+
+    wide = "\U0001f600" * JOB_TEXT
+    jobs = [
+        {
+            "id": str(1000 + i), "root": 1000 + i, "root_start": 1, "name": wide, "user": wide,
+            "command": ["\U0001f600" * ROOT_ARG] * ROOT_ARGS, "uid": 0, "state": "S", "ppid": 1,
+            "boundary": "shell", "members": list(range(16)), "processes": [[p, p] for p in range(16)],
+            "gpus": [0], "memory": (MAX_JOBS - i) << 30, "slurm_job": wide, "container": wide, "unit": wide,
+        }
+        for i in range(MAX_JOBS)
+    ]  # fmt: skip
+    procs = [{"pid": 5000 + i, "kind": "user", "command": ["x" * 400]} for i in range(400)]
+    sample = {"type": "sample", "v": 1, "seq": 1, "gpus": [], "processes": procs, "processes_omitted": 0,
+              "jobs": jobs, "jobs_omitted": 0}  # fmt: skip
+    line = fit_line(sample)
+    assert len(line) - 1 <= MAX_LINE
+    record, err = decode(line, ("sample",))
+    assert err is None, err
+    sent = record["jobs"]
+    assert 0 < len(sent) < MAX_JOBS and record["jobs_omitted"] == MAX_JOBS - len(sent)
+    assert [j["id"] for j in sent] == [j["id"] for j in jobs[: len(sent)]]  # the largest kept
+    assert len(json.dumps(sent)) <= MAX_JOB_BYTES
+    assert len(record["processes"]) == len(procs) and record["processes_omitted"] == 0

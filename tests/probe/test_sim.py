@@ -199,9 +199,16 @@ def test_every_job_holds_every_device_file(make_sim):
     reader = make_sim(gpus=2)
     jobs = {role: reader.spawn(role, gpu=1, memory=GiB) for role in ROLES}
     devices = set(reader.device_paths)
-    holders = [job.pid for role, job in jobs.items() if role != "ghost"] + [jobs["ghost"].child_pid]
+    # A launcher, a supervisor (their children hold them) and another guest's job hold none here.
+    none = ("launcher", "supervisor", "neighbour")
+    holders = [job.pid for role, job in jobs.items() if role not in ("ghost", *none)] + [
+        jobs["ghost"].child_pid
+    ]
+    holders += [pid for role in ("launcher", "supervisor") for pid, _ in jobs[role].workers]
     for pid in holders:
         assert devices <= fd_links(pid), f"pid {pid} does not hold every device file"
+    for role in none:
+        assert not devices & fd_links(jobs[role].pid), f"the {role} holds a device file"
     # CUDA-like processes also map the device files; NVML clients (the monitor) do not.
     with open(f"/proc/{jobs['busy'].pid}/maps") as f:
         assert reader.device_prefix + "0" in f.read()
@@ -289,8 +296,9 @@ def test_demo_shows_every_kind_at_once(make_sim):
     reader = make_sim(gpus=4, scenario="demo", variant=0, seed=1)
     other = make_sim(gpus=4, scenario="demo", variant=1, seed=2)
     for sim in (reader, other):
-        # Every role but "workers" and MPS's (the "workers" and "mps" scenarios' own).
-        own = {"workers", "mps-control", "mps-server", "mps-client"}
+        # Every role but "workers", MPS's and the jobs' (the "workers", "mps", "jobs" and
+        # "neighbour" scenarios' own).
+        own = {"workers", "mps-control", "mps-server", "mps-client", "launcher", "supervisor", "neighbour"}
         assert sorted({job.role for job in sim.jobs}) == sorted(set(ROLES) - own)
         gpus, listed = sim.read()
         by_role = {job.role: job for job in sim.jobs}
@@ -542,8 +550,9 @@ def test_the_sim_runs_under_python_3_8():
     ).stdout
     result = json.loads(out)
     assert result["python"] == [3, 8] and result["interpreter"] == str(PY38)
-    # The demo runs every role but the "workers" and "mps" scenarios' own.
-    assert result["roles"] == sorted(set(ROLES) - {"workers", "mps-control", "mps-server", "mps-client"})
+    # The demo runs every role but the "workers", "mps", "jobs" and "neighbour" scenarios' own.
+    own = {"workers", "mps-control", "mps-server", "mps-client", "launcher", "supervisor", "neighbour"}
+    assert result["roles"] == sorted(set(ROLES) - own)
     assert result["ghost_listed"] and result["ghost_dead"]
     assert result["before"] == {"3": GiB} and result["released"] and result["used"] == 0
 

@@ -39,6 +39,19 @@ class Reader(object):
     # Every path that starts with this is a GPU device file ("/dev/nvidia" matches /dev/nvidia0,
     # /dev/nvidiactl, /dev/nvidia-uvm and /dev/nvidia-caps/nvidia-cap1).
     device_prefix = "/dev/nvidia"
+    # Whether the PIDs this reader lists are of the host's PID namespace as the probe sees it. None:
+    # the probe reads /proc (procfs.in_init_pid_namespace). False: the reader knows better (the sim's
+    # "neighbour" scenario plays a probe inside an LXC guest): memory listed for nobody that nothing
+    # here holds is then another namespace's ("outside"), never orphaned. Set by open() at the latest.
+    host_pid_namespace = None  # type: Optional[bool]
+    # Whether the probe runs inside a container, where the reader knows (None: the probe guesses).
+    in_container = None  # type: Optional[bool]
+
+    def init_pids(self):
+        # type: () -> List[int]
+        """Processes of the reader's own that adopt and reap the processes it runs, as init does (the
+        sim's session process, a subreaper): a job's root is found below them, never above."""
+        return []
 
     def open(self):
         # type: () -> Dict[str, object]

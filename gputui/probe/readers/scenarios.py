@@ -4,4 +4,4 @@ without importing the sim (its worker source and process machinery).
 Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
 
-SCENARIOS = ("demo", "empty", "workers", "preflight", "mig", "mps")
+SCENARIOS = ("demo", "empty", "workers", "preflight", "mig", "mps", "jobs", "neighbour")

@@ -71,9 +71,17 @@ FACTS = {
 
 ROLES = (
     "busy", "idle", "ignore-term", "ghost", "hidden", "zombie", "monitor", "workers",
-    "mps-control", "mps-server", "mps-client",
+    "mps-control", "mps-server", "mps-client", "launcher", "supervisor", "neighbour",
 )  # fmt: skip
 CONTEXT_ROLES = ("busy", "idle", "ignore-term", "ghost", "zombie", "workers", "mps-server", "mps-client")
+# Roles that hold no GPU themselves but run CUDA-like children on their GPUs (one each).
+PARENT_ROLES = ("launcher", "supervisor")
+GPU_ROLES = (*CONTEXT_ROLES, *PARENT_ROLES, "neighbour")  # roles whose `gpu` is used
+# The children a launcher or a supervisor starts: script name and arguments ("{rank}": its number).
+DEFAULT_CHILD = {
+    "launcher": {"name": "train.py", "argv": ["--local-rank", "{rank}"]},
+    "supervisor": {"name": "worker.py", "argv": ["--queue", "default"]},
+}
 DEFAULT_NAMES = {
     "busy": "train.py",
     "idle": "notebook_kernel.py",
@@ -86,7 +94,14 @@ DEFAULT_NAMES = {
     "mps-control": "nvidia-cuda-mps-control",
     "mps-server": "nvidia-cuda-mps-server",
     "mps-client": "infer.py",
+    "launcher": "torchrun",
+    "supervisor": "supervisor.py",
+    "neighbour": "train.py",
 }
+# GPUs of a sim whose scenario wants more than the default 4 (the seed's 8-GPU guest), when the
+# caller does not say (a config has no sim_gpus).
+DEFAULT_GPUS = 4
+SCENARIO_GPUS = {"jobs": 8}
 MONITOR_COMM = "nv-hostengine"
 MPS_COMM = "nvidia-cuda-mps"  # both MPS daemons, cut at 15 characters like every comm
 MIG_NAME = "NVIDIA H200 MIG %dg.%dgb (sim)"
@@ -390,13 +405,16 @@ class SimJob(object):
 class _Context(object):
     """One context as the reader sees it; `release_at` (monotonic) is set once every holder is gone.
     `name`: "<uid>/<file name>" under ctx/; `start`: its process's start time; `gi`, `ci`: the MIG
-    instance it runs in (None outside MIG); `mps`: an MPS client's; `listed`: whether the latest
+    instance it runs in (None outside MIG); `mps`: an MPS client's; `outside`: another guest's, as a
+    reader playing a container's probe sees it (its memory counts, no process is listed); `listed`: whether the latest
     read found its PID still its process (alive, or gone: a ghost), not another one."""
 
-    __slots__ = ("ci", "gi", "gpu", "listed", "mps", "name", "nbytes", "pid", "release_at", "start", "util")
+    __slots__ = (
+        "ci", "gi", "gpu", "listed", "mps", "name", "nbytes", "outside", "pid", "release_at", "start", "util",
+    )  # fmt: skip
 
-    def __init__(self, name, gpu, pid, start, nbytes, util, gi=None, ci=None, mps=False):
-        # type: (str, int, int, int, int, int, Optional[int], Optional[int], bool) -> None
+    def __init__(self, name, gpu, pid, start, nbytes, util, gi=None, ci=None, mps=False, outside=False):
+        # type: (str, int, int, int, int, int, Optional[int], Optional[int], bool, bool) -> None
         self.name = name
         self.gpu = gpu
         self.pid = pid
@@ -406,6 +424,7 @@ class _Context(object):
         self.gi = gi
         self.ci = ci
         self.mps = mps
+        self.outside = outside  # another PID namespace's (the "neighbour" scenario): never listed
         self.listed = True
         self.release_at = None  # type: Optional[float]
 
@@ -417,12 +436,14 @@ class SimReader(Reader):
     name = "sim"
 
     def __init__(
-        self, gpus=4, scenario="demo", variant=0, seed=0, base_dir=None, attach=False, hostname=None
+        self, gpus=None, scenario="demo", variant=0, seed=0, base_dir=None, attach=False, hostname=None
     ):
-        # type: (int, Optional[str], Optional[int], Optional[int], Optional[str], bool, Optional[str]) -> None
+        # type: (Optional[int], Optional[str], Optional[int], Optional[int], Optional[str], bool, Optional[str]) -> None
         scenario = scenario or "demo"
         if scenario not in SCENARIOS:
             raise ValueError("unknown sim scenario %r (known: %s)" % (scenario, ", ".join(SCENARIOS)))
+        if gpus is None:
+            gpus = SCENARIO_GPUS.get(scenario, DEFAULT_GPUS)
         if not 1 <= int(gpus) <= 64:
             raise ValueError("sim gpus must be 1 to 64, not %r" % (gpus,))
         if attach and not base_dir:
@@ -470,6 +491,24 @@ class SimReader(Reader):
         self._opened = False
         self._closed = False
         self._rng = random.Random("gputui-sim:%d:%d" % (self.seed, self.variant))
+        self._play_container()
+
+    def _play_container(self):
+        # type: () -> None
+        """The "neighbour" scenario plays a probe inside an LXC guest (docs/PROTOCOL.md hello
+        `host_pid_namespace`): the probe is told it is not in the host's PID namespace, and the
+        contexts of other guests' jobs (role "neighbour") count in their GPU's memory with no
+        process listed, as NVML inside a container lists none of another namespace's processes.
+        Elsewhere such a context is listed like any other (its process is visible here)."""
+        if self.scenario == "neighbour":
+            self.host_pid_namespace = False
+            self.in_container = True
+
+    def init_pids(self):
+        # type: () -> List[int]
+        """The session process adopts and reaps every job and orphan of the sim (a subreaper): each
+        job is its own, not the session's (jobs.py)."""
+        return [self._session.pid] if self._session is not None else []
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -615,6 +654,7 @@ class SimReader(Reader):
         self.gpus, self.seed, self.variant = gpus, seed, variant
         scenario = meta.get("scenario")
         self.scenario = scenario if scenario in SCENARIOS else self.scenario
+        self._play_container()
         hostname = meta.get("hostname")
         self.hostname = self.hostname or (hostname if isinstance(hostname, str) else None)
         # A reader in another PID namespace (a container's probe) cannot see the processes contexts
@@ -710,6 +750,9 @@ class SimReader(Reader):
                     self._retire(name)
                     continue
                 used[ctx.gpu] += ctx.nbytes
+                if ctx.outside and self.host_pid_namespace is False:
+                    util[ctx.gpu] += ctx.util  # the GPU is busy with it; nobody here is listed
+                    continue
                 # Its PID is its process, or no process (a ghost); a new process there is not it: the
                 # memory is still held (by the ghost's heirs), by no process NVML could name.
                 ctx.listed = start_time(ctx.pid) in (ctx.start, None)
@@ -789,6 +832,8 @@ class SimReader(Reader):
         with self._cond:
             for ctx in self._contexts.values():
                 if ctx.release_at is not None or not ctx.listed:
+                    continue
+                if ctx.outside and self.host_pid_namespace is False:
                     continue
                 share = out.setdefault(ctx.pid, {}).setdefault(
                     ctx.gpu, {"sm": 0, "mem": 0, "enc": 0, "dec": 0}
@@ -1047,7 +1092,8 @@ class SimReader(Reader):
                 instance_id(record.get("ci")),
                 record.get("mps") is True,
             )
-            ctx = _Context(key, gpu, pid, start, nbytes, util, gi, ci, mps)
+            outside = record.get("outside") is True
+            ctx = _Context(key, gpu, pid, start, nbytes, util, gi, ci, mps, outside)
             self.ignored.pop(key, None)
             self._contexts[key] = ctx
             threading.Thread(target=self._watch, args=(ctx, fd), name="gputui-sim-ctx", daemon=True).start()
@@ -1339,8 +1385,9 @@ class SimReader(Reader):
         timeout=None,
         workers=3,
         mig=None,
+        child=None,
     ):
-        # type: (str, Any, int, Optional[int], Optional[str], Optional[List[str]], Any, Optional[str], Optional[float], int, Optional[Tuple[int, int]]) -> SimJob
+        # type: (str, Any, int, Optional[int], Optional[str], Optional[List[str]], Any, Optional[str], Optional[float], int, Optional[Tuple[int, int]], Optional[Dict[str, Any]]) -> SimJob
         """Start a job and return it once settled (see docs in the module and SimJob).
 
         role: busy (util 85-99 unless given, burns a little CPU), idle (util 0), ignore-term
@@ -1353,22 +1400,39 @@ class SimReader(Reader):
         same comm, a context of its own), mps-client (a context NVML lists as an MPS client's).
         gpu: an index or a list (one context on each); memory: bytes per context; name: the script
         name; argv: its arguments; user: a uid or user name (root only); comm: a process name;
-        mig: (gi, ci), the MIG instance its contexts run in (set up with set_state(mig_instances=...))."""
-        job = self._start_job(role, gpu, memory, util, name, argv, user, comm, workers, mig)
+        mig: (gi, ci), the MIG instance its contexts run in (set up with set_state(mig_instances=...)).
+        launcher (like torchrun: holds no device file; starts one CUDA-like rank per GPU of `gpu` as a
+        new program, `child`'s script; forwards SIGTERM, SIGINT and SIGHUP to them and exits once
+        they have, stopping the rest when one ends; the ranks are the job's `workers`), supervisor
+        (holds no device file; runs one worker on the first GPU of `gpu` and starts a new one 0.5 s
+        after it ends; a signal is passed on to the worker, then it exits), neighbour (another
+        guest's job: a context and nothing else; listed by nobody where the reader plays a
+        container's probe, the "neighbour" scenario). child: {"name": script, "argv": [...]} of a
+        launcher's ranks or a supervisor's workers ("{rank}" in an argument: the rank's number)."""
+        job = self._start_job(role, gpu, memory, util, name, argv, user, comm, workers, mig, child)
         return self._finish_job(job, time.monotonic() + (timeout or SPAWN_TIMEOUT))
 
-    def _start_job(self, role, gpu, memory, util, name, argv, user, comm, workers=3, mig=None):
-        # type: (str, Any, int, Optional[int], Optional[str], Optional[List[str]], Any, Optional[str], int, Optional[Tuple[int, int]]) -> SimJob
+    def _start_job(self, role, gpu, memory, util, name, argv, user, comm, workers=3, mig=None, child=None):
+        # type: (str, Any, int, Optional[int], Optional[str], Optional[List[str]], Any, Optional[str], int, Optional[Tuple[int, int]], Optional[Dict[str, Any]]) -> SimJob
         if self._session is None or self._closed:
             raise SimError("only an open SimReader that created its sim (not attach=True) can spawn")
         if role not in ROLES:
             raise ValueError("unknown sim role %r (known: %s)" % (role, ", ".join(ROLES)))
-        gpus = [] if role not in CONTEXT_ROLES else ([gpu] if isinstance(gpu, int) else list(gpu))
+        gpus = [] if role not in GPU_ROLES else ([gpu] if isinstance(gpu, int) else list(gpu))
+        if role in PARENT_ROLES and not gpus:
+            raise ValueError("a %s runs its children on at least one GPU" % role)
         for index in gpus:
             if not 0 <= index < self.gpus:
                 raise ValueError("no GPU %r in this sim (%d GPUs)" % (index, self.gpus))
         if util is None:
-            util = self._rng.randint(85, 99) if role == "busy" else 0
+            util = self._rng.randint(85, 99) if role in ("busy", *PARENT_ROLES) else 0
+        kid = dict(child or DEFAULT_CHILD.get(role) or {}) if role in PARENT_ROLES else None
+        if kid is not None:
+            kid_name = str(kid.get("name") or "")
+            if not kid_name or "/" in kid_name or kid_name.startswith("."):
+                raise ValueError("a child's name is a plain file name, not %r" % (kid_name,))
+            kid = {"name": kid_name, "argv": [str(a) for a in kid.get("argv") or []]}
+            self._script(kid_name)
         util = max(0, min(100, int(util)))
         name = name or DEFAULT_NAMES[role]
         if "/" in name or name.startswith("."):
@@ -1377,6 +1441,8 @@ class SimReader(Reader):
             comm = MONITOR_COMM
         if comm is None and role in ("mps-control", "mps-server"):
             comm = MPS_COMM
+        if comm is None and role == "launcher" and not name.endswith(".py"):
+            comm = name  # a console script (torchrun, accelerate, deepspeed) shows its own name
         if mig is not None:
             mig = (int(mig[0]), int(mig[1]))
             state = self._state()
@@ -1407,6 +1473,7 @@ class SimReader(Reader):
             "comm": comm,
             "workers": int(workers),
             "mig": list(mig) if mig is not None else None,
+            "child": kid,
         }
         env = self._env(entry)
         env["GPUTUI_SIM_JOB"] = json.dumps(config)
@@ -1497,6 +1564,7 @@ class SimReader(Reader):
                 None,
                 spec.get("workers", 3),
                 spec.get("mig"),
+                spec.get("child"),
             )
             for role, spec in specs
         ]
@@ -1617,6 +1685,50 @@ def mps_jobs(variant, gpus):
     ]
 
 
+def jobs_jobs(variant, gpus):
+    # type: (int, int) -> List[Tuple[str, Dict[str, Any]]]
+    """The "jobs" scenario: what people stop by name (docs/PROTOCOL.md "Jobs"). A torchrun-like
+    launcher holding no device file, with two ranks on GPUs 0 and 1; a supervisor that restarts its
+    worker on GPU 2 half a second after it ends; one user's two jobs on GPUs 3 and 4 (8 GPUs by
+    default: with fewer, the indexes wrap round, as in the demo)."""
+
+    def on(*indexes):
+        # type: (*int) -> List[int]
+        return sorted({i % gpus for i in indexes})
+
+    return [
+        ("launcher", dict(gpu=[0 % gpus, 1 % gpus], memory=18 * GiB, util=92, name="torchrun",
+                          argv=["--nproc-per-node", "2", "train.py", "--config", "llama-8b.yaml"],
+                          child={"name": "train.py", "argv": ["--local-rank", "{rank}", "--config",
+                                                              "llama-8b.yaml"]})),
+        ("supervisor", dict(gpu=on(2), memory=6 * GiB, util=30, name="supervisor.py",
+                            argv=["--program", "worker", "--autorestart", "true"],
+                            child={"name": "worker.py", "argv": ["--queue", "embeddings"]})),
+        ("busy", dict(gpu=on(3), memory=24 * GiB, util=88, name="train.py", argv=["--model", "qwen2.5-7b"])),
+        ("busy", dict(gpu=on(4), memory=10 * GiB, util=45, name="eval.py", argv=["--suite", "mmlu"])),
+    ]  # fmt: skip
+
+
+def neighbour_jobs(variant, gpus):
+    # type: (int, int) -> List[Tuple[str, Dict[str, Any]]]
+    """The "neighbour" scenario: seen from inside an LXC guest (the reader plays one). This guest's
+    own `train.py` on GPU 0 and `serve.py` on GPU 2; other guests' jobs use 4.6 GiB of GPU 1 and
+    30 GiB of GPU 2 that NVML here lists for nobody (`outside`); GPU 3 is free."""
+
+    def on(*indexes):
+        # type: (*int) -> List[int]
+        return sorted({i % gpus for i in indexes})
+
+    return [
+        ("busy", dict(gpu=on(0), memory=20 * GiB, util=80, name="train.py", argv=["--model", "llama-3.1-8b"])),
+        ("neighbour", dict(gpu=on(1), memory=int(4.6 * GiB), util=35, name="train.py",
+                           argv=["--guest", "131"])),
+        ("busy", dict(gpu=on(2), memory=12 * GiB, util=40, name="serve.py", argv=["--port", "8000"])),
+        ("neighbour", dict(gpu=on(2), memory=30 * GiB, util=50, name="vllm_serve.py",
+                           argv=["--guest", "132"])),
+    ]  # fmt: skip
+
+
 SCENARIO_JOBS = {
     "demo": demo_jobs,
     "empty": lambda variant, gpus: [],
@@ -1624,6 +1736,8 @@ SCENARIO_JOBS = {
     "preflight": lambda variant, gpus: [],
     "mig": mig_jobs,
     "mps": mps_jobs,
+    "jobs": jobs_jobs,
+    "neighbour": neighbour_jobs,
 }  # type: Dict[str, Callable[[int, int], List[Tuple[str, Dict[str, Any]]]]]
 SCENARIO_STATE = {
     "preflight": preflight_state,

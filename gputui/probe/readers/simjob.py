@@ -40,6 +40,7 @@ DEVICE_SIZE = 4096
 # Interpreters to try when the one we were given cannot be run by the job's user (e.g. under /root).
 FALLBACK_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3")
 CONTEXT_ROLES = ("busy", "idle", "ignore-term", "ghost", "zombie", "workers", "mps-server", "mps-client")
+RESTART_S = 0.5  # a supervisor starts a new worker this long after the last one ended
 
 _keep = []  # fds and mappings held for the life of the process: that is what "holding" means
 
@@ -185,6 +186,122 @@ def fork_zombie_child(cfg):
     return pid
 
 
+# -- a launcher, a supervisor and their children -------------------------------------------------
+
+
+def start_child(cfg, gpu, index, lifeline):
+    """Start one CUDA-like child (a launcher's rank, a supervisor's worker): a new program
+    (`python3 -S <sim>/bin/<child name> ARGS`), as torchrun and supervisors start theirs, that opens the
+    device files, makes its context on `gpu`, says so on a pipe, and lives like a busy job. Returns
+    its PID once it is ready (or has died trying)."""
+    child = cfg["child"]
+    ready_r, ready_w = os.pipe()
+    sub = dict(cfg, role="rank", gpus=[gpu], ready_fd=ready_w)
+    argv = [sys.executable, "-S", os.path.join(cfg["dir"], "bin", child["name"])]
+    argv += [a.replace("{rank}", str(index)) for a in child.get("argv") or []]
+    env = dict(os.environ, GPUTUI_SIM_JOB=json.dumps(sub))
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(ready_r)
+            os.set_inheritable(ready_w, True)
+            os.execve(sys.executable, argv, env)
+        finally:
+            os._exit(127)
+    os.close(ready_w)
+    try:
+        os.read(ready_r, 1)  # EOF without a byte: it died before it was ready
+    finally:
+        os.close(ready_r)
+    return pid
+
+
+def rank_main(cfg, lifeline):
+    """A rank or worker: hold the devices and a context, say ready to the parent, live until EOF."""
+    _keep.extend(open_devices(cfg["dir"], mapped=True))
+    for gpu in cfg["gpus"]:
+        _keep.append(create_context(cfg["dir"], gpu, cfg["memory"], cfg["util"]))
+    os.write(cfg["ready_fd"], b"r")
+    os.close(cfg["ready_fd"])
+    burn_ms = max(0.5, 2.0 * cfg["util"] / 100.0) if cfg["util"] > 0 else 0.0
+    live_until_eof(lifeline, burn_ms)
+
+
+def reap(pid):
+    """Whether our child `pid` has exited (reaped now); never blocks."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return done == pid
+
+
+def launcher_main(cfg, lifeline, status, message):
+    """Like torchrun: holds no device file; starts a rank per GPU, forwards SIGTERM, SIGINT and SIGHUP
+    to them, and once any rank has ended, stops the others and exits when all have (no restarts)."""
+    ranks = [start_child(cfg, gpu, i, lifeline) for i, gpu in enumerate(cfg["gpus"])]
+    live = set(ranks)
+    message["workers"] = [[pid, start_time(pid)] for pid in ranks]
+    report(status, message)
+
+    def forward(signum, frame):
+        for pid in sorted(live):
+            try:
+                os.kill(pid, signum)  # our unreaped child: its PID cannot have been reused
+            except OSError:
+                pass
+
+    for name in ("SIGTERM", "SIGINT", "SIGHUP"):
+        signal.signal(getattr(signal, name), forward)
+    poller = select.poll()
+    poller.register(lifeline, select.POLLIN)
+    tearing_down = False
+    while live:
+        if poller.poll(50):
+            os._exit(0)
+        ended = [pid for pid in sorted(live) if reap(pid)]
+        live.difference_update(ended)
+        if ended and live and not tearing_down:
+            tearing_down = True  # a rank ended: the group is over (torchrun's max_restarts=0)
+            forward(signal.SIGTERM, None)
+    os._exit(0)
+
+
+def supervisor_main(cfg, lifeline, status, message):
+    """Like supervisord or a `Restart=always` unit: holds no device file; runs one worker and starts
+    a new one RESTART_S after it ends. SIGTERM, SIGINT or SIGHUP: passed to the worker, then exit
+    once it has ended (no restart)."""
+    current = [start_child(cfg, cfg["gpus"][0], 0, lifeline)]
+    message["workers"] = [[current[0], start_time(current[0])]]
+    report(status, message)
+    stopping = [False]
+
+    def stop(signum, frame):
+        stopping[0] = True
+        if current[0] is not None:
+            try:
+                os.kill(current[0], signum)
+            except OSError:
+                pass
+
+    for name in ("SIGTERM", "SIGINT", "SIGHUP"):
+        signal.signal(getattr(signal, name), stop)
+    poller = select.poll()
+    poller.register(lifeline, select.POLLIN)
+    ended_at = 0.0
+    while True:
+        if poller.poll(50):
+            os._exit(0)
+        if current[0] is not None and reap(current[0]):
+            current[0] = None
+            ended_at = time.monotonic()
+        if current[0] is None:
+            if stopping[0]:
+                os._exit(0)
+            if time.monotonic() - ended_at >= RESTART_S:
+                current[0] = start_child(cfg, cfg["gpus"][0], 0, lifeline)
+
+
 def job_main(cfg, lifeline, status):
     role = cfg["role"]
     # A job started from a terminal turns SIGINT into KeyboardInterrupt. Python leaves SIGINT ignored
@@ -197,6 +314,20 @@ def job_main(cfg, lifeline, status):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if cfg.get("comm"):
         set_comm(cfg["comm"])
+    if role == "rank":
+        return rank_main(cfg, lifeline)
+    message = {"serial": cfg["serial"], "event": "ready", "pid": os.getpid(), "start_time": start_time()}
+    if role == "launcher":
+        return launcher_main(cfg, lifeline, status, message)
+    if role == "supervisor":
+        return supervisor_main(cfg, lifeline, status, message)
+    if role == "neighbour":
+        # Another guest's job, as a probe in this container sees it: its memory, and nothing of it
+        # here (its device files are the other guest's; the reader lists none of its contexts).
+        for gpu in cfg["gpus"]:
+            _keep.append(create_context(cfg["dir"], gpu, cfg["memory"], cfg["util"], {"outside": True}))
+        report(status, message)
+        return live_until_eof(lifeline, 0.0)
     uses_gpu = role in CONTEXT_ROLES
     _keep.extend(open_devices(cfg["dir"], mapped=uses_gpu))
     extra = {}
@@ -207,7 +338,6 @@ def job_main(cfg, lifeline, status):
     if uses_gpu:
         for gpu in cfg["gpus"]:
             _keep.append(create_context(cfg["dir"], gpu, cfg["memory"], cfg["util"], extra))
-    message = {"serial": cfg["serial"], "event": "ready", "pid": os.getpid(), "start_time": start_time()}
     if role == "ghost":
         child = fork_ghost_child(lifeline)
         message.update(child_pid=child, child_start_time=start_time(child))
@@ -366,7 +496,8 @@ def main():
     try:
         job_main(cfg, lifeline, status)
     except BaseException as exc:
-        report(status, error_message(cfg["serial"], exc))
+        if cfg.get("role") != "rank":  # a rank is its parent's: the reader takes no report from it
+            report(status, error_message(cfg["serial"], exc))
         raise
 
 
