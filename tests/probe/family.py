@@ -115,12 +115,15 @@ def main():
             def on_term(_sig, _frame):
                 # Blocked across the fork: a SIGTERM that reached the child before its handler was
                 # reset would be taken by this handler's flag and then dropped (SIG_DFL is not
-                # called), and the child would live on to SIGKILL. Unblocked, it is delivered.
+                # called), and the child would live on to SIGKILL. It stays blocked until the child
+                # has said it is up: the engine can find and signal it within milliseconds, and a
+                # child killed before its line would leave the test waiting for it. Unblocked, a
+                # pending SIGTERM is delivered.
                 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
                 if os.fork() == 0:
                     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
                     up("term-child")
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
                     live("term-child", lifeline)
                 os._exit(0)
 
