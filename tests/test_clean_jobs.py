@@ -204,3 +204,36 @@ def test_a_user_is_matched_exactly_and_the_monitor_is_left_alone(tmp_path):
     # A prefix of the name is no match.
     short = gputui("clean", "--config", config(tmp_path), HOST, "--user", me[:-1] or "x", "--dry-run")
     assert short.returncode == EXIT_USAGE and "users seen: " in short.stderr
+
+
+# -- the dashboard's way: Request(scope="jobs") with the Job objects it shows ------------------
+
+
+async def test_a_job_request_is_planned_by_its_roots_identity(tmp_path):
+    from dataclasses import replace
+
+    from gputui.actionlog import ActionLog
+    from gputui.operate import Operations, Request
+
+    fleet, sample = await started()
+    try:
+        ops = Operations(fleet, ActionLog(tmp_path / "a"), operator="t")
+        launcher = job_named(sample, "torchrun")
+        planned = ops.build([Request(HOST, "jobs", jobs=(launcher,))], {HOST: sample})
+        [plan] = planned.plans
+        assert plan.jobs == (launcher,) and plan.scope == "jobs" and not plan.cleans_gpus
+        assert plan.describe_jobs() == plan.title and plan.title.startswith(f"Stop job {launcher.id} (")
+        assert "torchrun --nproc-per-node 2" in plan.title
+        assert [t.role for t in plan.job_targets(launcher)] == ["root", "member", "member"]
+        assert plan.to_wire()["targets"][0] == {
+            "pid": launcher.root, "start_time": launcher.root_start, "gpus": [], "role": "root",
+            "reason": plan.targets[0].why,
+        }  # fmt: skip
+        # A root whose PID now names another process (another start time) is not a target.
+        stale = replace(launcher, root_start=(launcher.root_start or 0) + 1)
+        [other] = ops.build([Request(HOST, "jobs", jobs=(stale,))], {HOST: sample}).plans
+        assert other.is_empty and not other.jobs
+        [lost] = [e for e in other.excluded if e.pid == launcher.root]
+        assert lost.chosen and "reused" in lost.why
+    finally:
+        await fleet.stop()
