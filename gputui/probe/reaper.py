@@ -1252,10 +1252,18 @@ class Run(object):
         # type: (View) -> Dict[str, Any]
         plan = self.plan
         processes = [self.process_verdict(p) for p in self.procs.values()]
+        restarts = self.restarts(view)
+        # A GPU verified clean that a surviving parent has already put a new process on (seen
+        # before this verdict) is not clean any more: the run that follows would share it.
+        again = {}  # type: Dict[int, List[Tuple[int, int]]]
+        for r in restarts:
+            for index in r["new_gpus"]:
+                if index in plan.gpus:
+                    again.setdefault(index, []).extend((pid, r["pid"]) for pid in r["new"])
         gpus = {}  # type: Dict[str, Dict[str, Any]]
         for index in sorted(self.touched):
             if index in plan.gpus:
-                gpus[str(index)] = self.gpu_verdict(index, view)
+                gpus[str(index)] = self.gpu_verdict(index, view, again.get(index, []))
             else:
                 gpus[str(index)] = self.release_verdict(index, view)
         clean = all(gpus[str(i)]["result"] == "clean" for i in plan.gpus)
@@ -1265,11 +1273,8 @@ class Run(object):
         settled = scope.GONE + scope.MOOT if plan.gpus else scope.ENDED
         gone = all(p["result"] in settled for p in processes)
         released = self.released(view.listed)
-        restarts = self.restarts(view)
-        # A GPU verified clean that a surviving parent has already put a new process on (seen
-        # before this verdict) is not clean any more: the benchmark that follows would share it.
-        taken = sorted(set(g for r in restarts for g in r["new_gpus"]) & set(plan.gpus))
-        ok = clean and gone and released and not taken
+        taken = sorted(again)
+        ok = clean and gone and released
         refused = [p["pid"] for p in processes if p["result"] in ("permission-denied", "protected")]
         running = [p["pid"] for p in processes if p["result"] in scope.LEFT_RUNNING]
         after = {str(i): g.get("memory_used") for i, g in view.gpus.items() if i in self.touched}
@@ -1433,9 +1438,10 @@ class Run(object):
                 ", ".join(proc.signals) or "no signal",
             )
 
-    def gpu_verdict(self, index, view):
-        # type: (int, View) -> Dict[str, Any]
-        """A GPU the plan cleans: clean, held (by live processes) or ghost memory."""
+    def gpu_verdict(self, index, view, again=()):
+        # type: (int, View, Any) -> Dict[str, Any]
+        """A GPU the plan cleans: clean, held (by live processes) or ghost memory. `again`: (pid,
+        parent) of the processes a surviving parent started on it since (restarts): held by them."""
         gpu = view.gpus.get(index) or {}
         on_gpu = view.on_gpu(index)
         users = [r for r in on_gpu if r["kind"] in (USER, MONITOR)]  # live, listed by NVML
@@ -1468,6 +1474,10 @@ class Run(object):
                     r["pid"] for r in view.records.values() if r["kind"] == HIDDEN and not r["gpus"]
                 )
         held_by = sorted(set(r["pid"] for r in live) | set(r["pid"] for r in strays))
+        restarted = sorted(set(pid for pid, _ in again) - set(held_by))
+        if restarted:
+            result = "held"  # verified clean, then taken again by a surviving parent's new process
+            held_by = sorted(set(held_by) | set(restarted))
         ghost_pids = sorted(r["pid"] for r in ghosts)
         suspect_pids = sorted(suspects)
         data = {
@@ -1501,6 +1511,9 @@ class Run(object):
             )
         else:
             words = "still held by %s" % (_pid_list(held_by) or data["error"] or "memory in use")
+            if restarted:
+                parents = sorted(set(parent for pid, parent in again if pid in restarted))
+                words += " (taken again since it was verified clean: started by %s)" % _pid_list(parents)
         self.event("verdict", result, "GPU%d: %s" % (index, words), gpu=index, data=data)
         return data
 

@@ -118,7 +118,7 @@ def test_a_stopped_workers_supervisor_is_named_and_a_gpu_it_takes_again_is_not_c
     [restart] = data["restarts"]
     assert restart["pid"] == supervisor.pid and restart["children"] == [worker]
     assert restart["new"] and worker not in restart["new"] and restart["new_gpus"] == [2]
-    assert data["taken_again"] == [2] or gpu_verdict(events, 2)["result"] == "held"
+    assert data["taken_again"] == [2] and gpu_verdict(events, 2)["result"] == "held"
     words = restart_words(parsed(events).restarts[0])
     assert f"parent {supervisor.pid} `" in words and "has started" in words
     assert f"clean --pid {supervisor.pid}" in words
