@@ -97,6 +97,7 @@ def choose(
             for p in s.processes
             if p.user == user
             and p.kind in ("user", "hidden")
+            and not p.protected  # left out, as every plan leaves it: not a refusal of the rest
             and not any(j.user == user and p.job == j.id for j in s.jobs)
         ]
         if not matched and not plain:
