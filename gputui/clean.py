@@ -34,7 +34,7 @@ from .gpuspec import UsageError, resolve_gpu_specs, split_targets
 from .jobspec import choose
 from .model import Event, Job, PlanVerdict, Sample
 from .operate import Operations, Request, status_of
-from .plan import SIGNAL_WORDS, KillOptions, Plan
+from .plan import SIGNAL_WORDS, KillOptions, Plan, Target
 from .probe.common import SIGNAL_PLANS
 from .textsafe import printable
 from .units import fmt_bytes, fmt_bytes_of
@@ -605,19 +605,24 @@ def plan_lines(plan: Plan) -> list[str]:
 
 
 def job_line(plan: Plan, job: Job) -> str:
-    """`job 4242: root 4242 (alice), 2 members: 4250 GPU 0 18.0 GiB, 4251 GPU 1 18.0 GiB [slurm 4711]`."""
-    members = [t for t in plan.job_targets(job) if t.role == "member"]
-    held = ", ".join(
-        f"{t.pid} GPU {','.join(map(str, t.gpus)) or '-'} {fmt_bytes(t.memory) if t.memory else '-'}"
-        for t in members[:16]
-    )
+    """`job 4242: root 4242 (alice); 2 members: 4250 GPU 0 18.0 GiB, 4251 GPU 1 18.0 GiB [slurm 4711]`;
+    a root that holds a GPU itself says what (`root 4300 (bob) GPU 3 24.0 GiB; no member below it`)."""
+
+    def held(t: Target) -> str:
+        return f"GPU {','.join(map(str, t.gpus)) or '-'} {fmt_bytes(t.memory) if t.memory else '-'}"
+
+    mine = plan.job_targets(job)
+    members = [t for t in mine if t.role == "member"]
+    roots = [t for t in mine if t.role == "root"]
+    root = f"root {job.root} ({printable(job.user or '?')})"
+    if roots and roots[0].gpus:
+        root += " " + held(roots[0])
+    shown = ", ".join(f"{t.pid} {held(t)}" for t in members[:16])
     if len(members) > 16:
-        held += f" and {len(members) - 16} more"
+        shown += f" and {len(members) - 16} more"
+    below = f"{count(len(members), 'member', 'members')}: {shown}" if members else "no member below it"
     where = f" [{printable(job.where)}]" if job.where else ""
-    return (
-        f"job {printable(job.id)}: root {job.root} ({printable(job.user or '?')}), "
-        f"{count(len(members), 'member', 'members')}: {held or 'none'}{where}"
-    )
+    return f"job {printable(job.id)}: {root}; {below}{where}"
 
 
 def _target_line(

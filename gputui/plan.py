@@ -792,9 +792,12 @@ def _job_part(sample: Sample, host: str, job: Job) -> _JobPart:
             chosen=True,
         )
         return _JobPart(job, (), (), refused)
-    root_why = f"root of job {job.id}: signalled first (a launcher passes it on to its members)"
+    root_why = f"root of job {job.id}: signalled first" + (
+        " (a launcher passes it on to its members)" if members else ""
+    )
     if root_proc is not None:
-        root = replace(_target(host, root_proc, root_why), role="root", job=job.id)
+        why = f"{root_why}; {_why(root_proc, set())}" if root_proc.gpus else root_why
+        root = replace(_target(host, root_proc, why, mps_clients(sample, root_proc)), role="root", job=job.id)
     else:
         assert job.root_start is not None
         root = Target(
@@ -859,7 +862,12 @@ def _with_jobs(
     jobs = tuple(part.job for part in parts if part.refused is None)
     # Roots first, then the processes between, then everything else in the plan's order.
     heads.sort(key=lambda t: 0 if t.role == "root" else 1)
-    new = replace(plan, targets=tuple(heads + targets), excluded=tuple(excluded), jobs=jobs)
+    everything = heads + targets
+    # A root that holds a GPU itself (a job of one process, a server with workers): its GPU is
+    # reported too.
+    used = {i for t in everything for i in t.gpus} - set(plan.gpu_indexes)
+    touched = tuple(_before(g) for g in sample.gpus if g.index in used)
+    new = replace(plan, targets=tuple(everything), excluded=tuple(excluded), jobs=jobs, touched=touched)
     return replace(new, warnings=tuple(_warnings(new, sample, indexes, opts)))
 
 
