@@ -327,7 +327,9 @@ def gputui(*argv: str, timeout: float = 180) -> tuple[int, dict[str, Any] | None
         timeout=timeout,
         check=False,
         cwd=ROOT,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        env=dict(
+            os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        ),
     )
     try:
         doc = json.loads(run.stdout)
