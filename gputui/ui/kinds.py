@@ -82,9 +82,10 @@ def _find(pid: int, sample: Sample | None) -> Proc | None:
     return next((p for p in sample.processes if p.pid == pid), None)
 
 
-def note_parts(proc: Proc, sample: Sample | None) -> list[NotePart]:
+def note_parts(proc: Proc, sample: Sample | None, container: bool = True) -> list[NotePart]:
     """Why this process has its kind, in words, with its numbers (PIDs) marked: a narrow column cuts
-    the words around them, never them (widgets.table.fit). Plain text, made safe."""
+    the words around them, never them (widgets.table.fit). Plain text, made safe. `container`:
+    name its container (False where a column of its own shows it)."""
     if proc.mps in ("server", "control") and proc.kind == "monitor":
         what = "MPS server" if proc.mps == "server" else "MPS control daemon"
         clients = list(mps_clients(sample, proc)) if sample is not None else []
@@ -111,11 +112,13 @@ def note_parts(proc: Proc, sample: Sample | None) -> list[NotePart]:
         return [("zombie: parent ", False), (str(parent_pid), True), (f"{name} must reap it", False)]
     if proc.kind == "monitor":
         return [(f"protected: {safe(proc.protected or proc.reason or 'monitor')}", False)]
-    if proc.container:
+    if proc.container and container:
         parts: list[NotePart] = [(f"in container {safe(proc.container)}", False)]
         if proc.nspid is not None:
             parts += [(" (pid ", False), (str(proc.nspid), True), (" there)", False)]
         return parts
+    if proc.container and proc.nspid is not None:
+        return [("pid ", False), (str(proc.nspid), True), (" in its container", False)]
     return []
 
 

@@ -255,6 +255,63 @@ def _mps(theme: str, hostile: bool = True) -> GpuTuiApp:
     return app
 
 
+# Where the "jobs" recording's jobs run, as a host sees them (the sim runs them all in one session):
+# the launcher a Slurm job, the supervisor a unit, the trainer in an LXC guest, the eval in Docker.
+PLACES = {
+    "torchrun": {"slurm_job": "4711"},
+    "supervisor.py": {"unit": "embeddings-worker.service"},
+    "train.py": {"container": "lxc/129"},
+    "eval.py": {"container": "docker/3f2a9c1d0b7e"},
+}
+
+
+def _place_of(command: list[str]) -> dict[str, str]:
+    script = next((a.rsplit("/", 1)[-1] for a in command if a.rsplit("/", 1)[-1] in PLACES), "")
+    return PLACES.get(script, {})
+
+
+def placed_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The "jobs" recording with its jobs placed (PLACES): each job's Slurm job, unit or container,
+    and a container's processes' too (with their PID inside it)."""
+    out = []
+    for record in records:
+        if record["type"] == "sample":
+            jobs = [dict(j, **_place_of(j["command"])) for j in record.get("jobs", [])]
+            where = {j["id"]: j.get("container") for j in jobs}
+            processes = [
+                dict(p, container=where[p["job"]], nspid=45) if where.get(p.get("job")) else p
+                for p in record["processes"]
+            ]
+            record = dict(record, jobs=jobs, processes=processes)
+        out.append(record)
+    return out
+
+
+def _jobs(theme: str, hostile: bool = True) -> GpuTuiApp:
+    """Host "j" of the "jobs" sim scenario (tests/fixtures/jobs.jsonl): a torchrun-like launcher
+    (no GPU) with two ranks, a supervisor and its worker, two one-process jobs of one user."""
+    app = build_app(("j",), theme=theme, records={"j": list(recording("jobs"))})
+    app.fresh_timeout = 0  # plan on the replayed sample: a recording answers no full-scan request
+    return app
+
+
+def _jobs_placed(theme: str, hostile: bool = True) -> GpuTuiApp:
+    """The "jobs" scenario with its jobs in a Slurm job, a unit, an LXC guest and a Docker container."""
+    app = build_app(("j",), theme=theme, records={"j": placed_records(list(recording("jobs")))})
+    app.fresh_timeout = 0
+    return app
+
+
+async def _jobs_view(pilot: Pilot[Any]) -> None:
+    """J on the host's processes, focused."""
+    app: GpuTuiApp = pilot.app  # type: ignore[assignment]
+    await settle(pilot)
+    assert app._main is not None
+    app._main.proc_table.focus()
+    await pilot.press("J")
+    await redrawn(pilot)
+
+
 def _gpu_view(gpu_row: int, host: bool = False) -> Callable[[Pilot[Any]], Awaitable[None]]:
     """Open the GPU view on the GPU table's row `gpu_row` ("all" is row 0), of the first host when
     `host` (the demo starts on "All hosts")."""
@@ -387,5 +444,10 @@ SCENES = {
         Scene("mib-wide", (200, 50), _metrics, _fleet_mib),
         Scene("mib-gpu-view", (120, 40), _metrics, _mib_gpu_view),
         Scene("paused", (120, 36), _metrics, _host_paused),
+        # J: the processes grouped by job (the launcher's row above its two ranks, the supervisor's
+        # above its worker, one-process jobs as their process's row).
+        Scene("jobs", (120, 36), _jobs, _jobs_view),
+        Scene("jobs-narrow", (80, 24), _jobs, _jobs_view),
+        Scene("jobs-wide", (200, 50), _jobs_placed, _jobs_view),  # Slurm, unit, containers: the column
     )
 }
