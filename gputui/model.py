@@ -42,6 +42,7 @@ __all__ = [
     "Proc",
     "ProcDetail",
     "ProcessVerdict",
+    "Restart",
     "Sample",
     "brief_command",
     "done_event",
@@ -58,6 +59,7 @@ MAX_PARENTS = 256  # parents taken from one sample (the probe sends at most 64)
 MAX_GPUS = 4096  # GPU records taken from one sample
 MAX_REFUSED_WHY = 8  # refused GPU records described (the rest are counted)
 MAX_JOB_ID = 64  # characters of a job id (the probe sends the root's PID)
+MAX_RESTARTS = 64  # parents a verdict may warn about (the probe sends at most 16)
 
 
 # -- one field at a time -----------------------------------------------------------------------
@@ -1143,6 +1145,58 @@ class ProcessVerdict:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Restart:
+    """A parent that outlived the processes a plan stopped and may start them again: a supervisor, a
+    launcher, a `bash run.sh` loop (docs/ARCHITECTURE.md "Warn about restarts"). The probe names it
+    in the verdict when it is alive at the end, was not in the plan, and is part of the same work
+    (not init, a session, a unit's or container's edge). `new`: GPU processes it started during
+    the plan, seen before the verdict."""
+
+    pid: int
+    start_time: int | None = None
+    name: str | None = None
+    command: tuple[str, ...] = ()
+    user: str | None = None
+    children: tuple[int, ...] = ()  # the plan's stopped processes it was the parent of
+    new: tuple[int, ...] = ()  # GPU processes it started since (not in the plan)
+    new_gpus: tuple[int, ...] = ()  # the GPUs those use
+
+    @property
+    def brief(self) -> str:
+        return brief_command(self.command) or (f"[{self.name}]" if self.name else "?")
+
+    @classmethod
+    def from_wire(cls, d: Any) -> Restart | None:
+        if not isinstance(d, dict):
+            return None
+        pid = _pid(d.get("pid"))
+        if pid is None:
+            return None
+        return cls(
+            pid=pid,
+            start_time=_count(d.get("start_time")),
+            name=_str(d.get("name")),
+            command=_strs(d.get("command")),
+            user=_str(d.get("user")),
+            children=_pids(_list(d.get("children"))[:MAX_MEMBERS]),
+            new=_pids(_list(d.get("new"))[:MAX_MEMBERS]),
+            new_gpus=tuple(sorted(set(_indexes(_list(d.get("new_gpus"))[:MAX_GPUS])))),
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "pid": self.pid,
+            "start_time": self.start_time,
+            "name": self.name,
+            "command": list(self.command),
+            "user": self.user,
+            "children": list(self.children),
+            "new": list(self.new),
+            "new_gpus": list(self.new_gpus),
+        }
+
+
 # A plan's `done` results: clean / not-clean (it cleans GPUs), stopped / not-stopped (it stops
 # processes), reset / not-reset / dry-run (a GPU reset), and the app's own: refused, error,
 # outcome-unknown, not-sent.
@@ -1171,6 +1225,9 @@ class PlanVerdict:
     problems: tuple[str, ...] = ()
     blockers: tuple[str, ...] = ()  # a reset's: what stops it, in words
     ladder: tuple[str, ...] = ()  # a reset's: the steps it would take (a dry run says them)
+    # Parents of stopped processes that still run and may start them again (a supervisor): named,
+    # never signalled (words.restart_words says it; `clean --pid PARENT` stops them).
+    restarts: tuple[Restart, ...] = ()
 
     @property
     def unknown(self) -> bool:
@@ -1234,6 +1291,11 @@ class PlanVerdict:
                 _str(b.get("words")) or "?" for b in _list(data.get("blockers")) if isinstance(b, dict)
             ),
             ladder=_strs(data.get("ladder"))[:LADDER_MAX],
+            restarts=tuple(
+                r
+                for r in (Restart.from_wire(x) for x in _list(data.get("restarts"))[:MAX_RESTARTS])
+                if r is not None
+            ),
         )
 
     def describe(self) -> dict[str, Any]:
@@ -1287,4 +1349,5 @@ class PlanVerdict:
             "method": self.method,
             "link_lost": self.link_lost,
             "problems": list(self.problems),
+            "restarts": [r.describe() for r in self.restarts],
         }

@@ -25,14 +25,17 @@ from typing import Any
 
 from .actionlog import ActionLog, AuditError, Unfinished, unfinished
 from .fleet import Fleet
-from .model import Event, PlanVerdict, Proc, Sample, done_event
+from .model import Event, Job, PlanVerdict, Proc, Sample, done_event
 from .plan import (
+    Excluded,
     KillOptions,
     Plan,
     PlanError,
     PlanOptions,
     PlanWarning,
     excluded_entry,
+    job_for_pid,
+    job_words,
     plan_for_host,
     plan_for_selection,
 )
@@ -56,15 +59,19 @@ __all__ = [
 class Request:
     """What the operator asked on one host.
 
-    scope: "host" (every GPU), "gpus" (`gpus`), or "processes" (`pids` by number, as the CLI takes
+    scope: "host" (every GPU), "gpus" (`gpus`), "processes" (`pids` by number, as the CLI takes
     them, and/or `processes` by identity, as the dashboard selects them: a process whose PID now
-    names another process is not a target). GPUs and processes may be asked together."""
+    names another process is not a target), or "jobs" (`jobs`, as the dashboard shows them: each is
+    stopped root first, then the members left; a job whose root's PID now names another process,
+    or whose root has gone, is not a target). GPUs, processes and jobs may be asked together. A PID
+    that is a job's root (a launcher holding no GPU) chooses its job (plan.job_for_pid)."""
 
     host: str
     scope: str
     gpus: tuple[int, ...] = ()
     pids: tuple[int, ...] = ()
     processes: tuple[Proc, ...] = ()
+    jobs: tuple[Job, ...] = ()
     sweep: bool = False
     include: tuple[int, ...] = ()  # protected monitors the operator includes explicitly
 
@@ -186,11 +193,19 @@ class Operations:
                     else "exited since it was selected"
                 )
                 lost.append(excluded_entry(host, proc, why, chosen=True))
+            jobs = []
+            for job in request.jobs:
+                now = sample.job(job.id) or job_for_pid(sample, job.root)  # a part of a job
+                if now is not None and now.key == job.key:
+                    jobs.append(now)  # as the fresh scan sees it: members that started since too
+                    continue
+                lost.append(_lost_job(host, job, sample))
             plan = plan_for_selection(
                 sample,
                 host=host,
                 gpu_indexes=request.gpus,
                 pids=pids,
+                jobs=jobs,
                 sweep=request.sweep,
                 options=options,
             )
@@ -332,6 +347,26 @@ class Operations:
 
     def acknowledge(self, actions: Sequence[Unfinished]) -> None:
         self.audit.acknowledge(actions)
+
+
+def _lost_job(host: str, job: Job, sample: Sample) -> Excluded:
+    """A job chosen in the dashboard that the fresh scan no longer shows as it was: not a target."""
+    if any(j.root == job.root for j in sample.jobs) or any(p.pid == job.root for p in sample.parents):
+        why = "its root's PID now names another process (reused)"
+    else:
+        why = "its root exited, or it has no GPU process left, since it was selected"
+    return Excluded(
+        host=host,
+        pid=job.root,
+        kind="root",
+        why=f"{job_words(job)}: {why}",
+        start_time=job.root_start,
+        name=job.name,
+        command=job.command,
+        user=job.user,
+        gpus=job.gpus,
+        chosen=True,
+    )
 
 
 def status_of(verdict: PlanVerdict) -> tuple[str, str | None]:

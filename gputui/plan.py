@@ -26,14 +26,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .killoptions import KillOptions, PlanError
-from .model import Proc, Sample, brief_command
+from .model import Job, Proc, Sample, brief_command
 from .probe.common import (
     KILL_WAIT_S,
     POLL_S,
     SIGNAL_PLANS,
+    job_grace,
     plan_deadline,
     plan_silence_limit,
 )
+from .probe.jobs import INIT_COMMS, SESSION_COMMS, SHELLS, Node, interactive_shell
 from .units import fmt_bytes
 
 VERIFY_POLL_MS = round(POLL_S * 1000)  # the probe's NVML polling interval while verifying
@@ -45,6 +47,8 @@ PROTECTED_WORDS = {
     "probe": "the gputui probe itself: never signalled",
     "probe-ancestor": "an ancestor of the probe (its shell or SSH session): never signalled",
     "kernel-thread": "a kernel thread: never signalled",
+    "session": "a person's session (a login shell, sshd, tmux, screen, a terminal): never signalled",
+    "init": "an init (it adopts and runs whole trees): never signalled",
 }
 SIGNAL_WORDS = {
     "term": "SIGTERM, then SIGKILL",
@@ -87,6 +91,11 @@ class Target:
     protected: str | None = None  # set only for a protected process the operator included
     mps: str | None = None  # its part in CUDA MPS (server, control, client) or None
     mps_clients: tuple[int, ...] = ()  # an MPS server's or control daemon's clients: they end with it
+    # In a job plan (JOB_ROLES): "root" (signalled first: a launcher forwards it to its ranks; it
+    # may hold no GPU), "between" (a process of the job between its root and members, no GPU
+    # needed) or "member" (a GPU process of the job); None outside a job. `job`: the job's id.
+    role: str | None = None
+    job: str | None = None
 
     @property
     def command_line(self) -> str:
@@ -102,7 +111,10 @@ class Target:
         return sum(b or 0 for _, b in self.gpu_memory)
 
     def to_wire(self) -> dict[str, Any]:
-        return {"pid": self.pid, "start_time": self.start_time, "reason": self.why, "gpus": list(self.gpus)}
+        out = {"pid": self.pid, "start_time": self.start_time, "reason": self.why, "gpus": list(self.gpus)}
+        if self.role is not None:
+            out["role"] = self.role
+        return out
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -121,6 +133,8 @@ class Target:
             "protected": self.protected,
             "mps": self.mps,
             "mps_clients": list(self.mps_clients),
+            "role": self.role,
+            "job": self.job,
         }
 
 
@@ -212,7 +226,9 @@ class GpuBefore:
     memory_total: int | None
 
 
-SCOPES = ("host", "gpus", "processes", "selection")  # selection: GPUs and processes chosen together
+# selection: GPUs and processes chosen together; jobs: jobs (and processes) chosen, no GPU to clean
+SCOPES = ("host", "gpus", "processes", "selection", "jobs")
+JOB_ROLES = ("root", "between", "member")
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,8 +250,40 @@ class Plan:
     include_protected: tuple[int, ...] = ()
     kill: KillOptions = KillOptions()
     sample_seq: int = 0
+    # The jobs the plan stops (root first, then the members left): their roots, the processes
+    # between and the members are targets (Target.role). Empty for a plan without jobs.
+    jobs: tuple[Job, ...] = ()
 
     # -- what it is --------------------------------------------------------------------------
+
+    def describe_jobs(self) -> str | None:
+        """The plan's title when it stops jobs: `Stop job 4242 (torchrun --nproc-per-node 2
+        train.py)`, `Stop 2 jobs: 4242 (torchrun ...), 4343 (python serve.py)`; None without jobs.
+        The dialog's title and the CLI's plan head use it."""
+        return jobs_title(self.jobs)
+
+    @property
+    def title(self) -> str:
+        """What the plan does, in a few words, for any scope (`Stop job 4242 (torchrun ...)`,
+        `Free GPU 0,1`, `Free every GPU (0-7)`, `Stop the chosen processes`)."""
+        gpus = _gpus(self.gpu_indexes)
+        jobs = self.describe_jobs()
+        if jobs is not None:
+            return jobs + (f"; free GPU {gpus}" if self.cleans_gpus else "")
+        if self.scope == "host":
+            return f"Free every GPU ({gpus})"
+        if self.scope == "gpus":
+            return f"Free GPU {gpus}"
+        if self.scope == "selection":
+            return f"Free GPU {gpus} and stop the chosen processes"
+        return "Stop the chosen processes"
+
+    def job_targets(self, job: Job) -> tuple[Target, ...]:
+        """The targets of one of the plan's jobs, in the order they are signalled (root, the
+        processes between, the members): what the dialog lists under the job, with what each holds."""
+        order = {"root": 0, "between": 1, "member": 2}
+        mine = [t for t in self.targets if t.job == job.id and t.role is not None]
+        return tuple(sorted(mine, key=lambda t: (order.get(t.role or "", 3), t.pid)))
 
     @property
     def gpu_indexes(self) -> tuple[int, ...]:
@@ -287,13 +335,26 @@ class Plan:
             if self.scope == "selection":
                 what += "; the chosen processes gone"
             return what
+        if self.jobs:
+            return (
+                "each job gone (its root, the processes between and every member) and the GPU memory "
+                "its members held released (others on its GPUs left alone)"
+            )
         return "each chosen process gone and the GPU memory it held released (others on its GPU left alone)"
 
     @property
     def stages(self) -> tuple[str, ...]:
         """The stages in words, for the dialog and the CLI (worded here only)."""
         t = self.term_timeout
-        steps = [f"{sig} -> wait up to {t:g} s" for sig in self.signals]
+        if self.jobs and self.signals:
+            roots = ", ".join(str(j.root) for j in self.jobs)
+            steps = [
+                f"{sig} -> the job root{'s' if len(self.jobs) > 1 else ''} ({roots}) -> "
+                f"after {job_grace(t):g} s, {sig} to the members left -> wait up to {t:g} s"
+                for sig in self.signals
+            ]
+        else:
+            steps = [f"{sig} -> wait up to {t:g} s" for sig in self.signals]
         steps.append("SIGKILL the survivors" if self.signals else "SIGKILL at once")
         if self.cleans_gpus:
             rescan = f"rescan: stop the hidden holders now on GPU {_gpus(self.gpu_indexes)}"
@@ -367,6 +428,7 @@ class Plan:
             "id": self.id,
             "operator": self.operator,
             "scope": "processes" if not self.cleans_gpus else ("host" if self.scope == "host" else "gpus"),
+            # Job roots are signalled first (role "root"); older probes ignore the roles.
             "targets": [t.to_wire() for t in self.targets],
             "sweep": [t.to_wire() for t in self.sweep] if self.sweep_included else [],
             "gpus": list(self.gpu_indexes),
@@ -410,6 +472,11 @@ class Plan:
             "term_timeout": self.term_timeout,
             "verify_timeout": self.verify_timeout,
             "include_protected": list(self.include_protected),
+            "title": self.title,
+            "jobs": [
+                dict(j.describe(), targets=[t.pid for t in self.job_targets(j)], where=j.where)
+                for j in self.jobs
+            ],
         }
 
     def pids_allowed(self) -> set[int]:
@@ -465,30 +532,294 @@ def plan_for_selection(
     host: str,
     gpu_indexes: Iterable[int] = (),
     pids: Iterable[int] = (),
+    jobs: Iterable[Job] = (),
     sweep: bool = False,
     options: PlanOptions | None = None,
 ) -> Plan:
-    """GPUs and processes chosen together (the dashboard's selection, `--gpu` with `--pid`).
+    """GPUs, processes and jobs chosen together (the dashboard's selection, `--gpu` with `--pid`).
 
     Processes chosen by PID bring the hidden holders tied to them (stopping a parent alone would only
-    turn it into a ghost); the GPUs they use are reported, not cleaned: that was not asked."""
+    turn it into a ghost); the GPUs they use are reported, not cleaned: that was not asked. A PID
+    that is a job's root (a launcher, a supervisor: it may hold no GPU itself) or a process between
+    a root and its members chooses that job, or the part of it below that process (`job_for_pid`);
+    `jobs` are chosen whole. A job is stopped root first, then the members left (`Target.role`)."""
     asked = set(gpu_indexes)
     indexes = _check_gpus(sample, asked, host)
     wanted = list(dict.fromkeys(pids))
     by_pid = {p.pid: p for p in sample.processes}
+    chosen_jobs = list(dict.fromkeys(jobs))
+    plain = []
+    for pid in wanted:
+        job = job_for_pid(sample, pid)
+        if job is None:
+            plain.append(pid)
+        elif all(j.root != job.root for j in chosen_jobs):
+            chosen_jobs.append(job)
+    parts = [_job_part(sample, host, job) for job in chosen_jobs]
     chosen = [p for p in sample.processes if set(p.gpus) & indexes]
-    chosen += [by_pid[pid] for pid in wanted if pid in by_pid]
-    chosen += [p for p in sample.processes if p.kind == "hidden" and set(p.links) & set(wanted)]
-    scope = "gpus" if not wanted else ("processes" if not asked else "selection")
-    plan = _build(sample, host, scope, indexes, chosen, sweep, options or PlanOptions(), explicit=set(wanted))
+    chosen += [by_pid[pid] for pid in plain if pid in by_pid]
+    chosen += [p for part in parts for p in part.members]
+    tied = set(plain) | {t.pid for part in parts for t in part.heads}
+    chosen += [p for p in sample.processes if p.kind == "hidden" and set(p.links) & tied]
+    if chosen_jobs and not asked:
+        scope = "jobs"
+    else:
+        scope = "gpus" if not wanted and not chosen_jobs else ("processes" if not asked else "selection")
+    opts = options or PlanOptions()
+    plan = _build(sample, host, scope, indexes, chosen, sweep, opts, explicit=set(plain))
     unknown = tuple(
         Excluded(
             host=host, pid=pid, kind="unknown", why="not a GPU process in the latest sample", chosen=True
         )
-        for pid in wanted
+        for pid in plain
         if pid not in by_pid
     )
-    return replace(plan, excluded=plan.excluded + unknown) if unknown else plan
+    if unknown:
+        plan = replace(plan, excluded=plan.excluded + unknown)
+    return _with_jobs(plan, sample, parts, indexes, opts) if parts else plan
+
+
+def plan_for_jobs(
+    sample: Sample,
+    jobs: Iterable[Job],
+    *,
+    host: str,
+    sweep: bool = False,
+    options: PlanOptions | None = None,
+) -> Plan:
+    """Stop these jobs: each root first (a launcher forwards the signal to its ranks), then the
+    members left, on the usual ladder; prove every member gone with its memory released, and the
+    root gone too. `jobs` as the sample (or the dashboard) carries them; their identity (root PID
+    and start time) is the caller's to check against the sample (Operations does)."""
+    return plan_for_selection(sample, host=host, jobs=jobs, sweep=sweep, options=options)
+
+
+# -- jobs ----------------------------------------------------------------------------------------
+
+
+def job_words(job: Job) -> str:
+    """`job 4242 (torchrun --nproc-per-node 2 train.py)`: how a plan and a verdict name a job."""
+    command = job.command_line
+    if len(command) > 60:
+        command = command[:57] + "..."
+    return f"job {job.id} ({command})"
+
+
+def jobs_title(jobs: Iterable[Job]) -> str | None:
+    """`Stop job 4242 (torchrun ...)`, `Stop 2 jobs: 4242 (torchrun ...), 4343 (python serve.py)`;
+    None for no job. The one place these words are made (the dialog's title, the CLI's plan head)."""
+    items = list(jobs)
+    if not items:
+        return None
+    if len(items) == 1:
+        return "Stop " + job_words(items[0])
+    shown = ", ".join(job_words(j)[len("job ") :] for j in items[:4])
+    more = f" and {len(items) - 4} more" if len(items) > 4 else ""
+    return f"Stop {len(items)} jobs: {shown}{more}"
+
+
+def job_for_pid(sample: Sample, pid: int) -> Job | None:
+    """The job `clean --pid PID` stops, or None when PID names a plain process (or nothing known).
+
+    PID is a job's root: that job (unless it is the job's only member: a plain GPU process). PID is
+    a process between a job's root and its members (an agent below a launcher): the part of the
+    job below it, as a job rooted there. Anything above a root (a shell, sshd, init) is no job."""
+    for job in sample.jobs:
+        if job.root == pid:
+            if job.members == (pid,):
+                return None
+            return job
+    ppids = _ppids(sample)
+    gpu_pids = {p.pid for p in sample.processes}
+    for job in sample.jobs:
+        starts = dict(job.processes)
+        if pid not in starts or pid in gpu_pids:
+            continue
+        members = tuple(m for m in job.members if _path_up(m, pid, ppids) is not None)
+        if not members:
+            continue
+        info = next((p for p in sample.parents if p.pid == pid), None)
+        procs = {p.pid: p for p in sample.processes if p.pid in members}
+        return replace(
+            job,
+            id=str(pid),
+            root=pid,
+            root_start=starts[pid],
+            name=info.name if info else None,
+            command=info.command if info else (),
+            user=info.user if info else None,
+            uid=info.uid if info else None,
+            state=info.state if info else None,
+            ppid=info.ppid if info else None,
+            members=members,
+            processes=tuple((p, s) for p, s in job.processes if p == pid or _path_up(p, pid, ppids)),
+            gpus=tuple(sorted({g for p in procs.values() for g in p.gpus})),
+            memory=sum(b or 0 for p in procs.values() for b in p.gpu_memory.values()),
+        )
+    return None
+
+
+def root_refusal(job: Job, sample: Sample) -> str | None:
+    """Why a job's root must never be signalled (a PROTECTED_WORDS key), or None. The probe finds
+    roots below these (docs/ARCHITECTURE.md "Jobs: how a job's root is found"); a root that is one
+    anyway (a protected GPU process is a job of its own) is refused, and so is the job."""
+    proc = next((p for p in sample.processes if p.pid == job.root), None)
+    if proc is not None and proc.protected:
+        return proc.protected
+    if job.root == 1:
+        return "pid-1"
+    if job.root == 2:
+        return "kernel-thread"
+    name = job.name or ""
+    if name in SESSION_COMMS:
+        return "session"
+    if name in INIT_COMMS:
+        return "init"
+    if name in SHELLS or (job.command and job.command[0].startswith("-")):
+        node = Node(pid=job.root, start=job.root_start or 0, ppid=job.ppid or 0, comm=name, argv=job.command)
+        if interactive_shell(node):
+            return "session"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _JobPart:
+    """One job of a plan: its root and the processes between (`heads`, no GPU needed), the GPU
+    processes below the root (`members`), and why the job cannot be stopped, if so."""
+
+    job: Job
+    heads: tuple[Target, ...]
+    members: tuple[Proc, ...]
+    refused: Excluded | None = None
+
+
+def _ppids(sample: Sample) -> dict[int, int]:
+    out = {p.pid: p.ppid for p in sample.parents if p.ppid is not None}
+    out.update({p.pid: p.ppid for p in sample.processes if p.ppid is not None})
+    return out
+
+
+def _path_up(pid: int, root: int, ppids: dict[int, int], limit: int = 64) -> list[int] | None:
+    """The PIDs strictly between `pid` and its ancestor `root`, nearest first; None when `root` is
+    not an ancestor as far as the sample knows."""
+    path: list[int] = []
+    at = ppids.get(pid)
+    while at is not None and len(path) <= limit:
+        if at == root:
+            return path
+        path.append(at)
+        at = ppids.get(at)
+    return None
+
+
+def _job_part(sample: Sample, host: str, job: Job) -> _JobPart:
+    """What stopping `job` takes: every GPU process of the root's subtree (by the sample's parent
+    links, and the job's own member list), the root, and the processes between them."""
+    ppids = _ppids(sample)
+    members = tuple(
+        p
+        for p in sample.processes
+        if p.kind in ("user", "hidden", "monitor")
+        and p.pid != job.root
+        and (p.pid in job.members or _path_up(p.pid, job.root, ppids) is not None)
+    )
+    starts = dict(job.processes)
+    parents = {p.pid: p for p in sample.parents}
+    root_proc = next((p for p in sample.processes if p.pid == job.root), None)
+    reason = root_refusal(job, sample)
+    if reason is None and job.root_start is None:
+        reason = "no-start"
+    member_pids = {p.pid for p in members}
+    between: list[int] = []
+    for m in members:
+        for pid in _path_up(m.pid, job.root, ppids) or ():
+            if pid not in between and pid not in member_pids and pid in starts:
+                between.append(pid)
+    if reason is not None:
+        why = PROTECTED_WORDS.get(reason, "its start time could not be read: it cannot be identified safely")
+        refused = Excluded(
+            host=host,
+            pid=job.root,
+            kind=root_proc.kind if root_proc is not None else "root",
+            why=f"root of {job_words(job)}: {why}; its job is not stopped",
+            start_time=job.root_start,
+            name=job.name,
+            command=job.command,
+            user=job.user,
+            gpus=job.gpus,
+            protected=reason if reason != "no-start" else None,
+            chosen=True,
+        )
+        return _JobPart(job, (), (), refused)
+    root_why = f"root of job {job.id}: signalled first (a launcher passes it on to its members)"
+    if root_proc is not None:
+        root = replace(_target(host, root_proc, root_why), role="root", job=job.id)
+    else:
+        assert job.root_start is not None
+        root = Target(
+            host=host,
+            pid=job.root,
+            start_time=job.root_start,
+            kind="root",
+            why=root_why,
+            name=job.name,
+            command=job.command,
+            user=job.user,
+            uid=job.uid,
+            state=job.state,
+            role="root",
+            job=job.id,
+        )
+    heads = [root]
+    for pid in between:
+        info, start = parents.get(pid), starts[pid]
+        if start is None:
+            continue  # cannot be told from a reuse: not signalled (the root's signal reaches it)
+        heads.append(
+            Target(
+                host=host,
+                pid=pid,
+                start_time=start,
+                kind="root",
+                why=f"between the root and the members of job {job.id}",
+                name=info.name if info else None,
+                command=info.command if info else (),
+                user=info.user if info else None,
+                uid=info.uid if info else None,
+                state=info.state if info else None,
+                role="between",
+                job=job.id,
+            )
+        )
+    return _JobPart(job, tuple(heads), members)
+
+
+def _with_jobs(
+    plan: Plan, sample: Sample, parts: list[_JobPart], indexes: set[int], opts: PlanOptions
+) -> Plan:
+    """`plan` (built with the jobs' members as chosen processes) with the jobs' roots and the
+    processes between as targets first, the members marked, a refused job's root excluded."""
+    targets = list(plan.targets)
+    excluded = list(plan.excluded)
+    heads: list[Target] = []
+    for part in parts:
+        if part.refused is not None:
+            excluded.append(part.refused)
+            continue
+        head_pids = {h.pid for h in part.heads}
+        member_pids = {p.pid for p in part.members}
+        targets = [t for t in targets if t.pid not in head_pids]
+        for i, t in enumerate(targets):
+            if t.pid in member_pids and t.role is None:
+                targets[i] = replace(
+                    t, role="member", job=part.job.id, why=f"member of job {part.job.id}; {t.why}"
+                )
+        heads += part.heads
+    jobs = tuple(part.job for part in parts if part.refused is None)
+    # Roots first, then the processes between, then everything else in the plan's order.
+    heads.sort(key=lambda t: 0 if t.role == "root" else 1)
+    new = replace(plan, targets=tuple(heads + targets), excluded=tuple(excluded), jobs=jobs)
+    return replace(new, warnings=tuple(_warnings(new, sample, indexes, opts)))
 
 
 def sweep_candidates(sample: Sample) -> list[Proc]:

@@ -11,7 +11,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 
-from .model import Event, GpuVerdict, HostMetrics, MemoryAccount, PlanVerdict, ProcessVerdict
+from .model import Event, GpuVerdict, HostMetrics, MemoryAccount, PlanVerdict, ProcessVerdict, Restart
 from .probe.common import count as count  # one owner: the probe words counts the same way
 from .probe.common import took as _took
 from .textsafe import printable
@@ -179,6 +179,25 @@ def process_counts(processes: Iterable[ProcessVerdict]) -> str:
     return ", ".join(f"{n} {printable(result)}" for result, n in counts.most_common())
 
 
+def restart_words(r: Restart) -> str:
+    """A parent that outlived what the plan stopped: `parent 4242 `python supervisor.py` still runs
+    and may start it again: `clean --pid 4242``; once it has, `... has started 5252 again (GPU 2)`.
+    The same words in `clean`'s text, its JSON (`restarts[].words`) and the dashboard's verdict."""
+    who = f"parent {r.pid} `{printable(r.brief)[:80]}` still runs"
+    if r.new:
+        on = f" on GPU {','.join(map(str, r.new_gpus))}" if r.new_gpus else ""
+        what = f"and has started {pids(r.new[:8])}{' and more' if len(r.new) > 8 else ''}{on} since"
+    else:
+        them = "it" if len(r.children) <= 1 else "them"
+        what = f"and may start {them} again"
+    return f"{who} {what}: `clean --pid {r.pid}`"
+
+
+def restarts_line(verdict: PlanVerdict) -> str:
+    """Every restart warning of a verdict, `; `-separated (empty when there is none)."""
+    return "; ".join(restart_words(r) for r in verdict.restarts)
+
+
 def verdict_summary(verdict: PlanVerdict) -> str:
     """One line: `clean in 209 ms · GPU0 clean; GPU1 clean · 3 exited`."""
     if verdict.unknown or verdict.result in ("refused", "error"):
@@ -194,6 +213,8 @@ def verdict_summary(verdict: PlanVerdict) -> str:
         parts.append(process_counts(verdict.processes))
     if verdict.problems:
         parts.append("NOT TRUSTED: " + printable("; ".join(verdict.problems)))
+    if verdict.restarts:
+        parts.append("WARNING: " + restarts_line(verdict))
     return " · ".join(parts)
 
 
@@ -221,4 +242,6 @@ def verdict_lines(host: str, status: str, message: str | None, verdict: PlanVerd
         )
     for problem in verdict.problems:
         lines.append(f"   ! {printable(problem)}")
+    for r in verdict.restarts:
+        lines.append(f"   ! {restart_words(r)}")
     return lines

@@ -18,6 +18,17 @@ KILL_WAIT_S = 2.0  # after SIGKILL, exit takes ms; longer means the process sits
 MAX_ROUNDS = 3  # rescans that may find new holders to stop (children of children)
 MAX_TIMEOUT = 3600.0  # the longest timeout a plan may ask for
 SCAN_ALLOWANCE_S = 10.0  # a full holder scan on a very busy host, with room to spare
+JOB_GRACE_S = 1.0  # at most this long a job's members are left to exit on their root's signal
+
+
+def job_grace(term_timeout):
+    # type: (float) -> float
+    """Seconds after a job root's soft signal before the members still running get it too: a
+    launcher (torchrun, mpirun, a supervisor) forwards it to its ranks at once, and a rank signalled
+    twice may cut its own shutdown short. Half the TERM timeout, at most JOB_GRACE_S; the wait for
+    the whole job still ends at the TERM timeout, so a job plan takes no longer than another."""
+    return min(JOB_GRACE_S, term_timeout / 2.0)
+
 
 # The soft signals a plan may send before SIGKILL, in the order they may be sent. A plan names a
 # sequence of them ([] is SIGKILL at once); SIGKILL always ends the sequence.
