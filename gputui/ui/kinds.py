@@ -45,6 +45,15 @@ MPS_MEANINGS = {
     "control": "the MPS control daemon: starts the servers; stopping it ends every client (protected)",
     "client": "an MPS client: NVML lists it through the MPS server; stopping it leaves the others",
 }
+# Jobs (J, X): a job's row in the process table, and a job's processes without a GPU in the dialog.
+JOB_GLYPH = "◆"
+JOB_MEANINGS = (
+    (f"{JOB_GLYPH} job", "a job's row (J): its root (a launcher, a supervisor, a service) with the GPUs "
+     "and memory of all its members, which hang under it; X stops the whole job"),
+    (f"{JOB_GLYPH} root", "the dialog: a job's root that holds no GPU itself (a launcher): signalled "
+     "first, it passes the signal on to its members"),
+    (f"{JOB_GLYPH} between", "the dialog: a process between a job's root and its members (an agent)"),
+)  # fmt: skip
 # How MIG instances read (the GPU table's child rows, the process table's GPU column).
 MIG_MEANINGS = (
     ("0/1.0", "a MIG instance, under its GPU: GPU 0, GPU instance 1, compute instance 0"),

@@ -23,7 +23,7 @@ from gputui.ui import GpuTuiApp, make_app
 from gputui.ui.screens.gpu_detail import GpuDetailScreen
 from gputui.ui.screens.plan import PlanScreen
 from gputui.ui.screens.proc_detail import ProcDetailScreen
-from gputui.ui.widgets.proc_table import proc_row_key
+from gputui.ui.widgets.proc_table import job_row_key, proc_row_key
 
 from .conftest import FROZEN, HOSTS, QUIET, build_app, recording, redrawn, settle
 
@@ -312,6 +312,19 @@ async def _jobs_view(pilot: Pilot[Any]) -> None:
     await redrawn(pilot)
 
 
+async def _plan_job(pilot: Pilot[Any]) -> None:
+    """X on the launcher's row: its root first, then its two ranks."""
+    app: GpuTuiApp = pilot.app  # type: ignore[assignment]
+    await _jobs_view(pilot)
+    assert app._main is not None
+    sample = app.fleet.view("j").sample
+    assert sample is not None
+    launcher = next(j for j in sample.jobs if len(j.members) > 1)
+    assert app._main.proc_table.move_to(job_row_key(launcher), scroll=True)
+    await pilot.press("X")
+    await _dialog(pilot)
+
+
 def _gpu_view(gpu_row: int, host: bool = False) -> Callable[[Pilot[Any]], Awaitable[None]]:
     """Open the GPU view on the GPU table's row `gpu_row` ("all" is row 0), of the first host when
     `host` (the demo starts on "All hosts")."""
@@ -446,8 +459,10 @@ SCENES = {
         Scene("paused", (120, 36), _metrics, _host_paused),
         # J: the processes grouped by job (the launcher's row above its two ranks, the supervisor's
         # above its worker, one-process jobs as their process's row).
-        Scene("jobs", (120, 36), _jobs, _jobs_view),
+        # With its jobs placed: a Slurm job, a unit, an LXC guest, a Docker container (the column).
+        Scene("jobs", (120, 36), _jobs_placed, _jobs_view),
         Scene("jobs-narrow", (80, 24), _jobs, _jobs_view),
-        Scene("jobs-wide", (200, 50), _jobs_placed, _jobs_view),  # Slurm, unit, containers: the column
+        Scene("jobs-wide", (200, 50), _jobs_placed, _jobs_view),
+        Scene("plan-job", (120, 36), _jobs_placed, _plan_job),  # X on the launcher's row
     )
 }

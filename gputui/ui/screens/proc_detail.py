@@ -289,7 +289,9 @@ class ProcDetailScreen(ModalScreen[None]):
         if record.pid != job.root:
             parts.append((f"\nroot {job.root}: {fmt.safe(job.command_line, 300)}", muted))
         if not self.dash.read_only:
-            parts.append(("\nX on the process table stops the whole job (root first, then every member)", muted))
+            parts.append(
+                ("\nX on the process table stops the whole job (root first, then every member)", muted)
+            )
         return parts
 
     def _kind_rows(self, proc: Proc, sample: Sample | None, add: Any, muted: Style, warn: Style) -> None:

@@ -22,7 +22,6 @@ from .table import ELLIPSIS, Cell, Column, KeyedTable, Row, Styled
 ProcKey = tuple[int, int | None]
 CONTEXT = "~"  # the row key prefix of a tree's context rows (not in the list; see gputui.ui.tree)
 JOB = "@"  # the row key prefix of a job's row in the jobs view (gputui.ui.jobs)
-JOB_GLYPH = "◆"
 
 
 def proc_row_key(proc: Proc | Parent) -> str:
@@ -430,7 +429,7 @@ class ProcTable(KeyedTable):
             "pid": Cell(str(job.root), style, sort_key=job.root),
             "user": Cell(fmt.safe(job.user, 32) or "-", "" if job.user else muted),
             "container": container_cell(self, job.container),
-            "kind": Cell(f"{JOB_GLYPH} job", style, sort_key=-1),
+            "kind": Cell(f"{kinds.JOB_GLYPH} job", style, sort_key=-1),
             "gpu": indexes_cell(self, job.gpus, gpu),
             "mem": Cell(fmt_memory(mem, self.exact_memory), style, sort_key=mem or 0),
             "sm": Cell(f"{max(sms)}%", sort_key=max(sms)) if sms else Cell("-", muted, sort_key=-1),
