@@ -22,13 +22,11 @@ from . import tree
 
 @dataclass(frozen=True, slots=True)
 class Grouped:
-    """The jobs view's tree: `nodes` as gputui.ui.tree draws them, `jobs` by row key, per job how
-    many of its members the list holds (scope and filter), and the rows of one-process jobs (row
-    key -> its job: the process's row is the job's)."""
+    """The jobs view's tree: `nodes` as gputui.ui.tree draws them, `jobs` by row key, and the rows
+    of one-process jobs (row key -> its job: the process's row is the job's)."""
 
     nodes: dict[str, tree.Node]
     jobs: dict[str, Job]
-    shown: dict[str, int]
     alone: dict[str, Job]
 
 
@@ -62,7 +60,6 @@ def group(
     jobs = {j.id: j for j in sample.jobs} if sample is not None else {}
     nodes: dict[str, tree.Node] = {}
     by_key: dict[str, Job] = {}
-    counts: dict[str, int] = {}
     alone: dict[str, Job] = {}
     for key, proc in shown:
         job = jobs.get(proc.job) if proc.job is not None else None
@@ -75,9 +72,8 @@ def group(
         if parent not in by_key:
             by_key[parent] = job
             nodes[parent] = tree.Node(parent, root_record(job))
-        counts[parent] = counts.get(parent, 0) + 1
         nodes[key] = tree.Node(key, proc, parent)
-    return Grouped(nodes, by_key, counts, alone)
+    return Grouped(nodes, by_key, alone)
 
 
 def single(job: Job, proc: Proc) -> bool:

@@ -94,7 +94,7 @@ def _find(pid: int, sample: Sample | None) -> Proc | None:
 def note_parts(proc: Proc, sample: Sample | None, container: bool = True) -> list[NotePart]:
     """Why this process has its kind, in words, with its numbers (PIDs) marked: a narrow column cuts
     the words around them, never them (widgets.table.fit). Plain text, made safe. `container`:
-    name its container (False where a column of its own shows it)."""
+    name its container and its PID there (False where a column of its own shows the container)."""
     if proc.mps in ("server", "control") and proc.kind == "monitor":
         what = "MPS server" if proc.mps == "server" else "MPS control daemon"
         clients = list(mps_clients(sample, proc)) if sample is not None else []
@@ -126,9 +126,7 @@ def note_parts(proc: Proc, sample: Sample | None, container: bool = True) -> lis
         if proc.nspid is not None:
             parts += [(" (pid ", False), (str(proc.nspid), True), (" there)", False)]
         return parts
-    if proc.container and proc.nspid is not None:
-        return [("pid ", False), (str(proc.nspid), True), (" in its container", False)]
-    return []
+    return []  # a container in its own column: the command says more (the detail has its PID there)
 
 
 def note(proc: Proc, sample: Sample | None) -> str:

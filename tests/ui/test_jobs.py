@@ -160,7 +160,7 @@ async def test_jobs_view_lists_the_launcher_as_a_job_with_its_two_ranks(tmp_path
         assert {table._tree[k].parent for k in ranks} == {row}
         text = screen_text(app)
         [line] = [ln for ln in text.splitlines() if f" {launcher.root} " in ln]
-        assert "◆ job" in line and "0,1" in line and "36.0 GiB" in line and "2 members" in line
+        assert "◆ job ×2" in line and "0,1" in line and "36.0 GiB" in line
         assert "torchrun --nproc-per-node 2 train.py" in line
         # The supervisor is a job's row above its worker; a one-process job is its process's row.
         supervisor = supervisor_of(sample)
@@ -315,8 +315,8 @@ async def test_container_column_shows_only_while_a_process_has_a_container() -> 
         assert sample is not None
         docker = next(p for p in sample.processes if p.container == "docker/3f2a9c1d0b7e")
         [line] = [ln for ln in text.splitlines() if f" {docker.pid} " in ln]
-        # The column says the container; the note no longer does, only the PID inside it.
-        assert "pid 45 in its container" in line and "in container docker" not in line
+        # The column says the container; the note no longer does: the command has the room.
+        assert "in container docker" not in line and "python -S .../eval.py" in line
         # The filter finds a container's processes.
         main.proc_filter = "docker/3f2a"
         main.refresh_procs()

@@ -229,7 +229,7 @@ class ProcTable(KeyedTable):
         self._tree_version += 1
         self.job_rows = grouped.jobs
         for key, job in grouped.jobs.items():
-            rows[key] = self.job_row(job, sample, gpu, grouped.shown.get(key, 0))
+            rows[key] = self.job_row(job, sample, gpu)
         for key, job in grouped.alone.items():
             if where_parts(job, self._container_note) and not self.command_offset:
                 rows[key] = dict(rows[key], command=self._where_first(job, rows[key]["command"]))
@@ -386,10 +386,10 @@ class ProcTable(KeyedTable):
             "command": cmd,
         }
 
-    def job_row(self, job: Job, sample: Sample | None, gpu: int | None, shown: int) -> Row:
+    def job_row(self, job: Job, sample: Sample | None, gpu: int | None) -> Row:
         """A job's row: its root's PID, user, state and command, the GPUs and memory of all its
-        members (on the GPU in view, in a GPU's list), their CPU and RSS; the note says how many
-        members it has (and how many the list shows) and where it runs (Slurm job, container, unit)."""
+        members (on the GPU in view, in a GPU's list), their CPU and RSS; the Kind column says how
+        many members it has (`◆ job ×2`), the note where it runs (Slurm job, container, unit)."""
         style = self.style_of("proc--job")
         muted = self.style_of("proc--muted")
         note_style = self.style_of("proc--note")
@@ -413,23 +413,20 @@ class ProcTable(KeyedTable):
         if self.command_offset:
             cmd.add(ELLIPSIS + command[self.command_offset :] if command else "", style)
         else:
-            cmd.add(str(total), note_style, keep=True).add(
-                " member" if total == 1 else " members", note_style
-            )
-            if shown < total:
-                cmd.add(", ", note_style).add(str(shown), note_style, keep=True).add(" here", note_style)
+            # Where it runs, then its root's command: what people name a job by. How many members
+            # it has is the Kind column's (a number, never cut); they hang below.
             for words in where_parts(job, self._container_note):
-                cmd.add(" · ", note_style)
                 for text, number in words:
                     cmd.add(text, note_style, keep=number)
-            cmd.add(" · ").add(command, style)
+                cmd.add(" · ", note_style)
+            cmd.add(command, style)
         state = job.state or "-"
         return {
             "sel": Cell(" ", sort_key=True),
             "pid": Cell(str(job.root), style, sort_key=job.root),
             "user": Cell(fmt.safe(job.user, 32) or "-", "" if job.user else muted),
             "container": container_cell(self, job.container),
-            "kind": Cell(f"{kinds.JOB_GLYPH} job", style, sort_key=-1),
+            "kind": Cell(f"{kinds.JOB_GLYPH} job ×{total}", style, sort_key=-1),
             "gpu": indexes_cell(self, job.gpus, gpu),
             "mem": Cell(fmt_memory(mem, self.exact_memory), style, sort_key=mem or 0),
             "sm": Cell(f"{max(sms)}%", sort_key=max(sms)) if sms else Cell("-", muted, sort_key=-1),
