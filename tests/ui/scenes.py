@@ -255,6 +255,7 @@ def _mps(theme: str, hostile: bool = True) -> GpuTuiApp:
     return app
 
 
+JOBS_HOST = "sim-jobs"  # what the "jobs" recording is replayed as (a config's sim_scenario = "jobs")
 # Where the "jobs" recording's jobs run, as a host sees them (the sim runs them all in one session):
 # the launcher a Slurm job, the supervisor a unit, the trainer in an LXC guest, the eval in Docker.
 PLACES = {
@@ -288,16 +289,16 @@ def placed_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _jobs(theme: str, hostile: bool = True) -> GpuTuiApp:
-    """Host "j" of the "jobs" sim scenario (tests/fixtures/jobs.jsonl): a torchrun-like launcher
+    """Host JOBS_HOST: the "jobs" sim scenario (tests/fixtures/jobs.jsonl): a torchrun-like launcher
     (no GPU) with two ranks, a supervisor and its worker, two one-process jobs of one user."""
-    app = build_app(("j",), theme=theme, records={"j": list(recording("jobs"))})
+    app = build_app((JOBS_HOST,), theme=theme, records={JOBS_HOST: list(recording("jobs"))})
     app.fresh_timeout = 0  # plan on the replayed sample: a recording answers no full-scan request
     return app
 
 
 def _jobs_placed(theme: str, hostile: bool = True) -> GpuTuiApp:
     """The "jobs" scenario with its jobs in a Slurm job, a unit, an LXC guest and a Docker container."""
-    app = build_app(("j",), theme=theme, records={"j": placed_records(list(recording("jobs")))})
+    app = build_app((JOBS_HOST,), theme=theme, records={JOBS_HOST: placed_records(list(recording("jobs")))})
     app.fresh_timeout = 0
     return app
 
@@ -317,7 +318,7 @@ async def _plan_job(pilot: Pilot[Any]) -> None:
     app: GpuTuiApp = pilot.app  # type: ignore[assignment]
     await _jobs_view(pilot)
     assert app._main is not None
-    sample = app.fleet.view("j").sample
+    sample = app.fleet.view(JOBS_HOST).sample
     assert sample is not None
     launcher = next(j for j in sample.jobs if len(j.members) > 1)
     assert app._main.proc_table.move_to(job_row_key(launcher), scroll=True)

@@ -28,7 +28,7 @@ from gputui.ui.screens.proc_detail import ProcDetailScreen
 from gputui.ui.widgets.proc_table import JOB, job_row_key, proc_row_key
 
 from .conftest import build_app, recording, redrawn, screen_text, settle, wait_for
-from .scenes import placed_records
+from .scenes import JOBS_HOST, placed_records
 from .test_misc_keys import palette
 
 HOST = "node"
@@ -286,7 +286,9 @@ async def test_stop_job_from_a_process_row_stops_its_job_and_a_worker_alone_warn
 
 
 def jobs_replay(records: list[dict[str, Any]] | None = None) -> GpuTuiApp:
-    return build_app(("j",), records={"j": records if records is not None else list(recording("jobs"))})
+    return build_app(
+        (JOBS_HOST,), records={JOBS_HOST: records if records is not None else list(recording("jobs"))}
+    )
 
 
 async def test_container_column_shows_only_while_a_process_has_a_container() -> None:
@@ -311,7 +313,7 @@ async def test_container_column_shows_only_while_a_process_has_a_container() -> 
         text = screen_text(app)
         assert "Container" in text and "docker/3f2a9c1d0b7e" in text
         assert "[red]lxc/129[/red]\\e[2J" in text  # literal, the ESC made visible
-        sample = app.fleet.view("j").sample
+        sample = app.fleet.view(JOBS_HOST).sample
         assert sample is not None
         docker = next(p for p in sample.processes if p.container == "docker/3f2a9c1d0b7e")
         [line] = [ln for ln in text.splitlines() if f" {docker.pid} " in ln]
@@ -356,18 +358,18 @@ async def test_palette_lists_the_jobs_view_and_stop_job_as_the_keys_do() -> None
         main = main_of(app)
         await palette(pilot, "processes by job")
         assert main.proc_table.jobs_mode
-        sample = app.fleet.view("j").sample
+        sample = app.fleet.view(JOBS_HOST).sample
         assert sample is not None
         launcher = launcher_of(sample)
         assert main.proc_table.move_to(job_row_key(launcher))
         listed = [e.title for e in GpuTuiCommands(app.screen).entries()]
-        assert any(t.startswith(f"Stop job {launcher.id} on j: ") for t in listed), listed
+        assert any(t.startswith(f"Stop job {launcher.id} on {JOBS_HOST}: ") for t in listed), listed
         await palette(pilot, f"stop job {launcher.id}")
         screen = await dialog(pilot)
         assert [j.id for j in screen.plans[0].jobs] == [launcher.id]
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is main)
-    app = build_app(("j",), records={"j": list(recording("jobs"))}, read_only=True)
+    app = build_app((JOBS_HOST,), records={JOBS_HOST: list(recording("jobs"))}, read_only=True)
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot)
         await pilot.press("J")
@@ -388,7 +390,7 @@ async def test_help_lists_the_jobs_keys() -> None:
         assert "J processes grouped by job, each job a row above its members (again: a list)" in text
         assert "X stop the job under the cursor (a job's row, or a process's job)" in text
         assert "Confirmation dialog (f, F, x, X)" in text
-    app = build_app(("j",), records={"j": list(recording("jobs"))}, read_only=True)
+    app = build_app((JOBS_HOST,), records={JOBS_HOST: list(recording("jobs"))}, read_only=True)
     async with app.run_test(size=(120, 60)) as pilot:
         await settle(pilot)
         await pilot.press("question_mark")
