@@ -1,14 +1,16 @@
 """`gputui clean`: free GPUs (or stop processes) from a script, with the dashboard's plans, engine and
 audit log.
 
-    gputui clean HOST ... [--demo] [--gpu SPEC ...] [--pid PID ...] [--all] [--sweep]
+    gputui clean HOST ... [--demo] [--gpu SPEC ...] [--pid PID ...] [--job ID ...] [--slurm-job ID ...]
+                 [--container NAME ...] [--user NAME ...] [--all] [--sweep]
                  [--include-monitor] [--signals term|int|kill|hup|usr1] [--sigint-first] [--term-timeout S]
                  [--verify-timeout S] [--yes] [--dry-run] [--json] [--log PATH] [--timeout S]
 
 Made for `gputui clean --all --yes && ./run_benchmark.sh`: it prints the plan, asks on a terminal
 (unless --yes), streams each stage as the probe runs it, prints the verdicts, and exits 0 only when
 every plan did what it was for: every targeted GPU verified clean (--all, --gpu), or every chosen
-process gone with its GPU memory released (--pid).
+process gone with its GPU memory released (--pid), or every chosen job gone, root first, then its
+members (--pid of a launcher, --job, --slurm-job, --container, --user; gputui/jobspec.py).
 
 This module parses the arguments and prints; gputui.operate does the rest (the same code the
 dashboard runs). Exit codes: README "Exit codes", and EPILOG below.
@@ -29,13 +31,14 @@ from . import argtypes, streams
 from .actionlog import ActionLog, UnsafeLog, default_log_path
 from .fleet import Fleet
 from .gpuspec import UsageError, resolve_gpu_specs, split_targets
-from .model import Event, PlanVerdict, Sample
+from .jobspec import choose
+from .model import Event, Job, PlanVerdict, Sample
 from .operate import Operations, Request, status_of
-from .plan import SIGNAL_WORDS, KillOptions, Plan
+from .plan import SIGNAL_WORDS, KillOptions, Plan, Target
 from .probe.common import SIGNAL_PLANS
 from .textsafe import printable
 from .units import fmt_bytes, fmt_bytes_of
-from .words import count, stage_line, verdict_lines
+from .words import count, restart_words, stage_line, verdict_lines
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU, EXIT_REFUSED, EXIT_DECLINED = 0, 1, 2, 3, 4, 5
 EXIT_CLEAN, EXIT_NOT_CLEAN = EXIT_OK, EXIT_FAILED  # the names the first version used
@@ -49,6 +52,12 @@ __all__ = ["resolve_gpu_specs", "split_targets"]  # GPU specs are gputui.gpuspec
 EPILOG = """\
 HOST: name the hosts to act on (config names, ssh-style hosts, `local` for this machine). Without a
 HOST, clean acts on this machine; with a config that lists hosts, or with --demo, name them.
+
+JOBS: --pid of a job's root (a launcher or supervisor that holds no GPU itself) stops its job: the
+root first (it passes SIGTERM on to its ranks), then any member left, and proves every member gone
+with its memory released and the root gone too. --job ID (as `gputui snapshot` lists jobs),
+--slurm-job ID, --container NAME and --user NAME choose jobs by exact name; --dry-run lists the
+members. A verdict names a parent that still runs and may start a stopped process again.
 
 GPU SPEC: an NVML index (on every named host), a GPU UUID (or a unique prefix), HOST:INDEX or
 HOST:all. A positional HOST:N with N < 64 is a GPU too (a larger N, or user@host:N, is an SSH port).
@@ -76,6 +85,21 @@ def add_clean_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--pid", action="append", type=argtypes.pid, metavar="PID", help="a process to stop (repeatable)"
+    )
+    parser.add_argument(
+        "--job", action="append", metavar="ID", help="a job to stop, by id (its root's PID; repeatable)"
+    )
+    parser.add_argument(
+        "--slurm-job", action="append", metavar="ID", help="stop the jobs of this Slurm job (repeatable)"
+    )
+    parser.add_argument(
+        "--container",
+        action="append",
+        metavar="NAME",
+        help="stop the jobs of this container (LXC id, Docker name, pod; as snapshot shows it; repeatable)",
+    )
+    parser.add_argument(
+        "--user", action="append", metavar="NAME", help="stop this user's jobs and GPU processes (repeatable)"
     )
     parser.add_argument("--all", action="store_true", help="every GPU of the named hosts")
     parser.add_argument("--sweep", action="store_true", help="also stop unattributed hidden holders")
@@ -161,15 +185,33 @@ def hosts_problem(
     return None
 
 
+JOB_OPTIONS = ("job", "slurm_job", "container", "user")
+
+
+def _named_jobs(args: argparse.Namespace) -> bool:
+    return any(getattr(args, name, None) for name in JOB_OPTIONS)
+
+
 def _usage_problem(args: argparse.Namespace) -> str | None:
+    jobs = _named_jobs(args)
     if args.reset_gpu is not None:
-        if args.all or args.gpu or args.pid or args.sweep:
-            return "--reset-gpu is a plan of its own: it does not combine with --all, --gpu, --pid or --sweep"
+        if args.all or args.gpu or args.pid or args.sweep or jobs:
+            return (
+                "--reset-gpu is a plan of its own: it does not combine with --all, --gpu, --pid, the job "
+                "options or --sweep"
+            )
         return None
-    if not (args.all or args.gpu or args.pid):
-        return "say what to clean: --all, --gpu SPEC or --pid PID (see gputui clean --help)"
-    if args.all and (args.gpu or args.pid):
-        return "--all cleans every GPU: it does not combine with --gpu or --pid"
+    if not (args.all or args.gpu or args.pid or jobs):
+        return (
+            "say what to clean: --all, --gpu SPEC, --pid PID, --job ID, --slurm-job ID, --container NAME "
+            "or --user NAME (see gputui clean --help)"
+        )
+    if args.all and (args.gpu or args.pid or jobs):
+        return "--all cleans every GPU: it does not combine with --gpu, --pid or the job options"
+    for name in JOB_OPTIONS:
+        for value in getattr(args, name, None) or ():
+            if not value or not value.strip() or not value.isprintable():
+                return f"--{name.replace('_', '-')}: {value!r} is not a name"
     if args.include_monitor and not args.pid:
         return "--include-monitor includes the monitors named by --pid: name them"
     return None
@@ -215,6 +257,10 @@ class HostOutcome:
             "memory_before": verdict.get("memory_before"),
             "memory_after": verdict.get("memory_after"),
             "problems": verdict.get("problems", []),
+            "restarts": [
+                dict(r.describe(), words=restart_words(r))
+                for r in (self.verdict.restarts if self.verdict is not None else ())
+            ],
         }
 
 
@@ -362,7 +408,8 @@ async def _clean(args: argparse.Namespace, ops: Operations, con: Console) -> int
     for plan in planned.plans:
         outcome = outcomes[plan.host]
         outcome.plan, outcome.status = plan, "planned"
-        refused = [e for e in plan.excluded if e.chosen and e.protected and e.pid in (args.pid or [])]
+        # A protected process named by PID, a job whose root is protected, a PID above a job.
+        refused = [e for e in plan.excluded if e.chosen and e.protected]
         if refused:
             outcome.status = "refused"
             hint = " (--include-monitor stops it anyway)" if any(e.can_include for e in refused) else ""
@@ -458,39 +505,35 @@ async def _reset(args: argparse.Namespace, ops: Operations, con: Console) -> int
 def _requests(args: argparse.Namespace, samples: dict[str, Sample], hosts: list[str]) -> list[Request]:
     """The command line as one request per host that has something to do."""
     gpus = resolve_gpu_specs(args.gpu or [], samples, hosts)
-    pids = _pids_by_host(args.pid or [], samples)
-    asked = {pid for host_pids in pids.values() for pid in host_pids}
-    missing = sorted(set(args.pid or []) - asked)
-    if missing:
-        raise UsageError(f"PID {', '.join(map(str, missing))} is not a GPU process on any of the hosts")
+    chosen = choose(
+        samples,
+        pids=args.pid or [],
+        jobs=args.job or [],
+        slurm_jobs=args.slurm_job or [],
+        containers=args.container or [],
+        users=args.user or [],
+    )
     out = []
     for name in samples:
-        include = tuple(sorted(pids.get(name, ()))) if args.include_monitor else ()
+        here = chosen.get(name)
+        pids = tuple(sorted(here.pids)) if here is not None else ()
+        jobs = tuple(here.jobs.values()) if here is not None else ()
+        include = pids if args.include_monitor else ()
         if args.all:
             out.append(Request(name, "host", sweep=args.sweep))
-        elif name in gpus or name in pids:
-            scope = "gpus" if name in gpus else "processes"
+        elif name in gpus or pids or jobs:
+            scope = "gpus" if name in gpus else ("processes" if pids else "jobs")
             out.append(
                 Request(
                     name,
                     scope,
                     gpus=tuple(sorted(gpus.get(name, ()))),
-                    pids=tuple(sorted(pids.get(name, ()))),
+                    pids=pids,
+                    jobs=jobs,
                     sweep=args.sweep,
                     include=include,
                 )
             )
-    return out
-
-
-def _pids_by_host(pids: Sequence[int], samples: dict[str, Sample]) -> dict[str, set[int]]:
-    out: dict[str, set[int]] = {}
-    for pid in pids:
-        hosts = [h for h, s in samples.items() if any(p.pid == pid for p in s.processes)]
-        if len(hosts) > 1:
-            raise UsageError(f"PID {pid} is on {', '.join(hosts)}: name one HOST to say which")
-        for host in hosts:
-            out.setdefault(host, set()).add(pid)
     return out
 
 
@@ -528,8 +571,13 @@ def plan_lines(plan: Plan) -> list[str]:
     )
     lines = [
         f"== {printable(plan.host)}: plan {plan.id} ({plan.scope}) by {printable(plan.operator)}: {gpus or '-'}",
-        f"   proves: {plan.proves}",
     ]
+    title = plan.describe_jobs()
+    if title is not None:
+        lines.append(f"   {printable(title)}")
+        for job in plan.jobs:
+            lines.append("   " + job_line(plan, job))
+    lines.append(f"   proves: {plan.proves}")
     if plan.signalled:
         lines.append(f"   {'PID':>7}  {'user':<10} {'GPUs':<6} {'GPU mem':>8}  command  (why)")
     for t in plan.targets:
@@ -554,6 +602,27 @@ def plan_lines(plan: Plan) -> list[str]:
     lines.append(f"   signals: {SIGNAL_WORDS[plan.kill.signals]}")
     lines.append("   stages: " + "; ".join(plan.stages))
     return lines
+
+
+def job_line(plan: Plan, job: Job) -> str:
+    """`job 4242: root 4242 (alice); 2 members: 4250 GPU 0 18.0 GiB, 4251 GPU 1 18.0 GiB [slurm 4711]`;
+    a root that holds a GPU itself says what (`root 4300 (bob) GPU 3 24.0 GiB; no member below it`)."""
+
+    def held(t: Target) -> str:
+        return f"GPU {','.join(map(str, t.gpus)) or '-'} {fmt_bytes(t.memory) if t.memory else '-'}"
+
+    mine = plan.job_targets(job)
+    members = [t for t in mine if t.role == "member"]
+    roots = [t for t in mine if t.role == "root"]
+    root = f"root {job.root} ({printable(job.user or '?')})"
+    if roots and roots[0].gpus:
+        root += " " + held(roots[0])
+    shown = ", ".join(f"{t.pid} {held(t)}" for t in members[:16])
+    if len(members) > 16:
+        shown += f" and {len(members) - 16} more"
+    below = f"{count(len(members), 'member', 'members')}: {shown}" if members else "no member below it"
+    where = f" [{printable(job.where)}]" if job.where else ""
+    return f"job {printable(job.id)}: {root}; {below}{where}"
 
 
 def _target_line(

@@ -35,7 +35,7 @@ VALUE_OPTIONS = frozenset(
     {
         "--config", "--timeout", "--gpu", "--pid", "--reset-gpu", "--signals", "--term-timeout",
         "--verify-timeout", "--log", "--settle", "--temp-below", "--memory-below", "--util-below",
-        "--interval",
+        "--interval", "--job", "--slurm-job", "--container", "--user",
     }
 )  # fmt: skip
 NO_TERMINAL = (

@@ -49,6 +49,7 @@ PROTECTED_WORDS = {
     "kernel-thread": "a kernel thread: never signalled",
     "session": "a person's session (a login shell, sshd, tmux, screen, a terminal): never signalled",
     "init": "an init (it adopts and runs whole trees): never signalled",
+    "boundary": "the edge of a job's container, Slurm job or unit, not part of the job: never signalled",
 }
 SIGNAL_WORDS = {
     "term": "SIGTERM, then SIGKILL",
@@ -567,13 +568,7 @@ def plan_for_selection(
         scope = "gpus" if not wanted and not chosen_jobs else ("processes" if not asked else "selection")
     opts = options or PlanOptions()
     plan = _build(sample, host, scope, indexes, chosen, sweep, opts, explicit=set(plain))
-    unknown = tuple(
-        Excluded(
-            host=host, pid=pid, kind="unknown", why="not a GPU process in the latest sample", chosen=True
-        )
-        for pid in plain
-        if pid not in by_pid
-    )
+    unknown = tuple(_not_a_gpu_process(sample, host, pid) for pid in plain if pid not in by_pid)
     if unknown:
         plan = replace(plan, excluded=plan.excluded + unknown)
     return _with_jobs(plan, sample, parts, indexes, opts) if parts else plan
@@ -657,6 +652,52 @@ def job_for_pid(sample: Sample, pid: int) -> Job | None:
             memory=sum(b or 0 for p in procs.values() for b in p.gpu_memory.values()),
         )
     return None
+
+
+def above_jobs(sample: Sample, pid: int) -> tuple[Job, ...]:
+    """The jobs whose root `pid` is an ancestor of (the shell, sshd, tmux or init they were started
+    from; a container's or unit's edge): asking for `pid` is asking for none of them."""
+    ppids = _ppids(sample)
+    if any(j.root == pid for j in sample.jobs):
+        return ()
+    return tuple(j for j in sample.jobs if _path_up(j.root, pid, ppids) is not None)
+
+
+def _not_a_gpu_process(sample: Sample, host: str, pid: int) -> Excluded:
+    """A PID chosen that is no GPU process and no job's: unknown, or above jobs (refused)."""
+    jobs = above_jobs(sample, pid)
+    if not jobs:
+        return Excluded(
+            host=host, pid=pid, kind="unknown", why="not a GPU process in the latest sample", chosen=True
+        )
+    info = next((p for p in sample.parents if p.pid == pid), None)
+    name = info.name if info is not None else None
+    command = info.command if info is not None else ()
+    node = Node(pid=pid, start=0, ppid=0, comm=name or "", argv=command)
+    if pid == 1:
+        what = "pid-1"
+    elif name in SESSION_COMMS or interactive_shell(node):
+        what = "session"
+    elif name in INIT_COMMS or jobs[0].boundary == "init":
+        what = "init"  # an init program, or what acts as one here (a subreaper: the sim's session)
+    elif jobs[0].boundary == "shell":
+        what = "session"
+    else:
+        what = "boundary"
+    ids = ", ".join(j.id for j in jobs[:8]) + (" ..." if len(jobs) > 8 else "")
+    return Excluded(
+        host=host,
+        pid=pid,
+        kind="root",
+        why=f"above {'job' if len(jobs) == 1 else 'jobs'} {ids}: {PROTECTED_WORDS[what]}; stop the "
+        f"job instead: clean --job {jobs[0].id}",
+        start_time=info.start_time if info is not None else None,
+        name=name,
+        command=command,
+        user=info.user if info is not None else None,
+        protected=what,
+        chosen=True,
+    )
 
 
 def root_refusal(job: Job, sample: Sample) -> str | None:
@@ -751,9 +792,12 @@ def _job_part(sample: Sample, host: str, job: Job) -> _JobPart:
             chosen=True,
         )
         return _JobPart(job, (), (), refused)
-    root_why = f"root of job {job.id}: signalled first (a launcher passes it on to its members)"
+    root_why = f"root of job {job.id}: signalled first" + (
+        " (a launcher passes it on to its members)" if members else ""
+    )
     if root_proc is not None:
-        root = replace(_target(host, root_proc, root_why), role="root", job=job.id)
+        why = f"{root_why}; {_why(root_proc, set())}" if root_proc.gpus else root_why
+        root = replace(_target(host, root_proc, why, mps_clients(sample, root_proc)), role="root", job=job.id)
     else:
         assert job.root_start is not None
         root = Target(
@@ -818,7 +862,12 @@ def _with_jobs(
     jobs = tuple(part.job for part in parts if part.refused is None)
     # Roots first, then the processes between, then everything else in the plan's order.
     heads.sort(key=lambda t: 0 if t.role == "root" else 1)
-    new = replace(plan, targets=tuple(heads + targets), excluded=tuple(excluded), jobs=jobs)
+    everything = heads + targets
+    # A root that holds a GPU itself (a job of one process, a server with workers): its GPU is
+    # reported too.
+    used = {i for t in everything for i in t.gpus} - set(plan.gpu_indexes)
+    touched = tuple(_before(g) for g in sample.gpus if g.index in used)
+    new = replace(plan, targets=tuple(everything), excluded=tuple(excluded), jobs=jobs, touched=touched)
     return replace(new, warnings=tuple(_warnings(new, sample, indexes, opts)))
 
 

@@ -9,10 +9,10 @@ and by how much, for the live line and the timeout report.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
-from .model import IDLE_SLACK, Gpu, Preflight, Sample
+from .model import IDLE_SLACK, Gpu, Preflight, Proc, Sample, brief_command
 from .textsafe import printable
 from .units import fmt_bytes
 from .words import count, unaccounted_words
@@ -49,21 +49,58 @@ class Unready:
         return {"condition": self.condition, "words": self.words, "excess": self.excess}
 
 
+def started_by(sample: Sample, proc: Proc) -> str | None:
+    """`started by 4242 `python supervisor.py``: the parent of a GPU process, as the sample knows it
+    (a launcher, a supervisor, a shell); None when it does not (PID 1, the probe's own chain)."""
+    if proc.ppid is None or proc.ppid <= 1:
+        return None
+    parent = next((p for p in sample.parents if p.pid == proc.ppid), None)
+    if parent is not None:
+        command = parent.command
+        name = parent.name
+    else:
+        other = next((p for p in sample.processes if p.pid == proc.ppid), None)
+        if other is None:
+            return None
+        command, name = other.command, other.name
+    brief = brief_command(list(command)) if command else (f"[{name}]" if name else "?")
+    return f"started by {proc.ppid} `{printable(brief)[:80]}`"
+
+
+def new_process_words(sample: Sample, proc: Proc, index: int) -> str:
+    """`new process 5151 on GPU 2, started by 4242 `python supervisor.py``: a GPU process that was
+    not there when the wait began (a supervisor's restarted worker: stop the parent, not it)."""
+    parent = started_by(sample, proc)
+    return f"new process {proc.pid} on GPU {index}" + (f", {parent}" if parent else "")
+
+
 def unready(
-    gpu: Gpu, sample: Sample, conditions: Conditions, preflight: Preflight | None = None
+    gpu: Gpu,
+    sample: Sample,
+    conditions: Conditions,
+    preflight: Preflight | None = None,
+    known: Collection[tuple[int, int | None]] | None = None,
 ) -> list[Unready]:
     """Every condition `gpu` fails in `sample` (empty: ready). `preflight`: its latest preflight
-    record (the sample carries one only now and then)."""
+    record (the sample carries one only now and then). `known`: the processes (pid, start time)
+    there when the wait began; one that is not is named as new, with the parent that started it."""
     out: list[Unready] = []
     if gpu.error:
         return [Unready("error", f"the GPU reports an error: {gpu.error}")]
     users = [p for p in sample.on_gpu(gpu.index) if p.kind in ("user", "ghost", "hidden") and not p.protected]
     if users:
+        fresh = [p for p in users if known is not None and p.key not in known and p.kind != "ghost"]
+        old = [p for p in users if p not in fresh]
+        parts = [new_process_words(sample, p, gpu.index) for p in fresh[:4]]
         names = ", ".join(
-            f"{p.pid} ({p.kind}{': ' + p.command_line if p.kind != 'ghost' else ''})" for p in users[:4]
+            f"{p.pid} ({p.kind}{': ' + p.command_line if p.kind != 'ghost' else ''})" for p in old[:4]
         )
-        more = f" and {len(users) - 4} more" if len(users) > 4 else ""
-        out.append(Unready("processes", f"used or held by {names}{more}", float(len(users))))
+        more = f" and {len(old) - 4} more" if len(old) > 4 else ""
+        if old:
+            parts.append(f"used or held by {names}{more}")
+        if len(fresh) > 4:
+            parts.append(f"and {len(fresh) - 4} more new")
+        out.append(Unready("processes", "; ".join(parts), float(len(users))))
     used, base = gpu.memory_used, gpu.memory_baseline or 0
     if used is None:
         out.append(Unready("memory", "no memory figure from the driver"))

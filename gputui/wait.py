@@ -104,6 +104,9 @@ class GpuWait:
     index: int
     ready_since: float | None = None  # monotonic: ready in every sample since
     last: list[Unready] = field(default_factory=list)
+    # The processes (pid, start time) on the GPU in the first sample judged: one that comes later
+    # is named as new, with the parent that started it (a supervisor restarting its worker).
+    known: set[tuple[int, int | None]] | None = None
     waited: float = 0.0
 
     def ready_for(self, now: float) -> float:
@@ -228,7 +231,9 @@ def _update(
             continue
         if gpu.preflight is not None:
             preflights[(host, index)] = gpu.preflight
-        w.last = unready(gpu, sample, conditions, preflights.get((host, index)))
+        if w.known is None:
+            w.known = {p.key for p in sample.on_gpu(index)}
+        w.last = unready(gpu, sample, conditions, preflights.get((host, index)), known=w.known)
         if w.last:
             w.ready_since = None
         elif w.ready_since is None:

@@ -147,6 +147,11 @@ def gpu_note(g: GpuVerdict) -> str:
             notes.append(unaccounted_words(g.accounting) or "memory above idle that nothing holds")
         else:
             notes.append("memory above idle that nothing holds; a reset would free it")
+    elif g.result == "outside":
+        if g.accounting is not None:
+            notes.append(unaccounted_words(g.accounting) or OUTSIDE)
+        else:
+            notes.append(OUTSIDE)
     elif g.result == "still-listed":
         notes.append(
             f"memory not released: NVML still lists {pids(g.still_listed)}; suspected holders: "

@@ -115,3 +115,11 @@ def test_flood_runs_and_times_keys_to_the_frame(tmp_path):
     assert row["mode"] == "huge" and row["keys"] == 4 and row["hostile"] == ["live", None]
     # Every key reached a frame that shows it, well before the bench's 5 s give-up.
     assert 0 < row["p50_ms"] < 5000 and 0 < row["moved_p50_ms"] < 5000 and row["rss_max_mib"] > 0
+
+
+def test_job_clean_runs_on_the_sim():
+    run = bench("job_clean.py", "--runs", "1", "--gib", "0.5", "--term-timeout", "2")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "job: launcher (no GPU) + 2 ranks on GPU 0,1, --pid" in run.stdout
+    assert "check launcher --pid (engine)        ok" in run.stdout
+    assert "check supervisor --gpu 0 (engine)    ok" in run.stdout

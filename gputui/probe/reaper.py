@@ -68,10 +68,12 @@ from .common import (
     TERM_TIMEOUT,
     VERIFY_TIMEOUT,
     brief_command,
+    job_grace,
     took,
 )
 from .core import Probe
 from .holders import descendants
+from .jobs import INIT_COMMS, SESSION_COMMS, boundary, interactive_shell, read_node
 from .pidfd import EXITED, PINNED, Syscalls, best_method
 from .procfs import (
     PF_KTHREAD,
@@ -92,6 +94,11 @@ RESCAN_LOOK = TARGETED
 FD_RESERVE = 64  # descriptors a plan leaves free for /proc reads, scans and NVML
 MAX_TARGETS = 100000
 SCOPES = ("processes", "gpus", "host")
+# A target's part in a job (docs/PROTOCOL.md "Plans"): a root is signalled first and may hold no
+# GPU (a launcher); a process between a root and its members needs none either; members are GPU
+# processes, signalled once the root has had JOB_GRACE to pass the signal on.
+ROLES = ("root", "between", "member")
+MAX_RESTARTS = 16  # parents a verdict names as able to restart what the plan stopped
 
 # Set by tests to force a kill method ("pidfd", "pidfd-syscall" or "kill"); None picks the best.
 FORCE_METHOD = None  # type: Optional[str]
@@ -172,9 +179,11 @@ class Proc(object):
         "lent",
         "name",
         "origin",
+        "parent",
         "pid",
         "ppid",
         "reason",
+        "role",
         "signals",
         "start_time",
         "state",
@@ -191,6 +200,10 @@ class Proc(object):
         self.reason = reason  # why the plan (or the rescan) targets it
         self.gpus = gpus
         self.origin = origin  # "plan", "rescan" or "sweep"
+        self.role = None  # type: Optional[str]  # its part in a job (ROLES), or None
+        # Its parent when checked, if that parent is part of the same work (a supervisor, a
+        # launcher): (pid, start time). A verdict names it when it outlives the plan (restarts).
+        self.parent = None  # type: Optional[Tuple[int, int]]
         self.fd = None  # type: Optional[int]
         self.lent = False  # fd is the probe's pin (pidfd.Pins), lent for the plan: given back, not closed
         self.name = None  # type: Optional[str]
@@ -230,6 +243,7 @@ class Proc(object):
             "gpus": self.gpus,
             "origin": self.origin,
             "reason": self.reason,
+            "role": self.role,
         }
 
 
@@ -302,6 +316,20 @@ def _entries(plan, key):
     return out
 
 
+def _roles(plan):
+    # type: (Dict[str, Any]) -> Dict[int, str]
+    """{pid: role} of the targets that have one (a job's root, the processes between, members)."""
+    out = {}  # type: Dict[int, str]
+    for entry in plan.get("targets") or []:
+        role = entry.get("role") if isinstance(entry, dict) else None
+        if role is None:
+            continue
+        if role not in ROLES:
+            raise PlanError("a target's role must be one of %s" % ", ".join(ROLES))
+        out.setdefault(entry["pid"], role)
+    return out
+
+
 def _signals(plan):
     # type: (Dict[str, Any]) -> List[str]
     """The soft signals to send before SIGKILL, from the plan's `signals` (a list of names)."""
@@ -333,6 +361,7 @@ class Settings(object):
             raise PlanError("scope must be one of %s" % ", ".join(SCOPES))
         self.scope = scope_name  # type: str
         self.targets = _entries(plan, "targets")
+        self.roles = _roles(plan)  # type: Dict[int, str]
         self.sweep = _entries(plan, "sweep")
         # The GPUs to prove clean; a plan of processes proves its targets gone instead.
         self.gpus = sorted(set(_int_list(plan.get("gpus"), "gpus")))
@@ -509,6 +538,7 @@ class Run(object):
                 "touched": sorted(self.touched),
                 "ghosts": plan.ghosts,
                 "targets": [t[0] for t in plan.targets],
+                "roots": sorted(pid for pid, role in plan.roles.items() if role == "root"),
                 "sweep": [t[0] for t in plan.sweep],
                 "signals": plan.signals,
                 "term_timeout": plan.term_timeout,
@@ -521,6 +551,7 @@ class Run(object):
         try:
             first = [self.admit(pid, st, why, gpus, "plan", view) for pid, st, why, gpus in plan.targets]
             self.remember_descendants(first)
+            first += self.job_members(first, view)
             self.stages(first)
             for round_no in range(MAX_ROUNDS):
                 if self.stopped():
@@ -545,6 +576,9 @@ class Run(object):
         plan = self.plan
         n = len(plan.targets)
         what = "%d target%s" % (n, "" if n == 1 else "s")
+        roots = sorted(pid for pid, role in plan.roles.items() if role == "root")
+        if roots:
+            what += " (job root%s %s first)" % ("" if len(roots) == 1 else "s", _pid_list(roots))
         if plan.sweep:
             what += ", %d to sweep" % len(plan.sweep)
         if plan.gpus:
@@ -573,10 +607,46 @@ class Run(object):
                 self.rule.descendants.setdefault(pid, start)
         self.rule.targets.update(p.pid for p in procs)
 
+    def job_members(self, procs, view):
+        # type: (List[Proc], View) -> List[Proc]
+        """The GPU processes below the job roots of the plan that it does not name (started since
+        the app's scan), taken right before the first signal: a job is stopped whole. They join
+        as members (origin "rescan": the app did not list them), checked like every target."""
+        roots = [p.pid for p in procs if p.role == "root" and p.pending]
+        if not roots:
+            return []
+        prefix = self.probe.scanner.prefix
+        out = []  # type: List[Proc]
+        for pid, start in sorted(descendants(roots).items()):
+            if pid in self.procs:
+                continue
+            record = view.records.get(pid)
+            if record is not None and record.get("start_time") == start:
+                if record.get("kind") not in (USER, HIDDEN) or record.get("state") == "Z":
+                    continue
+            elif pid not in view.listed and holds_device(pid, prefix) is not True:
+                continue
+            gpus = list(view.listed.get(pid, {})) or list((record or {}).get("gpus") or [])
+            proc = self.admit(
+                pid,
+                start,
+                "member of a job root of the plan, found before the first signal",
+                gpus,
+                "rescan",
+                view,
+            )
+            proc.role = "member"
+            out.append(proc)
+        if out:
+            self.remember_descendants(out)
+        return [p for p in out if p.pending]
+
     def admit(self, pid, start_time, reason, gpus, origin, view):
         # type: (int, int, str, List[int], str, View) -> Proc
         """The `check` stage: is this still the process the operator confirmed, and may it be signalled?"""
         proc = Proc(pid, start_time, reason, gpus, origin)
+        if origin == "plan":
+            proc.role = self.plan.roles.get(pid)
         self.procs[pid] = proc
         record = view.records.get(pid)
         self.fill(proc, record)
@@ -648,11 +718,30 @@ class Run(object):
         # What made it a target (a GPU device file, or NVML's list) must still be true: a process
         # that let go of its GPU is not signalled (and is left running: its verdict says so), and
         # without a pin, a PID reused within one clock tick by a process holding no GPU is caught.
-        holds = holds_device(pid, self.probe.scanner.prefix)
-        if holds is False and pid not in view.listed and pid not in self.probe.read_gpus()[1]:
-            return self.checked(proc, "no-gpu", NO_GPU_WORDS)
+        # A job's root and the processes between need no GPU: a launcher holds none.
+        if proc.role not in ("root", "between"):
+            holds = holds_device(pid, self.probe.scanner.prefix)
+            if holds is False and pid not in view.listed and pid not in self.probe.read_gpus()[1]:
+                return self.checked(proc, "no-gpu", NO_GPU_WORDS)
+        proc.parent = self.supervisor_of(proc)
         self.event("check", "ok", "%s: %s" % (proc.label(), note), proc, data={"state": stat.state})
         return proc
+
+    def supervisor_of(self, proc):
+        # type: (Proc) -> Optional[Tuple[int, int]]
+        """The target's parent, when it is part of the same work (jobs.boundary: not an init, a
+        session, a unit's, Slurm job's or container's edge): one that outlives the plan may start
+        the target again (a supervisor, an elastic launcher, a `bash run.sh` loop)."""
+        if proc.ppid is None or proc.ppid <= 2:
+            return None
+        finder = getattr(self.probe, "jobs", None)
+        stop = finder.stop if finder is not None else set()  # type: Set[int]
+        child, parent = read_node(proc.pid), read_node(proc.ppid)
+        if child is None or parent is None or child.start != proc.start_time or child.ppid != parent.pid:
+            return None
+        if boundary(child, parent, stop | self.probe.protected_pids()) is not None:
+            return None
+        return (parent.pid, parent.start)
 
     def exited_since_scan(self, proc):
         # type: (Proc) -> Proc
@@ -723,6 +812,25 @@ class Run(object):
         )
         if monitor and pid not in self.plan.include_protected:
             return "monitor"
+        if proc.role in ("root", "between") and stat is not None:
+            return self.head_protection(proc, stat)
+        return None
+
+    def head_protection(self, proc, stat):
+        # type: (Proc, Any) -> Optional[str]
+        """A job's root (or a process between it and its members) is never an init or a person's
+        session, whatever the plan says: the app finds roots below them, and this is the check
+        that does not trust it. The processes that act as init here (the probe's ancestors, a
+        reader's subreaper such as the sim's session) are never a root either."""
+        finder = getattr(self.probe, "jobs", None)
+        stop = finder.stop if finder is not None else set()  # type: Set[int]
+        if proc.pid in stop or proc.pid <= 2 or stat.comm in INIT_COMMS:
+            return "init"
+        if stat.comm in SESSION_COMMS:
+            return "session"
+        node = read_node(proc.pid)
+        if node is not None and node.start == proc.start_time and interactive_shell(node):
+            return "session"
         return None
 
     def stages(self, procs):
@@ -734,17 +842,53 @@ class Run(object):
             return
         soft = [getattr(signal, name) for name in self.plan.signals]
         for sig in soft:
-            sent = self.send_all(live, sig, "signal")
-            self.wait(sent, self.plan.term_timeout, _signal_name(sig))
+            roots = [p for p in live if p.role == "root"]
+            if roots:
+                sent = self.job_signal(roots, [p for p in live if p.role != "root"], sig)
+            else:
+                sent = self.send_all(live, sig, "signal")
+            self.wait(sent, self.plan.term_timeout - (self.grace if roots else 0.0), _signal_name(sig))
             live = [p for p in live if p.pending]
             if not live:
                 return
+        # SIGKILL for every survivor at once, the job roots first (the list keeps the plan's order).
+        live.sort(key=lambda p: 0 if p.role == "root" else 1)
         sent = self.send_all(live, signal.SIGKILL, "escalate")
         self.wait(sent, KILL_WAIT_S, "SIGKILL")
         for proc in sent:
             if proc.pending:
                 stat = read_stat(proc.pid)
                 proc.state = stat.state if stat is not None else proc.state
+
+    @property
+    def grace(self):
+        # type: () -> float
+        return job_grace(self.plan.term_timeout)
+
+    def job_signal(self, roots, rest, sig):
+        # type: (List[Proc], List[Proc], int) -> List[Proc]
+        """A soft signal to a job: its roots first (a launcher, a supervisor passes it on to its
+        ranks, which then shut down as they were written to), then, after the grace (common.
+        job_grace) or as soon as every process of the job has exited, the same signal to each member
+        (and process between) still running: a root that forwards nothing, or is gone already,
+        leaves none behind. Returns every process signalled; the caller waits out the TERM timeout."""
+        name = _signal_name(sig)
+        sent = self.send_all(roots, sig, "signal")
+        waiting = [p for p in rest if p.pending]
+        if sent and waiting:
+            self.wait(sent + waiting, self.grace, name, quiet=True)
+        left = [p for p in rest if p.pending]
+        if left:
+            self.event(
+                "signal",
+                "members",
+                "%d of the job still running %.1f s after the root's %s: %s to %s"
+                % (len(left), self.grace, name, name, _pid_list([p.pid for p in left])),
+                sig=name,
+                data={"pids": [p.pid for p in left], "grace_s": self.grace},
+            )
+            sent += self.send_all(left, sig, "signal")
+        return sent + [p for p in rest if p not in sent and p.pending]
 
     def stopped(self):
         # type: () -> bool
@@ -845,9 +989,10 @@ class Run(object):
             "PID namespace, or a security module (SELinux, AppArmor) forbids it; run the probe there"
         )
 
-    def wait(self, procs, timeout, sig_name):
-        # type: (List[Proc], float, str) -> None
-        """Until every process in `procs` has exited or `timeout` passes; ends at the last exit."""
+    def wait(self, procs, timeout, sig_name, quiet=False):
+        # type: (List[Proc], float, str, bool) -> None
+        """Until every process in `procs` has exited or `timeout` passes; ends at the last exit.
+        `quiet`: no `timeout` event (a job's grace: what follows says what is still running)."""
         pending = [p for p in procs if p.pending]
         if not pending:
             return
@@ -858,7 +1003,7 @@ class Run(object):
                 break
             self.pause(pending, left)
             pending = [p for p in pending if p.pending]
-        if pending:
+        if pending and not quiet:
             self.event(
                 "wait",
                 "timeout",
@@ -1107,10 +1252,18 @@ class Run(object):
         # type: (View) -> Dict[str, Any]
         plan = self.plan
         processes = [self.process_verdict(p) for p in self.procs.values()]
+        restarts = self.restarts(view)
+        # A GPU verified clean that a surviving parent has already put a new process on (seen
+        # before this verdict) is not clean any more: the run that follows would share it.
+        again = {}  # type: Dict[int, List[Tuple[int, int]]]
+        for r in restarts:
+            for index in r["new_gpus"]:
+                if index in plan.gpus:
+                    again.setdefault(index, []).extend((pid, r["pid"]) for pid in r["new"])
         gpus = {}  # type: Dict[str, Dict[str, Any]]
         for index in sorted(self.touched):
             if index in plan.gpus:
-                gpus[str(index)] = self.gpu_verdict(index, view)
+                gpus[str(index)] = self.gpu_verdict(index, view, again.get(index, []))
             else:
                 gpus[str(index)] = self.release_verdict(index, view)
         clean = all(gpus[str(i)]["result"] == "clean" for i in plan.gpus)
@@ -1120,6 +1273,7 @@ class Run(object):
         settled = scope.GONE + scope.MOOT if plan.gpus else scope.ENDED
         gone = all(p["result"] in settled for p in processes)
         released = self.released(view.listed)
+        taken = sorted(again)
         ok = clean and gone and released
         refused = [p["pid"] for p in processes if p["result"] in ("permission-denied", "protected")]
         running = [p["pid"] for p in processes if p["result"] in scope.LEFT_RUNNING]
@@ -1135,6 +1289,16 @@ class Run(object):
             left = "; not signalled, still running (held no GPU when checked): %s" % _pid_list(running[:20])
             if len(running) > 20:
                 left += " and %d more" % (len(running) - 20)
+        if taken:
+            left += "; GPU %s taken again since it was verified clean" % _gpu_list(taken)
+        for r in restarts:
+            new = " and has started %s since" % _pid_list(r["new"]) if r["new"] else ""
+            left += "; parent %d (%s) still runs%s: it may start %s again" % (
+                r["pid"],
+                brief_command(r["command"]) or r["name"] or "?",
+                new,
+                _pid_list(r["children"]),
+            )
         done = self.event(
             "done",
             result,
@@ -1150,9 +1314,72 @@ class Run(object):
                 "method": self.killer.method,
                 "link_lost": self.link_lost,
                 "cancelled": self.cancelled,
+                "restarts": restarts,
+                "taken_again": taken,
             },
         )
         return done
+
+    def started_by(self, parent, view):
+        # type: (int, View) -> Tuple[List[int], List[int]]
+        """The GPU processes below `parent` now that the plan did not take on (a restarted worker),
+        and the GPUs NVML lists them on: read now, right before the verdict."""
+        below = descendants([parent])
+        if not below:
+            return [], []
+        _, listed = self.probe.read_gpus()
+        prefix = self.probe.scanner.prefix
+        new, gpus = [], set()  # type: List[int], Set[int]
+        for pid, start in sorted(below.items()):
+            if pid in self.procs and self.procs[pid].start_time == start:
+                continue
+            record = view.records.get(pid)
+            known = (
+                record is not None
+                and record.get("start_time") == start
+                and record.get("kind") in (USER, HIDDEN)
+            )
+            if known or pid in listed or holds_device(pid, prefix) is True:
+                new.append(pid)
+                gpus.update(listed.get(pid, {}))
+                if known and record is not None:
+                    gpus.update(record.get("gpus") or [])
+        return new[:64], sorted(gpus)
+
+    def restarts(self, view):
+        # type: (View) -> List[Dict[str, Any]]
+        """The parents that outlived what the plan stopped and may start it again: each target gone
+        whose parent, when checked, was part of the same work (supervisor_of), is alive now (the
+        same process) and was not in the plan. With the GPU processes it has started since that the
+        final look saw (`new`): a worker restarted before the verdict."""
+        by_parent = {}  # type: Dict[Tuple[int, int], List[int]]
+        for proc in self.procs.values():
+            if proc.parent is None or proc.parent[0] in self.procs:
+                continue
+            if proc.verdict not in scope.GONE and proc.exited_ms is None:
+                continue
+            by_parent.setdefault(proc.parent, []).append(proc.pid)
+        out = []  # type: List[Dict[str, Any]]
+        for (pid, start), children in sorted(by_parent.items()):
+            stat = read_stat(pid)
+            if stat is None or stat.start_time != start or stat.state == "Z" or len(out) >= MAX_RESTARTS:
+                continue
+            new, new_gpus = self.started_by(pid, view)
+            status = read_status(pid)
+            uid = status.uid if status is not None else None
+            out.append(
+                {
+                    "pid": pid,
+                    "start_time": start,
+                    "name": stat.comm,
+                    "command": _short(read_cmdline(pid)),
+                    "user": user_name(uid),
+                    "children": sorted(children),
+                    "new": new,
+                    "new_gpus": new_gpus,
+                }
+            )
+        return out
 
     def process_verdict(self, proc):
         # type: (Proc) -> Dict[str, Any]
@@ -1211,9 +1438,10 @@ class Run(object):
                 ", ".join(proc.signals) or "no signal",
             )
 
-    def gpu_verdict(self, index, view):
-        # type: (int, View) -> Dict[str, Any]
-        """A GPU the plan cleans: clean, held (by live processes) or ghost memory."""
+    def gpu_verdict(self, index, view, again=()):
+        # type: (int, View, Any) -> Dict[str, Any]
+        """A GPU the plan cleans: clean, held (by live processes) or ghost memory. `again`: (pid,
+        parent) of the processes a surviving parent started on it since (restarts): held by them."""
         gpu = view.gpus.get(index) or {}
         on_gpu = view.on_gpu(index)
         users = [r for r in on_gpu if r["kind"] in (USER, MONITOR)]  # live, listed by NVML
@@ -1226,7 +1454,9 @@ class Run(object):
         for ghost in ghosts:
             suspects.update(ghost.get("links") or [])
         result = "clean"
-        books = account(gpu, view.listed, view.records, self.probe.scanner.prefix) if gpu else None
+        # From inside a container, memory no process here holds is `outside`, never `orphaned`.
+        foreign = bool(getattr(self.probe, "foreign_pids", False))
+        books = account(gpu, view.listed, view.records, self.probe.scanner.prefix, foreign) if gpu else None
         if not gpu or gpu.get("error") or users or strays:
             result = "held"
         elif ghosts or hidden or not idle:
@@ -1234,12 +1464,20 @@ class Run(object):
             result = "ghost-memory"
             if not ghosts and not hidden and books is not None and books["orphaned"]:
                 result = "orphaned"  # nothing holds it at all: only a GPU reset frees it
+            elif not ghosts and not hidden and books is not None and books.get("outside"):
+                # Seen from inside a container: another container's or the host's. Not ours to
+                # free, and no reset would be right (it would end a neighbour's work).
+                result = "outside"
             elif not suspects:
                 # No link to the ghost: any unattributed holder may be the one (a child that setsid()).
                 suspects.update(
                     r["pid"] for r in view.records.values() if r["kind"] == HIDDEN and not r["gpus"]
                 )
         held_by = sorted(set(r["pid"] for r in live) | set(r["pid"] for r in strays))
+        restarted = sorted(set(pid for pid, _ in again) - set(held_by))
+        if restarted:
+            result = "held"  # verified clean, then taken again by a surviving parent's new process
+            held_by = sorted(set(held_by) | set(restarted))
         ghost_pids = sorted(r["pid"] for r in ghosts)
         suspect_pids = sorted(suspects)
         data = {
@@ -1261,6 +1499,11 @@ class Run(object):
             words = "not clean: %s orphaned, no process holds it; a reset would free it" % _size(
                 books["orphaned"] if books else 0
             )
+        elif result == "outside":
+            words = (
+                "not clean: %s used outside this container: another container or the host (no process "
+                "here holds it; stop it where it runs)" % _size(books["outside"] if books else 0)
+            )
         elif result == "ghost-memory":
             words = "ghost memory: NVML lists %s; suspected holders: %s" % (
                 _pid_list(ghost_pids) or "nothing",
@@ -1268,6 +1511,9 @@ class Run(object):
             )
         else:
             words = "still held by %s" % (_pid_list(held_by) or data["error"] or "memory in use")
+            if restarted:
+                parents = sorted(set(parent for pid, parent in again if pid in restarted))
+                words += " (taken again since it was verified clean: started by %s)" % _pid_list(parents)
         self.event("verdict", result, "GPU%d: %s" % (index, words), gpu=index, data=data)
         return data
 

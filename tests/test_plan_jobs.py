@@ -1,0 +1,174 @@
+"""Job plans as pure functions over a hand-made sample (gputui/plan.py): which PID chooses which job,
+the order of the targets (root, processes between, members), every GPU process of the root's
+subtree, and the roots that are never signalled. The sim and the CLI are tested in
+tests/test_clean_jobs.py and tests/probe/test_reaper_jobs.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gputui.model import Sample
+from gputui.plan import PlanOptions, above_jobs, job_for_pid, jobs_title, plan_for_jobs, plan_for_pids
+from tests.test_plan import GiB, gpu, proc
+
+OPTS = PlanOptions(operator="alice")
+
+
+def job(root: int, members: list[int], processes: list[int], **fields: Any) -> dict[str, Any]:
+    record = {
+        "id": str(root),
+        "root": root,
+        "root_start": 1000 + root,
+        "name": "torchrun",
+        "command": ["torchrun", "--nproc-per-node", "2", "train.py"],
+        "user": "alice",
+        "uid": 1000,
+        "state": "S",
+        "ppid": 10,
+        "boundary": "shell",
+        "members": members,
+        "processes": [[p, 1000 + p] for p in processes],
+        "gpus": [0, 1],
+        "memory": 2 * GiB,
+    }
+    record.update(fields)
+    return record
+
+
+def parent(pid: int, ppid: int, name: str, command: list[str]) -> dict[str, Any]:
+    return {
+        "pid": pid,
+        "start_time": 1000 + pid,
+        "ppid": ppid,
+        "name": name,
+        "command": command,
+        "user": "alice",
+    }
+
+
+def launcher_sample(**root_fields: Any) -> Sample:
+    """bash (10, interactive) -> torchrun (200, no GPU) -> agent (201) -> ranks 300 (GPU 0), 301 (GPU 1);
+    rank 300's data-loader child 302 holds GPU 0; a job of bob's (400) on GPU 2."""
+    processes = [
+        proc(300, "user", gpus=[0], gpu_memory={"0": GiB}, ppid=201, job="200"),
+        proc(301, "user", gpus=[1], gpu_memory={"1": GiB}, ppid=201, job="200"),
+        proc(302, "hidden", gpus=[0], reason="ancestor", links=[300], ppid=300, job="200"),
+        proc(400, "user", gpus=[2], gpu_memory={"2": GiB}, ppid=10, user="bob", uid=1001, job="400"),
+    ]
+    parents = [
+        parent(201, 200, "python", ["python", "-m", "torch.distributed.elastic.agent"]),
+        parent(200, 10, "torchrun", ["torchrun", "--nproc-per-node", "2", "train.py"]),
+        parent(10, 5, "bash", ["bash"]),
+        parent(5, 1, "sshd", ["sshd: alice@pts/0"]),
+    ]
+    jobs = [
+        job(200, [300, 301, 302], [200, 201, 300, 301, 302], **root_fields),
+        job(400, [400], [400], name="python", command=["python", "eval.py"], user="bob", gpus=[2]),
+    ]
+    return Sample.from_wire(
+        {
+            "seq": 1,
+            "time": 1.0,
+            "gpus": [gpu(0, GiB), gpu(1, GiB), gpu(2, GiB)],
+            "processes": processes,
+            "parents": parents,
+            "jobs": jobs,
+            "scan": {"full": True, "age": 0.0, "unreadable": 0},
+        }
+    )
+
+
+def test_a_launchers_pid_chooses_its_job_root_first_then_between_then_members():
+    sample = launcher_sample()
+    chosen = job_for_pid(sample, 200)
+    assert chosen is not None and chosen.id == "200"
+    plan = plan_for_pids(sample, [200], host="h", options=OPTS)
+    assert plan.scope == "jobs" and [j.id for j in plan.jobs] == ["200"]
+    assert [(t.pid, t.role) for t in plan.targets][:2] == [(200, "root"), (201, "between")]
+    assert {t.pid: t.role for t in plan.targets[2:]} == {300: "member", 301: "member", 302: "member"}
+    assert 400 not in {t.pid for t in plan.targets}  # another job is left alone
+    assert plan.describe_jobs() == "Stop job 200 (torchrun --nproc-per-node 2 train.py)"
+    assert [t.pid for t in plan.job_targets(plan.jobs[0])] == [200, 201, 300, 301, 302]
+    wire = plan.to_wire()
+    assert wire["scope"] == "processes" and wire["targets"][0]["role"] == "root"
+    assert "job root" in " ".join(plan.stages) and "members left" in " ".join(plan.stages)
+
+
+def test_a_process_between_the_root_and_its_members_chooses_the_part_below_it():
+    sample = launcher_sample()
+    part = job_for_pid(sample, 201)
+    assert part is not None and part.root == 201 and part.id == "201"
+    assert sorted(part.members) == [300, 301, 302] and part.command[0] == "python"
+
+
+def test_a_single_gpu_process_is_a_plain_process_and_a_pid_above_a_job_is_none():
+    sample = launcher_sample()
+    assert job_for_pid(sample, 400) is None  # a job of one process: the process itself
+    assert job_for_pid(sample, 300) is None  # a member is a process, not its job
+    assert job_for_pid(sample, 10) is None and [j.id for j in above_jobs(sample, 10)] == ["200", "400"]
+
+
+def test_a_pid_above_the_jobs_is_refused_with_the_job_to_stop_instead():
+    sample = launcher_sample()
+    plan = plan_for_pids(sample, [10], host="h", options=OPTS)
+    assert plan.is_empty and not plan.jobs
+    [refused] = plan.excluded
+    assert refused.pid == 10 and refused.chosen and refused.protected == "session"
+    assert "never signalled" in refused.why and "clean --job 200" in refused.why
+
+
+def test_a_root_that_is_a_session_or_init_is_refused_and_its_job_not_stopped():
+    for fields, reason in (
+        ({"name": "sshd", "command": ["sshd: alice"]}, "session"),
+        ({"name": "bash", "command": ["-bash"]}, "session"),
+        ({"name": "systemd", "command": ["/sbin/init"]}, "init"),
+    ):
+        sample = launcher_sample(**fields)
+        plan = plan_for_jobs(sample, [sample.jobs[0]], host="h", options=OPTS)
+        assert plan.is_empty and not plan.jobs, fields
+        [refused] = [e for e in plan.excluded if e.pid == 200]
+        assert refused.protected == reason and refused.chosen and "its job is not stopped" in refused.why
+
+
+def test_every_gpu_process_of_the_roots_subtree_is_a_member():
+    """A GPU process below the root that the job's member list leaves out (another job's id: past a
+    boundary, or the list bounded) is stopped with its job: killing the root orphans it anyway."""
+    sample = launcher_sample()
+    extra = proc(303, "user", gpus=[1], gpu_memory={"1": GiB}, ppid=301, job="303")
+    wire = {
+        "seq": 1,
+        "gpus": [gpu(0, GiB), gpu(1, GiB), gpu(2, GiB)],
+        "processes": [*(_wire(p) for p in sample.processes), extra],
+        "parents": [_parent_wire(p) for p in sample.parents],
+        "jobs": [j.describe() for j in sample.jobs],
+        "scan": {"full": True},
+    }
+    bigger = Sample.from_wire(wire)
+    plan = plan_for_pids(bigger, [200], host="h", options=OPTS)
+    assert 303 in {t.pid for t in plan.targets if t.role == "member"}
+
+
+def test_jobs_title_names_one_job_or_counts_many():
+    sample = launcher_sample()
+    assert jobs_title([]) is None
+    assert (
+        jobs_title(sample.jobs)
+        == "Stop 2 jobs: 200 (torchrun --nproc-per-node 2 train.py), 400 (python eval.py)"
+    )
+
+
+def _wire(p: Any) -> dict[str, Any]:
+    return proc(
+        p.pid,
+        p.kind,
+        gpus=list(p.gpus),
+        gpu_memory={str(k): v for k, v in p.gpu_memory.items()},
+        ppid=p.ppid,
+        job=p.job,
+        reason=p.reason,
+        links=list(p.links),
+    )
+
+
+def _parent_wire(p: Any) -> dict[str, Any]:
+    return parent(p.pid, p.ppid, p.name, list(p.command))
