@@ -16,9 +16,10 @@ from typing import Any
 
 from gputui.config import HostSpec
 from gputui.fleet import Fleet
-from gputui.model import Job, MemoryAccount, Sample
+from gputui.model import Job, MemoryAccount, Proc, Sample
 from gputui.transport.local import LocalLink
 from gputui.ui import GpuTuiApp, make_app
+from gputui.ui import jobs as ui_jobs
 from gputui.ui.commands import GpuTuiCommands
 from gputui.ui.screens.gpu_detail import PART_LABEL, PART_STYLE, GpuDetailScreen
 from gputui.ui.screens.help import HelpBody, HelpScreen
@@ -171,6 +172,31 @@ async def test_jobs_view_lists_the_launcher_as_a_job_with_its_two_ranks(tmp_path
         assert table.move_to(row)
         assert table.cursor_job == launcher and table.cursor_proc_key is None
         assert main.cursor_job() == launcher
+        app.clear_notifications()
+        await pilot.press("space")  # a job's row is no process to select
+        await pilot.pause()
+        assert main.selection.count() == 0
+        assert any("X stops the whole job" in n.message for n in app._notifications)
+        await pilot.press("d")  # its root (the launcher, a parent of the ranks), with its job
+        await wait_for(pilot, lambda: isinstance(app.screen, ProcDetailScreen))
+        await pilot.pause(0.3)
+        detail = app.screen
+        assert isinstance(detail, ProcDetailScreen) and detail.record.pid == launcher.root
+        assert f"Job job {launcher.id} (its root) · 2 members" in words(app)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is main)
+        assert table.move_to(row)
+        # On GPU 1's list: the job's memory there, and only the rank there under it.
+        main.gpu_table.move_to("1")
+        main.refresh_procs()
+        await redrawn(pilot)
+        [rank1] = [p for p in sample.processes if p.pid in launcher.members and 1 in p.gpus]
+        assert {table._tree[k].parent for k in table.rows_data() if k in ranks} == {row}
+        assert [k for k in ranks if k in table.rows_data()] == [proc_row_key(rank1)]
+        assert table.rows_data()[row]["mem"].plain == "18.0 GiB"
+        main.gpu_table.move_to("all")
+        main.refresh_procs()
+        await redrawn(pilot)
         # A filter that names the job lists it with both ranks.
         main.proc_filter = "torchrun"
         main.refresh_procs()
@@ -398,3 +424,33 @@ async def test_help_lists_the_jobs_keys() -> None:
         await pilot.pause()
         text = " ".join(app.screen.query_one(HelpBody).plain(110).split())
         assert "processes grouped by job" in text and "stop the job" not in text
+
+
+# -- gputui.ui.jobs on hand-made records ---------------------------------------------------------------
+
+
+def test_group_puts_members_under_their_job_and_a_one_process_job_alone() -> None:
+    procs = (
+        Proc(pid=21, start_time=210, kind="user", ppid=20, job="20"),
+        Proc(pid=22, start_time=220, kind="user", ppid=20, job="20"),
+        Proc(pid=30, start_time=300, kind="user", ppid=1, job="30"),
+        Proc(pid=40, start_time=400, kind="monitor", ppid=1),
+        Proc(pid=50, start_time=500, kind="user", ppid=1, job="99"),  # a job the sample does not carry
+    )
+    jobs_ = (
+        Job(id="20", root=20, root_start=200, members=(21, 22), processes=((20, 200), (21, 210), (22, 220))),
+        Job(id="30", root=30, root_start=300, members=(30,), processes=((30, 300),), slurm_job="4711"),
+    )
+    sample = Sample(seq=1, time=0.0, gpus=(), processes=procs, jobs=jobs_)
+    grouped = ui_jobs.group(((proc_row_key(p), p) for p in procs), sample, job_row_key)
+    assert set(grouped.jobs) == {"@20"}
+    assert {k: n.parent for k, n in grouped.nodes.items()} == {
+        "@20": None,
+        "21:210": "@20",
+        "22:220": "@20",
+        "30:300": None,
+        "40:400": None,
+        "50:500": None,
+    }
+    assert grouped.alone == {"30:300": jobs_[1]}
+    assert ui_jobs.matching(sample, "4711") == {"30"} and ui_jobs.matching(sample, "") == set()

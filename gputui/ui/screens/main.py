@@ -430,7 +430,8 @@ class MainScreen(Screen[None]):
             self._unfollow(f"No longer following PID {key_of(key)[0]}.")
             return
         if self.proc_table.cursor_proc_key is None:
-            self.notify("Only a process of the list can be followed (this row only joins a family).")
+            what = "is a job's" if self.proc_table.cursor_job is not None else "only joins a family"
+            self.notify(f"Only a process of the list can be followed (this row {what}).")
             return
         self.following = key
         self._following_host = self._proc_scope.host if self._proc_scope is not None else None
@@ -690,6 +691,9 @@ class MainScreen(Screen[None]):
     def action_toggle_select(self) -> None:
         key = self.proc_table.cursor_proc_key
         scope = self._proc_scope
+        if key is None and self.proc_table.cursor_job is not None:
+            self.notify("A job's row: X stops the whole job; space selects one of its processes.", timeout=4)
+            return
         if key is None or scope is None:
             return
         sample = self.view(scope.host).sample  # what the operator sees (the plan rescans anyway)
