@@ -233,7 +233,7 @@ KILL_KEYS: dict[str, Check] = {
 # [columns]: hide_<table> = [column keys]. The keys are the dashboard's (gputui/ui/widgets; a UI test
 # checks that these lists match them). Some are never hidden: what a kill targets must stay in view.
 COLUMNS: dict[str, tuple[str, ...]] = {
-    "processes": ("user", "gpu", "mem", "sm", "cpu", "rss", "state", "elapsed", "command"),
+    "processes": ("user", "container", "gpu", "mem", "sm", "cpu", "rss", "state", "elapsed", "command"),
     "gpus": ("name", "memory", "util", "temp", "power", "util_hist", "mem_hist", "holders"),
     "fleet": ("name", "memory", "util", "temp", "state", "holders", "cpu", "ram"),
 }

@@ -463,11 +463,12 @@ class GpuTuiApp(App[None]):
         self.show_log()
         if self._progress_timer is not None:
             self._progress_timer.resume()
-        what = (
-            f"free GPU {','.join(map(str, plan.gpu_indexes))}"
-            if plan.cleans_gpus
-            else "stop the chosen processes"
-        )
+        if plan.jobs:
+            what = plan.title  # `Stop job 4242 (torchrun ...)`
+        elif plan.cleans_gpus:
+            what = f"free GPU {','.join(map(str, plan.gpu_indexes))}"
+        else:
+            what = "stop the chosen processes"
         self.log_note(host, f"plan {plan.id}: {what}: {len(plan.signalled)} to signal", tag=plan.id)
 
         ended = False  # the probe's `done` came: the audit log has the plan's outcome
@@ -508,7 +509,11 @@ class GpuTuiApp(App[None]):
     def _ended(self, plan: Plan, verdict: PlanVerdict | None, text: str) -> None:
         ok = verdict is not None and verdict.ok
         status = status_of(verdict)[0] if verdict is not None else "error"
-        self.log_note(plan.host, f"verdict: {text}", "ok" if ok else "error", tag=plan.id)
+        # A parent that still runs may start what was stopped again (a supervisor): the verdict
+        # says so (words.verdict_summary), and a good verdict with one is a warning, not all clear.
+        restarts = verdict is not None and bool(verdict.restarts)
+        level = "error" if not ok else "warn" if restarts else "ok"
+        self.log_note(plan.host, f"verdict: {text}", level, tag=plan.id)
         title = {
             "clean": "verified clean",
             "stopped": "stopped, memory released",
@@ -519,9 +524,9 @@ class GpuTuiApp(App[None]):
         self.run_worker(self.fleet.request_sample(plan.host), group="after-plan", exit_on_error=False)
         self.notify(
             text,
-            title=f"{fmt.safe(plan.host, 40)}: {title}",
-            severity="information" if ok else "error",
-            timeout=8 if ok else 20,
+            title=f"{fmt.safe(plan.host, 40)}: {title}" + (" · may restart" if restarts else ""),
+            severity="error" if not ok else "warning" if restarts else "information",
+            timeout=8 if ok and not restarts else 20,
             markup=False,
         )
 

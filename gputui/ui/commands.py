@@ -30,8 +30,8 @@ class Entry:
 
 
 class GpuTuiCommands(Provider):
-    """Free GPU, free host, sweep, switch host, pause, MiB, GPU view, process tree and detail,
-    export, the action log."""
+    """Free GPU, free host, stop a job, sweep, switch host, pause, MiB, GPU view, process tree,
+    jobs and detail, export, the action log."""
 
     def _main(self) -> MainScreen | None:
         stack = self.app.screen_stack
@@ -58,6 +58,12 @@ class GpuTuiCommands(Provider):
                 "Processes as a list" if tree_on else "Processes as a tree",
                 "t: each process under its parent; - and + fold and unfold a family",
                 partial(act, "toggle_tree"),
+            )
+            jobs_on = main.proc_table.jobs_mode
+            yield Entry(
+                "Processes as a list (not by job)" if jobs_on else "Processes by job",
+                "J: each job (a launcher, a supervisor, a service) a row above its members",
+                partial(act, "toggle_jobs"),
             )
             at = main.proc_table.cursor_any_key
             if scope is not None and at is not None:
@@ -125,6 +131,14 @@ class GpuTuiCommands(Provider):
             "F: every GPU of the host (a confirmation first)",
             partial(act, "free_host"),
         )
+        job = main.cursor_job()
+        if job is not None:
+            yield Entry(
+                f"Stop job {fmt.safe(job.id, 40)} on {name}: {fmt.safe(job.command_line, 60)}",
+                f"X: its root first, then every member ({count(len(job.members), 'member')}); a "
+                "confirmation first",
+                partial(act, "stop_job"),
+            )
         unattributed = main.sweep_candidates(host)
         if unattributed:
             yield Entry(

@@ -45,6 +45,15 @@ MPS_MEANINGS = {
     "control": "the MPS control daemon: starts the servers; stopping it ends every client (protected)",
     "client": "an MPS client: NVML lists it through the MPS server; stopping it leaves the others",
 }
+# Jobs (J, X): a job's row in the process table, and a job's processes without a GPU in the dialog.
+JOB_GLYPH = "◆"
+JOB_MEANINGS = (
+    (f"{JOB_GLYPH} job", "a job's row (J): its root (a launcher, a supervisor, a service) with the GPUs "
+     "and memory of all its members, which hang under it; X stops the whole job"),
+    (f"{JOB_GLYPH} root", "the dialog: a job's root that holds no GPU itself (a launcher): signalled "
+     "first, it passes the signal on to its members"),
+    (f"{JOB_GLYPH} between", "the dialog: a process between a job's root and its members (an agent)"),
+)  # fmt: skip
 # How MIG instances read (the GPU table's child rows, the process table's GPU column).
 MIG_MEANINGS = (
     ("0/1.0", "a MIG instance, under its GPU: GPU 0, GPU instance 1, compute instance 0"),
@@ -82,9 +91,10 @@ def _find(pid: int, sample: Sample | None) -> Proc | None:
     return next((p for p in sample.processes if p.pid == pid), None)
 
 
-def note_parts(proc: Proc, sample: Sample | None) -> list[NotePart]:
+def note_parts(proc: Proc, sample: Sample | None, container: bool = True) -> list[NotePart]:
     """Why this process has its kind, in words, with its numbers (PIDs) marked: a narrow column cuts
-    the words around them, never them (widgets.table.fit). Plain text, made safe."""
+    the words around them, never them (widgets.table.fit). Plain text, made safe. `container`:
+    name its container and its PID there (False where a column of its own shows the container)."""
     if proc.mps in ("server", "control") and proc.kind == "monitor":
         what = "MPS server" if proc.mps == "server" else "MPS control daemon"
         clients = list(mps_clients(sample, proc)) if sample is not None else []
@@ -111,12 +121,12 @@ def note_parts(proc: Proc, sample: Sample | None) -> list[NotePart]:
         return [("zombie: parent ", False), (str(parent_pid), True), (f"{name} must reap it", False)]
     if proc.kind == "monitor":
         return [(f"protected: {safe(proc.protected or proc.reason or 'monitor')}", False)]
-    if proc.container:
+    if proc.container and container:
         parts: list[NotePart] = [(f"in container {safe(proc.container)}", False)]
         if proc.nspid is not None:
             parts += [(" (pid ", False), (str(proc.nspid), True), (" there)", False)]
         return parts
-    return []
+    return []  # a container in its own column: the command says more (the detail has its PID there)
 
 
 def note(proc: Proc, sample: Sample | None) -> str:

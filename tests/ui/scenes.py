@@ -23,7 +23,7 @@ from gputui.ui import GpuTuiApp, make_app
 from gputui.ui.screens.gpu_detail import GpuDetailScreen
 from gputui.ui.screens.plan import PlanScreen
 from gputui.ui.screens.proc_detail import ProcDetailScreen
-from gputui.ui.widgets.proc_table import proc_row_key
+from gputui.ui.widgets.proc_table import job_row_key, proc_row_key
 
 from .conftest import FROZEN, HOSTS, QUIET, build_app, recording, redrawn, settle
 
@@ -255,6 +255,77 @@ def _mps(theme: str, hostile: bool = True) -> GpuTuiApp:
     return app
 
 
+JOBS_HOST = "sim-jobs"  # what the "jobs" recording is replayed as (a config's sim_scenario = "jobs")
+# Where the "jobs" recording's jobs run, as a host sees them (the sim runs them all in one session):
+# the launcher a Slurm job, the supervisor a unit, the trainer in an LXC guest, the eval in Docker.
+PLACES = {
+    "torchrun": {"slurm_job": "4711"},
+    "supervisor.py": {"unit": "embeddings-worker.service"},
+    "train.py": {"container": "lxc/129"},
+    "eval.py": {"container": "docker/3f2a9c1d0b7e"},
+}
+
+
+def _place_of(command: list[str]) -> dict[str, str]:
+    script = next((a.rsplit("/", 1)[-1] for a in command if a.rsplit("/", 1)[-1] in PLACES), "")
+    return PLACES.get(script, {})
+
+
+def placed_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The "jobs" recording with its jobs placed (PLACES): each job's Slurm job, unit or container,
+    and a container's processes' too (with their PID inside it)."""
+    out = []
+    for record in records:
+        if record["type"] == "sample":
+            jobs = [dict(j, **_place_of(j["command"])) for j in record.get("jobs", [])]
+            where = {j["id"]: j.get("container") for j in jobs}
+            processes = [
+                dict(p, container=where[p["job"]], nspid=45) if where.get(p.get("job")) else p
+                for p in record["processes"]
+            ]
+            record = dict(record, jobs=jobs, processes=processes)
+        out.append(record)
+    return out
+
+
+def _jobs(theme: str, hostile: bool = True) -> GpuTuiApp:
+    """Host JOBS_HOST: the "jobs" sim scenario (tests/fixtures/jobs.jsonl): a torchrun-like launcher
+    (no GPU) with two ranks, a supervisor and its worker, two one-process jobs of one user."""
+    app = build_app((JOBS_HOST,), theme=theme, records={JOBS_HOST: list(recording("jobs"))})
+    app.fresh_timeout = 0  # plan on the replayed sample: a recording answers no full-scan request
+    return app
+
+
+def _jobs_placed(theme: str, hostile: bool = True) -> GpuTuiApp:
+    """The "jobs" scenario with its jobs in a Slurm job, a unit, an LXC guest and a Docker container."""
+    app = build_app((JOBS_HOST,), theme=theme, records={JOBS_HOST: placed_records(list(recording("jobs")))})
+    app.fresh_timeout = 0
+    return app
+
+
+async def _jobs_view(pilot: Pilot[Any]) -> None:
+    """J on the host's processes, focused."""
+    app: GpuTuiApp = pilot.app  # type: ignore[assignment]
+    await settle(pilot)
+    assert app._main is not None
+    app._main.proc_table.focus()
+    await pilot.press("J")
+    await redrawn(pilot)
+
+
+async def _plan_job(pilot: Pilot[Any]) -> None:
+    """X on the launcher's row: its root first, then its two ranks."""
+    app: GpuTuiApp = pilot.app  # type: ignore[assignment]
+    await _jobs_view(pilot)
+    assert app._main is not None
+    sample = app.fleet.view(JOBS_HOST).sample
+    assert sample is not None
+    launcher = next(j for j in sample.jobs if len(j.members) > 1)
+    assert app._main.proc_table.move_to(job_row_key(launcher), scroll=True)
+    await pilot.press("X")
+    await _dialog(pilot)
+
+
 def _gpu_view(gpu_row: int, host: bool = False) -> Callable[[Pilot[Any]], Awaitable[None]]:
     """Open the GPU view on the GPU table's row `gpu_row` ("all" is row 0), of the first host when
     `host` (the demo starts on "All hosts")."""
@@ -387,5 +458,12 @@ SCENES = {
         Scene("mib-wide", (200, 50), _metrics, _fleet_mib),
         Scene("mib-gpu-view", (120, 40), _metrics, _mib_gpu_view),
         Scene("paused", (120, 36), _metrics, _host_paused),
+        # J: the processes grouped by job (the launcher's row above its two ranks, the supervisor's
+        # above its worker, one-process jobs as their process's row).
+        # With its jobs placed: a Slurm job, a unit, an LXC guest, a Docker container (the column).
+        Scene("jobs", (120, 36), _jobs_placed, _jobs_view),
+        Scene("jobs-narrow", (80, 24), _jobs, _jobs_view),
+        Scene("jobs-wide", (200, 50), _jobs_placed, _jobs_view),
+        Scene("plan-job", (120, 36), _jobs_placed, _plan_job),  # X on the launcher's row
     )
 }

@@ -1,5 +1,5 @@
 """Read-only explains itself (issue 12, defect 3): where gputui cannot kill, the footer offers no
-kill key, and a kill key pressed anyway (f, F, x, enter and space in the process table) says why in
+kill key, and a kill key pressed anyway (f, F, x, X, enter and space in the process table) says why in
 a notification: --read-only, a host marked read-only, a probe that runs read-only, no GPU, not
 connected."""
 
@@ -17,7 +17,7 @@ from gputui.ui import make_app
 from .conftest import FROZEN, QUIET, build_app, recording, redrawn, scratch_log, screen_text, settle, wait_for
 from .test_pilot import Unreachable
 
-KEYS = ("f", "F", "x")
+KEYS = ("f", "F", "x", "X")
 
 
 def footer(app: Any) -> str:
@@ -36,7 +36,7 @@ async def presses_say(pilot: Any, host: str, reason: str) -> None:
         widget.focus()
         await pilot.pause()
         assert "Free GPU" not in footer(app) and "Free host" not in footer(app)
-        assert "Select" not in footer(app)
+        assert "Select" not in footer(app) and "Stop job" not in footer(app)
         for key in keys:
             app.clear_notifications()
             await pilot.press(key)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import HOSTS, recording
-from .scenes import THEMES, demo_records
+from .scenes import JOBS_HOST, THEMES, demo_records
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "screenshots"
@@ -32,7 +32,8 @@ def test_the_readme_shows_screenshots_of_the_demo() -> None:
         text = shot.read_text()
         found = HOSTILE_WORD.search(text)
         assert found is None, f"{shot.name} shows the test fixture ({found and found.group()!r})"
-        assert "demo-a" in text
+        # The demo (gputui --demo), or a sim scenario a config names (the jobs view: "jobs").
+        assert "demo-a" in text or JOBS_HOST in text
 
 
 @pytest.mark.parametrize("theme", THEMES)

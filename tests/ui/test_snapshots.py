@@ -58,6 +58,21 @@ def test_host_metrics_header(snap_compare: Any, theme: str) -> None:
     assert _compare(snap_compare, "host-metrics", theme)
 
 
+@pytest.mark.parametrize("scene", ["jobs", "jobs-narrow", "jobs-wide"])
+def test_jobs_view(snap_compare: Any, scene: str) -> None:
+    """J on the "jobs" scenario: the launcher's row above its two ranks, the supervisor's above its
+    worker, one-process jobs as their process's row; placed (120 and 200 columns): a Slurm job, a
+    unit, and the Container column for the LXC and Docker jobs."""
+    assert _compare(snap_compare, scene, "gputui-dark")
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_plan_dialog_for_a_job(snap_compare: Any, theme: str) -> None:
+    """X on the launcher's row: the job, its root first (no GPU), then each rank with its GPU and
+    memory."""
+    assert _compare(snap_compare, "plan-job", theme)
+
+
 @pytest.mark.parametrize(
     "scene",
     [

@@ -89,6 +89,7 @@ TITLES = {
     *(name for name, _ in SECTIONS),
     "Kinds of processes",
     "MIG and MPS",
+    "Jobs",
     "esc, q or ? closes this screen",
     "Read-only: gputui offers no way to signal a process.",
 }

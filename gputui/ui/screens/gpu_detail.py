@@ -52,6 +52,8 @@ PART_STYLE = {
     "unreported": "gpu-view--container",
     "hidden": "kind--hidden",
     "orphaned": "gpu-view--orphaned",
+    # Seen from inside a container: another guest's or the host's, as a PID namespace of its own is.
+    "outside": "gpu-view--container",
     "unknown": "gpu--warn",
 }
 PART_LABEL = {
@@ -62,6 +64,7 @@ PART_LABEL = {
     "unreported": "unreported",
     "hidden": "hidden holders'",
     "orphaned": "orphaned",
+    "outside": "outside this container",
     "unknown": "unattributed",
 }
 
@@ -239,7 +242,8 @@ class GpuDetailScreen(Screen[None]):
         if account is not None and account.unaccounted > IDLE_SLACK:
             for part, _ in account.parts():
                 if part in account.UNACCOUNTED:
-                    lines.append(Text("! " + part_words(account, part), t.style_of(PART_STYLE[part])))
+                    style = t.style_of(PART_STYLE.get(part, "gpu--warn"))
+                    lines.append(Text("! " + part_words(account, part), style))
             if account.orphaned > IDLE_SLACK:
                 hint = "r: the reset ladder (a dry run first, then a confirmation)"
                 lines.append(Text(hint, t.style_of("gpu-view--muted")))

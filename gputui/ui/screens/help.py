@@ -41,11 +41,11 @@ SECTIONS: tuple[tuple[str, tuple[type, ...]], ...] = (
     ("Fleet table (All hosts)", (FleetTable,)),
     ("Process table", (ProcTable,)),
     ("Filter box", (FilterBar,)),
-    ("Confirmation dialog (f, F, x)", (PlanScreen,)),
+    ("Confirmation dialog (f, F, x, X)", (PlanScreen,)),
     ("GPU view (i)", (GpuDetailScreen,)),
     ("Process detail (d)", (ProcDetailScreen,)),
 )
-KILL_SECTIONS = {"Confirmation dialog (f, F, x)"}  # not shown read-only: there is no dialog
+KILL_SECTIONS = {"Confirmation dialog (f, F, x, X)"}  # not shown read-only: there is no dialog
 EXTRA: dict[str, list[tuple[str, str]]] = {
     "Everywhere": [("ctrl+p", "command palette: gputui's commands (export, sweep…) and themes")],
     "In every table": [
@@ -53,7 +53,7 @@ EXTRA: dict[str, list[tuple[str, str]]] = {
     ],
     "Fleet table (All hosts)": [("1-9, 0", FleetTable.sort_keys_text())],
     "Process table": [("1-9, 0", ProcTable.sort_keys_text())],
-    "Confirmation dialog (f, F, x)": [
+    "Confirmation dialog (f, F, x, X)": [
         ("tab, enter", "on the Kill button: kill (focus starts on Cancel: enter alone cancels)"),
         ("↑↓ pgup pgdn", "scroll the lists"),
     ],
@@ -125,6 +125,7 @@ class HelpBody(StyledStatic):
         "help--section",
         "help--key",
         "status--muted",
+        "proc--job",
     }
 
     def __init__(self, read_only: bool, **kwargs: Any) -> None:
@@ -166,6 +167,10 @@ class HelpBody(StyledStatic):
             for role, word in kinds.MPS_WORDS.items()
         ]  # fmt: skip
         parts.append(_grid(marks))
+        parts.append(Text())
+        parts.append(Text("Jobs", section))
+        job_style = self.style_of("proc--job")
+        parts.append(_grid([(Text(mark, job_style), Text(meaning)) for mark, meaning in kinds.JOB_MEANINGS]))
         parts.append(Text())
         if read_only:
             parts.append(Text("Read-only: gputui offers no way to signal a process.", muted))

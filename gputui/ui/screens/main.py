@@ -22,7 +22,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Input, Static
 
 from gputui.fleet import LIVE, REASONS, HostView
-from gputui.model import Parent, Proc, ProcUtilState
+from gputui.model import Job, Parent, Proc, ProcUtilState
 from gputui.operate import Request
 from gputui.words import count
 
@@ -43,7 +43,7 @@ from .gpu_detail import GpuDetailScreen
 from .proc_detail import ProcDetailScreen
 
 NARROW = 100  # columns: below this the host list starts hidden (b shows it)
-KILL_ACTIONS = ("toggle_select", "free_gpu", "free_host", "plan", "tag_user")
+KILL_ACTIONS = ("toggle_select", "free_gpu", "free_host", "plan", "tag_user", "stop_job")
 
 
 def sm_words(util: ProcUtilState, host: bool) -> str:
@@ -83,16 +83,30 @@ class MainScreen(Screen[None]):
             show=False,
             tooltip="kill the selected processes (or the one under the cursor)",
         ),
+        Binding(
+            "X",
+            "stop_job",
+            "Stop job",
+            tooltip="stop the job under the cursor (a job's row, or a process's job): its root, every "
+            "member, verified",
+        ),
         # Where a kill key is not offered (read-only, no GPU, not connected), pressing it says why.
         Binding("f", "refuse('free_gpu')", show=False),
         Binding("F", "refuse('free_host')", show=False),
         Binding("x", "refuse('plan')", show=False),
+        Binding("X", "refuse('stop_job')", show=False),
         Binding("i", "gpu_detail", "GPU view", tooltip="the GPU under the cursor: memory, settings, history"),
         Binding("l", "toggle_log", "Log", tooltip="show or hide the action log"),
         Binding("b", "toggle_hosts", "Host list", show=False, tooltip="show or hide the host list"),
         Binding("left_square_bracket", "step_host(-1)", "Previous host", key_display="[", show=False),
         Binding("right_square_bracket", "step_host(1)", "Next host", key_display="]", show=False),
         Binding("t", "toggle_tree", "Tree", tooltip="processes as a tree of families (again: a list)"),
+        Binding(
+            "J",
+            "toggle_jobs",
+            "Jobs",
+            tooltip="processes grouped by job, each job a row above its members (again: a list)",
+        ),
         Binding(
             "T", "app.next_theme", "Next theme", show=False, tooltip="next gputui theme (ctrl+p: any theme)"
         ),
@@ -351,6 +365,10 @@ class MainScreen(Screen[None]):
         # What the operator switched on comes before the explanations, which a narrow pane cuts.
         if self.proc_table.tree_mode:
             title += " · tree"
+        if self.proc_table.jobs_mode:
+            sample = self.view(scope.host).sample
+            jobs = len(sample.jobs) if sample is not None else 0
+            title += f" · {count(jobs, 'job')}"
         if self.following is not None:
             title += f" · following PID {key_of(self.following)[0]}"
             if self.following not in self.proc_table.rows_data():
@@ -359,6 +377,8 @@ class MainScreen(Screen[None]):
         sample = self.view(scope.host).sample
         if sample is not None and self.proc_table.width_of("sm"):
             title += " · " + sm_words(sample.proc_util, scope.gpu is None)
+        if sample is not None and sample.jobs_omitted and self.proc_table.jobs_mode:
+            title += f" · {count(sample.jobs_omitted, 'job')} left out by the probe (the smallest)"
         if self.proc_filter:
             title += f" · filter: {fmt.safe(self.proc_filter, 30)}"
         selected = self.selection.count(scope.host)
@@ -383,13 +403,20 @@ class MainScreen(Screen[None]):
 
     @on(KeyedTable.Sorted)
     def _sorted(self) -> None:
-        if self.proc_table.tree_mode:
+        if self.proc_table.tree_mode or self.proc_table.jobs_mode:
             self.refresh_procs()  # the branches follow the siblings' new order
         self._procs_title()
         self._fleet_title()
 
     def action_toggle_tree(self) -> None:
         self.proc_table.tree_mode = not self.proc_table.tree_mode
+        self.proc_table.jobs_mode = False
+        self.refresh_procs()
+        self.refresh_bindings()
+
+    def action_toggle_jobs(self) -> None:
+        self.proc_table.jobs_mode = not self.proc_table.jobs_mode
+        self.proc_table.tree_mode = False
         self.refresh_procs()
         self.refresh_bindings()
 
@@ -403,7 +430,8 @@ class MainScreen(Screen[None]):
             self._unfollow(f"No longer following PID {key_of(key)[0]}.")
             return
         if self.proc_table.cursor_proc_key is None:
-            self.notify("Only a process of the list can be followed (this row only joins a family).")
+            what = "is a job's" if self.proc_table.cursor_job is not None else "only joins a family"
+            self.notify(f"Only a process of the list can be followed (this row {what}).")
             return
         self.following = key
         self._following_host = self._proc_scope.host if self._proc_scope is not None else None
@@ -650,6 +678,7 @@ class MainScreen(Screen[None]):
                 "plan": "Plan",
                 "toggle_select": "Select",
                 "tag_user": "Tag user",
+                "stop_job": "Stop job",
             }.get(action, "Kill")
             self.notify(reason, title=f"{what}: not offered here", severity="warning", timeout=6)
 
@@ -662,6 +691,9 @@ class MainScreen(Screen[None]):
     def action_toggle_select(self) -> None:
         key = self.proc_table.cursor_proc_key
         scope = self._proc_scope
+        if key is None and self.proc_table.cursor_job is not None:
+            self.notify("A job's row: X stops the whole job; space selects one of its processes.", timeout=4)
+            return
         if key is None or scope is None:
             return
         sample = self.view(scope.host).sample  # what the operator sees (the plan rescans anyway)
@@ -680,9 +712,12 @@ class MainScreen(Screen[None]):
         if scope is None or self.proc_table.cursor_key is None:
             return
         if key is None:
-            self.notify(
-                "This row only joins a family (not in the list): put the cursor on a process to tag its user."
+            what = (
+                "is a job"
+                if self.proc_table.cursor_job is not None
+                else "only joins a family (not in the list)"
             )
+            self.notify(f"This row {what}: put the cursor on a process to tag its user.")
             return
         proc = next((p for p in self.proc_table.in_view if p.key == key), None)
         if proc is None:
@@ -786,6 +821,46 @@ class MainScreen(Screen[None]):
         """Hidden holders of `host` tied to no GPU: what a sweep would add."""
         sample = self.dash.fleet.view(host).sample
         return sum(1 for p in sample.processes if p.kind == "hidden" and not p.gpus) if sample else 0
+
+    def cursor_job(self) -> Job | None:
+        """The job under the process table's cursor: a job's row (the jobs view), a process's job,
+        or the job whose root a tree's context row is (a launcher); None for none. From the sample
+        shown (the plan is built from a fresh scan, by the job's id and root)."""
+        scope = self._proc_scope
+        sample = self.view(scope.host).sample if scope is not None else None
+        if sample is None:
+            return None
+        table = self.proc_table
+        job = table.cursor_job
+        if job is not None:
+            return sample.job(job.id) or job
+        at = table.cursor_any_key
+        if at is None:
+            return None
+        key, _ = at
+        proc = next((p for p in sample.processes if p.key == key), None)
+        if proc is not None:
+            return sample.job_of(proc)
+        return next((j for j in sample.jobs if j.key == key), None)
+
+    def action_stop_job(self) -> None:
+        """X: a plan that stops the job under the cursor (its root first, then every member left),
+        in the confirmation dialog."""
+        scope = self._proc_scope
+        if scope is None or self.proc_table.cursor_key is None:
+            self.notify("Put the process table's cursor on a job (J lists them) or one of its processes.")
+            return
+        job = self.cursor_job()
+        if job is None:
+            at = self.proc_table.cursor_any_key
+            pid = f"PID {at[0][0]}" if at is not None else "This row"
+            self.notify(
+                f"{pid} belongs to no job the probe named (a monitor, or a process without a GPU): "
+                "x stops the process itself.",
+                timeout=6,
+            )
+            return
+        self.post_message(PlanRequested(Request(scope.host, "jobs", jobs=(job,))))
 
     def action_plan(self) -> None:
         requests = self._selected_requests()

@@ -6,7 +6,9 @@ the sweep would add (a separate, explicit option: `s`), what is left alone and w
 processes gone with their memory released) and the stages with their signals and timeouts, which can
 be changed for this plan (`i` signals, `w` the wait after each soft signal, `v` the verification
 time). A monitor the operator chose by name is left alone, and `p` offers to include it behind a
-second confirmation that names the risk. Focus starts on Cancel, so an accidental Enter cancels;
+second confirmation that names the risk. A plan that stops jobs (X) lists each job (its root,
+members, GPUs, memory, where it runs) with its processes under it, root first, each with what it
+holds. Focus starts on Cancel, so an accidental Enter cancels;
 killing takes ctrl+k, or Tab to the Kill button and Enter (or a click). A plan with nothing to
 signal says so and cannot be confirmed. Every dialog starts from the plans as built (sweep off,
 the configured signals): nothing chosen in an earlier, cancelled dialog carries over. The dialog
@@ -32,9 +34,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from gputui.model import Sample
+from gputui.model import Job, Sample
 from gputui.plan import SIGNAL_PLANS, SIGNAL_WORDS, Excluded, KillOptions, Plan, Target
-from gputui.units import fmt_bytes, fmt_bytes_of, fmt_gpus
+from gputui.units import fmt_bytes, fmt_bytes_of, fmt_gpus, index_runs
 from gputui.words import count
 
 from .. import fmt, kinds
@@ -50,7 +52,15 @@ def stages_line(plan: Plan) -> str:
     return " -> ".join(plan.stages)
 
 
+ROLE_LABELS = {
+    "root": f"{kinds.JOB_GLYPH} root",
+    "between": f"{kinds.JOB_GLYPH} between",
+}  # a job's processes that hold no GPU of theirs
+
+
 def scope_words(plan: Plan) -> str:
+    if plan.jobs:
+        return plan.title  # `Stop job 4242 (torchrun ...)`: gputui.plan words it
     gpus = ",".join(map(str, plan.gpu_indexes))
     if plan.scope == "host":
         return f"free every GPU ({gpus})"
@@ -81,6 +91,7 @@ class PlanText(StyledStatic):
         "plan--warn",
         "plan--error",
         "plan--off",
+        "plan--job",
     }
 
 
@@ -130,10 +141,18 @@ class PlanBody(PlanText):
         proves.append("Proves: ", self.style_of("plan--section"))
         proves.append(plan.proves, muted)
         out.append(proves)
-        if plan.targets:
-            out.append(self._section(f"Stop ({len(plan.targets)})"))
-            out.append(self._targets(plan.targets, operator))
-        else:
+        in_jobs: set[int] = set()
+        for job in plan.jobs:
+            mine = plan.job_targets(job)
+            in_jobs.update(t.pid for t in mine)
+            out.append(self._job_head(job, len(mine)))
+            out.append(self._targets(mine, operator))
+        rest = tuple(t for t in plan.targets if t.pid not in in_jobs)
+        if rest:
+            title = "Stop, besides the jobs" if plan.jobs else "Stop"
+            out.append(self._section(f"{title} ({len(rest)})"))
+            out.append(self._targets(rest, operator))
+        elif not plan.targets:
             out.append(Text("Nothing to stop here: no process uses or holds these GPUs.", muted))
         if plan.sweep:
             n = len(plan.sweep)
@@ -154,6 +173,22 @@ class PlanBody(PlanText):
             line.append(" includes it, after a second confirmation", muted)
             out.append(line)
         return out
+
+    def _job_head(self, job: Job, stopped: int) -> Text:
+        """`Job 4242 (3 to stop) · 2 members · GPU 0,1 · 36.0 GiB · slurm 4711 · user alice`."""
+        head = Text(no_wrap=False)
+        head.append(f"Job {fmt.safe(job.id, 64)} ({stopped} to stop)", self.style_of("plan--section"))
+        facts = [count(len(job.members), "member")]
+        if job.gpus:
+            facts.append("GPU " + ",".join(text for text, _ in index_runs(job.gpus)))
+        if job.memory:
+            facts.append(fmt_bytes(job.memory))
+        if job.where:
+            facts.append(fmt.safe(job.where, 200))
+        if job.user:
+            facts.append(f"user {fmt.safe(job.user, 32)}")
+        head.append(" · " + " · ".join(facts), self.style_of("plan--muted"))
+        return head
 
     def _section(self, title: str) -> Text:
         return Text(title, self.style_of("plan--section"), no_wrap=True)
@@ -204,13 +239,20 @@ class PlanBody(PlanText):
             cells = [
                 Text(str(t.pid), justify="right"),
                 Text(fmt.safe(t.user, 32) or "-", warn if t.user is not None and t.user != operator else ""),
-                Text(kinds.label(t.kind), self.style_of(kinds.STYLE.get(t.kind, "kind--hidden"))),
+                self._kind(t),
                 Text(fmt_gpus(t.gpus)),
                 Text(fmt_bytes(t.memory) if t.memory else "-", justify="right"),
                 Text(state, error if state == "D" else ""),
             ]
             self._row(table, cells, t.brief, t.why, self.style_of("plan--off") if off else None)
         return table
+
+    def _kind(self, t: Target) -> Text:
+        """A target's kind; a job's root or a process between it and the members (no GPU of its
+        own, as a launcher) by its part in the job."""
+        if t.role in ROLE_LABELS and t.kind not in kinds.STYLE:
+            return Text(ROLE_LABELS[t.role], self.style_of("plan--job"))
+        return Text(kinds.label(t.kind), self.style_of(kinds.STYLE.get(t.kind, "kind--hidden")))
 
     def _excluded(self, excluded: Sequence[Excluded], sample: Sample | None) -> Table:
         table = self._table()
@@ -221,7 +263,10 @@ class PlanBody(PlanText):
             cells = [
                 Text(str(e.pid), justify="right"),
                 Text(fmt.safe(e.user, 32) or "-"),
-                Text(kinds.label(e.kind), self.style_of(kinds.STYLE.get(e.kind, "kind--hidden"))),
+                Text(
+                    kinds.label(e.kind) if e.kind in kinds.STYLE else ROLE_LABELS.get(e.kind, e.kind),
+                    self.style_of(kinds.STYLE.get(e.kind, "plan--job")),
+                ),
                 Text(fmt_gpus(e.gpus)),
                 Text(fmt_bytes(memory) if memory else "-", justify="right"),
                 Text((proc.state if proc is not None else None) or "-"),
@@ -290,7 +335,9 @@ class PlanScreen(ModalScreen[tuple[Plan, ...] | None]):
     def on_mount(self) -> None:
         box = self.query_one("#plan-box")
         hosts = {p.host for p in self.plans}
-        title = "Free GPUs · confirm" + (f" · {len(hosts)} hosts" if len(hosts) > 1 else "")
+        jobs = sum(len(p.jobs) for p in self.plans)
+        what = "Free GPUs" if not jobs else "Stop a job" if jobs == 1 else "Stop jobs"
+        title = f"{what} · confirm" + (f" · {len(hosts)} hosts" if len(hosts) > 1 else "")
         fmt.set_title(box, title)
         self.app.theme_changed_signal.subscribe(self, lambda _: self.redraw())
         self.redraw()
@@ -312,9 +359,11 @@ class PlanScreen(ModalScreen[tuple[Plan, ...] | None]):
                 if any(p.cleans_gpus for p in runnable)
                 else "then verify they are gone and their memory released"
             )
-            summary.append(
-                f"Stop {count(n, 'process', 'processes')} on {where}, {then}.", body.style_of("plan--section")
-            )
+            jobs = sum(len(p.jobs) for p in runnable)
+            what = count(n, "process", "processes")
+            if jobs:
+                what = f"{count(jobs, 'job')} ({what})"
+            summary.append(f"Stop {what} on {where}, {then}.", body.style_of("plan--section"))
         else:
             hint = "s adds the sweep" if any(p.sweep for p in self.plans) else "nothing to confirm"
             summary.append(f"Nothing to stop: no process to signal ({hint}).", body.style_of("plan--warn"))

@@ -26,9 +26,10 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 
 from gputui.fleet import DETAIL_TIMEOUT
-from gputui.model import GpuShare, Parent, Proc, ProcDetail, Sample
+from gputui.model import GpuShare, Job, Parent, Proc, ProcDetail, Sample
 from gputui.textsafe import printable
 from gputui.units import fmt_duration, fmt_memory, fmt_percent, index_runs
+from gputui.words import count
 
 from .. import fmt, kinds
 from ..context import Dashboard
@@ -236,6 +237,9 @@ class ProcDetailScreen(ModalScreen[None]):
         if sid is not None:
             group.append(f"session {sid}")
         add("Family", " · ".join(group))
+        job = job_of_record(sample, record)
+        if job is not None:
+            add("Job", *self._job_words(job, record, muted))
         if ok is not None:
             if ok.parents:
                 chain = " ← ".join(f"{a.pid} {fmt.safe(a.name, 40) or '?'}" for a in ok.parents)
@@ -258,6 +262,37 @@ class ProcDetailScreen(ModalScreen[None]):
         elif isinstance(record, Proc) and record.holds:
             add("Holds", "\n".join(fmt.safe(h, 300) for h in record.holds))
         body.show([self._status_line(body), Text(), _grid(rows, label)])
+
+    def _job_words(
+        self, job: Job, record: Proc | Parent, muted: Style
+    ) -> list[tuple[str, Style | str] | str]:
+        """The job this process belongs to (or is the root of): its id, members, GPUs, memory,
+        where it runs; the root's command when it is another process."""
+        role = (
+            "its root"
+            if record.pid == job.root
+            else "a member"
+            if record.pid in job.members
+            else "part of it"
+        )
+        members = ", ".join(str(pid) for pid in job.members[:8]) + (" …" if len(job.members) > 8 else "")
+        parts: list[tuple[str, Style | str] | str] = [
+            f"job {fmt.safe(job.id, 64)} ({role}) · {count(len(job.members), 'member')}",
+            f": {members}" if members else "",
+        ]
+        if job.gpus:
+            parts.append(f" · GPU {','.join(text for text, _ in index_runs(job.gpus))}")
+        if job.memory is not None:
+            parts.append(f" · {fmt_memory(job.memory, self.dash.exact_memory)}")
+        if job.where:
+            parts.append(f" · {fmt.safe(job.where, 300)}")
+        if record.pid != job.root:
+            parts.append((f"\nroot {job.root}: {fmt.safe(job.command_line, 300)}", muted))
+        if not self.dash.read_only:
+            parts.append(
+                ("\nX on the process table stops the whole job (root first, then every member)", muted)
+            )
+        return parts
 
     def _kind_rows(self, proc: Proc, sample: Sample | None, add: Any, muted: Style, warn: Style) -> None:
         kind_style = self.body.style_of(kinds.STYLE.get(proc.kind, "kind--hidden"))
@@ -342,6 +377,15 @@ class ProcDetailScreen(ModalScreen[None]):
             )
             return Text(f"PID {pid} {what}{words}. What the last sample said:", warn)
         return Text(f"Read from /proc on {host} just now (r: again).", status)
+
+
+def job_of_record(sample: Sample | None, record: Proc | Parent) -> Job | None:
+    """The job a process belongs to (its `job`), or that a parent is the root of or part of."""
+    if sample is None:
+        return None
+    if isinstance(record, Proc):
+        return sample.job_of(record)
+    return next((j for j in sample.jobs if record.key == j.key or record.key in j.processes), None)
 
 
 def share_words(share: GpuShare) -> str:

@@ -1,4 +1,8 @@
-"""The process table: processes that use or hold the selected GPU (or any GPU of the host)."""
+"""The process table: processes that use or hold the selected GPU (or any GPU of the host).
+
+Three views of the same processes: a list, the tree of families (`t`, gputui.ui.tree) and the jobs
+(`J`, gputui.ui.jobs: each job a row above its members). The Container column shows only when a
+process of the host has a container (seen from the host: `lxc/129`, `docker/<id>`, `pod/<uid>`)."""
 
 from __future__ import annotations
 
@@ -9,14 +13,15 @@ from typing import Any, ClassVar
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
-from gputui.model import Parent, Proc, Sample, brief_command
+from gputui.model import Job, Parent, Proc, Sample, brief_command
 from gputui.units import fmt_duration, fmt_memory, fmt_percent, index_runs
 
-from .. import fmt, kinds, tree
+from .. import fmt, jobs, kinds, tree
 from .table import ELLIPSIS, Cell, Column, KeyedTable, Row, Styled
 
 ProcKey = tuple[int, int | None]
 CONTEXT = "~"  # the row key prefix of a tree's context rows (not in the list; see gputui.ui.tree)
+JOB = "@"  # the row key prefix of a job's row in the jobs view (gputui.ui.jobs)
 
 
 def proc_row_key(proc: Proc | Parent) -> str:
@@ -25,6 +30,10 @@ def proc_row_key(proc: Proc | Parent) -> str:
 
 def context_row_key(record: Proc | Parent) -> str:
     return CONTEXT + proc_row_key(record)
+
+
+def job_row_key(job: Job) -> str:
+    return JOB + job.id
 
 
 def key_of(row_key: str) -> ProcKey:
@@ -46,6 +55,9 @@ class ProcTable(KeyedTable):
         Column("sel", " ", width=1, priority=0, sortable=False),
         Column("pid", "PID", width=7, justify="right", descending=False),
         Column("user", "User", width=9, priority=2, cut=True),
+        # Only while a process of the host has one (available_columns). Not sortable: the ten sort
+        # keys keep their columns; the filter (/) finds a container's processes.
+        Column("container", "Container", nominal=10, priority=3, cut=True, sortable=False),
         Column("kind", "Kind", width=9, priority=0),
         Column("gpu", "GPU", width=3, priority=1),
         Column("mem", "GPU mem", width=8, justify="right", descending=True, priority=1),
@@ -67,6 +79,7 @@ class ProcTable(KeyedTable):
         "proc--here",
         "proc--context",
         "proc--tree",
+        "proc--job",
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
@@ -108,9 +121,11 @@ class ProcTable(KeyedTable):
             "Fold",
             key_display="-",
             show=False,
-            tooltip="tree: fold the family under the cursor",
+            tooltip="tree and jobs: fold the family (or job) under the cursor",
         ),
-        Binding("plus", "unfold", "Unfold", key_display="+", show=False, tooltip="tree: unfold it again"),
+        Binding(
+            "plus", "unfold", "Unfold", key_display="+", show=False, tooltip="tree and jobs: unfold it again"
+        ),
     ]
     COMMAND_STEP = 16  # characters per press of → or ←
 
@@ -129,12 +144,16 @@ class ProcTable(KeyedTable):
         self._longest_command = 0
         # The tree view (t): families drawn with box characters; folded nodes by row key.
         self.tree_mode = False
+        # The jobs view (J): each job a row above its members; the job rows by row key.
+        self.jobs_mode = False
+        self.job_rows: dict[str, Job] = {}
         self.folded: set[str] = set()
         self._tree: dict[str, tree.Node] = {}
         self._tree_version = 0  # one more for each tree built: what the order kept was made from
         self._order: tuple[tuple[Any, ...], list[tree.Line]] | None = None
         # The processes the list holds now (scope and filter; a folded family's included).
         self.in_view: tuple[Proc, ...] = ()
+        self.containers = False  # a process of the host has a container: the column is offered
 
     def action_scroll_command(self, direction: int) -> None:
         if direction == 0:
@@ -148,9 +167,10 @@ class ProcTable(KeyedTable):
             self.post_message(self.CommandScrolled())
 
     def available_columns(self) -> tuple[Column, ...]:
-        if self.selectable:
-            return self.COLUMNS
-        return tuple(c for c in self.COLUMNS if c.key != "sel")
+        left_out = set() if self.selectable else {"sel"}
+        if not self.containers:
+            left_out.add("container")
+        return tuple(c for c in self.COLUMNS if c.key not in left_out) if left_out else self.COLUMNS
 
     def show(
         self,
@@ -160,20 +180,33 @@ class ProcTable(KeyedTable):
         selected: Collection[ProcKey] = (),
     ) -> None:
         procs = sample.processes if sample is not None else ()
+        containers = any(p.container for p in procs)
         if scope.gpu is not None:
             procs = tuple(p for p in procs if scope.gpu in p.gpus)
         needle = filter_text.casefold()
         self._longest_command = max((len(kinds.command(p)) for p in procs), default=0)
-        listed = tuple(p for p in procs if not needle or matches(p, needle))
+        # In the jobs view, a filter that names a job (its root's command, user, Slurm job,
+        # container or unit) lists all its members here.
+        named = jobs.matching(sample, needle) if self.jobs_mode else set()
+        listed = tuple(p for p in procs if not needle or matches(p, needle) or p.job in named)
         self.in_view = listed
         rows: dict[str, Row] = {}
         for proc in listed:
             rows[proc_row_key(proc)] = self.row(proc, sample, scope.gpu, proc.key in selected)
         if self.tree_mode:
             rows = self._tree_rows(rows, listed, sample, scope.gpu)
+        elif self.jobs_mode:
+            rows = self._jobs_rows(rows, listed, sample, scope.gpu)
         else:
             self._tree, self._order = {}, None
+        if not self.jobs_mode:
+            self.job_rows = {}
         self.sync(rows)
+        if containers != self.containers:
+            # The column comes (or goes) with the first (or last) process in a container: measured
+            # from the rows now in the table, fitted by the width rules of every column.
+            self.containers = containers
+            self.remeasure()
 
     def _tree_rows(
         self, rows: dict[str, Row], listed: tuple[Proc, ...], sample: Sample | None, gpu: int | None
@@ -185,6 +218,38 @@ class ProcTable(KeyedTable):
         for node in self._tree.values():
             if node.context:
                 rows[node.key] = self.context_row(node.record, sample, gpu)
+        return self._branches(rows)
+
+    def _jobs_rows(
+        self, rows: dict[str, Row], listed: tuple[Proc, ...], sample: Sample | None, gpu: int | None
+    ) -> dict[str, Row]:
+        """The rows of the jobs view: a row per job with a listed member, its members under it."""
+        grouped = jobs.group(((proc_row_key(p), p) for p in listed), sample, job_row_key)
+        self._tree = grouped.nodes
+        self._tree_version += 1
+        self.job_rows = grouped.jobs
+        for key, job in grouped.jobs.items():
+            rows[key] = self.job_row(job, sample, gpu)
+        for key, job in grouped.alone.items():
+            if where_parts(job, self._container_note) and not self.command_offset:
+                rows[key] = dict(rows[key], command=self._where_first(job, rows[key]["command"]))
+        return self._branches(rows)
+
+    def _where_first(self, job: Job, command: Cell) -> Cell:
+        """A one-process job's command cell with where it runs first (`slurm 4711 · `)."""
+        note = self.style_of("proc--note")
+        cell = Cell(sort_key=command.sort_key)
+        for words in where_parts(job, self._container_note):
+            for text, number in words:
+                cell.add(text, note, keep=number)
+            cell.add(" · ", note)
+        start = len(cell.plain)
+        cell.append_text(command)
+        cell.keep = (*cell.keep, *((a + start, b + start) for a, b in command.keep))
+        return cell
+
+    def _branches(self, rows: dict[str, Row]) -> dict[str, Row]:
+        """`rows` in the order of `self._tree`, each command prefixed with its branch."""
         self.folded &= set(self._tree)
         branch = self.style_of("proc--tree")
         muted = self.style_of("proc--muted")
@@ -219,7 +284,7 @@ class ProcTable(KeyedTable):
         return lines
 
     def row_order(self) -> list[str] | None:
-        if not self.tree_mode:
+        if not (self.tree_mode or self.jobs_mode):
             return None
         return [line.key for line in self._lines(dict(self.rows_data()))]
 
@@ -237,6 +302,7 @@ class ProcTable(KeyedTable):
             "sel": Cell(" ", sort_key=True),
             "pid": Cell(str(record.pid), muted, sort_key=record.pid),
             "user": Cell(fmt.safe(record.user, 32) or "-", muted),
+            "container": Cell("-", muted),
             "kind": Cell("-", muted, sort_key=len(kinds.ORDER)),
             "gpu": Cell("-", muted, sort_key=(1, ())),
             "mem": Cell("-", muted, sort_key=0),
@@ -273,11 +339,12 @@ class ProcTable(KeyedTable):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("fold", "unfold"):
-            return self.tree_mode
+            return self.tree_mode or self.jobs_mode
         return super().check_action(action, parameters)
 
     def forget(self) -> None:
         self.folded.clear()
+        self.job_rows = {}
         self._tree, self._order = {}, None
         super().forget()
 
@@ -296,7 +363,8 @@ class ProcTable(KeyedTable):
         if self.command_offset:  # scrolled: the rest of the command line, the start cut off
             cmd.add(ELLIPSIS + command[self.command_offset :] if command else "", "")
         else:
-            note = kinds.note_parts(proc, sample)
+            # The container in its own column when shown; else the note says it.
+            note = kinds.note_parts(proc, sample, container=self._container_note)
             for text, number in note:
                 cmd.add(text, note_style, keep=number)
             if command:
@@ -306,6 +374,7 @@ class ProcTable(KeyedTable):
             "sel": Cell("●" if selected else " ", self.style_of("proc--selected"), sort_key=not selected),
             "pid": Cell(str(proc.pid), sort_key=proc.pid),
             "user": Cell(fmt.safe(proc.user, 32) or "-", "" if proc.user else muted),
+            "container": container_cell(self, proc.container),
             "kind": Cell(kinds.proc_label(proc), kind_style, sort_key=kinds.ORDER.get(proc.kind, 9)),
             "gpu": gpus_cell(self, proc, gpu),
             "mem": Cell(fmt_memory(mem, self.exact_memory), kind_style, sort_key=mem or 0),
@@ -317,6 +386,62 @@ class ProcTable(KeyedTable):
             "command": cmd,
         }
 
+    def job_row(self, job: Job, sample: Sample | None, gpu: int | None) -> Row:
+        """A job's row: its root's PID, user, state and command, the GPUs and memory of all its
+        members (on the GPU in view, in a GPU's list), their CPU and RSS; the Kind column says how
+        many members it has (`◆ job ×2`), the note where it runs (Slurm job, container, unit)."""
+        style = self.style_of("proc--job")
+        muted = self.style_of("proc--muted")
+        note_style = self.style_of("proc--note")
+        mine = jobs.members(sample, job)
+        if gpu is not None:
+            sizes = [p.gpu_memory.get(gpu) for p in mine if gpu in p.gpu_memory]
+            mem: int | None = sum(b or 0 for b in sizes) if sizes else None
+        else:
+            known = [p for p in mine if p.gpu_memory]
+            mem = (
+                job.memory if job.memory is not None else (sum(p.gpu_bytes for p in known) if known else None)
+            )
+        sms = [sm for sm in (p.sm_util(gpu) for p in mine) if sm is not None]
+        cpus = [p.cpu_percent for p in mine if p.cpu_percent is not None]
+        rsses = [p.rss for p in mine if p.rss is not None]
+        root = next((p for p in mine if p.pid == job.root), None)
+        elapsed = root.elapsed if root is not None else None
+        total = len(job.members) or len(mine)
+        cmd = Cell(sort_key=job.command_line.casefold())
+        command = fmt.safe(job.command_line)
+        if self.command_offset:
+            cmd.add(ELLIPSIS + command[self.command_offset :] if command else "", style)
+        else:
+            # Where it runs, then its root's command: what people name a job by. How many members
+            # it has is the Kind column's (a number, never cut); they hang below.
+            for words in where_parts(job, self._container_note):
+                for text, number in words:
+                    cmd.add(text, note_style, keep=number)
+                cmd.add(" · ", note_style)
+            cmd.add(command, style)
+        state = job.state or "-"
+        return {
+            "sel": Cell(" ", sort_key=True),
+            "pid": Cell(str(job.root), style, sort_key=job.root),
+            "user": Cell(fmt.safe(job.user, 32) or "-", "" if job.user else muted),
+            "container": container_cell(self, job.container),
+            "kind": Cell(f"{kinds.JOB_GLYPH} job ×{total}", style, sort_key=-1),
+            "gpu": indexes_cell(self, job.gpus, gpu),
+            "mem": Cell(fmt_memory(mem, self.exact_memory), style, sort_key=mem or 0),
+            "sm": Cell(f"{max(sms)}%", sort_key=max(sms)) if sms else Cell("-", muted, sort_key=-1),
+            "cpu": Cell(fmt_percent(sum(cpus)) if cpus else "-", sort_key=sum(cpus)),
+            "rss": Cell(fmt_memory(sum(rsses), self.exact_memory) if rsses else "-", sort_key=sum(rsses)),
+            "state": Cell(state, self.style_of("proc--warn") if state in ("D", "Z") else "", sort_key=state),
+            "elapsed": Cell(fmt_duration(elapsed), sort_key=elapsed or 0.0),
+            "command": cmd,
+        }
+
+    @property
+    def _container_note(self) -> bool:
+        """Notes name containers only while the Container column does not show."""
+        return not self.width_of("container")
+
     def sm_cell(self, proc: Proc, gpu: int | None) -> Cell:
         """SM utilization on the GPU in view, or the highest over its GPUs on the host's view."""
         sm = proc.sm_util(gpu)
@@ -327,17 +452,29 @@ class ProcTable(KeyedTable):
     @property
     def cursor_proc_key(self) -> ProcKey | None:
         """(pid, start time) of the process under the cursor; None on a tree's context row (not in
-        the list: never selected, never killed from here)."""
+        the list: never selected, never killed from here) and on a job's row."""
         key = self.cursor_key
-        if key is None or key.startswith(CONTEXT):
+        if key is None or key.startswith((CONTEXT, JOB)):
             return None
         return key_of(key)
 
     @property
     def cursor_any_key(self) -> tuple[ProcKey, bool] | None:
-        """(pid, start time) of the row under the cursor, a context row's too, and whether it is one."""
+        """(pid, start time) of the row under the cursor, a context row's too (a job's row: its
+        root's), and whether it is not a process of the list."""
         key = self.cursor_key
-        return (key_of(key), key.startswith(CONTEXT)) if key is not None else None
+        if key is None:
+            return None
+        if key.startswith(JOB):
+            job = self.job_rows.get(key)
+            return (job.key, True) if job is not None else None
+        return (key_of(key), key.startswith(CONTEXT))
+
+    @property
+    def cursor_job(self) -> Job | None:
+        """The job whose row is under the cursor (the jobs view), or None."""
+        key = self.cursor_key
+        return self.job_rows.get(key) if key is not None else None
 
 
 def safe_command(record: Proc | Parent) -> str:
@@ -350,12 +487,17 @@ def safe_command(record: Proc | Parent) -> str:
 def gpus_cell(styled: Styled, proc: Proc, gpu: int | None) -> Cell:
     """The GPUs a process uses or holds (`0,1`, `0-3`); in a GPU's view, that GPU stands out. The
     process table's GPU column, and the GPU view's where it shows MIG instances."""
-    if not proc.gpus:
-        return Cell("-", styled.style_of("proc--muted"), sort_key=(1, ()))
-    if proc.mig:
+    if proc.mig and proc.gpus:
         return mig_cell(styled, proc, gpu)
-    cell = Cell(sort_key=(0, tuple(sorted(proc.gpus))))
-    for i, (text, indexes) in enumerate(index_runs(proc.gpus)):
+    return indexes_cell(styled, proc.gpus, gpu)
+
+
+def indexes_cell(styled: Styled, gpus: tuple[int, ...], gpu: int | None) -> Cell:
+    """GPU indexes as runs (`0,1`, `0-3`), the GPU in view standing out; `-` for none."""
+    if not gpus:
+        return Cell("-", styled.style_of("proc--muted"), sort_key=(1, ()))
+    cell = Cell(sort_key=(0, tuple(sorted(gpus))))
+    for i, (text, indexes) in enumerate(index_runs(gpus)):
         if i:
             cell.add(",")
         here = gpu is not None and gpu in indexes
@@ -375,7 +517,31 @@ def mig_cell(styled: Styled, proc: Proc, gpu: int | None) -> Cell:
     return cell
 
 
+def container_cell(styled: Styled, container: str | None) -> Cell:
+    """The Container column: `lxc/129`, `docker/3f2a9c1d0b7e`, `pod/<uid>` (words: a narrow column
+    cuts the end, the detail (d) has it whole); `-` for none."""
+    if not container:
+        return Cell("-", styled.style_of("proc--muted"), sort_key="")
+    return Cell(fmt.safe(container, 200))
+
+
+def where_parts(job: Job, container: bool = True) -> list[list[kinds.NotePart]]:
+    """Where a job runs, as the note of its row says it: `slurm 4711`, `container lxc/129`, `unit
+    vllm.service`; the Slurm job's number kept whole. `container`: name the container (False
+    where its own column shows it)."""
+    out: list[list[kinds.NotePart]] = []
+    if job.slurm_job:
+        out.append([("slurm ", False), (fmt.safe(job.slurm_job, 40), True)])
+    if job.container and container:
+        out.append([(f"container {fmt.safe(job.container, 200)}", False)])
+    if job.unit:
+        out.append([(f"unit {fmt.safe(job.unit, 200)}", False)])
+    return out
+
+
 def matches(proc: Proc, needle: str) -> bool:
-    """The filter: a case-insensitive piece of the command line, name, user or PID."""
-    hay = (" ".join(proc.command), proc.name or "", proc.user or "", str(proc.pid))
-    return any(needle in h.casefold() for h in hay)
+    """The filter: a case-insensitive piece of the command line, name, user, PID, container or job id."""
+    hay = (" ".join(proc.command), proc.name or "", proc.user or "", str(proc.pid), proc.container or "")
+    return any(needle in h.casefold() for h in hay) or (
+        proc.job is not None and needle == proc.job.casefold()
+    )
