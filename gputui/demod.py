@@ -117,11 +117,17 @@ def demo_directory(environ: Mapping[str, str] = os.environ, create: bool = True)
     if runtime and os.path.isabs(runtime):  # the spec: a relative path is ignored
         problem = private_problem(Path(runtime), "XDG_RUNTIME_DIR", 0o022)
         if problem:
-            raise DemoError(f"{problem}: refusing to keep the demo there", EXIT_REFUSED)
+            raise DemoError(
+                f"{problem}: refusing to keep the demo there (unset it, or make it a private directory "
+                "of yours)",
+                EXIT_REFUSED,
+            )
         path = Path(runtime) / DIR_NAME
     else:
         # A shared, sticky directory: the name may be taken by someone else, which is refused below.
-        path = Path(environ.get("TMPDIR") or tempfile.gettempdir()) / f"{DIR_NAME}-{os.geteuid()}"
+        tmp = environ.get("TMPDIR", "")
+        base = tmp if os.path.isabs(tmp) else tempfile.gettempdir()
+        path = Path(base) / f"{DIR_NAME}-{os.geteuid()}"
     if create:
         try:
             os.mkdir(path, 0o700)
@@ -135,8 +141,8 @@ def demo_directory(environ: Mapping[str, str] = os.environ, create: bool = True)
         return path
     problem = private_problem(path, "the demo's directory")
     if problem:
-        where = "set XDG_RUNTIME_DIR to a private directory" if not runtime else "remove it"
-        raise DemoError(f"{problem}: refusing to use it ({where})", EXIT_REFUSED)
+        fix = "remove it" if runtime else "remove it, or set XDG_RUNTIME_DIR to a private directory of yours"
+        raise DemoError(f"{problem}: refusing to use it ({fix})", EXIT_REFUSED)
     return path
 
 
@@ -481,6 +487,8 @@ class Daemon:
         while not self.stopping.wait(TICK):
             now = time.monotonic()
             for host in self.hosts:
+                if not os.path.isdir(str(host.reader.directory)):
+                    return f"{host.name}'s sim directory is gone"
                 self.tick(host, now)
                 if self.stopping.is_set():
                     break
@@ -503,7 +511,7 @@ class Daemon:
         """Note which GPUs are free; start the jobs whose time has come (module docstring)."""
         try:
             gpus, listed = host.reader.read()
-        except ReaderError as exc:
+        except (ReaderError, OSError) as exc:
             _log(f"{host.name}: {exc}")
             return
         busy = {index for on in listed.values() for index in on}
@@ -606,6 +614,11 @@ def daemon_main(argv: list[str]) -> int:
         problem = private_problem(directory, "the demo's directory")
         if problem:
             raise DemoError(problem, EXIT_REFUSED)
+        # Held for the daemon's life (never closed; not inherited: O_CLOEXEC, and the sims' sessions
+        # get only the fds they are passed). The log is the winner's: opened once the lock is ours.
+        if _lock(directory) is None:
+            reply("running")
+            return EXIT_OK
         log = _open_private(directory / LOG_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     except (DemoError, OSError) as exc:
         reply(f"error {exc}")
@@ -615,10 +628,6 @@ def daemon_main(argv: list[str]) -> int:
         os.dup2(source, target)
     os.close(null)
     os.close(log)
-    lock = _lock(directory)
-    if lock is None:
-        reply("running")
-        return EXIT_OK
     return _serve(directory, _options(args), reply)
 
 

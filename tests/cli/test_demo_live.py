@@ -32,6 +32,9 @@ NOBODY = 65534
 README_LINE = (
     "gputui clean --demo demo-a --all --yes && gputui wait --demo demo-a --settle 2 && ./run_benchmark.sh"
 )
+# Each test starts a demo (two sims, some twenty processes) and runs several commands: more than the
+# suite's 120 s on a machine busy with other work.
+pytestmark = pytest.mark.timeout(600)
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="a directory of another user needs root to make")
 TIMEOUT = 300.0  # generous: the CI machine is busy; nothing here asserts a duration
 
@@ -231,10 +234,24 @@ def test_the_readme_workflow_runs_as_written(live: Live) -> None:
 
 
 def test_two_clients_see_one_cluster_and_a_clean_is_seen_by_the_next(live: Live) -> None:
-    first = snapshot(live, "demo-a")
-    second = snapshot(live, "demo-a")
+    # Two at once, with no demo running: both start it, one daemon runs, both attach to it.
+    clients = [
+        subprocess.Popen(
+            ["gputui", "snapshot", "--demo", "demo-a", "--json"],
+            cwd=live.cwd,
+            env=live.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outputs = [c.communicate(timeout=TIMEOUT) for c in clients]
     live.record()
+    assert [c.returncode for c in clients] == [0, 0], outputs
+    first, second = (json.loads(out) for out, _ in outputs)
     assert processes(first, "demo-a") and processes(first, "demo-a") == processes(second, "demo-a")
+    assert len(daemons(live)) == 1
     on_gpu0 = processes(first, "demo-a", 0)
     assert on_gpu0
     r = live.gputui("clean", "--demo", "demo-a:0", "--yes")
@@ -242,6 +259,8 @@ def test_two_clients_see_one_cluster_and_a_clean_is_seen_by_the_next(live: Live)
     after = snapshot(live, "demo-a")
     assert not processes(after, "demo-a", 0) & on_gpu0
     assert processes(after, "demo-a", 3) == processes(first, "demo-a", 3)  # the rest untouched
+    # The attached probe's plan signalled the sim's jobs; the sim's session reaped them (no zombie).
+    assert all(start_time(pid) != started for pid, started in on_gpu0)
 
 
 # -- one daemon per user, started, stopped, ended ------------------------------------------------
