@@ -343,22 +343,8 @@ def stop(directory: Path) -> tuple[bool, str]:
         time.sleep(0.1)  # a daemon that is starting: it writes demo.json first thing
     pid, started = int(state["pid"]), state.get("start_time")
     sims = [Path(h["directory"]) for h in (state.get("hosts") or {}).values() if "directory" in h]
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True, f"stopped the demo (PID {pid})"
-    try:
-        # Pinned: the checks and the signals are about the one process, the daemon demo.json names.
-        if start_time(pid) != started or os.stat(f"/proc/{pid}").st_uid != os.geteuid():
-            return True, f"stopped the demo (PID {pid})"
-        signal.pidfd_send_signal(fd, signal.SIGTERM)
-        if not select.select([fd], [], [], STOP_TIMEOUT)[0]:
-            signal.pidfd_send_signal(fd, signal.SIGKILL)
-            select.select([fd], [], [], STOP_TIMEOUT)
-    except ProcessLookupError:
-        pass
-    finally:
-        os.close(fd)
+    if _end(pid, started, signal.SIGTERM) is False:
+        _end(pid, started, signal.SIGKILL)
     # Its exit let the lock go. Killed outright, its sims' sessions end their jobs and remove
     # their directories themselves: wait for that too.
     end = time.monotonic() + STOP_TIMEOUT
@@ -367,6 +353,46 @@ def stop(directory: Path) -> tuple[bool, str]:
     if lock_held(directory) or any(s.exists() for s in sims):
         raise DemoError(f"the demo (PID {pid}) did not end in time")
     return True, f"stopped the demo (PID {pid})"
+
+
+def _exited(pid: int, started: Any) -> bool:
+    """Gone, or a zombie (exited; whoever adopted it has not reaped it yet)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return True
+    return start_time(pid) != started or raw[raw.rindex(b")") + 2 :].split()[0] == b"Z"
+
+
+def _end(pid: int, started: Any, sig: int) -> bool | None:
+    """Send `sig` to the daemon `pid` (started at `started`, this user's) and wait up to STOP_TIMEOUT
+    for it to exit: whether it did (None: it was gone already). Through a pidfd opened before the
+    checks, so they and the signal are about one process; without pidfds (kernels before 5.3) the
+    checks come just before kill, and its exit is polled."""
+    try:
+        fd: int | None = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return None
+    except OSError:
+        fd = None
+    try:
+        try:
+            if start_time(pid) != started or os.stat(f"/proc/{pid}").st_uid != os.geteuid():
+                return None
+            if fd is not None:
+                signal.pidfd_send_signal(fd, sig)
+                return bool(select.select([fd], [], [], STOP_TIMEOUT)[0])
+            os.kill(pid, sig)
+        except (ProcessLookupError, FileNotFoundError):
+            return None
+        end = time.monotonic() + STOP_TIMEOUT
+        while not _exited(pid, started) and time.monotonic() < end:
+            time.sleep(0.02)
+        return _exited(pid, started)
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 # -- the daemon ---------------------------------------------------------------------------------------
