@@ -718,6 +718,7 @@ def run_demo(argv: list[str]) -> int:
         directory = demo_directory(create=action == "start")
         if action == "start":
             state, started = ensure_running(directory, _options(args))
+            touch_used(directory)  # started to be used: the idle timeout counts from now
             word = "started" if started else "already running"
             print(f"gputui demo: {word} (PID {state['pid']}, in {directory})")
             return EXIT_OK
