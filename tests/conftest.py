@@ -13,9 +13,14 @@ start or change the real user's demo, and needs the scenario's state as it start
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# At import as well as in the fixture: an environment a test module copies when it is imported
+# (before any fixture runs) must not start the user's live demo either.
+os.environ["GPUTUI_DEMO"] = "fresh"
 
 
 @pytest.fixture(autouse=True)
