@@ -1,4 +1,4 @@
-"""Entry points: `gputui` (the dashboard) and its commands (SUBCOMMANDS: snapshot, clean, wait, probe).
+"""Entry points: `gputui` (the dashboard) and its commands (SUBCOMMANDS: snapshot, clean, wait, demo, probe).
 
 Exit codes (README "Exit codes"): 0 ok; 1 not clean / a host down; 2 bad usage or config;
 3 no NVIDIA driver or GPU; 4 refused (read-only, protected, permission).
