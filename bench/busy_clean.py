@@ -89,7 +89,7 @@ def probe_runs(runs: int, gib: float) -> dict[str, list[dict]]:
 
 
 def cli_runs(runs: int, log: Path) -> list[dict]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), GPUTUI_DEMO="fresh")  # every run on the same fresh demo
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as a user runs it: bytecode cached
     argv = [
         sys.executable,

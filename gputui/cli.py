@@ -1,4 +1,4 @@
-"""Entry points: `gputui` (the dashboard) and its commands (SUBCOMMANDS: snapshot, clean, wait, probe).
+"""Entry points: `gputui` (the dashboard) and its commands (SUBCOMMANDS: snapshot, clean, wait, demo, probe).
 
 Exit codes (README "Exit codes"): 0 ok; 1 not clean / a host down; 2 bad usage or config;
 3 no NVIDIA driver or GPU; 4 refused (read-only, protected, permission).
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from . import __version__, argtypes, streams
 from .config import ENV_CONFIG, Config, ConfigError, HostSpec, default_config_path, load, parse_host_arg
+from .demo import DemoError
 from .transport import headstart
 
 if TYPE_CHECKING:  # imported where used: `clean`, `wait` and `snapshot` import them while their probe starts
@@ -97,19 +98,9 @@ def resolve_hosts(
     from dataclasses import replace
 
     if demo:
-        from .demo import demo_specs
+        from .demo import demo_hosts
 
-        specs = demo_specs()
-        if names:
-            by_name = {s.name: s for s in specs}
-            unknown = [n for n in names if n not in by_name]
-            if unknown:
-                raise ConfigError(
-                    None,
-                    None,
-                    f"the demo has no host {', '.join(map(repr, unknown))} (its hosts: {', '.join(by_name)})",
-                )
-            specs = [by_name[n] for n in names]
+        specs = demo_hosts(names)  # attached to the live demo, started if need be (gputui/demod.py)
     elif names:
         by_name = {h.name: h for h in config.hosts}
         specs = [by_name.get(n) or parse_host_arg(n) for n in names]
@@ -234,7 +225,9 @@ def run_clean(argv: list[str]) -> int:
     if not hosts:
         # A destructive command names its hosts: without one, this machine, unless a config (or
         # the demo) lists hosts, which must then be named.
-        listed = [s.name for s in (resolve_hosts([], True, config) if args.demo else config.hosts)]
+        from .demo import demo_names
+
+        listed = demo_names() if args.demo else [s.name for s in config.hosts]
         problem = clean.hosts_problem(hosts, listed, args.demo, config.path)
         if problem is not None:
             return _fail(problem)
@@ -377,6 +370,8 @@ def _main(args: list[str]) -> int:
         return run_ui(args)
     except ConfigError as exc:
         return _fail(f"config error: {exc}")
+    except DemoError as exc:  # the live demo cannot run: its directory is not private, it did not start
+        return _fail(str(exc), exc.code)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
@@ -384,6 +379,12 @@ def _main(args: list[str]) -> int:
         # may raise again when the interpreter flushes it at exit.
         _devnull_stdout()
         return 1
+
+
+def run_demo(argv: list[str]) -> int:
+    from .demod import run_demo as demo_main
+
+    return demo_main(argv)
 
 
 def run_probe(argv: list[str]) -> int:
@@ -404,6 +405,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "snapshot": Subcommand(run_snapshot, "One sample of each host, then exit."),
     "clean": Subcommand(run_clean, "Free GPUs: staged kill, then verify."),
     "wait": Subcommand(run_wait, "Wait until every chosen GPU is ready for the next run."),
+    "demo": Subcommand(run_demo, "The simulated cluster that --demo attaches to: start, stop, status."),
     "probe": Subcommand(run_probe, "The probe itself, as gputui runs it on each host (JSON lines)."),
 }
 COMMANDS = tuple(SUBCOMMANDS)

@@ -67,6 +67,7 @@ class HostSpec:
     sim_scenario: str | None = None  # reader="sim": the scenario name (the sim's default when None)
     sim_variant: int | None = None  # reader="sim": which variant of the scenario
     sim_seed: int | None = None  # reader="sim": a fixed seed, for reproducible demos and tests
+    sim_dir: str | None = None  # reader="sim": attach to the sim there (the live demo's; no config key)
 
     def is_local(self) -> bool:
         return self.address == LOCAL

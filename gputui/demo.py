@@ -2,21 +2,91 @@
 
 Each host is a real probe subprocess running the `sim` reader (gputui/probe/readers/sim.py), reached
 through the same local transport and bootstrap as any host, so the demo exercises the real paths.
+
+Two ways to run it (GPUTUI_DEMO):
+- "live" (the default): one cluster per user, run by a daemon (gputui/demod.py) that the first
+  `--demo` command (or `gputui demo start`) starts; every `--demo` command's probes attach to its
+  sims, so a clean's effect is what the next command sees, and its jobs come and go.
+- "fresh": each `--demo` command runs its own sims, with every job as the scenario starts it, and
+  ends them when it exits: deterministic, for tests and screenshots.
 """
 
 from __future__ import annotations
 
-from .config import HostSpec
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from .config import ConfigError, HostSpec
 
 DEMO_HOSTS = (
     HostSpec(name="demo-a", reader="sim", sim_scenario="demo", sim_variant=0, sim_seed=1),
     HostSpec(name="demo-b", reader="sim", sim_scenario="demo", sim_variant=1, sim_seed=2),
 )
+ENV_DEMO = "GPUTUI_DEMO"
+LIVE, FRESH = "live", "fresh"
+EXIT_FAILED, EXIT_USAGE = 1, 2
+
+
+class DemoError(Exception):
+    """Why the live demo cannot be used: one line for the user, and the exit code (1: it did not
+    start or end; 2: bad usage; 4: its directory is not private, refused)."""
+
+    def __init__(self, message: str, code: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def demo_specs(read_only: bool = False) -> list[HostSpec]:
+    """The demo's hosts, each with sims of its own (a fresh demo)."""
     if not read_only:
         return list(DEMO_HOSTS)
-    from dataclasses import replace
-
     return [replace(spec, read_only=True) for spec in DEMO_HOSTS]
+
+
+def demo_names() -> list[str]:
+    return [spec.name for spec in DEMO_HOSTS]
+
+
+def demo_mode(environ: Mapping[str, str] = os.environ) -> str:
+    """LIVE or FRESH, from GPUTUI_DEMO (unset or empty: LIVE)."""
+    mode = environ.get(ENV_DEMO, "").strip() or LIVE
+    if mode not in (LIVE, FRESH):
+        raise DemoError(
+            f"{ENV_DEMO}={mode!r} is neither {LIVE!r} (one demo that every --demo command attaches to; "
+            f"the default) nor {FRESH!r} (each command runs its own)",
+            EXIT_USAGE,
+        )
+    return mode
+
+
+def demo_hosts(names: Sequence[str]) -> list[HostSpec]:
+    """The demo hosts `names` (all of them when none), attached to the live demo (started if it
+    is not running) unless GPUTUI_DEMO=fresh. An unknown name is a ConfigError; a demo that cannot
+    run is a DemoError (gputui/demod.py)."""
+    by_name = {s.name: s for s in DEMO_HOSTS}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise ConfigError(
+            None,
+            None,
+            f"the demo has no host {', '.join(map(repr, unknown))} (its hosts: {', '.join(by_name)})",
+        )
+    specs = [by_name[n] for n in names] if names else list(DEMO_HOSTS)
+    if demo_mode() == FRESH:
+        return specs
+    from . import demod
+
+    directory = demod.demo_directory()
+    state, _ = demod.ensure_running(directory, say=lambda line: print(line, file=sys.stderr))
+    demod.touch_used(directory)
+    sims = state.get("hosts") or {}
+    out = []
+    for spec in specs:
+        sim = sims.get(spec.name) or {}
+        where = sim.get("directory")
+        if not isinstance(where, str) or os.path.dirname(where) != os.path.realpath(directory):
+            raise DemoError(f"the demo in {directory} runs no sim for {spec.name}")
+        out.append(replace(spec, sim_dir=where))
+    return out

@@ -198,7 +198,10 @@ def _no_gpu(fleet: Fleet) -> str | None:
     if bad and len(bad) == len(fleet.hosts):
         v = bad[0]
         assert v.facts is not None
-        return f"{v.name}: {v.facts.error_message or v.facts.error_code} (`gputui wait --demo` waits on a simulated cluster)"
+        return (
+            f"{v.name}: {v.facts.error_message or v.facts.error_code} (`gputui wait --demo demo-b --gpu 3` "
+            "waits on a simulated GPU that a benchmark frees now and then)"
+        )
     return None
 
 

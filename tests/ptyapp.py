@@ -85,7 +85,7 @@ class PtyApp:
         self.tmpdir.mkdir(parents=True, exist_ok=True)
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
-        env = dict(os.environ, TERM="xterm-256color", TMPDIR=str(self.tmpdir))
+        env = dict(os.environ, TERM="xterm-256color", TMPDIR=str(self.tmpdir), GPUTUI_DEMO="fresh")
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         argv = [sys.executable, "-c", CTTY if controlling else PLAIN, "-m", "gputui", "--demo"]
         self.proc = subprocess.Popen(

@@ -25,7 +25,9 @@ from tests.test_clean import _descendants, _end_probes, _start, _wait_for
 from tests.test_plan import sample
 
 REPO = Path(__file__).resolve().parents[1]
-ENV = dict(os.environ, PYTHONPATH=str(REPO))
+ENV = dict(
+    os.environ, PYTHONPATH=str(REPO), GPUTUI_DEMO="fresh"
+)  # made at import: conftest's fixture is later
 # Writes a plan (no outcome), says so, then waits on its stdin: a run that is still going.
 WRITER = r"""
 import sys

@@ -36,7 +36,12 @@ def make_reader(args):
         from .readers.sim import SimReader
 
         return SimReader(
-            gpus=args.sim_gpus, scenario=args.sim_scenario, variant=args.sim_variant, seed=args.sim_seed
+            gpus=args.sim_gpus,
+            scenario=args.sim_scenario,
+            variant=args.sim_variant,
+            seed=args.sim_seed,
+            base_dir=args.sim_dir,
+            attach=args.sim_dir is not None,
         )
     from .readers.nvml import NvmlReader
 
@@ -78,6 +83,12 @@ def parse_args(argv):
     p.add_argument("--sim-seed", type=int, default=0)
     p.add_argument(
         "--sim-gpus", type=_sim_gpus, default=None, help="1 to %d (default: 4; 8 for jobs)" % MAX_SIM_GPUS
+    )
+    p.add_argument(
+        "--sim-dir",
+        default=None,
+        metavar="DIR",
+        help="attach to the sim another process runs at DIR (the live demo's) instead of making one",
     )
     return p.parse_args(argv)
 

@@ -56,6 +56,7 @@ def probe_argv(spec: Any, interval: float | None = None) -> list[str]:
             ("--sim-scenario", spec.sim_scenario),
             ("--sim-variant", spec.sim_variant),
             ("--sim-seed", spec.sim_seed),
+            ("--sim-dir", spec.sim_dir),
         ):
             if value is not None:
                 argv += [option, str(value)]

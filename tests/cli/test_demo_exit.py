@@ -50,6 +50,7 @@ def test_demo_leaves_nothing_behind(tmp_path, how):
     tmpdir.mkdir()
     master, slave = pty.openpty()
     env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="36", TMPDIR=str(tmpdir))
+    env["GPUTUI_DEMO"] = "fresh"  # the demo's own sims, below the app (not the live demo's daemon)
     app = subprocess.Popen(
         [sys.executable, "-m", "gputui", "--demo", "--log", str(tmp_path / "log.jsonl")],
         stdin=slave,

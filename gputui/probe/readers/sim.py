@@ -20,7 +20,10 @@ It behaves like docs/GPU_FACTS.md says the real driver does, using real processe
   holder is gone, and the memory is released 0.10 to 0.18 s later (seeded), like NVML. Until then
   the context's owner PID stays listed, alive or not. Any process of the sim's user (or of a user
   it runs jobs as) may make contexts (`create_context`); any SimReader of that user on the
-  directory (`attach=True`) sees the same state, but for a ghost whose parent it never saw alive.
+  directory (`attach=True`) sees the same state, a ghost whose parent it never saw alive included:
+  the owner publishes in `<base>/owner.json` its session and the processes its session reported.
+  An attached reader holds flock(LOCK_SH) on `<base>/sim.json` while open, so the owner can tell
+  whether anyone watches (`watched`: the live demo's daemon, gputui/demod.py, ends without clients).
 - Jobs are real `python3 -S <base>/bin/<name>.py ARGS` processes (source: simjob.py) started by a
   session process (a child subreaper that reaps them and their orphans). The reader holds the write
   end of a "lifeline" pipe every sim process watches: when the reader closes or its process dies,
@@ -77,6 +80,7 @@ CONTEXT_ROLES = ("busy", "idle", "ignore-term", "ghost", "zombie", "workers", "m
 # Roles that hold no GPU themselves but run CUDA-like children on their GPUs (one each).
 PARENT_ROLES = ("launcher", "supervisor")
 GPU_ROLES = (*CONTEXT_ROLES, *PARENT_ROLES, "neighbour")  # roles whose `gpu` is used
+LIFETIME_ROLES = ("busy", "idle", "ignore-term")  # roles that may end by themselves (spawn's lifetime)
 # The children a launcher or a supervisor starts: script name and arguments ("{rank}": its number).
 DEFAULT_CHILD = {
     "launcher": {"name": "train.py", "argv": ["--local-rank", "{rank}"]},
@@ -111,6 +115,8 @@ CLOSE_TIMEOUT = 10.0
 JITTER_LEN = 97  # utilization jitter repeats after this many reads
 MAX_CONTEXT_BYTES = 4096  # a context's record is under 200 bytes: a bigger file is not one
 MAX_META_BYTES = 65536  # sim.json, read when attaching
+MAX_OWNER_BYTES = 1 << 20  # owner.json: what the owner vouches for (pruned to what is still there)
+OWNER_FILE = "owner.json"
 MAX_REPORT_BYTES = 65536  # one status report (a ready one with its workers is under 1 KiB)
 MAX_REFUSED = 32  # refused status reports kept for people and tests to look at
 # How far below its session a sim process may be signalled: a job, its child, an orphan of a job
@@ -309,6 +315,27 @@ def directory_problem(path, what, owners):
     return None
 
 
+def watched(directory):
+    # type: (str) -> bool
+    """Whether a reader is attached to the sim at `directory` (each holds flock(LOCK_SH) on its
+    sim.json while open): how the process that runs a sim for others (the demo daemon) knows it
+    still has clients. Takes LOCK_EX for an instant when nobody holds it; a sim that is gone is
+    watched by nobody."""
+    try:
+        fd = os.open(os.path.join(directory, "sim.json"), _OPEN_FILE)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # releases the lock, if it was taken
+    return False
+
+
 def read_bounded(fd, limit):
     # type: (int, int) -> Optional[bytes]
     """At most `limit` bytes from `fd` to its end; None if there are more."""
@@ -436,9 +463,17 @@ class SimReader(Reader):
     name = "sim"
 
     def __init__(
-        self, gpus=None, scenario="demo", variant=0, seed=0, base_dir=None, attach=False, hostname=None
+        self,
+        gpus=None,
+        scenario="demo",
+        variant=0,
+        seed=0,
+        base_dir=None,
+        attach=False,
+        hostname=None,
+        hold_devices=True,
     ):
-        # type: (Optional[int], Optional[str], Optional[int], Optional[int], Optional[str], bool, Optional[str]) -> None
+        # type: (Optional[int], Optional[str], Optional[int], Optional[int], Optional[str], bool, Optional[str], bool) -> None
         scenario = scenario or "demo"
         if scenario not in SCENARIOS:
             raise ValueError("unknown sim scenario %r (known: %s)" % (scenario, ", ".join(SCENARIOS)))
@@ -455,6 +490,10 @@ class SimReader(Reader):
         self.base_dir = base_dir
         self.attach = attach
         self.hostname = hostname
+        # Whether the reader holds every device file while open, as an NVML client does. A process
+        # that only runs the sim for others (the demo daemon) holds none: it is no GPU client, and
+        # a plan must never see it as a holder.
+        self.hold_devices = hold_devices
         self.directory = None  # type: Optional[str]
         self.device_paths = []  # type: List[str]
         self.jobs = []  # type: List[SimJob]
@@ -490,6 +529,12 @@ class SimReader(Reader):
         self._status_thread = None  # type: Optional[threading.Thread]
         self._opened = False
         self._closed = False
+        # Attach mode: sim.json, held with flock(LOCK_SH) while open (`watched`); the owner's uid;
+        # owner.json's stamp (what the owner publishes: its session, the processes it vouches for).
+        self._meta_fd = None  # type: Optional[int]
+        self._owner_uid = None  # type: Optional[int]
+        self._owner_stamp = None  # type: Optional[Tuple[int, int]]
+        self._owner_session = None  # type: Optional[Tuple[int, int]]
         self._rng = random.Random("gputui-sim:%d:%d" % (self.seed, self.variant))
         self._play_container()
 
@@ -507,8 +552,14 @@ class SimReader(Reader):
     def init_pids(self):
         # type: () -> List[int]
         """The session process adopts and reaps every job and orphan of the sim (a subreaper): each
-        job is its own, not the session's (jobs.py)."""
-        return [self._session.pid] if self._session is not None else []
+        job is its own, not the session's (jobs.py). Attached, the owner's session (owner.json), while
+        it is that process."""
+        if self._session is not None:
+            return [self._session.pid]
+        session = self._owner_session
+        if session is not None and start_time(session[0]) == session[1]:
+            return [session[0]]
+        return []
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -524,7 +575,8 @@ class SimReader(Reader):
                 self._make_directory()
             self._setup_gpus()
             # Like every NVML client, the reader holds every device file while it is open.
-            self._device_fds = [os.open(path, os.O_RDONLY) for path in self.device_paths]
+            if self.hold_devices:
+                self._device_fds = [os.open(path, os.O_RDONLY) for path in self.device_paths]
             if not self.attach:
                 self._start_session()
                 self._run_scenario()
@@ -552,6 +604,9 @@ class SimReader(Reader):
         for fd in self._device_fds:
             os.close(fd)
         self._device_fds = []
+        if self._meta_fd is not None:
+            os.close(self._meta_fd)  # no longer watching: the flock goes with it
+            self._meta_fd = None
         if not self.attach and self.directory is not None:
             shutil.rmtree(self.directory, ignore_errors=True)
 
@@ -573,6 +628,23 @@ class SimReader(Reader):
     def jobs_with_role(self, role):
         # type: (str) -> List[SimJob]
         return [job for job in self.jobs if job.role == role]
+
+    def forget_gone(self):
+        # type: () -> None
+        """Forget the jobs every process of which has exited, and what the session said of them: a
+        sim that starts jobs on a schedule for days (the demo daemon) keeps only what lives. Call it
+        from the thread that spawns (a job being started has no PID yet and is kept)."""
+        with self._cond:
+            keep = []  # type: List[SimJob]
+            for job in self.jobs:
+                processes = job.processes()
+                if not processes or any(start_time(pid) == started for pid, started in processes):
+                    keep.append(job)
+                else:
+                    self._spawns.pop(job.serial, None)
+                    self._spawn_uids.pop(job.serial, None)
+            self.jobs = keep
+            self._spawned = [(pid, started) for pid, started in self._spawned if start_time(pid) == started]
 
     # -- the sim directory -------------------------------------------------------------------
 
@@ -661,6 +733,99 @@ class SimReader(Reader):
         # name, as a probe beside the real driver cannot: it lists their PIDs as NVML does.
         theirs, ours = meta.get("pid_ns"), pid_namespace()
         self._foreign_pids = isinstance(theirs, str) and ours is not None and theirs != ours
+        self._owner_uid = owner
+        self._watch_sim(os.path.join(base, "sim.json"))
+        self._load_owner()
+
+    def _watch_sim(self, path):
+        # type: (str) -> None
+        """Hold flock(LOCK_SH) on sim.json while attached: whoever runs the sim can tell that someone
+        watches it (`watched`: the demo daemon lives while it has clients). Its own test takes
+        LOCK_EX for an instant; a few tries get past it. Best effort: a reader that cannot say it
+        watches still reads."""
+        try:
+            fd = os.open(path, _OPEN_FILE)
+        except OSError:
+            return
+        for _ in range(50):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                time.sleep(0.01)
+            except OSError:
+                break
+        self._meta_fd = fd
+
+    def _load_owner(self):
+        # type: () -> None
+        """Attached: what the sim's owner publishes in owner.json (`_publish_owner`): its session, and
+        the processes its session reported, whose contexts are believed after they exited (a ghost
+        whose parent exited before this reader looked). Read again when it changes; only a small
+        regular file of the sim's owner is read (called with self._cond held, or before any thread)."""
+        if self._owner_uid is None:
+            return
+        path = os.path.join(str(self.directory), OWNER_FILE)
+        try:
+            fd = os.open(path, _OPEN_FILE)
+        except OSError:
+            return
+        try:
+            info = os.fstat(fd)
+            stamp = (info.st_ino, info.st_mtime_ns)
+            if stamp == self._owner_stamp:
+                return
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != self._owner_uid:
+                return
+            raw = read_bounded(fd, MAX_OWNER_BYTES)
+        except OSError:
+            return
+        finally:
+            os.close(fd)
+        try:
+            record = json.loads(raw.decode("utf-8")) if raw is not None else None
+        except ValueError:
+            record = None
+        if not isinstance(record, dict):
+            return
+        self._owner_stamp = stamp
+        session = record.get("session") or []  # type: List[Any]
+        self._owner_session = (session[0], session[1]) if _is_process(session) else None
+        vouched = set()
+        for entry in record.get("vouched") or []:
+            if isinstance(entry, list) and len(entry) == 3 and _is_process(entry[:2]):
+                uid = _number({"uid": entry[2]}, "uid", 0, (1 << 32) - 1)
+                if uid is not None:
+                    vouched.add((entry[0], entry[1], uid))
+        self._vouched = vouched
+
+    def _publish_owner(self):
+        # type: () -> None
+        """The owner's word for readers that attach (`_load_owner`): its session and the processes it
+        vouches for, those still alive or named by a context file still there (called with
+        self._cond held). Pruned here, so a sim that runs jobs for days keeps it small."""
+        named = set()  # type: set
+        try:
+            for user in os.listdir(self._ctx_dir):
+                for name in os.listdir(os.path.join(self._ctx_dir, user)):
+                    if name.endswith(".ctx") and name.count("-") >= 2:
+                        named.add(name.split("-")[1])
+        except OSError:
+            pass
+        self._vouched = {
+            (pid, started, uid)
+            for pid, started, uid in self._vouched
+            if str(pid) in named or start_time(pid) == started
+        }
+        record = {
+            "version": 1,
+            "session": list(self._session_id) if self._session_id else None,
+            "vouched": sorted(list(v) for v in self._vouched),
+        }
+        try:
+            self._write_file(os.path.join(str(self.directory), OWNER_FILE), json.dumps(record), 0o644)
+        except OSError:
+            pass  # the sim is being removed
 
     @staticmethod
     def _read_meta(path, uid):
@@ -982,6 +1147,8 @@ class SimReader(Reader):
         # type: () -> None
         """Start watching contexts not seen before (called with self._cond held): every private
         ctx/<uid>/ and, in it, every file named like a context that is not known yet."""
+        if self.attach:
+            self._load_owner()  # the owner may vouch for a ghost that exited before we looked
         present = set()
         try:
             users = os.listdir(self._ctx_dir)
@@ -1211,6 +1378,8 @@ class SimReader(Reader):
             )
         # Not reaped before _stop_session waits for it: its PID is not reused while we signal below it.
         self._session_id = (self._session.pid, start_time(self._session.pid))
+        with self._cond:
+            self._publish_owner()
         # Only the session and the jobs may hold these; the status socket reaches EOF when all are gone.
         for fd in (lifeline_r, commands_r, status_w):
             os.close(fd)
@@ -1342,6 +1511,8 @@ class SimReader(Reader):
                 # word, in its own user's name only.
                 if uid is not None and (key == "pid" or self._is_ours(pid, started)):
                     self._vouched.add((pid, started, uid))
+            if uid is not None:
+                self._publish_owner()
             self._cond.notify_all()
 
     def _is_ours(self, pid, started):
@@ -1386,8 +1557,9 @@ class SimReader(Reader):
         workers=3,
         mig=None,
         child=None,
+        lifetime=None,
     ):
-        # type: (str, Any, int, Optional[int], Optional[str], Optional[List[str]], Any, Optional[str], Optional[float], int, Optional[Tuple[int, int]], Optional[Dict[str, Any]]) -> SimJob
+        # type: (str, Any, int, Optional[int], Optional[str], Optional[List[str]], Any, Optional[str], Optional[float], int, Optional[Tuple[int, int]], Optional[Dict[str, Any]], Optional[float]) -> SimJob
         """Start a job and return it once settled (see docs in the module and SimJob).
 
         role: busy (util 85-99 unless given, burns a little CPU), idle (util 0), ignore-term
@@ -1408,16 +1580,22 @@ class SimReader(Reader):
         after it ends; a signal is passed on to the worker, then it exits), neighbour (another
         guest's job: a context and nothing else; listed by nobody where the reader plays a
         container's probe, the "neighbour" scenario). child: {"name": script, "argv": [...]} of a
-        launcher's ranks or a supervisor's workers ("{rank}" in an argument: the rank's number)."""
-        job = self._start_job(role, gpu, memory, util, name, argv, user, comm, workers, mig, child)
+        launcher's ranks or a supervisor's workers ("{rank}" in an argument: the rank's number).
+        lifetime: seconds after which a busy, idle or ignore-term job exits by itself (a benchmark
+        that ends; None: it lives until stopped or the sim closes)."""
+        job = self._start_job(role, gpu, memory, util, name, argv, user, comm, workers, mig, child, lifetime)
         return self._finish_job(job, time.monotonic() + (timeout or SPAWN_TIMEOUT))
 
-    def _start_job(self, role, gpu, memory, util, name, argv, user, comm, workers=3, mig=None, child=None):
-        # type: (str, Any, int, Optional[int], Optional[str], Optional[List[str]], Any, Optional[str], int, Optional[Tuple[int, int]], Optional[Dict[str, Any]]) -> SimJob
+    def _start_job(
+        self, role, gpu, memory, util, name, argv, user, comm, workers=3, mig=None, child=None, lifetime=None
+    ):
+        # type: (str, Any, int, Optional[int], Optional[str], Optional[List[str]], Any, Optional[str], int, Optional[Tuple[int, int]], Optional[Dict[str, Any]], Optional[float]) -> SimJob
         if self._session is None or self._closed:
             raise SimError("only an open SimReader that created its sim (not attach=True) can spawn")
         if role not in ROLES:
             raise ValueError("unknown sim role %r (known: %s)" % (role, ", ".join(ROLES)))
+        if lifetime is not None and (role not in LIFETIME_ROLES or not 0 < float(lifetime) < 1e9):
+            raise ValueError("a lifetime is for a %s job, in seconds > 0" % " or ".join(LIFETIME_ROLES))
         gpus = [] if role not in GPU_ROLES else ([gpu] if isinstance(gpu, int) else list(gpu))
         if role in PARENT_ROLES and not gpus:
             raise ValueError("a %s runs its children on at least one GPU" % role)
@@ -1474,6 +1652,7 @@ class SimReader(Reader):
             "workers": int(workers),
             "mig": list(mig) if mig is not None else None,
             "child": kid,
+            "lifetime": float(lifetime) if lifetime is not None else None,
         }
         env = self._env(entry)
         env["GPUTUI_SIM_JOB"] = json.dumps(config)

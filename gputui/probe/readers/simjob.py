@@ -139,16 +139,24 @@ def burn(ms):
         pass
 
 
-def live_until_eof(lifeline, burn_ms=0.0):
+def live_until_eof(lifeline, burn_ms=0.0, lifetime=None):
     """Sleep until the reader is gone (EOF on the lifeline: nobody ever writes to it), then exit.
 
     This is what makes every sim process go away when its reader closes or dies by any means,
     SIGKILL included, even a ghost's orphaned child. A busy job burns `burn_ms` of CPU per 100 ms.
+    `lifetime`: exit after that many seconds as well (a benchmark that ends by itself).
     poll, not select: select cannot watch an fd numbered 1024 or more (fd numbers come from the reader)."""
     poller = select.poll()
     poller.register(lifeline, select.POLLIN)
+    end = time.monotonic() + lifetime if lifetime else None
     while True:
-        if poller.poll(100 if burn_ms else None):
+        timeout = 100 if burn_ms else None
+        if end is not None:
+            left = max(0, int((end - time.monotonic()) * 1000) + 1)
+            timeout = left if timeout is None else min(timeout, left)
+        if poller.poll(timeout):
+            os._exit(0)
+        if end is not None and time.monotonic() >= end:
             os._exit(0)
         if burn_ms:
             burn(burn_ms)
@@ -353,7 +361,7 @@ def job_main(cfg, lifeline, status):
         message["workers"] = [[kid, start_time(kid)] for kid in kids]
     report(status, message)
     burn_ms = max(0.5, 2.0 * cfg["util"] / 100.0) if uses_gpu and cfg["util"] > 0 else 0.0
-    live_until_eof(lifeline, burn_ms)
+    live_until_eof(lifeline, burn_ms, cfg.get("lifetime"))
 
 
 # -- the session process ------------------------------------------------------------------------
