@@ -11,11 +11,21 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 
-from .model import Event, GpuVerdict, HostMetrics, MemoryAccount, PlanVerdict, ProcessVerdict, Restart
+from .model import (
+    Event,
+    GpuVerdict,
+    HostMetrics,
+    MemoryAccount,
+    MigInstance,
+    PlanVerdict,
+    Proc,
+    ProcessVerdict,
+    Restart,
+)
 from .probe.common import count as count  # one owner: the probe words counts the same way
 from .probe.common import took as _took
 from .textsafe import printable
-from .units import fmt_bytes, fmt_duration, fmt_load, fmt_memory, fmt_memory_of, fmt_percent
+from .units import fmt_bytes, fmt_duration, fmt_gpus, fmt_load, fmt_memory, fmt_memory_of, fmt_percent
 
 
 def took(ms: float | None) -> str:
@@ -250,3 +260,79 @@ def verdict_lines(host: str, status: str, message: str | None, verdict: PlanVerd
     for r in verdict.restarts:
         lines.append(f"   ! {restart_words(r)}")
     return lines
+
+
+# -- what a process is and where it runs (the dashboard's tables, `gputui snapshot`) -------------
+
+# CUDA MPS: a process's part in it is said in place of its kind (the Kind column, the snapshot).
+MPS_WORDS = {"server": "mps-srv", "control": "mps-ctl", "client": "mps-cli"}
+MPS_NAMES = {"server": "MPS server", "control": "MPS control daemon", "client": "MPS client"}
+
+
+def kind_word(proc: Proc) -> str:
+    """The kind of `proc` in one word: its MPS part (`mps-srv`) for an MPS process, else its kind
+    (`user`, `ghost`, ...). The dashboard puts its glyph before it (gputui/ui/kinds.py)."""
+    return MPS_WORDS.get(proc.mps or "", proc.kind)
+
+
+def gpu_place(proc: Proc, index: int) -> str:
+    """Where `proc` runs on GPU `index`: its MIG instances there (`0:1.0`: GPU 0, GPU instance 1,
+    compute instance 0), else the index."""
+    return ",".join(p.label for p in proc.mig_on(index)) or str(index)
+
+
+def gpu_places(proc: Proc) -> str:
+    """The GPU column of a process: `0,1`, `0-3` (runs), `0:1.0` for a MIG instance, `-` for none."""
+    if not proc.mig:
+        return fmt_gpus(proc.gpus)
+    return ",".join(gpu_place(proc, i) for i in sorted(proc.gpus)) or "-"
+
+
+def mig_profile(instance: MigInstance) -> str:
+    """`3g.71gb`, what tells a GPU's instances apart, from the driver's name of the instance
+    ("NVIDIA H200 MIG 3g.71gb"); the whole name where it has no "MIG", empty where none. Made safe."""
+    name = printable((instance.name or "")[:40])
+    at = name.find("MIG")
+    return name[at + 3 :].strip() if at >= 0 else name
+
+
+# -- the reset ladder (`gputui clean --reset-gpu N`) ------------------------------------------
+
+
+def reset_advice(kind: str, host: str, gpu: int, pid: int | None = None, proc: Proc | None = None) -> str:
+    """What to do about one thing that blocks a reset of GPU `gpu` (the probe's blocker `kind`:
+    process, mig, display, nvlink, outside, root), with the command where there is one. `proc`: the
+    blocking process as the latest sample lists it (None: not listed, or not a process)."""
+    where = printable(host)
+    if kind == "process":
+        if pid is None:
+            return "stop it, or wait for it to end"
+        stop = f"gputui clean {where} --pid {pid}"
+        if proc is None:
+            return f"stop it ({stop}), or wait for it to end"
+        if proc.protected in ("pid-1", "kernel-thread", "probe-ancestor"):
+            return f"never signalled by gputui ({printable(proc.protected)}): the GPU frees with it, or at a reboot"
+        if proc.mps in ("server", "control"):
+            return (
+                f"an {MPS_NAMES[proc.mps]} (protected): end MPS for the reset (`echo quit | "
+                f"nvidia-cuda-mps-control`), or {stop} --include-monitor"
+            )
+        if proc.kind == "monitor":
+            return f"a monitor (protected): stop its service for the reset, or {stop} --include-monitor"
+        if proc.kind == "ghost":
+            return f"a dead PID the driver still lists: free the GPU (gputui clean {where} --gpu {gpu})"
+        if proc.kind == "zombie":
+            parent = f" (gputui clean {where} --pid {proc.ppid})" if proc.ppid else ""
+            return f"exited, not reaped: its parent must reap it or be stopped{parent}"
+        return f"stop it: {stop}"
+    if kind == "mig":
+        return f"turn MIG mode off first (nvidia-smi -i {gpu} -mig 0, as root: it removes every MIG instance)"
+    if kind == "display":
+        return "stop the display server that drives this GPU (or move the display to another GPU)"
+    if kind == "nvlink":
+        return "the driver resets NVLink peers together: free those GPUs too"
+    if kind == "outside":
+        return "run gputui on the host itself: from inside a container a reset is never done"
+    if kind == "root":
+        return "run the probe as root (sudo = true for this host in the config)"
+    return "see the words above: the probe says no more"
