@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -44,6 +46,7 @@ from .words import (
     part_words,
     reset_advice,
     restart_words,
+    signals_sent,
     stage_line,
     unaccounted_words,
     verdict_lines,
@@ -258,7 +261,7 @@ class HostOutcome:
             "host": self.host,
             "status": self.status,
             "message": self.message,
-            "ok": self.status in ("clean", "stopped"),
+            "ok": self.code == EXIT_OK,  # as the exit code says: done, planned (dry run) or nothing asked
             "plan": self.plan.describe() if self.plan is not None else None,
             "gpus": verdict.get("gpus", {}),
             "processes": verdict.get("processes", []),
@@ -430,7 +433,12 @@ async def _clean(args: argparse.Namespace, ops: Operations, con: Console) -> int
         return _finish(con, outcomes.values(), ops, dry_run=args.dry_run)
     # Verification alone signals nothing: no need to ask.
     if not args.yes and any(o.plan is not None and not o.plan.is_empty for o in runnable):
-        answer = await _confirm(con)
+        try:
+            answer = await _confirm(con)
+        except asyncio.CancelledError:
+            con.say()
+            con.warn("interrupted (Ctrl+C) at the prompt: nothing was sent")
+            raise
         if answer is not True:
             for o in runnable:
                 o.status, o.message = "aborted", "not confirmed: nothing done"
@@ -445,7 +453,12 @@ async def _clean(args: argparse.Namespace, ops: Operations, con: Console) -> int
 
     plans = [o.plan for o in runnable if o.plan is not None]
     # Hosts that cannot be cleaned (down, no GPU, refused) do not hold back the others.
-    for plan, result in zip(plans, await ops.run_all(plans, show), strict=True):
+    try:
+        results = await ops.run_all(plans, show)
+    except asyncio.CancelledError:  # Ctrl+C: each running plan's outcome-unknown line is written
+        _say_interrupted(con, [o for o in runnable if o.plan is not None], ops)
+        raise
+    for plan, result in zip(plans, results, strict=True):
         outcome = outcomes[plan.host]
         if isinstance(result, OSError):
             outcome.status = "not-sent"
@@ -516,6 +529,22 @@ def reset_need(host: str, gpu: Gpu, sample: Sample) -> tuple[bool, str]:
     if others:
         why += f" ({others})"
     return False, f"{why}: gputui clean {printable(host)} --gpu {gpu.index} frees it"
+
+
+def _say_interrupted(con: Console, running: Sequence[HostOutcome], ops: Operations) -> None:
+    """Ctrl+C while plans ran: what each sent, and that its outcome is unknown (on stderr, which a
+    script's `2>` keeps apart from the JSON); the audit log has the same (Operations.abandon)."""
+    for o in running:
+        if o.plan is None or any(e.stage == "done" for e in o.events):
+            continue  # its verdict came before the Ctrl+C: printed as usual
+        sent = signals_sent(o.events)
+        gpus = ",".join(str(g.index) for g in o.plan.gpus + o.plan.touched) or "-"
+        what = f"after {sent} was sent" if sent else "before any signal was seen sent"
+        con.warn(
+            f"interrupted (Ctrl+C) during plan {o.plan.id} on {o.host}, {what}: outcome unknown (the probe "
+            f"is ended now; what it did after is not known here). Check GPU {gpus} (`gputui snapshot "
+            f"{o.host}`); recorded as outcome unknown in {ops.audit.path}"
+        )
 
 
 async def _reset(args: argparse.Namespace, ops: Operations, con: Console) -> int:
@@ -605,7 +634,12 @@ async def _reset(args: argparse.Namespace, ops: Operations, con: Console) -> int
         )
         return finish(EXIT_OK, "dry-run", "nothing blocks a reset")
     if not args.yes:
-        answer = await _confirm(con)
+        try:
+            answer = await _confirm(con)
+        except asyncio.CancelledError:
+            con.say()
+            con.warn("interrupted (Ctrl+C) at the prompt: nothing was sent")
+            raise
         if answer is not True:
             con.say(f"== {printable(host)}: NOTHING DONE: not confirmed")
             return finish(EXIT_USAGE if answer is None else EXIT_DECLINED, "aborted", "not confirmed")
@@ -617,7 +651,14 @@ async def _reset(args: argparse.Namespace, ops: Operations, con: Console) -> int
         if not (event.stage == "blockers" and event.data.get("blockers")):
             con.say(stage_line(host, event))
 
-    verdict = await ops.reset(host, gpu.index, on_event=show)
+    try:
+        verdict = await ops.reset(host, gpu.index, on_event=show)
+    except asyncio.CancelledError:
+        con.warn(
+            f"interrupted (Ctrl+C) during the reset of GPU {gpu.index} on {host}: outcome unknown; "
+            f"recorded in {ops.audit.path}"
+        )
+        raise
     late, more = reset_blockers(events, host, gpu.index, fleet.view(host).sample)
     if late or more:  # something took the GPU between the dry run and the reset
         _print_ladder(con, late, more, ())
@@ -692,8 +733,31 @@ async def _confirm(con: Console) -> bool | None:
     if not (isatty and isatty()):
         return None
     print("Proceed? [y/N] ", end="", file=con.human, flush=True)
-    line = await asyncio.to_thread(con.stdin.readline)
+    line = await _read_line(con.stdin)
     return line.strip().lower() in ("y", "yes")
+
+
+async def _read_line(stream: TextIO) -> str:
+    """A line from `stream`, read on a daemon thread of its own. Not asyncio.to_thread: the event
+    loop's executor is joined when asyncio.run ends, so a Ctrl+C at the prompt waited for Enter; a
+    read left blocked on a daemon thread holds nothing up (the line, if any, is never used)."""
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[str] = loop.create_future()
+
+    def give(line: str) -> None:
+        if not answer.done():
+            answer.set_result(line)
+
+    def read() -> None:
+        try:
+            line = stream.readline()
+        except (OSError, ValueError):
+            line = ""
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody is asking any more
+            loop.call_soon_threadsafe(give, line)
+
+    threading.Thread(target=read, name="gputui-confirm", daemon=True).start()
+    return await answer
 
 
 # -- printing ----------------------------------------------------------------------------------
@@ -803,7 +867,7 @@ def _finish(
             {
                 "version": JSON_VERSION,
                 "dry_run": dry_run,
-                "ok": code == EXIT_OK and not dry_run,
+                "ok": code == EXIT_OK,  # a dry run is ok when every plan could be made
                 "exit_code": code,
                 "log": str(ops.audit.path),
                 "hosts": [o.describe() for o in items],

@@ -88,6 +88,18 @@ def stage_line(host: str, event: Event) -> str:
     return f"{clock(event.time)} {printable(host)} {stage_text(event)}".rstrip()
 
 
+def signals_sent(events: Iterable[Event]) -> str:
+    """What a plan's events say it sent, by signal: `SIGTERM to 4121, 4122; SIGKILL to 4121`; empty
+    when nothing was sent."""
+    by_signal: dict[str, list[int]] = {}
+    for e in events:
+        if e.stage == "signal" and e.result == "sent" and e.pid is not None:
+            pids_sent = by_signal.setdefault(printable(e.signal or "a signal"), [])
+            if e.pid not in pids_sent:
+                pids_sent.append(e.pid)
+    return "; ".join(f"{name} to {pids(sent)}" for name, sent in by_signal.items())
+
+
 # -- verdicts ----------------------------------------------------------------------------------
 
 HEADS = {
