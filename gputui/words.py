@@ -7,9 +7,12 @@ names) is made printable here (gputui.textsafe), so every output path gets the s
 
 from __future__ import annotations
 
+import os
 import time
+import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import TextIO
 
 from .model import (
     Event,
@@ -348,3 +351,63 @@ def reset_advice(kind: str, host: str, gpu: int, pid: int | None = None, proc: P
     if kind == "root":
         return "run the probe as root (sudo = true for this host in the config)"
     return "see the words above: the probe says no more"
+
+
+# -- text on a terminal (`wait`'s live line, `snapshot --watch`) ---------------------------------
+
+DEFAULT_COLUMNS = 80  # where a terminal does not say its width (or says 0, as some consoles do)
+
+
+def columns(stream: TextIO) -> int:
+    """The width of the terminal `stream` writes to: $COLUMNS when set (as shutil.get_terminal_size
+    reads it), else the terminal's own (asked on `stream`'s descriptor, not stdout's: `wait` writes
+    its live line to stderr), else DEFAULT_COLUMNS."""
+    env = os.environ.get("COLUMNS", "")
+    if env.isascii() and env.isdigit() and 0 < int(env) < 100_000:
+        return int(env)
+    try:
+        width = os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):  # not a file, not a terminal, closed
+        width = 0
+    return width if width > 0 else DEFAULT_COLUMNS
+
+
+def cells(text: str) -> int:
+    """How many terminal cells `text` takes (wide characters two, combining ones none)."""
+    if text.isascii():
+        return len(text)
+    return sum(_cell(ch) for ch in text)
+
+
+def _cell(ch: str) -> int:
+    if unicodedata.combining(ch):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+def cut(text: str, width: int) -> str:
+    """`text` in at most `width` cells, an ellipsis where it was cut (empty for a width below 1)."""
+    if cells(text) <= width:
+        return text
+    if width < 1:
+        return ""
+    out, used = [], 0
+    for ch in text:
+        w = _cell(ch)
+        if used + w > width - 1:
+            break
+        out.append(ch)
+        used += w
+    return "".join(out) + "…"
+
+
+def shares(sizes: Sequence[int], room: int) -> list[int]:
+    """Cells for each of several texts of `sizes` cells so that together they take at most `room`:
+    the short ones whole, the long ones an equal share of what is left (water-filling)."""
+    out = [0] * len(sizes)
+    left, waiting = max(room, 0), len(sizes)
+    for i in sorted(range(len(sizes)), key=lambda i: sizes[i]):
+        out[i] = min(sizes[i], left // waiting)
+        left -= out[i]
+        waiting -= 1
+    return out
