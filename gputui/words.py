@@ -355,21 +355,30 @@ def reset_advice(kind: str, host: str, gpu: int, pid: int | None = None, proc: P
 
 # -- text on a terminal (`wait`'s live line, `snapshot --watch`) ---------------------------------
 
-DEFAULT_COLUMNS = 80  # where a terminal does not say its width (or says 0, as some consoles do)
+DEFAULT_COLUMNS, DEFAULT_LINES = 80, 24  # where a terminal does not say (or says 0, as some consoles do)
+
+
+def terminal_size(stream: TextIO) -> tuple[int, int]:
+    """(columns, lines) of the terminal `stream` writes to: $COLUMNS and $LINES where set (as
+    shutil.get_terminal_size reads them), else the terminal's own, asked on `stream`'s descriptor
+    (not stdout's: `wait` draws on stderr), else 80 x 24."""
+    try:
+        size: tuple[int, int] = tuple(os.get_terminal_size(stream.fileno()))  # type: ignore[assignment]
+    except (AttributeError, OSError, ValueError):  # not a file, not a terminal, closed
+        size = (0, 0)
+    out = []
+    for name, found, default in (("COLUMNS", size[0], DEFAULT_COLUMNS), ("LINES", size[1], DEFAULT_LINES)):
+        env = os.environ.get(name, "")
+        if env.isascii() and env.isdigit() and 0 < int(env) < 100_000:
+            out.append(int(env))
+        else:
+            out.append(found if found > 0 else default)  # 0: some consoles say so; unknown
+    return out[0], out[1]
 
 
 def columns(stream: TextIO) -> int:
-    """The width of the terminal `stream` writes to: $COLUMNS when set (as shutil.get_terminal_size
-    reads it), else the terminal's own (asked on `stream`'s descriptor, not stdout's: `wait` writes
-    its live line to stderr), else DEFAULT_COLUMNS."""
-    env = os.environ.get("COLUMNS", "")
-    if env.isascii() and env.isdigit() and 0 < int(env) < 100_000:
-        return int(env)
-    try:
-        width = os.get_terminal_size(stream.fileno()).columns
-    except (AttributeError, OSError, ValueError):  # not a file, not a terminal, closed
-        width = 0
-    return width if width > 0 else DEFAULT_COLUMNS
+    """The width of the terminal `stream` writes to (terminal_size)."""
+    return terminal_size(stream)[0]
 
 
 def cells(text: str) -> int:
