@@ -78,7 +78,12 @@ exit codes: 0 done: every targeted GPU verified clean, or every chosen process s
 memory released; 1 not done (still held, ghost memory, survived), a host unreachable, or the outcome
 unknown; 2 bad usage (also: no terminal to confirm on and no --yes, an audit log path that is not safe); 3 no NVIDIA driver or GPU;
 4 refused (read-only host, protected process, permission denied); 5 not confirmed at the prompt:
-nothing done.
+nothing done; 130 interrupted (Ctrl+C): what was sent is said on stderr, the outcome is unknown.
+With --json, "ok" is true exactly when the exit code is 0 (a dry run: every plan could be made).
+
+RESET: --reset-gpu N says whether GPU N needs a reset at all (only orphaned memory does), each
+blocker on its own line with what to do about it, and the ladder's steps; exit 4 while anything
+blocks it (the dry run too), else 0.
 
 Every plan, signal and verdict is recorded in the audit log, before the signal is sent and after."""
 
