@@ -537,12 +537,16 @@ def reset_need(host: str, gpu: Gpu, sample: Sample) -> tuple[bool, str]:
 
 
 def _say_interrupted(con: Console, running: Sequence[HostOutcome], ops: Operations) -> None:
-    """Ctrl+C while plans ran: what each sent, and that its outcome is unknown (on stderr, which a
-    script's `2>` keeps apart from the JSON); the audit log has the same (Operations.abandon)."""
+    """Ctrl+C while plans ran: each plan's outcome-unknown `done` line in the audit log, saying what
+    it sent (Operations.abandon: the dashboard's last words), then the same on stderr (which a
+    script's `2>` keeps apart from the JSON)."""
     for o in running:
         if o.plan is None or any(e.stage == "done" for e in o.events):
             continue  # its verdict came before the Ctrl+C: printed as usual
         sent = signals_sent(o.events)
+        ops.abandon(
+            o.host, o.plan.id, f"interrupted (Ctrl+C) after {sent}" if sent else "interrupted (Ctrl+C)"
+        )
         gpus = ",".join(str(g.index) for g in o.plan.gpus + o.plan.touched) or "-"
         what = f"after {sent} was sent" if sent else "before any signal was seen sent"
         con.warn(

@@ -42,7 +42,6 @@ from .plan import (
     plan_for_selection,
 )
 from .transport.base import TransportError
-from .words import signals_sent
 
 FRESH_TIMEOUT = 10.0  # seconds to wait for a full holder scan from a host before planning without one
 RESET_DEADLINE = 180.0  # seconds a reset ladder may take (nvidia-smi --gpu-reset, then the verification)
@@ -113,7 +112,6 @@ class Operations:
         self.kill = kill or KillOptions()
         self.operator = operator or audit.operator or getpass.getuser()
         self.running: dict[str, Plan] = {}  # plan id -> plan, while its verdict is awaited
-        self.sent: dict[str, list[Event]] = {}  # plan id -> the signals it sent, while it runs
         self._abandoned: set[str] = set()  # actions whose outcome-unknown `done` is written
         self._abandon_lock = threading.Lock()  # a hard exit writes it from another thread
 
@@ -240,7 +238,6 @@ class Operations:
                 except AuditError as exc:
                     failed = exc
 
-        sent = self.sent[plan.id] = []
         try:
             events = self.fleet.execute(
                 plan.host, plan.to_wire(), deadline=plan.deadline, silence=plan.silence_limit
@@ -249,8 +246,6 @@ class Operations:
             async for event in events:
                 if event.stage == "done":
                     done = event
-                elif event.stage == "signal" and event.result == "sent":
-                    sent.append(event)
                 record(event)
                 if failed is not None and not cancelled:
                     cancelled = True
@@ -265,15 +260,8 @@ class Operations:
             record(done)
             if on_event is not None:
                 on_event(done)
-        except asyncio.CancelledError:
-            # Ctrl+C in `gputui clean`, the dashboard quitting: the verdict will never come here.
-            if done is None:
-                what = signals_sent(sent)
-                self.abandon(plan.host, plan.id, f"interrupted after {what}" if what else "interrupted")
-            raise
         finally:
             self.running.pop(plan.id, None)
-            self.sent.pop(plan.id, None)
         if done is None:  # the stream ended without a verdict: nobody knows what happened
             done = done_event(plan.id, "outcome-unknown", "the probe sent no verdict")
             record(done)
@@ -331,10 +319,12 @@ class Operations:
         return PlanVerdict.from_event(done)
 
     def abandon(self, host: str, action: str, why: str) -> None:
-        """gputui ends before `action`'s verdict: its outcome-unknown `done` line in the audit log
-        (ActionLog.last_words), once per action, whichever thread says it first (the dashboard's hard
-        exit runs on another thread). A log that cannot take it is left as it is: the action then has
-        no `done` at all, which the next start reports the same way."""
+        """gputui ends before `action`'s verdict (Ctrl+C in `gputui clean`, a reset cancelled): its
+        outcome-unknown `done` line in the audit log (ActionLog.last_words), once per action,
+        whichever thread says it first (a hard exit runs on another thread). A log that cannot take
+        it is left as it is: the action then has no `done` at all, which the next start reports the
+        same way. Run's caller writes it for a plan (it knows why the plan was cut short: what
+        the plan sent, the key pressed); a reset writes its own."""
         with self._abandon_lock:
             if action in self._abandoned:
                 return
