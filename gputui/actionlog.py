@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .model import Event
+from .model import Event, done_event
 from .plan import Plan, Target
 from .words import count
 
@@ -267,6 +267,13 @@ class ActionLog:
             fields["data"] = {k: v for k, v in data.items() if k not in ("command", "user")}
         self.write(kind, event.plan, **fields)
 
+    def last_words(self, host: str, action: str, why: str) -> None:
+        """gputui ends before `action`'s verdict (the dashboard's hard exit, Ctrl+C during `gputui
+        clean`): an outcome-unknown `done` line says so and why, whole and fsync'd as every line is.
+        It does not end the action: the next start still reports it as unfinished. Raises
+        AuditError when the line cannot be written."""
+        self.event(host, done_event(action, "outcome-unknown", last_words_message(why)))
+
     def acknowledge(self, actions: Iterable[Unfinished]) -> None:
         """Mark unfinished actions as reported, so the next start does not report them again."""
         for action in actions:
@@ -278,6 +285,14 @@ class ActionLog:
                 result="outcome-unknown",
                 message=f"reported unfinished: {count(len(action.pending), 'process', 'processes')} without a recorded outcome",
             )
+
+
+def last_words_message(why: str) -> str:
+    """The message of an outcome-unknown `done` that gputui writes as it ends before a verdict."""
+    return (
+        f"gputui exited before the verdict ({why}) and its probe was ended: what the plan did is not "
+        "known here; check these processes and GPUs"
+    )
 
 
 # -- reading -----------------------------------------------------------------------------------

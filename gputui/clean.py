@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -32,13 +34,23 @@ from .actionlog import ActionLog, UnsafeLog, default_log_path
 from .fleet import Fleet
 from .gpuspec import UsageError, resolve_gpu_specs, split_targets
 from .jobspec import choose
-from .model import Event, Job, PlanVerdict, Sample
+from .model import Event, Gpu, Job, PlanVerdict, Sample
 from .operate import Operations, Request, status_of
 from .plan import SIGNAL_WORDS, KillOptions, Plan, Target
 from .probe.common import SIGNAL_PLANS
 from .textsafe import printable
 from .units import fmt_bytes, fmt_bytes_of
-from .words import count, restart_words, stage_line, verdict_lines
+from .words import (
+    count,
+    head,
+    part_words,
+    reset_advice,
+    restart_words,
+    signals_sent,
+    stage_line,
+    unaccounted_words,
+    verdict_lines,
+)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU, EXIT_REFUSED, EXIT_DECLINED = 0, 1, 2, 3, 4, 5
 EXIT_CLEAN, EXIT_NOT_CLEAN = EXIT_OK, EXIT_FAILED  # the names the first version used
@@ -66,7 +78,12 @@ exit codes: 0 done: every targeted GPU verified clean, or every chosen process s
 memory released; 1 not done (still held, ghost memory, survived), a host unreachable, or the outcome
 unknown; 2 bad usage (also: no terminal to confirm on and no --yes, an audit log path that is not safe); 3 no NVIDIA driver or GPU;
 4 refused (read-only host, protected process, permission denied); 5 not confirmed at the prompt:
-nothing done.
+nothing done; 130 interrupted (Ctrl+C): what was sent is said on stderr, the outcome is unknown.
+With --json, "ok" is true exactly when the exit code is 0 (a dry run: every plan could be made).
+
+RESET: --reset-gpu N says whether GPU N needs a reset at all (only orphaned memory does), each
+blocker on its own line with what to do about it, and the ladder's steps; exit 4 while anything
+blocks it (the dry run too), else 0.
 
 Every plan, signal and verdict is recorded in the audit log, before the signal is sent and after."""
 
@@ -249,7 +266,7 @@ class HostOutcome:
             "host": self.host,
             "status": self.status,
             "message": self.message,
-            "ok": self.status in ("clean", "stopped"),
+            "ok": self.code == EXIT_OK,  # as the exit code says: done, planned (dry run) or nothing asked
             "plan": self.plan.describe() if self.plan is not None else None,
             "gpus": verdict.get("gpus", {}),
             "processes": verdict.get("processes", []),
@@ -421,7 +438,12 @@ async def _clean(args: argparse.Namespace, ops: Operations, con: Console) -> int
         return _finish(con, outcomes.values(), ops, dry_run=args.dry_run)
     # Verification alone signals nothing: no need to ask.
     if not args.yes and any(o.plan is not None and not o.plan.is_empty for o in runnable):
-        answer = await _confirm(con)
+        try:
+            answer = await _confirm(con)
+        except asyncio.CancelledError:
+            con.say()
+            con.warn("interrupted (Ctrl+C) at the prompt: nothing was sent")
+            raise
         if answer is not True:
             for o in runnable:
                 o.status, o.message = "aborted", "not confirmed: nothing done"
@@ -436,7 +458,12 @@ async def _clean(args: argparse.Namespace, ops: Operations, con: Console) -> int
 
     plans = [o.plan for o in runnable if o.plan is not None]
     # Hosts that cannot be cleaned (down, no GPU, refused) do not hold back the others.
-    for plan, result in zip(plans, await ops.run_all(plans, show), strict=True):
+    try:
+        results = await ops.run_all(plans, show)
+    except asyncio.CancelledError:  # Ctrl+C: each running plan's outcome-unknown line is written
+        _say_interrupted(con, [o for o in runnable if o.plan is not None], ops)
+        raise
+    for plan, result in zip(plans, results, strict=True):
         outcome = outcomes[plan.host]
         if isinstance(result, OSError):
             outcome.status = "not-sent"
@@ -450,56 +477,225 @@ async def _clean(args: argparse.Namespace, ops: Operations, con: Console) -> int
     return _finish(con, outcomes.values(), ops, dry_run=False)
 
 
+@dataclass(frozen=True, slots=True)
+class Blocker:
+    """One thing that blocks a reset, as the probe names it (gputui/probe/reset.py), with what to do."""
+
+    kind: str  # process, mig, display, nvlink, outside, root
+    words: str
+    pid: int | None
+    advice: str
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "pid": self.pid, "words": self.words, "advice": self.advice}
+
+
+MAX_BLOCKERS = 256  # listed one a line; a host that sends more is counted
+
+
+def reset_blockers(
+    events: Sequence[Event], host: str, gpu: int, sample: Sample | None
+) -> tuple[list[Blocker], int]:
+    """The blockers of a reset's `blockers` event (else its `done`), checked field by field, each
+    with its advice; and how many more the probe sent than are listed."""
+    raw: list[Any] = []
+    for stage in ("blockers", "done"):
+        found = next(
+            (e for e in events if e.stage == stage and isinstance(e.data.get("blockers"), list)), None
+        )
+        if found is not None:
+            raw = found.data["blockers"]
+            break
+    procs = {p.pid: p for p in sample.processes} if sample is not None else {}
+    out = []
+    for item in raw[:MAX_BLOCKERS]:
+        if not isinstance(item, dict):
+            continue
+        kind = printable(item["kind"][:40]) if isinstance(item.get("kind"), str) else "?"
+        words = printable(item["words"][:400]) if isinstance(item.get("words"), str) else "?"
+        pid = item.get("pid")
+        pid = pid if isinstance(pid, int) and not isinstance(pid, bool) and 0 < pid < 1 << 31 else None
+        advice = reset_advice(kind, host, gpu, pid, procs.get(pid) if pid is not None else None)
+        out.append(Blocker(kind, words, pid, advice))
+    return out, max(0, len(raw) - MAX_BLOCKERS)
+
+
+def reset_need(host: str, gpu: Gpu, sample: Sample) -> tuple[bool, str]:
+    """Whether a reset would free anything on `gpu`, and why, in words. Only orphaned memory (used,
+    and no process holds it) needs a reset; memory that processes hold needs a clean."""
+    account = gpu.accounting
+    if account is not None and account.orphaned:
+        return True, part_words(account, "orphaned")
+    if sample.gpu_is_free(gpu):
+        return False, f"GPU {gpu.index} is free (memory at idle, nothing holds it): it needs no reset"
+    held = f"its {fmt_bytes(gpu.memory_used)} used" if gpu.memory_used else "it"
+    why = f"GPU {gpu.index} needs no reset: nothing on it is orphaned; {held} is held by processes"
+    others = unaccounted_words(account) if account is not None else ""
+    if others:
+        why += f" ({others})"
+    return False, f"{why}: gputui clean {printable(host)} --gpu {gpu.index} frees it"
+
+
+def _say_interrupted(con: Console, running: Sequence[HostOutcome], ops: Operations) -> None:
+    """Ctrl+C while plans ran: each plan's outcome-unknown `done` line in the audit log, saying what
+    it sent (Operations.abandon: the dashboard's last words), then the same on stderr (which a
+    script's `2>` keeps apart from the JSON)."""
+    for o in running:
+        if o.plan is None or any(e.stage == "done" for e in o.events):
+            continue  # its verdict came before the Ctrl+C: printed as usual
+        sent = signals_sent(o.events)
+        ops.abandon(
+            o.host, o.plan.id, f"interrupted (Ctrl+C) after {sent}" if sent else "interrupted (Ctrl+C)"
+        )
+        gpus = ",".join(str(g.index) for g in o.plan.gpus + o.plan.touched) or "-"
+        what = f"after {sent} was sent" if sent else "before any signal was seen sent"
+        con.warn(
+            f"interrupted (Ctrl+C) during plan {o.plan.id} on {o.host}, {what}: outcome unknown (the probe "
+            f"is ended now; what it did after is not known here). Check GPU {gpus} (`gputui snapshot "
+            f"{o.host}`); recorded as outcome unknown in {ops.audit.path}"
+        )
+
+
 async def _reset(args: argparse.Namespace, ops: Operations, con: Console) -> int:
-    """`--reset-gpu N`: the reset ladder on the one named host (dry run, or confirmed)."""
+    """`--reset-gpu N`: the reset ladder on the one named host (dry run, or confirmed).
+
+    It first asks the probe for a dry run, whatever was asked, and prints what it says: whether a
+    reset is needed at all (only orphaned memory needs one), each blocker on its own line with what to
+    do about it, and the ladder's steps. Exit 0 when a reset could run (dry run) or ran; 4 while
+    anything blocks it (refused, or would be); a free GPU needs no reset, and the dry run says so."""
     fleet = ops.fleet
     if len(fleet.sessions) != 1:
         raise UsageError("--reset-gpu resets a GPU of one host: name exactly one HOST")
     [host] = list(fleet.sessions)
     await fleet.wait_first_samples(args.timeout)
+    report: dict[str, Any] = {"host": host, "gpu": args.reset_gpu}
+
+    def finish(code: int, result: str, message: str) -> int:
+        if con.json:
+            report.update(result=result, message=message)
+            con.document(
+                {
+                    "version": JSON_VERSION,
+                    "dry_run": bool(args.dry_run),
+                    "ok": code == EXIT_OK,
+                    "exit_code": code,
+                    "log": str(ops.audit.path),
+                    "reset": report,
+                }
+            )
+        return code
+
     trouble = ops.problem(host)
     if trouble is not None:
         con.say(f"== {printable(host)}: {trouble.status.upper()}: {printable(trouble.message)}")
-        return (
+        code = (
             EXIT_NO_GPU
             if trouble.status == "no-gpu"
             else (EXIT_REFUSED if trouble.status == "refused" else EXIT_FAILED)
         )
+        return finish(code, trouble.status, trouble.message)
     sample = fleet.view(host).sample
     gpu = next((g for g in sample.gpus if g.index == args.reset_gpu), None) if sample else None
-    if gpu is None:
+    if gpu is None or sample is None:
         raise UsageError(f"{host} has no GPU {args.reset_gpu}")
     orphaned = gpu.accounting.orphaned if gpu.accounting is not None else 0
+    needed, need_words = reset_need(host, gpu, sample)
+    report.update(
+        name=gpu.name, memory_used=gpu.memory_used, orphaned=orphaned, needed=needed, why=need_words
+    )
     con.say(
         f"== {printable(host)}: reset GPU {gpu.index} ({printable(gpu.name or '?')}, {fmt_bytes(gpu.memory_used)} used, "
         f"{fmt_bytes(orphaned)} orphaned)"
     )
-    con.say(
-        "   a reset ends every context on the GPU and clears its volatile ECC counts; it needs nothing to hold it"
-    )
-
-    def show(event: Event) -> None:
-        con.say(stage_line(host, event))
+    con.say(f"   {need_words}")
 
     # The ladder and its blockers first, whatever was asked: nothing is done on a dry run.
-    preview = await ops.reset(host, gpu.index, dry_run=True, on_event=show)
-    blockers = list(preview.blockers)
-    if args.dry_run or blockers:
-        if blockers:
+    seen: list[Event] = []
+    preview = await ops.reset(host, gpu.index, dry_run=True, on_event=seen.append)
+    blockers, more = reset_blockers(seen, host, gpu.index, sample)
+    report.update(
+        blockers=[b.describe() for b in blockers], blockers_omitted=more, ladder=list(preview.ladder)
+    )
+    if preview.result != "dry-run":  # the probe could not say (refused the request, link lost)
+        for event in seen:
+            con.say(stage_line(host, event))
+        con.say(f"== {printable(host)}: {head(preview.result)}: {printable(preview.message)}")
+        return finish(
+            EXIT_REFUSED if preview.result == "refused" else EXIT_FAILED, preview.result, preview.message
+        )
+    _print_ladder(con, blockers, more, preview.ladder)
+    tally = count(len(blockers) + more, "blocker")
+    if blockers or more:
+        if args.dry_run:
             con.say(
-                f"== {printable(host)}: REFUSED: {count(len(blockers), 'blocker')} remain (stop them first; nothing done)"
+                f"== {printable(host)}: BLOCKED (dry run): {tally}; a reset now would be refused"
+                + ("" if needed else f"; GPU {gpu.index} needs none")
+                + "; nothing done"
             )
-            return EXIT_REFUSED
-        con.say(f"== {printable(host)}: DRY RUN: nothing blocks a reset of GPU {gpu.index}; nothing done")
-        return EXIT_OK
+            return finish(EXIT_REFUSED, "blocked", f"{tally}; a reset now would be refused")
+        con.say(f"== {printable(host)}: REFUSED: {tally} remain (above: stop them first); nothing done")
+        return finish(EXIT_REFUSED, "refused", f"{tally} remain")
+    if args.dry_run:
+        con.say(
+            f"== {printable(host)}: DRY RUN: nothing blocks a reset of GPU {gpu.index}"
+            + ("" if needed else " (it needs none)")
+            + "; nothing done"
+        )
+        return finish(EXIT_OK, "dry-run", "nothing blocks a reset")
     if not args.yes:
-        answer = await _confirm(con)
+        try:
+            answer = await _confirm(con)
+        except asyncio.CancelledError:
+            con.say()
+            con.warn("interrupted (Ctrl+C) at the prompt: nothing was sent")
+            raise
         if answer is not True:
             con.say(f"== {printable(host)}: NOTHING DONE: not confirmed")
-            return EXIT_USAGE if answer is None else EXIT_DECLINED
-    verdict = await ops.reset(host, gpu.index, on_event=show)
+            return finish(EXIT_USAGE if answer is None else EXIT_DECLINED, "aborted", "not confirmed")
+
+    events: list[Event] = []
+
+    def show(event: Event) -> None:
+        events.append(event)
+        if not (event.stage == "blockers" and event.data.get("blockers")):
+            con.say(stage_line(host, event))
+
+    try:
+        verdict = await ops.reset(host, gpu.index, on_event=show)
+    except asyncio.CancelledError:
+        con.warn(
+            f"interrupted (Ctrl+C) during the reset of GPU {gpu.index} on {host}: outcome unknown; "
+            f"recorded in {ops.audit.path}"
+        )
+        raise
+    late, more = reset_blockers(events, host, gpu.index, fleet.view(host).sample)
+    if late or more:  # something took the GPU between the dry run and the reset
+        _print_ladder(con, late, more, ())
+        report.update(blockers=[b.describe() for b in late], blockers_omitted=more)
     con.say(f"== {printable(host)}: {verdict.result.upper()}: {printable(verdict.message)}")
-    return EXIT_OK if verdict.ok else (EXIT_REFUSED if verdict.result == "refused" else EXIT_FAILED)
+    code = EXIT_OK if verdict.ok else (EXIT_REFUSED if verdict.result == "refused" else EXIT_FAILED)
+    return finish(code, verdict.result, verdict.message)
+
+
+def _print_ladder(con: Console, blockers: Sequence[Blocker], more: int, ladder: Sequence[str]) -> None:
+    """Each blocker on its own line with what to do about it, then the ladder's steps."""
+    if blockers or more:
+        con.say(f"   {count(len(blockers) + more, 'blocker')}: a reset is refused while any remains")
+        for b in blockers:
+            con.say(f"     {b.words}")
+            con.say(f"       -> {b.advice}")
+        if more:
+            con.say(f"     and {more} more (the probe's list was cut)")
+    else:
+        con.say("   nothing blocks a reset")
+    if ladder:
+        con.say("   the ladder" + (", once nothing blocks it:" if blockers or more else ":"))
+        for i, step in enumerate(ladder, 1):
+            con.say(f"     {i}. {printable(step)}")
+        con.say(
+            "   a reset ends every context on the GPU, for every user of the host, and clears its volatile "
+            "ECC counts"
+        )
 
 
 def _requests(args: argparse.Namespace, samples: dict[str, Sample], hosts: list[str]) -> list[Request]:
@@ -546,8 +742,31 @@ async def _confirm(con: Console) -> bool | None:
     if not (isatty and isatty()):
         return None
     print("Proceed? [y/N] ", end="", file=con.human, flush=True)
-    line = await asyncio.to_thread(con.stdin.readline)
+    line = await _read_line(con.stdin)
     return line.strip().lower() in ("y", "yes")
+
+
+async def _read_line(stream: TextIO) -> str:
+    """A line from `stream`, read on a daemon thread of its own. Not asyncio.to_thread: the event
+    loop's executor is joined when asyncio.run ends, so a Ctrl+C at the prompt waited for Enter; a
+    read left blocked on a daemon thread holds nothing up (the line, if any, is never used)."""
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[str] = loop.create_future()
+
+    def give(line: str) -> None:
+        if not answer.done():
+            answer.set_result(line)
+
+    def read() -> None:
+        try:
+            line = stream.readline()
+        except (OSError, ValueError):
+            line = ""
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody is asking any more
+            loop.call_soon_threadsafe(give, line)
+
+    threading.Thread(target=read, name="gputui-confirm", daemon=True).start()
+    return await answer
 
 
 # -- printing ----------------------------------------------------------------------------------
@@ -657,7 +876,7 @@ def _finish(
             {
                 "version": JSON_VERSION,
                 "dry_run": dry_run,
-                "ok": code == EXIT_OK and not dry_run,
+                "ok": code == EXIT_OK,  # a dry run is ok when every plan could be made
                 "exit_code": code,
                 "log": str(ops.audit.path),
                 "hosts": [o.describe() for o in items],

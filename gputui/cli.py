@@ -36,7 +36,7 @@ VALUE_OPTIONS = frozenset(
     {
         "--config", "--timeout", "--gpu", "--pid", "--reset-gpu", "--signals", "--term-timeout",
         "--verify-timeout", "--log", "--settle", "--temp-below", "--memory-below", "--util-below",
-        "--interval", "--job", "--slurm-job", "--container", "--user",
+        "--interval", "--job", "--slurm-job", "--container", "--user", "--watch",
     }
 )  # fmt: skip
 NO_TERMINAL = (
@@ -87,6 +87,12 @@ def snapshot_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print versioned JSON (schema in README)")
     p.add_argument(
         "--timeout", type=argtypes.seconds, default=20.0, metavar="S", help="wait this long for each host"
+    )
+    p.add_argument(
+        "--watch",
+        type=argtypes.interval,
+        metavar="S",
+        help="again every S seconds (0.1 to 3600) until Ctrl+C: in place on a terminal, else appended",
     )
     return p
 
@@ -176,6 +182,10 @@ def run_snapshot(argv: list[str]) -> int:
     config = load(args.config)
     specs = resolve_hosts(args.hosts, args.demo, config)
     fleet = build_fleet(specs, interval=INTERVALS["snapshot"])
+    if args.watch is not None:
+        return asyncio.run(
+            snapshot.watch(fleet, args.watch, args.timeout, json_lines=args.json, out=sys.stdout)
+        )
     views = asyncio.run(snapshot.take(fleet, args.timeout))
     if args.json:
         print(snapshot.dumps(views))

@@ -17,14 +17,16 @@ import io
 import json
 import os
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, TextIO
 
 from .fleet import DOWN, REASONS, HostView
-from .model import IDLE_SLACK, Proc, Sample
+from .model import IDLE_SLACK, Gpu, Proc, Sample
+from .plan import mps_clients
 from .textsafe import printable
 from .units import fmt_bytes, fmt_bytes_of, fmt_duration, fmt_gpus, fmt_percent
-from .words import count, host_metrics_parts
+from .words import MPS_NAMES, count, gpu_places, host_metrics_parts, kind_word, mig_profile
 
 SCHEMA_VERSION = 1
 NO_GPU_CODES = ("no-driver", "no-gpu", "no-library", "no-permission")
@@ -77,6 +79,12 @@ KIND_NOTE = {
 
 
 def _note(p: Proc, sample: Sample) -> str:
+    """Why `p` has its kind, as the dashboard's note says it (gputui/ui/kinds.py)."""
+    if p.mps in ("server", "control") and p.kind == "monitor":
+        clients = len(mps_clients(sample, p))
+        return f"{MPS_NAMES[p.mps]}; {count(clients, 'client')} end{'s' if clients == 1 else ''} with it"
+    if p.mps == "client" and p.kind == "user":
+        return MPS_NAMES["client"]
     if p.kind == "ghost":
         holders = ", ".join(str(pid) for pid in p.links) or "nobody found"
         return f"{p.reason}; memory held by {holders}"
@@ -144,18 +152,21 @@ def render(views: list[HostView], out: TextIO, width: int = 120) -> None:
                 f"{fmt_percent(g.util_gpu):>5} {temp:>5} {power:>11}  {state}",
                 file=out,
             )
+            _render_mig(g, sample, out)
+        # The GPU column is as wide as its widest place (`0:1.0,1:2.0` in MIG): never cut.
+        places = {p.pid: gpu_places(p) for p in sample.processes}
+        wide = max([6, *map(len, places.values())])
         if sample.processes:
             print(
-                f"   {'PID':>7} {'kind':<8} {'GPUs':<6} {'GPU mem':>8} {'SM%':>4} {'user':<10} {'elapsed':>8}  command",
+                f"   {'PID':>7} {'kind':<8} {'GPUs':<{wide}} {'GPU mem':>8} {'SM%':>4} {'user':<10} {'elapsed':>8}  command",
                 file=out,
             )
         for p in sample.processes:
-            gpus = fmt_gpus(p.gpus)
             mem = fmt_bytes(p.gpu_bytes) if p.gpu_memory else "-"
             note = _note(p, sample)
             head = (
-                f"   {p.pid:>7} {p.kind:<8} {gpus:<6} {mem:>8} {_sm(p):>4} {_cut(printable(p.user or '-'), 10):<10} "
-                f"{fmt_duration(p.elapsed):>8}  "
+                f"   {p.pid:>7} {kind_word(p):<8} {places[p.pid]:<{wide}} {mem:>8} {_sm(p):>4} "
+                f"{_cut(printable(p.user or '-'), 10):<10} {fmt_duration(p.elapsed):>8}  "
             )
             tail = f"  ({note})" if note else ""
             # Numbers and the note stay whole; the command gives way, with an ellipsis.
@@ -168,6 +179,25 @@ def render(views: list[HostView], out: TextIO, width: int = 120) -> None:
                 file=out,
             )
         print(file=out)
+
+
+def _render_mig(gpu: Gpu, sample: Sample, out: TextIO) -> None:
+    """A GPU in MIG mode: a row per instance under it, as the dashboard's GPU table has them
+    (`0/1.0  └ MIG 3g.71gb  46.0/71.0 GiB  2 user`, or `· idle`)."""
+    for instance in gpu.mig_instances or ():
+        label = f"{gpu.index}/{instance.label}"
+        name = f"└ MIG {mig_profile(instance)}".rstrip()
+        used = fmt_bytes_of(instance.memory_used, instance.memory_total)
+        inside = [
+            p
+            for p in sample.processes
+            if any(m.gi == instance.gi and m.ci in (instance.ci, None) for m in p.mig_on(gpu.index))
+        ]
+        kinds = Counter(p.kind for p in inside)
+        who = "  ".join(f"{kinds[k]} {k}" for k in ("user", "ghost", "hidden") if kinds[k]) or "· idle"
+        # Under the GPU's row, its columns kept: the driver gives no utilization, temperature or
+        # power per instance, so those are left blank, as in the dashboard.
+        print(f"     {label:<5} {_cut(name, 19):<19} {used:>18} {'':>5} {'':>5} {'':>11}  {who}", file=out)
 
 
 def _render_jobs(sample: Sample, out: TextIO, width: int) -> None:

@@ -17,7 +17,9 @@ The order of a run is what makes it safe to trust:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import getpass
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -110,6 +112,8 @@ class Operations:
         self.kill = kill or KillOptions()
         self.operator = operator or audit.operator or getpass.getuser()
         self.running: dict[str, Plan] = {}  # plan id -> plan, while its verdict is awaited
+        self._abandoned: set[str] = set()  # actions whose outcome-unknown `done` is written
+        self._abandon_lock = threading.Lock()  # a hard exit writes it from another thread
 
     # -- which hosts can take a plan -----------------------------------------------------------
 
@@ -306,9 +310,27 @@ class Operations:
                     on_event(event)
         except TransportError as exc:
             done = done_event(reset_id, "not-sent", f"reset not sent: {exc.message}", error=exc.reason)
+        except asyncio.CancelledError:
+            if done is None and not dry_run:
+                self.abandon(host, reset_id, f"interrupted during the reset of GPU {gpu}")
+            raise
         if done is None:
             done = done_event(reset_id, "outcome-unknown", "the probe sent no verdict")
         return PlanVerdict.from_event(done)
+
+    def abandon(self, host: str, action: str, why: str) -> None:
+        """gputui ends before `action`'s verdict (Ctrl+C in `gputui clean`, a reset cancelled): its
+        outcome-unknown `done` line in the audit log (ActionLog.last_words), once per action,
+        whichever thread says it first (a hard exit runs on another thread). A log that cannot take
+        it is left as it is: the action then has no `done` at all, which the next start reports the
+        same way. Run's caller writes it for a plan (it knows why the plan was cut short: what
+        the plan sent, the key pressed); a reset writes its own."""
+        with self._abandon_lock:
+            if action in self._abandoned:
+                return
+            self._abandoned.add(action)
+        with contextlib.suppress(OSError):
+            self.audit.last_words(host, action, why)
 
     def provenance(self, plan: Plan) -> dict[str, Any]:
         """What a benchmark log should say about the GPUs a plan touches: driver and CUDA versions,

@@ -1,4 +1,5 @@
-"""`gputui snapshot`: one sample of every host, as a table for people or versioned JSON for scripts.
+"""`gputui snapshot`: one sample of every host, as a table for people or versioned JSON for scripts;
+with `--watch S`, again every S seconds until Ctrl+C (as `gpustat -i`).
 
 The text and the JSON document (schema version 1) are gputui.export's, which the dashboard's export
 writes too.
@@ -6,10 +7,29 @@ writes too.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import io
+import json
+import signal
+import time
+from typing import TextIO
+
 from .export import NO_GPU_CODES, SCHEMA_VERSION, as_json, dumps, host_status, render
 from .fleet import DOWN, Fleet, HostView
+from .words import cut, terminal_size
 
-__all__ = ["NO_GPU_CODES", "SCHEMA_VERSION", "as_json", "dumps", "exit_code", "host_status", "render", "take"]
+__all__ = [
+    "NO_GPU_CODES",
+    "SCHEMA_VERSION",
+    "as_json",
+    "dumps",
+    "exit_code",
+    "host_status",
+    "render",
+    "take",
+    "watch",
+]
 
 EXIT_OK, EXIT_DOWN, EXIT_USAGE, EXIT_NO_GPU = 0, 1, 2, 3
 
@@ -30,3 +50,88 @@ async def take(fleet: Fleet, timeout: float) -> list[HostView]:
     finally:
         await fleet.stop()
     return fleet.hosts
+
+
+# How a watch ends: SIGINT (Ctrl+C) is the usual way, and quiet (exit 0); SIGTERM and SIGHUP end it
+# the same orderly way (the probes stopped), with the shell's usual status for them.
+STOPS = {signal.SIGINT: 0, signal.SIGTERM: 128 + signal.SIGTERM, signal.SIGHUP: 128 + signal.SIGHUP}
+HOME, CLEAR_LINE, CLEAR_BELOW, CLEAR_SCREEN = "\x1b[H", "\x1b[K", "\x1b[J", "\x1b[2J"
+
+
+async def watch(fleet: Fleet, every: float, timeout: float, *, json_lines: bool, out: TextIO) -> int:
+    """The snapshot every `every` seconds from one fleet, connected once and kept (no reconnection
+    per refresh): on a terminal the screen is redrawn in place (home, each line erased to its end,
+    the rest of the screen erased), each line cut to the width and the frame to the height; else
+    each refresh is appended under a separator line. With `json_lines`, one JSON document a line (JSON
+    lines), never a terminal code. Ends on Ctrl+C (exit 0), SIGTERM or SIGHUP, or when the output
+    can no longer be written (exit 1)."""
+    loop = asyncio.get_running_loop()
+    stopped = asyncio.Event()
+    code = 0
+
+    def stop(status: int) -> None:
+        nonlocal code
+        code = status
+        stopped.set()
+
+    handled = []
+    for sig, status in STOPS.items():
+        with contextlib.suppress(ValueError, RuntimeError, OSError):  # not the main thread
+            loop.add_signal_handler(sig, stop, status)
+            handled.append(sig)
+    tty = not json_lines and bool(getattr(out, "isatty", lambda: False)())
+    fleet.start()
+    try:
+        first = asyncio.ensure_future(fleet.wait_first_samples(timeout))
+        await asyncio.wait(
+            [first, asyncio.ensure_future(stopped.wait())], return_when=asyncio.FIRST_COMPLETED
+        )
+        if stopped.is_set():
+            first.cancel()
+            return code
+        # Samples at least as often as the refresh (the fleet starts at the snapshot's 1 s).
+        if any(v.interval > every for v in fleet.hosts):
+            await fleet.configure(every)
+        frame = 0
+        while not stopped.is_set():
+            started = time.monotonic()
+            _draw(fleet.hosts, out, every, tty=tty, json_lines=json_lines, first=frame == 0)
+            frame += 1
+            if getattr(out, "trouble", None) is not None:  # stdout closed, full, or its reader left
+                return 1
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stopped.wait(), max(0.0, every - (time.monotonic() - started)))
+        return code
+    finally:
+        for sig in handled:
+            loop.remove_signal_handler(sig)
+        await fleet.stop()
+        if tty:
+            with contextlib.suppress(OSError, ValueError):
+                print(file=out, flush=True)  # the shell's prompt under the last frame, not in it
+
+
+def _draw(
+    views: list[HostView], out: TextIO, every: float, *, tty: bool, json_lines: bool, first: bool
+) -> None:
+    if json_lines:
+        print(json.dumps(as_json(views), separators=(",", ":"), ensure_ascii=True), file=out, flush=True)
+        return
+    head = f"--- gputui snapshot {time.strftime('%Y-%m-%d %H:%M:%S')} (every {every:g} s; Ctrl+C stops) ---"
+    if not tty:
+        text = io.StringIO()
+        render(views, text)
+        print(head, file=out)
+        print(text.getvalue(), end="", file=out, flush=True)
+        return
+    columns, lines = terminal_size(out)
+    text = io.StringIO()
+    render(views, text, width=max(columns - 1, 60))
+    rows = [head, *text.getvalue().rstrip("\n").splitlines()]
+    if len(rows) > lines - 1:  # the frame's end would scroll its start away: say what is left out
+        hidden = len(rows) - (lines - 2)
+        rows = [*rows[: lines - 2], f"... {hidden} more lines (a taller terminal shows them)"]
+    # Home, each line over the last frame's (erased to its end), then the rest of the screen erased:
+    # no blank flash between frames, nothing of a longer frame left below a shorter one.
+    body = "".join(cut(row, columns - 1) + CLEAR_LINE + "\n" for row in rows)
+    print((HOME + CLEAR_SCREEN if first else HOME) + body + CLEAR_BELOW, end="", file=out, flush=True)

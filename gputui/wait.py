@@ -31,7 +31,7 @@ from .model import Preflight, Sample
 from .operate import NO_GPU_CODES
 from .readiness import DEFAULT_UTIL_BELOW, Conditions, Unready, unready
 from .textsafe import printable
-from .words import count
+from .words import cells, columns, count, cut, shares
 
 EXIT_READY, EXIT_TIMEOUT, EXIT_USAGE, EXIT_NO_GPU = 0, 1, 2, 3
 JSON_VERSION = 1
@@ -40,6 +40,10 @@ MAX_WAIT = 24 * 3600.0
 # A host waited for but not (yet) judged: (NO_SAMPLE or NOT_JUDGED, why). The kinds are the JSON's keys.
 Pending = tuple[str, str]
 NO_SAMPLE, NOT_JUDGED = "no_sample", "not_judged"
+READABLE = 24  # cells of a GPU's words below which the live line names its conditions instead
+# The conditions (gputui.readiness) in a word each, for the live line of a narrow terminal.
+TERSE = {"processes": "procs", "memory": "mem", "unaccounted": "unacc", "utilization": "util",
+         "temperature": "temp", "persistence": "persist"}  # fmt: skip
 
 
 def add_wait_arguments(p: argparse.ArgumentParser) -> None:
@@ -310,16 +314,56 @@ def _all_down(fleet: Fleet, waits: dict[tuple[str, int], GpuWait], pending: dict
 def _live_line(
     err: TextIO, waits: dict[tuple[str, int], GpuWait], pending: dict[str, Pending], now: float, settle: float
 ) -> None:
-    by_host: dict[str, list[str]] = {h: [_pending_words(p)] for h, p in sorted(pending.items())}
+    """The one line a terminal shows while `wait` waits, redrawn in place (carriage return, erase to
+    the end of the line): never wider than the terminal, else it wraps and each redraw leaves a copy
+    of its first rows behind."""
+    print("\r\x1b[K" + live_text(waits, pending, now, settle, columns(err) - 1), end="", file=err, flush=True)
+
+
+def live_text(
+    waits: dict[tuple[str, int], GpuWait], pending: dict[str, Pending], now: float, settle: float, width: int
+) -> str:
+    """`1/4 ready | demo-a: GPU0 used or held by 4121 (user: python train.py) · GPU1 ready 1.5/5 s`
+    in at most `width` cells. When it does not fit, what each GPU waits for gives way, never the
+    hosts, the GPUs or the count: an equal share each, cut with an ellipsis, or where a share is too
+    short to read, the conditions it fails in a word each (`procs,mem,util`)."""
+    ready = sum(1 for w in waits.values() if w.ready_since is not None)
+    lead = f"{ready}/{len(waits)} ready"
+    # Each host: its name, then per GPU (name, what it waits for, the same in a word or three).
+    by_host: dict[str, list[tuple[str, str, str]]] = {
+        h: [("", _pending_words(p), "no sample" if p[0] == NO_SAMPLE else "not judged")]
+        for h, p in sorted(pending.items())
+    }
     for (host, index), w in sorted(waits.items()):
         if w.ready_since is not None:
-            state = f"GPU{index} ready {w.ready_for(now):.1f}/{settle:g} s"
+            state = (f"GPU{index}", f"ready {w.ready_for(now):.1f}/{settle:g} s", "ready")
+        elif w.last:
+            state = (
+                f"GPU{index}",
+                w.last[0].words,
+                ",".join(TERSE.get(u.condition, u.condition) for u in w.last),
+            )
         else:
-            why = w.last[0].words if w.last else "waiting"
-            state = f"GPU{index} {printable(why)[:60]}"
+            state = (f"GPU{index}", "waiting", "waiting")
         by_host.setdefault(host, []).append(state)
-    line = " | ".join(f"{printable(h)}: " + " · ".join(parts) for h, parts in by_host.items())
-    print("\r\x1b[K" + line[:200], end="", file=err, flush=True)
+    states = [(printable(long), printable(short)) for parts in by_host.values() for _, long, short in parts]
+    frame = cells(lead) + sum(
+        cells(f" | {printable(h)}: ")
+        + sum(cells(gpu) + (1 if gpu else 0) for gpu, _, _ in parts)
+        + 3 * (len(parts) - 1)  # " · " between a host's GPUs
+        for h, parts in by_host.items()
+    )
+    room = shares([cells(long) for long, _ in states], width - frame)
+    fitted = iter(
+        long if n >= cells(long) else cut(long, n) if n >= READABLE else cut(short, n) if n >= 2 else "…"
+        for (long, short), n in zip(states, room, strict=True)
+    )
+    line = lead + "".join(
+        f" | {printable(h)}: "
+        + " · ".join(" ".join(x for x in (gpu, next(fitted)) if x) for gpu, _, _ in parts)
+        for h, parts in by_host.items()
+    )
+    return cut(line, width)  # a terminal too narrow for even the GPUs' names: cut at its edge
 
 
 def _finish_line(err: TextIO, live: bool) -> None:

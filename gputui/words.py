@@ -7,15 +7,28 @@ names) is made printable here (gputui.textsafe), so every output path gets the s
 
 from __future__ import annotations
 
+import os
 import time
+import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import TextIO
 
-from .model import Event, GpuVerdict, HostMetrics, MemoryAccount, PlanVerdict, ProcessVerdict, Restart
+from .model import (
+    Event,
+    GpuVerdict,
+    HostMetrics,
+    MemoryAccount,
+    MigInstance,
+    PlanVerdict,
+    Proc,
+    ProcessVerdict,
+    Restart,
+)
 from .probe.common import count as count  # one owner: the probe words counts the same way
 from .probe.common import took as _took
 from .textsafe import printable
-from .units import fmt_bytes, fmt_duration, fmt_load, fmt_memory, fmt_memory_of, fmt_percent
+from .units import fmt_bytes, fmt_duration, fmt_gpus, fmt_load, fmt_memory, fmt_memory_of, fmt_percent
 
 
 def took(ms: float | None) -> str:
@@ -76,6 +89,18 @@ def stage_text(event: Event) -> str:
 def stage_line(host: str, event: Event) -> str:
     """`12:01:03.120 demo-a GPU3  SIGTERM -> 4121 python train.py` (remote text escaped)."""
     return f"{clock(event.time)} {printable(host)} {stage_text(event)}".rstrip()
+
+
+def signals_sent(events: Iterable[Event]) -> str:
+    """What a plan's events say it sent, by signal: `SIGTERM to 4121, 4122; SIGKILL to 4121`; empty
+    when nothing was sent."""
+    by_signal: dict[str, list[int]] = {}
+    for e in events:
+        if e.stage == "signal" and e.result == "sent" and e.pid is not None:
+            pids_sent = by_signal.setdefault(printable(e.signal or "a signal"), [])
+            if e.pid not in pids_sent:
+                pids_sent.append(e.pid)
+    return "; ".join(f"{name} to {pids(sent)}" for name, sent in by_signal.items())
 
 
 # -- verdicts ----------------------------------------------------------------------------------
@@ -250,3 +275,148 @@ def verdict_lines(host: str, status: str, message: str | None, verdict: PlanVerd
     for r in verdict.restarts:
         lines.append(f"   ! {restart_words(r)}")
     return lines
+
+
+# -- what a process is and where it runs (the dashboard's tables, `gputui snapshot`) -------------
+
+# CUDA MPS: a process's part in it is said in place of its kind (the Kind column, the snapshot).
+MPS_WORDS = {"server": "mps-srv", "control": "mps-ctl", "client": "mps-cli"}
+MPS_NAMES = {"server": "MPS server", "control": "MPS control daemon", "client": "MPS client"}
+
+
+def kind_word(proc: Proc) -> str:
+    """The kind of `proc` in one word: its MPS part (`mps-srv`) for an MPS process, else its kind
+    (`user`, `ghost`, ...). The dashboard puts its glyph before it (gputui/ui/kinds.py)."""
+    return MPS_WORDS.get(proc.mps or "", proc.kind)
+
+
+def gpu_place(proc: Proc, index: int) -> str:
+    """Where `proc` runs on GPU `index`: its MIG instances there (`0:1.0`: GPU 0, GPU instance 1,
+    compute instance 0), else the index."""
+    return ",".join(p.label for p in proc.mig_on(index)) or str(index)
+
+
+def gpu_places(proc: Proc) -> str:
+    """The GPU column of a process: `0,1`, `0-3` (runs), `0:1.0` for a MIG instance, `-` for none."""
+    if not proc.mig:
+        return fmt_gpus(proc.gpus)
+    return ",".join(gpu_place(proc, i) for i in sorted(proc.gpus)) or "-"
+
+
+def mig_profile(instance: MigInstance) -> str:
+    """`3g.71gb`, what tells a GPU's instances apart, from the driver's name of the instance
+    ("NVIDIA H200 MIG 3g.71gb"); the whole name where it has no "MIG", empty where none. Made safe."""
+    name = printable((instance.name or "")[:40])
+    at = name.find("MIG")
+    return name[at + 3 :].strip() if at >= 0 else name
+
+
+# -- the reset ladder (`gputui clean --reset-gpu N`) ------------------------------------------
+
+
+def reset_advice(kind: str, host: str, gpu: int, pid: int | None = None, proc: Proc | None = None) -> str:
+    """What to do about one thing that blocks a reset of GPU `gpu` (the probe's blocker `kind`:
+    process, mig, display, nvlink, outside, root), with the command where there is one. `proc`: the
+    blocking process as the latest sample lists it (None: not listed, or not a process)."""
+    where = printable(host)
+    if kind == "process":
+        if pid is None:
+            return "stop it, or wait for it to end"
+        stop = f"gputui clean {where} --pid {pid}"
+        if proc is None:
+            return f"stop it ({stop}), or wait for it to end"
+        if proc.protected in ("pid-1", "kernel-thread", "probe-ancestor"):
+            return f"never signalled by gputui ({printable(proc.protected)}): the GPU frees with it, or at a reboot"
+        if proc.mps in ("server", "control"):
+            return (
+                f"an {MPS_NAMES[proc.mps]} (protected): end MPS for the reset (`echo quit | "
+                f"nvidia-cuda-mps-control`), or {stop} --include-monitor"
+            )
+        if proc.kind == "monitor":
+            return f"a monitor (protected): stop its service for the reset, or {stop} --include-monitor"
+        if proc.kind == "ghost":
+            return f"a dead PID the driver still lists: free the GPU (gputui clean {where} --gpu {gpu})"
+        if proc.kind == "zombie":
+            parent = f" (gputui clean {where} --pid {proc.ppid})" if proc.ppid else ""
+            return f"exited, not reaped: its parent must reap it or be stopped{parent}"
+        return f"stop it: {stop}"
+    if kind == "mig":
+        return f"turn MIG mode off first (nvidia-smi -i {gpu} -mig 0, as root: it removes every MIG instance)"
+    if kind == "display":
+        return "stop the display server that drives this GPU (or move the display to another GPU)"
+    if kind == "nvlink":
+        return "the driver resets NVLink peers together: free those GPUs too"
+    if kind == "outside":
+        return "run gputui on the host itself: from inside a container a reset is never done"
+    if kind == "root":
+        return "run the probe as root (sudo = true for this host in the config)"
+    return "see the words above: the probe says no more"
+
+
+# -- text on a terminal (`wait`'s live line, `snapshot --watch`) ---------------------------------
+
+DEFAULT_COLUMNS, DEFAULT_LINES = 80, 24  # where a terminal does not say (or says 0, as some consoles do)
+
+
+def terminal_size(stream: TextIO) -> tuple[int, int]:
+    """(columns, lines) of the terminal `stream` writes to: $COLUMNS and $LINES where set (as
+    shutil.get_terminal_size reads them), else the terminal's own, asked on `stream`'s descriptor
+    (not stdout's: `wait` draws on stderr), else 80 x 24."""
+    try:
+        size: tuple[int, int] = tuple(os.get_terminal_size(stream.fileno()))  # type: ignore[assignment]
+    except (AttributeError, OSError, ValueError):  # not a file, not a terminal, closed
+        size = (0, 0)
+    out = []
+    for name, found, default in (("COLUMNS", size[0], DEFAULT_COLUMNS), ("LINES", size[1], DEFAULT_LINES)):
+        env = os.environ.get(name, "")
+        if env.isascii() and env.isdigit() and 0 < int(env) < 100_000:
+            out.append(int(env))
+        else:
+            out.append(found if found > 0 else default)  # 0: some consoles say so; unknown
+    return out[0], out[1]
+
+
+def columns(stream: TextIO) -> int:
+    """The width of the terminal `stream` writes to (terminal_size)."""
+    return terminal_size(stream)[0]
+
+
+def cells(text: str) -> int:
+    """How many terminal cells `text` takes (wide characters two, combining ones none)."""
+    if text.isascii():
+        return len(text)
+    return sum(_cell(ch) for ch in text)
+
+
+def _cell(ch: str) -> int:
+    if unicodedata.combining(ch):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+def cut(text: str, width: int) -> str:
+    """`text` in at most `width` cells, an ellipsis where it was cut (empty for a width below 1)."""
+    if cells(text) <= width:
+        return text
+    if width < 1:
+        return ""
+    out, used = [], 0
+    for ch in text:
+        w = _cell(ch)
+        if used + w > width - 1:
+            break
+        out.append(ch)
+        used += w
+    return "".join(out) + "…"
+
+
+def shares(sizes: Sequence[int], room: int) -> list[int]:
+    """Cells for each of several texts of `sizes` cells so that together they take at most `room`:
+    the short ones whole, the long ones an equal share of what is left (water-filling)."""
+    out = [0] * len(sizes)
+    left, waiting = max(room, 0), len(sizes)
+    for i in sorted(range(len(sizes)), key=lambda i: sizes[i]):
+        out[i] = min(sizes[i], left // waiting)
+        left -= out[i]
+        waiting -= 1
+    return out

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from gputui.model import KINDS, Proc, Sample, brief_command
 from gputui.plan import mps_clients
+from gputui.words import MPS_NAMES, kind_word
+from gputui.words import MPS_WORDS as MPS_WORDS  # the help lists them from here
 
 from .fmt import safe
 
@@ -37,8 +39,8 @@ def label(kind: str) -> str:
     return f"{GLYPHS.get(kind, '?')} {kind}"
 
 
-# CUDA MPS: the Kind column names a process's part in it in place of its kind (the glyph stays).
-MPS_WORDS = {"server": "mps-srv", "control": "mps-ctl", "client": "mps-cli"}
+# CUDA MPS: the Kind column names a process's part in it in place of its kind (the glyph stays);
+# the words are gputui.words', which `gputui snapshot` says too.
 MPS_MEANINGS = {
     "server": "the MPS server: its clients' work runs in its GPU contexts; stopping it ends them all "
     "(protected, like a monitor)",
@@ -63,9 +65,7 @@ MIG_MEANINGS = (
 
 def proc_label(proc: Proc) -> str:
     """The Kind column: the kind's glyph and word, or its MPS part (`○ mps-srv`) for MPS processes."""
-    if proc.mps in MPS_WORDS:
-        return f"{GLYPHS.get(proc.kind, '?')} {MPS_WORDS[proc.mps]}"
-    return label(proc.kind)
+    return f"{GLYPHS.get(proc.kind, '?')} {kind_word(proc)}"
 
 
 NotePart = tuple[str, bool]  # (text, is a number: shown whole or not at all)
@@ -96,12 +96,12 @@ def note_parts(proc: Proc, sample: Sample | None, container: bool = True) -> lis
     the words around them, never them (widgets.table.fit). Plain text, made safe. `container`:
     name its container and its PID there (False where a column of its own shows the container)."""
     if proc.mps in ("server", "control") and proc.kind == "monitor":
-        what = "MPS server" if proc.mps == "server" else "MPS control daemon"
+        what = MPS_NAMES[proc.mps]
         clients = list(mps_clients(sample, proc)) if sample is not None else []
         ends = " client ends with it)" if len(clients) == 1 else " clients end with it)"
         return [(f"{what} (", False), (str(len(clients)), True), (ends, False)]
     if proc.mps == "client" and proc.kind == "user":
-        return [("MPS client", False)]
+        return [(MPS_NAMES["client"], False)]
     if proc.kind == "ghost":
         why = _GHOST_REASONS.get(proc.reason or "", safe(proc.reason) or "ghost")
         if proc.links:

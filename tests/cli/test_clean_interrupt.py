@@ -1,0 +1,144 @@
+"""Ctrl+C during `gputui clean`, after a signal was sent (issue 19, item 10): the command says on
+stderr what it sent and that the outcome is unknown, exits 130, and the audit log has the plan's
+`done` line with outcome unknown (as the dashboard's hard exit writes it; the next start still
+reports the plan as unfinished).
+
+A real `gputui clean --demo demo-a:3 --yes` subprocess: GPU 3 of demo-a runs a server that ignores
+SIGTERM (the sim's `ignore-term` role), so with a long TERM timeout the plan waits after its SIGTERM
+until the Ctrl+C comes. SIGINT is sent to the process this test started, once the audit log shows its
+SIGTERM.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+from gputui.actionlog import read_records, unfinished
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _wait_for(predicate, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_ctrl_c_after_sigterm_says_what_was_sent_and_logs_outcome_unknown(tmp_path):
+    log = tmp_path / "actions.jsonl"
+    env = dict(os.environ, PYTHONPATH=str(REPO), TMPDIR=str(tmp_path))
+    argv = [sys.executable, "-m", "gputui", "clean", "--demo", "demo-a:3", "--yes", "--term-timeout", "60",
+            "--log", str(log)]  # fmt: skip
+    # SIGINT is not ignored in the child whatever this process does with it (a shell's `&` would).
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+
+        def sigtermed() -> bool:
+            records, _ = read_records(log) if log.exists() else ([], 0)
+            return any(
+                r.get("stage") == "signal" and r.get("result") == "sent" and r.get("signal") == "SIGTERM"
+                for r in records
+            )
+
+        assert _wait_for(sigtermed, 90), (
+            proc.stderr.read1().decode() if proc.poll() is not None else "no SIGTERM"
+        )
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    stderr = err.decode()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    records = [json.loads(line) for line in log.read_bytes().splitlines()]
+    sent = [r for r in records if r["stage"] == "signal" and r["result"] == "sent"]
+    plan = sent[0]["action"]
+    # stderr says what was sent, to which PIDs, and that the outcome is unknown.
+    assert "interrupted" in stderr and "outcome unknown" in stderr, stderr
+    assert "SIGTERM" in stderr and all(str(r["pid"]) in stderr for r in sent), stderr
+    assert str(log) in stderr
+    # The audit log has the plan's done line, outcome unknown, saying the same.
+    [done] = [r for r in records if r["kind"] == "done" and r["action"] == plan]
+    assert done["result"] == "outcome-unknown" and done["ok"] is False
+    assert "interrupted" in done["message"] and "SIGTERM" in done["message"], done["message"]
+    # An outcome-unknown done does not end the action: the next start still reports it.
+    assert [u.action for u in unfinished(log)] == [plan]
+
+
+def _controlling_tty() -> None:
+    """In the child: a session of its own whose controlling terminal is its stdin (the pty), so that
+    ^C typed there is SIGINT to it, as in a shell."""
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def _read_until(fd: int, proc: subprocess.Popen, what: bytes, timeout: float) -> bytes:
+    buf = b""
+    deadline = time.monotonic() + timeout
+    while what not in buf and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # EIO: the child closed its end
+                break
+            if not chunk:
+                break
+            buf += chunk
+        elif proc.poll() is not None:
+            break
+    return buf
+
+
+def test_ctrl_c_at_the_prompt_exits_at_once_and_nothing_is_sent(tmp_path):
+    """It waited for Enter: the prompt's read ran in the event loop's executor, which the interpreter
+    joins at exit, so ^C went nowhere until a line was typed."""
+    log = tmp_path / "actions.jsonl"
+    env = dict(os.environ, PYTHONPATH=str(REPO), TMPDIR=str(tmp_path), TERM="xterm")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gputui", "clean", "--demo", "demo-a:3", "--log", str(log)],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        cwd=REPO,
+        preexec_fn=_controlling_tty,
+    )
+    os.close(slave)
+    try:
+        shown = _read_until(master, proc, b"Proceed? [y/N]", 90)
+        assert b"Proceed? [y/N]" in shown, shown.decode(errors="replace")
+        os.write(master, b"\x03")  # ^C, as typed
+        rest = _read_until(master, proc, b"\x00never", 30)  # until it exits and closes the pty
+        assert proc.wait(timeout=30) == 130, rest.decode(errors="replace")
+    finally:
+        if proc.poll() is None:
+            os.write(master, b"\n")  # the old code: a line ends the wait
+            proc.wait(timeout=30)
+        os.close(master)
+    text = rest.decode(errors="replace")
+    assert "interrupted" in text and "nothing was sent" in text, text
+    assert not log.exists() or not [r for r in read_records(log)[0] if r.get("kind") == "plan"]

@@ -1,0 +1,82 @@
+"""`gputui wait`'s live line on a real terminal (issue 19, item 7): it fits the terminal's width and
+is redrawn in place, so the screen shows one line however many samples come.
+
+It was cut at 200 characters whatever the width: at 160 columns, 4 busy GPUs made a line that
+wrapped, and the carriage return of each redraw went back only to the start of its last row, leaving
+a stale copy of the first row every 0.25 s. A real pty of 80 and 160 columns (TIOCSWINSZ and
+COLUMNS), `gputui wait --demo demo-a` on its busy GPUs, and tests/vt.py to see what is left.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import select
+import struct
+import subprocess
+import sys
+import termios
+from pathlib import Path
+
+import pytest
+
+from tests.vt import Screen
+
+REPO = Path(__file__).resolve().parents[2]
+REPORT = b"gputui wait: not ready"
+
+
+def run_on_pty(columns: int, *args: str, lines: int = 50) -> tuple[int, bytes]:
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", lines, columns, 0, 0))
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS=str(columns), LINES=str(lines), TERM="xterm")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gputui", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        cwd=REPO,
+    )
+    os.close(slave)
+    out = b""
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: every writer has closed the pty
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            elif proc.poll() is not None:
+                break
+        return proc.wait(timeout=60), out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+
+
+@pytest.mark.parametrize("columns", [80, 160])
+def test_the_live_line_fits_the_width_and_leaves_no_stale_copies(columns):
+    code, out = run_on_pty(columns, "wait", "--demo", "demo-a", "--timeout", "6")
+    assert code == 1, out.decode(errors="replace")  # demo-a's GPUs are busy: a timeout
+    live, report = out.split(REPORT, 1) if REPORT in out else (out, b"")
+    assert report, out.decode(errors="replace")
+    assert b"\r\x1b[K" in live, "no live line was drawn"
+    screen = Screen(columns)
+    screen.feed(live)
+    # Nothing the live line wrote was wider than the terminal...
+    assert screen.wraps == 0, screen.text()
+    # ...and every redraw replaced the last: one line on the screen, none left behind.
+    assert len([row for row in screen.text() if row]) <= 1, screen.text()
+    # What it said: the GPUs waited for, each with what it waits for (cut, not dropped).
+    for frame in live.split(b"\r\x1b[K")[1:]:
+        text = frame.decode()
+        if text:
+            assert "demo-a" in text and all(f"GPU{i}" in text for i in range(4)), text
