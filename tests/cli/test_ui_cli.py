@@ -139,7 +139,7 @@ def test_columns_config_errors_exit_2_with_the_known_columns(tmp_path: Path) -> 
     cases = {
         '[columns]\nhide_processes = ["rss", "memz"]\n': (
             ":2:",
-            "unknown column 'memz'; did you mean 'mem'? the processes columns are: user, gpu, mem, sm",
+            "unknown column 'memz'; did you mean 'mem'? the processes columns are: user, container, gpu, mem, sm",
         ),
         '[columns]\nhide_gpus = ["pid"]\n': (":2:", "the gpus columns are: name, memory, util"),
         '[columns]\nhide_processes = ["pid"]\n': (":2:", "the 'pid' column is always shown"),
