@@ -24,7 +24,7 @@ from .fleet import DOWN, REASONS, HostView
 from .model import IDLE_SLACK, Proc, Sample
 from .textsafe import printable
 from .units import fmt_bytes, fmt_bytes_of, fmt_duration, fmt_gpus, fmt_percent
-from .words import count, host_metrics_parts
+from .words import count, host_metrics_parts, joined
 
 SCHEMA_VERSION = 1
 NO_GPU_CODES = ("no-driver", "no-gpu", "no-library", "no-permission")
@@ -114,7 +114,7 @@ def render(views: list[HostView], out: TextIO, width: int = 120) -> None:
             print("   " + " · ".join(host_metrics_parts(metrics)), file=out)
         if status != "live":
             words = REASONS.get(reason or "", reason)
-            print(f"   {status}: {words}: {printable(message or '')}", file=out)
+            print(f"   {joined(status, words, printable(message or ''))}", file=out)  # each said once
             if status == "no-gpu":
                 print("   (try `gputui snapshot --demo` for a simulated cluster)", file=out)
         sample = v.sample

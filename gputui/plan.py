@@ -36,7 +36,8 @@ from .probe.common import (
     plan_silence_limit,
 )
 from .probe.jobs import INIT_COMMS, SESSION_COMMS, SHELLS, Node, interactive_shell
-from .units import fmt_bytes
+from .units import fmt_bytes, fmt_gpus
+from .words import gpus_words
 
 VERIFY_POLL_MS = round(POLL_S * 1000)  # the probe's NVML polling interval while verifying
 KILL_WAIT = KILL_WAIT_S
@@ -51,6 +52,7 @@ PROTECTED_WORDS = {
     "init": "an init (it adopts and runs whole trees): never signalled",
     "boundary": "the edge of a job's container, Slurm job or unit, not part of the job: never signalled",
 }
+UNATTRIBUTED_WORDS = "unattributed hidden holder: holds /dev/nvidia*, no GPU listed, no link found"
 SIGNAL_WORDS = {
     "term": "SIGTERM, then SIGKILL",
     "int": "SIGINT, then SIGTERM, then SIGKILL",
@@ -266,18 +268,30 @@ class Plan:
     @property
     def title(self) -> str:
         """What the plan does, in a few words, for any scope (`Stop job 4242 (torchrun ...)`,
-        `Free GPU 0,1`, `Free every GPU (0-7)`, `Stop the chosen processes`)."""
-        gpus = _gpus(self.gpu_indexes)
+        `Free GPU 3`, `Free GPUs 0, 2`, `Free every GPU (0-7)`, `Stop the chosen process`).
+        The dialog, the action log and the CLI's plan head all use it."""
+        gpus = gpus_words(self.gpu_indexes)
         jobs = self.describe_jobs()
         if jobs is not None:
-            return jobs + (f"; free GPU {gpus}" if self.cleans_gpus else "")
+            return jobs + (f"; free {gpus}" if self.cleans_gpus else "")
         if self.scope == "host":
-            return f"Free every GPU ({gpus})"
+            return f"Free every GPU ({fmt_gpus(self.gpu_indexes)})"
         if self.scope == "gpus":
-            return f"Free GPU {gpus}"
+            return f"Free {gpus}"
+        chosen = "the chosen process" if len(self.targets) == 1 else "the chosen processes"
         if self.scope == "selection":
-            return f"Free GPU {gpus} and stop the chosen processes"
-        return "Stop the chosen processes"
+            return f"Free {gpus} and stop {chosen}"
+        return f"Stop {chosen}"
+
+    @property
+    def kind_title(self) -> str:
+        """What the plan does in one or two words, for a dialog that shows several plans (one per
+        host): `Free GPUs`, `Stop processes`, `Stop jobs`."""
+        if self.jobs:
+            return "Stop jobs"
+        if self.cleans_gpus:
+            return "Free GPUs and stop processes" if self.scope == "selection" else "Free GPUs"
+        return "Stop processes"
 
     def job_targets(self, job: Job) -> tuple[Target, ...]:
         """The targets of one of the plan's jobs, in the order they are signalled (root, the
@@ -332,7 +346,8 @@ class Plan:
     def proves(self) -> str:
         """What the verdict will say, in words the dialog shows before anything is signalled."""
         if self.cleans_gpus:
-            what = f"GPU {_gpus(self.gpu_indexes)} clean (nothing holds it, memory back at idle)"
+            one = len(self.gpu_indexes) == 1
+            what = f"{gpus_words(self.gpu_indexes)} clean (nothing holds {'it' if one else 'them'}, memory back at idle)"
             if self.scope == "selection":
                 what += "; the chosen processes gone"
             return what
@@ -358,14 +373,14 @@ class Plan:
             steps = [f"{sig} -> wait up to {t:g} s" for sig in self.signals]
         steps.append("SIGKILL the survivors" if self.signals else "SIGKILL at once")
         if self.cleans_gpus:
-            rescan = f"rescan: stop the hidden holders now on GPU {_gpus(self.gpu_indexes)}"
+            rescan = f"rescan: stop the hidden holders now on {gpus_words(self.gpu_indexes)}"
         else:
             rescan = "rescan: stop only holders tied to the targets"
         if self.sweep_included and self.sweep:
             rescan += f" and the {len(self.sweep)} swept"
         steps.append(rescan)
         steps.append(
-            f"verify {'GPU ' + _gpus(self.gpu_indexes) + ' clean' if self.cleans_gpus else 'the targets gone'}"
+            f"verify {gpus_words(self.gpu_indexes) + ' clean' if self.cleans_gpus else 'the targets gone'}"
             f" (NVML every {VERIFY_POLL_MS} ms, up to {self.verify_timeout:g} s)"
         )
         return tuple(steps)
@@ -928,7 +943,7 @@ def _build(
     for zombie in _zombies_near(sample, indexes, targets, scope):
         excluded.setdefault(zombie.pid, excluded_entry(host, zombie, _zombie_words(zombie)))
     sweep_targets = tuple(
-        _target(host, p, "unattributed hidden holder: holds /dev/nvidia*, no GPU listed, no link found")
+        _target(host, p, UNATTRIBUTED_WORDS)
         for p in sweep_candidates(sample)
         if p.pid not in targets and p.start_time is not None
     )
@@ -994,19 +1009,30 @@ def _ghost_words(proc: Proc, by_pid: dict[int, Proc]) -> str:
 
 
 def _why(proc: Proc, explicit: set[int]) -> str:
-    if proc.pid in explicit:
-        head = "chosen by PID"
-        return f"{head}; uses GPU {_gpus(proc.gpus)}" if proc.kind == "user" and proc.gpus else head
+    """Why a process is in the plan: what it holds and how it is tied to it; `chosen` first when
+    the operator named it (by PID, or selected in the dashboard): what it is still says why."""
+    what = _holds_words(proc)
+    return f"chosen; {what}" if proc.pid in explicit else what
+
+
+def _holds_words(proc: Proc) -> str:
+    """`uses GPU 0: 40.0 GiB`, `hidden holder of GPU 2 (same process group as 4121)`."""
     if proc.kind == "hidden":
         link = proc.links[0] if proc.links else None
         how = {"pgid": "same process group as", "sid": "same session as", "ancestor": "descendant of"}
         if proc.gpus and link is not None:
-            return f"hidden holder of GPU {_gpus(proc.gpus)} ({how.get(proc.reason or '', 'tied to')} {link})"
+            return (
+                f"hidden holder of {gpus_words(proc.gpus)} ({how.get(proc.reason or '', 'tied to')} {link})"
+            )
         if link is not None:
             return f"hidden holder tied to {link}"
-        return "hidden holder"
-    memory = ", ".join(f"GPU {i}: {fmt_bytes(b)}" for i, b in sorted(proc.gpu_memory.items()))
-    return f"uses GPU {_gpus(proc.gpus)}" + (f" ({memory})" if memory else "")
+        if not proc.gpus:
+            return UNATTRIBUTED_WORDS
+        return f"hidden holder of {gpus_words(proc.gpus)}"
+    sizes = sorted(proc.gpu_memory.items())
+    if sizes and all(b is not None for _, b in sizes) and {i for i, _ in sizes} == set(proc.gpus):
+        return "uses " + ", ".join(f"GPU {i}: {fmt_bytes(b)}" for i, b in sizes)
+    return f"uses {gpus_words(proc.gpus)}" if proc.gpus else "uses no GPU NVML lists"
 
 
 def _target(host: str, proc: Proc, why: str, clients: tuple[int, ...] = ()) -> Target:
@@ -1143,7 +1169,10 @@ def _warnings(plan: Plan, sample: Sample, indexes: set[int], opts: PlanOptions) 
         if others and plan.cleans_gpus:
             out.append(
                 PlanWarning(
-                    "other-gpus", f"{t.pid} also uses GPU {_gpus(others)}: stopping it frees that too", t.pid
+                    "other-gpus",
+                    f"{t.pid} also uses {gpus_words(others)}: stopping it frees "
+                    + ("that too" if len(others) == 1 else "those too"),
+                    t.pid,
                 )
             )
         if (w := mps_warning(t.pid, t.mps, t.mps_clients)) is not None:
@@ -1168,13 +1197,9 @@ def _warnings(plan: Plan, sample: Sample, indexes: set[int], opts: PlanOptions) 
             )
         )
     if plan.is_empty:
-        where = f"GPU {_gpus(sorted(indexes))}" if indexes else "the chosen processes"
+        where = gpus_words(sorted(indexes)) if indexes else "the chosen processes"
         out.append(PlanWarning("nothing", f"nothing to stop for {where}: the probe will only verify"))
     return out
-
-
-def _gpus(indexes: Iterable[int]) -> str:
-    return ",".join(str(i) for i in indexes) or "-"
 
 
 def _count(n: int, one: str, many: str) -> str:

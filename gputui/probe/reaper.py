@@ -521,7 +521,9 @@ class Run(object):
             have = _gpu_list(sorted(view.gpus))
             self.send(
                 error(
-                    "bad-message", "bad plan: no GPU %s here (GPUs: %s)" % (_gpu_list(unknown), have), plan.id
+                    "bad-message",
+                    "bad plan: no %s here (its GPUs: %s)" % (_gpus_words(unknown), have),
+                    plan.id,
                 )
             )
             return None
@@ -582,7 +584,7 @@ class Run(object):
         if plan.sweep:
             what += ", %d to sweep" % len(plan.sweep)
         if plan.gpus:
-            return "%s; prove GPU %s clean" % (what, _gpu_list(plan.gpus))
+            return "%s; prove %s clean" % (what, _gpus_words(plan.gpus))
         return "%s; prove them gone and their memory released" % what
 
     def touched_gpus(self, view):
@@ -1163,10 +1165,7 @@ class Run(object):
         view."""
         plan = self.plan
         deadline = time.monotonic() + plan.verify_timeout
-        if plan.gpus:
-            what = "GPU %s clean" % _gpu_list(plan.gpus)
-        else:
-            what = "the targets gone, their memory released"
+        what = "%s clean" % _gpus_words(plan.gpus) if plan.gpus else "the targets gone, their memory released"
         self.event(
             "verify",
             "polling",
@@ -1225,7 +1224,7 @@ class Run(object):
                 if index not in self.idle_ms:
                     self.idle_ms[index] = self.ms()
                     self.event(
-                        "verify", "idle", "GPU%d: memory back at idle, nothing listed" % index, gpu=index
+                        "verify", "idle", "GPU %d: memory back at idle, nothing listed" % index, gpu=index
                     )
             else:
                 ok = False
@@ -1290,7 +1289,7 @@ class Run(object):
             if len(running) > 20:
                 left += " and %d more" % (len(running) - 20)
         if taken:
-            left += "; GPU %s taken again since it was verified clean" % _gpu_list(taken)
+            left += "; %s taken again since verified clean" % _gpus_words(taken)
         for r in restarts:
             new = " and has started %s since" % _pid_list(r["new"]) if r["new"] else ""
             left += "; parent %d (%s) still runs%s: it may start %s again" % (
@@ -1514,7 +1513,7 @@ class Run(object):
             if restarted:
                 parents = sorted(set(parent for pid, parent in again if pid in restarted))
                 words += " (taken again since it was verified clean: started by %s)" % _pid_list(parents)
-        self.event("verdict", result, "GPU%d: %s" % (index, words), gpu=index, data=data)
+        self.event("verdict", result, "GPU %d: %s" % (index, words), gpu=index, data=data)
         return data
 
     def release_verdict(self, index, view):
@@ -1551,7 +1550,7 @@ class Run(object):
             )
         if others:
             words += "; still used by %s (not in the plan, left alone)" % _pid_list(others)
-        self.event("verdict", result, "GPU%d: %s" % (index, words), gpu=index, data=data)
+        self.event("verdict", result, "GPU %d: %s" % (index, words), gpu=index, data=data)
         return data
 
 
@@ -1603,6 +1602,12 @@ def _reused(expected, found):
 def _zombie_words(ppid):
     # type: (Optional[int]) -> str
     return "zombie: exited, holds nothing; parent %s must reap it" % (ppid if ppid is not None else "?")
+
+
+def _gpus_words(gpus):
+    # type: (List[int]) -> str
+    """`GPU 3`, `GPUs 0,1` in a sentence (the app's gputui.words.gpus_words, for the probe)."""
+    return ("GPU " if len(gpus) == 1 else "GPUs ") + _gpu_list(gpus)
 
 
 def _gpu_list(gpus):

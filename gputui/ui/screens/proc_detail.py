@@ -222,8 +222,12 @@ class ProcDetailScreen(ModalScreen[None]):
             ),
         )
         if isinstance(record, Proc):
-            cpu_time = f" · {ok.cpu_time:.1f} s of CPU in all" if ok and ok.cpu_time is not None else ""
-            add("CPU", f"{fmt_percent(record.cpu_percent)} of one core now{cpu_time}")
+            cpu_time = f"{ok.cpu_time:.1f} s of CPU in all" if ok and ok.cpu_time is not None else ""
+            if record.cpu_percent is not None:
+                now = f"{fmt_percent(record.cpu_percent)} of one core now"
+                add("CPU", now + (f" · {cpu_time}" if cpu_time else ""))
+            else:  # a ghost, or a process the probe has not timed yet: no figure to give
+                add("CPU", cpu_time or ("-", muted))
         rss = ok.rss if ok and ok.rss is not None else getattr(record, "rss", None)
         add("RSS", fmt_memory(rss, self.dash.exact_memory) if rss is not None else ("-", muted))
         if ok is not None:
