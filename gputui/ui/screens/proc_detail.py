@@ -7,7 +7,8 @@ cgroup, device files by fd) and shows it when it comes; a process that has exite
 now names another process, is said to be gone. Nothing is cut: long values wrap. Everything from
 the host is shown literally (rich Text, never markup; control characters escaped at the edge).
 `c` copies the PID, `C` the command line as shown (control characters as their escapes, each
-argument quoted as a shell would need it; it is never run).
+argument quoted as a shell would need it; it is never run). `e` shows its environment (read by the
+probe for the process's own user or root; secret-looking values hidden until asked: environ.py).
 """
 
 from __future__ import annotations
@@ -87,6 +88,7 @@ class ProcDetailScreen(ModalScreen[None]):
         Binding("c", "copy_pid", "Copy PID", tooltip="copy the PID to the clipboard"),
         Binding("C", "copy_command", "Copy command", tooltip="copy the whole command line"),
         Binding("r", "reread", "Read again", tooltip="read the process from /proc again"),
+        Binding("e", "environ", "Environment", tooltip="its environment (secret-looking values hidden)"),
     ]
 
     def __init__(self, host: str, record: Proc | Parent) -> None:
@@ -103,7 +105,7 @@ class ProcDetailScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="pdetail-box") as box:
             box.border_title = f"Process {self.record.pid} · {fmt.safe(self.host, 40)}"
-            box.border_subtitle = "c copy PID · C copy command · r read again · esc close"
+            box.border_subtitle = "c copy PID · C copy command · e environment · r read again · esc close"
             yield DetailBody(id="pdetail-body")
 
     def on_mount(self) -> None:
@@ -146,6 +148,15 @@ class ProcDetailScreen(ModalScreen[None]):
             return self.dash.fleet.view(self.host).sample
         except KeyError:
             return None
+
+    def action_environ(self) -> None:
+        record = self._latest()
+        if record.start_time is None:
+            self.notify(f"PID {record.pid} is not in /proc: no environment to read.", severity="warning")
+            return
+        from .environ import EnvironScreen  # it builds on this module's DetailBody
+
+        self.app.push_screen(EnvironScreen(self.host, record.pid, record.start_time))
 
     # -- copying -----------------------------------------------------------------------------
 
