@@ -371,6 +371,11 @@ class Fleet:
     def listen(self, listener: Listener) -> None:
         self.listeners.append(listener)
 
+    def unlisten(self, listener: Listener) -> None:
+        """Stop calling `listener` (a screen that listened while it was open)."""
+        with contextlib.suppress(ValueError):
+            self.listeners.remove(listener)
+
     def _notify(self, view: HostView, what: str, payload: Any) -> None:
         for listener in self.listeners:
             listener(view, what, payload)

@@ -1231,9 +1231,9 @@ class Restart:
 
 
 # A plan's `done` results: clean / not-clean (it cleans GPUs), stopped / not-stopped (it stops
-# processes), reset / not-reset / dry-run (a GPU reset), and the app's own: refused, error,
-# outcome-unknown, not-sent.
-SUCCESS = ("clean", "stopped", "reset", "dry-run")
+# processes), signalled / not-signalled (a `signal` plan: one signal, once), reset / not-reset /
+# dry-run (a GPU reset), and the app's own: refused, error, outcome-unknown, not-sent.
+SUCCESS = ("clean", "stopped", "signalled", "reset", "dry-run")
 
 
 @dataclass(frozen=True, slots=True)

@@ -120,6 +120,8 @@ HEADS = {
     "stopped": "STOPPED",
     "not-clean": "NOT CLEAN",
     "not-stopped": "NOT STOPPED",
+    "signalled": "SIGNALLED",
+    "not-signalled": "NOT SIGNALLED",
     "not-trusted": "VERDICT NOT TRUSTED",
     "refused": "REFUSED",
     "no-gpu": "NO GPU",
@@ -273,10 +275,16 @@ def restarts_line(verdict: PlanVerdict) -> str:
 
 
 def verdict_summary(verdict: PlanVerdict) -> str:
-    """One line: `clean in 209 ms · GPU 0 clean; GPU 1 clean · 3 exited`."""
+    """One line: `clean in 209 ms · GPU 0 clean; GPU 1 clean · 3 exited`; a signal plan's:
+    `SIGSTOP sent to 4121 python train.py: state T (stopped) · 12 ms`."""
     if verdict.unknown or verdict.result in ("refused", "error"):
         lead = head(verdict.result).lower()
         return joined(lead, without_head(lead, printable(verdict.message)))
+    if verdict.scope == "signal":
+        parts = [signal_words(verdict), took(verdict.elapsed_ms)]
+        if verdict.problems:
+            parts.append("NOT TRUSTED: " + printable("; ".join(verdict.problems)))
+        return " · ".join(parts)
     if verdict.ok:
         lead = "clean" if verdict.result == "clean" else "stopped, memory released"
     else:
@@ -291,6 +299,33 @@ def verdict_summary(verdict: PlanVerdict) -> str:
     if verdict.restarts:
         parts.append("WARNING: " + restarts_line(verdict))
     return " · ".join(parts)
+
+
+def signal_words(verdict: PlanVerdict) -> str:
+    """What a signal plan did, from the probe's `done`: `SIGSTOP sent to 4121 python x: state T
+    (stopped)`, `SIGKILL NOT sent to 1 systemd: protected (...)` (its plan id left out)."""
+    message = printable(verdict.message)
+    lead = f"signal {printable(verdict.plan)}: "
+    return message[len(lead) :] if message.startswith(lead) else message
+
+
+TOAST_TITLES = {
+    "clean": "verified clean",
+    "stopped": "stopped, memory released",
+    "signalled": "signal sent",  # the message names it: `SIGSTOP sent to 4121 ...`
+    "outcome-unknown": "OUTCOME UNKNOWN",
+    "not-sent": "NOT SENT",
+}
+
+
+def toast_title(status: str, cleans_gpus: bool, signal: str | None = None) -> str:
+    """The title of the notification a verdict pops up (after the host's name): what it is about
+    in two or three words; a failure in capitals."""
+    if status in TOAST_TITLES:
+        return TOAST_TITLES[status]
+    if signal is not None:
+        return "signal NOT sent"
+    return "NOT clean" if cleans_gpus else "NOT stopped"
 
 
 def verdict_lines(host: str, status: str, message: str | None, verdict: PlanVerdict | None) -> list[str]:

@@ -44,6 +44,8 @@ class Progress:
         stage, result = event.stage, event.result
         if stage == "accepted":
             self._enter("checking the targets", now)
+        elif stage == "signal" and result == "sent" and self.plan.signal is not None:
+            self._enter(f"{event.signal} sent: reading the process's state", now, self.plan.deadline)
         elif stage in ("signal", "escalate") and result == "sent" and event.pid is not None:
             if event.signal != self.signal:
                 self.waiting.clear()

@@ -52,7 +52,7 @@ from gputui.fleet import Fleet, HostView
 from gputui.model import Event, PlanVerdict, done_event
 from gputui.operate import FRESH_TIMEOUT, Operations, Request, status_of
 from gputui.plan import KillOptions, Plan
-from gputui.words import count, verdict_summary
+from gputui.words import count, toast_title, verdict_summary
 
 from . import actions, fmt
 from .commands import GpuTuiCommands
@@ -510,12 +510,7 @@ class GpuTuiApp(App[None]):
         restarts = verdict is not None and bool(verdict.restarts)
         level = "error" if not ok else "warn" if restarts else "ok"
         self.log_note(plan.host, f"verdict: {text}", level, tag=plan.id)
-        title = {
-            "clean": "verified clean",
-            "stopped": "stopped, memory released",
-            "outcome-unknown": "OUTCOME UNKNOWN",
-            "not-sent": "NOT SENT",
-        }.get(status, "NOT clean" if plan.cleans_gpus else "NOT stopped")
+        title = toast_title(status, plan.cleans_gpus, plan.signal)
         # The verdict's GPUs in the tables now, not at the next sample: ask for one.
         self.run_worker(self.fleet.request_sample(plan.host), group="after-plan", exit_on_error=False)
         self.notify(

@@ -59,7 +59,11 @@ def test_the_environment_is_read_when_asked_and_secrets_only_when_asked_again(si
     text = json.dumps(masked)
     assert "s3cret" not in text and "hunter2" not in text and "pw-in-url" not in text
     env = env_of(revealed)
-    assert env["GPUTUI_TEST_TOKEN"] == {"name": "GPUTUI_TEST_TOKEN", "value": "s3cret-token-value", "secret": True}
+    assert env["GPUTUI_TEST_TOKEN"] == {
+        "name": "GPUTUI_TEST_TOKEN",
+        "value": "s3cret-token-value",
+        "secret": True,
+    }
     assert env["DATABASE_URL"]["value"].endswith("@db.example/prod")
     assert [e["name"] for e in masked["environ"]] == list(ENV)  # in the process's own order
     assert masked["environ_more"] == 0 and masked["environ_cut"] is False
@@ -81,8 +85,7 @@ def test_a_huge_environment_is_cut_visibly_and_still_fits_one_line(sim_probe):  
     assert len(encode(answer)) < MAX_LINE
 
 
-def test_another_users_environment_is_read_only_by_root(sim_probe):  # noqa: F811
-    probe, _ = sim_probe()
+def test_another_users_environment_is_read_only_by_root():
     proc = sleeper(env=ENV)
     try:
         start = read_stat(proc.pid).start_time

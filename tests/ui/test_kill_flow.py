@@ -135,9 +135,7 @@ async def test_select_cancel_then_confirm_runs_the_stages_and_shows_the_verdict(
         assert main.action_log.display  # shown when the plan started
         logged = log_text(main)
         assert f"{server.pid} SIGTERM sent python" in logged
-        assert (
-            "the targets' memory released" in logged and "GPU 0: the targets" not in logged
-        )
+        assert "the targets' memory released" in logged and "GPU 0: the targets" not in logged
         assert "verdict: stopped, memory released in " in logged
         assert any("stopped, memory released" in n for n in notes(app))
         # The pane's lines: a millisecond timestamp, the host, GPUs, the PID, the stage, the command.
