@@ -235,14 +235,14 @@ class GpuBefore:
 # signal: one signal, once, to one process (the detail screen's `k`: plan_for_signal)
 SCOPES = ("host", "gpus", "processes", "selection", "jobs", "signal")
 # What each signal a `signal` plan may send does, for the chooser and the dialog.
-SIGNAL_MEANINGS = {
-    "SIGTERM": "ask it to end (what kill sends by default); it may clean up first",
+SIGNAL_MEANINGS = {  # each fits the chooser's line at 80 columns
+    "SIGTERM": "ask it to end (kill's default); it may clean up first",
     "SIGINT": "as Ctrl-C: many programs end cleanly",
-    "SIGHUP": "hang-up: many servers reload their configuration or reopen their logs",
-    "SIGUSR1": "user-defined: what it does depends on the program (dump stats, reopen logs)",
-    "SIGUSR2": "user-defined: what it does depends on the program",
-    "SIGQUIT": "end with a core dump (Python: its traceback, if faulthandler is on)",
-    "SIGSTOP": "pause it (cannot be caught or ignored); its GPU memory stays held; SIGCONT resumes",
+    "SIGHUP": "hang-up: many servers reload their config or reopen logs",
+    "SIGUSR1": "user-defined: depends on the program (stats, reopen logs)",
+    "SIGUSR2": "user-defined: depends on the program",
+    "SIGQUIT": "end with a core dump (Python: a traceback with faulthandler)",
+    "SIGSTOP": "pause it (cannot be caught); its GPU memory stays held",
     "SIGCONT": "resume a stopped process",
     "SIGKILL": "end it at once (cannot be caught: no cleanup)",
 }

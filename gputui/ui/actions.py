@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from gputui.model import Event
 from gputui.plan import KILL_WAIT, Plan
-from gputui.words import count
+from gputui.words import count, gpus_words
 
 from . import fmt
 
@@ -61,7 +61,7 @@ class Progress:
             self._enter("rescanning the holders", now)
         elif stage == "verify" and result == "polling":
             if self.plan.cleans_gpus:
-                what = f"verifying GPU {','.join(map(str, self.plan.gpu_indexes))} clean"
+                what = f"verifying {gpus_words(self.plan.gpu_indexes)} clean"
             else:
                 what = "verifying the targets gone, their memory released"
             self._enter(f"{what} (NVML polled)", now, self.plan.verify_timeout)

@@ -8,8 +8,10 @@ Sim jobs (started by the test's sim, which ends them) and a shell this test star
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +24,8 @@ from tests import simprobe
 from tests.simprobe import alive
 
 sim_probe = simprobe.sim_probe  # the shared fixture
+REPO = Path(__file__).resolve().parents[2]
+PY38 = Path("/root/.pyenv/versions/3.8.18/bin/python")
 
 
 def record(pid: int, start: int, name: str, **changes: Any) -> dict[str, Any]:
@@ -134,3 +138,48 @@ def test_a_read_only_probe_refuses_a_signal(sim_probe):
     )
     assert [(r["type"], r["code"]) for r in lines] == [("error", "read-only")]
     assert alive(job.pid, job.start_time)
+
+
+PY38_RUNNER = """
+import json, os
+from gputui.probe.core import Probe
+from gputui.probe.readers.sim import SimReader
+from gputui.probe.reaper import execute_signal
+
+sim = SimReader(gpus=1, scenario="empty")
+probe = Probe(sim)
+probe.start()
+out = []
+try:
+    job = sim.spawn("busy", gpu=0, memory=1 << 30)
+    for name in ("SIGSTOP", "SIGCONT"):
+        record = {"type": "signal", "v": 1, "id": "py38-" + name, "signal": name,
+                  "targets": [{"pid": job.pid, "start_time": job.start_time}]}
+        execute_signal(probe, record, out.append)
+    out.append(probe.detail({"type": "detail", "v": 1, "id": "e", "pid": job.pid,
+                             "start_time": job.start_time, "environ": True}))
+finally:
+    probe.close()
+print(json.dumps(out))
+"""
+
+
+def test_signals_and_the_environment_on_python_38():
+    """The probe runs on Python 3.8 hosts: no os.pidfd_open there, the raw syscalls instead."""
+    if not PY38.exists():
+        pytest.skip("no Python 3.8 at " + str(PY38))
+    result = subprocess.run(
+        [str(PY38), "-c", PY38_RUNNER],
+        env={"PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    events = json.loads(result.stdout)
+    dones = [e for e in events if e.get("stage") == "done"]
+    assert dones[0]["result"] == "signalled" and dones[0]["data"]["processes"][0]["state"] == "T"
+    assert dones[1]["result"] == "signalled" and dones[1]["data"]["processes"][0]["state"] in ("R", "S")
+    assert events[0]["data"]["method"] in ("pidfd-syscall", "kill")
+    assert any(e["name"] == "PATH" for e in events[-1]["environ"])

@@ -63,7 +63,9 @@ async def test_sigstop_then_sigcont_from_the_detail_screen(tmp_path: Path) -> No
         text = dialog_text(app)
         title = str(screen.query_one("#plan-box").border_title)
         assert title.startswith(f"Send SIGSTOP to {job.pid} (") and "confirm" in title
-        assert f"Send SIGSTOP to {job.pid} (" in text and "on demo-a, once: pause it" in text
+        assert (
+            f"Send SIGSTOP to {job.pid} (" in text and "on demo-a, once: pause it (cannot be caught)" in text
+        )
         assert "Send SIGSTOP" in text and "no SIGKILL after it" in text
         check(screen_text(app).splitlines())
         await pilot.press("escape")  # cancelled: nothing sent

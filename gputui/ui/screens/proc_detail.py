@@ -30,7 +30,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 
 from gputui.fleet import DETAIL_TIMEOUT, HostView
-from gputui.model import Event, GpuShare, Job, Parent, Proc, ProcDetail, Sample
+from gputui.model import Event, GpuShare, Job, Parent, Proc, ProcDetail, Sample, brief_command
 from gputui.operate import Request
 from gputui.textsafe import printable
 from gputui.units import fmt_duration, fmt_memory, fmt_percent, index_runs
@@ -205,7 +205,7 @@ class ProcDetailScreen(ModalScreen[None]):
         if not self._can_signal():
             return
         record = self._latest()
-        command = " ".join(self._command()) or (record.name or "?")
+        command = brief_command(self._command()) or (record.name or "?")
         self.app.push_screen(SignalScreen(self.host, record.pid, command), self._signal_chosen)
 
     def _signal_chosen(self, name: str | None) -> None:

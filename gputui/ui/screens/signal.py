@@ -39,7 +39,7 @@ class SignalScreen(ModalScreen[str | None]):
         background: $surface;
         padding: 0 1;
     }
-    #signal-who { height: auto; margin-bottom: 1; }
+    #signal-who { height: 1; margin-bottom: 1; text-wrap: nowrap; text-overflow: ellipsis; }
     #signal-list { height: auto; max-height: 12; border: none; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
