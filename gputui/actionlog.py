@@ -212,7 +212,7 @@ class ActionLog:
             host=plan.host,
             stage="plan",
             result="intent",
-            message=f"{len(plan.signalled)} to signal on GPU {_indexes(plan.gpu_indexes)}",
+            message=f"{plan.title}: {len(plan.signalled)} to signal",  # `Send SIGSTOP to 4121 (...)`
             memory_before=before,
             plan=plan.describe(),
             provenance=provenance,
@@ -728,7 +728,3 @@ def _boot_id() -> str | None:
 def _count(value: Any) -> int | None:
     """`value` if it is a whole number >= 0 (not a bool), else None."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _indexes(indexes: Iterable[int]) -> str:
-    return ",".join(str(i) for i in indexes) or "-"

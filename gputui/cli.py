@@ -193,11 +193,12 @@ def run_snapshot(argv: list[str]) -> int:
         snapshot.render(views, sys.stdout)
     code = snapshot.exit_code(views)
     if code == snapshot.EXIT_NO_GPU:
-        print(
-            "gputui: no NVIDIA driver or GPU on this host; `gputui snapshot --demo` shows a simulated "
-            "cluster",
-            file=sys.stderr,
-        )
+        from .export import host_status
+        from .words import no_gpu_words
+
+        names = [v.name for v in views if host_status(v)[0] == "no-gpu"]
+        where = no_gpu_words(names, {s.name for s in specs if s.is_local()})
+        print(f"gputui: {where}; `gputui snapshot --demo` shows a simulated cluster", file=sys.stderr)
     return code
 
 

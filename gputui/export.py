@@ -26,7 +26,7 @@ from .model import IDLE_SLACK, Gpu, Proc, Sample
 from .plan import mps_clients
 from .textsafe import printable
 from .units import fmt_bytes, fmt_bytes_of, fmt_duration, fmt_gpus, fmt_percent
-from .words import MPS_NAMES, count, gpu_places, host_metrics_parts, kind_word, mig_profile
+from .words import MPS_NAMES, count, gpu_places, host_metrics_parts, joined, kind_word, mig_profile
 
 SCHEMA_VERSION = 1
 NO_GPU_CODES = ("no-driver", "no-gpu", "no-library", "no-permission")
@@ -122,7 +122,7 @@ def render(views: list[HostView], out: TextIO, width: int = 120) -> None:
             print("   " + " · ".join(host_metrics_parts(metrics)), file=out)
         if status != "live":
             words = REASONS.get(reason or "", reason)
-            print(f"   {status}: {words}: {printable(message or '')}", file=out)
+            print(f"   {joined(status, words, printable(message or ''))}", file=out)  # each said once
             if status == "no-gpu":
                 print("   (try `gputui snapshot --demo` for a simulated cluster)", file=out)
         sample = v.sample

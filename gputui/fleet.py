@@ -371,6 +371,11 @@ class Fleet:
     def listen(self, listener: Listener) -> None:
         self.listeners.append(listener)
 
+    def unlisten(self, listener: Listener) -> None:
+        """Stop calling `listener` (a screen that listened while it was open)."""
+        with contextlib.suppress(ValueError):
+            self.listeners.remove(listener)
+
     def _notify(self, view: HostView, what: str, payload: Any) -> None:
         for listener in self.listeners:
             listener(view, what, payload)
@@ -420,11 +425,19 @@ class Fleet:
             await self.sessions[host].send({"type": "sample", "v": 1})
 
     async def request_detail(
-        self, host: str, pid: int, start_time: int, timeout: float = DETAIL_TIMEOUT
+        self,
+        host: str,
+        pid: int,
+        start_time: int,
+        timeout: float = DETAIL_TIMEOUT,
+        *,
+        environ: bool = False,
+        secrets: bool = False,
     ) -> ProcDetail | None:
         """One process of `host` in full, read by its probe now (docs/PROTOCOL.md "detail"), or None
         when there is no answer within `timeout` (not connected, the link broke, a plan keeps the
-        probe busy) or the answer is about another process than (pid, start_time)."""
+        probe busy) or the answer is about another process than (pid, start_time). `environ`: its
+        environment too; `secrets`: with the values of secret-looking names."""
         session = self.sessions.get(host)
         if session is None:
             return None
@@ -432,7 +445,16 @@ class Fleet:
         future: asyncio.Future[dict[str, Any] | None] = asyncio.get_running_loop().create_future()
         session.detail_waiters[rid] = future
         try:
-            await session.send({"type": "detail", "v": 1, "id": rid, "pid": pid, "start_time": start_time})
+            request: dict[str, Any] = {
+                "type": "detail",
+                "v": 1,
+                "id": rid,
+                "pid": pid,
+                "start_time": start_time,
+            }
+            if environ:
+                request.update(environ=True, secrets=secrets)
+            await session.send(request)
             record = await asyncio.wait_for(future, timeout)
         except (TransportError, asyncio.TimeoutError):
             return None

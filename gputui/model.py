@@ -908,7 +908,18 @@ class DeviceFd:
     path: str
 
 
+@dataclass(frozen=True, slots=True)
+class EnvVar:
+    """One variable of a process's environment, made printable. `value` None: the name looks like a
+    secret's and the probe kept the value back (it is sent only when asked: `s` in the view)."""
+
+    name: str
+    value: str | None
+    secret: bool = False
+
+
 DETAIL_RESULTS = ("ok", "exited", "pid-reused", "refused")
+MAX_ENVIRON = 1024  # variables taken from one answer (the probe sends at most 512)
 
 
 @dataclass(frozen=True, slots=True)
@@ -946,6 +957,11 @@ class ProcDetail:
     parents: tuple[Ancestor, ...] = ()
     parents_end: str | None = None  # init, probe, gone, none, limit
     unreadable: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    # The environment, when asked for (None: not read; why in `unreadable["environ"]` if refused);
+    # `environ_more`: variables left out; `environ_cut`: the probe read only the first 64 KiB.
+    environ: tuple[EnvVar, ...] | None = None
+    environ_more: int = 0
+    environ_cut: bool = False
 
     @property
     def ok(self) -> bool:
@@ -997,7 +1013,24 @@ class ProcDetail:
             parents=tuple(parents),
             parents_end=_str(d.get("parents_end")),
             unreadable=unreadable,
+            environ=_environ(d.get("environ")),
+            environ_more=_count(d.get("environ_more")) or 0,
+            environ_cut=d.get("environ_cut") is True,
         )
+
+
+def _environ(value: Any) -> tuple[EnvVar, ...] | None:
+    """A detail answer's `environ`, field by field: entries without a name are dropped."""
+    if not isinstance(value, list):
+        return None
+    out = []
+    for item in value[:MAX_ENVIRON]:
+        entry = _dict(item)
+        name = _str(entry.get("name"))
+        if name is None:
+            continue
+        out.append(EnvVar(name, _str(entry.get("value")), entry.get("secret") is True))
+    return tuple(out)
 
 
 # -- a running plan: events, and the verdict its `done` event carries ------------------------------
@@ -1198,9 +1231,9 @@ class Restart:
 
 
 # A plan's `done` results: clean / not-clean (it cleans GPUs), stopped / not-stopped (it stops
-# processes), reset / not-reset / dry-run (a GPU reset), and the app's own: refused, error,
-# outcome-unknown, not-sent.
-SUCCESS = ("clean", "stopped", "reset", "dry-run")
+# processes), signalled / not-signalled (a `signal` plan: one signal, once), reset / not-reset /
+# dry-run (a GPU reset), and the app's own: refused, error, outcome-unknown, not-sent.
+SUCCESS = ("clean", "stopped", "signalled", "reset", "dry-run")
 
 
 @dataclass(frozen=True, slots=True)

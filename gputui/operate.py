@@ -40,6 +40,7 @@ from .plan import (
     job_words,
     plan_for_host,
     plan_for_selection,
+    plan_for_signal,
 )
 from .transport.base import TransportError
 
@@ -66,7 +67,9 @@ class Request:
     names another process is not a target), or "jobs" (`jobs`, as the dashboard shows them: each is
     stopped root first, then the members left; a job whose root's PID now names another process,
     or whose root has gone, is not a target). GPUs, processes and jobs may be asked together. A PID
-    that is a job's root (a launcher holding no GPU) chooses its job (plan.job_for_pid)."""
+    that is a job's root (a launcher holding no GPU) chooses its job (plan.job_for_pid).
+    "signal": `signal` (a name of probe.common.SIGNAL_CHOICES), sent once to `target` (pid, start
+    time), with no ladder and no verification (plan.plan_for_signal)."""
 
     host: str
     scope: str
@@ -76,6 +79,8 @@ class Request:
     jobs: tuple[Job, ...] = ()
     sweep: bool = False
     include: tuple[int, ...] = ()  # protected monitors the operator includes explicitly
+    signal: str | None = None  # scope "signal": the signal
+    target: tuple[int, int | None] | None = None  # scope "signal": the process, by (pid, start time)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +184,11 @@ class Operations:
             probe_uid=view.facts.uid if view.facts is not None else None,
         )
         host = request.host
+        if request.scope == "signal":
+            if request.signal is None or request.target is None:
+                raise PlanError("a signal request names the signal and the process")
+            pid, start = request.target
+            return plan_for_signal(sample, pid, start, request.signal, host=host, options=options)
         if request.scope == "host":
             plan = plan_for_host(sample, host=host, sweep=request.sweep, options=options)
         else:
@@ -240,7 +250,11 @@ class Operations:
 
         try:
             events = self.fleet.execute(
-                plan.host, plan.to_wire(), deadline=plan.deadline, silence=plan.silence_limit
+                plan.host,
+                plan.to_wire(),
+                deadline=plan.deadline,
+                silence=plan.silence_limit,
+                kind="signal" if plan.signal is not None else "plan",
             )
             cancelled = False
             async for event in events:
@@ -408,6 +422,6 @@ def status_of(verdict: PlanVerdict) -> tuple[str, str | None]:
     if denied:
         allow = denied[0].allow or "run the probe as root"
         return "refused", f"permission denied for {', '.join(str(p.pid) for p in denied)}: {allow}"
-    if verdict.result in ("not-clean", "not-stopped"):
+    if verdict.result in ("not-clean", "not-stopped", "not-signalled"):
         return verdict.result, None
     return "not-clean", verdict.message or verdict.result

@@ -30,13 +30,16 @@ from .model import Job, Proc, Sample, brief_command
 from .probe.common import (
     KILL_WAIT_S,
     POLL_S,
+    SIGNAL_CHOICES,
     SIGNAL_PLANS,
     job_grace,
     plan_deadline,
     plan_silence_limit,
+    signal_deadline,
 )
 from .probe.jobs import INIT_COMMS, SESSION_COMMS, SHELLS, Node, interactive_shell
-from .units import fmt_bytes
+from .units import fmt_bytes, fmt_gpus
+from .words import gpus_words
 
 VERIFY_POLL_MS = round(POLL_S * 1000)  # the probe's NVML polling interval while verifying
 KILL_WAIT = KILL_WAIT_S
@@ -51,6 +54,7 @@ PROTECTED_WORDS = {
     "init": "an init (it adopts and runs whole trees): never signalled",
     "boundary": "the edge of a job's container, Slurm job or unit, not part of the job: never signalled",
 }
+UNATTRIBUTED_WORDS = "unattributed hidden holder: holds /dev/nvidia*, no GPU listed, no link found"
 SIGNAL_WORDS = {
     "term": "SIGTERM, then SIGKILL",
     "int": "SIGINT, then SIGTERM, then SIGKILL",
@@ -227,8 +231,22 @@ class GpuBefore:
     memory_total: int | None
 
 
-# selection: GPUs and processes chosen together; jobs: jobs (and processes) chosen, no GPU to clean
-SCOPES = ("host", "gpus", "processes", "selection", "jobs")
+# selection: GPUs and processes chosen together; jobs: jobs (and processes) chosen, no GPU to clean;
+# signal: one signal, once, to one process (the detail screen's `k`: plan_for_signal)
+SCOPES = ("host", "gpus", "processes", "selection", "jobs", "signal")
+# What each signal a `signal` plan may send does, for the chooser and the dialog.
+SIGNAL_MEANINGS = {  # each fits the chooser's line at 80 columns
+    "SIGTERM": "ask it to end (kill's default); it may clean up first",
+    "SIGINT": "as Ctrl-C: many programs end cleanly",
+    "SIGHUP": "hang-up: many servers reload their config or reopen logs",
+    "SIGUSR1": "user-defined: depends on the program (stats, reopen logs)",
+    "SIGUSR2": "user-defined: depends on the program",
+    "SIGQUIT": "end with a core dump (Python: a traceback with faulthandler)",
+    "SIGSTOP": "pause it (cannot be caught); its GPU memory stays held",
+    "SIGCONT": "resume a stopped process",
+    "SIGKILL": "end it at once (cannot be caught: no cleanup)",
+}
+assert tuple(SIGNAL_MEANINGS) == SIGNAL_CHOICES
 JOB_ROLES = ("root", "between", "member")
 
 
@@ -254,6 +272,9 @@ class Plan:
     # The jobs the plan stops (root first, then the members left): their roots, the processes
     # between and the members are targets (Target.role). Empty for a plan without jobs.
     jobs: tuple[Job, ...] = ()
+    # A `signal` plan (scope "signal"): this one signal, sent once to its one target; no ladder,
+    # no verification (plan_for_signal). None for every other plan.
+    signal: str | None = None
 
     # -- what it is --------------------------------------------------------------------------
 
@@ -266,18 +287,37 @@ class Plan:
     @property
     def title(self) -> str:
         """What the plan does, in a few words, for any scope (`Stop job 4242 (torchrun ...)`,
-        `Free GPU 0,1`, `Free every GPU (0-7)`, `Stop the chosen processes`)."""
-        gpus = _gpus(self.gpu_indexes)
+        `Free GPU 3`, `Free GPUs 0, 2`, `Free every GPU (0-7)`, `Stop the chosen process`).
+        The dialog, the action log and the CLI's plan head all use it."""
+        gpus = gpus_words(self.gpu_indexes)
+        if self.signal is not None:
+            who = self.targets[0] if self.targets else (self.excluded[0] if self.excluded else None)
+            return (
+                f"Send {self.signal} to {who.pid} ({who.brief})" if who is not None else f"Send {self.signal}"
+            )
         jobs = self.describe_jobs()
         if jobs is not None:
-            return jobs + (f"; free GPU {gpus}" if self.cleans_gpus else "")
+            return jobs + (f"; free {gpus}" if self.cleans_gpus else "")
         if self.scope == "host":
-            return f"Free every GPU ({gpus})"
+            return f"Free every GPU ({fmt_gpus(self.gpu_indexes)})"
         if self.scope == "gpus":
-            return f"Free GPU {gpus}"
+            return f"Free {gpus}"
+        chosen = "the chosen process" if len(self.targets) == 1 else "the chosen processes"
         if self.scope == "selection":
-            return f"Free GPU {gpus} and stop the chosen processes"
-        return "Stop the chosen processes"
+            return f"Free {gpus} and stop {chosen}"
+        return f"Stop {chosen}"
+
+    @property
+    def kind_title(self) -> str:
+        """What the plan does in one or two words, for a dialog that shows several plans (one per
+        host): `Free GPUs`, `Stop processes`, `Stop jobs`."""
+        if self.signal is not None:
+            return f"Send {self.signal}"
+        if self.jobs:
+            return "Stop jobs"
+        if self.cleans_gpus:
+            return "Free GPUs and stop processes" if self.scope == "selection" else "Free GPUs"
+        return "Stop processes"
 
     def job_targets(self, job: Job) -> tuple[Target, ...]:
         """The targets of one of the plan's jobs, in the order they are signalled (root, the
@@ -307,7 +347,9 @@ class Plan:
 
     @property
     def signals(self) -> tuple[str, ...]:
-        """The soft signals before SIGKILL."""
+        """The soft signals before SIGKILL (a `signal` plan: its one signal)."""
+        if self.signal is not None:
+            return (self.signal,)
         return SIGNAL_PLANS[self.kill.signals]
 
     @property
@@ -321,18 +363,28 @@ class Plan:
     @property
     def deadline(self) -> float:
         """Seconds after which the app stops waiting for the probe's verdict (outcome unknown)."""
+        if self.signal is not None:
+            return signal_deadline()
         return plan_deadline(len(self.signals), self.term_timeout, self.verify_timeout)
 
     @property
     def silence_limit(self) -> float:
         """Seconds a running plan may be silent before the app calls its outcome unknown."""
+        if self.signal is not None:
+            return signal_deadline()
         return plan_silence_limit(self.term_timeout, self.verify_timeout)
 
     @property
     def proves(self) -> str:
         """What the verdict will say, in words the dialog shows before anything is signalled."""
+        if self.signal is not None:
+            return (
+                f"{self.signal} delivered to that very process (its PID and start time checked), and "
+                "what it did (stopped, running, exited); nothing else is sent, nothing verified"
+            )
         if self.cleans_gpus:
-            what = f"GPU {_gpus(self.gpu_indexes)} clean (nothing holds it, memory back at idle)"
+            one = len(self.gpu_indexes) == 1
+            what = f"{gpus_words(self.gpu_indexes)} clean (nothing holds {'it' if one else 'them'}, memory back at idle)"
             if self.scope == "selection":
                 what += "; the chosen processes gone"
             return what
@@ -346,6 +398,12 @@ class Plan:
     @property
     def stages(self) -> tuple[str, ...]:
         """The stages in words, for the dialog and the CLI (worded here only)."""
+        if self.signal is not None:
+            return (
+                "check: the same process (PID and start time, through its pidfd), not protected",
+                f"{self.signal}, once",
+                "read its state (no SIGKILL after it, no verification)",
+            )
         t = self.term_timeout
         if self.jobs and self.signals:
             roots = ", ".join(str(j.root) for j in self.jobs)
@@ -358,14 +416,14 @@ class Plan:
             steps = [f"{sig} -> wait up to {t:g} s" for sig in self.signals]
         steps.append("SIGKILL the survivors" if self.signals else "SIGKILL at once")
         if self.cleans_gpus:
-            rescan = f"rescan: stop the hidden holders now on GPU {_gpus(self.gpu_indexes)}"
+            rescan = f"rescan: stop the hidden holders now on {gpus_words(self.gpu_indexes)}"
         else:
             rescan = "rescan: stop only holders tied to the targets"
         if self.sweep_included and self.sweep:
             rescan += f" and the {len(self.sweep)} swept"
         steps.append(rescan)
         steps.append(
-            f"verify {'GPU ' + _gpus(self.gpu_indexes) + ' clean' if self.cleans_gpus else 'the targets gone'}"
+            f"verify {gpus_words(self.gpu_indexes) + ' clean' if self.cleans_gpus else 'the targets gone'}"
             f" (NVML every {VERIFY_POLL_MS} ms, up to {self.verify_timeout:g} s)"
         )
         return tuple(steps)
@@ -416,13 +474,27 @@ class Plan:
     @property
     def includable(self) -> tuple[Excluded, ...]:
         """Monitors the operator chose by name that the plan left out: they may be included, with a
-        second, explicit confirmation."""
+        second, explicit confirmation. Never into a signal plan: the probe sends those to no monitor."""
+        if self.signal is not None:
+            return ()
         return tuple(e for e in self.excluded if e.chosen and e.can_include)
 
     # -- on the wire and on disk -------------------------------------------------------------
 
     def to_wire(self) -> dict[str, Any]:
-        """The `plan` record for the probe (docs/PROTOCOL.md "Plans")."""
+        """The `plan` record for the probe (docs/PROTOCOL.md "Plans"); a `signal` plan's is a
+        `signal` record (docs/PROTOCOL.md "Signal"), which a probe without it refuses."""
+        if self.signal is not None:
+            return {
+                "type": "signal",
+                "v": 1,
+                "id": self.id,
+                "operator": self.operator,
+                "signal": self.signal,
+                # No role: the probe checks this target as a job root's (no GPU needed, never
+                # an init or a session) whatever it is.
+                "targets": [{k: v for k, v in t.to_wire().items() if k != "role"} for t in self.targets],
+            }
         return {
             "type": "plan",
             "v": 1,
@@ -474,6 +546,7 @@ class Plan:
             "verify_timeout": self.verify_timeout,
             "include_protected": list(self.include_protected),
             "title": self.title,
+            "signal": self.signal,
             "jobs": [
                 dict(j.describe(), targets=[t.pid for t in self.job_targets(j)], where=j.where)
                 for j in self.jobs
@@ -587,6 +660,122 @@ def plan_for_jobs(
     root gone too. `jobs` as the sample (or the dashboard) carries them; their identity (root PID
     and start time) is the caller's to check against the sample (Operations does)."""
     return plan_for_selection(sample, host=host, jobs=jobs, sweep=sweep, options=options)
+
+
+def plan_for_signal(
+    sample: Sample,
+    pid: int,
+    start_time: int | None,
+    signal: str,
+    *,
+    host: str,
+    options: PlanOptions | None = None,
+) -> Plan:
+    """Send `signal` once to the process (pid, start time) the operator has in the detail screen:
+    a GPU process (user or hidden holder), or a job's root or a process between it and its members
+    (a launcher). Refused (excluded, nothing to send) as a kill would be: a monitor, a protected
+    process, a zombie or ghost, an init or a person's session, a process that is neither; and one
+    that is gone or whose PID names another process now. No ladder, no verification: the probe
+    checks the process's identity and protection again, sends it, and says what it did."""
+    if signal not in SIGNAL_CHOICES:
+        raise PlanError(f"cannot send {signal!r}: one of {', '.join(SIGNAL_CHOICES)}")
+    opts = options or PlanOptions()
+    by_key = {p.key: p for p in sample.processes}
+    proc = by_key.get((pid, start_time))
+    target: Target | None = None
+    left: Excluded | None = None
+    if proc is not None:
+        by_pid = {p.pid: p for p in sample.processes}
+        reason = _exclusion(proc, by_pid)
+        if reason is None:
+            target = _target(host, proc, f"chosen; {_holds_words(proc)}")
+        else:
+            left = excluded_entry(host, proc, reason, chosen=True)
+    else:
+        left, target = _signal_parent(sample, host, pid, start_time)
+    plan = Plan(
+        id=opts.plan_id or uuid.uuid4().hex[:12],
+        host=host,
+        operator=opts.operator or getpass.getuser(),
+        scope="signal",
+        gpus=(),
+        targets=(target,) if target is not None else (),
+        sweep=(),
+        sweep_included=False,
+        excluded=(left,) if left is not None else (),
+        warnings=(),
+        touched=(),
+        kill=opts.kill,
+        sample_seq=sample.seq,
+        signal=signal,
+    )
+    warnings = [w for w in _warnings(plan, sample, set(), opts) if w.kind != "nothing"]
+    if target is None:
+        warnings.append(PlanWarning("nothing", f"nothing to send {signal} to: see why below"))
+    return replace(plan, warnings=tuple(warnings))
+
+
+def _signal_parent(
+    sample: Sample, host: str, pid: int, start_time: int | None
+) -> tuple[Excluded | None, Target | None]:
+    """A signal plan's process that is no GPU process: a job's root or a process between it and
+    its members may be signalled (as a job plan's: no init, no person's session); anything else,
+    or a process gone since the scan, is left alone."""
+    info = next((p for p in sample.parents if p.key == (pid, start_time)), None)
+    if info is None or start_time is None:
+        now = any(p.pid == pid for p in sample.processes) or any(p.pid == pid for p in sample.parents)
+        why = "its PID names another process now (reused)" if now else "not in the latest scan: exited?"
+        return Excluded(host=host, pid=pid, kind="unknown", why=why, start_time=start_time, chosen=True), None
+    jobs = [j for j in sample.jobs if (pid, start_time) in j.processes or j.key == (pid, start_time)]
+    if not jobs:
+        return _not_a_gpu_process(sample, host, pid), None
+    job = jobs[0]
+    node = Node(pid=pid, start=start_time, ppid=info.ppid or 0, comm=info.name or "", argv=info.command)
+    refusal = _head_refusal(pid, info.name or "", node)
+    role = "root" if job.root == pid else "between"
+    if refusal is not None:
+        why = f"{role} of {job_words(job)}: {PROTECTED_WORDS[refusal]}"
+        left = Excluded(
+            host=host,
+            pid=pid,
+            kind="root",
+            why=why,
+            start_time=start_time,
+            name=info.name,
+            command=info.command,
+            user=info.user,
+            protected=refusal,
+            chosen=True,
+        )
+        return left, None
+    what = "root" if role == "root" else "a process between the root and the members"
+    return None, Target(
+        host=host,
+        pid=pid,
+        start_time=start_time,
+        kind="root",
+        why=f"chosen; {what} of {job_words(job)}",
+        name=info.name,
+        command=info.command,
+        user=info.user,
+        uid=info.uid,
+        state=info.state,
+        role=role,
+        job=job.id,
+    )
+
+
+def _head_refusal(pid: int, name: str, node: Node) -> str | None:
+    """Why a process above a job's GPU processes must never be signalled (a PROTECTED_WORDS key)."""
+    if pid == 1:
+        return "pid-1"
+    if pid == 2:
+        return "kernel-thread"
+    if name in SESSION_COMMS or interactive_shell(node):
+        return "session"
+    if name in INIT_COMMS:
+        return "init"
+    return None
 
 
 # -- jobs ----------------------------------------------------------------------------------------
@@ -928,7 +1117,7 @@ def _build(
     for zombie in _zombies_near(sample, indexes, targets, scope):
         excluded.setdefault(zombie.pid, excluded_entry(host, zombie, _zombie_words(zombie)))
     sweep_targets = tuple(
-        _target(host, p, "unattributed hidden holder: holds /dev/nvidia*, no GPU listed, no link found")
+        _target(host, p, UNATTRIBUTED_WORDS)
         for p in sweep_candidates(sample)
         if p.pid not in targets and p.start_time is not None
     )
@@ -994,19 +1183,30 @@ def _ghost_words(proc: Proc, by_pid: dict[int, Proc]) -> str:
 
 
 def _why(proc: Proc, explicit: set[int]) -> str:
-    if proc.pid in explicit:
-        head = "chosen by PID"
-        return f"{head}; uses GPU {_gpus(proc.gpus)}" if proc.kind == "user" and proc.gpus else head
+    """Why a process is in the plan: what it holds and how it is tied to it; `chosen` first when
+    the operator named it (by PID, or selected in the dashboard): what it is still says why."""
+    what = _holds_words(proc)
+    return f"chosen; {what}" if proc.pid in explicit else what
+
+
+def _holds_words(proc: Proc) -> str:
+    """`uses GPU 0: 40.0 GiB`, `hidden holder of GPU 2 (same process group as 4121)`."""
     if proc.kind == "hidden":
         link = proc.links[0] if proc.links else None
         how = {"pgid": "same process group as", "sid": "same session as", "ancestor": "descendant of"}
         if proc.gpus and link is not None:
-            return f"hidden holder of GPU {_gpus(proc.gpus)} ({how.get(proc.reason or '', 'tied to')} {link})"
+            return (
+                f"hidden holder of {gpus_words(proc.gpus)} ({how.get(proc.reason or '', 'tied to')} {link})"
+            )
         if link is not None:
             return f"hidden holder tied to {link}"
-        return "hidden holder"
-    memory = ", ".join(f"GPU {i}: {fmt_bytes(b)}" for i, b in sorted(proc.gpu_memory.items()))
-    return f"uses GPU {_gpus(proc.gpus)}" + (f" ({memory})" if memory else "")
+        if not proc.gpus:
+            return UNATTRIBUTED_WORDS
+        return f"hidden holder of {gpus_words(proc.gpus)}"
+    sizes = sorted(proc.gpu_memory.items())
+    if sizes and all(b is not None for _, b in sizes) and {i for i, _ in sizes} == set(proc.gpus):
+        return "uses " + ", ".join(f"GPU {i}: {fmt_bytes(b)}" for i, b in sizes)
+    return f"uses {gpus_words(proc.gpus)}" if proc.gpus else "uses no GPU NVML lists"
 
 
 def _target(host: str, proc: Proc, why: str, clients: tuple[int, ...] = ()) -> Target:
@@ -1143,7 +1343,10 @@ def _warnings(plan: Plan, sample: Sample, indexes: set[int], opts: PlanOptions) 
         if others and plan.cleans_gpus:
             out.append(
                 PlanWarning(
-                    "other-gpus", f"{t.pid} also uses GPU {_gpus(others)}: stopping it frees that too", t.pid
+                    "other-gpus",
+                    f"{t.pid} also uses {gpus_words(others)}: stopping it frees "
+                    + ("that too" if len(others) == 1 else "those too"),
+                    t.pid,
                 )
             )
         if (w := mps_warning(t.pid, t.mps, t.mps_clients)) is not None:
@@ -1168,13 +1371,9 @@ def _warnings(plan: Plan, sample: Sample, indexes: set[int], opts: PlanOptions) 
             )
         )
     if plan.is_empty:
-        where = f"GPU {_gpus(sorted(indexes))}" if indexes else "the chosen processes"
+        where = gpus_words(sorted(indexes)) if indexes else "the chosen processes"
         out.append(PlanWarning("nothing", f"nothing to stop for {where}: the probe will only verify"))
     return out
-
-
-def _gpus(indexes: Iterable[int]) -> str:
-    return ",".join(str(i) for i in indexes) or "-"
 
 
 def _count(n: int, one: str, many: str) -> str:

@@ -8,6 +8,7 @@ names) is made printable here (gputui.textsafe), so every output path gets the s
 from __future__ import annotations
 
 import os
+import re
 import time
 import unicodedata
 from collections import Counter
@@ -28,7 +29,16 @@ from .model import (
 from .probe.common import count as count  # one owner: the probe words counts the same way
 from .probe.common import took as _took
 from .textsafe import printable
-from .units import fmt_bytes, fmt_duration, fmt_gpus, fmt_load, fmt_memory, fmt_memory_of, fmt_percent
+from .units import (
+    fmt_bytes,
+    fmt_duration,
+    fmt_gpus,
+    fmt_load,
+    fmt_memory,
+    fmt_memory_of,
+    fmt_percent,
+    index_runs,
+)
 
 
 def took(ms: float | None) -> str:
@@ -68,22 +78,56 @@ def host_metrics_parts(m: HostMetrics, exact: bool = False) -> list[str]:
     return parts
 
 
+def no_gpu_words(names: Iterable[str], local: Iterable[str] = ()) -> str:
+    """`no NVIDIA driver or GPU on this host` when the one such host is this machine (in `local`),
+    else the hosts by name (`... on gpu7, gpu8`): a remote host is never "this host"."""
+    hosts = list(names)
+    if len(hosts) == 1 and hosts[0] in set(local):
+        return "no NVIDIA driver or GPU on this host"
+    shown = ", ".join(printable(h) for h in hosts[:8]) + (
+        f" and {len(hosts) - 8} more" if len(hosts) > 8 else ""
+    )
+    return f"no NVIDIA driver or GPU on {shown or 'any host'}"
+
+
 # -- stages ------------------------------------------------------------------------------------
 
 
+def gpus_words(indexes: Iterable[int]) -> str:
+    """GPUs named in a sentence: `GPU 3`, `GPUs 0, 2`, `GPUs 0-7` (three or more in a row make a
+    range), `no GPU`. The one way a plan, a dialog and a verdict name them."""
+    runs = [text for text, _ in index_runs(list(indexes))]
+    if not runs:
+        return "no GPU"
+    many = len(runs) > 1 or "-" in runs[0]
+    return ("GPUs " if many else "GPU ") + ", ".join(runs)
+
+
 def where(event: Event) -> str:
-    """The GPU(s) an event is about: `GPU3`, `GPU0,1`, or ``."""
+    """The GPU(s) an event is about, for a column: `GPU 3`, `GPU 0,1`, or ``."""
     if event.gpu is not None:
-        return f"GPU{event.gpu}"
+        return f"GPU {event.gpu}"
     gpus = event.data.get("gpus")
     if isinstance(gpus, list) and gpus and all(isinstance(g, int) for g in gpus):
-        return "GPU" + ",".join(str(g) for g in gpus)
+        return "GPU " + ",".join(str(g) for g in gpus)
     return ""
 
 
+_GPU_LEAD = re.compile(r"GPU ?(\d+): ")
+
+
+def event_message(event: Event) -> str:
+    """An event's message without the `GPU 3: ` it starts with when the event names that GPU: the
+    line's GPU column (`where`) says it already. Not made printable (the caller does)."""
+    lead = _GPU_LEAD.match(event.message)
+    if lead is not None and event.gpu is not None and int(lead.group(1)) == event.gpu:
+        return event.message[lead.end() :]
+    return event.message
+
+
 def stage_text(event: Event) -> str:
-    """A stage line without its time and host (`GPU3  SIGTERM -> 4121 python train.py`)."""
-    return f"{where(event):<5} {printable(event.message)}".rstrip()
+    """A stage line without its time and host (`GPU 3   SIGTERM -> 4121 python train.py`)."""
+    return f"{where(event):<7} {printable(event_message(event))}".rstrip()
 
 
 def stage_line(host: str, event: Event) -> str:
@@ -110,6 +154,8 @@ HEADS = {
     "stopped": "STOPPED",
     "not-clean": "NOT CLEAN",
     "not-stopped": "NOT STOPPED",
+    "signalled": "SIGNALLED",
+    "not-signalled": "NOT SIGNALLED",
     "not-trusted": "VERDICT NOT TRUSTED",
     "refused": "REFUSED",
     "no-gpu": "NO GPU",
@@ -127,6 +173,40 @@ OUTSIDE = "used outside this container: another container or the host (no proces
 
 def head(status: str) -> str:
     return HEADS.get(status, status.upper())
+
+
+def without_head(lead: str, message: str) -> str:
+    """`message` less the words `lead` says already, where it starts or ends with them (`NOTHING
+    DONE` and `not confirmed: nothing done` -> `not confirmed`; `not sent` and `plan not sent: the
+    link broke` -> `the link broke`): a joined line says each thing once."""
+    words = lead.casefold().replace("-", " ").strip()
+    text = message.strip()
+    low = text.casefold().replace("-", " ")  # as long as `text`: its offsets hold there
+    if not words:
+        return text
+    # Only a clause of its own: `plans are refused` keeps its word.
+    for opener in ("", "plan ", "the plan ", "reset "):
+        end = len(opener) + len(words)
+        if low.startswith(opener + words) and (end == len(low) or low[end] in ":;,"):
+            return text[end:].lstrip(" :;,")
+    start = len(low) - len(words)
+    if low.endswith(words) and (start == 0 or low[:start].rstrip().endswith((":", ";", ","))):
+        return text[:start].rstrip(" :;,")
+    return text
+
+
+def joined(*parts: str | None) -> str:
+    """`parts` joined with `: `, each said once: an empty part, or one the part after it says
+    already (`no NVIDIA driver` before `no NVIDIA driver (library not found)`), is left out."""
+    kept: list[str] = []
+    items = [p.strip() for p in parts if p and p.strip()]
+    for i, part in enumerate(items):
+        key = part.casefold().replace("-", " ")
+        later = " ".join(items[i + 1 :]).casefold().replace("-", " ")
+        if key in later or any(key == k.casefold().replace("-", " ") for k in kept):
+            continue
+        kept.append(part)
+    return ": ".join(kept)
 
 
 def part_words(account: MemoryAccount, part: str) -> str:
@@ -188,11 +268,11 @@ def gpu_note(g: GpuVerdict) -> str:
 
 
 def gpu_words(g: GpuVerdict) -> str:
-    """`GPU1 clean`, `GPU0 held by 7566`, `GPU0 released; still used by 7566 (not in the plan, ...)`."""
+    """`GPU 1 clean`, `GPU 0 held by 7566`, `GPU 0 released: still used by 7566 (not in the plan, ...)`."""
     note = gpu_note(g)
     if g.result == "held":
-        return f"GPU{g.index} {note}"
-    return f"GPU{g.index} {printable(g.result)}" + (f": {note}" if note else "")
+        return f"GPU {g.index} {note}"
+    return f"GPU {g.index} {printable(g.result)}" + (f": {note}" if note else "")
 
 
 def memory_words(g: GpuVerdict) -> str:
@@ -229,9 +309,16 @@ def restarts_line(verdict: PlanVerdict) -> str:
 
 
 def verdict_summary(verdict: PlanVerdict) -> str:
-    """One line: `clean in 209 ms · GPU0 clean; GPU1 clean · 3 exited`."""
+    """One line: `clean in 209 ms · GPU 0 clean; GPU 1 clean · 3 exited`; a signal plan's:
+    `SIGSTOP sent to 4121 python train.py: state T (stopped) · 12 ms`."""
     if verdict.unknown or verdict.result in ("refused", "error"):
-        return f"{head(verdict.result).lower()}: {printable(verdict.message)}"
+        lead = head(verdict.result).lower()
+        return joined(lead, without_head(lead, printable(verdict.message)))
+    if verdict.scope == "signal":
+        parts = [signal_words(verdict), took(verdict.elapsed_ms)]
+        if verdict.problems:
+            parts.append("NOT TRUSTED: " + printable("; ".join(verdict.problems)))
+        return " · ".join(parts)
     if verdict.ok:
         lead = "clean" if verdict.result == "clean" else "stopped, memory released"
     else:
@@ -248,18 +335,47 @@ def verdict_summary(verdict: PlanVerdict) -> str:
     return " · ".join(parts)
 
 
+def signal_words(verdict: PlanVerdict) -> str:
+    """What a signal plan did, from the probe's `done`: `SIGSTOP sent to 4121 python x: state T
+    (stopped)`, `SIGKILL NOT sent to 1 systemd: protected (...)` (its plan id left out)."""
+    message = printable(verdict.message)
+    lead = f"signal {printable(verdict.plan)}: "
+    return message[len(lead) :] if message.startswith(lead) else message
+
+
+TOAST_TITLES = {
+    "clean": "verified clean",
+    "stopped": "stopped, memory released",
+    "signalled": "signal sent",  # the message names it: `SIGSTOP sent to 4121 ...`
+    "outcome-unknown": "OUTCOME UNKNOWN",
+    "not-sent": "NOT SENT",
+}
+
+
+def toast_title(status: str, cleans_gpus: bool, signal: str | None = None) -> str:
+    """The title of the notification a verdict pops up (after the host's name): what it is about
+    in two or three words; a failure in capitals."""
+    if status in TOAST_TITLES:
+        return TOAST_TITLES[status]
+    if signal is not None:
+        return "signal NOT sent"
+    return "NOT clean" if cleans_gpus else "NOT stopped"
+
+
 def verdict_lines(host: str, status: str, message: str | None, verdict: PlanVerdict | None) -> list[str]:
     """The verdict as `gputui clean` prints it: a head line, then a line per GPU and per process."""
     spent = (
         f" in {took(verdict.elapsed_ms)}" if verdict is not None and verdict.elapsed_ms is not None else ""
     )
-    lines = [f"== {printable(host)}: {head(status)}{spent}" + (f": {printable(message)}" if message else "")]
+    # The head line names the host and the status: the message need not again.
+    said = without_head(host, without_head(head(status), printable(message))) if message else ""
+    lines = [f"== {printable(host)}: {head(status)}{spent}" + (f": {said}" if said else "")]
     if verdict is None:
         return lines
     for g in verdict.gpus:
         note = gpu_note(g)
         lines.append(
-            f"   GPU{g.index:<3} {printable(g.result):<13} {memory_words(g)}" + (f"  {note}" if note else "")
+            f"   GPU {g.index:<3} {printable(g.result):<13} {memory_words(g)}" + (f"  {note}" if note else "")
         )
     for p in verdict.processes:
         signals = ",".join(p.signals) or "-"

@@ -33,7 +33,7 @@ CTTY = (
 PLAIN = "import os, sys; os.execv(sys.executable, [sys.executable] + sys.argv[1:])"
 CTRL_K = b"\x0b"
 STARTED = 16  # processes below the app once both demo probes run their sims
-DIALOG = "Free GPUs · confirm"  # the plan dialog's title
+DIALOG = "Free every GPU (0-3) · confirm"  # the plan dialog's title (F on demo-a)
 
 
 def stat_of(pid: int) -> list[str] | None:

@@ -111,7 +111,7 @@ def test_a_gpu_plan_takes_its_users_and_attributed_hidden_holders():
     assert pids(plan.targets) == [100, 108]
     assert plan.gpu_indexes == (0,) and plan.scope == "gpus" and plan.host == "h"
     [user, loader] = plan.targets
-    assert user.why == "uses GPU 0 (GPU 0: 10.0 GiB)" and user.memory == 10 * GiB
+    assert user.why == "uses GPU 0: 10.0 GiB" and user.memory == 10 * GiB
     assert loader.why == "hidden holder of GPU 0 (same process group as 100)"
     # The zombie of the job is shown with its parent; the unrelated one is not.
     assert pids(plan.excluded) == [106]
@@ -196,7 +196,7 @@ def test_a_host_plan_is_fuser_k_minus_the_protected():
 def test_a_pid_plan_brings_the_hidden_holders_tied_to_it():
     plan = plan_for_pids(sample(), [100], host="h", options=OPTS)
     assert pids(plan.targets) == [100, 108] and plan.scope == "processes"
-    assert plan.targets[0].why.startswith("chosen by PID")
+    assert plan.targets[0].why.startswith("chosen; ")
     # A plan of processes cleans no GPU: it proves them gone; the GPUs they use are reported.
     assert plan.gpu_indexes == () and not plan.cleans_gpus
     assert [g.index for g in plan.touched] == [0]
@@ -255,7 +255,7 @@ def test_the_wire_record_is_what_the_probe_accepts():
         "operator": "alice",
         "scope": "gpus",
         "targets": [
-            {"pid": 100, "start_time": 1100, "reason": "uses GPU 0 (GPU 0: 10.0 GiB)", "gpus": [0]},
+            {"pid": 100, "start_time": 1100, "reason": "uses GPU 0: 10.0 GiB", "gpus": [0]},
             {"pid": 108, "start_time": 1108, "reason": "hidden holder of GPU 0 (same process group as 100)",
              "gpus": [0]},
         ],

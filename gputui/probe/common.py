@@ -44,6 +44,28 @@ SIGNAL_PLANS = {
     "usr1": ("SIGUSR1", "SIGTERM"),
 }
 DEFAULT_SIGNALS = "term"
+# What a `signal` plan may send: one signal, once, to one process (the detail screen's `k`), with
+# no ladder and no verification. Not SIGKILL's ladder: SIGSTOP and SIGCONT are the reason for it.
+SIGNAL_CHOICES = (
+    "SIGTERM",
+    "SIGINT",
+    "SIGHUP",
+    "SIGUSR1",
+    "SIGUSR2",
+    "SIGQUIT",
+    "SIGSTOP",
+    "SIGCONT",
+    "SIGKILL",
+)
+SIGNAL_LOOK_S = 1.0  # after a signal plan's signal: at most this long to see it take (stopped, exited)
+
+
+def signal_deadline():
+    # type: () -> float
+    """The longest a `signal` plan takes on a healthy probe: a look at the host, the check, the
+    signal and SIGNAL_LOOK_S to see what it did. Past it, the app calls the outcome unknown."""
+    return SCAN_ALLOWANCE_S + KILL_WAIT_S + SIGNAL_LOOK_S
+
 
 # Memory within this of the idle baseline counts as idle: the driver's own bookkeeping moves a little.
 IDLE_SLACK = 32 << 20

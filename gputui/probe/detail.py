@@ -4,19 +4,26 @@ A sample says what every GPU process is, in a few bounded fields; the dashboard'
 wants more of one process: its whole command line, working directory, executable, threads, cgroup,
 the device files it holds (by fd), and its parents up to init. That is read here, on demand, for one
 (pid, start time): a process that has exited, or whose PID now belongs to another process (another
-start time), is answered as gone, never described. The environment is never read (it holds secrets).
+start time), is answered as gone, never described.
+
+The environment holds secrets: it is read only when the request asks (`environ`: the detail
+screen's `e`), only where /proc would let this user read it anyway (the probe runs as root, or
+every uid of the process is the probe's: `environ_refusal`), and the values of secret-looking names
+(`secret_looking`) are sent only when asked again (`secrets`: the operator pressed `s`). Bounded
+(MAX_ENVIRON_BYTES, MAX_ENVIRON_VARS), and cut further if the record would not fit one line.
 
 Every string is bounded, and marked where cut, like the sample's (core.clip_text): the record always
 fits in one line. Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
 
 import os
+import re
 import time
 from typing import Any, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
 from .core import clip_list, clip_text
 from .procfs import CLOCK_TICKS, Stat, read_cmdline, read_container, read_stat, user_name  # noqa: F401
-from .wire import VERSION
+from .wire import MAX_LINE, VERSION, dumps
 
 MAX_DETAIL_ARG = 4096  # characters of one argument; more: "<first 4096>…(N bytes)"
 MAX_DETAIL_ARGS = 256  # arguments; more: a last entry "... (N more)"
@@ -30,6 +37,11 @@ MAX_CHAIN = 64  # parents listed, from the parent up
 # So the answer always fits in one line (wire.MAX_LINE, 1 MiB), even when every character is sent as
 # a 12-byte JSON escape: 32 Ki of command, 2 x 4 Ki of paths, 8 Ki of cgroup, 16 Ki of device paths.
 ID_CHARS = 64  # a request's id, as a plan's
+MAX_ENVIRON_BYTES = 64 << 10  # of /proc/PID/environ read; the rest is left out (`environ_cut`)
+MAX_ENVIRON_VARS = 512  # variables sent; the rest are counted in `environ_more`
+# Names whose values are sent only when asked again: any of these words in the name, upper-cased.
+SECRET_WORDS = ("TOKEN", "SECRET", "KEY", "PASS", "CREDENTIAL", "AUTH", "COOKIE", "PRIVATE", "SIGNATURE")
+_URL_PASSWORD = re.compile(r"^[a-z][a-z0-9+.-]*://[^/@\s:]*:[^/@\s]+@", re.IGNORECASE)
 
 
 def clip_long_command(argv):
@@ -129,6 +141,70 @@ def _device_fds(pid, prefix, proc):
     return held[:MAX_FDS], max(0, len(held) - MAX_FDS), len(names), None
 
 
+def secret_looking(name, value):
+    # type: (str, str) -> bool
+    """Whether a variable's value is kept back until the operator asks: a name with a secret's word
+    in it (`GITHUB_TOKEN`, `db_password`, `MYSQL_PWD`), or a URL with a password in it."""
+    upper = name.upper()
+    if any(word in upper for word in SECRET_WORDS) or upper.endswith("_PWD"):
+        return True
+    return bool(_URL_PASSWORD.match(value))
+
+
+def environ_refusal(uids, euid):
+    # type: (Optional[Tuple[int, ...]], int) -> Optional[str]
+    """Why this probe does not read a process's environment, or None: as /proc/PID/environ itself
+    (ptrace's read check), root reads any, another user only a process whose every uid (real,
+    effective, saved, filesystem) is its own; a setuid program's is not."""
+    if euid == 0:
+        return None
+    if not uids:
+        return "its owner could not be read: not read"
+    if all(uid == euid for uid in uids):
+        return None
+    return "another user's process: only its own user or root may read its environment"
+
+
+def read_environ(pid, proc, secrets):
+    # type: (int, str, bool) -> Tuple[Optional[List[Dict[str, Any]]], int, bool, Optional[str]]
+    """(the variables as [{name, value, secret}], how many more there are, whether the read was cut
+    at MAX_ENVIRON_BYTES, why it could not be read). A secret-looking value is null unless
+    `secrets`; undecodable bytes are replaced (U+FFFD)."""
+    try:
+        with open("%s/%d/environ" % (proc, pid), "rb") as f:
+            raw = f.read(MAX_ENVIRON_BYTES + 1)
+    except OSError as exc:
+        return None, 0, False, _why(exc)
+    cut = len(raw) > MAX_ENVIRON_BYTES
+    items = raw[:MAX_ENVIRON_BYTES].split(b"\0")
+    if cut or (items and items[-1]):
+        cut = True
+        items = items[:-1]  # the last one was cut in the middle: left out whole
+    items = [item for item in items if item]
+    out = []  # type: List[Dict[str, Any]]
+    for item in items[:MAX_ENVIRON_VARS]:
+        name, _, value = item.decode("utf-8", "replace").partition("=")
+        secret = secret_looking(name, value)
+        out.append({"name": name, "value": None if secret and not secrets else value, "secret": secret})
+    return out, max(0, len(items) - MAX_ENVIRON_VARS), cut, None
+
+
+def _fit(out):
+    # type: (Dict[str, Any]) -> None
+    """Leave out environment variables from the end until the record fits one line (its strings'
+    escapes can make it up to six times the bytes read); says so in `environ_cut`."""
+    env = out.get("environ")
+    if not env:
+        return
+    size = len(dumps(out))
+    while env and size > MAX_LINE - 1024:
+        dropped = env[len(env) // 2 :]
+        del env[len(env) // 2 :]
+        size -= sum(len(dumps(e)) + 1 for e in dropped)
+        out["environ_more"] += len(dropped)
+        out["environ_cut"] = True
+
+
 def request_problem(record):
     # type: (Dict[str, Any]) -> Optional[str]
     """Why a `detail` request cannot be answered (None when it can)."""
@@ -137,6 +213,9 @@ def request_problem(record):
         return "'pid' must be a PID (1 to 4194303)"
     if isinstance(start, bool) or not isinstance(start, int) or start < 0:
         return "'start_time' must be the process's start time (clock ticks since boot)"
+    for key in ("environ", "secrets"):
+        if key in record and not isinstance(record[key], bool):
+            return "'%s' must be true or false" % key
     return None
 
 
@@ -146,11 +225,12 @@ def request_id(record):
     return rid if isinstance(rid, str) and 0 < len(rid) <= ID_CHARS else None
 
 
-def describe(record, prefix, probe_pid, stop, argv=None, proc="/proc", boot=0.0):
-    # type: (Dict[str, Any], str, int, Set[int], Optional[List[str]], str, float) -> Dict[str, Any]
-    """The `detail` answer to `record` (a request: pid, start_time, id). `prefix`: the device files
-    to list (the reader's); `probe_pid`, `stop`: the probe and its chain (where the parents end);
-    `argv`: the probe's own options (its command line when asked about itself)."""
+def describe(record, prefix, probe_pid, stop, argv=None, proc="/proc", boot=0.0, euid=None):
+    # type: (Dict[str, Any], str, int, Set[int], Optional[List[str]], str, float, Optional[int]) -> Dict[str, Any]
+    """The `detail` answer to `record` (a request: pid, start_time, id; `environ` and `secrets`
+    to read the environment). `prefix`: the device files to list (the reader's); `probe_pid`,
+    `stop`: the probe and its chain (where the parents end); `argv`: the probe's own options (its
+    command line when asked about itself); `euid`: the probe's (os.geteuid() by default)."""
     out = {
         "type": "detail",
         "v": VERSION,
@@ -194,6 +274,16 @@ def describe(record, prefix, probe_pid, stop, argv=None, proc="/proc", boot=0.0)
     if why:
         unreadable["fds"] = why
     parents, end = _parents(stat, stop | {probe_pid}, proc)
+    environ = None  # type: Optional[Dict[str, Any]]
+    if record.get("environ") is True:
+        uids = tuple(int(u) for u in (status.get("Uid") or "").split() if u.isdigit())
+        why = environ_refusal(uids or None, os.geteuid() if euid is None else euid)
+        if why is None:
+            env, env_more, env_cut, why = read_environ(pid, proc, record.get("secrets") is True)
+            if env is not None:
+                environ = {"environ": env, "environ_more": env_more, "environ_cut": env_cut}
+        if why:
+            unreadable["environ"] = why
     now = time.time()
     started = boot + stat.start_time / float(CLOCK_TICKS) if boot else None
     # Read last: a process that exited (and whose PID was taken) while it was read is not described.
@@ -228,6 +318,9 @@ def describe(record, prefix, probe_pid, stop, argv=None, proc="/proc", boot=0.0)
         parents_end=end,
         unreadable=unreadable,
     )
+    if environ is not None:
+        out.update(environ)
+        _fit(out)
     return out
 
 

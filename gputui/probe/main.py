@@ -176,7 +176,7 @@ class Loop(object):
             self.emit(
                 self.probe.sample(full=record.get("full") is True, preflight=record.get("preflight") is True)
             )
-        elif kind == "plan":
+        elif kind in ("plan", "signal"):
             self.run_plan(record)
         elif kind == "cancel":
             pass  # for a plan that has ended already: nothing left to stop
@@ -227,9 +227,12 @@ class Loop(object):
         if self.probe.reader_error is not None:
             self.emit(error("no-gpu", "no GPU reader: %s" % self.probe.reader_error.message, plan_id))
             return
-        from .reaper import execute
+        from .reaper import execute, execute_signal
 
-        execute(self.probe, record, self.emit, lambda: self.stop_requested(plan_id))
+        if record.get("type") == "signal":  # one signal to one process: no ladder, no verification
+            execute_signal(self.probe, record, self.emit)
+        else:
+            execute(self.probe, record, self.emit, lambda: self.stop_requested(plan_id))
         deferred, self.deferred = self.deferred, []
         for item in deferred:
             if item is _EOF:

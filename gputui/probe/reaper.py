@@ -63,6 +63,8 @@ from .common import (
     MAX_ROUNDS,
     MAX_TIMEOUT,
     POLL_S,
+    SIGNAL_CHOICES,
+    SIGNAL_LOOK_S,
     SIGNAL_PLANS,
     SOFT_SIGNALS,
     TERM_TIMEOUT,
@@ -374,6 +376,61 @@ class Settings(object):
             raise PlanError("a %s plan names the GPUs it frees" % self.scope)
 
 
+class SignalSettings(Settings):
+    """A validated `signal` record (docs/PROTOCOL.md "Signal"): one signal, sent once, to one process
+    named by PID and start time; no ladder, no rescan, no verification. Checked as a plan's targets
+    are (identity, protection: never a monitor, an init or a person's session)."""
+
+    def __init__(self, record):  # not Settings.__init__: another record, other checks
+        # type: (Dict[str, Any]) -> None
+        self.scope = "signal"
+        plan_id = record.get("id")
+        if not isinstance(plan_id, str) or not 0 < len(plan_id) <= 64:
+            raise PlanError("a signal needs an 'id' string of 1 to 64 characters")
+        self.id = plan_id
+        self.operator = record.get("operator") if isinstance(record.get("operator"), str) else None
+        name = record.get("signal")
+        if name not in SIGNAL_CHOICES:
+            raise PlanError("'signal' must be one of %s" % ", ".join(SIGNAL_CHOICES))
+        self.signal = name  # type: str
+        self.targets = _entries(record, "targets")
+        if len(self.targets) != 1:
+            raise PlanError("a signal names exactly one target")
+        self.roles = {}  # type: Dict[int, str]
+        self.sweep = []  # type: List[Tuple[int, int, str, List[int]]]
+        self.gpus = []  # type: List[int]
+        self.ghosts = []  # type: List[int]
+        self.include_protected = set()  # type: Set[int]  # a monitor is never signalled this way
+        self.signals = [name]
+        self.term_timeout = SIGNAL_LOOK_S
+        self.verify_timeout = SIGNAL_LOOK_S
+
+
+def execute_signal(probe, record, emit):
+    # type: (Any, Dict[str, Any], Callable[[Dict[str, Any]], None]) -> Optional[Dict[str, Any]]
+    """Send one signal to one process (a `signal` record), emitting `accepted`, `check`, `signal`,
+    `verdict` and `done` events; return the `done` event (None if refused)."""
+    plan_id = record.get("id") if isinstance(record.get("id"), str) else None
+    if probe.read_only:
+        emit(error("read-only", "this probe runs read-only: signals are refused", plan_id))
+        return None
+    try:
+        settings = SignalSettings(record)
+    except PlanError as exc:
+        emit(error("bad-message", "bad signal: %s" % exc, plan_id))
+        return None
+    run = Run(probe, settings, emit)
+    try:
+        return run.go_signal()
+    except Exception as exc:  # a bug must end the plan visibly, not kill the probe
+        return run.event(
+            "done",
+            "error",
+            "signal %s failed inside the probe: %s: %s" % (settings.id, type(exc).__name__, exc),
+            data={"ok": False, "gpus": {}, "processes": [], "error": "%s: %s" % (type(exc).__name__, exc)},
+        )
+
+
 # -- the run -----------------------------------------------------------------------------------
 
 
@@ -521,7 +578,9 @@ class Run(object):
             have = _gpu_list(sorted(view.gpus))
             self.send(
                 error(
-                    "bad-message", "bad plan: no GPU %s here (GPUs: %s)" % (_gpu_list(unknown), have), plan.id
+                    "bad-message",
+                    "bad plan: no %s here (its GPUs: %s)" % (_gpus_words(unknown), have),
+                    plan.id,
                 )
             )
             return None
@@ -570,6 +629,128 @@ class Run(object):
             for proc in self.procs.values():
                 self.close(proc)
 
+    def go_signal(self):
+        # type: () -> Dict[str, Any]
+        """A `signal` plan: check the one target as any plan's, send its signal once, see what it
+        did (stopped, continued, exited) for at most SIGNAL_LOOK_S, and say so."""
+        plan = self.plan
+        name = getattr(plan, "signal", "?")
+        pid, start, why, gpus = plan.targets[0]
+        view = self.look(INCREMENTAL)
+        self.event(
+            "accepted",
+            "accepted",
+            "signal %s: %s to %d, once; %s" % (plan.id, name, pid, METHOD_NOTE[self.killer.method]),
+            data={
+                "method": self.killer.method,
+                "scope": plan.scope,
+                "signal": name,
+                "targets": [pid],
+                "operator": plan.operator,
+                "probe_uid": os.geteuid(),
+            },
+        )
+        proc = self.admit(pid, start, why, gpus, "plan", view)
+        try:
+            if proc.pending:
+                self.signal_once(proc, name)
+            verdict = self.process_verdict(proc)
+        finally:
+            self.close(proc)
+        sent = name in proc.signals
+        if sent:
+            words = "%s sent to %s: %s" % (name, proc.label(), proc.why)
+        else:
+            words = "%s NOT sent to %s: %s" % (name, proc.label(), proc.why or proc.verdict)
+        return self.event(
+            "done",
+            "signalled" if sent else "not-signalled",
+            "signal %s: %s" % (plan.id, words),
+            data={
+                "ok": sent,
+                "scope": plan.scope,
+                "signal": name,
+                "gpus": {},
+                "processes": [verdict],
+                "refused": [verdict["pid"]]
+                if verdict["result"] in ("permission-denied", "protected")
+                else [],
+                "method": self.killer.method,
+                "link_lost": self.link_lost,
+                "cancelled": None,
+                "restarts": [],
+                "taken_again": [],
+            },
+        )
+
+    def signal_once(self, proc, name):
+        # type: (Proc, str) -> None
+        """`name` to `proc`, once, through its pidfd; then a look at what it did. SIGSTOP is not
+        followed by SIGCONT here, nor anything by SIGKILL: it is what the operator asked, as is."""
+        try:
+            self.killer.send(proc, getattr(signal, name))
+        except ProcessLookupError:
+            proc.verdict, proc.why = "vanished", "exited before the signal"
+            self.event(
+                "signal", "vanished", "%s -> %s: already exited" % (name, proc.label()), proc, sig=name
+            )
+            return
+        except PermissionError:
+            proc.verdict, proc.why = "permission-denied", "the kernel refused %s (EPERM)" % name
+            proc.allow = self.what_would_allow(proc)
+            self.event(
+                "signal",
+                "permission-denied",
+                "%s -> %s: permission denied; %s" % (name, proc.label(), proc.allow),
+                proc,
+                sig=name,
+                data={"allow": proc.allow},
+            )
+            return
+        except OSError as exc:
+            proc.verdict, proc.why = "not-checked", "%s could not be sent (%s)" % (name, exc.strerror or exc)
+            self.event("signal", "error", "%s -> %s: %s" % (name, proc.label(), proc.why), proc, sig=name)
+            return
+        proc.signals.append(name)
+        self.event("signal", "sent", "%s -> %s" % (name, proc.label()), proc, sig=name)
+        state = self.look_after(proc, name)
+        if proc.exited_ms is not None:
+            proc.verdict, proc.why = "exited", "after %s" % name
+        else:
+            proc.verdict, proc.state = "signalled", state
+            proc.why = (
+                "now %s, state %s" % (STATE_WORDS.get(state or "", "?"), state)
+                if state
+                else "its state unknown"
+            )
+
+    def look_after(self, proc, name):
+        # type: (Proc, str) -> Optional[str]
+        """Its state once the signal took: stopped after SIGSTOP, running again after SIGCONT,
+        gone after a signal that ends it (each within SIGNAL_LOOK_S); after a signal a handler
+        may take any way (SIGHUP, SIGUSR1, SIGUSR2), a look 50 ms on. Waits on the pidfd: an exit
+        ends it at once. None: gone, or it could not be read."""
+        now = time.monotonic()
+        deadline = now + (0.05 if name in QUICK_LOOK else SIGNAL_LOOK_S)
+        state = None  # type: Optional[str]
+        while True:
+            try:
+                stat = read_stat_strict(proc.pid)
+            except OSError:
+                return state  # cannot look just now: what it did is not known
+            if stat is None or stat.start_time != proc.start_time or stat.state == "Z":
+                if proc.exited_ms is None:
+                    self.exited(proc)
+                return None
+            state = stat.state
+            stopped = state in ("T", "t")
+            if (name == "SIGSTOP" and stopped) or (name == "SIGCONT" and not stopped):
+                return state
+            left = deadline - time.monotonic()
+            if left <= 0 or not proc.pending:
+                return state
+            self.pause([proc], min(left, FALLBACK_POLL_S))
+
     def goal_words(self):
         # type: () -> str
         """What this plan will prove, in words (the dialog said the same before it was confirmed)."""
@@ -582,7 +763,7 @@ class Run(object):
         if plan.sweep:
             what += ", %d to sweep" % len(plan.sweep)
         if plan.gpus:
-            return "%s; prove GPU %s clean" % (what, _gpu_list(plan.gpus))
+            return "%s; prove %s clean" % (what, _gpus_words(plan.gpus))
         return "%s; prove them gone and their memory released" % what
 
     def touched_gpus(self, view):
@@ -718,8 +899,9 @@ class Run(object):
         # What made it a target (a GPU device file, or NVML's list) must still be true: a process
         # that let go of its GPU is not signalled (and is left running: its verdict says so), and
         # without a pin, a PID reused within one clock tick by a process holding no GPU is caught.
-        # A job's root and the processes between need no GPU: a launcher holds none.
-        if proc.role not in ("root", "between"):
+        # A job's root and the processes between need no GPU: a launcher holds none; nor does the
+        # one process a signal plan names (identified by its pidfd and start time above).
+        if proc.role not in ("root", "between") and self.plan.scope != "signal":
             holds = holds_device(pid, self.probe.scanner.prefix)
             if holds is False and pid not in view.listed and pid not in self.probe.read_gpus()[1]:
                 return self.checked(proc, "no-gpu", NO_GPU_WORDS)
@@ -812,8 +994,8 @@ class Run(object):
         )
         if monitor and pid not in self.plan.include_protected:
             return "monitor"
-        if proc.role in ("root", "between") and stat is not None:
-            return self.head_protection(proc, stat)
+        if (proc.role in ("root", "between") or self.plan.scope == "signal") and stat is not None:
+            return self.head_protection(proc, stat)  # a signal plan's target needs no GPU: as a root
         return None
 
     def head_protection(self, proc, stat):
@@ -1163,10 +1345,7 @@ class Run(object):
         view."""
         plan = self.plan
         deadline = time.monotonic() + plan.verify_timeout
-        if plan.gpus:
-            what = "GPU %s clean" % _gpu_list(plan.gpus)
-        else:
-            what = "the targets gone, their memory released"
+        what = "%s clean" % _gpus_words(plan.gpus) if plan.gpus else "the targets gone, their memory released"
         self.event(
             "verify",
             "polling",
@@ -1225,7 +1404,7 @@ class Run(object):
                 if index not in self.idle_ms:
                     self.idle_ms[index] = self.ms()
                     self.event(
-                        "verify", "idle", "GPU%d: memory back at idle, nothing listed" % index, gpu=index
+                        "verify", "idle", "GPU %d: memory back at idle, nothing listed" % index, gpu=index
                     )
             else:
                 ok = False
@@ -1290,7 +1469,7 @@ class Run(object):
             if len(running) > 20:
                 left += " and %d more" % (len(running) - 20)
         if taken:
-            left += "; GPU %s taken again since it was verified clean" % _gpu_list(taken)
+            left += "; %s taken again since verified clean" % _gpus_words(taken)
         for r in restarts:
             new = " and has started %s since" % _pid_list(r["new"]) if r["new"] else ""
             left += "; parent %d (%s) still runs%s: it may start %s again" % (
@@ -1514,7 +1693,7 @@ class Run(object):
             if restarted:
                 parents = sorted(set(parent for pid, parent in again if pid in restarted))
                 words += " (taken again since it was verified clean: started by %s)" % _pid_list(parents)
-        self.event("verdict", result, "GPU%d: %s" % (index, words), gpu=index, data=data)
+        self.event("verdict", result, "GPU %d: %s" % (index, words), gpu=index, data=data)
         return data
 
     def release_verdict(self, index, view):
@@ -1551,7 +1730,7 @@ class Run(object):
             )
         if others:
             words += "; still used by %s (not in the plan, left alone)" % _pid_list(others)
-        self.event("verdict", result, "GPU%d: %s" % (index, words), gpu=index, data=data)
+        self.event("verdict", result, "GPU %d: %s" % (index, words), gpu=index, data=data)
         return data
 
 
@@ -1592,6 +1771,9 @@ def _pidfd_budget():
     return max(0, soft - open_now - FD_RESERVE)
 
 
+QUICK_LOOK = ("SIGHUP", "SIGUSR1", "SIGUSR2")  # signals a process handles and lives on: one look
+STATE_WORDS = {"R": "running", "S": "sleeping", "D": "uninterruptible", "T": "stopped", "t": "stopped by a debugger",
+               "Z": "zombie", "I": "idle"}  # fmt: skip
 NO_GPU_WORDS = "not signalled: holds no GPU now (no GPU device file, not listed by NVML); still running"
 
 
@@ -1603,6 +1785,12 @@ def _reused(expected, found):
 def _zombie_words(ppid):
     # type: (Optional[int]) -> str
     return "zombie: exited, holds nothing; parent %s must reap it" % (ppid if ppid is not None else "?")
+
+
+def _gpus_words(gpus):
+    # type: (List[int]) -> str
+    """`GPU 3`, `GPUs 0,1` in a sentence (the app's gputui.words.gpus_words, for the probe)."""
+    return ("GPU " if len(gpus) == 1 else "GPUs ") + _gpu_list(gpus)
 
 
 def _gpu_list(gpus):

@@ -183,12 +183,12 @@ class Reset(object):
                 self.event(
                     "verify",
                     "idle",
-                    "GPU%d: memory back at idle" % self.index,
+                    "GPU %d: memory back at idle" % self.index,
                     data={"memory_after": gpu.get("memory_used")},
                 )
                 return ms
             time.sleep(POLL_S)
-        self.event("verify", "timeout", "GPU%d: memory not back at idle after %g s" % (self.index, VERIFY_S))
+        self.event("verify", "timeout", "GPU %d: memory not back at idle after %g s" % (self.index, VERIFY_S))
         return None
 
     def done(self, result, message, **data):

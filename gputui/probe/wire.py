@@ -34,7 +34,7 @@ HOST_LIMITS = {
 }  # type: Dict[str, Tuple[Any, Any, type]]
 
 PROBE_TYPES = ("hello", "sample", "event", "error", "detail")
-APP_TYPES = ("configure", "sample", "plan", "cancel", "reset", "quit", "detail")
+APP_TYPES = ("configure", "sample", "plan", "cancel", "reset", "quit", "detail", "signal")
 
 
 def interval_problem(value):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from gputui.model import Event
 from gputui.plan import KILL_WAIT, Plan
-from gputui.words import count
+from gputui.words import count, gpus_words
 
 from . import fmt
 
@@ -44,6 +44,8 @@ class Progress:
         stage, result = event.stage, event.result
         if stage == "accepted":
             self._enter("checking the targets", now)
+        elif stage == "signal" and result == "sent" and self.plan.signal is not None:
+            self._enter(f"{event.signal} sent: reading the process's state", now, self.plan.deadline)
         elif stage in ("signal", "escalate") and result == "sent" and event.pid is not None:
             if event.signal != self.signal:
                 self.waiting.clear()
@@ -59,7 +61,7 @@ class Progress:
             self._enter("rescanning the holders", now)
         elif stage == "verify" and result == "polling":
             if self.plan.cleans_gpus:
-                what = f"verifying GPU {','.join(map(str, self.plan.gpu_indexes))} clean"
+                what = f"verifying {gpus_words(self.plan.gpu_indexes)} clean"
             else:
                 what = "verifying the targets gone, their memory released"
             self._enter(f"{what} (NVML polled)", now, self.plan.verify_timeout)

@@ -52,7 +52,7 @@ from gputui.fleet import Fleet, HostView
 from gputui.model import Event, PlanVerdict, done_event
 from gputui.operate import FRESH_TIMEOUT, Operations, Request, status_of
 from gputui.plan import KillOptions, Plan
-from gputui.words import count, verdict_summary
+from gputui.words import count, toast_title, verdict_summary
 
 from . import actions, fmt
 from .commands import GpuTuiCommands
@@ -463,12 +463,8 @@ class GpuTuiApp(App[None]):
         self.show_log()
         if self._progress_timer is not None:
             self._progress_timer.resume()
-        if plan.jobs:
-            what = plan.title  # `Stop job 4242 (torchrun ...)`
-        elif plan.cleans_gpus:
-            what = f"free GPU {','.join(map(str, plan.gpu_indexes))}"
-        else:
-            what = "stop the chosen processes"
+        # `Stop job 4242 (torchrun ...)`, `free GPU 3`, `stop the chosen process`: gputui.plan words it.
+        what = plan.title if plan.jobs else plan.title[:1].lower() + plan.title[1:]
         self.log_note(host, f"plan {plan.id}: {what}: {len(plan.signalled)} to signal", tag=plan.id)
 
         ended = False  # the probe's `done` came: the audit log has the plan's outcome
@@ -514,12 +510,7 @@ class GpuTuiApp(App[None]):
         restarts = verdict is not None and bool(verdict.restarts)
         level = "error" if not ok else "warn" if restarts else "ok"
         self.log_note(plan.host, f"verdict: {text}", level, tag=plan.id)
-        title = {
-            "clean": "verified clean",
-            "stopped": "stopped, memory released",
-            "outcome-unknown": "OUTCOME UNKNOWN",
-            "not-sent": "NOT SENT",
-        }.get(status, "NOT clean" if plan.cleans_gpus else "NOT stopped")
+        title = toast_title(status, plan.cleans_gpus, plan.signal)
         # The verdict's GPUs in the tables now, not at the next sample: ask for one.
         self.run_worker(self.fleet.request_sample(plan.host), group="after-plan", exit_on_error=False)
         self.notify(
@@ -625,7 +616,8 @@ class GpuTuiApp(App[None]):
             return
         self.last_export = (json_path, text_path)
         self.log_note(APP_HOST, f"snapshot exported: {json_path} and {text_path}")
-        self.notify(f"{json_path}\n{text_path}", title="Snapshot exported", timeout=8, markup=False)
+        # One line: notify makes the text printable, so a line break would show as `\n`.
+        self.notify(f"{json_path} and {text_path}", title="Snapshot exported", timeout=8, markup=False)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(read_only=self.read_only))

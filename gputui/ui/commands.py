@@ -53,16 +53,21 @@ class GpuTuiCommands(Provider):
                     "memory, settings and history of one GPU (i)",
                     partial(act, "gpu_detail"),
                 )
+            # Each entry says what it switches to, not what is shown now.
             tree_on = main.proc_table.tree_mode
             yield Entry(
                 "Processes as a list" if tree_on else "Processes as a tree",
-                "t: each process under its parent; - and + fold and unfold a family",
+                "t: one row per process, in the sort's order (no families)"
+                if tree_on
+                else "t: each process under its parent; - and + fold and unfold a family",
                 partial(act, "toggle_tree"),
             )
             jobs_on = main.proc_table.jobs_mode
             yield Entry(
                 "Processes as a list (not by job)" if jobs_on else "Processes by job",
-                "J: each job (a launcher, a supervisor, a service) a row above its members",
+                "J: one row per process, without the jobs' rows"
+                if jobs_on
+                else "J: each job (a launcher, a supervisor, a service) a row above its members",
                 partial(act, "toggle_jobs"),
             )
             at = main.proc_table.cursor_any_key
@@ -75,7 +80,9 @@ class GpuTuiCommands(Provider):
             paused = main.paused
             yield Entry(
                 "Resume (catch up)" if paused else "Pause the view",
-                "z: freeze the view to read it; samples still arrive and are kept",
+                "z: back to the live view, with what arrived meanwhile"
+                if paused
+                else "z: freeze the view to read it; samples still arrive and are kept",
                 partial(act, "toggle_pause"),
             )
             shown = main.action_log.display
@@ -101,7 +108,9 @@ class GpuTuiCommands(Provider):
         exact = getattr(app, "exact_memory", False)
         yield Entry(
             "Memory in GiB" if exact else "Memory in exact MiB",
-            "m: GPU memory, RAM and RSS in whole MiB (as nvidia-smi), or GiB",
+            "m: GPU memory, RAM and RSS in GiB again"
+            if exact
+            else "m: GPU memory, RAM and RSS in whole MiB (as nvidia-smi)",
             partial(app.run_action, "toggle_mib"),
         )
         yield Entry(

@@ -31,8 +31,10 @@ _LINKS = {"pgid": "same process group as", "sid": "same session as", "ancestor":
 
 
 def killable(proc: Proc) -> bool:
-    """A process a plan would signal: a GPU user or a hidden holder, not protected."""
-    return proc.kind in KILLABLE and proc.protected is None
+    """A process `u` tags (a plan signals it when chosen): a GPU user or a hidden holder attributed
+    to a GPU, not protected. An unattributed holder (no GPU: gputui.plan.sweep_candidates) is the
+    sweep's, signalled only when the dialog's sweep is on (s), or when chosen by itself."""
+    return proc.kind in KILLABLE and proc.protected is None and not (proc.kind == "hidden" and not proc.gpus)
 
 
 def label(kind: str) -> str:

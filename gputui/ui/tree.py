@@ -210,6 +210,12 @@ def lines(
     return out
 
 
+def fold_words(folded: int) -> str:
+    """What a folded row says of the rows it keeps out of view (`7 folded`): drawn right after its
+    branch, before the command, so a cut command never hides it."""
+    return f"{folded} folded"
+
+
 def _count_below(key: str, children: Mapping[str | None, list[str]]) -> int:
     count = 0
     stack = list(children.get(key, []))

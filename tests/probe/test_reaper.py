@@ -391,7 +391,7 @@ def test_a_read_only_probe_refuses_a_plan(sim_probe):
         ({"gpus": ["0"]}, "gpus"),
         ({"term_timeout": 0}, "term_timeout"),
         ({"verify_timeout": "10"}, "verify_timeout"),
-        ({"gpus": [0, 9]}, "no GPU 9 here (GPUs: 0)"),
+        ({"gpus": [0, 9]}, "no GPU 9 here (its GPUs: 0)"),
         ({"signals": ["SIGKILL"]}, "signals must be SIGHUP, SIGUSR1, SIGINT, SIGTERM"),
         ({"signals": ["SIGTERM", "SIGINT"]}, "in that order"),
         ({"signals": "SIGTERM"}, "list of signal names"),

@@ -51,7 +51,7 @@ def event(
 
 SENT = event("signal", "sent", f"SIGTERM -> {LABEL}")
 EXITED = event("wait", "exited", f"{LABEL} exited after SIGTERM")
-IDLE = event("verify", "idle", "GPU2: memory back at idle, nothing listed", pid=None, gpu=2)
+IDLE = event("verify", "idle", "GPU 2: memory back at idle, nothing listed", pid=None, gpu=2)
 
 
 def test_what_happened_comes_from_the_fields() -> None:
@@ -61,7 +61,8 @@ def test_what_happened_comes_from_the_fields() -> None:
     assert what_happened(vanished)[0] == "SIGTERM: already exited"
     checked = event("check", "ok", f"{LABEL}: identity confirmed (pidfd)")
     assert what_happened(checked)[0] == "identity confirmed (pidfd)"
-    assert what_happened(IDLE) == ("GPU2: memory back at idle, nothing listed", "")  # no PID: the message
+    # No PID: the message, less the GPU the line's GPU column names.
+    assert what_happened(IDLE) == ("memory back at idle, nothing listed", "")
     odd = event("check", "ok", "something else entirely")
     assert what_happened(odd) == ("something else entirely", "")  # not the probe's words: kept whole
 
@@ -82,7 +83,7 @@ async def test_a_line_reads_left_to_right_and_fits(size: tuple[int, int]) -> Non
         for e in (SENT, EXITED, IDLE):
             log.add_event("demo-a", e)
         verdict = (
-            "verdict: NOT clean in 15.0 s · GPU2 held by 4125300, 4125301 (not in the plan, left alone) · "
+            "verdict: NOT clean in 15.0 s · GPU 2 held by 4125300, 4125301 (not in the plan, left alone) · "
             "2 exited, 1 survived"
         )
         log.note("demo-a", verdict, "error")
@@ -90,7 +91,7 @@ async def test_a_line_reads_left_to_right_and_fits(size: tuple[int, int]) -> Non
         lines = log_lines(app)
         width = log.query_one("#log-lines").scrollable_content_region.width
         assert all(len(line.rstrip()) <= width for line in lines), (width, lines)
-        head = re.compile(rf"^\d\d:\d\d:\d\d\.125 demo-a GPU2 +{PID} ")
+        head = re.compile(rf"^\d\d:\d\d:\d\d\.125 demo-a GPU 2 +{PID} ")
         sent = next(line for line in lines if "SIGTERM sent" in line)
         assert head.match(sent), sent
         exited = next(line for line in lines if "exited after SIGTERM" in line)
@@ -99,7 +100,7 @@ async def test_a_line_reads_left_to_right_and_fits(size: tuple[int, int]) -> Non
         assert exited.index("exited after SIGTERM") < exited.index("python")
         assert exited.rstrip().endswith(("…", "config.yaml")), exited
         assert re.match(
-            r"^\d\d:\d\d:\d\d\.125 demo-a GPU2 +GPU2: memory back at idle",
+            r"^\d\d:\d\d:\d\d\.125 demo-a GPU 2 +memory back at idle",
             next(line for line in lines if "memory back at idle" in line),
         )
         # A long line wraps under its own column, never past the pane; its numbers stay whole.

@@ -87,20 +87,20 @@ def test_verdict_words() -> None:
     verdict = PlanVerdict.from_event(done)
     assert not verdict.ok
     assert verdict_summary(verdict) == (
-        "NOT clean in 5.1 s · GPU0 clean; GPU1 held by 7, 8; "
-        "GPU2 ghost-memory: NVML lists 5 (dead); suspected holders: none found · 2 exited, 1 survived"
+        "NOT clean in 5.1 s · GPU 0 clean; GPU 1 held by 7, 8; "
+        "GPU 2 ghost-memory: NVML lists 5 (dead); suspected holders: none found · 2 exited, 1 survived"
     )
     lost = Event(plan="p1", time=0.0, stage="done", result="outcome-unknown", message="link \x1b lost")
     assert verdict_summary(PlanVerdict.from_event(lost)) == "outcome unknown: link \\e lost"
-    assert gpu_words(GpuVerdict(3, "clean")) == "GPU3 clean"
+    assert gpu_words(GpuVerdict(3, "clean")) == "GPU 3 clean"
     shared = GpuVerdict(0, "released", others=(7566,))
-    assert gpu_words(shared) == "GPU0 released: still used by 7566 (not in the plan, left alone)"
+    assert gpu_words(shared) == "GPU 0 released: still used by 7566 (not in the plan, left alone)"
     stopped = Event(
         plan="p2", time=0.0, stage="done", result="stopped",
         data={"ok": True, "elapsed_ms": 180.0, "gpus": {"0": {"result": "released", "others": [7566]}},
               "processes": [{"pid": 10, "result": "exited"}]},
     )  # fmt: skip
     assert verdict_summary(PlanVerdict.from_event(stopped)) == (
-        "stopped, memory released in 180 ms · GPU0 released: still used by 7566 (not in the plan, left alone) "
+        "stopped, memory released in 180 ms · GPU 0 released: still used by 7566 (not in the plan, left alone) "
         "· 1 exited"
     )

@@ -140,7 +140,7 @@ async def test_tree_folds_and_unfolds_a_family() -> None:
         await redrawn(pilot)
         assert zombie_key not in row_keys(table)
         assert table.cursor_key == parent_key
-        assert "(+1 folded)" in command_of(table, parent_key)
+        assert "1 folded · " in command_of(table, parent_key)
 
         await pilot.press("plus")
         await redrawn(pilot)
@@ -154,7 +154,7 @@ async def test_tree_folds_and_unfolds_a_family() -> None:
         await pilot.press("minus")
         await redrawn(pilot)
         assert not set(jobs) & set(row_keys(table))
-        assert f"(+{len(jobs) + 1} folded)" in command_of(table, launcher)  # the zombie too
+        assert f"{len(jobs) + 1} folded · " in command_of(table, launcher)  # the zombie too
         # Folded families stay folded across refreshes.
         main.refresh_data({"demo-a"}, everything=True)
         await redrawn(pilot)
@@ -318,9 +318,12 @@ async def test_detail_of_a_tree_context_row() -> None:
 
 
 def killable_of(sample: Sample, user: str | None) -> set[tuple[int, int | None]]:
-    """What a plan may signal among `user`'s processes: GPU users and hidden holders, none protected."""
+    """What `u` tags among `user`'s processes: GPU users and hidden holders attributed to a GPU, none
+    protected (an unattributed holder is the sweep's)."""
     return {
-        p.key for p in sample.processes if p.user == user and p.kind in ("user", "hidden") and not p.protected
+        p.key
+        for p in sample.processes
+        if p.user == user and p.kind in ("user", "hidden") and not p.protected and p.gpus
     }
 
 
@@ -343,7 +346,7 @@ async def test_tag_user_selects_every_process_of_that_user_then_unselects() -> N
         # Monitors and zombies of that user are left out, and the notification says so.
         left = [p for p in sample.processes if p.user == mine.user and p.key not in theirs]
         if left:
-            assert any(f"({len(left)} more not selectable" in n for n in notes(app))
+            assert any(f"({len(left)} more not tagged" in n for n in notes(app))
 
         # Another user's process adds to the selection; the plan takes them all.
         assert main.proc_table.move_to(proc_row_key(hostile))

@@ -124,7 +124,7 @@ class NvmlReader(Reader):
         nv = self._nv
         code = getattr(exc, "value", None)
         if code in (nv.NVML_ERROR_LIBRARY_NOT_FOUND, nv.NVML_ERROR_DRIVER_NOT_LOADED):
-            return ReaderError("no-driver", "no NVIDIA driver on this host (%s)" % (exc,))
+            return ReaderError("no-driver", "no NVIDIA driver (%s)" % (exc,))  # the app names the host
         if code == nv.NVML_ERROR_NO_PERMISSION:
             return ReaderError("no-permission", "no permission to open the NVIDIA driver (%s)" % (exc,))
         return ReaderError("no-driver", "NVML failed to start: %s" % (exc,))

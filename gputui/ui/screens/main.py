@@ -739,11 +739,15 @@ class MainScreen(Screen[None]):
             words = f"Selected {count(len(chosen), 'process', 'processes')} of {user}"
             if left:
                 words += (
-                    f" ({left} more not selectable: monitors, zombies and protected ones are never tagged)"
+                    f" ({left} more not tagged: monitors, zombies, protected ones and unattributed holders,"
+                    " which the sweep takes)"
                 )
             self.notify(words + ".", timeout=4)
         else:
-            self.notify(f"None of {user}'s processes here can be selected (monitors, zombies, protected).")
+            self.notify(
+                f"None of {user}'s processes here can be tagged (monitors, zombies, protected ones, "
+                "unattributed holders)."
+            )
         self.refresh_procs()
 
     def action_proc_detail(self) -> None:

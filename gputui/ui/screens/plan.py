@@ -35,14 +35,15 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from gputui.model import Job, Sample
-from gputui.plan import SIGNAL_PLANS, SIGNAL_WORDS, Excluded, KillOptions, Plan, Target
+from gputui.plan import SIGNAL_MEANINGS, SIGNAL_PLANS, SIGNAL_WORDS, Excluded, KillOptions, Plan, Target
 from gputui.units import fmt_bytes, fmt_bytes_of, fmt_gpus, index_runs
-from gputui.words import count
+from gputui.words import count, gpus_words
 
 from .. import fmt, kinds
 from ..widgets.status import StyledStatic
 
 KEYS_HINT = "ctrl+k kill · s sweep · i signals · w/v times · p monitor · esc cancel"
+SIGNAL_KEYS_HINT = "ctrl+k send · esc cancel"  # a signal plan: one signal, nothing to change
 TERM_WAITS = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)  # `w` cycles through these (seconds)
 VERIFY_WAITS = (5.0, 10.0, 30.0, 60.0, 120.0)  # `v`
 
@@ -59,16 +60,49 @@ ROLE_LABELS = {
 
 
 def scope_words(plan: Plan) -> str:
-    if plan.jobs:
-        return plan.title  # `Stop job 4242 (torchrun ...)`: gputui.plan words it
-    gpus = ",".join(map(str, plan.gpu_indexes))
-    if plan.scope == "host":
-        return f"free every GPU ({gpus})"
-    if plan.scope == "gpus":
-        return f"free GPU {gpus}"
-    if plan.scope == "selection":
-        return f"free GPU {gpus} and stop the chosen processes"
-    return "stop the chosen processes"
+    """What one host's plan does, after the host's name (gputui.plan words it)."""
+    title = plan.title  # `Stop job 4242 (torchrun ...)`, `Free GPU 3`, `Stop the chosen process`
+    return title if plan.jobs else title[:1].lower() + title[1:]
+
+
+def dialog_title(plans: Sequence[Plan]) -> str:
+    """The dialog's title: what its plans do (`Free GPU 3`, `Stop the chosen processes`, `Stop a
+    job`), and how many hosts when more than one."""
+    hosts = {p.host for p in plans}
+    jobs = sum(len(p.jobs) for p in plans)
+    if jobs and all(p.jobs and not p.cleans_gpus for p in plans):
+        what = "Stop a job" if jobs == 1 else "Stop jobs"
+    elif len(plans) == 1:
+        what = plans[0].title if not plans[0].jobs else plans[0].kind_title
+    else:
+        kinds = list(dict.fromkeys(p.kind_title for p in plans))
+        what = kinds[0] if len(kinds) == 1 else " and ".join(k.lower() for k in kinds).capitalize()
+    if len(what) > 60:
+        what = what[:59] + "…"
+    return f"{what} · confirm" + (f" · {len(hosts)} hosts" if len(hosts) > 1 else "")
+
+
+def then_words(plans: Sequence[Plan]) -> str:
+    """What the summary says comes after the signals: `verify GPU 3 is clean`, `verify GPUs 0, 2
+    are clean`, `verify they are gone and their memory released` (`it is` for one process)."""
+    gpus = [p for p in plans if p.cleans_gpus]
+    if gpus:
+        if len(gpus) == 1:
+            indexes = gpus[0].gpu_indexes
+            return f"verify {gpus_words(indexes)} {'is' if len(indexes) == 1 else 'are'} clean"
+        return "verify the GPUs are clean"
+    if sum(len(p.signalled) for p in plans) == 1:
+        return "verify it is gone and its memory released"
+    return "verify they are gone and their memory released"
+
+
+def nothing_words(plan: Plan) -> str:
+    """A plan with no target, in the lists' place."""
+    if plan.cleans_gpus:
+        return f"Nothing to stop here: no process uses or holds {gpus_words(plan.gpu_indexes)}."
+    if plan.excluded:
+        return "Nothing to stop here: every process chosen is left alone (why: below)."
+    return "Nothing to stop here."
 
 
 def _next(values: tuple[float, ...], now: float) -> float:
@@ -149,18 +183,22 @@ class PlanBody(PlanText):
             out.append(self._targets(mine, operator))
         rest = tuple(t for t in plan.targets if t.pid not in in_jobs)
         if rest:
-            title = "Stop, besides the jobs" if plan.jobs else "Stop"
+            title = "Stop, besides the jobs" if plan.jobs else "Signal" if plan.signal else "Stop"
             out.append(self._section(f"{title} ({len(rest)})"))
             out.append(self._targets(rest, operator))
         elif not plan.targets:
-            out.append(Text("Nothing to stop here: no process uses or holds these GPUs.", muted))
+            out.append(Text(nothing_words(plan), muted))
         if plan.sweep:
             n = len(plan.sweep)
             box = "☑" if plan.sweep_included else "☐"
-            state = "included: s leaves them out" if plan.sweep_included else "not included: s adds them"
+            them = "it" if n == 1 else "them"
+            state = (
+                f"included: s leaves {them} out" if plan.sweep_included else f"not included: s adds {them}"
+            )
             line = Text(no_wrap=True, overflow="ellipsis")
             line.append(f"{box} Sweep ({n}) ", self.style_of("plan--section"))
-            line.append(f"unattributed hidden holders, host-wide ({state})", muted)
+            what = "unattributed hidden holder" if n == 1 else "unattributed hidden holders"
+            line.append(f"{what}, host-wide ({state})", muted)
             out.append(line)
             out.append(self._targets(plan.sweep, operator, off=not plan.sweep_included))
         if plan.excluded:
@@ -330,15 +368,12 @@ class PlanScreen(ModalScreen[tuple[Plan, ...] | None]):
             with Horizontal(id="plan-buttons"):
                 yield Button("Cancel", id="plan-cancel", variant="primary")
                 yield Button("Kill", id="plan-kill", variant="error")
-                yield Static(KEYS_HINT, id="plan-keys", markup=False)
+                signal = any(p.signal for p in self.plans)
+                yield Static(SIGNAL_KEYS_HINT if signal else KEYS_HINT, id="plan-keys", markup=False)
 
     def on_mount(self) -> None:
         box = self.query_one("#plan-box")
-        hosts = {p.host for p in self.plans}
-        jobs = sum(len(p.jobs) for p in self.plans)
-        what = "Free GPUs" if not jobs else "Stop a job" if jobs == 1 else "Stop jobs"
-        title = f"{what} · confirm" + (f" · {len(hosts)} hosts" if len(hosts) > 1 else "")
-        fmt.set_title(box, title)
+        fmt.set_title(box, dialog_title(self.plans))
         self.app.theme_changed_signal.subscribe(self, lambda _: self.redraw())
         self.redraw()
 
@@ -352,13 +387,12 @@ class PlanScreen(ModalScreen[tuple[Plan, ...] | None]):
         hosts = sorted({p.host for p in runnable})
         summary = Text(no_wrap=True, overflow="ellipsis")
         body = self.query_one(PlanBody)
-        if n:
+        signal = next((p.signal for p in self.plans if p.signal), None)
+        if signal is not None:
+            summary = self._signal_summary(body)
+        elif n:
             where = fmt.safe(hosts[0], 40) if len(hosts) == 1 else f"{len(hosts)} hosts"
-            then = (
-                "then verify the GPUs are clean"
-                if any(p.cleans_gpus for p in runnable)
-                else "then verify they are gone and their memory released"
-            )
+            then = f"then {then_words(runnable)}"
             jobs = sum(len(p.jobs) for p in runnable)
             what = count(n, "process", "processes")
             if jobs:
@@ -374,7 +408,10 @@ class PlanScreen(ModalScreen[tuple[Plan, ...] | None]):
         stages.append(stages_line(first) if first is not None else "-")
         self.query_one("#plan-stages", Static).update(stages)
         options = Text(no_wrap=True, overflow="ellipsis")
-        if first is not None:
+        if first is not None and first.signal is not None:
+            options.append("Signal: ", body.style_of("plan--section"))
+            options.append(f"{first.signal} once · no SIGKILL after it · nothing verified")
+        elif first is not None:
             chosen = first.kill
             options.append("Signals: ", body.style_of("plan--section"))
             options.append(f"{SIGNAL_WORDS[chosen.signals]} (i) · ")
@@ -383,10 +420,32 @@ class PlanScreen(ModalScreen[tuple[Plan, ...] | None]):
             options.append(f"verify up to {chosen.verify_timeout:g} s (v)")
         self.query_one("#plan-options", Static).update(options)
         kill = self.query_one("#plan-kill", Button)
-        kill.label = f"Kill {n}" if n else "Nothing to kill"
+        if signal is not None:
+            kill.label = f"Send {signal}" if n else "Nothing to send"
+        else:
+            kill.label = f"Kill {n}" if n else "Nothing to kill"
         kill.disabled = not n
         self.refresh_bindings()
         self.call_after_refresh(self._fit)
+
+    def _signal_summary(self, body: PlanBody) -> Text:
+        """`Send SIGSTOP to 4121 (python train.py) on demo-a, once: pause it (...)`."""
+        summary = Text(no_wrap=False)
+        plan = next(p for p in self.plans if p.signal)
+        assert plan.signal is not None
+        if plan.targets:
+            t = plan.targets[0]
+            meaning = SIGNAL_MEANINGS.get(plan.signal, "")
+            words = (
+                f"Send {plan.signal} to {t.pid} ({fmt.safe(t.brief, 60)}) on {fmt.safe(plan.host, 40)}, once"
+            )
+            summary.append(words + (f": {meaning}." if meaning else "."), body.style_of("plan--section"))
+        else:
+            summary.append(
+                f"Nothing to send {plan.signal} to: the process is left alone (why: below).",
+                body.style_of("plan--warn"),
+            )
+        return summary
 
     def on_resize(self) -> None:
         self.redraw()
@@ -411,6 +470,8 @@ class PlanScreen(ModalScreen[tuple[Plan, ...] | None]):
             return any(p.sweep for p in self.plans)
         if action == "include_protected":
             return any(p.includable for p in self.plans)
+        if action in ("cycle_signals", "cycle_term", "cycle_verify") and any(p.signal for p in self.plans):
+            return False  # a signal plan sends its one signal: no ladder, no verification to change
         if action == "cycle_term":
             return True if any(p.kill.signals != "kill" for p in self.plans) else None
         if action == "confirm":

@@ -7,7 +7,11 @@ cgroup, device files by fd) and shows it when it comes; a process that has exite
 now names another process, is said to be gone. Nothing is cut: long values wrap. Everything from
 the host is shown literally (rich Text, never markup; control characters escaped at the edge).
 `c` copies the PID, `C` the command line as shown (control characters as their escapes, each
-argument quoted as a shell would need it; it is never run).
+argument quoted as a shell would need it; it is never run). `e` shows its environment (read by the
+probe for the process's own user or root; secret-looking values hidden until asked: environ.py).
+`k` sends it any signal by name (SIGSTOP and SIGCONT too): chosen in signal.py, confirmed in the
+plan dialog, sent once by the host's probe after it checked the process again; not offered
+read-only, on a host that takes no plans, or for a process not in /proc.
 """
 
 from __future__ import annotations
@@ -25,15 +29,18 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 
-from gputui.fleet import DETAIL_TIMEOUT
-from gputui.model import GpuShare, Job, Parent, Proc, ProcDetail, Sample
+from gputui.fleet import DETAIL_TIMEOUT, HostView
+from gputui.model import Event, GpuShare, Job, Parent, Proc, ProcDetail, Sample, brief_command
+from gputui.operate import Request
 from gputui.textsafe import printable
 from gputui.units import fmt_duration, fmt_memory, fmt_percent, index_runs
 from gputui.words import count
 
 from .. import fmt, kinds
 from ..context import Dashboard
+from ..intents import PlanRequested
 from ..widgets.status import StyledStatic
+from .signal import SignalScreen
 
 STATES = {
     "R": "running",
@@ -87,6 +94,8 @@ class ProcDetailScreen(ModalScreen[None]):
         Binding("c", "copy_pid", "Copy PID", tooltip="copy the PID to the clipboard"),
         Binding("C", "copy_command", "Copy command", tooltip="copy the whole command line"),
         Binding("r", "reread", "Read again", tooltip="read the process from /proc again"),
+        Binding("e", "environ", "Environment", tooltip="its environment (secret-looking values hidden)"),
+        Binding("k", "signal", "Signal", tooltip="send it a signal by name (SIGSTOP, SIGCONT, SIGTERM...)"),
     ]
 
     def __init__(self, host: str, record: Proc | Parent) -> None:
@@ -103,12 +112,34 @@ class ProcDetailScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="pdetail-box") as box:
             box.border_title = f"Process {self.record.pid} · {fmt.safe(self.host, 40)}"
-            box.border_subtitle = "c copy PID · C copy command · r read again · esc close"
+            # Short enough for 80 columns: what each key does is in the footer and the help.
+            box.border_subtitle = (
+                "c/C copy PID/command · e environment · k signal · r again · esc close"
+                if self._can_signal()
+                else "c/C copy PID/command · e environment · r read again · esc close"
+            )
             yield DetailBody(id="pdetail-body")
 
     def on_mount(self) -> None:
         self.body = self.query_one(DetailBody)
+        self._awaiting = False  # a signal was asked for: read the process again once it is sent
+        self.dash.fleet.listen(self._on_fleet)
         self.action_reread()
+
+    def on_unmount(self) -> None:
+        self.dash.fleet.unlisten(self._on_fleet)
+
+    def _on_fleet(self, view: HostView, what: str, payload: object) -> None:
+        """The `done` of a plan about this process (the signal chosen here): read it again, so
+        its state (T after SIGSTOP) shows without `r`."""
+        if not (self._awaiting and what == "event" and view.name == self.host and isinstance(payload, Event)):
+            return
+        processes = payload.data.get("processes") if payload.stage == "done" else None
+        if isinstance(processes, list) and any(
+            isinstance(p, dict) and p.get("pid") == self.record.pid for p in processes
+        ):
+            self._awaiting = False
+            self.action_reread()
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -146,6 +177,52 @@ class ProcDetailScreen(ModalScreen[None]):
             return self.dash.fleet.view(self.host).sample
         except KeyError:
             return None
+
+    def action_environ(self) -> None:
+        record = self._latest()
+        if record.start_time is None:
+            self.notify(f"PID {record.pid} is not in /proc: no environment to read.", severity="warning")
+            return
+        from .environ import EnvironScreen  # it builds on this module's DetailBody
+
+        self.app.push_screen(EnvironScreen(self.host, record.pid, record.start_time))
+
+    def _can_signal(self) -> bool:
+        """Whether `k` is offered: not read-only, a host that takes plans, a process in /proc."""
+        if self.dash.read_only or self.record.start_time is None:
+            return False
+        try:
+            return self.dash.fleet.view(self.host).can_kill
+        except KeyError:
+            return False
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "signal":
+            return self._can_signal()
+        return True
+
+    def action_signal(self) -> None:
+        if not self._can_signal():
+            return
+        record = self._latest()
+        command = brief_command(self._command()) or (record.name or "?")
+        self.app.push_screen(SignalScreen(self.host, record.pid, command), self._signal_chosen)
+
+    def _signal_chosen(self, name: str | None) -> None:
+        """The app plans it (a fresh scan), and the plan dialog confirms it: process and signal."""
+        record = self._latest()
+        if name is not None and record.start_time is not None:
+            target = (record.pid, record.start_time)
+            self._awaiting = True
+            self.post_message(PlanRequested(Request(self.host, "signal", signal=name, target=target)))
+
+    def on_screen_suspend(self) -> None:
+        self._covered = True
+
+    def on_screen_resume(self) -> None:
+        if getattr(self, "_covered", False):
+            self._covered = False
+            self.action_reread()  # back from the environment, or a signal's dialog: read it anew
 
     # -- copying -----------------------------------------------------------------------------
 
@@ -222,8 +299,12 @@ class ProcDetailScreen(ModalScreen[None]):
             ),
         )
         if isinstance(record, Proc):
-            cpu_time = f" · {ok.cpu_time:.1f} s of CPU in all" if ok and ok.cpu_time is not None else ""
-            add("CPU", f"{fmt_percent(record.cpu_percent)} of one core now{cpu_time}")
+            cpu_time = f"{ok.cpu_time:.1f} s of CPU in all" if ok and ok.cpu_time is not None else ""
+            if record.cpu_percent is not None:
+                now = f"{fmt_percent(record.cpu_percent)} of one core now"
+                add("CPU", now + (f" · {cpu_time}" if cpu_time else ""))
+            else:  # a ghost, or a process the probe has not timed yet: no figure to give
+                add("CPU", cpu_time or ("-", muted))
         rss = ok.rss if ok and ok.rss is not None else getattr(record, "rss", None)
         add("RSS", fmt_memory(rss, self.dash.exact_memory) if rss is not None else ("-", muted))
         if ok is not None:

@@ -24,7 +24,7 @@ from textual.containers import Vertical
 from textual.widgets import RichLog, Static
 
 from gputui.model import Event, brief_command
-from gputui.words import where
+from gputui.words import event_message, where
 
 from .. import fmt
 from .table import Cell, fit
@@ -32,7 +32,7 @@ from .table import Cell, fit
 MAX_ENTRIES = 5000
 HOST_WIDTH = 16  # at most: a longer host name is cut, with an ellipsis
 PID_WIDTH = 7  # PIDs go up to 4194304
-GPU_WIDTH = 6  # "GPU0,1"; a longer list widens it for its line
+GPU_WIDTH = 7  # "GPU 0,1"; a longer list widens it for its line
 COMMAND_ROOM = 12  # a command with less room than this on the last line gets a line of its own
 LEVELS = ("info", "ok", "warn", "error")
 # Results that end well or badly, for the line's style.
@@ -106,7 +106,8 @@ def _label_words(event: Event) -> str:
 def what_happened(event: Event) -> tuple[str, str]:
     """(what happened, the command) of an event about a process; an event without a PID keeps its
     message, and so does one whose message does not name the process as the probe does."""
-    message = event.message or f"{event.stage} {event.result or ''}".strip()
+    # Without the `GPU 3: ` the line's GPU column says already.
+    message = event_message(event) or f"{event.stage} {event.result or ''}".strip()
     if event.pid is None:
         return message, ""
     words = _label_words(event)

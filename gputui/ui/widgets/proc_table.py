@@ -258,11 +258,12 @@ class ProcTable(KeyedTable):
             row = dict(rows[line.key])
             cell = Cell(sort_key=row["command"].sort_key)
             cell.add(line.prefix, branch)
+            if line.folded:  # before the command: a cut command never hides how many are folded
+                cell.add(tree.fold_words(line.folded), muted, keep=True)
+                cell.add(" · ", muted)
             start = len(cell.plain)
             cell.append_text(row["command"])
-            cell.keep = tuple((a + start, b + start) for a, b in row["command"].keep)
-            if line.folded:
-                cell.add(f" (+{line.folded} folded)", muted)
+            cell.keep = (*cell.keep, *((a + start, b + start) for a, b in row["command"].keep))
             row["command"] = cell
             drawn[line.key] = row
         return drawn

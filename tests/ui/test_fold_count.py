@@ -1,0 +1,35 @@
+"""A folded family says how many rows it keeps out of view, where it can be read (issue 19, item
+12): on screen, at every size, however long the command beside it."""
+
+from __future__ import annotations
+
+import pytest
+
+from gputui.ui import tree
+from gputui.ui.widgets.proc_table import CONTEXT, proc_row_key
+
+from .conftest import redrawn, screen_text
+from .test_proc_views import family_app, launched, procs_of, sample_of
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36), (200, 50)], ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_a_folded_family_shows_how_many_it_hides(size: tuple[int, int]) -> None:
+    app = family_app()
+    async with app.run_test(size=size) as pilot:
+        main = await procs_of(pilot)
+        table = main.proc_table
+        await pilot.press("t")
+        await redrawn(pilot)
+        sample = sample_of(app)
+        launcher = CONTEXT + proc_row_key(sample.parents[0])
+        hidden = len(launched(sample)) + 1  # its jobs and the zombie under one of them
+        assert table.move_to(launcher)
+        await pilot.press("minus")
+        await redrawn(pilot)
+        [row] = [line for line in screen_text(app).splitlines() if f"{sample.parents[0].pid} " in line]
+        assert tree.fold_words(hidden) in row, row  # beside the branch, before the command
+
+
+def test_fold_words_count_one_and_many() -> None:
+    assert tree.fold_words(1) == "1 folded"
+    assert tree.fold_words(7) == "7 folded"
