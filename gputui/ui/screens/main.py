@@ -15,6 +15,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.css.query import NoMatches
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -301,9 +302,8 @@ class MainScreen(Screen[None]):
             title += f" · showing free only ({self.fleet_table.row_count})"
         if self.fleet_filter:
             title += f" · filter: {fmt.safe(self.fleet_filter, 30)}"
-        if hidden := self.fleet_table.hidden_sort():
-            title += f" · {hidden}"
         fmt.set_title(self.fleet_table, title)
+        sort_note(self.fleet_table)
 
     def _refresh_host(self, view: HostView, changed: bool) -> None:
         self.status_line.show_host(
@@ -387,11 +387,10 @@ class MainScreen(Screen[None]):
         elsewhere = self.selection.count() - selected
         if elsewhere:
             title += f" · {elsewhere} selected on other hosts"
-        if hidden := self.proc_table.hidden_sort():
-            title += f" · {hidden}"
         if self.proc_table.command_offset:
             title += f" · commands from character {self.proc_table.command_offset + 1} (home: start)"
         fmt.set_title(self.proc_table, title)
+        sort_note(self.proc_table)
 
     @on(ProcTable.CommandScrolled)
     def _command_scrolled(self) -> None:
@@ -868,6 +867,15 @@ class MainScreen(Screen[None]):
             self.notify("Select processes with space first (or put the cursor on one).")
             return
         self.post_message(PlanRequested(*requests))
+
+
+def sort_note(table: KeyedTable) -> None:
+    """What sorts the rows when its column is not shown (the config hides it), on the pane's bottom
+    border: the title above is long and a narrow pane cuts its end; this line is the note's own."""
+    note = table.hidden_sort()
+    if getattr(table, "_gputui_sort_note", None) != note:
+        table._gputui_sort_note = note  # type: ignore[attr-defined]  # a mark of ours, as fmt.set_title's
+        table.border_subtitle = Content(note)
 
 
 def _frozen_copy(view: HostView) -> HostView:

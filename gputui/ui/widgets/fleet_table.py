@@ -11,7 +11,7 @@ from gputui.model import Gpu, HostMetrics, Sample
 from gputui.units import fmt_memory_of, fmt_percent
 
 from .. import fmt, kinds
-from .gpu_table import holders_cell, memory_cell, util_cell
+from .gpu_table import HOLDERS_ROOM, holders_cell, memory_cell, util_cell
 from .proc_table import matches
 from .table import Cell, Column, KeyedTable, Row
 
@@ -35,7 +35,18 @@ class FleetTable(KeyedTable):
         Column("util", "Util", width=4, justify="right", descending=True, priority=1),
         Column("temp", "Temp", width=4, justify="right", descending=True, priority=5),
         Column("state", "State", width=5, priority=1),
-        Column("holders", "Holders", width=None, nominal=10, priority=2, flex=True, cut=True),
+        Column(
+            "holders",
+            "Holders",
+            width=None,
+            nominal=10,
+            priority=2,
+            flex=True,
+            cut=True,
+            room=HOLDERS_ROOM,
+            room_priority=2,
+            whole=True,
+        ),
         # The host's own load, on each of its GPUs' rows (sort by it to find the busy hosts); the
         # first to go when the table is narrow.
         Column("cpu", "CPU", width=4, justify="right", descending=True, priority=7),
@@ -51,6 +62,7 @@ class FleetTable(KeyedTable):
         "gpu--warn",
         "gpu--error",
         "gpu--all",
+        "gpu--stale",
         "meter--memory",
         "meter--util",
         "meter--empty",
@@ -111,7 +123,7 @@ class FleetTable(KeyedTable):
             state = Cell("free", self.style_of("gpu--free"), sort_key=0) if free else Cell("busy", sort_key=1)
         else:
             state = Cell(view.status, self.style_of(f"host--{view.status}"), sort_key=2)
-        holders = holders_cell(self, sample, (gpu,), self.width_of("holders"))
+        holders = holders_cell(self, sample, (gpu,))
         if gpu.error:
             holders = Cell(f"error: {fmt.safe(gpu.error, 40)}", self.style_of("gpu--error"), sort_key=(3, 0))
         return {
