@@ -7,14 +7,14 @@ from typing import ClassVar
 
 from textual.binding import Binding, BindingType
 
-from gputui.fleet import GpuHistory, HostView
+from gputui.fleet import LIVE, GpuHistory, HostView
 from gputui.model import IDLE_SLACK, Gpu, MigInstance, Sample
 from gputui.readiness import preflight_flags
 from gputui.units import fmt_memory, fmt_memory_of, fmt_percent
 from gputui.words import count
 
 from .. import fmt, kinds
-from .table import Cell, Column, KeyedTable, Row, Styled
+from .table import Cell, Column, KeyedTable, Row, Styled, dim
 
 ALL = "all"  # the row key of the whole-host row
 HISTORY_WINDOW = 120  # samples a sparkline spans, whatever its width
@@ -154,10 +154,13 @@ class GpuTable(KeyedTable):
     }
 
     def show(self, view: HostView) -> None:
+        """The GPUs of `view`'s sample; dimmed, and none marked free, when the host is not live (the
+        title says how old they are)."""
         sample = view.sample
         if sample is None:
             self.sync({})
             return
+        self.live = view.status == LIVE
         flags = preflight_flags(view.preflight)
         rows = {
             str(g.index): self.row(g, sample, view.history.get(g.index), flags.get(g.index, ()))
@@ -167,7 +170,13 @@ class GpuTable(KeyedTable):
             rows.update(mig_rows(self, g, sample))
         if sample.gpus:
             rows[ALL] = self.all_row(sample)
+        if not self.live:
+            stale = self.style_of("gpu--stale")
+            for row in rows.values():
+                dim(row, stale)
         self.sync(rows)
+
+    live = True  # the sample shown is live
 
     def row(self, gpu: Gpu, sample: Sample, history: GpuHistory | None, flags: tuple[str, ...] = ()) -> Row:
         util_hist = fmt.sparkline(history.util, SPARK_WIDTH, HISTORY_WINDOW) if history else ""
@@ -176,10 +185,10 @@ class GpuTable(KeyedTable):
         if gpu.power_draw is not None:
             limit = f"/{gpu.power_limit:.0f}" if gpu.power_limit else ""
             power = f"{gpu.power_draw:.0f}{limit}W"
-        holders = marks_cell(holders_cell(self, sample, (gpu,)), self, gpu, flags)
+        holders = marks_cell(holders_cell(self, sample, (gpu,), self.live), self, gpu, flags)
         if gpu.error:
             holders = Cell(f"error: {fmt.safe(gpu.error, 40)}", self.style_of("gpu--error"), sort_key=(3, 0))
-        free = sample.gpu_is_free(gpu)
+        free = self.live and sample.gpu_is_free(gpu)
         return {
             "gpu": Cell(str(gpu.index), self.style_of("gpu--free") if free else "", sort_key=gpu.index),
             "name": Cell(fmt.safe(gpu.name, 40) or "-"),
@@ -203,16 +212,17 @@ class GpuTable(KeyedTable):
         style = self.style_of("gpu--all")
         free = sum(1 for g in gpus if sample.gpu_is_free(g))
         top = -1  # before GPU 0
+        name = count(len(gpus), "GPU") + (f", {free} free" if self.live else "")
         return {
             "gpu": Cell("all", style, sort_key=top),
-            "name": Cell(f"{count(len(gpus), 'GPU')}, {free} free", style, sort_key=top),
+            "name": Cell(name, style, sort_key=top),
             "memory": memory_cell(self, used, total),
             "util": util_cell(self, sum(utils) / len(utils) if utils else None),
             "temp": Cell("", sort_key=top),
             "power": Cell(f"{sum(g.power_draw or 0 for g in gpus):.0f}W", sort_key=top),
             "util_hist": Cell("", sort_key=top),
             "mem_hist": Cell("", sort_key=top),
-            "holders": self.host_marks(holders_cell(self, sample, gpus), gpus),
+            "holders": self.host_marks(holders_cell(self, sample, gpus, self.live), gpus),
         }
 
     def host_marks(self, cell: Cell, gpus: tuple[Gpu, ...]) -> Cell:

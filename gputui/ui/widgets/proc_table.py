@@ -17,7 +17,7 @@ from gputui.model import Job, Parent, Proc, Sample, brief_command
 from gputui.units import fmt_duration, fmt_memory, fmt_percent, index_runs
 
 from .. import fmt, jobs, kinds, tree
-from .table import ELLIPSIS, Cell, Column, KeyedTable, Row, Styled
+from .table import ELLIPSIS, Cell, Column, KeyedTable, Row, Styled, dim
 
 ProcKey = tuple[int, int | None]
 CONTEXT = "~"  # the row key prefix of a tree's context rows (not in the list; see gputui.ui.tree)
@@ -94,6 +94,7 @@ class ProcTable(KeyedTable):
         "proc--context",
         "proc--tree",
         "proc--job",
+        "proc--stale",
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
@@ -192,7 +193,10 @@ class ProcTable(KeyedTable):
         scope: ProcScope,
         filter_text: str = "",
         selected: Collection[ProcKey] = (),
+        live: bool = True,
     ) -> None:
+        """The processes of `scope` in `sample`; dimmed when it is not live (its host is down, stale or
+        reconnecting: the title says how old they are)."""
         procs = sample.processes if sample is not None else ()
         containers = any(p.container for p in procs)
         if scope.gpu is not None:
@@ -215,6 +219,10 @@ class ProcTable(KeyedTable):
             self._tree, self._order = {}, None
         if not self.jobs_mode:
             self.job_rows = {}
+        if not live:
+            stale = self.style_of("proc--stale")
+            for row in rows.values():
+                dim(row, stale)
         self.sync(rows)
         if containers != self.containers:
             # The column comes (or goes) with the first (or last) process in a container: measured

@@ -121,6 +121,14 @@ class Cell(Text):
         short = self.short.signature() if self.short is not None else None
         return (self.plain, self.style, tuple(self.spans), short)
 
+    def then(self, other: Text) -> Cell:
+        """Append `other`, its styles and (a Cell's) numbers kept whole."""
+        start = len(self.plain)
+        self.append_text(other)
+        if isinstance(other, Cell):
+            self.keep = (*self.keep, *((a + start, b + start) for a, b in other.keep))
+        return self
+
     def clone(self) -> Cell:
         """A copy to add to (its own spans and numbers; no short form)."""
         out = Cell(sort_key=self.sort_key)
@@ -218,6 +226,17 @@ def fit_end(cell: Cell, width: int) -> Cell:
     out.rstrip()
     out.append(" " + ELLIPSIS if out.plain and out.plain[-1].isdigit() else ELLIPSIS)
     return out
+
+
+def dim(row: Row, style: Style) -> Row:
+    """`row` with every cell (and its short form) in `style` over its own colours: the row is from a
+    sample that is not live (its host is down, stale or reconnecting)."""
+    for cell in row.values():
+        form: Cell | None = cell
+        while form is not None:
+            form.stylize(style)
+            form = form.short
+    return row
 
 
 def _segments(cell: Cell) -> list[tuple[Text, bool]]:
