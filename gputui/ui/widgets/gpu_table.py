@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import ClassVar
 
 from textual.binding import Binding, BindingType
@@ -175,8 +176,20 @@ class GpuTable(KeyedTable):
             for row in rows.values():
                 dim(row, stale)
         self.sync(rows)
+        mig = any(g.mig_instances for g in sample.gpus)
+        if mig != self.mig:
+            self.mig = mig
+            self.remeasure()
 
     live = True  # the sample shown is live
+    mig = False  # a GPU of the host is in MIG mode: the Name column names its instances' profiles
+
+    def available_columns(self) -> tuple[Column, ...]:
+        """The columns; with MIG instances the Name column (`└ MIG 3g.71gb`: which instance a row
+        is) comes right after Util, before the temperature and the history."""
+        if not self.mig:
+            return self.COLUMNS
+        return tuple(replace(c, priority=1) if c.key == "name" else c for c in self.COLUMNS)
 
     def row(self, gpu: Gpu, sample: Sample, history: GpuHistory | None, flags: tuple[str, ...] = ()) -> Row:
         util_hist = fmt.sparkline(history.util, SPARK_WIDTH, HISTORY_WINDOW) if history else ""
