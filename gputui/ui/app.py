@@ -22,6 +22,10 @@ the audit log before the probe is sent anything. The probe runs the stages; the 
 events, live, in the action log pane, with a status line while it waits, and the typed verdict.
 At start, actions that an earlier gputui began and never saw finish are reported, then acknowledged.
 
+A terminal below MIN_SIZE (some report 0x0) gets one line that says so, on a screen of its own over
+the others, and nothing is redrawn under it until the terminal grows (`guard_size`; the driver keeps
+the size the terminal reported, gputui/ui/terminal.py).
+
 Sample ages come from the `clock` given to `make_app` (time.time by default): the app stamps each
 sample with clock() when it arrives and shows clock() - stamp. The probe's own `time` field is not
 used, so a remote host's clock skew does not matter, and a frozen clock makes every age 0.0 s
@@ -38,7 +42,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual import constants, work
+from textual import constants, events, work
 from textual.app import App, AutopilotCallbackType
 from textual.binding import Binding, BindingType
 from textual.driver import Driver
@@ -62,6 +66,7 @@ from .screens.help import HelpScreen
 from .screens.main import MainScreen
 from .screens.plan import PlanScreen
 from .screens.reset import ResetScreen
+from .screens.too_small import TooSmallScreen
 from .terminal import Lifeline, TerminalDriver
 from .themes import DEFAULT_THEME, PREFIX, bundled_themes_dir, fallback_variables, load_themes
 
@@ -72,6 +77,7 @@ APP_HOST = "gputui"  # the host column of the app's own log lines
 QUIT_AGAIN_WITHIN = 3.0  # seconds: quitting while a plan runs takes a second press
 PENDING_MAX = 2000  # log lines kept for the next redraw (a dialog may be open); the rest are counted
 LOST_STATUS = 128 + 1  # the exit status when the terminal went away: as SIGHUP's
+MIN_SIZE = (60, 15)  # columns, rows: below this the dashboard gives way to one line (TooSmallScreen)
 
 
 class GpuTuiApp(App[None]):
@@ -107,6 +113,7 @@ class GpuTuiApp(App[None]):
         self._abandoned: set[str] = set()  # plans whose outcome-unknown `done` is written
         self._abandon_lock = threading.Lock()  # the hard exit writes it from another thread
         self._drawn = False  # the first frame is drawn (Textual's Ready)
+        self._mounted = False  # on_mount has run: the screens are there to guard the size with
         self._end_code: int | None = None  # the lifeline asked the app to exit with this status
         self._run_loop: asyncio.AbstractEventLoop | None = None
         self.exact_memory = False
@@ -155,6 +162,8 @@ class GpuTuiApp(App[None]):
         self.set_interval(AGES_INTERVAL, self.want_redraw)
         self._progress_timer = self.set_interval(PROGRESS_INTERVAL, self._show_progress, pause=True)
         self.run_worker(self._report_unfinished(), group="startup", exit_on_error=False)
+        self._mounted = True
+        self.guard_size()  # before the first frame: a 0x0 terminal never gets the dashboard drawn
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's Linux driver, made safe for a terminal that goes away (terminal.py)."""
@@ -210,6 +219,37 @@ class GpuTuiApp(App[None]):
         self._drawn = True
         if self._end_code is not None:
             self.exit(return_code=self._end_code)
+
+    # -- the terminal's size ---------------------------------------------------------------------
+
+    def terminal_size(self, laid_out: tuple[int, int] | None = None) -> tuple[int, int]:
+        """The terminal's size as it reports it (0x0 for some); the layout's where it says nothing
+        more (Pilot, a terminal that cannot be asked)."""
+        driver = self._driver
+        reported = driver.reported if isinstance(driver, TerminalDriver) else None
+        if reported is not None:
+            return reported
+        return laid_out if laid_out is not None else (self.size.width, self.size.height)
+
+    def guard_size(self, laid_out: tuple[int, int] | None = None) -> None:
+        """Below MIN_SIZE, one line that says so in place of everything (the screen on top), and
+        nothing redrawn until the terminal grows; then the screens as they were."""
+        width, height = self.terminal_size(laid_out)
+        small = width < MIN_SIZE[0] or height < MIN_SIZE[1]
+        stack = self.screen_stack
+        guard = next((s for s in stack if isinstance(s, TooSmallScreen)), None)
+        if small and guard is None:
+            self.push_screen(TooSmallScreen(MIN_SIZE, (width, height)))
+        elif small and guard is not None:
+            guard.show_size((width, height))
+        elif guard is not None and stack[-1] is guard:
+            # (A dialog that opened over it, a plan planned before the terminal shrank, goes first;
+            # the line then checks again as it comes back on top.)
+            self.pop_screen()
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self._mounted:
+            self.guard_size((event.size.width, event.size.height))
 
     def terminal_lost(self, why: str) -> None:
         """The driver's threads: the terminal went away (EOF, EIO, a hang-up)."""

@@ -247,6 +247,30 @@ class TerminalDriver(LinuxDriver):
                 self._out = self._file.fileno()
             self._file = cast(Any, GuardedOutput(self._file, self.terminal_lost))
 
+    reported: tuple[int, int] | None = None  # the size the terminal itself gave last (0: none)
+
+    def _get_terminal_size(self) -> tuple[int, int]:
+        """The size to lay the screen out in; what the terminal itself said is kept in `reported`.
+
+        A terminal that reports 0 columns or rows (some `script` sessions, `docker exec -t`, serial
+        consoles) gets the size Textual's first frame was laid out in, the console's (Rich falls back
+        to 80x25 there), not shutil's 80x24: with two sizes for one screen Textual laid it out again
+        and again, 100 % CPU and ~1 MB/s of redraws (issue 19). The app shows one line there."""
+        reported = None
+        for fd in (self._out, self.fileno):
+            try:
+                size = os.get_terminal_size(fd) if fd is not None else None
+            except (OSError, ValueError):
+                continue
+            if size is not None:
+                reported = (size.columns, size.lines)
+                break
+        self.reported = reported
+        if reported is not None and min(reported) <= 0:
+            width, height = self._app.console.size
+            return width, height
+        return super()._get_terminal_size()
+
     def terminal_lost(self, why: str) -> None:
         if self._gone.is_set():
             return

@@ -17,7 +17,8 @@ from typing import Any, Protocol
 
 from textual.pilot import Pilot
 
-from gputui.fleet import Fleet
+from gputui.fleet import DOWN, Fleet
+from gputui.transport.base import TransportError
 from gputui.transport.replay import ReplayLink
 from gputui.ui import GpuTuiApp, make_app
 from gputui.ui.screens.gpu_detail import GpuDetailScreen
@@ -25,7 +26,19 @@ from gputui.ui.screens.plan import PlanScreen
 from gputui.ui.screens.proc_detail import ProcDetailScreen
 from gputui.ui.widgets.proc_table import job_row_key, proc_row_key
 
-from .conftest import FROZEN, HOSTS, QUIET, build_app, recording, redrawn, settle
+from .conftest import (
+    FROZEN,
+    HOSTS,
+    OPERATOR,
+    QUIET,
+    build_app,
+    last_seq,
+    recording,
+    redrawn,
+    scratch_log,
+    settle,
+    wait_for,
+)
 
 THEMES = ("gputui-dark", "gputui-light", "gputui-contrast")
 
@@ -418,6 +431,98 @@ async def _mib_gpu_view(pilot: Pilot[Any]) -> None:
     await pilot.pause()
 
 
+# -- a host that goes down (issue 19, item 3) ---------------------------------------------------
+
+REFUSED = "ssh: connect to host demo-b port 22: Connection refused"
+DOWN_FOR = 125.0  # seconds the down host has been silent when the scene is taken: "2m"
+
+
+class SteppedClock:
+    """A wall clock that stands still until a test moves it (sample ages, "last seen 2m ago")."""
+
+    def __init__(self, now: float = FROZEN) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class EndingLink(ReplayLink):
+    """A recording whose link breaks after its last record, as a host that goes down does."""
+
+    failure: TransportError | None = None
+
+    async def recv(self) -> dict[str, Any] | None:
+        if self._hello_sent and self._position >= len(self.records):
+            self.failure = TransportError("unreachable", REFUSED)
+            return None
+        return await super().recv()
+
+
+class Unreachable:
+    """Every later attempt: the host does not answer (the same reason: the state stays as it is)."""
+
+    hello = None
+    failure = None
+
+    async def open(self) -> None:
+        raise TransportError("unreachable", REFUSED)
+
+    async def recv(self) -> dict[str, Any] | None:
+        return None
+
+    async def send(self, message: dict[str, Any]) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+
+def down_fleet(records: dict[str, list[dict[str, Any]]] | None = None) -> Fleet:
+    """demo-a live; demo-b plays its recording, then goes down for good (its last sample kept)."""
+    fleet = Fleet()
+    a = list(records["demo-a"]) if records else list(recording("demo-a"))
+    b = list(records["demo-b"]) if records else list(recording("demo-b"))
+    fleet.add("demo-a", lambda: ReplayLink(a), interval=QUIET)
+    links: list[Any] = [EndingLink(b)]
+    fleet.add("demo-b", lambda: links.pop() if links else Unreachable(), interval=QUIET)
+    return fleet
+
+
+def _down(theme: str, hostile: bool = True) -> GpuTuiApp:
+    return make_app(
+        down_fleet(_records(hostile)),
+        interval=QUIET,
+        clock=SteppedClock(),
+        theme=theme,
+        log_path=scratch_log(),
+        operator=OPERATOR,
+    )
+
+
+async def went_down(pilot: Pilot[Any]) -> None:
+    """Until demo-b is down (after its whole recording) and DOWN_FOR seconds have passed."""
+    app: GpuTuiApp = pilot.app  # type: ignore[assignment]
+    await wait_for(pilot, lambda: app.fleet.view("demo-b").status == DOWN, 20)
+    view = app.fleet.view("demo-a")
+    await wait_for(pilot, lambda: view.sample is not None and view.sample.seq >= last_seq("demo-a"))
+    await redrawn(pilot)
+    clock = app.clock
+    assert isinstance(clock, SteppedClock)
+    clock.now += DOWN_FOR
+    app.received["demo-a"] = clock.now  # demo-a's replay is over, but it is live: as if it just spoke
+    assert app._main is not None
+    app._main.refresh_data(set(), ages=True)  # what the 1 s tick does
+    await redrawn(pilot)
+
+
+async def _down_host(pilot: Pilot[Any]) -> None:
+    await went_down(pilot)
+    assert pilot.app._main is not None  # type: ignore[attr-defined]
+    pilot.app._main.select_host("demo-b")  # type: ignore[attr-defined]
+    await redrawn(pilot)
+
+
 SCENES = {
     scene.name: scene
     for scene in (
@@ -465,5 +570,9 @@ SCENES = {
         Scene("jobs-narrow", (80, 24), _jobs, _jobs_view),
         Scene("jobs-wide", (200, 50), _jobs_placed, _jobs_view),
         Scene("plan-job", (120, 36), _jobs_placed, _plan_job),  # X on the launcher's row
+        # demo-b went down 2 minutes ago: its last numbers dimmed, "last seen 2m ago", not counted.
+        Scene("down", (120, 36), _down, went_down),
+        Scene("down-narrow", (80, 24), _down, _down_host),
+        Scene("down-wide", (200, 50), _down, _down_host),
     )
 }

@@ -47,7 +47,7 @@ async def test_mps_marks_and_the_plan_warns_that_the_server_ends_its_clients() -
         await settle(pilot)
         text = screen_text(app)
         assert text.count("■ mps-cli") == 3 and "○ mps-srv" in text and "○ mps-ctl" in text
-        assert "MPS server (3 clients end w…" in text  # the note, cut by the column
+        assert "MPS server (3 clients end with it) · python…" in text  # the note, whole; the command cut
         main = app._main
         assert main is not None
         sample = app.fleet.view("s").sample

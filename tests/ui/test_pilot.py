@@ -224,7 +224,7 @@ async def test_refresh_keeps_cursor_and_scroll_position() -> None:
     """Samples keep coming (a looping replay); the cursor stays on its process, the table is never
     cleared, the scroll offset does not move."""
     app = build_app(loop=True, rate=40)
-    async with app.run_test(size=(130, 22)) as pilot:  # wide enough for the Elapsed column
+    async with app.run_test(size=(150, 22)) as pilot:  # wide enough for the Elapsed column
         await wait_for(pilot, lambda: all(v.sample is not None for v in app.fleet.hosts))
         main = await open_host(pilot)
         table = main.proc_table
@@ -280,7 +280,7 @@ async def test_markup_and_control_characters_render_literally() -> None:
         main = await open_host(pilot)
         text = screen_text(app)
         assert "[bold red]x --title=\\e[31mred\\e[0m ding\\x07" in text
-        assert "[i]mallo…" in text  # the user column is 9 wide
+        assert "[i]mallory " in text  # the user column grows to the longest name where there is room
         assert "\x1b" not in text and "\x07" not in text
         row = main.proc_table.rows_data()["66666:4242"]  # the cells as made, before the column cuts them
         assert row["user"].plain == "[i]mallory"

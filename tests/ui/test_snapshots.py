@@ -111,6 +111,10 @@ def test_misc_screens(snap_compare: Any, scene: str) -> None:
         "plan-narrow",
         "mig",
         "mig-narrow",
+        # demo-b went down 2 minutes ago: dimmed, "last seen 2m ago", counted neither busy nor free.
+        "down",
+        "down-narrow",
+        "down-wide",
     ],
 )
 def test_other_screens(snap_compare: Any, scene: str) -> None:

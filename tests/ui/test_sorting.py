@@ -1,6 +1,7 @@
 """Sort keys name columns, not places (issue 12, defect 2): `5` sorts by the same column at every
-width, a sort on a column that the width hides is kept (and the pane's title says so), and the
-sorted column's header carries the arrow."""
+width, the sort brings its column into view (issue 19), a sort on a column that is not shown all the
+same (the config hides it) is kept (and the pane's bottom border says so), and the sorted column's
+header carries the arrow."""
 
 from __future__ import annotations
 
@@ -81,18 +82,25 @@ async def test_a_sort_on_a_column_that_hides_is_kept_and_said() -> None:
 
         await pilot.resize_terminal(80, 24)
         await redrawn(pilot)
-        assert table.width_of("rss") == 0  # hidden at this width
+        assert table.width_of("rss")  # RSS would not show at this width: the sort brings it (issue 19)
+        assert header(table, "rss") == "▼RSS"
+
+        table.hide_columns({"rss"})  # as the config's [columns] does: hidden at every width
+        await redrawn(pilot)
+        assert table.width_of("rss") == 0
         assert table.sort_column == ("rss", True)  # kept
         assert ordered(table, "rss") == by_rss  # and still what orders the rows
-        assert "sorted by RSS ▼ (column hidden)" in main.proc_table.border_title
+        assert main.proc_table.border_subtitle == "sorted by RSS ▼ (column hidden)"
         await pilot.press(rss)  # the same key reverses it, hidden or not
         assert ordered(table, "rss") == sorted(by_rss)
-        assert "sorted by RSS ▲ (column hidden)" in main.proc_table.border_title
+        assert main.proc_table.border_subtitle == "sorted by RSS ▲ (column hidden)"
 
+        table.hide_columns(())
         await pilot.resize_terminal(200, 50)
         await redrawn(pilot)
         assert header(table, "rss") == "▲RSS"
         assert "sorted by" not in main.proc_table.border_title
+        assert not main.proc_table.border_subtitle
 
 
 class Table(KeyedTable):

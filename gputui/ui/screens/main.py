@@ -15,6 +15,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.css.query import NoMatches
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -35,7 +36,7 @@ from ..widgets.filter_bar import FilterBar
 from ..widgets.fleet_table import FleetTable
 from ..widgets.footer import Footer
 from ..widgets.gpu_table import ALL, GpuTable
-from ..widgets.host_list import ALL_HOSTS, HostList, busy_total
+from ..widgets.host_list import ALL_HOSTS, HostList, busy_total, not_live, seen
 from ..widgets.proc_table import ProcScope, ProcTable, key_of
 from ..widgets.status import HostNotice, Legend, StatusLine
 from ..widgets.table import KeyedTable
@@ -259,16 +260,20 @@ class MainScreen(Screen[None]):
                     view.name, f"selected {gone.label} is gone: dropped from the selection", "warn"
                 )
         listed = views if (ages or everything) else touched
+        # A host that is not live says how old its numbers are: the tick that moves ages redraws it.
+        aging = {v.name for v in views if v.status != LIVE and v.sample is not None} if ages else set()
         with self.app.batch_update():
             if listed:
                 ages_now = {v.name: self.age_of(v.name) for v in listed}
                 self.host_list.show(listed, ages_now, self._busy, views)
             if self.host is None:
-                self._refresh_fleet(views, touched)
+                names = {v.name for v in touched}
+                self._refresh_fleet(views, touched + [v for v in views if v.name in aging - names])
             else:
-                self._refresh_host(self.view(self.host), everything or self.host in changed)
+                self._refresh_host(self.view(self.host), everything or bool({self.host} & (changed | aging)))
             scope = self._proc_scope
-            self.refresh_procs(force=everything or (scope is not None and scope.host in changed))
+            redo = scope is not None and scope.host in changed | aging
+            self.refresh_procs(force=everything or redo)
         self._footer_follows()
 
     def _footer_follows(self) -> None:
@@ -288,7 +293,8 @@ class MainScreen(Screen[None]):
     def _refresh_fleet(self, views: list[HostView], touched: list[HostView]) -> None:
         if touched:
             order = {v.name: i for i, v in enumerate(views)}
-            self.fleet_table.show_hosts(touched, order, self.fleet_filter, self.free_only)
+            ages = {v.name: self.age_of(v.name) for v in touched}
+            self.fleet_table.show_hosts(touched, order, self.fleet_filter, self.free_only, ages)
             self._fleet_title()
         paused = self.paused_for() if self.paused else None
         self.status_line.show_fleet(views, self._busy, self.dash.read_only, paused=paused)
@@ -296,14 +302,16 @@ class MainScreen(Screen[None]):
     def _fleet_title(self) -> None:
         total = sum(t for _, t in self._busy.values())
         free = sum(t - b for b, t in self._busy.values())
-        title = f"All GPUs · {total} on {count(len(self.dash.fleet.hosts), 'host')}, {free} free"
+        unknown = sum(not_live(v) for v in self.views())  # on hosts not live: neither busy nor free
+        title = f"All GPUs · {total + unknown} on {count(len(self.dash.fleet.hosts), 'host')}, {free} free"
+        if unknown:
+            title += f", {unknown} not live"
         if self.free_only:
             title += f" · showing free only ({self.fleet_table.row_count})"
         if self.fleet_filter:
             title += f" · filter: {fmt.safe(self.fleet_filter, 30)}"
-        if hidden := self.fleet_table.hidden_sort():
-            title += f" · {hidden}"
         fmt.set_title(self.fleet_table, title)
+        sort_note(self.fleet_table)
 
     def _refresh_host(self, view: HostView, changed: bool) -> None:
         self.status_line.show_host(
@@ -318,7 +326,13 @@ class MainScreen(Screen[None]):
         self.notice.display = self.notice.show_host(view)
         self.gpu_table.display = bool(view.sample and view.sample.gpus)
         self.gpu_table.show(view)
-        fmt.set_title(self.gpu_table, f"GPUs · {fmt.safe(view.name, 40)}")
+        fmt.set_title(self.gpu_table, f"GPUs · {fmt.safe(view.name, 40)}{self._not_live(view)}")
+
+    def _not_live(self, view: HostView) -> str:
+        """` · down, last seen 2m ago` for a host whose numbers are from a sample that is not live."""
+        if view.status == LIVE or view.sample is None:
+            return ""
+        return f" · {view.status}, {seen(self.age_of(view.name))}"
 
     def current_scope(self) -> ProcScope | None:
         """The processes to list: of the GPU under the GPU (or fleet) cursor, or of the whole host."""
@@ -345,7 +359,7 @@ class MainScreen(Screen[None]):
             return
         view = self.view(scope.host)
         selected = self.selection.keys(scope.host)
-        self.proc_table.show(view.sample, scope, self.proc_filter, selected)
+        self.proc_table.show(view.sample, scope, self.proc_filter, selected, live=view.status == LIVE)
         self._keep_following()
         self._procs_title()
 
@@ -361,7 +375,7 @@ class MainScreen(Screen[None]):
             if scope.gpu is None
             else f"GPU {scope.gpu} · memory on GPU {scope.gpu}"
         )
-        title = f"Processes · {fmt.safe(scope.host, 40)}"
+        title = f"Processes · {fmt.safe(scope.host, 40)}{self._not_live(self.view(scope.host))}"
         # What the operator switched on comes before the explanations, which a narrow pane cuts.
         if self.proc_table.tree_mode:
             title += " · tree"
@@ -387,11 +401,10 @@ class MainScreen(Screen[None]):
         elsewhere = self.selection.count() - selected
         if elsewhere:
             title += f" · {elsewhere} selected on other hosts"
-        if hidden := self.proc_table.hidden_sort():
-            title += f" · {hidden}"
         if self.proc_table.command_offset:
             title += f" · commands from character {self.proc_table.command_offset + 1} (home: start)"
         fmt.set_title(self.proc_table, title)
+        sort_note(self.proc_table)
 
     @on(ProcTable.CommandScrolled)
     def _command_scrolled(self) -> None:
@@ -872,6 +885,15 @@ class MainScreen(Screen[None]):
             self.notify("Select processes with space first (or put the cursor on one).")
             return
         self.post_message(PlanRequested(*requests))
+
+
+def sort_note(table: KeyedTable) -> None:
+    """What sorts the rows when its column is not shown (the config hides it), on the pane's bottom
+    border: the title above is long and a narrow pane cuts its end; this line is the note's own."""
+    note = table.hidden_sort()
+    if getattr(table, "_gputui_sort_note", None) != note:
+        table._gputui_sort_note = note  # type: ignore[attr-defined]  # a mark of ours, as fmt.set_title's
+        table.border_subtitle = Content(note)
 
 
 def _frozen_copy(view: HostView) -> HostView:

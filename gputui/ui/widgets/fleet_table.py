@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import ClassVar
 
 from textual.binding import Binding, BindingType
@@ -11,9 +12,10 @@ from gputui.model import Gpu, HostMetrics, Sample
 from gputui.units import fmt_memory_of, fmt_percent
 
 from .. import fmt, kinds
-from .gpu_table import holders_cell, memory_cell, util_cell
+from .gpu_table import HOLDERS_ROOM, holders_cell, memory_cell, util_cell
+from .host_list import seen
 from .proc_table import matches
-from .table import Cell, Column, KeyedTable, Row
+from .table import Cell, Column, KeyedTable, Row, dim
 
 
 def fleet_row_key(host: str, gpu: int | None) -> str:
@@ -35,7 +37,18 @@ class FleetTable(KeyedTable):
         Column("util", "Util", width=4, justify="right", descending=True, priority=1),
         Column("temp", "Temp", width=4, justify="right", descending=True, priority=5),
         Column("state", "State", width=5, priority=1),
-        Column("holders", "Holders", width=None, nominal=10, priority=2, flex=True, cut=True),
+        Column(
+            "holders",
+            "Holders",
+            width=None,
+            nominal=10,
+            priority=2,
+            flex=True,
+            cut=True,
+            room=HOLDERS_ROOM,
+            room_priority=2,
+            whole=True,
+        ),
         # The host's own load, on each of its GPUs' rows (sort by it to find the busy hosts); the
         # first to go when the table is narrow.
         Column("cpu", "CPU", width=4, justify="right", descending=True, priority=7),
@@ -51,6 +64,7 @@ class FleetTable(KeyedTable):
         "gpu--warn",
         "gpu--error",
         "gpu--all",
+        "gpu--stale",
         "meter--memory",
         "meter--util",
         "meter--empty",
@@ -65,6 +79,7 @@ class FleetTable(KeyedTable):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._keys_of: dict[str, set[str]] = {}
+        self._ages: Mapping[str, float | None] = {}
         self._metrics_seen = False  # no host's probe sends its load (an older one): no CPU, RAM columns
 
     def available_columns(self) -> tuple[Column, ...]:
@@ -73,9 +88,16 @@ class FleetTable(KeyedTable):
         return tuple(c for c in self.COLUMNS if c.key not in self.HOST_COLUMNS)
 
     def show_hosts(
-        self, views: list[HostView], order: dict[str, int], filter_text: str = "", free_only: bool = False
+        self,
+        views: list[HostView],
+        order: dict[str, int],
+        filter_text: str = "",
+        free_only: bool = False,
+        ages: Mapping[str, float | None] | None = None,
     ) -> None:
-        """Refresh the rows of `views` (only those hosts: the others keep their rows)."""
+        """Refresh the rows of `views` (only those hosts: the others keep their rows). `ages`: how old
+        each host's sample is, said on the rows of a host that is not live."""
+        self._ages = ages or {}
         rows: dict[str, Row] = {}
         replace: set[str] = set()
         needle = filter_text.casefold()
@@ -107,14 +129,17 @@ class FleetTable(KeyedTable):
         return rows
 
     def row(self, view: HostView, position: int, sample: Sample, gpu: Gpu, free: bool) -> Row:
-        if view.status == LIVE:
+        live = view.status == LIVE
+        if live:
             state = Cell("free", self.style_of("gpu--free"), sort_key=0) if free else Cell("busy", sort_key=1)
         else:
             state = Cell(view.status, self.style_of(f"host--{view.status}"), sort_key=2)
-        holders = holders_cell(self, sample, (gpu,), self.width_of("holders"))
+        holders = holders_cell(self, sample, (gpu,), live=live)
         if gpu.error:
             holders = Cell(f"error: {fmt.safe(gpu.error, 40)}", self.style_of("gpu--error"), sort_key=(3, 0))
-        return {
+        if not live:
+            holders = self.aged(holders, self._ages.get(view.name))
+        row: Row = {
             "host": Cell(fmt.safe(view.name, 40), sort_key=(position, gpu.index)),
             "gpu": Cell(str(gpu.index), self.style_of("gpu--free") if free else "", sort_key=gpu.index),
             "name": Cell(fmt.safe(gpu.name, 40) or "-"),
@@ -127,6 +152,17 @@ class FleetTable(KeyedTable):
             "holders": holders,
             **self.host_cells(sample.host),
         }
+        if not live:  # its last sample: dimmed (the State column says why, in its colour)
+            dim({k: c for k, c in row.items() if k != "state"}, self.style_of("gpu--stale"))
+        return row
+
+    def aged(self, holders: Cell, age: float | None) -> Cell:
+        """`last seen 2m ago · 1 user`: the holders of a host that is not live, with their age."""
+        words = seen(age)
+        gap = " · " if holders.plain else ""
+        cell = Cell(words + gap, sort_key=holders.sort_key).then(holders)
+        short = Cell(words.removeprefix("last seen ") + gap, sort_key=holders.sort_key)
+        return cell.with_short(short.then(holders.short or holders))
 
     def host_cells(self, metrics: HostMetrics | None) -> Row:
         """The host's CPU % and RAM used/total ("-" where its probe sent none or nonsense)."""

@@ -3,52 +3,62 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import ClassVar
 
 from textual.binding import Binding, BindingType
 
-from gputui.fleet import GpuHistory, HostView
+from gputui.fleet import LIVE, GpuHistory, HostView
 from gputui.model import IDLE_SLACK, Gpu, MigInstance, Sample
 from gputui.readiness import preflight_flags
 from gputui.units import fmt_memory, fmt_memory_of, fmt_percent
 from gputui.words import count
 
 from .. import fmt, kinds
-from .table import Cell, Column, KeyedTable, Row, Styled
+from .table import Cell, Column, KeyedTable, Row, Styled, dim
 
 ALL = "all"  # the row key of the whole-host row
 HISTORY_WINDOW = 120  # samples a sparkline spans, whatever its width
 SPARK_WIDTH = 12
 BAR_WIDTH = 8
+# In exact MiB the numbers are 5 cells longer (`120832/143771 MiB`): the bar gives them its room, so
+# `m` changes units, not the columns shown (issue 19).
+EXACT_BAR_WIDTH = 3
+HOLDERS_ROOM = 30  # the Holders column grows to this (or what its cells need) before Temp comes
 
 
-def holders_cell(table: KeyedTable, sample: Sample, gpus: tuple[Gpu, ...], width: int = 99) -> Cell:
-    """ "free", or who holds these GPUs: "2 user  1 ghost" in the kinds' styles ("■2 ◇1" when the
-    column is narrow; the legend explains the glyphs)."""
+def holders_cell(table: KeyedTable, sample: Sample, gpus: tuple[Gpu, ...], live: bool = True) -> Cell:
+    """ "free", or who holds these GPUs: "2 user  1 ghost" in the kinds' styles, "■2 ◇1" where the
+    column is narrow (the cell's short form; the legend explains the glyphs). `live`: from a live
+    sample; else a free GPU is only "was free": no one can say that it is free now."""
     indexes = {g.index for g in gpus}
     counts = Counter(
         p.kind for p in sample.processes if p.kind in kinds.HOLDING and indexes.intersection(p.gpus)
     )
     if not counts:
         if all(sample.gpu_is_free(g) for g in gpus):
+            if not live:
+                return Cell("was free", table.style_of("gpu--stale"), sort_key=(0, 1))
             return Cell("✓ free", table.style_of("gpu--free"), sort_key=(0, 0))
         if any(unaccounted(g) for g in gpus):
             return Cell(sort_key=(1, 0))  # the marks say whose it is: ghost, orphaned, ...
         # Memory in use and nobody to blame: NVML lists nothing and no holder is attributed.
-        text = "in use, no holder" if width >= 17 else "no holder"
-        return Cell(text, table.style_of("gpu--warn"), sort_key=(1, 0))
+        warn = table.style_of("gpu--warn")
+        return Cell("in use, no holder", warn, sort_key=(1, 0)).with_short(Cell("no holder", warn))
     held = [k for k in kinds.HOLDING if counts.get(k)]
-    words = "  ".join(f"{counts[k]} {k}" for k in held)
-    long = len(words) <= width
     cell = Cell(sort_key=(2, sum(counts.values())))
+    short = Cell(sort_key=cell.sort_key)
     for i, k in enumerate(held):
         style = table.style_of(kinds.STYLE[k])
-        if i:
-            cell.add("  " if long else " ")
-        if long:
-            cell.add(str(counts[k]), style, keep=True).add(f" {k}", style)
-        else:
-            cell.add(kinds.GLYPHS[k], style).add(str(counts[k]), style, keep=True)
+        cell.add("  " if i else "").add(str(counts[k]), style, keep=True).add(f" {k}", style)
+        short.add(" " if i else "").add(kinds.GLYPHS[k], style).add(str(counts[k]), style, keep=True)
+    return cell.with_short(short)
+
+
+def _also_short(cell: Cell) -> Cell:
+    """`cell` with a short form to append to alongside it (the cell itself where it has none)."""
+    if cell.short is None:
+        cell.short = cell.clone()
     return cell
 
 
@@ -59,27 +69,35 @@ def unaccounted(gpu: Gpu) -> bool:
 
 def marks_cell(cell: Cell, table: KeyedTable, gpu: Gpu, flags: tuple[str, ...]) -> Cell:
     """After the holders: `◌ 2.1 GiB orphaned` when memory is unaccounted for (its largest part),
-    `⚑ persistence off +1` when the preflight reading flags something (the GPU view, i, says all)."""
+    `⚑ persistence off +1` when the preflight reading flags something (the GPU view, i, says all).
+    In the short form too, one space apart. The mark's size is a summary, in GiB whatever `m` says
+    (the Memory column and the GPU view have it exact): `m` changes no column's width here."""
     style = table.style_of("gpu--warn")
     account = gpu.accounting
+    marks: list[list[tuple[str, bool]]] = []
     if account is not None and unaccounted(gpu):
         part, size = max(((p, b) for p, b in account.parts() if p in account.UNACCOUNTED), key=lambda x: x[1])
-        if cell.plain:
-            cell.add("  ")
-        cell.add("◌ ", style).add(fmt_memory(size, table.exact_memory), style, keep=True).add(
-            f" {part}", style
-        )
+        marks.append([("◌ ", False), (fmt_memory(size), True), (f" {part}", False)])
     if flags:
-        if cell.plain:
-            cell.add("  ")
         more = f" +{len(flags) - 1}" if len(flags) > 1 else ""
-        cell.add(f"⚑ {flags[0]}{more}", style)
+        marks.append([(f"⚑ {flags[0]}{more}", False)])
+    if not marks:
+        return cell
+    _also_short(cell)
+    for form, gap in ((cell, "  "), (cell.short, " ")):
+        assert form is not None
+        for words in marks:
+            form.add(gap if form.plain else "")
+            for text, number in words:
+                form.add(text, style, keep=number)
     return cell
 
 
-def memory_cell(table: Styled, used: int | None, total: int | None, width: int = BAR_WIDTH) -> Cell:
-    """A bar and `59.7/140 GiB`, or `61234/143771 MiB` in exact memory (the column is as wide as its
-    widest: the numbers are never cut)."""
+def memory_cell(table: Styled, used: int | None, total: int | None, width: int | None = None) -> Cell:
+    """A bar and `59.7/140 GiB`, or a shorter bar and `61234/143771 MiB` in exact memory (the column
+    is as wide as its widest: the numbers are never cut)."""
+    if width is None:
+        width = EXACT_BAR_WIDTH if table.exact_memory else BAR_WIDTH
     fraction = used / total if used is not None and total else None
     filled, empty = fmt.meter(fraction, width)
     return Cell.parts(
@@ -97,14 +115,27 @@ def util_cell(table: KeyedTable, util: float | None) -> Cell:
 class GpuTable(KeyedTable):
     COLUMNS = (
         Column("gpu", "GPU", width=3, justify="right"),
-        Column("name", "Name", width=None, nominal=18, priority=7, cut=True),
+        Column("name", "Name", width=None, nominal=18, priority=6, cut=True),
         Column("memory", "Memory", width=BAR_WIDTH + 13),
         Column("util", "Util", width=4, justify="right", priority=1),
-        Column("temp", "Temp", width=4, justify="right", priority=3),
-        Column("power", "Power", width=8, justify="right", priority=5),
-        Column("util_hist", "Util hist", width=SPARK_WIDTH, priority=2),
-        Column("mem_hist", "Mem hist", width=SPARK_WIDTH, priority=4),
-        Column("holders", "Holders", width=None, nominal=10, priority=1, flex=True, cut=True),
+        Column("temp", "Temp", width=4, justify="right", priority=2),
+        Column("power", "Power", width=8, justify="right", priority=4),
+        Column("util_hist", "Util hist", width=SPARK_WIDTH, priority=3),
+        Column("mem_hist", "Mem hist", width=SPARK_WIDTH, priority=5),
+        # Who holds the GPU, with its numbers whole (glyphs for words when narrow), before the
+        # temperature and the history come.
+        Column(
+            "holders",
+            "Holders",
+            width=None,
+            nominal=10,
+            priority=1,
+            flex=True,
+            cut=True,
+            room=HOLDERS_ROOM,
+            room_priority=1,
+            whole=True,
+        ),
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "screen.show_procs", "Processes", show=False, tooltip="go to its processes"),
@@ -117,16 +148,20 @@ class GpuTable(KeyedTable):
         "gpu--warn",
         "gpu--error",
         "gpu--all",
+        "gpu--stale",
         "meter--memory",
         "meter--util",
         "meter--empty",
     }
 
     def show(self, view: HostView) -> None:
+        """The GPUs of `view`'s sample; dimmed, and none marked free, when the host is not live (the
+        title says how old they are)."""
         sample = view.sample
         if sample is None:
             self.sync({})
             return
+        self.live = view.status == LIVE
         flags = preflight_flags(view.preflight)
         rows = {
             str(g.index): self.row(g, sample, view.history.get(g.index), flags.get(g.index, ()))
@@ -136,7 +171,25 @@ class GpuTable(KeyedTable):
             rows.update(mig_rows(self, g, sample))
         if sample.gpus:
             rows[ALL] = self.all_row(sample)
+        if not self.live:
+            stale = self.style_of("gpu--stale")
+            for row in rows.values():
+                dim(row, stale)
         self.sync(rows)
+        mig = any(g.mig_instances for g in sample.gpus)
+        if mig != self.mig:
+            self.mig = mig
+            self.remeasure()
+
+    live = True  # the sample shown is live
+    mig = False  # a GPU of the host is in MIG mode: the Name column names its instances' profiles
+
+    def available_columns(self) -> tuple[Column, ...]:
+        """The columns; with MIG instances the Name column (`└ MIG 3g.71gb`: which instance a row
+        is) comes right after Util, before the temperature and the history."""
+        if not self.mig:
+            return self.COLUMNS
+        return tuple(replace(c, priority=1) if c.key == "name" else c for c in self.COLUMNS)
 
     def row(self, gpu: Gpu, sample: Sample, history: GpuHistory | None, flags: tuple[str, ...] = ()) -> Row:
         util_hist = fmt.sparkline(history.util, SPARK_WIDTH, HISTORY_WINDOW) if history else ""
@@ -145,10 +198,10 @@ class GpuTable(KeyedTable):
         if gpu.power_draw is not None:
             limit = f"/{gpu.power_limit:.0f}" if gpu.power_limit else ""
             power = f"{gpu.power_draw:.0f}{limit}W"
-        holders = marks_cell(holders_cell(self, sample, (gpu,), self.width_of("holders")), self, gpu, flags)
+        holders = marks_cell(holders_cell(self, sample, (gpu,), self.live), self, gpu, flags)
         if gpu.error:
             holders = Cell(f"error: {fmt.safe(gpu.error, 40)}", self.style_of("gpu--error"), sort_key=(3, 0))
-        free = sample.gpu_is_free(gpu)
+        free = self.live and sample.gpu_is_free(gpu)
         return {
             "gpu": Cell(str(gpu.index), self.style_of("gpu--free") if free else "", sort_key=gpu.index),
             "name": Cell(fmt.safe(gpu.name, 40) or "-"),
@@ -172,16 +225,17 @@ class GpuTable(KeyedTable):
         style = self.style_of("gpu--all")
         free = sum(1 for g in gpus if sample.gpu_is_free(g))
         top = -1  # before GPU 0
+        name = count(len(gpus), "GPU") + (f", {free} free" if self.live else "")
         return {
             "gpu": Cell("all", style, sort_key=top),
-            "name": Cell(f"{count(len(gpus), 'GPU')}, {free} free", style, sort_key=top),
+            "name": Cell(name, style, sort_key=top),
             "memory": memory_cell(self, used, total),
             "util": util_cell(self, sum(utils) / len(utils) if utils else None),
             "temp": Cell("", sort_key=top),
             "power": Cell(f"{sum(g.power_draw or 0 for g in gpus):.0f}W", sort_key=top),
             "util_hist": Cell("", sort_key=top),
             "mem_hist": Cell("", sort_key=top),
-            "holders": self.host_marks(holders_cell(self, sample, gpus, self.width_of("holders")), gpus),
+            "holders": self.host_marks(holders_cell(self, sample, gpus, self.live), gpus),
         }
 
     def host_marks(self, cell: Cell, gpus: tuple[Gpu, ...]) -> Cell:
@@ -189,10 +243,11 @@ class GpuTable(KeyedTable):
         total = sum(g.accounting.unaccounted for g in gpus if g.accounting is not None and unaccounted(g))
         if total:
             style = self.style_of("gpu--warn")
-            cell.add("  " if cell.plain else "").add("◌ ", style).add(
-                fmt_memory(total, self.exact_memory), style, keep=True
-            )
-            cell.add(" unaccounted", style)
+            _also_short(cell)
+            for form, gap in ((cell, "  "), (cell.short, " ")):
+                assert form is not None
+                form.add(gap if form.plain else "").add("◌ ", style)
+                form.add(fmt_memory(total), style, keep=True).add(" unaccounted", style)
         return cell
 
     @property

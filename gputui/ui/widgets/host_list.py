@@ -17,14 +17,23 @@ DOTS = {LIVE: "●", STALE: "◐", DOWN: "✕", CONNECTING: "◌"}
 
 
 def busy_total(view: HostView) -> tuple[int, int]:
-    """(busy, total) GPUs of a host; only a live host's GPUs can count as free."""
+    """(busy, total) GPUs of a host, as a live sample says; a host that is not live has none it can
+    say anything about now: its GPUs are `not_live`, neither busy nor free (issue 19)."""
     sample = view.sample
-    if sample is None:
+    if sample is None or view.status != LIVE:
         return 0, 0
     total = len(sample.gpus)
-    if view.status != LIVE:
-        return total, total
     return total - sum(1 for g in sample.gpus if sample.gpu_is_free(g)), total
+
+
+def not_live(view: HostView) -> int:
+    """The GPUs of a host that is not live, as its last sample had them (0 when live)."""
+    return len(view.sample.gpus) if view.sample is not None and view.status != LIVE else 0
+
+
+def seen(age: float | None) -> str:
+    """How old what a host last said is: `last seen 2m ago`."""
+    return f"last seen {fmt.age(age)} ago" if age is not None else "never seen"
 
 
 def status_word(view: HostView, age: float | None) -> str:
@@ -52,6 +61,7 @@ class HostList(KeyedTable):
         "host--down",
         "host--connecting",
         "host--all",
+        "gpu--stale",
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "screen.drill", "Open", show=False, tooltip="open the host (or the fleet table)"),
@@ -88,9 +98,12 @@ class HostList(KeyedTable):
         name = Cell.parts(
             (DOTS.get(status, "?") + " ", style), (fmt.safe(view.name, 40), ""), sort_key=position
         )
+        gpus = Cell(f"{busy}/{total}" if total else "-", sort_key=position)
+        if unknown := not_live(view):  # what its last sample had: busy or not, nobody knows now
+            gpus = Cell(f"?/{unknown}", self.style_of("gpu--stale"), sort_key=position)
         return {
             "name": name,
-            "gpus": Cell(f"{busy}/{total}" if total else "-", sort_key=position),
+            "gpus": gpus,
             "age": Cell(status_word(view, age), style if status != LIVE else "", sort_key=position),
         }
 

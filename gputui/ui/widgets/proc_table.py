@@ -17,11 +17,12 @@ from gputui.model import Job, Parent, Proc, Sample, brief_command
 from gputui.units import fmt_duration, fmt_memory, fmt_percent, index_runs
 
 from .. import fmt, jobs, kinds, tree
-from .table import ELLIPSIS, Cell, Column, KeyedTable, Row, Styled
+from .table import ELLIPSIS, Cell, Column, KeyedTable, Row, Styled, dim
 
 ProcKey = tuple[int, int | None]
 CONTEXT = "~"  # the row key prefix of a tree's context rows (not in the list; see gputui.ui.tree)
 JOB = "@"  # the row key prefix of a job's row in the jobs view (gputui.ui.jobs)
+COMMAND_ROOM = 40  # characters of a command line shown before CPU%, RSS, St and Elapsed come
 
 
 def proc_row_key(proc: Proc | Parent) -> str:
@@ -53,21 +54,34 @@ class ProcScope:
 class ProcTable(KeyedTable):
     COLUMNS = (
         Column("sel", " ", width=1, priority=0, sortable=False),
-        Column("pid", "PID", width=7, justify="right", descending=False),
-        Column("user", "User", width=9, priority=2, cut=True),
+        # As wide as the widest PID (4 digits in a container, 7 where pid_max is 4194304).
+        Column("pid", "PID", justify="right", descending=False),
+        # As wide as the longest user name, up to 9 (then cut): `root` takes 5.
+        Column("user", "User", nominal=9, priority=2, cut=True),
         # Only while a process of the host has one (available_columns). Not sortable: the ten sort
         # keys keep their columns; the filter (/) finds a container's processes.
-        Column("container", "Container", nominal=10, priority=3, cut=True, sortable=False),
+        Column("container", "Container", nominal=10, priority=5, cut=True, sortable=False),
         Column("kind", "Kind", width=9, priority=0),
         Column("gpu", "GPU", width=3, priority=1),
         Column("mem", "GPU mem", width=8, justify="right", descending=True, priority=1),
-        Column("sm", "SM%", width=4, justify="right", descending=True, priority=4),
-        Column("cpu", "CPU%", width=5, justify="right", descending=True, priority=5),
-        Column("rss", "RSS", width=8, justify="right", descending=True, priority=6),
+        Column("sm", "SM%", width=4, justify="right", descending=True, priority=3),
+        Column("cpu", "CPU%", width=5, justify="right", descending=True, priority=7),
+        Column("rss", "RSS", width=8, justify="right", descending=True, priority=8),
         # Not sortable: D and Z are coloured, and the ten sort keys go to the columns people sort by.
-        Column("state", "St", width=2, priority=3, sortable=False),
-        Column("elapsed", "Elapsed", width=7, justify="right", descending=True, priority=4),
-        Column("command", "Command", nominal=24, priority=0, flex=True, cut=True),
+        Column("state", "St", width=2, priority=5, sortable=False),
+        Column("elapsed", "Elapsed", width=7, justify="right", descending=True, priority=6),
+        # What people read to know a process: COMMAND_ROOM of it before the optional numbers
+        # (after SM%, which says whether it works) come.
+        Column(
+            "command",
+            "Command",
+            nominal=24,
+            priority=0,
+            flex=True,
+            cut=True,
+            room=COMMAND_ROOM,
+            room_priority=4,
+        ),
     )
     DEFAULT_SORT = ("mem", True)
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -80,6 +94,7 @@ class ProcTable(KeyedTable):
         "proc--context",
         "proc--tree",
         "proc--job",
+        "proc--stale",
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
@@ -178,7 +193,10 @@ class ProcTable(KeyedTable):
         scope: ProcScope,
         filter_text: str = "",
         selected: Collection[ProcKey] = (),
+        live: bool = True,
     ) -> None:
+        """The processes of `scope` in `sample`; dimmed when it is not live (its host is down, stale or
+        reconnecting: the title says how old they are)."""
         procs = sample.processes if sample is not None else ()
         containers = any(p.container for p in procs)
         if scope.gpu is not None:
@@ -201,6 +219,10 @@ class ProcTable(KeyedTable):
             self._tree, self._order = {}, None
         if not self.jobs_mode:
             self.job_rows = {}
+        if not live:
+            stale = self.style_of("proc--stale")
+            for row in rows.values():
+                dim(row, stale)
         self.sync(rows)
         if containers != self.containers:
             # The column comes (or goes) with the first (or last) process in a container: measured

@@ -12,7 +12,7 @@ from gputui.fleet import CONNECTING, DOWN, LIVE, REASONS, STALE, HostView
 from gputui.words import count, host_metrics_parts
 
 from .. import fmt, kinds
-from .host_list import DOTS, busy_total
+from .host_list import DOTS, busy_total, not_live, seen
 from .table import Cell, fit_end
 
 
@@ -115,19 +115,23 @@ class StatusLine(OneLine):
         if paused is not None:
             self._paused(text, paused)
             text.append("  ")
-        if view.status == LIVE:
+        live = view.status == LIVE
+        # What is shown below is this old when the host is not live: dimmed there, said here, before
+        # the details a narrow terminal cuts.
+        old = f", {seen(age)}" if not live and view.sample is not None else ""
+        if live:
             text.append("live", status_style)
             text.append(f", sample {_age(age)} old", muted)
         elif view.status == CONNECTING:
             text.append("connecting…", status_style)
+            text.append(old, self.style_of("status--warn"))
         else:
             why = REASONS.get(view.reason or "", view.reason or "")
             text.append(f"{view.status}: {why}" if why else view.status, status_style)
+            text.append(old, self.style_of("status--warn"))
             if view.detail:
                 text.append(f" ({fmt.safe(view.detail, 120)})", muted)
-            if view.status == STALE:
-                text.append(f", last sample {_age(age)} old", muted)
-            elif view.status == DOWN:
+            if view.status == DOWN:
                 text.append(", retrying", muted)
         if facts is not None and facts.error_code:
             text.append("  ")
@@ -144,7 +148,8 @@ class StatusLine(OneLine):
                 busy, total = busy_total(view)
                 names = {g.name for g in sample.gpus if g.name}
                 model = f" {fmt.safe(names.pop(), 40)}" if len(names) == 1 else ""
-                parts.append(f"{total}×{model}, {total - busy} free")
+                # How many are free only while live: a down host's free GPUs may not be now.
+                parts.append(f"{len(sample.gpus)}×{model}" + (f", {total - busy} free" if live else ""))
             if sample is not None and sample.scan_age is not None:
                 parts.append(f"holders ≤{sample.scan_age:.0f}s old")
             if facts.reader == "sim":
@@ -157,7 +162,7 @@ class StatusLine(OneLine):
         parts = host_metrics_parts(metrics, exact) if metrics is not None else []
         if parts:
             text.append("  ·  ", muted)
-            text.append(" · ".join(parts), self.style_of("status--metrics"))
+            text.append(" · ".join(parts), self.style_of("status--metrics") if live else muted)
         self.set_text(text)
 
     def show_fleet(
@@ -187,7 +192,10 @@ class StatusLine(OneLine):
                 first = False
         used = sum(busy.get(v.name, (0, 0))[0] for v in views)
         total = sum(busy.get(v.name, (0, 0))[1] for v in views)
-        text.append(f"  ·  {count(total, 'GPU')}: {total - used} free, {used} busy", muted)
+        unknown = sum(not_live(v) for v in views)
+        text.append(f"  ·  {count(total + unknown, 'GPU')}: {total - used} free, {used} busy", muted)
+        if unknown:  # their hosts are not live: their last samples count for nothing now
+            text.append(f", {unknown} not live", self.style_of("status--warn"))
         self.set_text(text)
 
 

@@ -13,18 +13,27 @@ itself, drops that row's cache entries before the next render and marks only the
 Adding, removing and sorting rows still go through DataTable (they change every row's place).
 
 Columns have a priority: when the table is narrower than all of them need, the least important ones
-are left out, and put back when there is room.
+are left out, and put back when there is room. The columns come in their priority order up to the
+first one that does not fit (never a later, smaller one in its place: a wider pane never shows fewer
+columns); the column the table is sorted by comes right after those that always show, so the sort
+is always in view, arrow and all. The flexible column (a command, the holders) takes what the others
+leave, and before the optional columns of its `room_priority` come it grows to `room`, or to what
+its cells need if that is less (issue 19).
 
 What a cell shows is true or shows that it is cut (issue 12): a table is never wider than its pane, so
 its right edge cuts nothing. A column of numbers (`cut=False`: PIDs, memory, GPU indexes) is as wide
 as its widest cell, and grows when a wider one comes; a column of words (`cut=True`) gives way with
 an ellipsis, and inside such a cell the numbers marked `keep` stay whole: the words before them give
 way first (`dead PID; memo… 4125299…`), and a number that cannot fit is left out whole, never cut.
-The table is rebuilt only when the columns (or their widths) change.
+The table is rebuilt only when the columns (or their widths) change. A cut cell fills its column:
+a cell may carry a shorter form (`Cell.short`: glyphs for words) that a narrow column shows instead,
+and a `whole` column is at least as wide as its cells need to keep their numbers, so no number
+leaves blank space behind an ellipsis where the table had room for it.
 
 The keys 1-9 (and 0 for the tenth) sort by a column's place among all the table's sortable columns,
-shown or not, so a key means the same column at every width; a sort on a column that the width
-hides is kept (`hidden_sort` names it, for the pane's title).
+shown or not, so a key means the same column at every width; the sort brings its column into view.
+A sort on a column that is not shown all the same (the config's [columns] hides it, or even it does
+not fit) is kept, and `hidden_sort` names it for the pane's title.
 """
 
 from __future__ import annotations
@@ -67,12 +76,15 @@ class Cell(Text):
     """Text that knows how it sorts (`DataTable.sort` hands its key function cells, not rows) and
     which of its characters are numbers that must never be cut (`keep`: (start, end) offsets)."""
 
-    __slots__ = ("keep", "sort_key")
+    __slots__ = ("keep", "short", "sort_key")
 
     def __init__(self, text: str = "", style: str | Style = "", sort_key: Any = None) -> None:
         super().__init__(text, style=style, no_wrap=True, overflow="ellipsis", end="")
         self.sort_key = text.casefold() if sort_key is None else sort_key
         self.keep: tuple[tuple[int, int], ...] = ()
+        # The same facts in fewer cells ("■2 ◇1" for "2 user  1 ghost"): what a column too narrow
+        # for this cell shows, and fits in turn.
+        self.short: Cell | None = None
 
     @classmethod
     def parts(cls, *parts: Part, sort_key: Any = None) -> Cell:
@@ -106,7 +118,30 @@ class Cell(Text):
         return self
 
     def signature(self) -> Hashable:
-        return (self.plain, self.style, tuple(self.spans))
+        short = self.short.signature() if self.short is not None else None
+        return (self.plain, self.style, tuple(self.spans), short)
+
+    def then(self, other: Text) -> Cell:
+        """Append `other`, its styles and (a Cell's) numbers kept whole."""
+        start = len(self.plain)
+        self.append_text(other)
+        if isinstance(other, Cell):
+            self.keep = (*self.keep, *((a + start, b + start) for a, b in other.keep))
+        return self
+
+    def clone(self) -> Cell:
+        """A copy to add to (its own spans and numbers; no short form)."""
+        out = Cell(sort_key=self.sort_key)
+        out.append_text(self)
+        out.keep = self.keep
+        out.justify = self.justify
+        return out
+
+    def with_short(self, short: Cell) -> Cell:
+        """This cell, with `short` shown where it does not fit whole."""
+        if short.plain != self.plain:
+            self.short = short
+        return self
 
 
 def fit(cell: Cell, width: int) -> Cell:
@@ -119,6 +154,10 @@ def fit(cell: Cell, width: int) -> Cell:
     words before it show the cut)."""
     if width <= 0 or cell.cell_len <= width:
         return cell
+    if cell.short is not None:
+        short = cell.short
+        short.justify, short.sort_key = cell.justify, cell.sort_key
+        return fit(short, width)
     segments = _segments(cell)
     while True:
         squeezed = _squeeze(segments, width)
@@ -148,6 +187,24 @@ def fit(cell: Cell, width: int) -> Cell:
     return out
 
 
+def whole_width(cell: Cell) -> int:
+    """The fewest cells `fit` shows `cell` in with every number of it whole (its short form's, when it
+    has one: what a narrow column shows): the words squeezed, down to their ellipses."""
+    while cell.short is not None:
+        cell = cell.short
+    if not cell.keep:
+        return min(cell.cell_len, 2)  # words: cut down to "x…", never blank beside the cut
+    segments = _segments(cell)
+    low, high = sum(t.cell_len for t, keep in segments if keep), cell.cell_len
+    while low < high:  # _squeeze succeeds from some width on: the least such
+        middle = (low + high) // 2
+        if _squeeze(segments, middle) is None:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
 def fit_end(cell: Cell, width: int) -> Cell:
     """`cell` in at most `width` cells, cut at its end only (a line of prose: the status line), between
     two words, so never inside a number; an ellipsis shows where."""
@@ -169,6 +226,17 @@ def fit_end(cell: Cell, width: int) -> Cell:
     out.rstrip()
     out.append(" " + ELLIPSIS if out.plain and out.plain[-1].isdigit() else ELLIPSIS)
     return out
+
+
+def dim(row: Row, style: Style) -> Row:
+    """`row` with every cell (and its short form) in `style` over its own colours: the row is from a
+    sample that is not live (its host is down, stale or reconnecting)."""
+    for cell in row.values():
+        form: Cell | None = cell
+        while form is not None:
+            form.stylize(style)
+            form = form.short
+    return row
 
 
 def _segments(cell: Cell) -> list[tuple[Text, bool]]:
@@ -231,6 +299,11 @@ class Column:
     flex: bool = False  # takes the width the other columns leave (at least `nominal`); words only
     sortable: bool = True  # counted by the 1-9 sort keys
     cut: bool = False  # words, which give way with an ellipsis; False: numbers, never cut (it grows)
+    # A flex column: the width it grows to before the columns of priority `room_priority` come (at
+    # most what its cells need: their length, or, when `whole`, what keeps their numbers whole).
+    room: int | None = None
+    room_priority: int = 0
+    whole: bool = False
 
     @property
     def planned(self) -> int:
@@ -314,8 +387,21 @@ class KeyedTable(DataTable[Cell]):
         return self.COLUMNS
 
     def _measured(self, column: Column) -> bool:
-        """Columns whose width follows their cells: numbers, and words without a fixed width."""
-        return not column.flex and (not column.cut or column.width is None)
+        """Columns whose width follows their cells: numbers, words without a fixed width, and a flex
+        column with room to grow to (as far as its cells need)."""
+        if column.flex:
+            return column.room is not None
+        return not column.cut or column.width is None
+
+    def _need(self, column: Column, cell: Cell) -> int:
+        """What a measured column needs for `cell`: its length; for a flex column, up to its room
+        (wider never changes the columns), and only what keeps its numbers whole if `whole`."""
+        if not column.flex:
+            return cell.cell_len
+        room = column.room or 0
+        if cell.cell_len <= room:
+            return cell.cell_len
+        return min(room, whole_width(cell)) if column.whole else room
 
     def _label_width(self, column: Column) -> int:
         arrow = 1 if self.SORTABLE and column.sortable else 0  # room for the sort arrow
@@ -338,20 +424,44 @@ class KeyedTable(DataTable[Cell]):
         return min(want, max(column.nominal, label)), want
 
     def _fit(self, width: int) -> tuple[Column, ...]:
-        """The columns that fit in `width` cells, most important first, each with its width: words
-        without a fixed width grow towards their widest cell, a flex column takes the rest."""
+        """The columns that fit in `width` cells, most important first, each with its width: up to
+        the first column that does not fit, the sort column right after those that always show; a
+        flex column's room before the columns of its room's priority; then words without a fixed
+        width grow towards their widest cell, and a flex column takes the rest."""
         columns = tuple(c for c in self.available_columns() if c.key not in self.hidden_columns)
         budget = width - 1  # the vertical scrollbar
         pad = 2 * self.cell_padding
         bounds = {c.key: self._bounds(c) for c in columns}
         widths: dict[str, int] = {}
-        by_priority = sorted(columns, key=lambda c: c.priority)
-        for column in by_priority:
+        sort = self._sort[0] if self.SORTABLE and self._sort is not None else None
+
+        def rank(column: Column) -> tuple[int, int]:
+            if column.priority == 0:
+                return (0, 0)
+            return (0, 1) if column.key == sort else (column.priority, 0)
+
+        # (rank, is a room, column), in order; a room comes after the columns of its priority.
+        steps = [(rank(c), False, c) for c in columns]
+        steps += [((c.room_priority, 2), True, c) for c in columns if c.flex and c.room is not None]
+        for _, room, column in sorted(steps, key=lambda step: (step[0], step[1])):
+            if room:
+                if column.key not in widths:
+                    continue
+                want = min(column.room or 0, self._content.get(column.key, 0)) - widths[column.key]
+                more = max(0, min(budget, want))
+                widths[column.key] += more
+                budget -= more
+                if more < want:
+                    break  # the room is not all there: no column after it fits
+                continue
             need = bounds[column.key][0] + pad
             if column.priority > 0 and need > budget:
-                continue
+                if column.key == sort:
+                    continue  # even the sort column does not fit: the title says what sorts
+                break
             widths[column.key] = bounds[column.key][0]
             budget -= need
+        by_priority = sorted(columns, key=rank)
         for column in by_priority:
             if column.key in widths and budget > 0:
                 more = min(budget, bounds[column.key][1] - widths[column.key])
@@ -374,7 +484,7 @@ class KeyedTable(DataTable[Cell]):
     def _measure(self) -> None:
         """The widest cell of each measured column, from every row (they only grow in between)."""
         self._content = {
-            c.key: max((row[c.key].cell_len for row in self._rows.values()), default=0)
+            c.key: max((self._need(c, row[c.key]) for row in self._rows.values()), default=0)
             for c in self.available_columns()
             if self._measured(c)
         }
@@ -473,7 +583,7 @@ class KeyedTable(DataTable[Cell]):
         sort_key = self._sort[0] if self._sort else None
         reorder = False
         wider = False
-        measured = {c.key for c in self.available_columns() if self._measured(c)}
+        measured = {c.key: c for c in self.available_columns() if self._measured(c)}
         with self.app.batch_update():
             candidates = self._rows.keys() if replace is None else replace
             for key in [k for k in candidates if k in self._rows and k not in rows]:
@@ -492,7 +602,7 @@ class KeyedTable(DataTable[Cell]):
                     continue
                 changed = {k for k, cell in row.items() if cell.signature() != old[k].signature()}
                 if changed:
-                    wider = self._widen(row, measured & changed) or wider
+                    wider = self._widen(row, {k: measured[k] for k in changed if k in measured}) or wider
                 for column in self._shown:
                     if column.key in changed:
                         self._put(key, column.key, self._cell(row, column))
@@ -510,11 +620,11 @@ class KeyedTable(DataTable[Cell]):
                 self.move_to(cursor)
         return reorder
 
-    def _widen(self, row: Row, columns: Collection[str]) -> bool:
+    def _widen(self, row: Row, columns: Mapping[str, Column]) -> bool:
         """Note the cells of `row` in `columns` that are wider than their column's widest so far."""
         wider = False
-        for key in columns:
-            width = row[key].cell_len
+        for key, column in columns.items():
+            width = self._need(column, row[key])
             if width > self._content.get(key, 0):
                 self._content[key] = width
                 wider = True
@@ -638,9 +748,13 @@ class KeyedTable(DataTable[Cell]):
                 reverse = spec.descending
         cursor = self.cursor_key
         self._sort = (column, reverse)
-        for c in self._shown:
-            self.columns[ColumnKey(c.key)].label = self._label(c)
-        self._apply_sort()
+        shown = self._fit(self.size.width) if self.size.width > 0 and self._shown else self._shown
+        if shown != self._shown:
+            self._rebuild(shown)  # the sort column comes into view (another may give way)
+        else:
+            for c in self._shown:
+                self.columns[ColumnKey(c.key)].label = self._label(c)
+            self._apply_sort()
         self.move_to(cursor, scroll=True)
         self.post_message(self.Sorted())
 
@@ -652,7 +766,8 @@ class KeyedTable(DataTable[Cell]):
         return self._sort
 
     def hidden_sort(self) -> str:
-        """ "sorted by RSS ▼ (column hidden)" when the sort column is left out at this width, else ""."""
+        """ "sorted by RSS ▼ (column hidden)" when the sort column is not shown (the config hides it,
+        or the pane is too narrow even for it), else ""."""
         if self._sort is None or not self.SORTABLE or self._sort[0] in self._widths:
             return ""
         spec = self._column(self._sort[0])
