@@ -89,7 +89,10 @@ def test_ctrl_c_after_sigterm_says_what_was_sent_and_logs_outcome_unknown(tmp_pa
 
 def _controlling_tty() -> None:
     """In the child: a session of its own whose controlling terminal is its stdin (the pty), so that
-    ^C typed there is SIGINT to it, as in a shell."""
+    ^C typed there is SIGINT to it, as in a shell. SIGINT is not ignored in it whatever this process
+    does with it: a shell's `&` starts its commands with SIGINT ignored, and an ignored SIGINT is
+    inherited across exec (Python then installs no KeyboardInterrupt, and the ^C went nowhere)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     os.setsid()
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
