@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -53,7 +52,7 @@ from gputui.actionlog import ActionLog as AuditLog
 from gputui.actionlog import default_log_path
 from gputui.export import write_files
 from gputui.fleet import Fleet, HostView
-from gputui.model import Event, PlanVerdict, done_event
+from gputui.model import Event, PlanVerdict
 from gputui.operate import FRESH_TIMEOUT, Operations, Request, status_of
 from gputui.plan import KillOptions, Plan
 from gputui.words import count, toast_title, verdict_summary
@@ -110,8 +109,6 @@ class GpuTuiApp(App[None]):
         # SIGHUP, SIGTERM and a lost terminal end the app within a second (terminal.py); the CLI
         # installs it before anything starts. None (Pilot, a bench): nothing handled here.
         self.lifeline = lifeline
-        self._abandoned: set[str] = set()  # plans whose outcome-unknown `done` is written
-        self._abandon_lock = threading.Lock()  # the hard exit writes it from another thread
         self._drawn = False  # the first frame is drawn (Textual's Ready)
         self._mounted = False  # on_mount has run: the screens are there to guard the size with
         self._end_code: int | None = None  # the lifeline asked the app to exit with this status
@@ -270,19 +267,11 @@ class GpuTuiApp(App[None]):
 
     def _abandon(self, plan: Plan) -> None:
         """The app ends before `plan`'s verdict: an outcome-unknown `done` line says so (whole and
-        fsync'd, as every line is; the next start still reports the plan as unfinished)."""
-        with self._abandon_lock:
-            if plan.id in self._abandoned:
-                return
-            self._abandoned.add(plan.id)
+        fsync'd, as every line is; the next start still reports the plan as unfinished). One writer
+        for the dashboard and `gputui clean`: Operations.abandon (once per plan, any thread)."""
         lifeline = self.lifeline
         why = lifeline.reason if lifeline is not None and lifeline.reason else "the operator quit"
-        message = (
-            f"gputui exited before the verdict ({why}) and its probe was ended: what the plan did is "
-            "not known here; check these processes and GPUs"
-        )
-        with contextlib.suppress(OSError):
-            self.audit.event(plan.host, done_event(plan.id, "outcome-unknown", message))
+        self.ops.abandon(plan.host, plan.id, why)
 
     async def on_unmount(self) -> None:
         await self.fleet.stop()

@@ -31,13 +31,13 @@ from gputui.fleet import GpuHistory, HostView
 from gputui.model import IDLE_SLACK, Gpu, GpuShare, Preflight, Sample
 from gputui.readiness import preflight_flags
 from gputui.units import fmt_memory, fmt_memory_of, fmt_percent
-from gputui.words import count, part_words
+from gputui.words import count, mig_profile, part_words
 
 from .. import fmt, kinds
 from ..context import Dashboard
 from ..intents import ResetRequested
 from ..widgets.footer import Footer
-from ..widgets.gpu_table import instance_holders, memory_cell, mig_profile
+from ..widgets.gpu_table import instance_holders, memory_cell
 from ..widgets.proc_table import gpus_cell
 from ..widgets.status import StyledStatic
 

@@ -12,7 +12,7 @@ from gputui.fleet import LIVE, GpuHistory, HostView
 from gputui.model import IDLE_SLACK, Gpu, MigInstance, Sample
 from gputui.readiness import preflight_flags
 from gputui.units import fmt_memory, fmt_memory_of, fmt_percent
-from gputui.words import count
+from gputui.words import count, mig_profile
 
 from .. import fmt, kinds
 from .table import Cell, Column, KeyedTable, Row, Styled, dim
@@ -283,14 +283,6 @@ def mig_rows(table: KeyedTable, gpu: Gpu, sample: Sample) -> dict[str, Row]:
             "holders": instance_holders(table, sample, gpu, instance),
         }
     return rows
-
-
-def mig_profile(instance: MigInstance) -> str:
-    """`3g.71gb`, what tells a GPU's instances apart, from the driver's name of the instance
-    ("NVIDIA H200 MIG 3g.71gb"); the whole name where it has no "MIG", empty where none. Made safe."""
-    name = fmt.safe(instance.name, 40)
-    at = name.find("MIG")
-    return name[at + 3 :].strip() if at >= 0 else name
 
 
 def instance_holders(styled: Styled, sample: Sample, gpu: Gpu, instance: MigInstance) -> Cell:

@@ -15,6 +15,7 @@ from textual.message import Message
 
 from gputui.model import Job, Parent, Proc, Sample, brief_command
 from gputui.units import fmt_duration, fmt_memory, fmt_percent, index_runs
+from gputui.words import gpu_place
 
 from .. import fmt, jobs, kinds, tree
 from .table import ELLIPSIS, Cell, Column, KeyedTable, Row, Styled, dim
@@ -535,8 +536,7 @@ def mig_cell(styled: Styled, proc: Proc, gpu: int | None) -> Cell:
     for i, index in enumerate(sorted(proc.gpus)):
         if i:
             cell.add(",")
-        text = ",".join(p.label for p in proc.mig_on(index)) or str(index)
-        cell.add(text, styled.style_of("proc--here") if index == gpu else "", keep=True)
+        cell.add(gpu_place(proc, index), styled.style_of("proc--here") if index == gpu else "", keep=True)
     return cell
 
 
