@@ -438,12 +438,7 @@ async def _clean(args: argparse.Namespace, ops: Operations, con: Console) -> int
         return _finish(con, outcomes.values(), ops, dry_run=args.dry_run)
     # Verification alone signals nothing: no need to ask.
     if not args.yes and any(o.plan is not None and not o.plan.is_empty for o in runnable):
-        try:
-            answer = await _confirm(con)
-        except asyncio.CancelledError:
-            con.say()
-            con.warn("interrupted (Ctrl+C) at the prompt: nothing was sent")
-            raise
+        answer = await _confirm(con)
         if answer is not True:
             for o in runnable:
                 o.status, o.message = "aborted", "not confirmed: nothing done"
@@ -643,12 +638,7 @@ async def _reset(args: argparse.Namespace, ops: Operations, con: Console) -> int
         )
         return finish(EXIT_OK, "dry-run", "nothing blocks a reset")
     if not args.yes:
-        try:
-            answer = await _confirm(con)
-        except asyncio.CancelledError:
-            con.say()
-            con.warn("interrupted (Ctrl+C) at the prompt: nothing was sent")
-            raise
+        answer = await _confirm(con)
         if answer is not True:
             con.say(f"== {printable(host)}: NOTHING DONE: not confirmed")
             return finish(EXIT_USAGE if answer is None else EXIT_DECLINED, "aborted", "not confirmed")
@@ -737,12 +727,18 @@ def _requests(args: argparse.Namespace, samples: dict[str, Sample], hosts: list[
 
 
 async def _confirm(con: Console) -> bool | None:
-    """True or False from the operator; None when there is no terminal to ask on."""
+    """True or False from the operator; None when there is no terminal to ask on. A Ctrl+C at the
+    prompt is said (nothing was sent) and goes on up."""
     isatty = getattr(con.stdin, "isatty", None)
     if not (isatty and isatty()):
         return None
     print("Proceed? [y/N] ", end="", file=con.human, flush=True)
-    line = await _read_line(con.stdin)
+    try:
+        line = await _read_line(con.stdin)
+    except asyncio.CancelledError:
+        con.say()
+        con.warn("interrupted (Ctrl+C) at the prompt: nothing was sent")
+        raise
     return line.strip().lower() in ("y", "yes")
 
 

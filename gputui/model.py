@@ -484,16 +484,24 @@ class Gpu:
         return min(1.0, self.memory_used / self.memory_total)
 
 
-def _process_fields(d: dict[str, Any]) -> dict[str, Any]:
-    """What a sample's process record and a `detail` answer say alike of a process, parsed once."""
+def _who_fields(d: dict[str, Any]) -> dict[str, Any]:
+    """What every process record says of its process (a sample's process, a parent, a job's root,
+    a `detail` answer): its name, command, user, state and parent, parsed once."""
     return {
-        "start_time": _count(d.get("start_time")),
         "name": _str(d.get("name")),
         "command": _strs(d.get("command")),
         "user": _str(d.get("user")),
         "uid": _count(d.get("uid")),
         "state": _str(d.get("state")),
         "ppid": _count(d.get("ppid")),
+    }
+
+
+def _process_fields(d: dict[str, Any]) -> dict[str, Any]:
+    """What a sample's process record and a `detail` answer say alike of a process, parsed once."""
+    return {
+        "start_time": _count(d.get("start_time")),
+        **_who_fields(d),
         "pgid": _count(d.get("pgid")),
         "sid": _count(d.get("sid")),
         "rss": _count(d.get("rss")),
@@ -648,12 +656,7 @@ class Job:
             id=job_id,
             root=root,
             root_start=_count(d.get("root_start")),
-            name=_str(d.get("name")),
-            command=_strs(d.get("command")),
-            user=_str(d.get("user")),
-            uid=_count(d.get("uid")),
-            state=_str(d.get("state")),
-            ppid=_count(d.get("ppid")),
+            **_who_fields(d),
             boundary=boundary if boundary in BOUNDARIES else None,
             members=tuple(dict.fromkeys(_pids(_list(d.get("members"))[:MAX_MEMBERS]))),
             processes=_job_processes(d.get("processes")),
@@ -738,12 +741,7 @@ class Parent:
         return cls(
             pid=pid,
             start_time=_count(d.get("start_time")),
-            ppid=_count(d.get("ppid")),
-            name=_str(d.get("name")),
-            command=_strs(d.get("command")),
-            user=_str(d.get("user")),
-            uid=_count(d.get("uid")),
-            state=_str(d.get("state")),
+            **_who_fields(d),
         )
 
     @property

@@ -36,6 +36,7 @@ from .plan import (
     PlanOptions,
     PlanWarning,
     excluded_entry,
+    excluded_root,
     job_for_pid,
     job_words,
     plan_for_host,
@@ -391,18 +392,7 @@ def _lost_job(host: str, job: Job, sample: Sample) -> Excluded:
         why = "its root's PID now names another process (reused)"
     else:
         why = "its root exited, or it has no GPU process left, since it was selected"
-    return Excluded(
-        host=host,
-        pid=job.root,
-        kind="root",
-        why=f"{job_words(job)}: {why}",
-        start_time=job.root_start,
-        name=job.name,
-        command=job.command,
-        user=job.user,
-        gpus=job.gpus,
-        chosen=True,
-    )
+    return excluded_root(host, job, f"{job_words(job)}: {why}")
 
 
 def status_of(verdict: PlanVerdict) -> tuple[str, str | None]:

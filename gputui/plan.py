@@ -789,6 +789,26 @@ def job_words(job: Job) -> str:
     return f"job {job.id} ({command})"
 
 
+def excluded_root(
+    host: str, job: Job, why: str, *, kind: str = "root", protected: str | None = None
+) -> Excluded:
+    """A chosen job's root that a plan leaves alone (refused, or lost since it was chosen), as the
+    job record names it: root PID and start time, command, user, GPUs."""
+    return Excluded(
+        host=host,
+        pid=job.root,
+        kind=kind,
+        why=why,
+        start_time=job.root_start,
+        name=job.name,
+        command=job.command,
+        user=job.user,
+        gpus=job.gpus,
+        protected=protected,
+        chosen=True,
+    )
+
+
 def jobs_title(jobs: Iterable[Job]) -> str | None:
     """`Stop job 4242 (torchrun ...)`, `Stop 2 jobs: 4242 (torchrun ...), 4343 (python serve.py)`;
     None for no job. The one place these words are made (the dialog's title, the CLI's plan head)."""
@@ -967,18 +987,12 @@ def _job_part(sample: Sample, host: str, job: Job) -> _JobPart:
                 between.append(pid)
     if reason is not None:
         why = PROTECTED_WORDS.get(reason, "its start time could not be read: it cannot be identified safely")
-        refused = Excluded(
-            host=host,
-            pid=job.root,
+        refused = excluded_root(
+            host,
+            job,
+            f"root of {job_words(job)}: {why}; its job is not stopped",
             kind=root_proc.kind if root_proc is not None else "root",
-            why=f"root of {job_words(job)}: {why}; its job is not stopped",
-            start_time=job.root_start,
-            name=job.name,
-            command=job.command,
-            user=job.user,
-            gpus=job.gpus,
             protected=reason if reason != "no-start" else None,
-            chosen=True,
         )
         return _JobPart(job, (), (), refused)
     root_why = f"root of job {job.id}: signalled first" + (

@@ -410,25 +410,11 @@ def execute_signal(probe, record, emit):
     # type: (Any, Dict[str, Any], Callable[[Dict[str, Any]], None]) -> Optional[Dict[str, Any]]
     """Send one signal to one process (a `signal` record), emitting `accepted`, `check`, `signal`,
     `verdict` and `done` events; return the `done` event (None if refused)."""
-    plan_id = record.get("id") if isinstance(record.get("id"), str) else None
-    if probe.read_only:
-        emit(error("read-only", "this probe runs read-only: signals are refused", plan_id))
-        return None
-    try:
-        settings = SignalSettings(record)
-    except PlanError as exc:
-        emit(error("bad-message", "bad signal: %s" % exc, plan_id))
+    settings = _accepted(probe, record, emit, "signal", SignalSettings)
+    if settings is None:
         return None
     run = Run(probe, settings, emit)
-    try:
-        return run.go_signal()
-    except Exception as exc:  # a bug must end the plan visibly, not kill the probe
-        return run.event(
-            "done",
-            "error",
-            "signal %s failed inside the probe: %s: %s" % (settings.id, type(exc).__name__, exc),
-            data={"ok": False, "gpus": {}, "processes": [], "error": "%s: %s" % (type(exc).__name__, exc)},
-        )
+    return _to_the_end(run, "signal", run.go_signal, "ok")
 
 
 # -- the run -----------------------------------------------------------------------------------
@@ -442,24 +428,41 @@ def execute(probe, plan, emit, stop_requested=None):
     half of it (SIGTERM sent, no SIGKILL, nothing verified) would be the worst outcome. Only the app
     can stop its further signals (`stop_requested` returns why, once its audit log has failed: what
     it cannot record must not happen); the verification and the verdicts still come."""
-    plan_id = plan.get("id") if isinstance(plan.get("id"), str) else None
-    if probe.read_only:
-        emit(error("read-only", "this probe runs read-only: plans are refused", plan_id))
-        return None
-    try:
-        settings = Settings(plan)
-    except PlanError as exc:
-        emit(error("bad-message", "bad plan: %s" % exc, plan_id))
+    settings = _accepted(probe, plan, emit, "plan", Settings)
+    if settings is None:
         return None
     run = Run(probe, settings, emit, stop_requested)
+    return _to_the_end(run, "plan", run.go, "clean")
+
+
+def _accepted(probe, record, emit, what, parse):
+    # type: (Any, Dict[str, Any], Callable[[Dict[str, Any]], None], str, Callable[[Dict[str, Any]], Settings]) -> Optional[Settings]
+    """A plan or signal record's settings, or None once an error event has said why it is refused
+    (a read-only probe, a bad record). `what` names the record in the message: plan, signal."""
+    plan_id = record.get("id") if isinstance(record.get("id"), str) else None
+    if probe.read_only:
+        emit(error("read-only", "this probe runs read-only: %ss are refused" % what, plan_id))
+        return None
     try:
-        return run.go()
+        return parse(record)
+    except PlanError as exc:
+        emit(error("bad-message", "bad %s: %s" % (what, exc), plan_id))
+        return None
+
+
+def _to_the_end(run, what, go, ok_key):
+    # type: (Run, str, Callable[[], Optional[Dict[str, Any]]], str) -> Optional[Dict[str, Any]]
+    """`go()`'s `done` event; a bug inside it ends the run with a `done` error event (its outcome
+    under `ok_key` false) rather than killing the probe."""
+    try:
+        return go()
     except Exception as exc:  # a bug must end the plan visibly, not kill the probe
+        failure = "%s: %s" % (type(exc).__name__, exc)
         return run.event(
             "done",
             "error",
-            "plan %s failed inside the probe: %s: %s" % (settings.id, type(exc).__name__, exc),
-            data={"clean": False, "gpus": {}, "processes": [], "error": "%s: %s" % (type(exc).__name__, exc)},
+            "%s %s failed inside the probe: %s" % (what, run.plan.id, failure),
+            data={ok_key: False, "gpus": {}, "processes": [], "error": failure},
         )
 
 

@@ -12,7 +12,7 @@ from gputui.model import Gpu, HostMetrics, Sample
 from gputui.units import fmt_memory_of, fmt_percent
 
 from .. import fmt, kinds
-from .gpu_table import HOLDERS_ROOM, holders_cell, memory_cell, util_cell
+from .gpu_table import holders_cell, holders_column, memory_cell, util_cell
 from .host_list import seen
 from .proc_table import matches
 from .table import Cell, Column, KeyedTable, Row, dim
@@ -37,18 +37,7 @@ class FleetTable(KeyedTable):
         Column("util", "Util", width=4, justify="right", descending=True, priority=1),
         Column("temp", "Temp", width=4, justify="right", descending=True, priority=5),
         Column("state", "State", width=5, priority=1),
-        Column(
-            "holders",
-            "Holders",
-            width=None,
-            nominal=10,
-            priority=2,
-            flex=True,
-            cut=True,
-            room=HOLDERS_ROOM,
-            room_priority=2,
-            whole=True,
-        ),
+        holders_column(priority=2),
         # The host's own load, on each of its GPUs' rows (sort by it to find the busy hosts); the
         # first to go when the table is narrow.
         Column("cpu", "CPU", width=4, justify="right", descending=True, priority=7),

@@ -27,6 +27,23 @@ EXACT_BAR_WIDTH = 3
 HOLDERS_ROOM = 30  # the Holders column grows to this (or what its cells need) before Temp comes
 
 
+def holders_column(priority: int) -> Column:
+    """The Holders column of the GPU and fleet tables: flexible, its numbers whole (glyphs for words
+    when narrow), growing to HOLDERS_ROOM before the other columns of its `priority` come."""
+    return Column(
+        "holders",
+        "Holders",
+        width=None,
+        nominal=10,
+        priority=priority,
+        flex=True,
+        cut=True,
+        room=HOLDERS_ROOM,
+        room_priority=priority,
+        whole=True,
+    )
+
+
 def holders_cell(table: KeyedTable, sample: Sample, gpus: tuple[Gpu, ...], live: bool = True) -> Cell:
     """ "free", or who holds these GPUs: "2 user  1 ghost" in the kinds' styles, "■2 ◇1" where the
     column is narrow (the cell's short form; the legend explains the glyphs). `live`: from a live
@@ -124,18 +141,7 @@ class GpuTable(KeyedTable):
         Column("mem_hist", "Mem hist", width=SPARK_WIDTH, priority=5),
         # Who holds the GPU, with its numbers whole (glyphs for words when narrow), before the
         # temperature and the history come.
-        Column(
-            "holders",
-            "Holders",
-            width=None,
-            nominal=10,
-            priority=1,
-            flex=True,
-            cut=True,
-            room=HOLDERS_ROOM,
-            room_priority=1,
-            whole=True,
-        ),
+        holders_column(priority=1),
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "screen.show_procs", "Processes", show=False, tooltip="go to its processes"),
