@@ -37,7 +37,9 @@ async def test_a_change_after_a_quiet_spell_is_drawn_without_waiting_for_a_timer
         app.want_redraw()
         assert app._redraw_due
         await pilot.pause()  # one turn of the message loop, no sleep
-        assert calls and "demo-a" in calls[0] and "demo-a" not in app._changed
+        # Drawn at once, demo-a with it. (Not "nothing left to draw": the demo's hosts keep
+        # sampling, and a new sample of demo-a may mark it changed again in the meantime.)
+        assert calls and "demo-a" in calls[0]
 
 
 async def test_a_redraw_due_in_a_nanosecond_is_never_lost(monkeypatch: pytest.MonkeyPatch) -> None:
