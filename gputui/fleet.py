@@ -553,6 +553,10 @@ class Fleet:
         loop = asyncio.get_running_loop()
         end = loop.time() + deadline if deadline is not None else None
         session.acted = time.monotonic()
+        # One get at a time, kept across waits, awaited through asyncio.wait: wait_for on Python
+        # 3.10/3.11 can swallow a cancellation that comes as the event does (Ctrl+C during `gputui
+        # clean` then went unheard until the plan's end: seen under load), as in _stream.
+        getting: asyncio.Future[Event | None] | None = None
         try:
             await session.send(plan)
             while True:
@@ -560,9 +564,12 @@ class Fleet:
                 if end is not None:
                     left = end - loop.time()
                     wait = left if wait is None else min(wait, left)
-                try:
-                    event = await asyncio.wait_for(q.get(), timeout=None if wait is None else max(0.0, wait))
-                except asyncio.TimeoutError:
+                if getting is None:
+                    getting = asyncio.ensure_future(q.get())
+                done, _ = await asyncio.wait({getting}, timeout=None if wait is None else max(0.0, wait))
+                if done:
+                    event, getting = getting.result(), None
+                else:
                     past = end is not None and loop.time() >= end
                     why = (
                         f"no verdict within the plan's deadline ({deadline:g} s)"
@@ -586,6 +593,8 @@ class Fleet:
                 if event.stage == "done":
                     return
         finally:
+            if getting is not None:
+                getting.cancel()
             session.waiters.pop(plan_id, None)
             session.acted = time.monotonic()
 
