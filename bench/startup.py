@@ -28,7 +28,6 @@ sys.path.insert(0, str(ROOT))
 from gputui.config import HostSpec  # noqa: E402
 from gputui.transport.bootstrap import boot_argv, build_payload  # noqa: E402
 from gputui.transport.headstart import local_argv, probe_argv  # noqa: E402
-from tests.cudajob import CudaJob  # noqa: E402
 
 PY = sys.executable
 # The same command with the head start switched off (the probe started by the transport, after the
@@ -93,6 +92,11 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--gib", type=float, default=4.0)
     ap.add_argument("--out", type=Path)
+    ap.add_argument(
+        "--no-gpu",
+        action="store_true",
+        help="only the start-up rows (no CUDA job): `clean`/`wait` as far as a machine without a GPU takes them",
+    )
     args = ap.parse_args()
     spec = HostSpec(name="local")
     bytecode = bytecode_state()
@@ -110,6 +114,13 @@ def main() -> int:
     whole("python3 -c pass", [PY, "-c", "pass"])
     whole("python3 -c 'import gputui.cli'", [PY, "-c", "import gputui.cli"])
     whole("gputui --version", [PY, "-m", "gputui", "--version"])
+    whole("gputui clean --help", [PY, "-m", "gputui", "clean", "--help"])
+    whole("gputui wait --help", [PY, "-m", "gputui", "wait", "--help"])
+    if args.no_gpu:
+        # Parsing, config, the local probe's start and its "no GPU" answer: all a start costs here.
+        whole("gputui clean --all --dry-run (no GPU)", [PY, "-m", "gputui", "clean", "--all", "--dry-run"])
+        whole("gputui wait --timeout 1 (no GPU)", [PY, "-m", "gputui", "wait", "--timeout", "1"])
+        return report(args, rows, notes, bytecode)
     payload = build_payload(probe_argv(spec))
     rows["probe to 1st sample: bootstrap (as SSH)"] = repeat(
         args.runs, lambda: probe_to_first_sample(boot_argv(PY), payload)
@@ -125,6 +136,8 @@ def main() -> int:
     cold: list[float] = []
     old: list[float] = []
     codes: set[int] = set()
+    from tests.cudajob import CudaJob
+
     for _ in range(args.runs):
         for times, argv in ((clean, [PY, "-m", "gputui"]), (cold, NO_HEAD_START)):
             job = CudaJob(args.gib, gpu=0)
@@ -144,7 +157,12 @@ def main() -> int:
     notes[f"gputui clean --pid P --yes ({args.gib:g} GiB job)"] = f"exit {','.join(map(str, sorted(codes)))}"
     rows["... clean without the head start"] = cold
     rows["kill P; sleep 1; nvidia-smi"] = old
+    return report(args, rows, notes, bytecode)
 
+
+def report(
+    args: argparse.Namespace, rows: dict[str, list[float]], notes: dict[str, str], bytecode: dict[str, object]
+) -> int:
     print(
         f"\nwhole-command wall time on {os.uname().nodename}, Python {sys.version.split()[0]}, {args.runs} runs"
     )
