@@ -206,7 +206,7 @@ async def measure(
     tuned_gc: bool = True,
     redraw_gap: float | None = None,
 ) -> dict[str, Any]:
-    from gputui.cli import tune_gc
+    from gputui.cli.main import tune_gc
     from gputui.config import HostSpec
     from gputui.fleet import LIVE, Fleet
     from gputui.transport.ssh import SshLink

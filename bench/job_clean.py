@@ -5,7 +5,7 @@ the two cases of issue 18 through the real CLI.
     python bench/job_clean.py [--reader sim|nvml] [--runs 5] [--gib 2] [--term-timeout 5] [--out raw.json]
 
 Timing: for each run a fresh job is started, gputui plans from a full sample as `gputui clean
---pid` does (gputui/plan.py: the PID of a launcher that holds no GPU chooses its job) and the
+--pid` does (gputui/kill/plan.py: the PID of a launcher that holds no GPU chooses its job) and the
 probe's engine executes it; the clock runs from handing the plan to the engine to its `done`
 event. "single": one process on GPU 0 stopped by its PID. "job": a torchrun-like launcher (a
 Python parent with no CUDA) with two CUDA ranks (GPU 0 and 1, both on GPU 0 with one GPU), stopped
@@ -42,8 +42,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from gputui.kill.plan import KillOptions, PlanOptions, plan_for_pids  # noqa: E402
 from gputui.model import Sample  # noqa: E402
-from gputui.plan import KillOptions, PlanOptions, plan_for_pids  # noqa: E402
 from gputui.probe.core import Probe  # noqa: E402
 from gputui.probe.reaper import execute  # noqa: E402
 
@@ -423,7 +423,7 @@ def check_sim(jobs: SimJobs, probe: Probe, term_timeout: float) -> list[dict[str
     supervisor = jobs.supervisor()
     [(worker, _)] = supervisor.workers
     sample = Sample.from_wire(probe.sample(full=True))
-    from gputui.plan import plan_for_gpus
+    from gputui.kill.plan import plan_for_gpus
 
     plan = plan_for_gpus(sample, [0], host="bench", options=PlanOptions(operator="bench"))
     events: list[dict[str, Any]] = []

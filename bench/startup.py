@@ -35,7 +35,7 @@ PY = sys.executable
 NO_HEAD_START = [
     PY,
     "-c",
-    "import sys; import gputui.cli as c; c.head_start = lambda args: None; sys.exit(c.main(sys.argv[1:]))",
+    "import sys; import gputui.cli.main as c; c.head_start = lambda args: None; sys.exit(c.main(sys.argv[1:]))",
 ]
 
 

@@ -5,7 +5,7 @@ The dashboard reads the default audit log at start and acknowledges the unfinish
 a test that builds an app (or runs `gputui clean`) without `--log` must never read, report or write
 the real user's log.
 
-`--demo` attaches to the user's live demo (gputui/demod.py), started if none runs: a test must never
+`--demo` attaches to the user's live demo (gputui/cli/demod.py), started if none runs: a test must never
 start or change the real user's demo, and needs the scenario's state as it starts, every time
 (snapshots). GPUTUI_DEMO=fresh gives each command its own sims; tests of the live demo
 (tests/cli/test_demo_live.py) unset it and give each test a runtime directory of its own.

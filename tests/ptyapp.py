@@ -177,7 +177,7 @@ class PtyApp:
     def start_plan(self) -> str:
         """Free every GPU of demo-a (`F`, then ctrl+k); back once the probe has signalled, with the
         plan's id. GPU 3's server ignores SIGTERM: the plan then waits 5 s for it, still running."""
-        from gputui.actionlog import read_records
+        from gputui.kill.auditlog import read_records
 
         self.up()
         self.open_dialog()

@@ -1,4 +1,4 @@
-"""The audit log (gputui/actionlog.py): write-ahead intents, one fsync'd line per record, torn lines."""
+"""The audit log (gputui/kill/auditlog.py): write-ahead intents, one fsync'd line per record, torn lines."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from gputui import actionlog
-from gputui.actionlog import (
+from gputui.kill import auditlog as actionlog
+from gputui.kill.auditlog import (
     FIELDS,
     ActionLog,
     AuditError,
@@ -21,8 +21,8 @@ from gputui.actionlog import (
     read_records,
     unfinished,
 )
+from gputui.kill.plan import PlanOptions, plan_for_gpus
 from gputui.model import Event
-from gputui.plan import PlanOptions, plan_for_gpus
 from tests.test_plan import sample
 
 OPTS = PlanOptions(operator="alice", plan_id="act1")

@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from gputui import argtypes
-from gputui.argtypes import parse_index
+from gputui.cli import argtypes
+from gputui.cli.argtypes import parse_index
 from gputui.probe.wire import MAX_INTERVAL, MIN_INTERVAL
 
 

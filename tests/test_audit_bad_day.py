@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 
-from gputui import actionlog
-from gputui.actionlog import ActionLog, AuditError, read_records
 from gputui.config import HostSpec
+from gputui.kill import auditlog as actionlog
+from gputui.kill.auditlog import ActionLog, AuditError, read_records
+from gputui.kill.operate import Operations, Request
+from gputui.kill.plan import KillOptions
 from gputui.model import Event
-from gputui.operate import Operations, Request
-from gputui.plan import KillOptions
 from tests.test_clean import fleet_of
 
 HOST = "d"

@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gputui.actionlog import ActionLog, read_records, unfinished
-from gputui.plan import PlanOptions, plan_for_gpus
+from gputui.kill.auditlog import ActionLog, read_records, unfinished
+from gputui.kill.plan import PlanOptions, plan_for_gpus
 from tests.test_clean import _descendants, _end_probes, _start, _wait_for
 from tests.test_plan import sample
 
@@ -31,8 +31,8 @@ ENV = dict(
 # Writes a plan (no outcome), says so, then waits on its stdin: a run that is still going.
 WRITER = r"""
 import sys
-from gputui.actionlog import ActionLog
-from gputui.plan import PlanOptions, plan_for_gpus
+from gputui.kill.auditlog import ActionLog
+from gputui.kill.plan import PlanOptions, plan_for_gpus
 from tests.test_plan import sample
 
 log = ActionLog(sys.argv[1], operator="t")

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from gputui import actionlog
-from gputui.actionlog import TAIL_BYTES, ActionLog, UnsafeLog, read_records, unfinished
-from gputui.plan import PlanOptions, plan_for_gpus
+from gputui.kill import auditlog as actionlog
+from gputui.kill.auditlog import TAIL_BYTES, ActionLog, UnsafeLog, read_records, unfinished
+from gputui.kill.plan import PlanOptions, plan_for_gpus
 from tests.test_plan import sample
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,8 +45,8 @@ runpy.run_module("gputui", run_name="__main__", alter_sys=True)
 # A plan written by a process that then exits without an outcome: what the next start must report.
 WRITER = r"""
 import sys
-from gputui.actionlog import ActionLog
-from gputui.plan import PlanOptions, plan_for_gpus
+from gputui.kill.auditlog import ActionLog
+from gputui.kill.plan import PlanOptions, plan_for_gpus
 from tests.test_plan import sample
 
 with ActionLog(sys.argv[1], operator="t") as log:

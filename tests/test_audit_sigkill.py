@@ -21,15 +21,15 @@ from pathlib import Path
 
 import pytest
 
-from gputui.actionlog import read_records, unfinished
+from gputui.kill.auditlog import read_records, unfinished
 
 REPO = Path(__file__).resolve().parents[1]
 TRIALS = 60
 WRITER = r"""
 import sys
-from gputui.actionlog import ActionLog
+from gputui.kill.auditlog import ActionLog
 from gputui.model import Event
-from gputui.plan import PlanOptions, plan_for_gpus
+from gputui.kill.plan import PlanOptions, plan_for_gpus
 from tests.test_plan import sample
 
 log = ActionLog(sys.argv[1], operator="t")
@@ -90,7 +90,7 @@ def test_a_writer_killed_at_a_random_moment_loses_nothing_that_was_written(tmp_p
             r["pid"] for r in mine if r["kind"] == "intent"
         } - settled
     # The next writer ends whatever this kill tore before its first line.
-    from gputui.actionlog import ActionLog
+    from gputui.kill.auditlog import ActionLog
 
     with ActionLog(log, operator="t") as again:
         again.acknowledge(list(lost.values()))

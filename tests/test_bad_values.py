@@ -137,7 +137,7 @@ ALSO_REFUSED = {
 def numeric_flags() -> list[tuple[str, Any, str]]:
     import argparse
 
-    from gputui import cli
+    from gputui.cli import main as cli
 
     parsers = {
         "": cli.ui_parser(),
@@ -221,7 +221,7 @@ def views() -> list[Any]:
     """One real sample of a sim host, as the dashboard's export writes it."""
     import asyncio
 
-    from gputui import snapshot
+    from gputui.cli import snapshot
     from gputui.config import HostSpec
     from tests.test_clean import fleet_of
 
@@ -244,7 +244,7 @@ def stem() -> str:
 def test_a_planted_name_never_leaves_half_an_export(tmp_path: Path, views: list[Any], planted: str) -> None:
     """A dangling symlink planted at the .txt name (exists() is false for it) made the export fail
     after its .json was written: an orphan .json, and no export."""
-    from gputui.export import write_files
+    from gputui.report import write_files
 
     (tmp_path / f"{stem()}{planted}").symlink_to(tmp_path / "nowhere")
     json_path, text_path = write_files(views, tmp_path, NOW)
@@ -257,7 +257,7 @@ def test_a_planted_name_never_leaves_half_an_export(tmp_path: Path, views: list[
 
 def test_an_export_that_fails_midway_leaves_nothing(tmp_path: Path, views: list[Any]) -> None:
     """No room for the second file (a full disk): neither stays."""
-    from gputui.export import dumps, write_files
+    from gputui.report import dumps, write_files
 
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")

@@ -23,14 +23,7 @@ from typing import Any
 
 import pytest
 
-from gputui.actionlog import read_records, unfinished
-from gputui.clean import (
-    EXIT_CLEAN,
-    EXIT_DECLINED,
-    EXIT_NO_GPU,
-    EXIT_NOT_CLEAN,
-    EXIT_REFUSED,
-    EXIT_USAGE,
+from gputui.cli.clean import (
     HostOutcome,
     add_clean_arguments,
     exit_code,
@@ -40,12 +33,14 @@ from gputui.clean import (
     split_targets,
     stage_line,
 )
+from gputui.cli.demo import demo_specs
+from gputui.cli.exits import EXIT_CLEAN, EXIT_DECLINED, EXIT_NO_GPU, EXIT_NOT_CLEAN, EXIT_REFUSED, EXIT_USAGE
 from gputui.config import HostSpec
-from gputui.demo import demo_specs
 from gputui.fleet import Fleet
+from gputui.kill.auditlog import read_records, unfinished
+from gputui.kill.operate import status_of
+from gputui.kill.plan import PlanOptions, plan_for_gpus
 from gputui.model import Event, PlanVerdict
-from gputui.operate import status_of
-from gputui.plan import PlanOptions, plan_for_gpus
 from gputui.transport.local import LocalLink
 from tests.test_plan import sample
 

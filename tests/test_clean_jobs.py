@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gputui.clean import EXIT_CLEAN, EXIT_REFUSED, EXIT_USAGE
+from gputui.cli.exits import EXIT_CLEAN, EXIT_REFUSED, EXIT_USAGE
 from gputui.config import HostSpec
 from gputui.fleet import Fleet
 from gputui.model import Job, Sample
@@ -212,8 +212,8 @@ def test_a_user_is_matched_exactly_and_the_monitor_is_left_alone(tmp_path):
 async def test_a_job_request_is_planned_by_its_roots_identity(tmp_path):
     from dataclasses import replace
 
-    from gputui.actionlog import ActionLog
-    from gputui.operate import Operations, Request
+    from gputui.kill.auditlog import ActionLog
+    from gputui.kill.operate import Operations, Request
 
     fleet, sample = await started()
     try:

@@ -326,7 +326,7 @@ def test_the_kill_table_sets_every_plans_signals_and_timeouts(tmp_path):
 def test_gputui_clean_honours_the_kill_table_and_its_flags_override_it(tmp_path, capsys):
     import json
 
-    from gputui.cli import main
+    from gputui.cli.main import main
 
     path = tmp_path / "config.toml"
     path.write_text("[kill]\nsigint_first = true\nterm_timeout = 2.5\n")

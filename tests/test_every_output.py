@@ -16,8 +16,8 @@ import json
 import re
 from pathlib import Path
 
-from gputui import snapshot
-from gputui.clean import run_clean
+from gputui.cli import snapshot
+from gputui.cli.clean import run_clean
 from gputui.ui import make_app
 from tests.hostile import hostile_fleet
 from tests.test_hostile_wire import NAME, clean_args, stop, wait_for

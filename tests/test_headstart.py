@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui import cli
+from gputui.cli import main as cli
 from gputui.config import HostSpec
 from gputui.transport import headstart
 from gputui.transport.local import LocalLink
@@ -30,7 +30,7 @@ def test_the_value_options_are_those_of_the_parsers() -> None:
 
 
 def test_the_intervals_are_those_the_commands_use() -> None:
-    from gputui import wait
+    from gputui.cli import wait
 
     assert cli.INTERVALS["wait"] == wait.DEFAULT_INTERVAL
 

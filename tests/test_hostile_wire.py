@@ -412,7 +412,7 @@ async def test_a_sample_slower_than_the_silence_limit_is_down_never_live():
 
 
 def clean_args(tmp_path, *extra: str) -> argparse.Namespace:
-    from gputui import clean
+    from gputui.cli import clean
 
     p = argparse.ArgumentParser()
     p.add_argument("hosts", nargs="*")
@@ -435,7 +435,7 @@ async def test_forged_verdict_reaches_the_caller_unchanged(tmp_path):
 
 
 async def test_clean_does_not_believe_a_verdict_about_processes_it_did_not_target(tmp_path):
-    from gputui import clean
+    from gputui.cli import clean
 
     fleet, _view, _links = hostile_fleet("forged", NAME)
     out, err = io.StringIO(), io.StringIO()

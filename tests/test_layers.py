@@ -2,7 +2,7 @@
 interpreter really loads.
 
 Readers feed the probe, the probe the transport, the transport the fleet, the fleet the UI; plans
-flow back through gputui.operate. The UI never imports the CLI, the probe's internals or a transport;
+flow back through gputui.kill.operate. The UI never imports the CLI, the probe's internals or a transport;
 the kill flow runs without Textual; the probe imports nothing of the app.
 """
 
@@ -39,7 +39,7 @@ def loaded_by(module: str) -> set[str]:
 
 
 def test_the_kill_flow_and_the_clean_command_load_neither_textual_nor_asyncssh():
-    for module in ("gputui.operate", "gputui.clean"):
+    for module in ("gputui.kill.operate", "gputui.cli.clean"):
         loaded = loaded_by(module)
         assert not loaded & {"textual", "rich", "asyncssh"}, (
             module,

@@ -1,4 +1,4 @@
-"""Plans from samples (gputui/plan.py): who is targeted, who is left alone and why, the wire record."""
+"""Plans from samples (gputui/kill/plan.py): who is targeted, who is left alone and why, the wire record."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from gputui.model import Sample, brief_command
-from gputui.plan import (
+from gputui.kill.plan import (
     KillOptions,
     Plan,
     PlanError,
@@ -19,6 +18,7 @@ from gputui.plan import (
     plan_for_selection,
     sweep_candidates,
 )
+from gputui.model import Sample, brief_command
 from gputui.probe.reaper import Settings
 
 GiB = 1 << 30

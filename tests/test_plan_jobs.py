@@ -1,4 +1,4 @@
-"""Job plans as pure functions over a hand-made sample (gputui/plan.py): which PID chooses which job,
+"""Job plans as pure functions over a hand-made sample (gputui/kill/plan.py): which PID chooses which job,
 the order of the targets (root, processes between, members), every GPU process of the root's
 subtree, and the roots that are never signalled. The sim and the CLI are tested in
 tests/test_clean_jobs.py and tests/probe/test_reaper_jobs.py."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gputui.kill.plan import PlanOptions, above_jobs, job_for_pid, jobs_title, plan_for_jobs, plan_for_pids
 from gputui.model import Sample
-from gputui.plan import PlanOptions, above_jobs, job_for_pid, jobs_title, plan_for_jobs, plan_for_pids
 from tests.test_plan import GiB, gpu, proc
 
 OPTS = PlanOptions(operator="alice")

@@ -1,13 +1,13 @@
-"""Plans that touch CUDA MPS (gputui/plan.py): stopping an MPS server or its control daemon ends
+"""Plans that touch CUDA MPS (gputui/kill/plan.py): stopping an MPS server or its control daemon ends
 every client, so the plan says so, naming them, in the dialog and in `gputui clean` alike."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from gputui.clean import plan_lines
+from gputui.cli.clean import plan_lines
+from gputui.kill.plan import PlanOptions, plan_for_gpus, plan_for_pids
 from gputui.model import Sample
-from gputui.plan import PlanOptions, plan_for_gpus, plan_for_pids
 
 from .test_plan import proc
 

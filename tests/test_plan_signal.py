@@ -1,5 +1,5 @@
 """Signal plans (the process detail's `k`; issue 19, item 12) as pure functions over hand-made
-samples (gputui/plan.py `plan_for_signal`): who may get a signal by name, who is refused and why,
+samples (gputui/kill/plan.py `plan_for_signal`): who may get a signal by name, who is refused and why,
 the record the probe gets. The probe's side: tests/probe/test_reaper_signal.py; the dashboard's:
 tests/ui/test_signal.py."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from gputui.kill.operate import status_of
+from gputui.kill.plan import PlanError, PlanOptions, plan_for_signal
 from gputui.model import Event, PlanVerdict, done_event
-from gputui.operate import status_of
-from gputui.plan import PlanError, PlanOptions, plan_for_signal
 from gputui.probe.common import SIGNAL_CHOICES, signal_deadline
 from gputui.probe.reaper import SignalSettings
 from gputui.words import verdict_summary

@@ -17,12 +17,12 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from gputui.cli.wait import add_wait_arguments, run_wait
 from gputui.config import HostSpec
 from gputui.fleet import GpuHistory
 from gputui.model import Preflight
 from gputui.probe.readers.sim import GiB, SimReader
 from gputui.readiness import preflight_flags
-from gputui.wait import add_wait_arguments, run_wait
 from tests.hostile import HostileLink
 from tests.test_clean import clean, fleet_of
 

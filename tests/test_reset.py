@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from gputui.actionlog import ActionLog
 from gputui.config import HostSpec
 from gputui.fleet import Fleet
-from gputui.operate import Operations
+from gputui.kill.auditlog import ActionLog
+from gputui.kill.operate import Operations
 from gputui.probe.readers.sim import GiB
 from tests.probe.test_nvml_reader import fake_pynvml, load
 from tests.test_clean import clean, fleet_of

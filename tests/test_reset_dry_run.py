@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 import re
 
+from gputui.cli.demo import demo_specs
 from gputui.config import HostSpec
-from gputui.demo import demo_specs
 from gputui.fleet import Fleet
 from tests.test_clean import clean, fleet_of
 

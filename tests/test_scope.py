@@ -16,10 +16,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gputui.actionlog import read_records, unfinished
-from gputui.cli import main
+from gputui.cli.main import main
 from gputui.config import HostSpec
 from gputui.fleet import Fleet
+from gputui.kill.auditlog import read_records, unfinished
 from gputui.model import Proc
 from gputui.transport.local import LocalLink
 from tests.test_clean import clean, fleet_of

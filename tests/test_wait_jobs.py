@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 
 from gputui.config import HostSpec
-from gputui.plan import PlanOptions, plan_for_pids
+from gputui.kill.plan import PlanOptions, plan_for_pids
 from tests.test_clean import fleet_of
 from tests.test_readiness import wait
 

@@ -2,7 +2,7 @@
 kill-and-verify, the idle rule, and how a command line is written for people.
 
 Each constant has this one owner: the app imports it from here (through gputui.model and
-gputui.plan), the probe uses it directly. Stdlib only, Python >= 3.8 syntax: this runs on monitored
+gputui.kill.plan), the probe uses it directly. Stdlib only, Python >= 3.8 syntax: this runs on monitored
 hosts.
 """
 

@@ -15,7 +15,7 @@ How live data reaches the screen:
   dialog, the command palette) is on top, nothing is redrawn; the changes are drawn when it closes.
 
 The kill flow (f, F, x): the screen posts `PlanRequested`; the app hands the requests to
-gputui.operate (the same headless owner `gputui clean` uses), which asks each host for a sample after a
+gputui.kill.operate (the same headless owner `gputui clean` uses), which asks each host for a sample after a
 full holder scan and builds one plan per host; the app shows them in `PlanScreen` and, once
 confirmed, runs each plan in its own worker through `Operations.run`: the plan and its intents are in
 the audit log before the probe is sent anything. The probe runs the stages; the app only renders the
@@ -48,25 +48,24 @@ from textual.driver import Driver
 from textual.notifications import SeverityLevel
 from textual.timer import Timer
 
-from gputui.actionlog import ActionLog as AuditLog
-from gputui.actionlog import default_log_path
-from gputui.export import write_files
 from gputui.fleet import Fleet, HostView
+from gputui.kill.operate import FRESH_TIMEOUT, Operations, Request, status_of
+from gputui.kill.plan import KillOptions, Plan
 from gputui.model import Event, PlanVerdict
-from gputui.operate import FRESH_TIMEOUT, Operations, Request, status_of
-from gputui.plan import KillOptions, Plan
+from gputui.report import write_files
 from gputui.words import count, toast_title, verdict_summary
 
-from . import actions, fmt
+from . import fmt
+from . import spinner as actions
 from .commands import GpuTuiCommands
-from .intents import PlanRequested, ResetRequested
+from .messages import PlanRequested, ResetRequested
 from .screens.gpu_detail import GpuDetailScreen
 from .screens.help import HelpScreen
 from .screens.main import MainScreen
 from .screens.plan import PlanScreen
 from .screens.reset import ResetScreen
 from .screens.too_small import TooSmallScreen
-from .terminal import Lifeline, TerminalDriver
+from .terminal import LOST_STATUS, Lifeline, TerminalDriver
 from .themes import DEFAULT_THEME, PREFIX, bundled_themes_dir, fallback_variables, load_themes
 
 REDRAW_GAP = 0.1  # seconds between two redraws, at least: at most 10 a second, however many hosts report
@@ -75,7 +74,7 @@ PROGRESS_INTERVAL = 0.1  # the log pane's status line while a plan runs
 APP_HOST = "gputui"  # the host column of the app's own log lines
 QUIT_AGAIN_WITHIN = 3.0  # seconds: quitting while a plan runs takes a second press
 PENDING_MAX = 2000  # log lines kept for the next redraw (a dialog may be open); the rest are counted
-LOST_STATUS = 128 + 1  # the exit status when the terminal went away: as SIGHUP's
+
 MIN_SIZE = (60, 15)  # columns, rows: below this the dashboard gives way to one line (TooSmallScreen)
 
 
@@ -133,8 +132,8 @@ class GpuTuiApp(App[None]):
         self._main: MainScreen | None = None
         self._gputui_themes: list[str] = []
         # The kill flow. The audit log file is opened at the first write (a plan, or acknowledging).
-        self.audit = AuditLog(log_path if log_path is not None else default_log_path(), operator=operator)
-        self.ops = Operations(fleet, self.audit, kill=kill, operator=operator)
+        self.ops = Operations.open(fleet, log_path, kill=kill, operator=operator)
+        self.audit = self.ops.audit
         self.operator = self.ops.operator
         self.fresh_timeout = FRESH_TIMEOUT  # 0: plan on the latest sample, ask for no scan
         self.running: dict[str, actions.Progress] = {}  # plan id -> what it is doing
@@ -492,7 +491,7 @@ class GpuTuiApp(App[None]):
         self.show_log()
         if self._progress_timer is not None:
             self._progress_timer.resume()
-        # `Stop job 4242 (torchrun ...)`, `free GPU 3`, `stop the chosen process`: gputui.plan words it.
+        # `Stop job 4242 (torchrun ...)`, `free GPU 3`, `stop the chosen process`: gputui.kill.plan words it.
         what = plan.title if plan.jobs else plan.title[:1].lower() + plan.title[1:]
         self.log_note(host, f"plan {plan.id}: {what}: {len(plan.signalled)} to signal", tag=plan.id)
 
@@ -705,7 +704,7 @@ def make_app(
     name ("gputui-light" or just "light"); unknown names fall back to the default with a notification.
     `clock`: wall clock for sample ages (freeze it for reproducible screens). `themes_dir`: a
     directory of extra theme files, loaded after the bundled ones. `log_path`: the audit log (None:
-    the user state dir, `gputui.actionlog.default_log_path()`). `operator`: the name plans and the
+    the user state dir, `gputui.kill.auditlog.default_log_path()`). `operator`: the name plans and the
     audit log carry (None: the local user). `kill`: the signals and timeouts of every plan (the
     config's [kill] table; None: the defaults). `hidden_columns`: the config's [columns] table, table
     name ("processes", "gpus", "fleet") -> column keys never shown. `export_dir`: where "Export

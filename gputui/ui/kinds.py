@@ -6,8 +6,8 @@ screenshot still tell them apart.
 
 from __future__ import annotations
 
+from gputui.kill.plan import mps_clients
 from gputui.model import KINDS, Proc, Sample, brief_command
-from gputui.plan import mps_clients
 from gputui.words import MPS_NAMES, kind_word
 from gputui.words import MPS_WORDS as MPS_WORDS  # the help lists them from here
 
@@ -32,7 +32,7 @@ _LINKS = {"pgid": "same process group as", "sid": "same session as", "ancestor":
 
 def killable(proc: Proc) -> bool:
     """A process `u` tags (a plan signals it when chosen): a GPU user or a hidden holder attributed
-    to a GPU, not protected. An unattributed holder (no GPU: gputui.plan.sweep_candidates) is the
+    to a GPU, not protected. An unattributed holder (no GPU: gputui.kill.plan.sweep_candidates) is the
     sweep's, signalled only when the dialog's sweep is on (s), or when chosen by itself."""
     return proc.kind in KILLABLE and proc.protected is None and not (proc.kind == "hidden" and not proc.gpus)
 

@@ -49,6 +49,7 @@ from textual.drivers.linux_driver import LinuxDriver
 if TYPE_CHECKING:
     from textual.app import App
 
+LOST_STATUS = 128 + signal.SIGHUP  # the exit status when the terminal went away, as a shell says it
 EXIT_GRACE = 0.5  # seconds the app has to close in order before the hard exit
 # Seconds the hard exit waits for the last words (an fsync can hang). It was 0.3 s, and one CI run
 # on a heavily loaded machine lost a plan's outcome after a hang-up, most likely here. Unloaded the
@@ -72,7 +73,7 @@ class Lifeline:
         self.grace = grace
         self.words_timeout = words_timeout
         self.reason: str | None = None  # why the app is ending, in words (None: it is not)
-        self.code = 128 + signal.SIGHUP  # the exit status once it is
+        self.code = LOST_STATUS  # the exit status once it is
         self._read, self._write = os.pipe2(os.O_CLOEXEC)
         os.set_blocking(self._write, False)  # one pending byte is enough: a full pipe never blocks
         self._lock = threading.Lock()  # never taken in a signal handler

@@ -23,7 +23,7 @@ import termios
 import time
 from pathlib import Path
 
-from gputui.actionlog import read_records, unfinished
+from gputui.kill.auditlog import read_records, unfinished
 
 REPO = Path(__file__).resolve().parents[2]
 

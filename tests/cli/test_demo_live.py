@@ -267,7 +267,7 @@ def test_two_clients_see_one_cluster_and_a_clean_is_seen_by_the_next(live: Live)
 
 
 def daemons(demo: Live) -> set[tuple[int, int | None]]:
-    return {p for p in naming(str(demo.run)) if alive(*p) and "gputui.demod" in _cmdline(p[0])}
+    return {p for p in naming(str(demo.run)) if alive(*p) and "gputui.cli.demod" in _cmdline(p[0])}
 
 
 def _cmdline(pid: int) -> str:

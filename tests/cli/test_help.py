@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gputui import cli
+from gputui.cli import main as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 

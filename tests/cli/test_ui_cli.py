@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gputui import cli
+from gputui.cli import main as cli
 from gputui.config import Config
 
 

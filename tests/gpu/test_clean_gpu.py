@@ -6,8 +6,8 @@ import time
 
 import pytest
 
+from gputui.kill.plan import KillOptions, PlanOptions, plan_for_gpus
 from gputui.model import Sample
-from gputui.plan import KillOptions, PlanOptions, plan_for_gpus
 from gputui.probe.core import Probe
 from gputui.probe.readers.nvml import NvmlReader
 from gputui.probe.reaper import execute

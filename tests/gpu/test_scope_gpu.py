@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gputui.actionlog import read_records
+from gputui.kill.auditlog import read_records
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -26,9 +26,10 @@ from typing import Any
 
 import pytest
 
-from gputui.clean import EXIT_NOT_CLEAN, HostOutcome
+from gputui.cli.clean import HostOutcome
+from gputui.cli.exits import EXIT_NOT_CLEAN
+from gputui.kill.operate import status_of
 from gputui.model import Event, PlanVerdict
-from gputui.operate import status_of
 from gputui.probe.readers.sim import start_time
 from gputui.words import verdict_lines
 from tests import simprobe

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from gputui.kill.plan import PlanOptions, plan_for_pids
 from gputui.model import Sample
-from gputui.plan import PlanOptions, plan_for_pids
 from gputui.probe.readers.sim import MIG_LAYOUT, GiB
 from tests.simprobe import sim_probe  # noqa: F401  (fixture)
 

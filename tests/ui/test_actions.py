@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from gputui.kill.plan import plan_for_gpus, plan_for_pids
 from gputui.model import Event, GpuVerdict, PlanVerdict, Proc, Sample
-from gputui.plan import plan_for_gpus, plan_for_pids
-from gputui.ui.actions import Progress
 from gputui.ui.selection import Selection
+from gputui.ui.spinner import Progress
 from gputui.words import gpu_words, verdict_summary
 
 

@@ -16,10 +16,10 @@ from typing import Any
 
 from textual.widgets import Button
 
-from gputui.actionlog import ActionLog, read_records, unfinished
 from gputui.config import HostSpec
 from gputui.fleet import Fleet
-from gputui.plan import KillOptions, plan_for_gpus
+from gputui.kill.auditlog import ActionLog, read_records, unfinished
+from gputui.kill.plan import KillOptions, plan_for_gpus
 from gputui.transport.local import LocalLink
 from gputui.transport.replay import ReplayLink
 from gputui.ui import GpuTuiApp, make_app

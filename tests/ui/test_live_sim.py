@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from gputui.demo import demo_specs
+from gputui.cli.demo import demo_specs
 from gputui.fleet import Fleet
 from gputui.transport.local import LocalLink
 from gputui.ui import make_app

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.actionlog import read_records, unfinished
+from gputui.kill.auditlog import read_records, unfinished
 from tests.ptyapp import ROOT, PtyApp, alive, descendants, start_time
 
 EXIT_DEADLINE = 20.0  # seconds: the app is gone by then, however busy the machine (it takes < 1 s)

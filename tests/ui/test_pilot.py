@@ -7,7 +7,7 @@ from typing import Any
 from rich.text import Text
 
 from gputui.fleet import Fleet
-from gputui.operate import Request
+from gputui.kill.operate import Request
 from gputui.transport.base import TransportError
 from gputui.transport.replay import ReplayLink
 from gputui.ui import make_app

@@ -15,11 +15,11 @@ import types
 from pathlib import Path
 from typing import Any
 
-from gputui.export import render
 from gputui.fleet import HostView
+from gputui.kill.plan import PlanOptions, plan_for_gpus, plan_for_host, plan_for_pids, sweep_candidates
 from gputui.model import Event, HostFacts, PlanVerdict, done_event
-from gputui.plan import PlanOptions, plan_for_gpus, plan_for_host, plan_for_pids, sweep_candidates
 from gputui.probe.readers.nvml import NvmlReader
+from gputui.report import render
 from gputui.ui import GpuTuiApp
 from gputui.ui.commands import GpuTuiCommands
 from gputui.ui.screens.main import MainScreen

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from gputui.fleet import Fleet
-from gputui.operate import Request
+from gputui.kill.operate import Request
 from gputui.transport.replay import ReplayLink
 from gputui.ui import make_app
 

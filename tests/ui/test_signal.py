@@ -12,7 +12,7 @@ from typing import Any
 
 from textual.widgets import OptionList
 
-from gputui.actionlog import read_records, unfinished
+from gputui.kill.auditlog import read_records, unfinished
 from gputui.model import Proc
 from gputui.probe.procfs import read_stat
 from gputui.ui import GpuTuiApp

@@ -23,7 +23,7 @@ It behaves like docs/GPU_FACTS.md says the real driver does, using real processe
   directory (`attach=True`) sees the same state, a ghost whose parent it never saw alive included:
   the owner publishes in `<base>/owner.json` its session and the processes its session reported.
   An attached reader holds flock(LOCK_SH) on `<base>/sim.json` while open, so the owner can tell
-  whether anyone watches (`watched`: the live demo's daemon, gputui/demod.py, ends without clients).
+  whether anyone watches (`watched`: the live demo's daemon, gputui/cli/demod.py, ends without clients).
 - Jobs are real `python3 -S <base>/bin/<name>.py ARGS` processes (source: simjob.py) started by a
   session process (a child subreaper that reaps them and their orphans). The reader holds the write
   end of a "lifeline" pipe every sim process watches: when the reader closes or its process dies,

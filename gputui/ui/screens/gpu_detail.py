@@ -35,7 +35,7 @@ from gputui.words import count, mig_profile, part_words
 
 from .. import fmt, kinds
 from ..context import Dashboard
-from ..intents import ResetRequested
+from ..messages import ResetRequested
 from ..widgets.footer import Footer
 from ..widgets.gpu_table import instance_holders, memory_cell
 from ..widgets.proc_table import gpus_cell

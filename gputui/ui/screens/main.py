@@ -23,13 +23,13 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Input, Static
 
 from gputui.fleet import LIVE, REASONS, HostView
+from gputui.kill.operate import Request
 from gputui.model import Job, Parent, Proc, ProcUtilState
-from gputui.operate import Request
 from gputui.words import count
 
 from .. import fmt, kinds
 from ..context import Dashboard
-from ..intents import PlanRequested
+from ..messages import PlanRequested
 from ..selection import Selection
 from ..widgets.action_log import ActionLog
 from ..widgets.filter_bar import FilterBar

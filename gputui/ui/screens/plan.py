@@ -34,8 +34,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from gputui.kill.plan import SIGNAL_MEANINGS, SIGNAL_PLANS, SIGNAL_WORDS, Excluded, KillOptions, Plan, Target
 from gputui.model import Job, Sample
-from gputui.plan import SIGNAL_MEANINGS, SIGNAL_PLANS, SIGNAL_WORDS, Excluded, KillOptions, Plan, Target
 from gputui.units import fmt_bytes, fmt_bytes_of, fmt_gpus, index_runs
 from gputui.words import count, gpus_words
 
@@ -60,7 +60,7 @@ ROLE_LABELS = {
 
 
 def scope_words(plan: Plan) -> str:
-    """What one host's plan does, after the host's name (gputui.plan words it)."""
+    """What one host's plan does, after the host's name (gputui.kill.plan words it)."""
     title = plan.title  # `Stop job 4242 (torchrun ...)`, `Free GPU 3`, `Stop the chosen process`
     return title if plan.jobs else title[:1].lower() + title[1:]
 

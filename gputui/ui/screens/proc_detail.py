@@ -30,15 +30,15 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 
 from gputui.fleet import DETAIL_TIMEOUT, HostView
+from gputui.kill.operate import Request
 from gputui.model import Event, GpuShare, Job, Parent, Proc, ProcDetail, Sample, brief_command
-from gputui.operate import Request
 from gputui.textsafe import printable
 from gputui.units import fmt_duration, fmt_memory, fmt_percent, index_runs
 from gputui.words import count
 
 from .. import fmt, kinds
 from ..context import Dashboard
-from ..intents import PlanRequested
+from ..messages import PlanRequested
 from ..widgets.status import StyledStatic
 from .signal import SignalScreen
 

@@ -3,7 +3,7 @@
 It lists the signals a `signal` plan may send (gputui.probe.common.SIGNAL_CHOICES: SIGTERM, SIGINT,
 SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT, SIGSTOP, SIGCONT, SIGKILL) with what each does, and returns the
 one chosen, or None. Nothing is sent from here: the detail screen asks the app for a plan
-(gputui.plan.plan_for_signal), which the plan dialog confirms, naming the process and the signal;
+(gputui.kill.plan.plan_for_signal), which the plan dialog confirms, naming the process and the signal;
 the host's probe checks the process again and sends the signal once (docs/PROTOCOL.md "Signal").
 """
 
@@ -20,7 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from gputui.plan import SIGNAL_MEANINGS
+from gputui.kill.plan import SIGNAL_MEANINGS
 
 from .. import fmt
 

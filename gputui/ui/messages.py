@@ -1,8 +1,8 @@
 """What the operator asked the UI to free: the message between the main screen and the app.
 
 The main screen only gathers the targets (`f` on a GPU, `F` on a host, `x`/enter on selected
-processes) and posts `PlanRequested` with one gputui.operate.Request per host; the app plans them
-(gputui.operate), shows the confirmation dialog and runs the confirmed plans. The screen never
+processes) and posts `PlanRequested` with one gputui.kill.operate.Request per host; the app plans them
+(gputui.kill.operate), shows the confirmation dialog and runs the confirmed plans. The screen never
 touches processes.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from gputui.operate import Request
+from gputui.kill.operate import Request
 
 
 class PlanRequested(Message):
@@ -30,7 +30,7 @@ class PlanRequested(Message):
 
 class ResetRequested(Message):
     """Posted by the GPU view (`r` where memory is orphaned); the app asks the probe for a dry run,
-    shows what blocks a reset or confirms it, and only then resets (gputui.operate.reset)."""
+    shows what blocks a reset or confirms it, and only then resets (gputui.kill.operate.reset)."""
 
     def __init__(self, host: str, gpu: int) -> None:
         super().__init__()

@@ -1,7 +1,7 @@
 """`gputui snapshot`: one sample of every host, as a table for people or versioned JSON for scripts;
 with `--watch S`, again every S seconds until Ctrl+C (as `gpustat -i`).
 
-The text and the JSON document (schema version 1) are gputui.export's, which the dashboard's export
+The text and the JSON document (schema version 1) are gputui.report's, which the dashboard's export
 writes too.
 """
 
@@ -15,9 +15,10 @@ import signal
 import time
 from typing import TextIO
 
-from .export import NO_GPU_CODES, SCHEMA_VERSION, as_json, dumps, host_status, render
-from .fleet import DOWN, Fleet, HostView
-from .words import cut, terminal_size
+from ..fleet import DOWN, Fleet, HostView
+from ..report import NO_GPU_CODES, SCHEMA_VERSION, as_json, dumps, host_status, render
+from ..words import cut, terminal_size
+from .exits import EXIT_DOWN, EXIT_NO_GPU, EXIT_OK, killed_by
 
 __all__ = [
     "NO_GPU_CODES",
@@ -30,8 +31,6 @@ __all__ = [
     "take",
     "watch",
 ]
-
-EXIT_OK, EXIT_DOWN, EXIT_USAGE, EXIT_NO_GPU = 0, 1, 2, 3
 
 
 def exit_code(views: list[HostView]) -> int:
@@ -54,7 +53,11 @@ async def take(fleet: Fleet, timeout: float) -> list[HostView]:
 
 # How a watch ends: SIGINT (Ctrl+C) is the usual way, and quiet (exit 0); SIGTERM and SIGHUP end it
 # the same orderly way (the probes stopped), with the shell's usual status for them.
-STOPS = {signal.SIGINT: 0, signal.SIGTERM: 128 + signal.SIGTERM, signal.SIGHUP: 128 + signal.SIGHUP}
+STOPS = {
+    signal.SIGINT: EXIT_OK,
+    signal.SIGTERM: killed_by(signal.SIGTERM),
+    signal.SIGHUP: killed_by(signal.SIGHUP),
+}
 HOME, CLEAR_LINE, CLEAR_BELOW, CLEAR_SCREEN = "\x1b[H", "\x1b[K", "\x1b[J", "\x1b[2J"
 
 

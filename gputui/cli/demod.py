@@ -4,7 +4,7 @@
     gputui demo stop
     gputui demo status [--json]
 
-A daemon (this module, `daemon_main`) runs the two demo hosts' sims (gputui/demo.py DEMO_HOSTS): it
+A daemon (this module, `daemon_main`) runs the two demo hosts' sims (gputui/cli/demo.py DEMO_HOSTS): it
 owns their sessions and jobs, and every `--demo` command's probes attach to their directories
 (the sim reader's attach mode), so what `clean` does is what the next `snapshot` or `wait` sees.
 
@@ -31,7 +31,7 @@ Jobs that come and go, so that `wait` has something to wait for and a clean is n
   `--bench-gap` (20 s): `gputui wait --demo demo-b:3` waits for the end of the current one.
 
 Tests and screenshots want a fresh, deterministic demo each time: with GPUTUI_DEMO=fresh every
-`--demo` command runs its own sims, as before (gputui/demo.py).
+`--demo` command runs its own sims, as before (gputui/cli/demo.py).
 """
 
 from __future__ import annotations
@@ -52,9 +52,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..probe.readers.base import ReaderError
+from ..probe.readers.sim import SCENARIO_JOBS, GiB, SimError, SimJob, SimReader, start_time, watched
 from .demo import DEMO_HOSTS, DemoError
-from .probe.readers.base import ReaderError
-from .probe.readers.sim import SCENARIO_JOBS, GiB, SimError, SimJob, SimReader, start_time, watched
+from .exits import EXIT_FAILED, EXIT_NOT_RUNNING, EXIT_OK, EXIT_REFUSED
 
 DIR_NAME = "gputui-demo"
 LOCK_FILE, STATE_FILE, USED_FILE, LOG_FILE = "lock", "demo.json", "used", "daemon.log"
@@ -67,11 +68,10 @@ START_TIMEOUT = 180.0  # for a daemon to start both sims (each job may take SPAW
 STOP_TIMEOUT = 60.0  # for a daemon to end after SIGTERM, before SIGKILL
 LOCK_TRIES = 100  # 10 ms apart: a client's test of the lock holds it for an instant
 MAX_STATE_BYTES = 65536
-EXIT_OK, EXIT_NOT_RUNNING, EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED = 0, 1, 1, 2, 4
 _OPEN = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
 # The daemon's program: this installation's gputui, whatever the directory it is started from.
-BOOT = "import sys;sys.path.insert(0,%r);from gputui.demod import daemon_main;sys.exit(daemon_main(sys.argv[2:]))"
-MARKER = "gputui.demod"  # argv[1] of the daemon: names it in `ps`
+BOOT = "import sys;sys.path.insert(0,%r);from gputui.cli.demod import daemon_main;sys.exit(daemon_main(sys.argv[2:]))"
+MARKER = "gputui.cli.demod"  # argv[1] of the daemon: names it in `ps`
 
 
 @dataclass(frozen=True)
@@ -579,7 +579,7 @@ class Daemon:
 
 
 def _daemon_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gputui.demod")
+    p = argparse.ArgumentParser(prog="gputui.cli.demod")
     p.add_argument("--dir", required=True)
     p.add_argument("--ready-fd", type=int, required=True)
     _schedule_arguments(p)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import atexit
 import difflib
-import functools
 import gc
 import logging
 import os
@@ -19,15 +18,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn
 
-from . import __version__, argtypes, streams
-from .config import ENV_CONFIG, Config, ConfigError, HostSpec, default_config_path, load, parse_host_arg
+from .. import __version__
+from ..config import ENV_CONFIG, Config, ConfigError, HostSpec, default_config_path, load
+from ..transport import headstart
+from . import argtypes, streams
 from .demo import DemoError
-from .transport import headstart
+from .exits import EXIT_INTERRUPTED, EXIT_USAGE
 
 if TYPE_CHECKING:  # imported where used: `clean`, `wait` and `snapshot` import them while their probe starts
-    from .fleet import Fleet
+    from ..fleet import Fleet
 
-EXIT_USAGE = 2
 # The sample interval of each command's fleet; a head start (below) starts the probe with it.
 INTERVALS = {"snapshot": 1.0, "clean": 1.0, "wait": 0.25}
 # The options of `snapshot`, `clean` and `wait` that take a value (tests/test_headstart.py checks
@@ -100,43 +100,24 @@ def snapshot_parser() -> argparse.ArgumentParser:
 def resolve_hosts(
     names: Sequence[str], demo: bool, config: Config, read_only: bool = False
 ) -> list[HostSpec]:
-    """Hosts named on the command line (config names first, then ssh-style), else the config's, else local."""
-    from dataclasses import replace
+    """Hosts named on the command line (config names first, then ssh-style), else the config's, else
+    local (gputui.api.hosts); with --demo, the live demo's."""
+    from ..api import hosts
 
     if demo:
+        from dataclasses import replace
+
         from .demo import demo_hosts
 
-        specs = demo_hosts(names)  # attached to the live demo, started if need be (gputui/demod.py)
-    elif names:
-        by_name = {h.name: h for h in config.hosts}
-        specs = [by_name.get(n) or parse_host_arg(n) for n in names]
-    elif config.hosts:
-        specs = list(config.hosts)
-    else:
-        specs = [HostSpec(name="local")]
-    seen: set[str] = set()
-    for spec in specs:
-        if spec.name in seen:
-            raise ConfigError(None, None, f"host {spec.name!r} is named twice")
-        seen.add(spec.name)
-    if read_only or config.read_only:
-        specs = [replace(s, read_only=True) for s in specs]
-    return specs
+        specs = demo_hosts(names)  # attached to the live demo, started if need be (gputui/cli/demod.py)
+        return [replace(s, read_only=True) for s in specs] if read_only or config.read_only else specs
+    return hosts(names, config, read_only)
 
 
 def build_fleet(specs: Sequence[HostSpec], interval: float) -> Fleet:
-    from .fleet import Fleet
-    from .transport import make_link
+    from ..api import fleet
 
-    fleet = Fleet()
-    for spec in specs:
-        fleet.add(
-            spec.name,
-            functools.partial(make_link, spec, interval),
-            read_only=spec.read_only,
-            interval=interval,
-        )
-    return fleet
+    return fleet(specs, interval)
 
 
 def head_start(
@@ -193,8 +174,8 @@ def run_snapshot(argv: list[str]) -> int:
         snapshot.render(views, sys.stdout)
     code = snapshot.exit_code(views)
     if code == snapshot.EXIT_NO_GPU:
-        from .export import host_status
-        from .words import no_gpu_words
+        from ..report import host_status
+        from ..words import no_gpu_words
 
         names = [v.name for v in views if host_status(v)[0] == "no-gpu"]
         where = no_gpu_words(names, {s.name for s in specs if s.is_local()})
@@ -279,7 +260,7 @@ def run_ui(argv: list[str]) -> int:
     args = ui_parser().parse_args(argv)
     # SIGHUP, SIGTERM and a lost terminal end the dashboard within a second from here on, whatever
     # it is doing (gputui/ui/terminal.py): installed before the app or any probe starts.
-    from .ui.terminal import Lifeline
+    from ..ui.terminal import Lifeline
 
     lifeline = Lifeline()
     lifeline.install()
@@ -292,7 +273,7 @@ def run_ui(argv: list[str]) -> int:
     interval = args.interval or config.interval or 1.0
     theme = args.theme or config.theme
     if theme:
-        from .ui.themes import bundled_themes_dir, load_themes, theme_problem
+        from ..ui.themes import bundled_themes_dir, load_themes, theme_problem
 
         problem = theme_problem(theme, load_themes(bundled_themes_dir()))
         if problem is not None:
@@ -303,7 +284,7 @@ def run_ui(argv: list[str]) -> int:
             if stream is None or not stream.isatty():
                 return _fail(NO_TERMINAL.format(what=what))
     fleet = build_fleet(specs, interval)
-    from .ui.app import make_app
+    from ..ui.app import make_app
 
     app = make_app(
         fleet,
@@ -355,7 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] not in QUICK_EXIT:
         return _main(args)
-    # `clean`, `wait` and `snapshot` write through guarded streams (gputui/streams.py): output
+    # `clean`, `wait` and `snapshot` write through guarded streams (gputui/cli/streams.py): output
     # trouble never stops a plan nor changes its outcome; it is said once, at the end.
     with streams.guard_std() as (out, _err):
         code = _main(args)
@@ -384,7 +365,7 @@ def _main(args: list[str]) -> int:
     except DemoError as exc:  # the live demo cannot run: its directory is not private, it did not start
         return _fail(str(exc), exc.code)
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # Our stdout went away (`gputui snapshot | head -2`): nothing more to say, and nothing that
         # may raise again when the interpreter flushes it at exit.
@@ -399,7 +380,7 @@ def run_demo(argv: list[str]) -> int:
 
 
 def run_probe(argv: list[str]) -> int:
-    from .probe.main import main as probe_main
+    from ..probe.main import main as probe_main
 
     return probe_main(argv)
 

@@ -23,11 +23,13 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
-from .actionlog import ActionLog, AuditError, Unfinished, unfinished
-from .fleet import Fleet
-from .model import Event, Job, PlanVerdict, Proc, Sample, done_event
+from ..fleet import Fleet
+from ..model import Event, Job, PlanVerdict, Proc, Sample, done_event
+from ..transport.base import TransportError
+from .auditlog import ActionLog, AuditError, Unfinished, default_log_path, unfinished
 from .plan import (
     Excluded,
     KillOptions,
@@ -43,7 +45,6 @@ from .plan import (
     plan_for_selection,
     plan_for_signal,
 )
-from .transport.base import TransportError
 
 FRESH_TIMEOUT = 10.0  # seconds to wait for a full holder scan from a host before planning without one
 RESET_DEADLINE = 180.0  # seconds a reset ladder may take (nvidia-smi --gpu-reset, then the verification)
@@ -120,6 +121,20 @@ class Operations:
         self.running: dict[str, Plan] = {}  # plan id -> plan, while its verdict is awaited
         self._abandoned: set[str] = set()  # actions whose outcome-unknown `done` is written
         self._abandon_lock = threading.Lock()  # a hard exit writes it from another thread
+
+    @classmethod
+    def open(
+        cls,
+        fleet: Fleet,
+        log_path: str | Path | None = None,
+        *,
+        kill: KillOptions | None = None,
+        operator: str | None = None,
+    ) -> Operations:
+        """The kill flow with its audit log at `log_path` (the user's by default), opened at the
+        first write: how `gputui clean`, the dashboard and the API build it."""
+        audit = ActionLog(log_path if log_path is not None else default_log_path(), operator=operator)
+        return cls(fleet, audit, kill=kill, operator=operator)
 
     # -- which hosts can take a plan -----------------------------------------------------------
 

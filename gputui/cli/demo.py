@@ -4,7 +4,7 @@ Each host is a real probe subprocess running the `sim` reader (gputui/probe/read
 through the same local transport and bootstrap as any host, so the demo exercises the real paths.
 
 Two ways to run it (GPUTUI_DEMO):
-- "live" (the default): one cluster per user, run by a daemon (gputui/demod.py) that the first
+- "live" (the default): one cluster per user, run by a daemon (gputui/cli/demod.py) that the first
   `--demo` command (or `gputui demo start`) starts; every `--demo` command's probes attach to its
   sims, so a clean's effect is what the next command sees, and its jobs come and go.
 - "fresh": each `--demo` command runs its own sims, with every job as the scenario starts it, and
@@ -18,7 +18,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from .config import ConfigError, HostSpec
+from ..config import ConfigError, HostSpec
+from .exits import EXIT_FAILED, EXIT_USAGE
 
 DEMO_HOSTS = (
     HostSpec(name="demo-a", reader="sim", sim_scenario="demo", sim_variant=0, sim_seed=1),
@@ -26,7 +27,6 @@ DEMO_HOSTS = (
 )
 ENV_DEMO = "GPUTUI_DEMO"
 LIVE, FRESH = "live", "fresh"
-EXIT_FAILED, EXIT_USAGE = 1, 2
 
 
 class DemoError(Exception):
@@ -64,7 +64,7 @@ def demo_mode(environ: Mapping[str, str] = os.environ) -> str:
 def demo_hosts(names: Sequence[str]) -> list[HostSpec]:
     """The demo hosts `names` (all of them when none), attached to the live demo (started if it
     is not running) unless GPUTUI_DEMO=fresh. An unknown name is a ConfigError; a demo that cannot
-    run is a DemoError (gputui/demod.py)."""
+    run is a DemoError (gputui/cli/demod.py)."""
     by_name = {s.name: s for s in DEMO_HOSTS}
     unknown = [n for n in names if n not in by_name]
     if unknown:

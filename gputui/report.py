@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .fleet import DOWN, REASONS, HostView
+from .kill.plan import mps_clients
 from .model import IDLE_SLACK, Gpu, Proc, Sample
-from .plan import mps_clients
 from .textsafe import printable
 from .units import fmt_bytes, fmt_bytes_of, fmt_duration, fmt_gpus, fmt_percent
 from .words import MPS_NAMES, count, gpu_places, host_metrics_parts, joined, kind_word, mig_profile

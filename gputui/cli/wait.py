@@ -24,16 +24,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from ..fleet import DOWN, Fleet, HostView
+from ..kill.operate import NO_GPU_CODES
+from ..model import Preflight, Sample
+from ..readiness import DEFAULT_UTIL_BELOW, Conditions, Unready, unready
+from ..textsafe import printable
+from ..words import cells, columns, count, cut, shares
 from . import argtypes
-from .fleet import DOWN, Fleet, HostView
+from .exits import EXIT_NO_GPU, EXIT_READY, EXIT_TIMEOUT, EXIT_USAGE
 from .gpuspec import UsageError, resolve_gpu_specs
-from .model import Preflight, Sample
-from .operate import NO_GPU_CODES
-from .readiness import DEFAULT_UTIL_BELOW, Conditions, Unready, unready
-from .textsafe import printable
-from .words import cells, columns, count, cut, shares
 
-EXIT_READY, EXIT_TIMEOUT, EXIT_USAGE, EXIT_NO_GPU = 0, 1, 2, 3
 JSON_VERSION = 1
 DEFAULT_INTERVAL = 0.25  # seconds between samples while waiting: ready is seen within one of them
 MAX_WAIT = 24 * 3600.0

@@ -1,7 +1,7 @@
 """A running plan as the dashboard shows it: the status line over the action log ("waiting for 2
 processes to exit after SIGTERM (1.2 s of 5 s)").
 
-Planning, sending, logging and judging are gputui.operate's; this only follows the events the app
+Planning, sending, logging and judging are gputui.kill.operate's; this only follows the events the app
 hands it. Plain Python, tested without a terminal.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from gputui.kill.plan import KILL_WAIT, Plan
 from gputui.model import Event
-from gputui.plan import KILL_WAIT, Plan
 from gputui.words import count, gpus_words
 
 from . import fmt

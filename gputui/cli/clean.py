@@ -10,9 +10,9 @@ Made for `gputui clean --all --yes && ./run_benchmark.sh`: it prints the plan, a
 (unless --yes), streams each stage as the probe runs it, prints the verdicts, and exits 0 only when
 every plan did what it was for: every targeted GPU verified clean (--all, --gpu), or every chosen
 process gone with its GPU memory released (--pid), or every chosen job gone, root first, then its
-members (--pid of a launcher, --job, --slurm-job, --container, --user; gputui/jobspec.py).
+members (--pid of a launcher, --job, --slurm-job, --container, --user; gputui/cli/jobspec.py).
 
-This module parses the arguments and prints; gputui.operate does the rest (the same code the
+This module parses the arguments and prints; gputui.kill.operate does the rest (the same code the
 dashboard runs). Exit codes: README "Exit codes", and EPILOG below.
 """
 
@@ -29,18 +29,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from . import argtypes, streams
-from .actionlog import ActionLog, UnsafeLog, default_log_path
-from .fleet import Fleet
-from .gpuspec import UsageError, resolve_gpu_specs, split_targets
-from .jobspec import choose
-from .model import Event, Gpu, Job, PlanVerdict, Sample
-from .operate import Operations, Request, status_of
-from .plan import SIGNAL_WORDS, KillOptions, Plan, Target
-from .probe.common import SIGNAL_PLANS
-from .textsafe import printable
-from .units import fmt_bytes, fmt_bytes_of
-from .words import (
+from ..fleet import Fleet
+from ..kill.auditlog import UnsafeLog
+from ..kill.operate import Operations, Request, status_of
+from ..kill.plan import SIGNAL_WORDS, KillOptions, Plan, Target
+from ..model import Event, Gpu, Job, PlanVerdict, Sample
+from ..probe.common import SIGNAL_PLANS
+from ..textsafe import printable
+from ..units import fmt_bytes, fmt_bytes_of
+from ..words import (
     count,
     head,
     part_words,
@@ -51,11 +48,20 @@ from .words import (
     unaccounted_words,
     verdict_lines,
 )
+from . import argtypes, streams
+from .exits import (
+    EXIT_DECLINED,
+    EXIT_FAILED,
+    EXIT_NO_GPU,
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_USAGE,
+)
+from .gpuspec import UsageError, resolve_gpu_specs, split_targets
+from .jobspec import choose
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU, EXIT_REFUSED, EXIT_DECLINED = 0, 1, 2, 3, 4, 5
-EXIT_CLEAN, EXIT_NOT_CLEAN = EXIT_OK, EXIT_FAILED  # the names the first version used
 JSON_VERSION = 2
-__all__ = ["resolve_gpu_specs", "split_targets"]  # GPU specs are gputui.gpuspec's; kept here for callers
+__all__ = ["resolve_gpu_specs", "split_targets"]  # GPU specs are gputui.cli.gpuspec's; kept here for callers
 
 
 # -- arguments ---------------------------------------------------------------------------------
@@ -297,7 +303,7 @@ def exit_code(outcomes: Iterable[HostOutcome]) -> int:
 class Console:
     """Where `gputui clean` writes: the plan and stages for people, the JSON for scripts.
 
-    Both streams are guarded (gputui/streams.py): a closed or full stdout or stderr, or a pipe whose
+    Both streams are guarded (gputui/cli/streams.py): a closed or full stdout or stderr, or a pipe whose
     reader left (`| head -2`), never raises into a plan; the log has it all, and `report` says once
     what happened to the output."""
 
@@ -361,8 +367,8 @@ async def run_clean(
     except UsageError as exc:
         con.warn(str(exc))
         return EXIT_USAGE
-    log = ActionLog(args.log or default_log_path(), operator=operator)
-    ops = Operations(fleet, log, kill=options, operator=operator)
+    ops = Operations.open(fleet, args.log, kill=options, operator=operator)
+    log = ops.audit
     try:
         _report_unfinished(ops, con)
     except UnsafeLog as exc:  # a log path that is not safe to use: refused before anything starts

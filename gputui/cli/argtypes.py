@@ -16,8 +16,8 @@ import math
 import re
 from collections.abc import Callable
 
-from .probe.common import MAX_TIMEOUT
-from .probe.wire import interval_problem
+from ..probe.common import MAX_TIMEOUT
+from ..probe.wire import interval_problem
 
 MAX_SECONDS = MAX_TIMEOUT  # the longest timeout (a kill plan's term_timeout and verify_timeout too)
 MAX_INDEX_DIGITS = 18  # an index or PID this long is no index, and int() of thousands of digits fails

@@ -25,9 +25,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .killoptions import KillOptions, PlanError
-from .model import Job, Proc, Sample, brief_command
-from .probe.common import (
+from ..killoptions import KillOptions, PlanError
+from ..model import Job, Proc, Sample, brief_command
+from ..probe.common import (
     KILL_WAIT_S,
     POLL_S,
     SIGNAL_CHOICES,
@@ -37,9 +37,9 @@ from .probe.common import (
     plan_silence_limit,
     signal_deadline,
 )
-from .probe.jobs import INIT_COMMS, SESSION_COMMS, SHELLS, Node, interactive_shell
-from .units import fmt_bytes, fmt_gpus
-from .words import gpus_words
+from ..probe.jobs import INIT_COMMS, SESSION_COMMS, SHELLS, Node, interactive_shell
+from ..units import fmt_bytes, fmt_gpus
+from ..words import gpus_words
 
 VERIFY_POLL_MS = round(POLL_S * 1000)  # the probe's NVML polling interval while verifying
 KILL_WAIT = KILL_WAIT_S

@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from ..kill.plan import above_jobs, job_for_pid
+from ..model import Job, Sample
+from ..textsafe import printable
 from .gpuspec import UsageError
-from .model import Job, Sample
-from .plan import above_jobs, job_for_pid
-from .textsafe import printable
 
 SHOWN = 12  # names listed in a "no such ..." message
 

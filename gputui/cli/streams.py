@@ -3,7 +3,7 @@
 `gputui clean` is for scripts, and a script's stdout may be closed (`>&-`), a full disk (`> /dev/full`,
 a small tmpfs that fills mid-plan) or a pipe whose reader left (`| head -2`). None of that may stop a
 plan, lose its verdict or change the exit code: a plan is bounded in time and logged before and after
-each signal (gputui/actionlog.py) whatever its printing does. So the commands write through `Guarded`
+each signal (gputui/kill/auditlog.py) whatever its printing does. So the commands write through `Guarded`
 streams: the first failure is kept, later writes are dropped, and the command says once, on stderr if
 stderr works, what happened to its output (docs/RELIABILITY.md "Output trouble").
 """

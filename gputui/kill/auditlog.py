@@ -50,9 +50,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .model import Event, done_event
+from ..model import Event, done_event
+from ..words import count
 from .plan import Plan, Target
-from .words import count
 
 LOG_VERSION = 1
 # What a start reads of the log to report unfinished plans: its last 4 MiB. A run of `gputui clean`
@@ -201,7 +201,7 @@ class ActionLog:
     def plan(self, plan: Plan, provenance: dict[str, Any] | None = None) -> None:
         """The plan and one intent per process to signal: call BEFORE sending the plan. Raises
         AuditError (nothing sent, then) when the log cannot take the whole plan. `provenance`: the
-        state the GPUs were in (gputui.operate), recorded with the plan."""
+        state the GPUs were in (gputui.kill.operate), recorded with the plan."""
         self.ensure_room(len(plan.signalled))
         first = plan.signals[0] if plan.signals else "SIGKILL"
         before = {str(g.index): g.memory_used for g in plan.gpus}
