@@ -9,9 +9,13 @@ the kill flow runs without Textual; the probe imports nothing of the app.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -51,3 +55,62 @@ def test_the_probe_loads_nothing_of_the_app():
     loaded = loaded_by("gputui.probe.main")
     app_side = {m for m in loaded if m.startswith("gputui.") and not m.startswith("gputui.probe")}
     assert app_side == set(), app_side
+
+
+# Wrong imports that once passed every contract (issue 20), seeded on a copy of the tree: the layers
+# contract must break on each, or it has rotted. (module to change, the line added, who should object)
+SEEDS = {
+    "probe imports the app's units": ("gputui/probe/common.py", "import gputui.units", "gputui.probe"),
+    "the UI imports CLI modules": (
+        "gputui/ui/fmt.py",
+        "import gputui.cli.wait, gputui.cli.gpuspec",
+        "gputui.ui",
+    ),
+    "the fleet imports the kill flow (a circle)": (
+        "gputui/fleet.py",
+        "import gputui.kill.operate",
+        "gputui.fleet",
+    ),
+    "the model imports readiness (a circle)": ("gputui/model", "import gputui.readiness", "gputui.model"),
+    "a new module outside every floor": ("gputui/newroom.py", "import gputui.model", "gputui.newroom"),
+}
+
+
+def lint_copy(tmp_path: Path, seed: tuple[str, str, str] | None) -> subprocess.CompletedProcess[str]:
+    shutil.copytree(REPO / "gputui", tmp_path / "gputui", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    if seed is not None:
+        target = tmp_path / seed[0]
+        if target.is_dir():  # a package (gputui/model/): its __init__
+            target = target / "__init__.py"
+        elif not target.exists() and target.with_suffix(".py").exists():  # gputui/model.py
+            target = target.with_suffix(".py")
+        with target.open("a") as f:
+            f.write(f"\n{seed[1]}  # seeded by tests/test_layers.py\n")
+    lint = Path(sys.executable).parent / "lint-imports"
+    return subprocess.run(
+        [str(lint), "--no-cache", "--config", str(tmp_path / "pyproject.toml")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_copy_of_the_tree_lints_clean(tmp_path: Path) -> None:
+    """The seeded runs below lint a copy: the copy itself passes (else they would prove nothing)."""
+    result = lint_copy(tmp_path, None)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("seed", SEEDS.values(), ids=list(SEEDS))
+def test_each_seeded_wrong_import_breaks_the_layers_contract(
+    tmp_path: Path, seed: tuple[str, str, str]
+) -> None:
+    result = lint_copy(tmp_path, seed)
+    out = result.stdout + result.stderr
+    assert result.returncode != 0, out
+    assert "The house by layers" in out and "BROKEN" in out, out
+    assert seed[2] in out, out
