@@ -104,6 +104,19 @@ class GpuTuiApp(App[None]):
         export_dir: Path | None = None,
         lifeline: Lifeline | None = None,
     ) -> None:
+        """The app for `fleet` (not started yet: the app starts it on mount and stops it on exit).
+
+        `interval`: seconds between samples that the probes are asked for (checked by the config and the
+        command line, gputui.probe.wire's limits). `theme`: a theme
+        name ("gputui-light" or just "light"); unknown names fall back to the default with a notification.
+        `clock`: wall clock for sample ages (freeze it for reproducible screens). `themes_dir`: a
+        directory of extra theme files, loaded after the bundled ones. `log_path`: the audit log (None:
+        the user state dir, `gputui.kill.auditlog.default_log_path()`). `operator`: the name plans and the
+        audit log carry (None: the local user). `kill`: the signals and timeouts of every plan (the
+        config's [kill] table; None: the defaults). `hidden_columns`: the config's [columns] table, table
+        name ("processes", "gpus", "fleet") -> column keys never shown. `export_dir`: where "Export
+        snapshot" writes (None: the working directory). `lifeline`: what ends the app on SIGHUP,
+        SIGTERM or a lost terminal (gputui/ui/terminal.py; the CLI installs one before the app runs)."""
         super().__init__()
         # SIGHUP, SIGTERM and a lost terminal end the app within a second (terminal.py); the CLI
         # installs it before anything starts. None (Pilot, a bench): nothing handled here.
@@ -682,45 +695,5 @@ class GpuTuiApp(App[None]):
             )
 
 
-def make_app(
-    fleet: Fleet,
-    *,
-    read_only: bool = False,
-    interval: float = 1.0,
-    theme: str | None = None,
-    clock: Callable[[], float] = time.time,
-    themes_dir: Path | None = None,
-    log_path: str | Path | None = None,
-    operator: str | None = None,
-    kill: KillOptions | None = None,
-    hidden_columns: Mapping[str, frozenset[str]] | None = None,
-    export_dir: Path | None = None,
-    lifeline: Lifeline | None = None,
-) -> GpuTuiApp:
-    """The app for `fleet` (not started yet: the app starts it on mount and stops it on exit).
-
-    `interval`: seconds between samples that the probes are asked for (checked by the config and the
-    command line, gputui.probe.wire's limits). `theme`: a theme
-    name ("gputui-light" or just "light"); unknown names fall back to the default with a notification.
-    `clock`: wall clock for sample ages (freeze it for reproducible screens). `themes_dir`: a
-    directory of extra theme files, loaded after the bundled ones. `log_path`: the audit log (None:
-    the user state dir, `gputui.kill.auditlog.default_log_path()`). `operator`: the name plans and the
-    audit log carry (None: the local user). `kill`: the signals and timeouts of every plan (the
-    config's [kill] table; None: the defaults). `hidden_columns`: the config's [columns] table, table
-    name ("processes", "gpus", "fleet") -> column keys never shown. `export_dir`: where "Export
-    snapshot" writes (None: the working directory). `lifeline`: what ends the app on SIGHUP,
-    SIGTERM or a lost terminal (gputui/ui/terminal.py; the CLI installs one before the app runs)."""
-    return GpuTuiApp(
-        fleet,
-        read_only=read_only,
-        interval=interval,
-        theme=theme,
-        clock=clock,
-        themes_dir=themes_dir,
-        log_path=log_path,
-        operator=operator,
-        kill=kill,
-        hidden_columns=hidden_columns,
-        export_dir=export_dir,
-        lifeline=lifeline,
-    )
+# The name callers use (the CLI, tests, bench/): the app for a fleet, not started.
+make_app = GpuTuiApp

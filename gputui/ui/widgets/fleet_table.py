@@ -11,8 +11,8 @@ from gputui.fleet import CONNECTING, DOWN, LIVE, REASONS, STALE, HostView
 from gputui.model import Gpu, HostMetrics, Sample
 from gputui.units import fmt_memory_of, fmt_percent
 
-from .. import fmt, kinds
-from .gpu_table import holders_cell, holders_column, memory_cell, util_cell
+from .. import fmt
+from .gpu_table import GPU_STYLES, holders_cell, holders_column, memory_cell, util_cell
 from .host_list import seen
 from .proc_table import matches
 from .table import Cell, Column, KeyedTable, Row, dim
@@ -48,15 +48,7 @@ class FleetTable(KeyedTable):
     ]
     DEFAULT_SORT = ("host", False)
     COMPONENT_CLASSES: ClassVar[set[str]] = {
-        *kinds.STYLE.values(),
-        "gpu--free",
-        "gpu--warn",
-        "gpu--error",
-        "gpu--all",
-        "gpu--stale",
-        "meter--memory",
-        "meter--util",
-        "meter--empty",
+        *GPU_STYLES,
         "host--live",
         "host--stale",
         "host--down",

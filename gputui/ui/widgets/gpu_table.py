@@ -129,6 +129,20 @@ def util_cell(table: KeyedTable, util: float | None) -> Cell:
     return Cell(fmt_percent(util), sort_key=util or 0.0)
 
 
+# How a GPU's row and meters are styled: the GPU table's, and the fleet table's (a row per GPU).
+GPU_STYLES = {
+    *kinds.STYLE.values(),
+    "gpu--free",
+    "gpu--warn",
+    "gpu--error",
+    "gpu--all",
+    "gpu--stale",
+    "meter--memory",
+    "meter--util",
+    "meter--empty",
+}
+
+
 class GpuTable(KeyedTable):
     COLUMNS = (
         Column("gpu", "GPU", width=3, justify="right"),
@@ -148,17 +162,7 @@ class GpuTable(KeyedTable):
     ]
     DEFAULT_SORT = ("gpu", False)  # fixed: GPUs in index order, the "all" row on top
     SORTABLE = False
-    COMPONENT_CLASSES: ClassVar[set[str]] = {
-        *kinds.STYLE.values(),
-        "gpu--free",
-        "gpu--warn",
-        "gpu--error",
-        "gpu--all",
-        "gpu--stale",
-        "meter--memory",
-        "meter--util",
-        "meter--empty",
-    }
+    COMPONENT_CLASSES: ClassVar[set[str]] = GPU_STYLES
 
     def show(self, view: HostView) -> None:
         """The GPUs of `view`'s sample; dimmed, and none marked free, when the host is not live (the
