@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from textual.widget import Widget
 
+from gputui.ui.widgets.cells import Cell, fit, fit_end
 from gputui.ui.widgets.proc_table import ProcTable
-from gputui.ui.widgets.table import Cell, KeyedTable, fit, fit_end
+from gputui.ui.widgets.table import KeyedTable
 from gputui.units import fmt_bytes
 
 from .conftest import build_app, redrawn, settle

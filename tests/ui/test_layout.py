@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from gputui.ui.screens.main import MainScreen
+from gputui.ui.widgets.cells import ELLIPSIS
 from gputui.ui.widgets.proc_table import COMMAND_ROOM, ProcTable
-from gputui.ui.widgets.table import ELLIPSIS, SORT_KEYS, KeyedTable
+from gputui.ui.widgets.table import SORT_KEYS, KeyedTable
 
 from .conftest import build_app, redrawn, screen_text, settle
 from .longdata import HOSTS, long_fleet_records

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from textual.app import App, ComposeResult
 
+from gputui.ui.widgets.cells import Cell
 from gputui.ui.widgets.fleet_table import FleetTable
 from gputui.ui.widgets.proc_table import ProcTable
-from gputui.ui.widgets.table import SORT_KEYS, Cell, Column, KeyedTable
+from gputui.ui.widgets.table import SORT_KEYS, Column, KeyedTable
 
 from .conftest import build_app, redrawn, settle
 

@@ -12,7 +12,8 @@ from typing import Any, ClassVar
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
-from gputui.ui.widgets.table import Cell, Column, KeyedTable, Row
+from gputui.ui.widgets.cells import Cell, Row
+from gputui.ui.widgets.table import Column, KeyedTable
 
 
 class Table(KeyedTable):

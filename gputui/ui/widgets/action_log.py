@@ -27,7 +27,7 @@ from gputui.model import Event, brief_command
 from gputui.words import event_message, where
 
 from .. import fmt
-from .table import Cell, fit
+from .cells import Cell, fit
 
 MAX_ENTRIES = 5000
 HOST_WIDTH = 16  # at most: a longer host name is cut, with an ellipsis

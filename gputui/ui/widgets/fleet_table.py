@@ -12,10 +12,11 @@ from gputui.model import Gpu, HostMetrics, Sample
 from gputui.units import fmt_memory_of, fmt_percent
 
 from .. import fmt
+from .cells import Cell, Row, dim
 from .gpu_table import GPU_STYLES, holders_cell, holders_column, memory_cell, util_cell
 from .host_list import seen
 from .proc_table import matches
-from .table import Cell, Column, KeyedTable, Row, dim
+from .table import Column, KeyedTable
 
 
 def fleet_row_key(host: str, gpu: int | None) -> str:

@@ -15,7 +15,8 @@ from gputui.units import fmt_memory, fmt_memory_of, fmt_percent
 from gputui.words import count, mig_profile
 
 from .. import fmt, kinds
-from .table import Cell, Column, KeyedTable, Row, Styled, dim
+from .cells import Cell, Row, Styled, dim
+from .table import Column, KeyedTable
 
 ALL = "all"  # the row key of the whole-host row
 HISTORY_WINDOW = 120  # samples a sparkline spans, whatever its width

@@ -10,7 +10,8 @@ from textual.binding import Binding, BindingType
 from gputui.fleet import CONNECTING, DOWN, LIVE, STALE, HostView
 
 from .. import fmt
-from .table import Cell, Column, KeyedTable, Row
+from .cells import Cell, Row
+from .table import Column, KeyedTable
 
 ALL_HOSTS = "\x00all"  # row key of the fleet entry; no host name holds a NUL
 DOTS = {LIVE: "●", STALE: "◐", DOWN: "✕", CONNECTING: "◌"}

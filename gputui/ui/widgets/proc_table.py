@@ -18,7 +18,8 @@ from gputui.units import fmt_duration, fmt_memory, fmt_percent, index_runs
 from gputui.words import gpu_place
 
 from .. import fmt, jobs, kinds, tree
-from .table import ELLIPSIS, Cell, Column, KeyedTable, Row, Styled, dim
+from .cells import ELLIPSIS, Cell, Row, Styled, dim
+from .table import Column, KeyedTable
 
 ProcKey = tuple[int, int | None]
 CONTEXT = "~"  # the row key prefix of a tree's context rows (not in the list; see gputui.ui.tree)

@@ -12,8 +12,8 @@ from gputui.fleet import CONNECTING, DOWN, LIVE, REASONS, STALE, HostView
 from gputui.words import count, host_metrics_parts
 
 from .. import fmt, kinds
+from .cells import Cell, fit_end
 from .host_list import DOTS, busy_total, not_live, seen
-from .table import Cell, fit_end
 
 
 class StyledStatic(Static):
