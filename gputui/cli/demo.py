@@ -64,7 +64,7 @@ def demo_mode(environ: Mapping[str, str] = os.environ) -> str:
 def demo_hosts(names: Sequence[str]) -> list[HostSpec]:
     """The demo hosts `names` (all of them when none), attached to the live demo (started if it
     is not running) unless GPUTUI_DEMO=fresh. An unknown name is a ConfigError; a demo that cannot
-    run is a DemoError (gputui/cli/demod.py)."""
+    run is a DemoError (gputui/cli/democtl.py)."""
     by_name = {s.name: s for s in DEMO_HOSTS}
     unknown = [n for n in names if n not in by_name]
     if unknown:
@@ -76,11 +76,11 @@ def demo_hosts(names: Sequence[str]) -> list[HostSpec]:
     specs = [by_name[n] for n in names] if names else list(DEMO_HOSTS)
     if demo_mode() == FRESH:
         return specs
-    from . import demod
+    from . import democtl
 
-    directory = demod.demo_directory()
-    state, _ = demod.ensure_running(directory, say=lambda line: print(line, file=sys.stderr))
-    demod.touch_used(directory)
+    directory = democtl.demo_directory()
+    state, _ = democtl.ensure_running(directory, say=lambda line: print(line, file=sys.stderr))
+    democtl.touch_used(directory)
     sims = state.get("hosts") or {}
     out = []
     for spec in specs:

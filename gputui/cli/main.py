@@ -374,7 +374,7 @@ def _main(args: list[str]) -> int:
 
 
 def run_demo(argv: list[str]) -> int:
-    from .demod import run_demo as demo_main
+    from .democtl import run_demo as demo_main
 
     return demo_main(argv)
 

@@ -1,0 +1,514 @@
+"""The live demo's control side: its private directory (lock, state, who used it last), starting
+the daemon (gputui/cli/demod.py) or attaching to the one running, stopping it, and `gputui demo`
+(start, stop, status). Every `--demo` command comes through here (gputui/cli/demo.py demo_hosts).
+
+
+    gputui demo start [--idle-timeout S] [--refill-after S] [--bench-run S] [--bench-gap S]
+    gputui demo stop
+    gputui demo status [--json]
+
+A daemon (this module, `daemon_main`) runs the two demo hosts' sims (gputui/cli/demo.py DEMO_HOSTS): it
+owns their sessions and jobs, and every `--demo` command's probes attach to their directories
+(the sim reader's attach mode), so what `clean` does is what the next `snapshot` or `wait` sees.
+
+Where it lives: `$XDG_RUNTIME_DIR/gputui-demo`, or without XDG_RUNTIME_DIR `gputui-demo-<uid>` in the
+temporary directory ($TMPDIR, else /tmp). That directory must be a real directory (not a link) of
+this user that nobody else can open (mode 700), and XDG_RUNTIME_DIR one that only this user can
+write; anything else is refused with one line saying why (exit 4), never used or repaired. In it:
+`lock` (flock, held by the daemon for its life: one daemon per directory, so one per user),
+`demo.json` (its PID, start time, sims; written by the daemon), `used` (touched by each client when
+it attaches), `daemon.log` (the last daemon's log) and one `gputui-sim-*` directory per host.
+
+When it ends: on `gputui demo stop`, SIGTERM, SIGHUP or SIGINT, or after `--idle-timeout` (30 min)
+with no client: no probe attached (each attached sim reader holds flock(LOCK_SH) on its sim's
+sim.json, sim.watched) and no command attaching (`used`). Ending, it closes both sims: every job is
+stopped and reaped and the sim directories are removed, then demo.json. Killed outright (SIGKILL),
+its sims' sessions see their lifeline close and do the same.
+
+Jobs that come and go, so that `wait` has something to wait for and a clean is not forever:
+- each of the demo scenario's jobs is a slot; a slot whose job is gone (a clean, a kill) gets a new
+  one once the job has been gone, and each GPU it uses has been free, for `--refill-after` (60 s):
+  long enough for `clean ... && wait --settle 2 && ./run_benchmark.sh` to run in between;
+- demo-b's GPU 3 (the one its scenario leaves free) runs a benchmark (`bench.py`) for `--bench-run`
+  (20 s), which then ends on its own, and a new one starts once the GPU has been free for
+  `--bench-gap` (20 s): `gputui wait --demo demo-b:3` waits for the end of the current one.
+
+Tests and screenshots want a fresh, deterministic demo each time: with GPUTUI_DEMO=fresh every
+`--demo` command runs its own sims, as before (gputui/cli/demo.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..probe.readers.sim import start_time
+from .demo import DemoError
+from .exits import EXIT_NOT_RUNNING, EXIT_OK, EXIT_REFUSED
+
+DIR_NAME = "gputui-demo"
+LOCK_FILE, STATE_FILE, USED_FILE, LOG_FILE = "lock", "demo.json", "used", "daemon.log"
+IDLE_TIMEOUT = 30 * 60.0  # seconds with no client before the daemon ends by itself
+REFILL_AFTER = 60.0  # a freed GPU gets its jobs back after this long free
+BENCH_RUN, BENCH_GAP = 20.0, 20.0  # demo-b's benchmark: runs this long, then the GPU is free this long
+START_TIMEOUT = 180.0  # for a daemon to start both sims (each job may take SPAWN_TIMEOUT on a busy box)
+STOP_TIMEOUT = 60.0  # for a daemon to end after SIGTERM, before SIGKILL
+LOCK_TRIES = 100  # 10 ms apart: a client's test of the lock holds it for an instant
+MAX_STATE_BYTES = 65536
+_OPEN = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
+# The daemon's program: this installation's gputui, whatever the directory it is started from.
+BOOT = "import sys;sys.path.insert(0,%r);from gputui.cli.demod import daemon_main;sys.exit(daemon_main(sys.argv[2:]))"
+MARKER = "gputui.cli.demod"  # argv[1] of the daemon: names it in `ps`
+
+
+@dataclass(frozen=True)
+class Options:
+    idle_timeout: float = IDLE_TIMEOUT
+    refill_after: float = REFILL_AFTER
+    bench_run: float = BENCH_RUN
+    bench_gap: float = BENCH_GAP
+
+    def argv(self) -> list[str]:
+        return [
+            "--idle-timeout", repr(self.idle_timeout), "--refill-after", repr(self.refill_after),
+            "--bench-run", repr(self.bench_run), "--bench-gap", repr(self.bench_gap),
+        ]  # fmt: skip
+
+
+# -- the directory ---------------------------------------------------------------------------------
+
+
+def private_problem(path: Path, what: str, mode_mask: int = 0o077) -> str | None:
+    """Why `path` is not a real directory of this user that nobody else can open (or, with
+    mode_mask 0o022, write); None when it is. lstat: a link is refused, not followed."""
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        return f"{what} {path}: {exc.strerror}"
+    if stat.S_ISLNK(info.st_mode):
+        return f"{what} {path} is a symbolic link"
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{what} {path} is not a directory"
+    if info.st_uid != os.geteuid():
+        return f"{what} {path} is owned by uid {info.st_uid}, not by you (uid {os.geteuid()})"
+    if info.st_mode & mode_mask:
+        others = "open" if mode_mask & 0o055 else "write in"
+        return f"others can {others} {what} {path} (mode {stat.S_IMODE(info.st_mode):o})"
+    return None
+
+
+def demo_directory(environ: Mapping[str, str] = os.environ, create: bool = True) -> Path:
+    """The user's demo directory (module docstring), made if missing (with `create`), checked always.
+    Raises DemoError (exit 4) when it, or XDG_RUNTIME_DIR, is not private."""
+    runtime = environ.get("XDG_RUNTIME_DIR", "")
+    if runtime and os.path.isabs(runtime):  # the spec: a relative path is ignored
+        problem = private_problem(Path(runtime), "XDG_RUNTIME_DIR", 0o022)
+        if problem:
+            raise DemoError(
+                f"{problem}: refusing to keep the demo there (unset it, or make it a private directory "
+                "of yours)",
+                EXIT_REFUSED,
+            )
+        path = Path(runtime) / DIR_NAME
+    else:
+        # A shared, sticky directory: the name may be taken by someone else, which is refused below.
+        tmp = environ.get("TMPDIR", "")
+        base = tmp if os.path.isabs(tmp) else tempfile.gettempdir()
+        path = Path(base) / f"{DIR_NAME}-{os.geteuid()}"
+    if create:
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise DemoError(
+                f"cannot make the demo's directory {path}: {exc.strerror}", EXIT_REFUSED
+            ) from None
+    elif not os.path.lexists(path):
+        return path
+    problem = private_problem(path, "the demo's directory")
+    if problem:
+        fix = "remove it" if runtime else "remove it, or set XDG_RUNTIME_DIR to a private directory of yours"
+        raise DemoError(f"{problem}: refusing to use it ({fix})", EXIT_REFUSED)
+    return path
+
+
+def open_private(path: Path, flags: int) -> int:
+    """A regular file of this user in the demo directory, never through a link."""
+    fd = os.open(path, flags | _OPEN, 0o600)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+        os.close(fd)
+        raise DemoError(f"{path} is not a regular file of yours: refusing it", EXIT_REFUSED)
+    return fd
+
+
+def take_lock(directory: Path, tries: int = LOCK_TRIES) -> int | None:
+    """The demo's lock, taken (its fd: held for the daemon's life), or None when a daemon holds it."""
+    import fcntl
+
+    fd = open_private(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT)
+    for attempt in range(tries):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if attempt + 1 < tries:
+                time.sleep(0.01)
+    os.close(fd)
+    return None
+
+
+def lock_held(directory: Path) -> bool:
+    """Whether a daemon holds the demo's lock (taken and let go at once when nobody does)."""
+    if not (directory / LOCK_FILE).exists():
+        return False
+    fd = take_lock(directory, tries=3)
+    if fd is None:
+        return True
+    os.close(fd)
+    return False
+
+
+def read_state(directory: Path) -> dict[str, Any] | None:
+    """demo.json, or None when there is none (or it is not one)."""
+    try:
+        fd = open_private(directory / STATE_FILE, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return None
+    try:
+        raw = os.read(fd, MAX_STATE_BYTES + 1)
+    finally:
+        os.close(fd)
+    try:
+        state = json.loads(raw) if len(raw) <= MAX_STATE_BYTES else None
+    except ValueError:
+        return None
+    return state if isinstance(state, dict) else None
+
+
+def write_state(directory: Path, state: dict[str, Any]) -> None:
+    tmp = directory / (STATE_FILE + ".tmp")
+    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    with os.fdopen(fd, "w") as f:
+        json.dump(state, f, indent=1)
+    os.replace(tmp, directory / STATE_FILE)
+
+
+def running(directory: Path) -> dict[str, Any] | None:
+    """The running daemon's state (it holds the lock, its process is the one demo.json names), else None."""
+    state = read_state(directory)
+    if state is None or not lock_held(directory):
+        return None
+    pid, started = state.get("pid"), state.get("start_time")
+    if not isinstance(pid, int) or start_time(pid) != started:
+        return None
+    return state
+
+
+def touch_used(directory: Path) -> None:
+    """A client attaches now: the idle timeout counts from here."""
+    try:
+        fd = open_private(directory / USED_FILE, os.O_WRONLY | os.O_CREAT)
+    except OSError:
+        return
+    try:
+        os.utime(fd)
+    finally:
+        os.close(fd)
+
+
+# -- starting, attaching, stopping (the client side) ---------------------------------------------
+
+
+def ensure_running(
+    directory: Path, options: Options = Options(), say: Callable[[str], None] | None = None
+) -> tuple[dict[str, Any], bool]:
+    """The running demo's state, starting a daemon when none runs; and whether this call started it.
+    Two at once start one: the daemon that does not get the lock says so and ends."""
+    deadline = time.monotonic() + START_TIMEOUT
+    started_here = False
+    while True:
+        state = running(directory)
+        if state is not None and state.get("state") == "ready":
+            return state, started_here
+        if state is None and not lock_held(directory):
+            reply = _spawn_daemon(directory, options, deadline)
+            if reply.startswith("error "):
+                raise DemoError(f"the demo did not start: {reply[6:]}")
+            if reply == "ready":
+                started_here = True
+                if say is not None:
+                    say(_started_words(directory))
+            elif reply != "running":
+                raise DemoError(f"the demo did not start: {reply} (its log: {directory / LOG_FILE})")
+            continue
+        if time.monotonic() > deadline:
+            raise DemoError(f"the demo did not start in time (its log: {directory / LOG_FILE})")
+        time.sleep(0.1)
+
+
+def _started_words(directory: Path) -> str:
+    state = read_state(directory) or {}
+    minutes = float(state.get("idle_timeout_s") or IDLE_TIMEOUT) / 60
+    return (
+        f"gputui: started the demo cluster (PID {state.get('pid')}, in {directory}); it runs until "
+        f"`gputui demo stop`, or {minutes:g} min with no client"
+    )
+
+
+def _spawn_daemon(directory: Path, options: Options, deadline: float) -> str:
+    """Start a daemon for `directory`; its first line: "ready", "running" (another has the lock) or
+    "error <why>"; what went wrong otherwise."""
+    ready_r, ready_w = os.pipe()
+    package_root = str(Path(__file__).resolve().parent.parent)
+    argv = [sys.executable, "-c", BOOT % package_root, MARKER, "--dir", str(directory)]
+    argv += ["--ready-fd", str(ready_w), *options.argv()]
+    try:
+        # The first process forks the daemon and exits at once (waited for here): the daemon is
+        # nobody's child here, so a dashboard that started it never keeps it as a zombie. It
+        # inherits no stdout (a pipe that a script reads to its end), only the ready pipe.
+        first = subprocess.Popen(
+            argv,
+            pass_fds=(ready_w,),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd="/",
+            start_new_session=True,
+        )
+    except OSError as exc:
+        os.close(ready_r)
+        return f"error cannot run {sys.executable}: {exc.strerror}"
+    finally:
+        os.close(ready_w)
+    try:
+        first.wait(30.0)
+    except subprocess.TimeoutExpired:
+        first.kill()  # our own child, by its PID
+        first.wait()
+    data = b""
+    try:
+        while b"\n" not in data:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([ready_r], [], [], left)[0]:
+                return "no word from the daemon in time"
+            chunk = os.read(ready_r, 4096)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(ready_r)
+    line = data.decode("utf-8", "replace").partition("\n")[0].strip()
+    return line or f"the daemon ended at start-up ({_log_tail(directory)})"
+
+
+def _log_tail(directory: Path) -> str:
+    try:
+        fd = open_private(directory / LOG_FILE, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return "no log"
+    with os.fdopen(fd, "rb") as f:
+        lines = f.read()[-4000:].decode("utf-8", "replace").strip().splitlines()
+    return lines[-1] if lines else "an empty log"
+
+
+def stop(directory: Path) -> tuple[bool, str]:
+    """End the running daemon (SIGTERM, then SIGKILL after STOP_TIMEOUT) and wait until it and its
+    sims are gone. (whether it ran, what happened)."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        if not lock_held(directory):
+            return False, "not running"
+        state = running(directory)
+        if state is not None:
+            break
+        if time.monotonic() > deadline:
+            raise DemoError(f"a demo holds {directory / LOCK_FILE} but says nothing of itself")
+        time.sleep(0.1)  # a daemon that is starting: it writes demo.json first thing
+    pid, started = int(state["pid"]), state.get("start_time")
+    sims = [Path(h["directory"]) for h in (state.get("hosts") or {}).values() if "directory" in h]
+    if _end(pid, started, signal.SIGTERM) is False:
+        _end(pid, started, signal.SIGKILL)
+    # Its exit let the lock go. Killed outright, its sims' sessions end their jobs and remove
+    # their directories themselves: wait for that too.
+    end = time.monotonic() + STOP_TIMEOUT
+    while (lock_held(directory) or any(s.exists() for s in sims)) and time.monotonic() < end:
+        time.sleep(0.05)
+    if lock_held(directory) or any(s.exists() for s in sims):
+        raise DemoError(f"the demo (PID {pid}) did not end in time")
+    return True, f"stopped the demo (PID {pid})"
+
+
+def _exited(pid: int, started: Any) -> bool:
+    """Gone, or a zombie (exited; whoever adopted it has not reaped it yet)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return True
+    return start_time(pid) != started or raw[raw.rindex(b")") + 2 :].split()[0] == b"Z"
+
+
+def _end(pid: int, started: Any, sig: int) -> bool | None:
+    """Send `sig` to the daemon `pid` (started at `started`, this user's) and wait up to STOP_TIMEOUT
+    for it to exit: whether it did (None: it was gone already). Through a pidfd opened before the
+    checks, so they and the signal are about one process; without pidfds (kernels before 5.3) the
+    checks come just before kill, and its exit is polled."""
+    try:
+        fd: int | None = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return None
+    except OSError:
+        fd = None
+    try:
+        try:
+            if start_time(pid) != started or os.stat(f"/proc/{pid}").st_uid != os.geteuid():
+                return None
+            if fd is not None:
+                signal.pidfd_send_signal(fd, sig)
+                return bool(select.select([fd], [], [], STOP_TIMEOUT)[0])
+            os.kill(pid, sig)
+        except (ProcessLookupError, FileNotFoundError):
+            return None
+        end = time.monotonic() + STOP_TIMEOUT
+        while not _exited(pid, started) and time.monotonic() < end:
+            time.sleep(0.02)
+        return _exited(pid, started)
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def schedule_arguments(p: argparse.ArgumentParser) -> None:
+    from . import argtypes
+
+    seconds = argtypes.seconds
+    p.add_argument(
+        "--idle-timeout",
+        type=seconds,
+        default=IDLE_TIMEOUT,
+        metavar="S",
+        help=f"end after S with no client (default {IDLE_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--refill-after",
+        type=seconds,
+        default=REFILL_AFTER,
+        metavar="S",
+        help=f"a freed GPU gets its jobs back after S free (default {REFILL_AFTER:g})",
+    )
+    p.add_argument(
+        "--bench-run",
+        type=seconds,
+        default=BENCH_RUN,
+        metavar="S",
+        help=f"demo-b's benchmark on GPU 3 runs S, then ends (default {BENCH_RUN:g})",
+    )
+    p.add_argument("--bench-gap", type=seconds, default=BENCH_GAP, metavar="S",
+                   help=f"then GPU 3 is free S before the next (default {BENCH_GAP:g})")  # fmt: skip
+
+
+def options_of(args: argparse.Namespace) -> Options:
+    return Options(args.idle_timeout, args.refill_after, args.bench_run, args.bench_gap)
+
+
+# -- `gputui demo` ---------------------------------------------------------------------------------------
+
+
+def demo_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="gputui demo",
+        description="The simulated cluster that every `--demo` command attaches to (one per user).",
+        epilog="exit codes: start: 0 running, 1 did not start; stop: 0 stopped or not running, "
+        "1 did not end; status: 0 running, 1 not running; any: 2 bad usage, 4 the demo's directory "
+        "is not private (refused)",
+    )
+    sub = p.add_subparsers(dest="action", metavar="start|stop|status")
+    start = sub.add_parser("start", help="start it (the first `--demo` command does too)")
+    schedule_arguments(start)
+    sub.add_parser("stop", help="end it and every process of it")
+    status = sub.add_parser("status", help="whether it runs, its PID, directory, hosts, uptime")
+    status.add_argument("--json", action="store_true", help="one JSON document")
+    return p
+
+
+def run_demo(argv: list[str]) -> int:
+    args = demo_parser().parse_args(argv)
+    action = args.action or "status"
+    try:
+        directory = demo_directory(create=action == "start")
+        if action == "start":
+            state, started = ensure_running(directory, options_of(args))
+            touch_used(directory)  # started to be used: the idle timeout counts from now
+            word = "started" if started else "already running"
+            print(f"gputui demo: {word} (PID {state['pid']}, in {directory})")
+            return EXIT_OK
+        if action == "stop":
+            _, words = stop(directory) if directory.exists() else (False, "not running")
+            print(f"gputui demo: {words}")
+            return EXIT_OK
+        return _status(directory, getattr(args, "json", False))
+    except DemoError as exc:
+        print(f"gputui: {exc}", file=sys.stderr)
+        return exc.code
+
+
+def _status(directory: Path, as_json: bool) -> int:
+    state = running(directory) if directory.exists() else None
+    if as_json:
+        doc: dict[str, Any] = {"running": state is not None, "directory": str(directory)}
+        if state is not None:
+            doc.update(
+                pid=state["pid"],
+                state=state.get("state"),
+                uptime_s=round(time.time() - float(state.get("started") or time.time()), 1),
+                hosts=state.get("hosts") or {},
+                idle_timeout_s=state.get("idle_timeout_s"),
+                refill_after_s=state.get("refill_after_s"),
+                bench=state.get("bench"),
+            )
+        print(json.dumps(doc, indent=2))
+        return EXIT_OK if state is not None else EXIT_NOT_RUNNING
+    if state is None:
+        print("gputui demo: not running (`gputui demo start`, or any `--demo` command, starts it)")
+        return EXIT_NOT_RUNNING
+    up = time.time() - float(state.get("started") or time.time())
+    print(f"gputui demo: running (PID {state['pid']}, up {_duration(up)})")
+    print(f"  directory  {directory}")
+    for name, host in (state.get("hosts") or {}).items():
+        print(f"  {name:<9}  {host.get('gpus')} GPUs, sim in {host.get('directory')}")
+    idle = float(state.get("idle_timeout_s") or IDLE_TIMEOUT)
+    print(f"  ends       after {_duration(idle)} with no client, or on `gputui demo stop`")
+    bench = state.get("bench") or {}
+    print(
+        f"  jobs       a freed GPU gets its jobs back after {_duration(float(state.get('refill_after_s') or 0))} "
+        f"free; {bench.get('host')} GPU {bench.get('gpu')} runs bench.py for {_duration(float(bench.get('run_s') or 0))}, "
+        f"then is free for {_duration(float(bench.get('gap_s') or 0))}"
+    )
+    return EXIT_OK
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, rest = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest} s" if rest else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
