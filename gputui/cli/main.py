@@ -23,7 +23,7 @@ from ..config import ENV_CONFIG, Config, ConfigError, HostSpec, default_config_p
 from ..transport import headstart
 from . import argtypes, streams
 from .demo import DemoError
-from .exits import EXIT_INTERRUPTED, EXIT_USAGE
+from .exits import EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_USAGE
 
 if TYPE_CHECKING:  # imported where used: `clean`, `wait` and `snapshot` import them while their probe starts
     from ..fleet import Fleet
@@ -173,7 +173,7 @@ def run_snapshot(argv: list[str]) -> int:
     else:
         snapshot.render(views, sys.stdout)
     code = snapshot.exit_code(views)
-    if code == snapshot.EXIT_NO_GPU:
+    if code == EXIT_NO_GPU:
         from ..report import host_status
         from ..words import no_gpu_words
 
