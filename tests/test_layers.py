@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import grimp
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -51,3 +53,18 @@ def test_the_probe_loads_nothing_of_the_app():
     loaded = loaded_by("gputui.probe.main")
     app_side = {m for m in loaded if m.startswith("gputui.") and not m.startswith("gputui.probe")}
     assert app_side == set(), app_side
+
+
+def test_no_circle_inside_the_probe():
+    """No module of the probe imports another that imports it back, directly or through others (a
+    lazy import inside a function counts): each module can be read, and shipped, on its own floor.
+    The one circle there was, core -> detail -> core for the clip helpers, went to the wire format."""
+    graph = grimp.build_graph("gputui", cache_dir=None)
+    probe = {m for m in graph.modules if m == "gputui.probe" or m.startswith("gputui.probe.")}
+    circles = []
+    for importer in sorted(probe):
+        for imported in sorted(graph.find_modules_directly_imported_by(importer) & probe):
+            back = graph.find_shortest_chain(importer=imported, imported=importer)
+            if back is not None:
+                circles.append(" -> ".join((importer, *back)))
+    assert circles == [], "\n".join(circles)

@@ -118,7 +118,7 @@ def read_schedstat(pid, proc=PROC):
 def descendants(roots, proc=PROC):
     # type: (Iterable[int], str) -> Dict[int, int]
     """Every process below `roots` in the process tree now: {pid: start time}. One pass over /proc,
-    reading each stat in three system calls (procfs.descendants' reader takes twice as many)."""
+    reading each stat in three system calls (procfs.read_stat takes twice as many)."""
     children = {}  # type: Dict[int, List[Tuple[int, int]]]
     for name in os.listdir(proc):
         if name.isdigit():

@@ -34,7 +34,7 @@ import signal
 import time
 from typing import Callable, Dict, Iterable, List, Optional, Tuple  # noqa: F401  (type comments)
 
-from .procfs import CLOCK_TICKS, read_stat
+from .procfs import CLOCK_TICKS, close_quietly, read_stat
 
 # pidfd_open / pidfd_send_signal in the unified syscall table (Linux 5.1+), for Python 3.8.
 _SYSCALLS = {"pidfd_send_signal": 424, "pidfd_open": 434}
@@ -313,8 +313,5 @@ class Pins(object):
 
     def _close(self, fd):
         # type: (int) -> None
-        try:
-            os.close(fd)
-        except OSError:
-            pass
+        close_quietly(fd)
         self._live -= 1
