@@ -17,7 +17,7 @@ PID now; else signals go through it to that process and no other. Records:
   plan naming that name is told the process exited), dropped once the PID names a process with
   another start time, or none and the clock is past that tick.
 Where no pin could be taken (no pidfd on this host, past the descriptor budget, a process first seen
-by the plan's own check), the kill engine falls back to opening a pidfd at its check (reaper.py).
+by the plan's own check), the kill engine falls back to opening a pidfd at its check (checks.py).
 
 Descriptors: at most half the soft limit, less a reserve, go to pins; an EMFILE stops the pinning
 for that scan. A pin that could not be taken only means the weaker check; nothing is ever taken for
