@@ -11,8 +11,8 @@ holding fake device files: the load generator of bench/holder_scan.py). In each:
   planned "free GPU 0" from a full sample and executed by the probe's engine (bench/clean_time.py's
   run_gputui); the time is the probe's own elapsed to its `done` event, and "after release" is that
   less the moment NVML first showed the GPU idle. Runs alternate between the targeted rescans (as
-  built) and full ones (reaper.RESCAN_LOOK = FULL: every rescan and the confirmation a full scan, the
-  way before issue 11);
+  built) and full ones (run_state.RESCAN_LOOK = FULL: every rescan and the confirmation a full scan,
+  the way before issue 11);
 - cli: the whole `gputui clean --demo demo-a:0 --yes` command (own demo probes, its full-scan sample,
   the plan, the audit log): wall time, and the probe's elapsed it reports;
 - scan: the steady-state holder scan every sample does, over `--scans` scans after a full one (enough
@@ -43,10 +43,14 @@ sys.path.insert(0, str(ROOT / "bench"))
 from clean_time import SimJobs, run_gputui, settle  # noqa: E402
 from holder_scan import DEVICES, start_load, stop_load  # noqa: E402
 
-from gputui.probe import reaper  # noqa: E402
 from gputui.probe.core import Probe  # noqa: E402
 from gputui.probe.holders import HolderScanner  # noqa: E402
 from gputui.probe.readers.sim import SimReader  # noqa: E402
+
+try:  # the rescans' knob: in run_state.py since the kill engine was split (issue 20), reaper.py before
+    from gputui.probe import run_state as looks
+except ImportError:
+    from gputui.probe import reaper as looks
 
 MODES = ("targeted", "full")
 
@@ -68,21 +72,21 @@ def probe_runs(runs: int, gib: float) -> dict[str, list[dict]]:
     hello = probe.start()
     assert hello["error"] is None, hello["error"]
     jobs = SimJobs(reader, gib)
-    knob = hasattr(reaper, "RESCAN_LOOK")
+    knob = hasattr(looks, "RESCAN_LOOK")
     modes = MODES if knob else ("as built",)
     out: dict[str, list[dict]] = {m: [] for m in modes}
     try:
         for _ in range(runs):
             for mode in modes:
                 if knob:
-                    reaper.RESCAN_LOOK = reaper.FULL if mode == "full" else reaper.TARGETED
+                    looks.RESCAN_LOOK = looks.FULL if mode == "full" else looks.TARGETED
                 settle(probe)
                 for _ in range(3):  # the probe samples between plans, as it does every interval
                     probe.sample()
                 out[mode].append(run_gputui(probe, jobs, "cooperative", term_timeout=5.0))
     finally:
         if knob:
-            reaper.RESCAN_LOOK = reaper.TARGETED
+            looks.RESCAN_LOOK = looks.TARGETED
         jobs.cleanup()
         probe.close()
     return out

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import grimp
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -114,3 +115,18 @@ def test_each_seeded_wrong_import_breaks_the_layers_contract(
     assert result.returncode != 0, out
     assert "The house by layers" in out and "BROKEN" in out, out
     assert seed[2] in out, out
+
+
+def test_no_circle_inside_the_probe():
+    """No module of the probe imports another that imports it back, directly or through others (a
+    lazy import inside a function counts): each module can be read, and shipped, on its own floor.
+    The one circle there was, core -> detail -> core for the clip helpers, went to the wire format."""
+    graph = grimp.build_graph("gputui", cache_dir=None)
+    probe = {m for m in graph.modules if m == "gputui.probe" or m.startswith("gputui.probe.")}
+    circles = []
+    for importer in sorted(probe):
+        for imported in sorted(graph.find_modules_directly_imported_by(importer) & probe):
+            back = graph.find_shortest_chain(importer=imported, imported=importer)
+            if back is not None:
+                circles.append(" -> ".join((importer, *back)))
+    assert circles == [], "\n".join(circles)

@@ -19,7 +19,7 @@ from gputui.kill.plan import (
     sweep_candidates,
 )
 from gputui.model import Sample, brief_command
-from gputui.probe.reaper import Settings
+from gputui.probe.orders import Settings
 
 GiB = 1 << 30
 

@@ -11,7 +11,7 @@ from gputui.kill.operate import status_of
 from gputui.kill.plan import PlanError, PlanOptions, plan_for_signal
 from gputui.model import Event, PlanVerdict, done_event
 from gputui.probe.common import SIGNAL_CHOICES, signal_deadline
-from gputui.probe.reaper import SignalSettings
+from gputui.probe.orders import SignalSettings
 from gputui.words import verdict_summary
 from tests.test_plan import sample
 from tests.test_plan_jobs import launcher_sample

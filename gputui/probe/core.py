@@ -44,19 +44,18 @@ from .procfs import (
     user_name,
 )
 from .readers.base import Listed, Reader, ReaderError, Tags  # noqa: F401  (type comments)
-from .wire import MAX_LINE, MAX_PROCESSES, VERSION, dumps, encode, error
+from .wire import MAX_LINE, MAX_PROCESSES, VERSION, clip_list, clip_text, dumps, encode, error
 
 # What one sample may carry (docs/PROTOCOL.md "Bounds"): a process with a megabyte of arguments, or
 # a host with thousands of holders, must not make every sample over-long (the app drops those).
 MAX_ARG = 512  # characters of one command-line argument; more: "<first 512>…(N bytes)"
 MAX_ARGS = 64  # arguments of one command line; more: a last entry "... (N more)"
-MAX_TEXT = 256  # characters of a name, user or container; more: "<first 256>…(N bytes)"
 MAX_HOLDS = 64  # device files listed per process; more: a last entry "... (N more)"
 MAX_LINKS = 256  # linked PIDs per process (the lowest ones)
 # The processes' parents that are not in the sample (a launcher, a shell), so the app can draw a
-# family as one tree: at most MAX_PARENTS, MAX_DEPTH up each chain, their commands kept short.
+# family as one tree: at most MAX_PARENTS, MAX_PARENT_DEPTH up each chain, their commands kept short.
 MAX_PARENTS = 64
-MAX_DEPTH = 32
+MAX_PARENT_DEPTH = 32
 PARENT_ARGS = 8  # arguments of a parent's command line, of at most PARENT_ARG characters
 PARENT_ARG = 64
 # Seconds between preflight readings by default (clocks, ECC, PCIe...: slower than a sample).
@@ -71,21 +70,6 @@ _PINNED_KINDS = (USER, HIDDEN, MONITOR)
 MAX_JOB_BYTES = MAX_LINE // 4
 # Which records a bounded sample keeps first: what holds GPU memory, then the rest.
 _KEEP_FIRST = {USER: 0, GHOST: 1, HIDDEN: 2}
-
-
-def clip_text(text, limit=MAX_TEXT):
-    # type: (Optional[str], int) -> Optional[str]
-    """`text` cut to `limit` characters, with a visible marker saying how long it was."""
-    if text is None or len(text) <= limit:
-        return text
-    return "%s\u2026(%d bytes)" % (text[:limit], len(text.encode("utf-8", "replace")))
-
-
-def clip_list(items, limit):
-    # type: (List[str], int) -> List[str]
-    if len(items) <= limit:
-        return items
-    return [*items[:limit], "... (%d more)" % (len(items) - limit)]
 
 
 def clip_command(argv):
@@ -588,7 +572,7 @@ class Probe(object):
             ppid = record.get("ppid")
             depth = 0
             while isinstance(ppid, int) and ppid not in listed and ppid not in stop and ppid not in seen:
-                if depth == MAX_DEPTH or len(out) == MAX_PARENTS:
+                if depth == MAX_PARENT_DEPTH or len(out) == MAX_PARENTS:
                     break
                 stat = read_stat(ppid, self.proc)
                 if stat is None:

@@ -12,7 +12,7 @@ every uid of the process is the probe's: `environ_refusal`), and the values of s
 (`secret_looking`) are sent only when asked again (`secrets`: the operator pressed `s`). Bounded
 (MAX_ENVIRON_BYTES, MAX_ENVIRON_VARS), and cut further if the record would not fit one line.
 
-Every string is bounded, and marked where cut, like the sample's (core.clip_text): the record always
+Every string is bounded, and marked where cut, like the sample's (wire.clip_text): the record always
 fits in one line. Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
 
@@ -21,9 +21,8 @@ import re
 import time
 from typing import Any, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
-from .core import clip_list, clip_text
 from .procfs import CLOCK_TICKS, Stat, read_cmdline, read_container, read_stat, user_name  # noqa: F401
-from .wire import MAX_LINE, VERSION, dumps
+from .wire import MAX_LINE, VERSION, clip_list, clip_text, dumps
 
 MAX_DETAIL_ARG = 4096  # characters of one argument; more: "<first 4096>…(N bytes)"
 MAX_DETAIL_ARGS = 256  # arguments; more: a last entry "... (N more)"

@@ -41,7 +41,7 @@ second apart. `recheck_every` bounds both. Where schedstat is missing, zeroed (a
 CONFIG_SCHED_INFO) or unreadable, the rule never applies. tests/probe/test_holders.py proves it on
 real processes: a sleeper is skipped, and one that opens, closes or reuses an fd number is not.
 
-The targeted scan (a kill plan's rescans and its verification: reaper.Run.look): every link of
+The targeted scan (a kill plan's rescans and its verification: run_state.RunState.look): every link of
 `also` (the plan's own PIDs and its targets' pre-signal descendants) and of every process new since
 the last scan; and, when `around` names PIDs, every process's /proc/PID/stat (cheap: no fd listed)
 to read in full those PIDs' process groups, sessions and subtrees too (`related`; `holders`: every
@@ -118,7 +118,7 @@ def read_schedstat(pid, proc=PROC):
 def descendants(roots, proc=PROC):
     # type: (Iterable[int], str) -> Dict[int, int]
     """Every process below `roots` in the process tree now: {pid: start time}. One pass over /proc,
-    reading each stat in three system calls (procfs.descendants' reader takes twice as many)."""
+    reading each stat in three system calls (procfs.read_stat takes twice as many)."""
     children = {}  # type: Dict[int, List[Tuple[int, int]]]
     for name in os.listdir(proc):
         if name.isdigit():

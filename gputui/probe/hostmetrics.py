@@ -13,7 +13,7 @@ Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 import os
 from typing import Any, Dict, List, Optional, Tuple  # noqa: F401  (type comments)
 
-from .procfs import PROC
+from .procfs import PROC, close_quietly
 from .wire import HOST_LIMITS
 
 CHUNK = 1 << 16  # /proc/stat of a 256-CPU host is ~30 KB: one read, rarely two
@@ -58,10 +58,7 @@ class _ProcFile(object):
     def close(self):
         # type: () -> None
         if self.fd is not None:
-            try:
-                os.close(self.fd)
-            except OSError:
-                pass
+            close_quietly(self.fd)
             self.fd = None
 
 

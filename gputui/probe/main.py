@@ -227,11 +227,13 @@ class Loop(object):
         if self.probe.reader_error is not None:
             self.emit(error("no-gpu", "no GPU reader: %s" % self.probe.reader_error.message, plan_id))
             return
-        from .reaper import execute, execute_signal
-
         if record.get("type") == "signal":  # one signal to one process: no ladder, no verification
+            from .signal_run import execute_signal
+
             execute_signal(self.probe, record, self.emit)
         else:
+            from .reaper import execute
+
             execute(self.probe, record, self.emit, lambda: self.stop_requested(plan_id))
         deferred, self.deferred = self.deferred, []
         for item in deferred:

@@ -17,7 +17,7 @@ PID now; else signals go through it to that process and no other. Records:
   plan naming that name is told the process exited), dropped once the PID names a process with
   another start time, or none and the clock is past that tick.
 Where no pin could be taken (no pidfd on this host, past the descriptor budget, a process first seen
-by the plan's own check), the kill engine falls back to opening a pidfd at its check (reaper.py).
+by the plan's own check), the kill engine falls back to opening a pidfd at its check (checks.py).
 
 Descriptors: at most half the soft limit, less a reserve, go to pins; an EMFILE stops the pinning
 for that scan. A pin that could not be taken only means the weaker check; nothing is ever taken for
@@ -34,7 +34,7 @@ import signal
 import time
 from typing import Callable, Dict, Iterable, List, Optional, Tuple  # noqa: F401  (type comments)
 
-from .procfs import CLOCK_TICKS, read_stat
+from .procfs import CLOCK_TICKS, close_quietly, read_stat
 
 # pidfd_open / pidfd_send_signal in the unified syscall table (Linux 5.1+), for Python 3.8.
 _SYSCALLS = {"pidfd_send_signal": 424, "pidfd_open": 434}
@@ -313,8 +313,5 @@ class Pins(object):
 
     def _close(self, fd):
         # type: (int) -> None
-        try:
-            os.close(fd)
-        except OSError:
-            pass
+        close_quietly(fd)
         self._live -= 1

@@ -8,7 +8,7 @@ process that has gone (a PID can vanish between listing /proc and reading it) in
 import errno
 import os
 import pwd
-from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple  # noqa: F401  (type comments)
+from typing import Dict, List, NamedTuple, Optional  # noqa: F401  (type comments)
 
 PROC = "/proc"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -324,22 +324,14 @@ def read_stat_strict(pid, proc=PROC):
         return None  # torn by an exit mid-read
 
 
-def descendants(roots, proc=PROC):
-    # type: (Iterable[int], str) -> Dict[int, int]
-    """Every process below `roots` in the process tree now: {pid: start time}. One pass over /proc."""
-    children = {}  # type: Dict[int, List[Tuple[int, int]]]
-    for pid in list_pids(proc):
-        stat = read_stat(pid, proc)
-        if stat is not None:
-            children.setdefault(stat.ppid, []).append((pid, stat.start_time))
-    out = {}  # type: Dict[int, int]
-    todo = list(roots)
-    while todo:
-        for pid, start in children.get(todo.pop(), ()):
-            if pid not in out:
-                out[pid] = start
-                todo.append(pid)
-    return out
+def close_quietly(fd):
+    # type: (int) -> None
+    """Close a descriptor the probe opened (a pidfd, a /proc file), whatever close() says: the
+    descriptor is gone either way (Linux frees it even on EINTR), and nothing could be done."""
+    try:
+        os.close(fd)
+    except OSError:
+        pass
 
 
 def holds_device(pid, prefix, proc=PROC):

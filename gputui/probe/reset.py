@@ -118,8 +118,10 @@ class Reset(object):
             out.append({"kind": "root", "words": "a GPU reset needs root (sudo = true in the host config)"})
         return out
 
-    def go(self):
+    def run_ladder(self):
         # type: () -> Dict[str, Any]
+        """The reset from its blockers to its `done` event: refused while anything blocks it (or a
+        dry run), else persistence mode off, the reset, the wait for idle memory, persistence back."""
         gpus = dict((g["index"], g) for g in self.probe.read_gpus()[0])
         gpu = gpus.get(self.index)
         if gpu is None:
@@ -213,7 +215,7 @@ def execute(probe, record, emit):
         return None
     run = Reset(probe, record, emit)
     try:
-        return run.go()
+        return run.run_ladder()
     except Exception as exc:  # a bug must end the ladder visibly, not kill the probe
         return run.done(
             "error", "reset %s failed inside the probe: %s: %s" % (reset_id, type(exc).__name__, exc)

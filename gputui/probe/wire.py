@@ -1,14 +1,15 @@
 """Encoding and checking protocol lines (docs/PROTOCOL.md). Shared by the probe and the app.
 
 Also the protocol's limits, with one owner: the app's config and command line check a sample
-interval with `interval_problem`, as the probe does.
+interval with `interval_problem`, as the probe does; the sample and the detail bound their strings
+with `clip_text` and `clip_list`, the one way a record marks what it cut.
 
 Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
 
 import json
 import math
-from typing import Any, Dict, Optional, Tuple  # noqa: F401  (type comments)
+from typing import Any, Dict, List, Optional, Tuple  # noqa: F401  (type comments)
 
 VERSION = 1
 MAX_LINE = 1 << 20  # bytes of one record, its newline not counted; a longer line is refused
@@ -33,6 +34,10 @@ HOST_LIMITS = {
     "uptime": (0.0, 1e10, float),  # seconds since boot
 }  # type: Dict[str, Tuple[Any, Any, type]]
 
+# A string a record carries is bounded, and marked where cut (clip_text, clip_list): a sample's, a
+# detail's and an event's alike, so that a record always fits in one line.
+MAX_TEXT = 256  # characters of a name, user or container; more: "<first 256>…(N bytes)"
+
 PROBE_TYPES = ("hello", "sample", "event", "error", "detail")
 APP_TYPES = ("configure", "sample", "plan", "cancel", "reset", "quit", "detail", "signal")
 
@@ -46,6 +51,22 @@ def interval_problem(value):
     if not MIN_INTERVAL <= value <= MAX_INTERVAL:  # NaN fails every comparison
         return "must be from %g to %g seconds" % (MIN_INTERVAL, MAX_INTERVAL)
     return None
+
+
+def clip_text(text, limit=MAX_TEXT):
+    # type: (Optional[str], int) -> Optional[str]
+    """`text` cut to `limit` characters, with a visible marker saying how long it was."""
+    if text is None or len(text) <= limit:
+        return text
+    return "%s\u2026(%d bytes)" % (text[:limit], len(text.encode("utf-8", "replace")))
+
+
+def clip_list(items, limit):
+    # type: (List[str], int) -> List[str]
+    """`items` cut to `limit` entries, with a last entry saying how many more there were."""
+    if len(items) <= limit:
+        return items
+    return [*items[:limit], "... (%d more)" % (len(items) - limit)]
 
 
 def encode(message):

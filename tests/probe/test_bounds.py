@@ -13,8 +13,8 @@ import sys
 import pytest
 
 from gputui.probe import core
-from gputui.probe.core import MAX_ARG, MAX_ARGS, MAX_TEXT, clip_command, clip_text, fit_line
-from gputui.probe.wire import MAX_LINE, decode
+from gputui.probe.core import MAX_ARG, MAX_ARGS, clip_command, fit_line
+from gputui.probe.wire import MAX_LINE, MAX_TEXT, clip_text, decode
 from tests.probe.probeproc import ProbeProcess
 from tests.simprobe import sim_probe  # noqa: F401  (fixture)
 

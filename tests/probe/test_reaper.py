@@ -21,10 +21,12 @@ from typing import Any
 
 import pytest
 
-from gputui.probe import reaper
+from gputui.probe import reaper, signals
 from gputui.probe.main import Loop
+from gputui.probe.orders import Settings
 from gputui.probe.readers.sim import GiB
-from gputui.probe.reaper import Proc, Run, Settings, execute
+from gputui.probe.reaper import Run, execute
+from gputui.probe.signals import Proc
 from tests import simprobe
 from tests.simprobe import alive
 
@@ -327,7 +329,7 @@ def test_without_the_sweep_an_unattributed_holder_is_left_alone(sim_probe):
 
 
 def test_the_kill_fallback_without_pidfd(sim_probe, monkeypatch):
-    monkeypatch.setattr(reaper, "FORCE_METHOD", "kill")
+    monkeypatch.setattr(signals, "FORCE_METHOD", "kill")
     probe, sim = sim_probe()
     job = sim.spawn("ignore-term", gpu=0, memory=GiB)
     events = run(probe, [target(job.pid, job.start_time, [0])], [0], term_timeout=0.2)
@@ -337,7 +339,7 @@ def test_the_kill_fallback_without_pidfd(sim_probe, monkeypatch):
 
 
 def test_the_syscall_pidfd_path_used_by_python_38(sim_probe, monkeypatch):
-    monkeypatch.setattr(reaper, "FORCE_METHOD", "pidfd-syscall")
+    monkeypatch.setattr(signals, "FORCE_METHOD", "pidfd-syscall")
     probe, sim = sim_probe()
     job = sim.spawn("busy", gpu=0, memory=GiB)
     events = run(probe, [target(job.pid, job.start_time, [0])], [0])

@@ -25,11 +25,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gputui.probe import reaper, scope
+from gputui.probe import reaper, run_state, scope
 from gputui.probe.classify import ProcFacts, classify
 from gputui.probe.holders import Entry, HolderScanner, descendants, related
+from gputui.probe.orders import Settings
 from gputui.probe.readers.sim import GiB
-from gputui.probe.reaper import FULL, TARGETED, Run, Settings
+from gputui.probe.reaper import Run
+from gputui.probe.run_state import FULL, TARGETED
 from tests import simprobe
 from tests.probe.test_reaper import done, gpu_verdict, make_plan, of, run, signals_to, target, verdict
 from tests.simprobe import alive, wait_gone
@@ -333,7 +335,7 @@ def test_a_targeted_look_decides_what_a_full_look_decides(sim_probe, family, cro
     gpus = [0] if scope_name == "gpus" else []
     settings_ = Settings(make_plan([target(t_pid, t_start, [0])], gpus, scope=scope_name))
     run_ = Run(probe, settings_, lambda record: None)
-    view = run_.look(reaper.INCREMENTAL)
+    view = run_.look(run_state.INCREMENTAL)
     run_.touched = run_.touched_gpus(view)
     run_.rule.descendants.update(descendants([t_pid]))  # as remember_descendants does
     targeted_view = run_.look(TARGETED)
@@ -374,7 +376,7 @@ def classified(host: Host, holders: set[int]) -> dict[int, Any]:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(host=hosts(), data=st.data())
 def test_a_holder_outside_the_targeted_set_is_linked_to_nothing_the_plan_is_about(host, data):
-    """For any process tree, listing and plan (reaper.Run.around): the holders a targeted scan does
+    """For any process tree, listing and plan (run_state.RunState.around): the holders a targeted scan does
     not read get, from the real classification, no GPU the plan touches, no link to anything of the
     plan's and no place among the targets' descendants, whatever they hold; the ones it reads are
     classified as in a full view, and so is every PID of the plan's."""
