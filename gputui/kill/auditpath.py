@@ -1,6 +1,7 @@
-"""Opening the audit log's path safely, to write it (`ActionLog`) or to read it (at every start),
-and the errors that say why it cannot be: `AuditError`, and `UnsafeLog` for a path that is not safe
-to use at all (a usage error: pass --log PATH).
+"""Where the audit log lives (`default_log_path`: the user's state directory) and opening its path
+safely, to write it (`ActionLog`) or to read it (at every start); the errors that say why it cannot
+be: `AuditError`, and `UnsafeLog` for a path that is not safe to use at all (a usage error: pass
+--log PATH).
 
 The path is opened the same way to read as to write (`open_log`), or refused with `UnsafeLog`: the
 last component is never a symlink and must be a regular file (a FIFO, a device or a directory is

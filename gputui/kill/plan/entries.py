@@ -10,12 +10,14 @@ writes (`describe`, `to_wire`) is its own, key by key: the audit log and the pro
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any, ClassVar
+from dataclasses import asdict, dataclass, fields
+from typing import Any, ClassVar, TypeVar
 
 from ...model import Job, Parent, Proc, brief_command
 
 # -- the processes a plan names ---------------------------------------------------------------
+
+E = TypeVar("E", bound="Entry")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,6 +40,8 @@ class Entry:
     mps_clients: tuple[int, ...] = ()  # an MPS server's or control daemon's clients: they end with it
 
     UNNAMED: ClassVar[str] = "?"  # `brief` for a process without a command or a name
+    # The keys of `describe`, in the order the audit log and `clean --json` have always had them.
+    DESCRIBED: ClassVar[tuple[str, ...]] = ()
 
     @property
     def command_line(self) -> str:
@@ -47,6 +51,34 @@ class Entry:
     def brief(self) -> str:
         """The command for a table cell: `python .../train.py --lr 3e-4`."""
         return brief_command(self.command) or (f"[{self.name}]" if self.name else self.UNNAMED)
+
+    @classmethod
+    def of(cls: type[E], host: str, proc: Proc, why: str, clients: tuple[int, ...] = (), **more: Any) -> E:
+        """An entry of this kind for a sample's process: what every entry says of a process, copied
+        from it here, once; `more`: what this kind adds (a target's uid, an exclusion's `chosen`)."""
+        return cls(
+            host=host,
+            pid=proc.pid,
+            start_time=proc.start_time,
+            kind=proc.kind,
+            why=why,
+            **_who(proc),
+            gpus=proc.gpus,
+            mps=proc.mps,
+            mps_clients=clients,
+            **more,
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """Plain JSON types, for `--json`, the audit log and tests: DESCRIBED's keys, in its order."""
+        out: dict[str, Any] = {}
+        for key in self.DESCRIBED:
+            value = getattr(self, key)
+            if key == "gpu_memory":
+                out[key] = {str(i): b for i, b in value}
+            else:
+                out[key] = list(value) if isinstance(value, tuple) else value
+        return out
 
     def entry_fields(self) -> dict[str, Any]:
         """The fields every entry has, to make an entry of one kind from one of the other."""
@@ -67,6 +99,11 @@ class Target(Entry):
     role: str | None = None
     job: str | None = None
 
+    DESCRIBED: ClassVar[tuple[str, ...]] = (
+        "host", "pid", "start_time", "kind", "why", "name", "command", "user", "uid", "state", "gpus",
+        "gpu_memory", "protected", "mps", "mps_clients", "role", "job",
+    )  # fmt: skip
+
     @property
     def memory(self) -> int:
         return sum(b or 0 for _, b in self.gpu_memory)
@@ -77,27 +114,6 @@ class Target(Entry):
             out["role"] = self.role
         return out
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "host": self.host,
-            "pid": self.pid,
-            "start_time": self.start_time,
-            "kind": self.kind,
-            "why": self.why,
-            "name": self.name,
-            "command": list(self.command),
-            "user": self.user,
-            "uid": self.uid,
-            "state": self.state,
-            "gpus": list(self.gpus),
-            "gpu_memory": {str(i): b for i, b in self.gpu_memory},
-            "protected": self.protected,
-            "mps": self.mps,
-            "mps_clients": list(self.mps_clients),
-            "role": self.role,
-            "job": self.job,
-        }
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Excluded(Entry):
@@ -106,66 +122,30 @@ class Excluded(Entry):
     chosen: bool = False  # the operator asked for it by name (PID, or selected in the dashboard)
 
     UNNAMED: ClassVar[str] = "(no such process)"
+    DESCRIBED: ClassVar[tuple[str, ...]] = (
+        "host", "pid", "kind", "why", "start_time", "name", "command", "user", "gpus", "protected",
+        "chosen", "mps", "mps_clients",
+    )  # fmt: skip
 
     @property
     def can_include(self) -> bool:
         """Only a monitor may be included by the operator; the probe refuses every other protection."""
         return self.protected == "monitor" and self.start_time is not None
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "host": self.host,
-            "pid": self.pid,
-            "kind": self.kind,
-            "why": self.why,
-            "start_time": self.start_time,
-            "name": self.name,
-            "command": list(self.command),
-            "user": self.user,
-            "gpus": list(self.gpus),
-            "protected": self.protected,
-            "chosen": self.chosen,
-            "mps": self.mps,
-            "mps_clients": list(self.mps_clients),
-        }
-
 
 def target_entry(host: str, proc: Proc, why: str, clients: tuple[int, ...] = ()) -> Target:
     """A sample's process as a target (one with a start time: it can be told from a reuse)."""
     assert proc.start_time is not None
-    return Target(
-        host=host,
-        pid=proc.pid,
-        start_time=proc.start_time,
-        kind=proc.kind,
-        why=why,
-        **_who(proc),
-        uid=proc.uid,
-        state=proc.state,
-        gpus=proc.gpus,
-        gpu_memory=tuple(sorted(proc.gpu_memory.items())),
-        mps=proc.mps,
-        mps_clients=clients,
-    )
+    memory = tuple(sorted(proc.gpu_memory.items()))
+    return Target.of(host, proc, why, clients, uid=proc.uid, state=proc.state, gpu_memory=memory)
 
 
 def excluded_entry(
     host: str, proc: Proc, why: str, chosen: bool = False, clients: tuple[int, ...] = ()
 ) -> Excluded:
     """A sample's process (or one chosen in the dashboard) that a plan leaves alone, and why."""
-    return Excluded(
-        host=host,
-        pid=proc.pid,
-        start_time=proc.start_time,
-        kind=proc.kind,
-        why=why,
-        **_who(proc),
-        gpus=proc.gpus,
-        protected=proc.protected or ("monitor" if proc.kind == "monitor" else None),
-        chosen=chosen,
-        mps=proc.mps,
-        mps_clients=clients,
-    )
+    protected = proc.protected or ("monitor" if proc.kind == "monitor" else None)
+    return Excluded.of(host, proc, why, clients, protected=protected, chosen=chosen)
 
 
 def head_target(
@@ -271,12 +251,8 @@ class GpuBefore:
         return cls(gpu.index, gpu.uuid, gpu.memory_used, gpu.memory_total)
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "uuid": self.uuid,
-            "memory_used": self.memory_used,
-            "memory_total": self.memory_total,
-        }
+        """Its fields in plain JSON types (the plan's `gpus` and `touched` in the audit log)."""
+        return asdict(self)
 
 
 # selection: GPUs and processes chosen together; jobs: jobs (and processes) chosen, no GPU to clean;
