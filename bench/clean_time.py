@@ -5,7 +5,7 @@
 
 Scenarios (GPU_FACTS.md): a cooperative job (SIGTERM suffices), a job that ignores SIGTERM, and the
 ghost (a CUDA parent killed while its forked child keeps the memory). For each run a fresh job is
-started, gputui plans "free GPU 0" from a full sample (gputui/kill/plan.py, as the UI and `gputui clean`
+started, gputui plans "free GPU 0" from a full sample (gputui/kill/plan/, as the UI and `gputui clean`
 do) and the probe's engine executes it; the clock runs from handing the plan to the engine to its
 `done` event. The old procedure is timed on a fresh job too: SIGTERM to the PID nvidia-smi shows
 (`kill PID`), `sleep 1`, then one `nvidia-smi --query-gpu=memory.used`; "clean" when the memory is

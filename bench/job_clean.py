@@ -5,7 +5,7 @@ the two cases of issue 18 through the real CLI.
     python bench/job_clean.py [--reader sim|nvml] [--runs 5] [--gib 2] [--term-timeout 5] [--out raw.json]
 
 Timing: for each run a fresh job is started, gputui plans from a full sample as `gputui clean
---pid` does (gputui/kill/plan.py: the PID of a launcher that holds no GPU chooses its job) and the
+--pid` does (gputui/kill/plan/jobs.py: the PID of a launcher that holds no GPU chooses its job) and the
 probe's engine executes it; the clock runs from handing the plan to the engine to its `done`
 event. "single": one process on GPU 0 stopped by its PID. "job": a torchrun-like launcher (a
 Python parent with no CUDA) with two CUDA ranks (GPU 0 and 1, both on GPU 0 with one GPU), stopped

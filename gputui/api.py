@@ -27,7 +27,9 @@ from .config import Config, ConfigError, HostSpec, parse_host_arg
 from .fleet import Fleet, HostView
 from .kill.auditlog import default_log_path
 from .kill.operate import Operations, Planned, Request, status_of
-from .kill.plan import KillOptions, Plan, PlanOptions
+from .kill.plan.planner import PlanOptions
+from .kill.plan.record import Plan
+from .killoptions import KillOptions
 from .model import Event, Gpu, PlanVerdict, Proc, Sample
 from .readiness import Conditions, unready
 from .transport import make_link

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .fleet import DOWN, REASONS, HostView
-from .kill.plan import mps_clients
+from .kill.plan.mps import mps_clients
 from .model import IDLE_SLACK, Gpu, Proc, Sample
 from .textsafe import printable
 from .units import fmt_bytes, fmt_bytes_of, fmt_duration, fmt_gpus, fmt_percent

@@ -46,7 +46,7 @@ def test_intents_are_on_disk_before_anything_is_sent(tmp_path):
     path = tmp_path / "state" / "actions.jsonl"
     plan = plan_for_gpus(sample(), [0], host="gpu-a", options=OPTS)
     with ActionLog(path, operator="alice") as log:
-        log.plan(plan)
+        log.write_plan(plan)
         # Nothing buffered: a reader sees every line right now (each one is fsync'd).
         records = lines(path)
     assert [r["kind"] for r in records] == ["plan", "intent", "intent"]
@@ -67,14 +67,14 @@ def test_events_verdicts_and_done_finish_an_action(tmp_path):
     path = tmp_path / "actions.jsonl"
     plan = plan_for_gpus(sample(), [0], host="gpu-a", options=OPTS)
     log = ActionLog(path, operator="alice")
-    log.plan(plan)
-    log.event("gpu-a", event("signal", "sent", 100))
-    log.event("gpu-a", event("verdict", "exited", 100, exited_ms=12.0))
+    log.write_plan(plan)
+    log.write_event("gpu-a", event("signal", "sent", 100))
+    log.write_event("gpu-a", event("verdict", "exited", 100, exited_ms=12.0))
     [pending] = unfinished(path)
     assert [i.pid for i in pending.pending] == [108]  # 100 has its verdict, 108 not yet
     assert pending.last_stage == "verdict"
     gpus = {"0": {"result": "clean", "memory_before": 10 << 30, "memory_after": 0}}
-    log.event(
+    log.write_event(
         "gpu-a", event("done", "clean", ok=True, gpus=gpus, memory_before={"0": 1}, memory_after={"0": 0})
     )
     log.close()
@@ -99,8 +99,8 @@ def test_an_outcome_unknown_is_recorded_and_reported_at_the_next_start(tmp_path)
     start must say so, once, like an action that never got a `done` line."""
     path = tmp_path / "actions.jsonl"
     with ActionLog(path) as log:
-        log.plan(plan_for_gpus(sample(), [0], host="gpu-a", options=OPTS))
-        log.event("gpu-a", event("done", "outcome-unknown", ok=False))
+        log.write_plan(plan_for_gpus(sample(), [0], host="gpu-a", options=OPTS))
+        log.write_event("gpu-a", event("done", "outcome-unknown", ok=False))
     assert lines(path)[-1]["result"] == "outcome-unknown"
     [lost] = unfinished(path)
     assert lost.host == "gpu-a" and lost.last_stage == "done"
@@ -112,7 +112,7 @@ def test_an_outcome_unknown_is_recorded_and_reported_at_the_next_start(tmp_path)
 def test_a_torn_last_line_is_tolerated_and_repaired_on_append(tmp_path):
     path = tmp_path / "actions.jsonl"
     with ActionLog(path, operator="alice") as log:
-        log.plan(plan_for_gpus(sample(), [0], host="gpu-a", options=OPTS))
+        log.write_plan(plan_for_gpus(sample(), [0], host="gpu-a", options=OPTS))
     with open(path, "ab") as f:
         f.write(b'{"v":1,"kind":"event","action":"act1","pid":100,"sta')  # a crash mid-write
     records, bad = read_records(path)
@@ -160,19 +160,19 @@ def test_a_symlink_where_the_log_should_be_is_refused(tmp_path):
     link = tmp_path / "actions.jsonl"
     link.symlink_to(target)
     with ActionLog(link) as log, pytest.raises(AuditError, match="is a symbolic link: refused"):
-        log.plan(plan_of())
+        log.write_plan(plan_of())
     assert target.read_text() == ""
 
 
 def test_a_directory_or_a_hard_link_is_refused(tmp_path):
     (tmp_path / "dir.jsonl").mkdir()
     with ActionLog(tmp_path / "dir.jsonl") as log, pytest.raises(UnsafeLog, match="is not a regular file"):
-        log.plan(plan_of())
+        log.write_plan(plan_of())
     first = tmp_path / "a.jsonl"
     first.write_text("")
     os.link(first, tmp_path / "b.jsonl")
     with ActionLog(first) as log, pytest.raises(AuditError, match="has 2 links: refused"):
-        log.plan(plan_of())
+        log.write_plan(plan_of())
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the ownership rule is root's")
@@ -181,14 +181,14 @@ def test_root_refuses_a_log_that_another_user_owns(tmp_path):
     path.write_text("")
     os.chown(path, 65534, 65534)
     with ActionLog(path) as log, pytest.raises(AuditError, match="belongs to uid 65534, not root"):
-        log.plan(plan_of())
+        log.write_plan(plan_of())
 
 
 def test_not_enough_room_is_refused_before_anything_is_sent(tmp_path, monkeypatch):
     monkeypatch.setattr(actionlog, "ROOM_BASE", 1 << 62)  # more than any disk has
     path = tmp_path / "actions.jsonl"
     with ActionLog(path) as log, pytest.raises(AuditError, match="nothing sent"):
-        log.plan(plan_of())
+        log.write_plan(plan_of())
     assert not path.exists() or path.read_text() == ""
 
 
@@ -204,7 +204,7 @@ def test_a_short_write_is_continued_not_torn(tmp_path, monkeypatch):
     path = tmp_path / "actions.jsonl"
     with ActionLog(path) as log:
         monkeypatch.setattr(actionlog.os, "write", short)
-        log.plan(plan_of())
+        log.write_plan(plan_of())
         monkeypatch.setattr(actionlog.os, "write", real)
     assert len(calls) > 3
     records, bad = read_records(path)
@@ -217,7 +217,7 @@ def test_a_failed_write_is_an_audit_error_and_the_next_line_is_not_glued_to_the_
     real = os.write
     path = tmp_path / "actions.jsonl"
     with ActionLog(path) as log:
-        log.plan(plan_of())
+        log.write_plan(plan_of())
 
         def full(fd: int, data: Any) -> int:
             written = real(fd, bytes(data[:10]))  # ten bytes make it, then the disk is full
@@ -229,9 +229,9 @@ def test_a_failed_write_is_an_audit_error_and_the_next_line_is_not_glued_to_the_
 
         monkeypatch.setattr(actionlog.os, "write", full)
         with pytest.raises(AuditError, match="cannot write: No space left on device"):
-            log.event("gpu-a", event("signal", "sent", 100))
+            log.write_event("gpu-a", event("signal", "sent", 100))
         monkeypatch.setattr(actionlog.os, "write", real)
-        log.event("gpu-a", event("done", "clean", ok=True))
+        log.write_event("gpu-a", event("done", "clean", ok=True))
     records, bad = read_records(path)
     assert bad == 1  # the torn line, counted, never fatal
     assert records[-1]["kind"] == "done"
@@ -241,7 +241,7 @@ def test_records_with_wrong_types_never_hide_the_real_unfinished_actions(tmp_pat
     """Issue 13 #7: one well-formed but wrong record (`"pid": "abc"`) crashed every later start."""
     path = tmp_path / "actions.jsonl"
     with ActionLog(path) as log:
-        log.plan(plan_of())  # a real action, never finished
+        log.write_plan(plan_of())  # a real action, never finished
     bad_lines = [
         {"v": 1, "kind": "intent", "action": "forged", "pid": "abc", "time": "yesterday"},
         {"v": 1, "kind": ["intent"], "action": "forged2", "pid": [1], "time": None},

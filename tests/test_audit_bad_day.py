@@ -17,26 +17,26 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from gputui.config import HostSpec
 from gputui.kill import auditlog as actionlog
-from gputui.kill.auditlog import ActionLog, AuditError, read_records
-from gputui.kill.operate import Operations, Request
+from gputui.kill.auditlog import ActionLog, read_records
+from gputui.kill.auditpath import audit_error
+from gputui.kill.operate import AUDIT_LOG_ERROR, Operations, Request
 from gputui.kill.plan import KillOptions
-from gputui.model import Event
+from gputui.model import Event, PlanVerdict
 from tests.test_clean import fleet_of
 
 HOST = "d"
 
 
-async def run_once(log: Path, fail_at: int | None) -> tuple[Any, list[Event], int | None]:
+async def run_once(log: Path, fail_at: int | None) -> tuple[PlanVerdict, list[Event], int | None]:
     """Free GPU 3 of a fresh demo host (a server that ignores SIGTERM, and a zombie's parent), with
-    the log's `fail_at`-th write failing (and every one after it). Returns (verdict or the
-    AuditError, the events as the probe sent them, the index in those events of the first event
-    after the failure)."""
+    the log's `fail_at`-th write failing (and every one after it). Returns (the verdict: a not-sent
+    one when the log could not take the plan, the events as the probe sent them, the index in those
+    events of the first event after the failure)."""
     fleet = fleet_of([HostSpec(name=HOST, reader="sim", sim_scenario="demo", sim_seed=5)], interval=0.5)
     fleet.start()
     audit = ActionLog(log, operator="t")
@@ -52,7 +52,7 @@ async def run_once(log: Path, fail_at: int | None) -> tuple[Any, list[Event], in
         if fail_at is not None and writes >= fail_at:
             if not failed_after:
                 failed_after.append(len(seen))
-            raise audit._fail(OSError(errno.ENOSPC, "No space left on device"), "write")
+            raise audit_error(log, OSError(errno.ENOSPC, "No space left on device"), "write")
         real(fd, data)
 
     try:
@@ -61,14 +61,16 @@ async def run_once(log: Path, fail_at: int | None) -> tuple[Any, list[Event], in
         planned = await ops.plan([Request(HOST, "gpus", gpus=(3,))])
         [plan] = planned.plans
         audit._write_all = write  # type: ignore[method-assign]
-        try:
-            verdict: Any = await ops.run(plan, seen.append)
-        except AuditError as exc:
-            verdict = exc
+        verdict = await ops.run(plan, seen.append)
         return verdict, seen, failed_after[0] if failed_after else None
     finally:
         audit.close()
         await fleet.stop()
+
+
+def not_logged(verdict: PlanVerdict) -> bool:
+    """The verdict of a plan the log could not take before anything was sent."""
+    return verdict.result == "not-sent" and verdict.error == AUDIT_LOG_ERROR
 
 
 @pytest.mark.parametrize("fail_at", [1, 2, 3, 4, 6, 9, 14, 20])
@@ -80,10 +82,10 @@ async def test_a_log_that_fails_at_any_point_never_lets_a_signal_go_unrecorded(t
     sent = [
         (i, e.pid) for i, e in enumerate(seen) if e.stage in ("signal", "escalate") and e.result == "sent"
     ]
-    if isinstance(verdict, AuditError):
+    if not_logged(verdict):
         # The plan's own records did not all land: nothing was sent.
-        assert (seen == [] and "nothing sent" not in str(verdict)) or seen == []
-        assert "No space left" in str(verdict)
+        assert seen == [] and not verdict.ok and "nothing was sent" in verdict.message
+        assert "No space left" in verdict.message
         return
     if failed_after is None:
         assert verdict.ok  # the failure point lies past the run's last write
@@ -158,7 +160,7 @@ async def test_every_fill_level_of_a_small_disk(small_tmpfs, room_check, monkeyp
         verdict, seen, _ = await run_once(log, None)
         records, bad = read_records(log)
         assert bad <= 1  # at most the one line the full disk cut (it is ended before the next)
-        if isinstance(verdict, AuditError):
+        if not_logged(verdict):
             assert seen == []  # refused before anything was sent
             outcomes.append("refused")
             continue

@@ -36,7 +36,7 @@ from gputui.kill.plan import PlanOptions, plan_for_gpus
 from tests.test_plan import sample
 
 log = ActionLog(sys.argv[1], operator="t")
-log.plan(plan_for_gpus(sample(), [0], host="h", options=PlanOptions(operator="t", plan_id=sys.argv[2])))
+log.write_plan(plan_for_gpus(sample(), [0], host="h", options=PlanOptions(operator="t", plan_id=sys.argv[2])))
 print("planned", flush=True)
 sys.stdin.read()
 """
@@ -142,7 +142,9 @@ def _state(pid: int) -> str:
 def test_every_record_names_the_process_that_wrote_it(tmp_path):
     log = tmp_path / "actions.jsonl"
     with ActionLog(log, operator="t") as audit:
-        audit.plan(plan_for_gpus(sample(), [0], host="h", options=PlanOptions(operator="t", plan_id="p")))
+        audit.write_plan(
+            plan_for_gpus(sample(), [0], host="h", options=PlanOptions(operator="t", plan_id="p"))
+        )
     boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     for record in read_records(log)[0]:
         assert (record["owner_pid"], record["owner_start"], record["owner_boot"]) == (

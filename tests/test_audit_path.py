@@ -50,7 +50,7 @@ from gputui.kill.plan import PlanOptions, plan_for_gpus
 from tests.test_plan import sample
 
 with ActionLog(sys.argv[1], operator="t") as log:
-    log.plan(plan_for_gpus(sample(), [0], host="h", options=PlanOptions(operator="t", plan_id=sys.argv[2])))
+    log.write_plan(plan_for_gpus(sample(), [0], host="h", options=PlanOptions(operator="t", plan_id=sys.argv[2])))
 """
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="making another user's directory needs root")
@@ -194,7 +194,7 @@ def test_writing_through_a_planted_directory_symlink_is_refused_too(tmp_path):
     os.chown(theirs, NOBODY, NOBODY)
     plan = plan_for_gpus(sample(), [0], host="h", options=PlanOptions(operator="t", plan_id="w"))
     with ActionLog(theirs / "logs" / "actions.jsonl") as log, pytest.raises(UnsafeLog, match="uid 65534"):
-        log.plan(plan)
+        log.write_plan(plan)
     assert (target / "actions.jsonl").read_bytes() == before
 
 
@@ -202,7 +202,7 @@ def test_a_fifo_is_refused_when_writing_too(tmp_path):
     os.mkfifo(tmp_path / "actions.jsonl")
     plan = plan_for_gpus(sample(), [0], host="h", options=PlanOptions(operator="t", plan_id="w"))
     with ActionLog(tmp_path / "actions.jsonl") as log, pytest.raises(UnsafeLog, match="not a regular file"):
-        log.plan(plan)
+        log.write_plan(plan)
     assert stat.S_ISFIFO(os.lstat(tmp_path / "actions.jsonl").st_mode)
 
 

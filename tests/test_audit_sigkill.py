@@ -34,15 +34,15 @@ from tests.test_plan import sample
 
 log = ActionLog(sys.argv[1], operator="t")
 plan = plan_for_gpus(sample(), [0, 1], host="h", options=PlanOptions(operator="t", plan_id=sys.argv[2]))
-log.plan(plan)
+log.write_plan(plan)
 print("planned", flush=True)
 for round_ in range(40):
     for t in plan.signalled:
-        log.event("h", Event(plan=plan.id, time=0.0, stage="signal", result="sent", pid=t.pid, signal="SIGTERM",
+        log.write_event("h", Event(plan=plan.id, time=0.0, stage="signal", result="sent", pid=t.pid, signal="SIGTERM",
                              message="SIGTERM -> %d %s" % (t.pid, "x" * 200)))
 for t in plan.signalled:
-    log.event("h", Event(plan=plan.id, time=0.0, stage="verdict", result="exited", pid=t.pid, data={"result": "exited"}))
-log.event("h", Event(plan=plan.id, time=0.0, stage="done", result="clean", data={"ok": True}))
+    log.write_event("h", Event(plan=plan.id, time=0.0, stage="verdict", result="exited", pid=t.pid, data={"result": "exited"}))
+log.write_event("h", Event(plan=plan.id, time=0.0, stage="done", result="clean", data={"ok": True}))
 print("done", flush=True)
 """
 

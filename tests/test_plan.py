@@ -1,4 +1,4 @@
-"""Plans from samples (gputui/kill/plan.py): who is targeted, who is left alone and why, the wire record."""
+"""Plans from samples (gputui/kill/plan/): who is targeted, who is left alone and why, the wire record."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Job plans as pure functions over a hand-made sample (gputui/kill/plan.py): which PID chooses which job,
+"""Job plans as pure functions over a hand-made sample (gputui/kill/plan/): which PID chooses which job,
 the order of the targets (root, processes between, members), every GPU process of the root's
 subtree, and the roots that are never signalled. The sim and the CLI are tested in
 tests/test_clean_jobs.py and tests/probe/test_reaper_jobs.py."""

@@ -1,4 +1,4 @@
-"""Plans that touch CUDA MPS (gputui/kill/plan.py): stopping an MPS server or its control daemon ends
+"""Plans that touch CUDA MPS (gputui/kill/plan/): stopping an MPS server or its control daemon ends
 every client, so the plan says so, naming them, in the dialog and in `gputui clean` alike."""
 
 from __future__ import annotations

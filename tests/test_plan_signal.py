@@ -1,5 +1,5 @@
 """Signal plans (the process detail's `k`; issue 19, item 12) as pure functions over hand-made
-samples (gputui/kill/plan.py `plan_for_signal`): who may get a signal by name, who is refused and why,
+samples (gputui/kill/plan/signal.py `plan_for_signal`): who may get a signal by name, who is refused and why,
 the record the probe gets. The probe's side: tests/probe/test_reaper_signal.py; the dashboard's:
 tests/ui/test_signal.py."""
 

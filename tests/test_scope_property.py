@@ -3,7 +3,7 @@
 Hypothesis builds a host: a process tree (parents, process groups, sessions, setsid), some processes
 holding the device files, some listed by NVML on GPUs, monitors, the probe and its ancestors. The
 real classification (gputui/probe/classify.py) turns it into the sample the operator sees; the real
-planner (gputui/kill/plan.py) builds the plan for a generated selection (processes, or GPUs); then the
+planner (gputui/kill/plan/) builds the plan for a generated selection (processes, or GPUs); then the
 probe's rounds are played out with the real rescan rule (gputui/probe/scope.py) on a model of the
 driver after each kill (children re-parented, a dead parent still listed while a forked child holds
 its context). The property, in every case:

@@ -31,8 +31,10 @@ from typing import Any, TextIO
 
 from ..fleet import Fleet
 from ..kill.auditlog import UnsafeLog
-from ..kill.operate import Operations, Request, status_of
-from ..kill.plan import SIGNAL_WORDS, KillOptions, Plan, Target
+from ..kill.operate import Operations, Request, UnfinishedReport, status_of
+from ..kill.plan.entries import Target
+from ..kill.plan.record import SIGNAL_WORDS, Plan
+from ..killoptions import KillOptions
 from ..model import Event, Gpu, Job, PlanVerdict, Sample
 from ..probe.common import SIGNAL_PLANS
 from ..textsafe import printable
@@ -370,7 +372,7 @@ async def run_clean(
     ops = Operations.open(fleet, args.log, kill=options, operator=operator)
     log = ops.audit
     try:
-        _report_unfinished(ops, con)
+        _report_unfinished(await ops.report_unfinished(), ops, con)
     except UnsafeLog as exc:  # a log path that is not safe to use: refused before anything starts
         con.warn(exc.strerror or str(exc))
         return EXIT_USAGE
@@ -388,23 +390,15 @@ async def run_clean(
         con.report(log.path)
 
 
-def _report_unfinished(ops: Operations, con: Console) -> None:
-    """Actions a previous gputui started and never saw finish (it died): say so once."""
-    try:
-        lost = ops.unfinished()
-    except UnsafeLog:
-        raise
-    except OSError as exc:
-        con.warn(f"cannot read the audit log {ops.audit.path}: {exc.strerror or exc}")
-        return
-    for action in lost:
+def _report_unfinished(report: UnfinishedReport, ops: Operations, con: Console) -> None:
+    """Actions a previous gputui started and never saw finish (it died): said once."""
+    for action in report.actions:
         con.warn("WARNING: " + action.describe())
-    if lost:
+    if report.actions:
         con.warn(f"(check those processes and GPUs; details in {ops.audit.path})")
-        try:
-            ops.acknowledge(lost)
-        except OSError as exc:
-            con.warn(f"cannot write the audit log {ops.audit.path}: {exc.strerror or exc}")
+    for problem in (report.read_problem, report.write_problem):
+        if problem is not None:
+            con.warn(problem)
 
 
 async def _clean(args: argparse.Namespace, ops: Operations, con: Console) -> int:
@@ -466,13 +460,6 @@ async def _clean(args: argparse.Namespace, ops: Operations, con: Console) -> int
         raise
     for plan, result in zip(plans, results, strict=True):
         outcome = outcomes[plan.host]
-        if isinstance(result, OSError):
-            outcome.status = "not-sent"
-            words = result.strerror or str(result)
-            if not words.startswith("audit log"):
-                words = f"audit log {ops.audit.path}: {words}"
-            outcome.message = f"{words}; nothing was sent"
-            continue
         outcome.verdict = result
         outcome.status, outcome.message = status_of(result)
     return _finish(con, outcomes.values(), ops, dry_run=False)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ..kill.plan import above_jobs, job_for_pid
+from ..kill.plan.jobs import above_jobs, job_for_pid
 from ..model import Job, Sample
 from ..textsafe import printable
 from .gpuspec import UsageError

@@ -11,7 +11,9 @@ The order of a run is what makes it safe to trust:
 3. `run`: the plan and one intent per process are fsync'd to the audit log *before* the plan is sent;
    every event is logged as it comes; the verdict is logged, and parsed once into a `PlanVerdict`.
    A link that drops, or a probe silent past what the plan's stages allow, or a plan past its
-   deadline, ends as "outcome unknown" (logged as such, and reported again at the next start).
+   deadline, ends as "outcome unknown" (logged as such, and reported again at the next start); an
+   audit log that cannot take the write-ahead record ends it as "not sent" (nothing was).
+At a start, `report_unfinished` reads what an earlier run left unfinished and acknowledges it once.
 """
 
 from __future__ import annotations
@@ -27,28 +29,22 @@ from pathlib import Path
 from typing import Any
 
 from ..fleet import Fleet
+from ..killoptions import KillOptions, PlanError
 from ..model import Event, Job, PlanVerdict, Proc, Sample, done_event
 from ..transport.base import TransportError
-from .auditlog import ActionLog, AuditError, Unfinished, default_log_path, unfinished
-from .plan import (
-    Excluded,
-    KillOptions,
-    Plan,
-    PlanError,
-    PlanOptions,
-    PlanWarning,
-    excluded_entry,
-    excluded_root,
-    job_for_pid,
-    job_words,
-    plan_for_host,
-    plan_for_selection,
-    plan_for_signal,
-)
+from .auditlog import ActionLog, AuditError
+from .auditpath import UnsafeLog, default_log_path
+from .plan.entries import Excluded, PlanWarning, excluded_entry
+from .plan.jobs import excluded_root, job_for_pid, job_words
+from .plan.planner import PlanOptions, plan_for_host, plan_for_selection
+from .plan.record import Plan
+from .plan.signal import plan_for_signal
+from .unfinished import Unfinished, unfinished
 
 FRESH_TIMEOUT = 10.0  # seconds to wait for a full holder scan from a host before planning without one
 RESET_DEADLINE = 180.0  # seconds a reset ladder may take (nvidia-smi --gpu-reset, then the verification)
 NO_GPU_CODES = ("no-driver", "no-gpu", "no-library", "no-permission")
+AUDIT_LOG_ERROR = "audit-log"  # the error of a not-sent verdict: the log could not take the plan
 
 __all__ = [
     "FRESH_TIMEOUT",
@@ -56,6 +52,7 @@ __all__ = [
     "Operations",
     "Planned",
     "Request",
+    "UnfinishedReport",
     "status_of",
 ]
 
@@ -92,6 +89,17 @@ class HostProblem:
     host: str
     status: str
     message: str
+
+
+@dataclass(frozen=True, slots=True)
+class UnfinishedReport:
+    """What an earlier gputui left unfinished, as a start reports it: the actions (acknowledged, so
+    reported once), or why the audit log could not be read; and why the acknowledgement could not be
+    written (then the same actions are reported again at the next start). Problems are sentences."""
+
+    actions: tuple[Unfinished, ...] = ()
+    read_problem: str | None = None
+    write_problem: str | None = None
 
 
 @dataclass
@@ -247,11 +255,14 @@ class Operations:
 
     async def run(self, plan: Plan, on_event: Callable[[Event], None] | None = None) -> PlanVerdict:
         """Send `plan` to its host's probe with write-ahead logging; follow its events; return the
-        verdict. Raises OSError (AuditError) when the audit log cannot take the plan before anything
-        is sent: then nothing was sent. Every other failure is a verdict: not-sent, outcome-unknown;
-        a log that fails mid-plan cancels the plan (the probe sends no further signal) and says so."""
+        verdict. Every failure is a verdict: not-sent (the audit log could not take the plan, error
+        AUDIT_LOG_ERROR, or the link could not send it), outcome-unknown; a log that fails mid-plan
+        cancels the plan (the probe sends no further signal) and says so."""
         # Before the probe can act: the write-ahead record, with the state the GPUs were in.
-        self.audit.plan(plan, provenance=self.provenance(plan))
+        try:
+            self.audit.write_plan(plan, provenance=self.provenance(plan))
+        except OSError as exc:
+            return self._not_logged(plan.id, exc)
         self.running[plan.id] = plan
         done: Event | None = None
         failed: AuditError | None = None
@@ -260,7 +271,7 @@ class Operations:
             nonlocal failed
             if failed is None:
                 try:
-                    self.audit.event(plan.host, event)
+                    self.audit.write_event(plan.host, event)
                 except AuditError as exc:
                     failed = exc
 
@@ -309,23 +320,27 @@ class Operations:
     ) -> PlanVerdict:
         """The reset ladder for one GPU (gputui/probe/reset.py): blockers listed, refused while any
         remains, else persistence off, the driver's reset, memory verified back, persistence restored.
-        Logged ahead like a plan. Never automatic: the caller had the operator confirm it."""
+        Logged ahead like a plan (a log that cannot take it: a not-sent verdict, as `run`'s). Never
+        automatic: the caller had the operator confirm it."""
         reset_id = uuid.uuid4().hex[:12]
         view = self.fleet.view(host)
         if not dry_run:
-            self.audit.ensure_room(1)
-            self.audit.write(
-                "plan",
-                reset_id,
-                host=host,
-                stage="reset",
-                result="intent",
-                message=f"reset GPU {gpu}",
-                gpu=gpu,
-                provenance={
-                    "gpus": {str(gpu): view.preflight[gpu].describe() if gpu in view.preflight else None}
-                },
-            )
+            try:
+                self.audit.ensure_room(1)
+                self.audit.write(
+                    "plan",
+                    reset_id,
+                    host=host,
+                    stage="reset",
+                    result="intent",
+                    message=f"reset GPU {gpu}",
+                    gpu=gpu,
+                    provenance={
+                        "gpus": {str(gpu): view.preflight[gpu].describe() if gpu in view.preflight else None}
+                    },
+                )
+            except OSError as exc:
+                return self._not_logged(reset_id, exc)
         done: Event | None = None
         try:
             record = {"id": reset_id, "gpu": gpu, "dry_run": dry_run, "operator": self.operator}
@@ -335,7 +350,7 @@ class Operations:
                 if event.stage == "done":
                     done = event
                 if not dry_run:
-                    self.audit.event(host, event)
+                    self.audit.write_event(host, event)
                 if on_event is not None:
                     on_event(event)
         except TransportError as exc:
@@ -376,17 +391,23 @@ class Operations:
 
     async def run_all(
         self, plans: Sequence[Plan], on_event: Callable[[Plan, Event], None] | None = None
-    ) -> list[PlanVerdict | OSError]:
-        """Each plan on its own host at once (a slow host holds back no other); in `plans` order.
-        An OSError in the list: that plan's write-ahead record failed and nothing was sent."""
+    ) -> list[PlanVerdict]:
+        """Each plan on its own host at once (a slow host holds back no other); their verdicts in
+        `plans` order."""
 
-        async def one(plan: Plan) -> PlanVerdict | OSError:
-            try:
-                return await self.run(plan, None if on_event is None else lambda e: on_event(plan, e))
-            except OSError as exc:
-                return exc
+        def events_of(plan: Plan) -> Callable[[Event], None] | None:
+            return None if on_event is None else lambda e: on_event(plan, e)
 
-        return list(await asyncio.gather(*(one(p) for p in plans)))
+        return list(await asyncio.gather(*(self.run(p, events_of(p)) for p in plans)))
+
+    def _not_logged(self, action: str, exc: OSError) -> PlanVerdict:
+        """The verdict of an action whose write-ahead record the audit log could not take: not sent,
+        and the message says why, in the words both front ends show."""
+        words = exc.strerror or str(exc)
+        if not words.startswith("audit log"):
+            words = f"audit log {self.audit.path}: {words}"
+        done = done_event(action, "not-sent", f"{words}; nothing was sent", error=AUDIT_LOG_ERROR)
+        return PlanVerdict.from_event(done)
 
     # -- what an earlier run left --------------------------------------------------------------
 
@@ -399,6 +420,30 @@ class Operations:
 
     def acknowledge(self, actions: Sequence[Unfinished]) -> None:
         self.audit.acknowledge(actions)
+
+    async def report_unfinished(self, *, refuse_unsafe: bool = True) -> UnfinishedReport:
+        """At a start: what an earlier gputui left unfinished (`unfinished`, read in a thread: up to
+        `TAIL_BYTES`), acknowledged here so that the next start does not report it again; the caller
+        shows it at once. A log that cannot be read, or take the acknowledgement, is a problem in
+        words. Raises UnsafeLog when the log's path is not safe to use (the CLI's usage error),
+        unless `refuse_unsafe` is False (the dashboard says so and goes on; no plan can be sent
+        while its write-ahead record cannot be written)."""
+        path = self.audit.path
+        try:
+            lost = await asyncio.to_thread(self.unfinished)
+        except OSError as exc:
+            if refuse_unsafe and isinstance(exc, UnsafeLog):
+                raise
+            return UnfinishedReport(read_problem=f"cannot read the audit log {path}: {exc.strerror or exc}")
+        if not lost:
+            return UnfinishedReport()
+        try:
+            self.acknowledge(lost)
+        except OSError as exc:
+            return UnfinishedReport(
+                tuple(lost), write_problem=f"cannot write the audit log {path}: {exc.strerror or exc}"
+            )
+        return UnfinishedReport(tuple(lost))
 
 
 def _lost_job(host: str, job: Job, sample: Sample) -> Excluded:

@@ -523,14 +523,6 @@ class GpuTuiApp(App[None]):
             if not ended:
                 self._abandon(plan)
             raise
-        except OSError as exc:
-            # The write-ahead record failed (Operations.run raises only then): nothing was sent. A
-            # failure later cancels the plan and comes back as the verdict's problem.
-            words = exc.strerror or str(exc)
-            if not words.startswith("audit log"):
-                words = f"audit log {self.audit.path}: {words}"
-            self._ended(plan, None, f"{words}; nothing was sent")
-            return None
         except Exception as exc:  # a bug: the probe finishes the plan; say that the app lost it
             self._ended(plan, None, f"the app lost track of the plan ({type(exc).__name__}: {exc})")
             raise
@@ -581,11 +573,7 @@ class GpuTuiApp(App[None]):
             return
         self.show_log()
         self.log_note(host, f"reset GPU {gpu}: the ladder starts")
-        try:
-            verdict = await self.ops.reset(host, gpu, on_event=lambda e: self.log_event(host, e))
-        except OSError as exc:
-            self.notify(f"audit log: {exc.strerror or exc}; nothing was sent", severity="error", markup=False)
-            return
+        verdict = await self.ops.reset(host, gpu, on_event=lambda e: self.log_event(host, e))
         self.log_note(host, f"verdict: {verdict.message}", "ok" if verdict.ok else "error")
         self.run_worker(self.fleet.request_sample(host), group="after-plan", exit_on_error=False)
         self.notify(
@@ -664,20 +652,17 @@ class GpuTuiApp(App[None]):
         self.push_screen(HelpScreen(read_only=self.read_only))
 
     async def _report_unfinished(self) -> None:
-        """Actions an earlier gputui started and never saw finish (it died mid-action): say so once."""
-        path = self.audit.path
-        try:
-            lost = await asyncio.to_thread(self.ops.unfinished)
-        except OSError as exc:
-            self.notify(
-                f"Cannot read the audit log {path}: {exc.strerror or exc}", severity="warning", markup=False
-            )
-            return
+        """Actions an earlier gputui started and never saw finish (it died mid-action): said once."""
+        report = await self.ops.report_unfinished(refuse_unsafe=False)
+        if report.read_problem is not None:  # `cannot read the audit log PATH: ...` as a sentence
+            problem = report.read_problem
+            self.notify(problem[:1].upper() + problem[1:], severity="warning", markup=False)
+        lost = report.actions
         if not lost:
             return
         for action in lost:
             self.log_note(action.host or "?", f"UNFINISHED {action.describe()}", "error", tag=action.action)
-        self.log_note(APP_HOST, f"check those processes and GPUs; details in {path}", "warn")
+        self.log_note(APP_HOST, f"check those processes and GPUs; details in {self.audit.path}", "warn")
         self.show_log()
         self.notify(
             f"{count(len(lost), 'kill action')} of an earlier run never recorded an outcome (gputui stopped "
@@ -687,12 +672,9 @@ class GpuTuiApp(App[None]):
             timeout=30,
             markup=False,
         )
-        try:
-            self.ops.acknowledge(lost)
-        except OSError as exc:
-            self.notify(
-                f"Cannot write the audit log {path}: {exc.strerror or exc}", severity="error", markup=False
-            )
+        if report.write_problem is not None:
+            problem = report.write_problem
+            self.notify(problem[:1].upper() + problem[1:], severity="error", markup=False)
 
 
 # The name callers use (the CLI, tests, bench/): the app for a fleet, not started.

@@ -6,7 +6,7 @@ screenshot still tell them apart.
 
 from __future__ import annotations
 
-from gputui.kill.plan import mps_clients
+from gputui.kill.plan.mps import mps_clients
 from gputui.model import KINDS, Proc, Sample, brief_command
 from gputui.words import MPS_NAMES, kind_word
 from gputui.words import MPS_WORDS as MPS_WORDS  # the help lists them from here

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from gputui.kill.plan import KILL_WAIT, Plan
+from gputui.kill.plan.record import KILL_WAIT, Plan
 from gputui.model import Event
 from gputui.words import count, gpus_words
 

@@ -379,7 +379,7 @@ async def test_unfinished_actions_are_reported_at_start_then_acknowledged(tmp_pa
 
     plan = plan_for_gpus(Sample.from_wire(sample), [2], host="demo-a")
     with ActionLog(log, operator="root") as audit:
-        audit.plan(plan)  # written ahead, then gputui "died": no event, no done
+        audit.write_plan(plan)  # written ahead, then gputui "died": no event, no done
     assert [u.action for u in unfinished(log)] == [plan.id]
     app = build_app(("demo-a",), log_path=log)
     async with app.run_test(size=(120, 36)) as pilot:
@@ -416,7 +416,7 @@ async def test_no_plan_is_sent_when_the_audit_log_cannot_be_written(tmp_path: Pa
         await pilot.press("ctrl+k")
         await wait_for(pilot, lambda: "verdict:" in log_text(main))
         assert "nothing was sent" in log_text(main)
-        assert any("NOT clean" in n for n in notes(app))
+        assert any("NOT SENT" in n for n in notes(app))
         assert not app.running
     assert not [m for m in links[0].sent if m.get("type") == "plan"]  # write-ahead, or nothing
 

@@ -34,7 +34,11 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from gputui.kill.plan import SIGNAL_MEANINGS, SIGNAL_PLANS, SIGNAL_WORDS, Excluded, KillOptions, Plan, Target
+from gputui.kill.plan import SIGNAL_PLANS  # the probe's ladders, as the kill layer passes them on
+from gputui.kill.plan.entries import Excluded, Target
+from gputui.kill.plan.record import SIGNAL_WORDS, Plan
+from gputui.kill.plan.signal import SIGNAL_MEANINGS
+from gputui.killoptions import KillOptions
 from gputui.model import Job, Sample
 from gputui.units import fmt_bytes, fmt_bytes_of, fmt_gpus, index_runs
 from gputui.words import count, gpus_words

@@ -20,7 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from gputui.kill.plan import SIGNAL_MEANINGS
+from gputui.kill.plan.signal import SIGNAL_MEANINGS
 
 from .. import fmt
 
