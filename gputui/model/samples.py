@@ -17,10 +17,10 @@ import time
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from .probe.common import IDLE_SLACK, brief_command
-from .probe.jobs import BOUNDARIES, MAX_JOB_PROCESSES, MAX_JOBS, MAX_MEMBERS
-from .probe.wire import HOST_LIMITS, MAX_PROCESSES
-from .textsafe import printable
+from ..probe.common import IDLE_SLACK, brief_command
+from ..probe.jobs import BOUNDARIES, MAX_JOB_PROCESSES, MAX_JOBS, MAX_MEMBERS
+from ..probe.wire import HOST_LIMITS, MAX_PROCESSES
+from ..textsafe import printable
 
 __all__ = [
     "IDLE_SLACK",
