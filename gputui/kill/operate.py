@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..fleet import Fleet
-from ..model import Event, Job, PlanVerdict, Proc, Sample, done_event
+from ..model import NO_GPU_CODES, Event, Job, PlanVerdict, Proc, Sample, done_event
 from ..transport.base import TransportError
 from .auditlog import ActionLog, AuditError, Unfinished, default_log_path, unfinished
 from .plan import (
@@ -48,7 +48,6 @@ from .plan import (
 
 FRESH_TIMEOUT = 10.0  # seconds to wait for a full holder scan from a host before planning without one
 RESET_DEADLINE = 180.0  # seconds a reset ladder may take (nvidia-smi --gpu-reset, then the verification)
-NO_GPU_CODES = ("no-driver", "no-gpu", "no-library", "no-permission")
 
 __all__ = [
     "FRESH_TIMEOUT",
