@@ -23,13 +23,12 @@ from typing import Any, TextIO
 
 from .fleet import DOWN, REASONS, HostView
 from .kill.plan.mps import mps_clients
-from .model import IDLE_SLACK, Gpu, Proc, Sample
+from .model import IDLE_SLACK, NO_GPU_CODES, Gpu, Proc, Sample
 from .textsafe import printable
 from .units import fmt_bytes, fmt_bytes_of, fmt_duration, fmt_gpus, fmt_percent
 from .words import MPS_NAMES, count, gpu_places, host_metrics_parts, joined, kind_word, mig_profile
 
 SCHEMA_VERSION = 1
-NO_GPU_CODES = ("no-driver", "no-gpu", "no-library", "no-permission")
 
 
 def host_status(view: HostView) -> tuple[str, str | None, str | None]:

@@ -1,4 +1,4 @@
-"""MIG and MPS fields of the wire records (gputui/model.py): typed, and hostile values cost only
+"""MIG and MPS fields of the wire records (gputui/model/): typed, and hostile values cost only
 themselves (a bad instance is dropped, a bad id or size is None), never the record."""
 
 from __future__ import annotations

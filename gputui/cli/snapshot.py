@@ -16,7 +16,8 @@ import time
 from typing import TextIO
 
 from ..fleet import DOWN, Fleet, HostView
-from ..report import NO_GPU_CODES, SCHEMA_VERSION, as_json, dumps, host_status, render
+from ..model import NO_GPU_CODES
+from ..report import SCHEMA_VERSION, as_json, dumps, host_status, render
 from ..words import cut, terminal_size
 from .exits import EXIT_DOWN, EXIT_NO_GPU, EXIT_OK, killed_by
 

@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from ..fleet import DOWN, Fleet, HostView
-from ..kill.operate import NO_GPU_CODES
-from ..model import Preflight, Sample
+from ..model import NO_GPU_CODES, Preflight, Sample
 from ..readiness import DEFAULT_UTIL_BELOW, Conditions, Unready, unready
 from ..textsafe import printable
 from ..words import cells, columns, count, cut, shares

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..fleet import Fleet
 from ..killoptions import KillOptions, PlanError
-from ..model import Event, Job, PlanVerdict, Proc, Sample, done_event
+from ..model import NO_GPU_CODES, Event, Job, PlanVerdict, Proc, Sample, done_event
 from ..transport.base import TransportError
 from .auditlog import ActionLog, AuditError
 from .auditpath import UnsafeLog, default_log_path
@@ -43,7 +43,6 @@ from .unfinished import Unfinished, unfinished
 
 FRESH_TIMEOUT = 10.0  # seconds to wait for a full holder scan from a host before planning without one
 RESET_DEADLINE = 180.0  # seconds a reset ladder may take (nvidia-smi --gpu-reset, then the verification)
-NO_GPU_CODES = ("no-driver", "no-gpu", "no-library", "no-permission")
 AUDIT_LOG_ERROR = "audit-log"  # the error of a not-sent verdict: the log could not take the plan
 
 __all__ = [

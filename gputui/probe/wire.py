@@ -20,7 +20,7 @@ MAX_INTERVAL = 3600.0  # seconds between samples, the slowest
 # rest in `processes_omitted`; the app parses no more than this of a sample that sends more.
 MAX_PROCESSES = 1000
 # A sample's `host` metrics (docs/PROTOCOL.md): field -> (lowest, highest, type). The probe sends a
-# value outside them as null, and the app (gputui/model.py HostMetrics) takes nothing outside them.
+# value outside them as null, and the app (gputui/model/host.py HostMetrics) takes nothing outside them.
 HOST_LIMITS = {
     "cpu_percent": (0.0, 100.0, float),  # busy share of all CPUs since the last sample
     "cpus": (1, 1 << 16, int),  # online CPUs

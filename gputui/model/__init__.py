@@ -1,0 +1,59 @@
+"""Typed records of what crosses the wire (docs/PROTOCOL.md), as the app sees them.
+
+The probe speaks plain dicts (it must run on Python 3.8 with nothing installed); the app turns each
+record into these frozen dataclasses once, at the edge, so the fleet, the kill flow and the UI never
+index dicts. A probe is not trusted: every field is checked on its own (gputui.model.decode), so one
+bad field costs that field, never the record or the host. Every string is made printable here
+(control and invisible reordering characters escaped: gputui.textsafe), so no output path can pass a
+host's escape sequence to the operator's terminal; the raw records are kept apart only for JSON
+output, which escapes them itself.
+
+The package, from the bottom up (the `layers` contract in pyproject.toml keeps this order):
+  decode.py    one field at a time: the checks every record shares, and the records' plain fields
+               read by their declared types
+  host.py      the hello's facts about a host (and the error codes that mean it has no GPU), its load
+  gpus.py      a GPU: memory, utilization, its memory account, preflight state, MIG instances
+  jobs.py      the work a set of GPU processes belongs to, named by its root
+  samples.py   the processes, their parents, and the sample that holds them all
+  detail.py    one process in full: the answer to a `detail` request
+  events.py    a running plan's events and the verdict its `done` event carries
+Callers import the records from here, the package's face.
+"""
+
+from ..probe.common import IDLE_SLACK, brief_command
+from .detail import Ancestor, DeviceFd, EnvVar, ProcDetail
+from .events import Event, GpuVerdict, PlanVerdict, ProcessVerdict, Restart, done_event
+from .gpus import Gpu, MemoryAccount, MigInstance, MigPlace, Preflight
+from .host import NO_GPU_CODES, HostFacts, HostMetrics
+from .jobs import Job
+from .samples import KINDS, GpuShare, Parent, Proc, ProcUtilState, Sample
+
+__all__ = [
+    "IDLE_SLACK",
+    "KINDS",
+    "NO_GPU_CODES",
+    "Ancestor",
+    "DeviceFd",
+    "EnvVar",
+    "Event",
+    "Gpu",
+    "GpuShare",
+    "GpuVerdict",
+    "HostFacts",
+    "HostMetrics",
+    "Job",
+    "MemoryAccount",
+    "MigInstance",
+    "MigPlace",
+    "Parent",
+    "PlanVerdict",
+    "Preflight",
+    "Proc",
+    "ProcDetail",
+    "ProcUtilState",
+    "ProcessVerdict",
+    "Restart",
+    "Sample",
+    "brief_command",
+    "done_event",
+]
