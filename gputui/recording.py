@@ -117,7 +117,12 @@ def zone(header: Header) -> _dt.timezone:
 
 def clock_words(t: float, header: Header, date: bool = True) -> str:
     """`2025-12-01 02:14:07` (or `02:14:07`): a recorded time, as a clock read where it was recorded."""
-    moment = _dt.datetime.fromtimestamp(t, zone(header))
+    return clock_at(t, header.utc_offset, date)
+
+
+def clock_at(t: float, utc_offset: int, date: bool = True) -> str:
+    """`2025-12-01 02:14:07` (or `02:14:07`): `t` on a clock `utc_offset` seconds east of UTC."""
+    moment = _dt.datetime.fromtimestamp(t, _dt.timezone(_dt.timedelta(seconds=utc_offset)))
     return moment.strftime("%Y-%m-%d %H:%M:%S" if date else "%H:%M:%S")
 
 
@@ -193,6 +198,7 @@ class RecordingWriter:
         self.entries = 0
         self.full = False
         self.closed = False
+        self._size = 0
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
             fd = os.open(self.path, flags, 0o600)
@@ -218,7 +224,7 @@ class RecordingWriter:
     @property
     def size(self) -> int:
         """Compressed bytes in the file so far (every entry is flushed through)."""
-        return self._raw.tell()
+        return self._size if self.closed else self._raw.tell()
 
     def write(self, host: str, kind: str, record: dict[str, Any], t: float | None = None) -> bool:
         if self.full or self.closed:
@@ -252,6 +258,7 @@ class RecordingWriter:
             self._gz.write(wire.dumps(end).encode("ascii") + b"\n")
             self._gz.close()
             self._raw.flush()
+            self._size = self._raw.tell()
             os.fsync(self._raw.fileno())
         except OSError as exc:
             raise RecordingError(f"cannot write {printable(self.path)}: {exc.strerror or exc}") from None
@@ -263,6 +270,7 @@ class RecordingWriter:
         if not self.closed:
             self.closed = True
             try:
+                self._size = self._raw.tell()
                 self._raw.close()
             except OSError:
                 pass

@@ -39,7 +39,7 @@ import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import constants, events, work
 from textual.app import App, AutopilotCallbackType
@@ -68,6 +68,9 @@ from .screens.reset import ResetScreen
 from .screens.too_small import TooSmallScreen
 from .terminal import Lifeline, TerminalDriver
 from .themes import DEFAULT_THEME, PREFIX, bundled_themes_dir, fallback_variables, load_themes
+
+if TYPE_CHECKING:
+    from .replay import ReplayControls
 
 REDRAW_GAP = 0.1  # seconds between two redraws, at least: at most 10 a second, however many hosts report
 AGES_INTERVAL = 1.0  # seconds: sample ages move even when nothing arrives
@@ -697,6 +700,7 @@ def make_app(
     hidden_columns: Mapping[str, frozenset[str]] | None = None,
     export_dir: Path | None = None,
     lifeline: Lifeline | None = None,
+    replay: ReplayControls | None = None,
 ) -> GpuTuiApp:
     """The app for `fleet` (not started yet: the app starts it on mount and stops it on exit).
 
@@ -710,7 +714,27 @@ def make_app(
     config's [kill] table; None: the defaults). `hidden_columns`: the config's [columns] table, table
     name ("processes", "gpus", "fleet") -> column keys never shown. `export_dir`: where "Export
     snapshot" writes (None: the working directory). `lifeline`: what ends the app on SIGHUP,
-    SIGTERM or a lost terminal (gputui/ui/terminal.py; the CLI installs one before the app runs)."""
+    SIGTERM or a lost terminal (gputui/ui/terminal.py; the CLI installs one before the app runs).
+    `replay`: the fleet plays a recording, and these are its controls (gputui/ui/replay.py): the
+    app is then read-only, with the replay's keys and line; pass its recorded time as `clock`."""
+    if replay is not None:
+        from .replay import ReplayApp  # the app's subclass: imported only for a replay
+
+        return ReplayApp(
+            fleet,
+            replay=replay,
+            read_only=True,
+            interval=interval,
+            theme=theme,
+            clock=clock,
+            themes_dir=themes_dir,
+            log_path=log_path,
+            operator=operator,
+            kill=kill,
+            hidden_columns=hidden_columns,
+            export_dir=export_dir,
+            lifeline=lifeline,
+        )
     return GpuTuiApp(
         fleet,
         read_only=read_only,
