@@ -426,8 +426,9 @@ def _link_at(state: Any, at: float, header: Header) -> Link:
         reason, detail = state.down
         return DownLink(reason or "closed", detail or f"down since {clock_words(state.down_t or at, header)}")
     if state.sample is None:
-        # Connected, no sample yet: a host without a driver or GPU says so in its hello.
-        return ReplayLink([state.hello], hold=False)
+        if state.hello.get("error"):  # a host without a driver or GPU says so in its hello
+            return ReplayLink([state.hello], hold=False)
+        return DownLink("timeout", f"no sample recorded by {clock_words(at, header)}")
     return ReplayLink([state.hello, state.sample])
 
 
