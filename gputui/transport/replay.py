@@ -292,6 +292,7 @@ class ReplayPlayer:
         self._speed = speed
         self._paused = paused
         self._steps = 0
+        self._target: float | None = None  # where the step being played ends
         self._pending: Entry | None = None
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
@@ -336,7 +337,8 @@ class ReplayPlayer:
         self._poke()
 
     def step(self) -> None:
-        """Pause (if playing), then play on to the next sample."""
+        """Pause (if playing), then play on one sample interval (every host's next sample), or to
+        the next entry when none comes within one (a gap: the hosts were down, say)."""
         if not self._paused:
             self.toggle_pause()
         if not self.ended:
@@ -397,9 +399,16 @@ class ReplayPlayer:
         self.ended = True
 
     def _due(self, entry: Entry) -> bool:
-        if self._paused:
-            return self._steps > 0
-        return entry.t <= self.now()
+        if not self._paused:
+            return entry.t <= self.now()
+        while self._steps > 0:
+            if self._target is None:
+                self._target = max(self._position + self.header.interval, entry.t)
+            if entry.t <= self._target:
+                return True
+            self._position, self._target = self._target, None
+            self._steps -= 1
+        return False
 
     async def _sleep(self, entry: Entry) -> None:
         assert self._wake is not None
@@ -421,8 +430,6 @@ class ReplayPlayer:
         record = entry.record
         if entry.kind == "probe":
             channel.put(record)
-            if record.get("type") == "sample" and self._paused and self._steps > 0:
-                self._steps -= 1
         elif entry.kind == "status" and record["status"] == "down":
             channel.put(
                 TransportError(record["reason"] or "closed", record["detail"] or "down (as recorded)")
