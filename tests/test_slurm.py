@@ -350,14 +350,19 @@ PartitionName=epi Nodes={self.node} MaxTime=INFINITE State=UP
 
     def start(self, *argv: str) -> None:
         out = open(self.root / "log" / f"{argv[0]}.out", "wb")  # noqa: SIM115 (kept for the reason)
-        self.procs.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=self.env))
+        program = shutil.which(argv[0]) or f"/usr/sbin/{argv[0]}"  # sbin may be off the PATH
+        self.procs.append(
+            subprocess.Popen([program, *argv[1:]], stdout=out, stderr=subprocess.STDOUT, env=self.env)
+        )
 
     def wait(self, condition: Any, what: str, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while not condition():
             for p in self.procs:
                 if p.poll() is not None:
-                    raise RuntimeError(f"{p.args[0]} exited ({p.returncode}): {self.tail(str(p.args[0]))}")
+                    raise RuntimeError(
+                        f"{Path(str(p.args[0])).name} exited ({p.returncode}): {self.tail(Path(str(p.args[0])).name)}"
+                    )
             if time.monotonic() > deadline:
                 raise RuntimeError(f"waited {timeout:g} s for {what}: {self.tail('slurmd')}")
             time.sleep(0.2)
