@@ -163,9 +163,11 @@ def head_start(
         return None
     words = iter(args[1:])
     for word in words:
-        if word in ("--demo", "--config", "--interval", "--replay", "-h", "--help") or word.startswith(
-            ("--config=", "--interval=", "--replay=")
+        if word in ("--demo", "--config", "--interval", "-h", "--help") or word.startswith(
+            ("--config=", "--interval=")
         ):
+            return None
+        if word.partition("=")[0] in ("--replay", "--at"):  # a recording: no probe at all
             return None
         if word in VALUE_OPTIONS:
             next(words, None)
