@@ -51,6 +51,8 @@ def no_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         (["clean", "gpu-a", "--all"], False),  # a HOST: that host's probe, not this machine's
         (["clean", "--pid", "1", "gpu-a"], False),
         (["snapshot", "--demo"], False),
+        (["snapshot", "--replay", "r.gz", "--at", "+1"], False),  # a recording: no probe at all
+        (["snapshot", "--at=+1", "--replay=r.gz", "--json"], False),
         (["wait", "--interval", "1"], False),  # another interval than the head start's
         (["clean", "--config", "x.toml"], False),
         (["clean", "--help"], False),

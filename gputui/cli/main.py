@@ -1,4 +1,5 @@
-"""Entry points: `gputui` (the dashboard) and its commands (SUBCOMMANDS: snapshot, clean, wait, demo, probe).
+"""Entry points: `gputui` (the dashboard) and its commands (SUBCOMMANDS: snapshot, clean, wait, record, demo,
+probe).
 
 Exit codes (README "Exit codes"): 0 ok; 1 not clean / a host down; 2 bad usage or config;
 3 no NVIDIA driver or GPU; 4 refused (read-only, protected, permission).
@@ -16,7 +17,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .. import __version__
 from ..config import ENV_CONFIG, Config, ConfigError, HostSpec, default_config_path, load
@@ -27,6 +28,7 @@ from .exits import EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_USAGE
 
 if TYPE_CHECKING:  # imported where used: `clean`, `wait` and `snapshot` import them while their probe starts
     from ..fleet import Fleet
+    from ..transport.replay import ReplayPlayer
 
 # The sample interval of each command's fleet; a head start (below) starts the probe with it.
 INTERVALS = {"snapshot": 1.0, "clean": 1.0, "wait": 0.25}
@@ -36,7 +38,7 @@ VALUE_OPTIONS = frozenset(
     {
         "--config", "--timeout", "--gpu", "--pid", "--reset-gpu", "--signals", "--term-timeout",
         "--verify-timeout", "--log", "--settle", "--temp-below", "--memory-below", "--util-below",
-        "--interval", "--job", "--slurm-job", "--container", "--user", "--watch",
+        "--interval", "--job", "--slurm-job", "--container", "--user", "--watch", "--replay", "--at",
     }
 )  # fmt: skip
 NO_TERMINAL = (
@@ -73,6 +75,11 @@ def ui_parser() -> argparse.ArgumentParser:
     p.add_argument("--theme", metavar="NAME", help="colour theme (see themes/)")
     p.add_argument("--log", metavar="PATH", help="audit log file (default: the user state dir)")
     p.add_argument(
+        "--replay",
+        metavar="FILE",
+        help="the dashboard on a recording (gputui record): p pause, n step, + and - speed",
+    )
+    p.add_argument(
         "--force-tty",
         action="store_true",
         help="draw even when stdin or stdout is not a terminal (it is refused otherwise, exit 2)",
@@ -93,6 +100,12 @@ def snapshot_parser() -> argparse.ArgumentParser:
         type=argtypes.interval,
         metavar="S",
         help="again every S seconds (0.1 to 3600) until Ctrl+C: in place on a terminal, else appended",
+    )
+    p.add_argument("--replay", metavar="FILE", help="from a recording (gputui record), not the hosts")
+    p.add_argument(
+        "--at",
+        metavar="TIME",
+        help="with --replay: the state at TIME (HH:MM[:SS], an ISO timestamp, +SECONDS; default: the end)",
     )
     return p
 
@@ -135,6 +148,8 @@ def head_start(
             ("--config=", "--interval=")
         ):
             return None
+        if word.partition("=")[0] in ("--replay", "--at"):  # a recording: no probe at all
+            return None
         if word in VALUE_OPTIONS:
             next(words, None)
         elif not word.startswith("-"):
@@ -160,6 +175,10 @@ def run_snapshot(argv: list[str]) -> int:
     from . import snapshot
 
     args = snapshot_parser().parse_args(argv)
+    if args.replay is not None or args.at is not None:
+        from .record import run_snapshot_replay
+
+        return run_snapshot_replay(args)
     config = load(args.config)
     specs = resolve_hosts(args.hosts, args.demo, config)
     fleet = build_fleet(specs, interval=INTERVALS["snapshot"])
@@ -269,7 +288,19 @@ def run_ui(argv: list[str]) -> int:
     logging.getLogger("asyncssh").addHandler(logging.NullHandler())
     logging.getLogger("asyncssh").propagate = False
     config = load(args.config)
-    specs = resolve_hosts(args.hosts, args.demo, config, read_only=args.read_only)
+    replay = None
+    if args.replay is not None:
+        if args.hosts or args.demo:
+            return _fail("--replay shows a recording: it takes no HOST and no --demo")
+        from .record import REPLAY_INTERVAL, open_replay
+
+        opened = open_replay(args.replay)  # before the terminal is checked: a bad file says so first
+        if isinstance(opened, str):
+            return _fail(opened)
+        replay, fleet = opened
+        args.interval = REPLAY_INTERVAL
+    else:
+        specs = resolve_hosts(args.hosts, args.demo, config, read_only=args.read_only)
     interval = args.interval or config.interval or 1.0
     theme = args.theme or config.theme
     if theme:
@@ -283,22 +314,33 @@ def run_ui(argv: list[str]) -> int:
         for what, stream in (("stdout", sys.stdout), ("stdin", sys.stdin)):
             if stream is None or not stream.isatty():
                 return _fail(NO_TERMINAL.format(what=what))
-    fleet = build_fleet(specs, interval)
+    if replay is None:
+        fleet = build_fleet(specs, interval)
     from ..ui.app import make_app
 
     app = make_app(
         fleet,
-        read_only=args.read_only or config.read_only,
+        read_only=args.read_only or config.read_only or replay is not None,
         interval=interval,
         theme=theme,
         log_path=args.log,
         kill=config.kill,
         hidden_columns=config.hidden_columns,
         lifeline=lifeline,
+        **_replayed(replay),
     )
     tune_gc()
     app.run()
+    if replay is not None:
+        replay.reader.close()
+        if replay.problem and not app.return_code:
+            return _fail(f"the replay stopped: {replay.problem}", 1)
     return int(app.return_code or 0)
+
+
+def _replayed(replay: ReplayPlayer | None) -> dict[str, Any]:
+    """make_app's arguments for a replay: its controls, and its recorded time as the app's clock."""
+    return {} if replay is None else {"clock": replay.now, "replay": replay}
 
 
 def mistyped_command(args: Sequence[str]) -> str | None:
@@ -379,6 +421,12 @@ def run_demo(argv: list[str]) -> int:
     return demo_main(argv)
 
 
+def run_record(argv: list[str]) -> int:
+    from .record import run_record as record_main
+
+    return record_main(argv)
+
+
 def run_probe(argv: list[str]) -> int:
     from ..probe.main import main as probe_main
 
@@ -397,6 +445,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "snapshot": Subcommand(run_snapshot, "One sample of each host, then exit."),
     "clean": Subcommand(run_clean, "Free GPUs: staged kill, then verify."),
     "wait": Subcommand(run_wait, "Wait until every chosen GPU is ready for the next run."),
+    "record": Subcommand(run_record, "Record the hosts' samples and plans to a file, for --replay."),
     "demo": Subcommand(run_demo, "The simulated cluster that --demo attaches to: start, stop, status."),
     "probe": Subcommand(run_probe, "The probe itself, as gputui runs it on each host (JSON lines)."),
 }

@@ -148,11 +148,26 @@ def _decode(line, allowed):
     if len(line) > MAX_LINE:
         return None, error("too-long", "line of %d bytes is over the %d byte limit" % (len(line), MAX_LINE))
     try:
-        record = json.loads(line.decode("utf-8"), parse_constant=_no_constant, parse_float=_finite_float)
+        record = loads(line.decode("utf-8"))
     except RecursionError:
         return None, error("bad-json", "not a JSON line: nested too deeply")
     except (UnicodeDecodeError, ValueError) as exc:
         return None, error("bad-json", "not a JSON line: %s" % (str(exc)[:200],))
+    return check(record, allowed)
+
+
+def loads(text):
+    # type: (str) -> Any
+    """JSON text parsed as a line is: no NaN or infinity, no number beyond a float's range. Raises
+    ValueError (or RecursionError) as json.loads does."""
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+
+
+def check(record, allowed=None):
+    # type: (Any, Optional[Tuple[str, ...]]) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]
+    """A parsed record checked as a line's is (an object, nested at most MAX_DEPTH, this protocol
+    version, a known type): (record, None) or (None, error record). A recording's records are
+    checked with it when they are played back (gputui/recording.py)."""
     if not isinstance(record, dict):
         return None, error("bad-json", "a line must be a JSON object")
     if _too_deep(record):

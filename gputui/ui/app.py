@@ -39,7 +39,7 @@ import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import constants, events, work
 from textual.app import App, AutopilotCallbackType
@@ -67,6 +67,9 @@ from .screens.reset import ResetScreen
 from .screens.too_small import TooSmallScreen
 from .terminal import LOST_STATUS, Lifeline, TerminalDriver
 from .themes import DEFAULT_THEME, PREFIX, bundled_themes_dir, fallback_variables, load_themes
+
+if TYPE_CHECKING:
+    from .replay import ReplayControls
 
 REDRAW_GAP = 0.1  # seconds between two redraws, at least: at most 10 a second, however many hosts report
 AGES_INTERVAL = 1.0  # seconds: sample ages move even when nothing arrives
@@ -677,5 +680,13 @@ class GpuTuiApp(App[None]):
             self.notify(problem[:1].upper() + problem[1:], severity="error", markup=False)
 
 
-# The name callers use (the CLI, tests, bench/): the app for a fleet, not started.
-make_app = GpuTuiApp
+def make_app(fleet: Fleet, *, replay: ReplayControls | None = None, **options: Any) -> GpuTuiApp:
+    """The app for `fleet`, not started: `GpuTuiApp(fleet, **options)` (its parameters are said
+    there). With `replay` (the fleet plays a recording, and these are its controls), the recording's
+    app (gputui/ui/replay.py): read-only, with the replay's keys and line; pass its recorded time as
+    `clock`."""
+    if replay is None:
+        return GpuTuiApp(fleet, **options)
+    from .replay import ReplayApp  # the app's subclass: imported only for a replay
+
+    return ReplayApp(fleet, replay=replay, **{**options, "read_only": True})

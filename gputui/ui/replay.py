@@ -1,0 +1,165 @@
+"""The dashboard on a recording (`gputui --replay FILE`): the replay's keys and the line that shows
+where it is.
+
+The CLI gives the app a fleet whose hosts are played from the file, and the player's controls
+(`ReplayControls`, implemented by gputui.transport.replay.ReplayPlayer: the UI imports no transport);
+the app's clock is the recorded time, so sample ages are as they were then. Everything else is the
+dashboard as it is live, read-only. Keys: p pause or play, n one sample on (pausing first), + and -
+speed (x1/4 to x64). The line above the dashboard says the file, the recorded time (on the
+recording's clock: as it read where it was recorded), how far in, the speed, and whether the
+replay has ended, and why if it stopped early (a damaged line).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Protocol
+
+from rich.text import Text
+from textual.binding import Binding, BindingType
+from textual.widgets import Static
+
+from gputui.fleet import Fleet
+from gputui.recording import clock_at, offset_words
+
+from . import fmt
+from .app import GpuTuiApp
+
+BAR_INTERVAL = 0.25  # seconds between two updates of the line while playing
+
+
+class ReplayControls(Protocol):
+    """What the dashboard needs of a replay (gputui.transport.replay.ReplayPlayer)."""
+
+    name: str  # the file's name, made printable
+    ended: bool  # every entry has been played (or a damaged one stopped it: `problem`)
+    problem: str | None
+
+    @property
+    def paused(self) -> bool: ...
+
+    @property
+    def speed(self) -> float: ...
+
+    @property
+    def started(self) -> float: ...
+
+    @property
+    def utc_offset(self) -> int: ...
+
+    @property
+    def truncated(self) -> bool: ...
+
+    def now(self) -> float:
+        """The recorded time being shown (Unix seconds)."""
+        ...
+
+    def toggle_pause(self) -> None: ...
+
+    def step(self) -> None: ...
+
+    def faster(self) -> None: ...
+
+    def slower(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+def speed_words(speed: float) -> str:
+    return f"x{speed:g}" if speed >= 1 else f"x1/{round(1 / speed)}"
+
+
+def bar_text(replay: ReplayControls) -> Text:
+    """` REPLAY demo.gz  2025-12-01 02:14:07  +1:23  ▶ x2   p pause · n step · +/- speed`."""
+    now = replay.now()
+    text = Text(no_wrap=True, overflow="ellipsis")
+    text.append(" REPLAY ", "bold reverse")
+    text.append(f" {fmt.safe(replay.name, 60)}  ")
+    text.append(clock_at(now, replay.utc_offset), "bold")
+    text.append(f"  {offset_words(now - replay.started)}  ")
+    if replay.problem:
+        state = "■ stopped"
+    elif replay.ended:
+        state = "■ end" + (" (cut short)" if replay.truncated else "")
+    elif replay.paused:
+        state = "⏸ paused"
+    else:
+        state = "▶"
+    text.append(f"{state} {speed_words(replay.speed)}", "bold")
+    text.append("   p pause · n step · +/- speed", "dim")
+    if replay.problem:
+        text.append(f"   {fmt.safe(replay.problem, 300)}", "bold")
+    return text
+
+
+class ReplayBar(Static):
+    """The replay's line, docked above the dashboard."""
+
+    DEFAULT_CSS = """
+    ReplayBar {
+        dock: top;
+        height: 1;
+        width: 1fr;
+        background: $boost;
+    }
+    """
+
+    def __init__(self, replay: ReplayControls) -> None:
+        super().__init__("", id="replay-bar", markup=False)
+        self.replay = replay
+        self._last = ""
+
+    def on_mount(self) -> None:
+        self.show()
+
+    def show(self) -> None:
+        text = bar_text(self.replay)
+        if text.plain != self._last:
+            self._last = text.plain
+            self.update(text)
+
+
+class ReplayApp(GpuTuiApp):
+    """The dashboard on a recording: read-only, its clock the recorded time, the replay's keys."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("p", "replay_pause", "Pause replay", tooltip="pause the replay (again: play on)"),
+        Binding("n", "replay_step", "Step", tooltip="the replay's next sample (pauses first)"),
+        Binding("plus,equals_sign", "replay_faster", "Faster", key_display="+", tooltip="replay faster"),
+        Binding("minus", "replay_slower", "Slower", key_display="-", tooltip="replay slower"),
+    ]
+
+    def __init__(self, fleet: Fleet, *, replay: ReplayControls, **options: Any) -> None:
+        super().__init__(fleet, **options)
+        self.replay = replay
+        self.replay_bar = ReplayBar(replay)
+
+    def on_mount(self) -> None:
+        # (GpuTuiApp's own on_mount runs too: Textual calls each class's handler.)
+        self.set_interval(BAR_INTERVAL, self.replay_bar.show)
+
+    def on_ready(self) -> None:
+        main = self._main
+        if main is not None and not self.replay_bar.is_mounted:
+            main.mount(self.replay_bar)
+
+    async def on_unmount(self) -> None:
+        self.replay.stop()
+
+    async def _report_unfinished(self) -> None:
+        """A replay reports nothing of this machine's audit log (nor acknowledges it)."""
+
+    def action_replay_pause(self) -> None:
+        self.replay.toggle_pause()
+        self.replay_bar.show()
+
+    def action_replay_step(self) -> None:
+        self.replay.step()
+        self.replay_bar.show()
+
+    def action_replay_faster(self) -> None:
+        self.replay.faster()
+        self.replay_bar.show()
+
+    def action_replay_slower(self) -> None:
+        self.replay.slower()
+        self.replay_bar.show()

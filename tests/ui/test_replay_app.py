@@ -1,0 +1,156 @@
+"""The dashboard on a recording (`gputui --replay FILE`, gputui/ui/replay.py): the recorded time on
+its line, p pauses, n steps one sample interval, + and - change the speed; read-only; a recorded
+plan's events in the action log; a damaged line stops the replay where it is and says so.
+
+The recordings are written by gputui's writer from the sim probe's fixtures (tests/recfile.py);
+tests/cli/test_record.py opens one the real `gputui record` wrote of the live demo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gputui.cli.record import REPLAY_INTERVAL, open_replay
+from gputui.recording import clock_at, offset_words
+from gputui.transport.replay import ReplayPlayer
+from gputui.ui import make_app
+from gputui.ui.replay import ReplayApp
+from tests.recfile import START, demo_recording, fixture, gzip_lines, lines_of
+
+from .conftest import redrawn, scratch_log, screen_text, wait_for
+
+
+def replay_app(path: Path) -> tuple[ReplayApp, ReplayPlayer]:
+    opened = open_replay(str(path))
+    assert not isinstance(opened, str), opened
+    player, fleet = opened
+    app = make_app(fleet, interval=REPLAY_INTERVAL, clock=player.now, replay=player, log_path=scratch_log())
+    assert isinstance(app, ReplayApp)
+    return app, player
+
+
+def bar(app: ReplayApp) -> str:
+    return app.replay_bar._last
+
+
+def seq(app: ReplayApp, host: str) -> int:
+    sample = app.fleet.view(host).sample
+    return sample.seq if sample is not None else -1
+
+
+async def test_pause_step_and_speed_keys_and_the_recorded_time(tmp_path: Path) -> None:
+    path = tmp_path / "r.gz"
+    demo_recording(path, seconds=30)
+    seqs = [r["seq"] for r in fixture("demo-a")[1:31]]
+    app, player = replay_app(path)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_for(pilot, lambda: seq(app, "demo-a") == seqs[1] and seq(app, "demo-b") >= 0, 30)
+        text = screen_text(app)
+        assert "REPLAY" in text.splitlines()[0] and "r.gz" in text.splitlines()[0]  # the line on top
+        assert "▶ x1" in bar(app)
+        await pilot.press("p")
+        await redrawn(pilot)
+        assert player.paused and "⏸ paused x1" in bar(app)
+        paused_at = player.now()
+        shown = clock_at(paused_at, player.utc_offset)
+        assert shown in bar(app) and offset_words(paused_at - START) in bar(app)
+        held = seq(app, "demo-a")
+        await pilot.pause(1.5)  # paused: the recorded time stands, no sample comes
+        assert player.now() == paused_at and seq(app, "demo-a") == held and shown in bar(app)
+        await pilot.press("n")  # one sample interval on: each host's next sample, no more
+        await wait_for(pilot, lambda: seq(app, "demo-a") == seqs[seqs.index(held) + 1], 10)
+        await wait_for(pilot, lambda: player.now() == paused_at + 1.0)
+        assert player.paused
+        await wait_for(pilot, lambda: clock_at(paused_at + 1.0, player.utc_offset) in bar(app))
+        assert seq(app, "demo-b") == fixture("demo-b")[1 + seqs.index(held) + 1]["seq"]
+        await pilot.press("n", "n")
+        await wait_for(pilot, lambda: player.now() == paused_at + 3.0)
+        assert seq(app, "demo-a") == seqs[seqs.index(held) + 3]
+        await pilot.press("plus", "plus")
+        assert player.speed == 4.0 and "⏸ paused x4" in bar(app)  # said at once
+        await pilot.press("minus")
+        assert player.speed == 2.0 and "⏸ paused x2" in bar(app)
+        await pilot.press("p")  # play on, twice as fast as recorded
+        assert "▶ x2" in bar(app)
+        await wait_for(pilot, lambda: player.now() >= paused_at + 5.0, 10)
+        await wait_for(pilot, lambda: seq(app, "demo-a") >= seqs[seqs.index(held) + 5], 10)
+        await pilot.press("equals_sign")  # = is + without shift
+        assert player.speed == 4.0
+        # Sample ages run on the recorded clock: the app's clock is the player's.
+        assert app.clock() == player.now() or not player.paused
+        await wait_for(pilot, lambda: player.ended, 60)
+        await wait_for(pilot, lambda: "■ end x4" in bar(app))  # the line's next update
+        assert clock_at(START + 30.5, player.utc_offset) in bar(app)
+        assert seq(app, "demo-a") == seqs[-1]
+
+
+async def test_a_replay_is_read_only_and_its_keys_are_in_the_help(tmp_path: Path) -> None:
+    path = tmp_path / "r.gz"
+    demo_recording(path, seconds=3)
+    app, _ = replay_app(path)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_for(pilot, lambda: seq(app, "demo-a") >= 0, 30)
+        assert app.read_only
+        app._main.select_host("demo-a")  # type: ignore[union-attr]
+        await redrawn(pilot)
+        app.clear_notifications()
+        await pilot.press("f")
+        await pilot.pause()
+        messages = [n.message for n in app._notifications]
+        assert len(messages) == 1 and "--read-only" in messages[0], messages
+        await pilot.press("question_mark")
+        await pilot.pause()
+        help_text = screen_text(app)
+        for words in ("pause the replay", "the replay's next sample", "replay faster", "replay slower"):
+            assert words in help_text
+
+
+def audit_line(action: str, kind: str, t: float, **fields: Any) -> dict[str, Any]:
+    """A line as gputui.actionlog writes it (the fields a replay shows)."""
+    base: dict[str, Any] = {"v": 1, "kind": kind, "action": action, "time": t, "host": "demo-a"}
+    base.update(dict.fromkeys(("pid", "start_time", "signal", "stage", "result", "message", "gpu")))
+    base.update(fields)
+    return base
+
+
+async def test_a_recorded_plan_is_in_the_action_log(tmp_path: Path) -> None:
+    path = tmp_path / "r.gz"
+    writer = demo_recording(path, seconds=3, close=False)
+    plan = "f00d4ce"
+    lines = [
+        audit_line(
+            plan, "plan", START + 3.2, stage="plan", result="intent", message="Free GPU 0: 1 to signal"
+        ),
+        audit_line(plan, "event", START + 3.3, stage="signal", result="sent", signal="SIGTERM", pid=4242),
+        audit_line(plan, "done", START + 3.4, stage="done", result="clean", message="GPU 0 clean"),
+    ]
+    for line in lines:
+        writer.write("demo-a", "action", line, t=line["time"])
+    writer.close("seconds")
+    app, player = replay_app(path)
+    async with app.run_test(size=(140, 40)) as pilot:
+        main = app._main
+        assert main is not None
+        await wait_for(pilot, lambda: player.ended, 30)
+        await wait_for(pilot, lambda: len([e for e in main.action_log.entries if e.tag == plan]) == 3)
+        entries = [e for e in main.action_log.entries if e.tag == plan]
+        assert [e.host for e in entries] == ["demo-a"] * 3
+        assert any(e.pid == 4242 for e in entries)
+
+
+async def test_a_damaged_line_stops_the_replay_where_it_is(tmp_path: Path) -> None:
+    good = tmp_path / "good.gz"
+    demo_recording(good, seconds=6)
+    lines = lines_of(good)
+    bad = tmp_path / "bad.gz"
+    cut = 4 + 2 * 3  # the header, the statuses and hellos, three seconds of samples
+    gzip_lines(bad, [*lines[:cut], b'{"t": "soon", "host": "demo-a"}\n', *lines[cut:]])
+    app, player = replay_app(bad)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_for(pilot, lambda: player.ended, 30)
+        await pilot.pause(0.5)
+        assert player.problem is not None and f"line {cut + 1}: no time (t)" in player.problem
+        await wait_for(pilot, lambda: "■ stopped" in bar(app))
+        assert "no time (t)" in bar(app)
+        assert seq(app, "demo-a") == fixture("demo-a")[3]["seq"]  # what came before it is shown
+        assert app.fleet.view("demo-a").status == "live"
