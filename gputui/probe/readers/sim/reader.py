@@ -56,9 +56,9 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple  # noqa: F401  (used in type comments)
 
-from .base import Listed, Reader, ReaderError, Tags, instance_id  # noqa: F401
-from .scenarios import SCENARIOS
-from .simjob import WORKER_SOURCE
+from ..base import Listed, Reader, ReaderError, Tags, instance_id  # noqa: F401
+from ..scenarios import SCENARIOS
+from .worker import WORKER_SOURCE
 
 GiB = 1 << 30
 MEMORY_TOTAL = 150754820096  # H200, GPU_FACTS "Memory figures"
