@@ -48,7 +48,7 @@ from ..scenarios import MIG_LAYOUT, SCENARIO_JOBS, GiB
 from .client import create_context, open_devices, start_time
 from .files import watched
 from .gpus import MEMORY_RESERVED, MEMORY_TOTAL
-from .processes import signal_checked, wait_exit
+from .processes import signal_checked
 from .reader import SimReader
 from .roles import ROLES, SimError, SimJob
 
@@ -66,6 +66,5 @@ __all__ = [
     "open_devices",
     "signal_checked",
     "start_time",
-    "wait_exit",
     "watched",
 ]

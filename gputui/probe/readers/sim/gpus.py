@@ -176,11 +176,6 @@ class DriverState(object):
             self._stamp = stamp
         return self._cache
 
-    def knobs(self, index):
-        # type: (int) -> Dict[str, Any]
-        """GPU `index`'s state ({} when it has none)."""
-        return self.read().get(str(index), {})
-
     def set(self, index, knobs):
         # type: (int, Dict[str, Any]) -> None
         """Change GPU `index`'s state: each knob set to its value, or removed where it is None."""

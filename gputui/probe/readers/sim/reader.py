@@ -336,29 +336,30 @@ class SimReader(Reader):
 
     # -- the driver's state beyond memory: preflight, persistence, reset --------------------------
 
-    def _driver_state(self):
-        # type: () -> DriverState
-        if self._state is None:
-            raise ReaderError("no-driver", "the sim reader is not open")
-        return self._state
+    def _state_now(self):
+        # type: () -> Dict[str, Any]
+        """The driver state of every GPU ({} before the reader has a sim: every GPU as it comes)."""
+        return self._state.read() if self._state is not None else {}
 
     def _mig_instances(self, index):
         # type: (int) -> List[Tuple[int, Optional[int]]]
         """GPU `index`'s MIG instances now, (gi, ci) each ([] where MIG is off)."""
         if self._looks is None:
             return []
-        layout = self._looks.mig_layout(self._driver_state().read(), index) or []
+        layout = self._looks.mig_layout(self._state_now(), index) or []
         return [(inst["gi"], inst["ci"]) for inst in layout]
 
     def set_state(self, index, **knobs):
         # type: (int, Any) -> None
         """Change GPU `index`'s driver state (tests and scenarios; the reset and persistence calls):
         each knob to its value, or removed where it is None (gpus.DriverState)."""
-        self._driver_state().set(index, knobs)
+        if self._state is None:
+            raise ReaderError("no-driver", "the sim reader is not open")
+        self._state.set(index, knobs)
 
     def preflight(self):
         # type: () -> Dict[int, Dict[str, Any]]
-        state = self._driver_state().read()
+        state = self._state_now()
         return {index: preflight_record(state.get(str(index), {})) for index in range(self.gpus)}
 
     def set_persistence(self, index, on):
@@ -374,7 +375,7 @@ class SimReader(Reader):
         on the GPU; else every byte of its memory comes back, orphaned included."""
         if not 0 <= index < self.gpus:
             return False, "no GPU %d" % index
-        if self._driver_state().knobs(index).get("persistence", True):
+        if self._state_now().get(str(index), {}).get("persistence", True):
             return False, "GPU %d: persistence mode is on: turn it off before a reset" % index
         alive = self._contexts.holders(index)
         if alive:
