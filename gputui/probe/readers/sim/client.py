@@ -2,13 +2,15 @@
 context (allocate memory on a GPU), and read a process's start time.
 
 These are the worker program's own functions (worker.py), compiled from its source and run here, so
-the reader, the tests and the benchmarks make and read contexts exactly as the sim's jobs do. Apart
-from the reader: a test process that plays a CUDA client needs these and nothing of the reader.
+the reader, the tests and the benchmarks make and read contexts exactly as the sim's jobs do; with
+the two facts of the program the reader must agree with (the device files' size, the roles that
+make contexts). Apart from the reader: a test process that plays a CUDA client needs these and
+nothing of the reader.
 
 Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
 
-from typing import Any, Dict, List, Optional  # noqa: F401  (used in type comments)
+from typing import Any, Dict, List, Optional, Tuple  # noqa: F401  (used in type comments)
 
 from .worker import WORKER_SOURCE
 
@@ -22,6 +24,9 @@ def _worker_functions():
 
 
 _WORKER = _worker_functions()
+# What the worker program decides and the reader must agree with, owned by the program (it runs alone):
+DEVICE_SIZE = _WORKER["DEVICE_SIZE"]  # type: int  # bytes of a device file (a CUDA process maps them)
+CONTEXT_ROLES = _WORKER["CONTEXT_ROLES"]  # type: Tuple[str, ...]  # the roles that make contexts
 
 
 def create_context(directory, gpu, nbytes, util=0):

@@ -19,7 +19,7 @@ import time
 from typing import Any, Dict, List, Optional, Set, Tuple  # noqa: F401  (used in type comments)
 
 from ..base import ReaderError
-from .client import start_time
+from .client import DEVICE_SIZE, start_time
 from .files import OPEN_FILE, directory_problem, is_process, number, read_bounded, write_file
 from .roles import SimError
 from .worker import WORKER_SOURCE
@@ -28,7 +28,6 @@ META_FILE = "sim.json"
 OWNER_FILE = "owner.json"
 MAX_META_BYTES = 65536  # sim.json, read when attaching
 MAX_OWNER_BYTES = 1 << 20  # owner.json: what the owner vouches for (pruned to what is still there)
-DEVICE_SIZE = 4096  # so CUDA-like jobs can mmap them (a CUDA process maps nvidiaN, nvidiactl, nvidia-uvm)
 
 # A process the owner's session reported, whose contexts are believed after it exited: (pid, start
 # time, uid).
@@ -62,6 +61,7 @@ def make_directory(base_dir, gpus, meta):
         os.chmod(os.path.join(base, "ctx"), 0o755)
         user_dir(base, os.geteuid())
         for path in device_paths(base, gpus):
+            # Not empty, so CUDA-like jobs can mmap them (a CUDA process maps nvidiaN, nvidiactl, nvidia-uvm).
             with open(path, "wb") as f:
                 f.truncate(DEVICE_SIZE)
             os.chmod(path, 0o666)

@@ -11,13 +11,13 @@ Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 import random  # noqa: F401  (in type comments)
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple  # noqa: F401  (used in type comments)
 
+from .client import CONTEXT_ROLES
 from .processes import signal_checked
 
 ROLES = (
     "busy", "idle", "ignore-term", "ghost", "hidden", "zombie", "monitor", "workers",
     "mps-control", "mps-server", "mps-client", "launcher", "supervisor", "neighbour",
 )  # fmt: skip
-CONTEXT_ROLES = ("busy", "idle", "ignore-term", "ghost", "zombie", "workers", "mps-server", "mps-client")
 # Roles that hold no GPU themselves but run CUDA-like children on their GPUs (one each).
 PARENT_ROLES = ("launcher", "supervisor")
 GPU_ROLES = (*CONTEXT_ROLES, *PARENT_ROLES, "neighbour")  # roles whose `gpu` is used
