@@ -246,12 +246,14 @@ def reap(pid):
     return done == pid
 
 
-def watch_children(lifeline, on_signal, step):
-    """A launcher's or a supervisor's life: SIGTERM, SIGINT and SIGHUP go to `on_signal`; every 50 ms
-    `step()` looks after the children, until it returns true or the reader is gone (EOF on the
-    lifeline); then exit."""
+def watch_children(lifeline, status, message, on_signal, step):
+    """A launcher's or a supervisor's life: SIGTERM, SIGINT and SIGHUP go to `on_signal`, then it
+    reports ready (`message`); every 50 ms `step()` looks after the children, until it returns true
+    or the reader is gone (EOF on the lifeline); then exit. The handlers come before the report: a
+    signal sent as soon as the job is ready must reach its children, not end it alone."""
     for name in ("SIGTERM", "SIGINT", "SIGHUP"):
         signal.signal(getattr(signal, name), on_signal)
+    report(status, message)
     poller = select.poll()
     poller.register(lifeline, select.POLLIN)
     while not poller.poll(50):
@@ -266,7 +268,6 @@ def launcher_main(cfg, lifeline, status, message):
     ranks = [start_child(cfg, gpu, i, lifeline) for i, gpu in enumerate(cfg["gpus"])]
     live = set(ranks)
     message["workers"] = [[pid, start_time(pid)] for pid in ranks]
-    report(status, message)
 
     def forward(signum, frame):
         for pid in sorted(live):
@@ -285,7 +286,7 @@ def launcher_main(cfg, lifeline, status, message):
             forward(signal.SIGTERM, None)
         return not live
 
-    watch_children(lifeline, forward, step)
+    watch_children(lifeline, status, message, forward, step)
 
 
 def supervisor_main(cfg, lifeline, status, message):
@@ -294,7 +295,6 @@ def supervisor_main(cfg, lifeline, status, message):
     once it has ended (no restart)."""
     current = [start_child(cfg, cfg["gpus"][0], 0, lifeline)]
     message["workers"] = [[current[0], start_time(current[0])]]
-    report(status, message)
     stopping = [False]
 
     def stop(signum, frame):
@@ -318,7 +318,7 @@ def supervisor_main(cfg, lifeline, status, message):
                 current[0] = start_child(cfg, cfg["gpus"][0], 0, lifeline)
         return False
 
-    watch_children(lifeline, stop, step)
+    watch_children(lifeline, status, message, stop, step)
 
 
 def job_main(cfg, lifeline, status):
