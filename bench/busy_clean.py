@@ -7,7 +7,7 @@ the steady-state holder scan costs there.
 
 Two phases, idle (nothing added) then busy (`--procs` processes keeping `--fds` files open, 20 of them
 holding fake device files: the load generator of bench/holder_scan.py). In each:
-- probe: a cooperative job on a simulated GPU (readers/sim.py, scenario "empty", SimReader.spawn),
+- probe: a cooperative job on a simulated GPU (readers/sim/, scenario "empty", SimReader.spawn),
   planned "free GPU 0" from a full sample and executed by the probe's engine (bench/clean_time.py's
   run_gputui); the time is the probe's own elapsed to its `done` event, and "after release" is that
   less the moment NVML first showed the GPU idle. Runs alternate between the targeted rescans (as

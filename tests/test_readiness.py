@@ -1,6 +1,6 @@
 """Ready for the next run: memory accounting, preflight and `gputui wait`, end to end on sim probes.
 
-The "preflight" sim scenario has four GPUs each unready in its own way (gputui/probe/readers/sim.py
+The "preflight" sim scenario has four GPUs each unready in its own way (gputui/probe/readers/scenarios.py
 preflight_state): GPU 0 ready; GPU 1 with 2.1 GiB orphaned; GPU 2 hot (78 °C, cooling slowly) and
 throttling; GPU 3 with persistence off and ECC errors. The demo host adds a ghost. A test changes the
 sim's driver state as the driver would (a GPU cooling faster, a throttle ending) through a second

@@ -1,6 +1,6 @@
 """The demo cluster: two local hosts of simulated GPUs whose memory is owned by real processes.
 
-Each host is a real probe subprocess running the `sim` reader (gputui/probe/readers/sim.py), reached
+Each host is a real probe subprocess running the `sim` reader (gputui/probe/readers/sim/), reached
 through the same local transport and bootstrap as any host, so the demo exercises the real paths.
 
 Two ways to run it (GPUTUI_DEMO):

@@ -25,7 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from ..probe.readers.base import ReaderError
-from ..probe.readers.sim import SCENARIO_JOBS, GiB, SimError, SimJob, SimReader, start_time, watched
+from ..probe.readers.scenarios import SCENARIO_JOBS, GiB
+from ..probe.readers.sim.client import start_time
+from ..probe.readers.sim.files import watched
+from ..probe.readers.sim.reader import SimReader
+from ..probe.readers.sim.roles import SimError, SimJob
 from .demo import DEMO_HOSTS, DemoError
 from .democtl import (
     LOG_FILE,

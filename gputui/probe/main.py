@@ -33,7 +33,7 @@ MAX_EVERY = 100000
 def make_reader(args):
     # type: (argparse.Namespace) -> Reader
     if args.reader == "sim":
-        from .readers.sim import SimReader
+        from .readers.sim.reader import SimReader
 
         return SimReader(
             gpus=args.sim_gpus,

@@ -390,7 +390,7 @@ def test_pipes_numbered_over_1024_work(make_sim):
         for fd in fillers:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-    assert reader._lifeline_w > 1024  # white-box: the case under test really happened
+    assert reader._session.lifeline_w > 1024  # white-box: the case under test really happened
     assert reader.read()[1] == {job.pid: {0: GiB}}
     delay, _ = measure_release(reader, job.pid, job.start_time, lambda: os.kill(job.pid, signal.SIGKILL))
     assert delay >= RELEASE_MIN  # not at once: as NVML, some time after the exit

@@ -96,7 +96,8 @@ def test_a_supervisor_is_the_root_of_the_worker_it_restarts(sim_probe):  # noqa:
         sample = probe.sample(full=True)
         job = jobs_by_id(sample).get(str(supervisor.pid))
         members = [m for m in (job or {}).get("members", []) if m != worker]
-        return (members, sample) if members else None
+        # Once it is on its GPU: a worker that has started but not yet made its context is on none.
+        return (members, sample) if members and all(by_pid(sample)[m]["gpus"] for m in members) else None
 
     found = until(new_worker)
     assert found, "the supervisor did not start a new worker"

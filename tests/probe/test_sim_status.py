@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from gputui.probe.readers.sim import GiB, SimJob, SimReader, start_time
-from gputui.probe.readers.simjob import WORKER_SOURCE
+from gputui.probe.readers.sim.worker import WORKER_SOURCE
 from tests.probe.test_sim import make_sim  # noqa: F401  (fixture)
 
 NOBODY = 65534

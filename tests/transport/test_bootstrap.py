@@ -178,6 +178,24 @@ def test_payload_has_the_probe_and_pynvml():
         assert json.loads(body.split(b"\n", 1)[0])["optional"] == ["pynvml"]
 
 
+def test_a_shipped_probe_runs_the_sim_from_the_payload_alone(tmp_path):
+    """The sim reader is a package of modules (gputui/probe/readers/sim/): a probe that can import
+    nothing of gputui from disk (-I -S, started elsewhere) runs it, jobs included, from the payload."""
+    modules = bootstrap.probe_modules()
+    assert modules["gputui.probe.readers.sim"][0] is True
+    assert {"gputui.probe.readers.sim.reader", "gputui.probe.readers.sim.worker"} <= set(modules)
+    argv = [sys.executable, "-I", "-S", "-c", bootstrap.STAGE1, "gputui-probe"]
+    payload = build_payload(["--reader", "sim", "--sim-scenario", "mig", "--sim-gpus", "2", "--once"])
+    done = subprocess.run(argv, input=payload, cwd=tmp_path, capture_output=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr.decode("utf-8", "replace")[-3000:]
+    hello, sample = (json.loads(line) for line in done.stdout.splitlines()[:2])
+    assert hello["type"] == "hello" and sample["type"] == "sample"
+    jobs = [p["command"][2] for p in sample["processes"] if "/bin/" in " ".join(p["command"][2:3])]
+    assert sorted(os.path.basename(job) for job in jobs) == [  # the "mig" scenario's jobs on 2 GPUs
+        "bench.py", "notebook_kernel.py", "serve.py", "train.py",
+    ]  # fmt: skip
+
+
 def test_probe_argv():
     spec = HostSpec(name="gpu a", read_only=True, reader="sim", sim_scenario="empty", sim_variant=2)
     assert headstart.probe_argv(spec, 0.5) == [

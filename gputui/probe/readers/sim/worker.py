@@ -1,9 +1,10 @@
-"""The program behind every process of the simulated GPU backend (readers/sim.py).
+"""The program behind every process of the simulated GPU backend (the sim package).
 
 WORKER_SOURCE is written to `<sim>/bin/<name>.py` and run as `python3 -S <sim>/bin/<name>.py ARGS`,
 so `ps` shows realistic command lines. It is a string, not a module, because on a remote host it runs
-outside the gputui package. It must stay stdlib-only and Python 3.8 compatible. sim.py also executes it
-in-process to reuse `open_devices` and `create_context`.
+outside the gputui package. It must stay stdlib-only and Python 3.8 compatible. client.py also
+executes it in-process to reuse `open_devices`, `create_context` and `start_time`. One program, so
+one module: its parts share the helpers at its top.
 
 One program, two parts:
 - the session process (env GPUTUI_SIM_INIT): a child subreaper that starts every job on request and
@@ -14,7 +15,8 @@ One program, two parts:
 Both report to the reader on the status socket (SOCK_SEQPACKET, inherited by every job, even one run
 as another user): one JSON message per write, to which the kernel adds the writer's PID
 (SCM_CREDENTIALS). The reader takes "spawned" from the session only and a job's "ready" or "error"
-from that job only; and it signals a reported PID only while it is below the session (sim.py).
+from that job only; and it signals a reported PID only while it is below the session
+(session.py, processes.py).
 
 The simulated driver: a context is a file `<sim>/ctx/<uid>/<gpu>-<pid>-<serial>.ctx` (in the private
 directory of the process's user, made by the reader) on which the owner holds flock(LOCK_SH). It
@@ -244,13 +246,28 @@ def reap(pid):
     return done == pid
 
 
+def watch_children(lifeline, status, message, on_signal, step):
+    """A launcher's or a supervisor's life: SIGTERM, SIGINT and SIGHUP go to `on_signal`, then it
+    reports ready (`message`); every 50 ms `step()` looks after the children, until it returns true
+    or the reader is gone (EOF on the lifeline); then exit. The handlers come before the report: a
+    signal sent as soon as the job is ready must reach its children, not end it alone."""
+    for name in ("SIGTERM", "SIGINT", "SIGHUP"):
+        signal.signal(getattr(signal, name), on_signal)
+    report(status, message)
+    poller = select.poll()
+    poller.register(lifeline, select.POLLIN)
+    while not poller.poll(50):
+        if step():
+            break
+    os._exit(0)
+
+
 def launcher_main(cfg, lifeline, status, message):
     """Like torchrun: holds no device file; starts a rank per GPU, forwards SIGTERM, SIGINT and SIGHUP
     to them, and once any rank has ended, stops the others and exits when all have (no restarts)."""
     ranks = [start_child(cfg, gpu, i, lifeline) for i, gpu in enumerate(cfg["gpus"])]
     live = set(ranks)
     message["workers"] = [[pid, start_time(pid)] for pid in ranks]
-    report(status, message)
 
     def forward(signum, frame):
         for pid in sorted(live):
@@ -259,20 +276,17 @@ def launcher_main(cfg, lifeline, status, message):
             except OSError:
                 pass
 
-    for name in ("SIGTERM", "SIGINT", "SIGHUP"):
-        signal.signal(getattr(signal, name), forward)
-    poller = select.poll()
-    poller.register(lifeline, select.POLLIN)
-    tearing_down = False
-    while live:
-        if poller.poll(50):
-            os._exit(0)
+    tearing_down = [False]
+
+    def step():
         ended = [pid for pid in sorted(live) if reap(pid)]
         live.difference_update(ended)
-        if ended and live and not tearing_down:
-            tearing_down = True  # a rank ended: the group is over (torchrun's max_restarts=0)
+        if ended and live and not tearing_down[0]:
+            tearing_down[0] = True  # a rank ended: the group is over (torchrun's max_restarts=0)
             forward(signal.SIGTERM, None)
-    os._exit(0)
+        return not live
+
+    watch_children(lifeline, status, message, forward, step)
 
 
 def supervisor_main(cfg, lifeline, status, message):
@@ -281,7 +295,6 @@ def supervisor_main(cfg, lifeline, status, message):
     once it has ended (no restart)."""
     current = [start_child(cfg, cfg["gpus"][0], 0, lifeline)]
     message["workers"] = [[current[0], start_time(current[0])]]
-    report(status, message)
     stopping = [False]
 
     def stop(signum, frame):
@@ -292,22 +305,20 @@ def supervisor_main(cfg, lifeline, status, message):
             except OSError:
                 pass
 
-    for name in ("SIGTERM", "SIGINT", "SIGHUP"):
-        signal.signal(getattr(signal, name), stop)
-    poller = select.poll()
-    poller.register(lifeline, select.POLLIN)
-    ended_at = 0.0
-    while True:
-        if poller.poll(50):
-            os._exit(0)
+    ended_at = [0.0]
+
+    def step():
         if current[0] is not None and reap(current[0]):
             current[0] = None
-            ended_at = time.monotonic()
+            ended_at[0] = time.monotonic()
         if current[0] is None:
             if stopping[0]:
-                os._exit(0)
-            if time.monotonic() - ended_at >= RESTART_S:
+                return True
+            if time.monotonic() - ended_at[0] >= RESTART_S:
                 current[0] = start_child(cfg, cfg["gpus"][0], 0, lifeline)
+        return False
+
+    watch_children(lifeline, status, message, stop, step)
 
 
 def job_main(cfg, lifeline, status):
