@@ -206,7 +206,8 @@ class Checks(RunState):
         if stat is not None and stat.flags & PF_KTHREAD:
             return "kernel-thread"
         if record is not None and record.get("protected") and record.get("protected") != "monitor":
-            return record["protected"]
+            reason = str(record["protected"])
+            return reason
         # A monitor by the scan's classification or by name (one that holds no device file just now).
         monitor = (record is not None and record.get("kind") == MONITOR) or (
             stat is not None and stat.comm in MONITOR_NAMES

@@ -290,7 +290,7 @@ class TerminalDriver(LinuxDriver):
             super()._sigcont_application(*args)
 
     def start_application_mode(self) -> None:
-        super().start_application_mode()
+        super().start_application_mode()  # type: ignore[no-untyped-call]  # Textual's is unannotated
         if self._writer_thread is None and _hung_up(self.fileno):
             # Textual gave up on a terminal that refused its settings, and would then fail on its
             # first write: the terminal is gone, and the writes go nowhere until the app exits.

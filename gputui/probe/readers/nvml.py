@@ -428,7 +428,8 @@ class NvmlReader(Reader):
         # type: (Any, int) -> Optional[int]
         """Volatile ECC error counts (since the driver loaded): kind 0 corrected, 1 uncorrected."""
         nv = self._nv
-        return self._call(getattr(nv, "nvmlDeviceGetTotalEccErrors", None), None, h, kind, 0)
+        count = self._call(getattr(nv, "nvmlDeviceGetTotalEccErrors", None), None, h, kind, 0)  # type: Optional[int]
+        return count
 
     def _nvlink_peers(self, h):
         # type: (Any) -> Optional[List[str]]
@@ -492,7 +493,8 @@ class NvmlReader(Reader):
         try:
             nv.nvmlDeviceGetMemoryInfo(handle)
         except nv.NVMLError as exc:
-            return getattr(exc, "value", None) == nv.NVML_ERROR_GPU_IS_LOST
+            lost = getattr(exc, "value", None) == nv.NVML_ERROR_GPU_IS_LOST  # type: bool
+            return lost
         return False
 
     def close(self):

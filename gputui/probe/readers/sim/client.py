@@ -36,17 +36,20 @@ def create_context(directory, gpu, nbytes, util=0):
     Returns the fd that holds the memory: it is released once this fd is closed in every process
     that has a copy (a forked child keeps it). The caller should also hold the device files
     (`open_devices`), as a CUDA process does."""
-    return _WORKER["create_context"](directory, gpu, nbytes, util)
+    fd = _WORKER["create_context"](directory, gpu, nbytes, util)  # type: int
+    return fd
 
 
 def open_devices(directory):
     # type: (str) -> List[int]
     """Open every device file of the sim at `directory`, as an NVML client does; return the fds
     (the caller closes them)."""
-    return _WORKER["open_devices"](directory, False)
+    fds = _WORKER["open_devices"](directory, False)  # type: List[int]
+    return fds
 
 
 def start_time(pid):
     # type: (int) -> Optional[int]
     """Field 22 of /proc/PID/stat, or None when the process is gone."""
-    return _WORKER["start_time"](pid)
+    started = _WORKER["start_time"](pid)  # type: Optional[int]
+    return started

@@ -30,7 +30,8 @@ def _pidfd_open(pid):
     if opener is None:
         return None
     try:
-        return opener(pid)
+        fd = opener(pid)  # type: int
+        return fd
     except ProcessLookupError:
         raise
     except OSError:

@@ -457,7 +457,8 @@ class SimReader(Reader):
         # type: () -> None
         """Start every job of the scenario at once, then wait for each to settle, so the first sample
         already shows everything (the ghost's parent reaped, the zombie in state Z, its memory back)."""
-        for index, knobs in SCENARIO_STATE.get(self.scenario, lambda gpus: {})(self.gpus).items():
+        state = SCENARIO_STATE.get(self.scenario)
+        for index, knobs in (state(self.gpus) if state is not None else {}).items():
             self.set_state(index, **knobs)
         specs = SCENARIO_JOBS[self.scenario](self.variant, self.gpus)
         deadline = time.monotonic() + SPAWN_TIMEOUT

@@ -53,7 +53,7 @@ class JobSession(object):
         self.jobs = []  # type: List[SimJob]
         # Status reports not taken (not from the process they are about, malformed), with the reason.
         self.refused_reports = []  # type: List[str]
-        self.process = None  # type: Optional[subprocess.Popen]
+        self.process = None  # type: Optional[subprocess.Popen[bytes]]
         self.session_id = None  # type: Optional[Tuple[int, Optional[int]]]  # its pid, start time
         self.directory = ""
         self.gpus = 0
