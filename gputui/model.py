@@ -434,6 +434,7 @@ class Gpu:
     uuid: str | None = None
     name: str | None = None
     minor: int | None = None
+    pci_bus_id: str | None = None  # `00000000:18:00.0`: the label dcgm-exporter and nvidia-smi use
     memory_total: int | None = None
     memory_used: int | None = None
     memory_reserved: int | None = None
@@ -461,6 +462,7 @@ class Gpu:
             uuid=_str(d.get("uuid")),
             name=_str(d.get("name")),
             minor=_count(d.get("minor")),
+            pci_bus_id=_str(d.get("pci_bus_id")),
             memory_total=_count(d.get("memory_total")),
             memory_used=_count(d.get("memory_used")),
             memory_reserved=_count(d.get("memory_reserved")),
