@@ -263,6 +263,9 @@ def run_export(argv: list[str]) -> int:
     from . import exportcmd
 
     args = export_parser().parse_args(argv)
+    if args.rules:
+        sys.stdout.write(exportcmd.rules_text())
+        return 0
     problem = exportcmd.usage_problem(args)
     if problem is not None:
         return _fail(problem)

@@ -3,6 +3,7 @@
     gputui export [HOST...] [--demo] --once                 print it once, then exit
     gputui export [HOST...] --textfile PATH [--once]        rewrite PATH every --interval (atomically)
     gputui export [HOST...] --listen ADDR:PORT              serve /metrics, /-/ready and /-/healthy
+    gputui export --rules                                   print the alerting rules shipped with it
 
 The families are gputui.metrics', built from the fleet's latest state when they are asked for (a
 scrape, a write): nothing is cached between two. The HTTP side is the standard library's WSGI server
@@ -24,6 +25,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from importlib import resources
 from pathlib import Path
 from socketserver import ThreadingMixIn
 from typing import Any
@@ -66,6 +68,11 @@ def listen_address(text: str) -> tuple[str, int]:
 
 
 def add_export_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--rules",
+        action="store_true",
+        help="print the alerting rules shipped with gputui (for Prometheus' rule_files), then exit",
+    )
     p.add_argument("--once", action="store_true", help="one sample of each host, written once, then exit")
     p.add_argument(
         "--textfile",
@@ -92,6 +99,14 @@ def add_export_arguments(p: argparse.ArgumentParser) -> None:
         metavar="S",
         help="wait this long for each host's first sample before the first write",
     )
+
+
+RULES = "rules/gputui.rules.yml"  # in the package: docs/MONITORING.md "Alert rules"
+
+
+def rules_text() -> str:
+    """The alerting rules shipped in the package (gputui/rules/gputui.rules.yml)."""
+    return (resources.files("gputui") / RULES).read_text(encoding="utf-8")
 
 
 def usage_problem(args: argparse.Namespace) -> str | None:
