@@ -160,6 +160,10 @@ class OnLoop:
     def collect(self) -> Iterable[Metric]:
         return on_loop(self.loop, self._collect)
 
+    def describe(self) -> Iterable[Metric]:
+        describe = getattr(self.collector, "describe", None)
+        return describe() if describe is not None else []
+
 
 def on_loop(loop: asyncio.AbstractEventLoop, make: Callable[[], Any]) -> Any:
     """The result of coroutine `make()` run on `loop`, from another thread (TimeoutError after

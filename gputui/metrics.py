@@ -332,6 +332,11 @@ class FleetCollector:
     def collect(self) -> Iterable[Metric]:
         return families(self.source(), self.idle)
 
+    def describe(self) -> Iterable[Metric]:
+        """The families without samples: their names, for the registry (a scrape's `name[]=`
+        selects among them)."""
+        return families([], self.idle)
+
 
 def registry(collector: Collector) -> CollectorRegistry:
     """A registry of its own holding `collector` alone: no process or platform metrics of this

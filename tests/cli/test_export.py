@@ -177,6 +177,9 @@ def test_listen_serves_metrics_readiness_and_health():
         assert headers["Content-Type"].startswith("application/openmetrics-text") and body.endswith(
             b"# EOF\n"
         )
+        # A scraper's selection of families (`name[]`), as prometheus-client's app reads it.
+        status, _, body = get(metrics + "?name[]=gputui_host_up&name[]=gputui_gpu_holder_info")
+        assert status == 200 and names(body.decode()) == {"gputui_host_up", "gputui_gpu_holder_info"}
         assert get(base + "/-/healthy")[0] == 200
         assert get(base + "/nothing-here")[0] == 404
         assert b"/metrics" in get(base + "/")[2]
