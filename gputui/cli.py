@@ -264,7 +264,7 @@ def run_export(argv: list[str]) -> int:
 
     args = export_parser().parse_args(argv)
     if args.rules:
-        sys.stdout.write(exportcmd.rules_text())
+        print(exportcmd.rules_text(), end="")  # (nothing where stdout is closed: no traceback)
         return 0
     problem = exportcmd.usage_problem(args)
     if problem is not None:

@@ -305,6 +305,9 @@ async def run_export(args: argparse.Namespace, fleet: Fleet) -> int:
             if args.once:
                 data = generate_latest(reg)
                 if textfile is None:
+                    if sys.stdout is None:  # started with stdout closed (`>&-`)
+                        say("gputui: stdout is closed: the metrics have nowhere to go")
+                        return EXIT_FAILED
                     sys.stdout.buffer.write(data)
                     sys.stdout.flush()
                     return EXIT_OK

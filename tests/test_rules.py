@@ -1,6 +1,7 @@
 """The alerting rules shipped with gputui (gputui/rules/gputui.rules.yml; docs/MONITORING.md "Alert
 rules"): Prometheus' own promtool checks them and runs their unit tests (tests/rules/), they name
 only metrics `gputui export` writes, `gputui export --rules` prints them, and the wheel carries them.
+Every metric written is in docs/MONITORING.md's table, and nothing else is.
 
 promtool comes with Debian's `prometheus` package (.ci/run installs it); without it those tests skip.
 """
@@ -103,3 +104,10 @@ def test_the_wheel_carries_the_rules(tmp_path):
     with zipfile.ZipFile(wheel) as z:
         assert z.read("gputui/rules/gputui.rules.yml").decode() == RULES.read_text()
         assert "gputui/metrics.py" in z.namelist() and "gputui/exportcmd.py" in z.namelist()
+
+
+def test_every_metric_written_is_documented_and_every_documented_one_written():
+    """docs/MONITORING.md's table names each metric once, as a scrape shows it (`_total`, `_info`)."""
+    doc = (REPO / "docs" / "MONITORING.md").read_text()
+    documented = set(re.findall(r"^\| `(gputui_[a-z_]+)` \|", doc, re.MULTILINE))
+    assert documented == emitted_names(), documented ^ emitted_names()

@@ -217,3 +217,17 @@ def test_sigint_ends_a_server_quietly_with_exit_0():
     finally:
         code = stop(proc)
     assert code == 0
+
+
+def test_once_with_stdout_closed_says_so_without_a_traceback():
+    result = subprocess.run(
+        ["bash", "-c", f'exec "{sys.executable}" -m gputui export --demo --once >&-'],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env(),
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr and "stdout" in result.stderr
