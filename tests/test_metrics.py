@@ -18,6 +18,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from gputui.fleet import CONNECTING, DOWN, LIVE, HostView
 from gputui.metrics import FleetCollector, all_heard, families, idle_holders_now, registry
 from gputui.model import HostFacts, Sample
+from tests.hostile import hostile_fleet
+from tests.test_every_output import RAW
+from tests.test_hostile_wire import NAME, stop
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GiB = 1 << 30
@@ -261,3 +264,25 @@ def test_hostile_text_stays_one_bounded_label_value():
     assert len(labels["user"]) <= 128 and labels["user"].startswith('mal"lory')
     assert "\n" not in labels["user"]  # made printable by the model before it is a label
     assert values(m, "gputui_host_up") == [1.0]
+
+
+async def test_a_hostile_probes_escape_sequences_never_reach_the_exposition_raw():
+    """The hostile probe puts ESC sequences, C1 controls, bidi and zero-width characters into every
+    string it sends (tests/hostile_probe.py `escapes`): the exposition, served to Prometheus and
+    read by people in Grafana, holds none of them raw, and still parses."""
+    fleet, view, links = hostile_fleet("escapes", NAME)
+    fleet.start()
+    try:
+        await fleet.wait_first_samples(20)
+        assert view.sample is not None and view.sample.processes
+        text = generate_latest(registry(FleetCollector(lambda: fleet.hosts))).decode()
+    finally:
+        await stop(fleet, links)
+    assert not RAW.search(text), RAW.findall(text)[:5]
+    info = [
+        s.labels
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+        if s.name == "gputui_host_info"
+    ]
+    assert info and "\\e" in info[0]["hostname"]  # there, escaped
