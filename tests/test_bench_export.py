@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.timeout(600)
 def test_export_scrape_runs_with_two_hosts(tmp_path):
     run = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "export_scrape.py"), "--hosts", "2", "--scrapes", "2",

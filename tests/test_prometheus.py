@@ -26,9 +26,13 @@ import pytest
 from tests.exporter import REPO, get, served_url, start, stop, wait_for
 
 PROMETHEUS = shutil.which("prometheus")
-pytestmark = pytest.mark.skipif(
-    PROMETHEUS is None, reason="prometheus not installed (Debian package `prometheus`; .ci/run installs it)"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        PROMETHEUS is None,
+        reason="prometheus not installed (Debian package `prometheus`; .ci/run installs it)",
+    ),
+    pytest.mark.timeout(600),  # two servers to start and series to wait for on a busy machine
+]
 RULES = REPO / "gputui" / "rules" / "gputui.rules.yml"
 CONFIG = """\
 global:

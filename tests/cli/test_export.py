@@ -24,6 +24,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from gputui.exportcmd import make_app, serve, url
 from tests.exporter import REPO, env, get, served_url, start, stop, wait_for
 
+pytestmark = pytest.mark.timeout(300)  # real subprocesses on a fresh demo: slow on a busy machine
+
 # The list: every one of these is in the demo's export.
 REQUIRED = {
     "gputui_host_up", "gputui_gpu_memory_used_bytes", "gputui_gpu_memory_total_bytes",
