@@ -248,6 +248,33 @@ def run_clean(argv: list[str]) -> int:
     return asyncio.run(clean.run_clean(args, fleet, kill=config.kill))
 
 
+def export_parser() -> argparse.ArgumentParser:
+    from . import export as exportcmd
+
+    p = argparse.ArgumentParser(prog="gputui export", description=SUBCOMMANDS["export"].summary)
+    _common(p)
+    exportcmd.add_export_arguments(p)
+    return p
+
+
+def run_export(argv: list[str]) -> int:
+    import asyncio
+
+    from . import export as exportcmd
+
+    args = export_parser().parse_args(argv)
+    if args.rules:
+        print(exportcmd.rules_text(), end="")  # (nothing where stdout is closed: no traceback)
+        return 0
+    problem = exportcmd.usage_problem(args)
+    if problem is not None:
+        return _fail(problem)
+    config = load(args.config)
+    specs = resolve_hosts(args.hosts, args.demo, config, read_only=True)
+    fleet = build_fleet(specs, interval=args.interval)
+    return asyncio.run(exportcmd.run_export(args, fleet))
+
+
 def run_wait(argv: list[str]) -> int:
     import asyncio
 
@@ -446,6 +473,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "clean": Subcommand(run_clean, "Free GPUs: staged kill, then verify."),
     "wait": Subcommand(run_wait, "Wait until every chosen GPU is ready for the next run."),
     "record": Subcommand(run_record, "Record the hosts' samples and plans to a file, for --replay."),
+    "export": Subcommand(run_export, "The fleet in Prometheus' text format: once, a textfile, or /metrics."),
     "demo": Subcommand(run_demo, "The simulated cluster that --demo attaches to: start, stop, status."),
     "probe": Subcommand(run_probe, "The probe itself, as gputui runs it on each host (JSON lines)."),
 }

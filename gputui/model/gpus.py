@@ -184,6 +184,7 @@ class Gpu:
     uuid: str | None = None
     name: str | None = None
     minor: int | None = None
+    pci_bus_id: str | None = None  # `00000000:18:00.0`: the label dcgm-exporter and nvidia-smi use
     memory_total: int | None = None
     memory_used: int | None = None
     memory_reserved: int | None = None

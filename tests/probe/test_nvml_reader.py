@@ -149,6 +149,29 @@ def test_unsupported_fields_are_null_not_errors(use):
     assert g["memory_total"] == 150754820096
 
 
+def test_pci_bus_id_is_read_and_null_where_unsupported(use):
+    """The GPU record's `pci_bus_id` (the label Prometheus exporters join on): nvmlDeviceGetPciInfo's
+    busId (bytes in old bindings, str in new); null where the call fails or pynvml lacks it."""
+    rec = load("nvml_h200x2_idle.json")
+    nv = fake_pynvml(rec)
+    answers = {0: b"00000000:18:00.0", 1: NVMLError(3)}
+
+    def pci_info(handle):
+        answer = answers[handle]
+        if isinstance(answer, Exception):
+            raise answer
+        return types.SimpleNamespace(busId=answer)
+
+    nv.nvmlDeviceGetPciInfo = pci_info
+    reader = use(nv)
+    reader.open()
+    gpus, _ = reader.read()
+    assert [g["pci_bus_id"] for g in gpus] == ["00000000:18:00.0", None]
+    reader = use(fake_pynvml(rec))  # a pynvml without the call
+    reader.open()
+    assert [g["pci_bus_id"] for g in reader.read()[0]] == [None, None]
+
+
 def test_lost_gpu_is_marked_not_raised(use):
     reader = use(fake_pynvml(load("nvml_h200x2_idle.json"), lost={1}))
     reader.open()

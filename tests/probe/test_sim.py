@@ -33,7 +33,7 @@ from gputui.probe.readers.sim import (
 REPO = Path(__file__).resolve().parents[2]
 PY38 = Path("/root/.pyenv/versions/3.8.18/bin/python")
 GPU_FIELDS = {
-    "index", "minor", "uuid", "name", "memory_total", "memory_used", "memory_reserved", "memory_version",
+    "index", "minor", "uuid", "pci_bus_id", "name", "memory_total", "memory_used", "memory_reserved", "memory_version",
     "util_gpu", "util_mem", "temperature", "power_draw", "power_limit", "persistence", "error",
     "mig_instances",
 }  # fmt: skip

@@ -78,6 +78,12 @@ def _text(value):
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
+def _bus_id(info):
+    # type: (Any) -> Optional[str]
+    """A GPU's PCI bus id (`00000000:18:00.0`) from nvmlDeviceGetPciInfo's answer; None if empty."""
+    return _text(getattr(info, "busId", "")) or None
+
+
 class NvmlReader(Reader):
     name = "nvml"
     device_prefix = "/dev/nvidia"
@@ -150,6 +156,7 @@ class NvmlReader(Reader):
             "index": index,
             "minor": self._call(nv.nvmlDeviceGetMinorNumber, None, handle),
             "uuid": self._call(nv.nvmlDeviceGetUUID, _text, handle),
+            "pci_bus_id": self._call(getattr(nv, "nvmlDeviceGetPciInfo", None), _bus_id, handle),
             "name": self._call(nv.nvmlDeviceGetName, _text, handle),
             "power_limit": limit / 1000.0 if limit is not None else None,
         }

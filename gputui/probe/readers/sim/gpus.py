@@ -72,6 +72,7 @@ class GpuLooks(object):
             "index": index,
             "minor": index,
             "uuid": self.uuids[index],
+            "pci_bus_id": "00000000:%02X:00.0" % (0x18 + 0x10 * index),
             "name": GPU_NAME,
             "memory_total": MEMORY_TOTAL,
             "memory_used": used,
