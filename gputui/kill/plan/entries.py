@@ -93,7 +93,7 @@ class Target(Entry):
     uid: int | None = None
     state: str | None = None
     gpu_memory: tuple[tuple[int, int | None], ...] = ()  # (GPU index, bytes or None) from NVML
-    # In a job plan (JOB_ROLES): "root" (signalled first: a launcher forwards it to its ranks; it
+    # In a job plan (probe.orders.JOB_ROLES): "root" (signalled first: a launcher forwards it to its ranks; it
     # may hold no GPU), "between" (a process of the job between its root and members, no GPU
     # needed) or "member" (a GPU process of the job); None outside a job. `job`: the job's id.
     role: str | None = None
@@ -258,4 +258,3 @@ class GpuBefore:
 # selection: GPUs and processes chosen together; jobs: jobs (and processes) chosen, no GPU to clean;
 # signal: one signal, once, to one process (the detail screen's `k`: plan_for_signal)
 SCOPES = ("host", "gpus", "processes", "selection", "jobs", "signal")
-JOB_ROLES = ("root", "between", "member")
