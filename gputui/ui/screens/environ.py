@@ -10,44 +10,27 @@ as `••••`. Every name and value is shown literally (made printable at th
 
 from __future__ import annotations
 
-from typing import ClassVar, cast
+from typing import ClassVar
 
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 
 from gputui.fleet import DETAIL_TIMEOUT
 from gputui.model import ProcDetail
 from gputui.words import count
 
 from .. import fmt
-from ..context import Dashboard
+from .dialog import DIALOG, Dialog
 from .proc_detail import DetailBody
 
 HIDDEN = "••••"  # a secret-looking value the probe kept back
 NAME_WIDTH = 28  # columns for the names; a longer one wraps
 
 
-class EnvironScreen(ModalScreen[None]):
-    DEFAULT_CSS = """
-    EnvironScreen { align: center middle; }
-    #env-box {
-        width: 110;
-        max-width: 100%;
-        height: auto;
-        max-height: 100%;
-        border: round $primary;
-        border-title-color: $accent;
-        border-subtitle-color: $muted;
-        background: $surface;
-        padding: 0 1;
-        scrollbar-size-vertical: 1;
-    }
-    #env-body { height: auto; }
-    """
+class EnvironScreen(Dialog[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,e", "dismiss", "Close", key_display="esc"),
         Binding(
@@ -69,12 +52,8 @@ class EnvironScreen(ModalScreen[None]):
         self.detail: ProcDetail | None = None
         self.status = "reading"  # reading, read, no-answer, gone
 
-    @property
-    def dash(self) -> Dashboard:
-        return cast(Dashboard, self.app)
-
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="env-box") as box:
+        with VerticalScroll(id="env-box", classes=DIALOG) as box:
             box.border_title = f"Environment of {self.pid} · {fmt.safe(self.host, 40)}"
             box.border_subtitle = "s show or hide secrets · r read again · esc close"
             yield DetailBody(id="env-body")

@@ -31,7 +31,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from gputui.kill.plan import SIGNAL_PLANS  # the probe's ladders, as the kill layer passes them on
@@ -45,6 +44,7 @@ from gputui.words import count, gpus_words
 
 from .. import fmt, kinds
 from ..widgets.status import StyledStatic
+from .dialog import DANGER, Confirm, Dialog, answer_bindings
 
 KEYS_HINT = "ctrl+k kill · s sweep · i signals · w/v times · p monitor · esc cancel"
 SIGNAL_KEYS_HINT = "ctrl+k send · esc cancel"  # a signal plan: one signal, nothing to change
@@ -317,7 +317,7 @@ class PlanBody(PlanText):
         return table
 
 
-class PlanScreen(ModalScreen[tuple[Plan, ...] | None]):
+class PlanScreen(Dialog[tuple[Plan, ...] | None]):
     """Confirm the plans (one per host). Returns the plans to run, or None (cancelled)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -362,7 +362,7 @@ class PlanScreen(ModalScreen[tuple[Plan, ...] | None]):
         return any(p.sweep_included for p in self.plans if p.sweep)
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="plan-box"):
+        with Vertical(id="plan-box", classes=DANGER):
             yield Static("", id="plan-summary", markup=False)
             yield PlanWarnings(id="plan-warnings")
             with VerticalScroll(id="plan-body", can_focus=False):
@@ -544,26 +544,17 @@ class PlanScreen(ModalScreen[tuple[Plan, ...] | None]):
         self.action_confirm()
 
 
-class IncludeScreen(ModalScreen[bool]):
+class IncludeScreen(Confirm):
     """The second confirmation before a protected monitor joins a plan: it names the risk."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "answer(False)", "Cancel", key_display="esc"),
-        Binding("ctrl+k", "answer(True)", "Include", priority=True),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = answer_bindings("Include")
     AUTO_FOCUS = "#include-cancel"
+    NAME = "include"
+    YES = "Include"
 
     def __init__(self, monitors: Sequence[Excluded]) -> None:
         super().__init__()
         self.monitors = tuple(monitors)
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="include-box"):
-            yield Static("", id="include-text", markup=False)
-            with Horizontal(id="include-buttons"):
-                yield Button("Cancel", id="include-cancel", variant="primary")
-                yield Button("Include", id="include-yes", variant="error")
-                yield Static("ctrl+k include · esc cancel", id="include-keys", markup=False)
 
     def on_mount(self) -> None:
         fmt.set_title(self.query_one("#include-box"), "Include a protected monitor?")
@@ -577,14 +568,3 @@ class IncludeScreen(ModalScreen[bool]):
             "a job. Include it only if it is the one in the way."
         )
         self.query_one("#include-text", Static).update(text)
-
-    def action_answer(self, include: bool) -> None:
-        self.dismiss(include)
-
-    @on(Button.Pressed, "#include-cancel")
-    def _cancel(self) -> None:
-        self.dismiss(False)
-
-    @on(Button.Pressed, "#include-yes")
-    def _yes(self) -> None:
-        self.dismiss(True)
