@@ -12,7 +12,7 @@ from typing import ClassVar, cast
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, ScreenResultType
 from textual.widgets import Button, Static
 
@@ -22,13 +22,27 @@ DIALOG = "dialog"  # the class of a dialog's box (app.tcss)
 DANGER = "dialog -danger"  # ... of a confirmation of what cannot be undone: a heavy red frame
 
 
+# A dialog taller than the screen: these keys scroll its text (its SCROLLS) wherever the focus is.
+SCROLL_BINDINGS: list[Binding] = [
+    Binding("up", "scroll(-1)", "Scroll up", show=False),
+    Binding("down", "scroll(1)", "Scroll down", show=False),
+    Binding("pageup", "scroll(-10)", "Page up", show=False),
+    Binding("pagedown", "scroll(10)", "Page down", show=False),
+]
+
+
 class Dialog(ModalScreen[ScreenResultType]):
     """A screen over the main one."""
+
+    SCROLLS: ClassVar[str] = ""  # the selector of what SCROLL_BINDINGS scroll, where it has them
 
     @property
     def dash(self) -> Dashboard:
         """The app, as the screens know it (they never import it)."""
         return cast(Dashboard, self.app)
+
+    def action_scroll(self, lines: int) -> None:
+        self.query_one(self.SCROLLS, VerticalScroll).scroll_relative(y=lines, animate=False)
 
 
 def answer_bindings(yes: str) -> list[BindingType]:

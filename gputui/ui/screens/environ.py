@@ -23,7 +23,7 @@ from gputui.model import ProcDetail
 from gputui.words import count
 
 from .. import fmt
-from .dialog import DIALOG, Dialog
+from .dialog import DIALOG, SCROLL_BINDINGS, Dialog
 from .proc_detail import DetailBody
 
 HIDDEN = "••••"  # a secret-looking value the probe kept back
@@ -31,16 +31,16 @@ NAME_WIDTH = 28  # columns for the names; a longer one wraps
 
 
 class EnvironScreen(Dialog[None]):
+    """A process's environment, read from its host's /proc each time it is asked for."""
+
+    SCROLLS = "#env-box"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,e", "dismiss", "Close", key_display="esc"),
         Binding(
             "s", "toggle_secrets", "Secrets", tooltip="show the values of secret-looking names (again: hide)"
         ),
         Binding("r", "reread", "Read again", tooltip="read the environment from /proc again"),
-        Binding("up", "scroll(-1)", "Scroll up", show=False),
-        Binding("down", "scroll(1)", "Scroll down", show=False),
-        Binding("pageup", "scroll(-10)", "Page up", show=False),
-        Binding("pagedown", "scroll(10)", "Page down", show=False),
+        *SCROLL_BINDINGS,
     ]
 
     def __init__(self, host: str, pid: int, start_time: int) -> None:
@@ -73,9 +73,6 @@ class EnvironScreen(Dialog[None]):
             self.action_reread()  # asked for now: the probe sends them only when asked
         else:
             self.redraw()  # hidden again at once, without a round trip
-
-    def action_scroll(self, lines: int) -> None:
-        self.query_one("#env-box", VerticalScroll).scroll_relative(y=lines, animate=False)
 
     async def _read(self, secrets: bool) -> None:
         detail = await self.dash.fleet.request_detail(

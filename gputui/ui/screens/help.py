@@ -28,7 +28,7 @@ from ..widgets.host_list import HostList
 from ..widgets.proc_table import ProcTable
 from ..widgets.status import StyledStatic
 from ..widgets.table import KeyedTable
-from .dialog import DIALOG, Dialog
+from .dialog import DIALOG, SCROLL_BINDINGS, Dialog
 from .gpu_detail import GpuDetailScreen
 from .main import KILL_ACTIONS, MainScreen
 from .plan import PlanScreen
@@ -62,7 +62,7 @@ EXTRA: dict[str, list[tuple[str, str]]] = {
 # DataTable's enter is each table's own (see its section); copying is for text areas.
 HIDDEN_ACTIONS = {"screen.copy_text", "help_quit", "select_cursor", "refuse"}  # refuse: says why a
 # kill key does nothing where it is not offered
-HIDDEN_ACTIONS |= {"scroll(-1)", "scroll(1)", "scroll(-10)", "scroll(10)"}  # the dialog's: one line
+HIDDEN_ACTIONS |= {b.action for b in SCROLL_BINDINGS}  # the dialogs': one line
 # A table is never wider than its pane: nothing to scroll sideways (the process table's → and ←
 # move along the command lines, listed there).
 HIDDEN_ACTIONS |= {"cursor_right", "cursor_left", "scroll_home", "scroll_end"}

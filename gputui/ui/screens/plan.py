@@ -44,7 +44,7 @@ from gputui.words import count, gpus_words
 
 from .. import fmt, kinds
 from ..widgets.status import StyledStatic
-from .dialog import DANGER, Confirm, Dialog, answer_bindings
+from .dialog import DANGER, SCROLL_BINDINGS, Confirm, Dialog, answer_bindings
 
 KEYS_HINT = "ctrl+k kill · s sweep · i signals · w/v times · p monitor · esc cancel"
 SIGNAL_KEYS_HINT = "ctrl+k send · esc cancel"  # a signal plan: one signal, nothing to change
@@ -335,12 +335,10 @@ class PlanScreen(Dialog[tuple[Plan, ...] | None]):
         Binding(
             "p", "include_protected", "Include monitor", tooltip="stop a chosen monitor too (asks again)"
         ),
-        Binding("up", "scroll(-1)", "Scroll up", show=False),
-        Binding("down", "scroll(1)", "Scroll down", show=False),
-        Binding("pageup", "scroll(-10)", "Page up", show=False),
-        Binding("pagedown", "scroll(10)", "Page down", show=False),
+        *SCROLL_BINDINGS,
     ]
     AUTO_FOCUS = "#plan-cancel"
+    SCROLLS = "#plan-body"
 
     def __init__(
         self, plans: Sequence[Plan], samples: dict[str, Sample] | None = None, *, operator: str
@@ -531,9 +529,6 @@ class PlanScreen(Dialog[tuple[Plan, ...] | None]):
         if include:
             self.plans = tuple(p.including(e.pid for e in p.includable) for p in self.plans)
             self.redraw()
-
-    def action_scroll(self, lines: int) -> None:
-        self.query_one("#plan-body", VerticalScroll).scroll_relative(y=lines, animate=False)
 
     @on(Button.Pressed, "#plan-cancel")
     def _cancel_pressed(self) -> None:
