@@ -88,13 +88,7 @@ def record_parser() -> argparse.ArgumentParser:
         metavar="SIZE",
         help=f"stop when FILE reaches SIZE (default {DEFAULT_MAX_BYTES >> 20}MiB, at least 64KiB)",
     )
-    p.add_argument(
-        "--interval",
-        type=argtypes.interval,
-        default=None,
-        metavar="S",
-        help="seconds between samples (0.1 to 3600; default: the config's, else 1)",
-    )
+    argtypes.add_interval(p, None, "seconds between samples (0.1 to 3600; default: the config's, else 1)")
     p.add_argument(
         "--log", metavar="PATH", help="the audit log whose new lines are recorded (default: the user's)"
     )

@@ -70,13 +70,7 @@ def add_wait_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--no-throttle", action="store_true", help="also: no clock-event (throttle) reason active")
     p.add_argument("--persistence", action="store_true", help="also: persistence mode on")
-    p.add_argument(
-        "--interval",
-        type=argtypes.interval,  # the protocol's bounds, as the probe checks them
-        default=DEFAULT_INTERVAL,
-        metavar="S",
-        help="seconds between samples (0.1 to 3600; default 0.25)",
-    )
+    argtypes.add_interval(p, DEFAULT_INTERVAL, "seconds between samples (0.1 to 3600; default 0.25)")
     p.add_argument("--json", action="store_true", help=f"print one JSON document (version {JSON_VERSION})")
 
 
