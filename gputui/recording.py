@@ -61,7 +61,7 @@ MAX_TEXT = 300  # characters of a status's reason or detail
 DEFAULT_MAX_BYTES = 256 << 20
 MIN_MAX_BYTES = 64 << 10
 RESERVE = 1024  # bytes kept for the end line and the gzip trailer
-CHUNK = 1 << 16
+READ_CHUNK = 1 << 16  # bytes read from a recording at a time
 GZIP_MAGIC = b"\x1f\x8b"
 _NEWEST = 1e11  # seconds since 1970: a time past this (year 5138) is no recorder's clock
 
@@ -357,7 +357,7 @@ class RecordingReader:
 
     def _fill(self) -> None:
         try:
-            chunk = self._stream.read1(CHUNK)  # one read: data before a cut is never lost with it
+            chunk = self._stream.read1(READ_CHUNK)  # one read: data before a cut is never lost with it
         except EOFError:  # the compressed stream ends before its end marker: cut short
             self._eof, self.truncated = True, True
             return

@@ -8,12 +8,16 @@ the kill flow runs without Textual; the probe imports nothing of the app.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
 import subprocess
 import sys
+from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grimp
 import pytest
@@ -130,3 +134,181 @@ def test_no_circle_inside_the_probe():
             if back is not None:
                 circles.append(" -> ".join((importer, *back)))
     assert circles == [], "\n".join(circles)
+
+
+# -- no constant defined twice ----------------------------------------------------------------------
+
+# What a module-level constant may be: literals, containers of them, arithmetic on them
+# (`1 << 16`), frozenset/set/tuple of a literal, and names the same module bound to one before.
+_OPERATORS: dict[type[ast.AST], Any] = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b,
+    ast.Pow: lambda a, b: a**b,
+    ast.LShift: lambda a, b: a << b,
+    ast.RShift: lambda a, b: a >> b,
+    ast.BitOr: lambda a, b: a | b,
+    ast.BitAnd: lambda a, b: a & b,
+    ast.USub: lambda a: -a,
+    ast.UAdd: lambda a: +a,
+    ast.Invert: lambda a: ~a,
+}
+_MAKERS: dict[str, Any] = {"frozenset": frozenset, "set": set, "tuple": tuple}
+_CONTAINERS: dict[type[ast.AST], Any] = {ast.Tuple: tuple, ast.List: list, ast.Set: set}
+
+
+class NotLiteral(Exception):
+    pass
+
+
+def literal(node: ast.AST, known: dict[str, Any]) -> Any:
+    """The value of a constant expression, or NotLiteral (a call, an import, anything computed)."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in known:
+        return known[node.id]
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return _CONTAINERS[type(node)](literal(e, known) for e in node.elts)
+    if isinstance(node, ast.Dict) and None not in node.keys:  # None: a `**mapping`
+        pairs = zip(node.keys, node.values, strict=True)
+        return {literal(k, known): literal(v, known) for k, v in pairs if k is not None}
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
+        return _OPERATORS[type(node.op)](literal(node.operand, known))
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        return _OPERATORS[type(node.op)](literal(node.left, known), literal(node.right, known))
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _MAKERS
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        return _MAKERS[node.func.id](literal(node.args[0], known))
+    raise NotLiteral
+
+
+def frozen(value: Any) -> Any:
+    """A hashable key that tells 1 from 1.0 and True, and a list from a tuple."""
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(frozen(v) for v in value))
+    if isinstance(value, (set, frozenset)):
+        return ("set", frozenset(frozen(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", frozenset((frozen(k), frozen(v)) for k, v in value.items()))
+    return (type(value).__name__, value)
+
+
+def module_constants(path: Path) -> Iterator[tuple[str, Any, int]]:
+    """(name, value, line) of each literal a module binds at module level (in `if`/`try` blocks too);
+    `A, B = 1, 2` binds A, B and the tuple (1, 2) under the name "A, B"."""
+    known: dict[str, Any] = {}
+    body = list(ast.parse(path.read_text(encoding="utf-8")).body)
+    while body:
+        node = body.pop(0)
+        if isinstance(node, (ast.If, ast.Try)):
+            blocks = [node.body, node.orelse, *(h.body for h in getattr(node, "handlers", ()))]
+            body[:0] = [n for block in blocks for n in block] + list(getattr(node, "finalbody", ()))
+            continue
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        try:
+            bound = literal(value, known)
+        except (NotLiteral, TypeError, ValueError, ArithmeticError):
+            continue
+        for target in targets:
+            if isinstance(target, ast.Name):
+                known[target.id] = bound
+                yield target.id, bound, node.lineno
+            elif isinstance(target, ast.Tuple) and isinstance(bound, (tuple, list)):
+                names = [e.id for e in target.elts if isinstance(e, ast.Name)]
+                if len(names) != len(target.elts) or len(names) != len(bound):
+                    continue
+                yield ", ".join(names), tuple(bound), node.lineno
+                for name, item in zip(names, bound, strict=True):
+                    known[name] = item
+                    yield name, item, node.lineno
+
+
+def non_trivial(value: Any) -> bool:
+    """Worth one owner whatever it is called: a string of 10+ characters, a container of 3+ items."""
+    if isinstance(value, str):
+        return len(value) >= 10
+    return isinstance(value, (tuple, list, set, frozenset, dict)) and len(value) >= 3
+
+
+def upper_case(name: str) -> bool:
+    """A constant's name: EXIT_USAGE, _PINNED_KINDS (not __all__, not a class or a function)."""
+    return name == name.upper() and any(c.isalpha() for c in name) and not name.startswith("__")
+
+
+# Copies whose one owner is a module being changed elsewhere right now: (module, module, name or
+# names), each with its reason. Empty it as those land.
+PENDING: dict[tuple[str, str, str], str] = {
+    ("gputui/fleet.py", "gputui/recording.py", "STATUSES"): (
+        "the host statuses: recording.py (the lower floor) should own them and fleet.py take "
+        "CONNECTING, LIVE, STALE, DOWN from it; fleet.py is being changed on another branch"
+    ),
+}
+
+
+def constants_defined_twice(root: Path) -> list[str]:
+    by_name: dict[tuple[str, Any], list[tuple[str, int]]] = defaultdict(list)
+    by_value: dict[Any, list[tuple[str, str, int]]] = defaultdict(list)
+    shown: dict[Any, str] = {}
+    for path in sorted(root.rglob("*.py")):
+        module = path.relative_to(root.parent).as_posix()
+        for name, value, line in module_constants(path):
+            if upper_case(name):
+                by_name[(name, frozen(value))].append((module, line))
+            if non_trivial(value):
+                by_value[frozen(value)].append((module, name, line))
+                shown[frozen(value)] = repr(value)
+    found = []
+    for (name, _), places in by_name.items():
+        if len({m for m, _ in places}) > 1:
+            found.append(f"{name} bound to the same value in " + ", ".join(f"{m}:{n}" for m, n in places))
+    for value, bound in by_value.items():
+        modules = sorted({m for m, _, _ in bound})
+        if len(modules) > 1 and not any(
+            {a, b} == set(modules) and name in {n for _, n, _ in bound} for (a, b, name) in PENDING
+        ):
+            found.append(
+                f"{shown[value]:.60} bound in " + ", ".join(f"{m}:{n} ({name})" for m, name, n in bound)
+            )
+    return found
+
+
+def test_no_constant_is_defined_in_two_modules():
+    """Each constant has one owner that the others import: no two modules bind the same UPPER_CASE
+    name to the same value, nor the same string of 10+ characters or container of 3+ items to any
+    names. What crosses the wire is the probe's (common.py, classify.py, orders.py): the model and
+    the kill flow import it from gputui.probe, the UI from gputui.model, which re-exports it. The same
+    name for different things is allowed (the model's MAX_PARENTS, what it accepts, is not the
+    probe's, what it sends), and so are two modules that alias one owner's value by name."""
+    found = constants_defined_twice(REPO / "gputui")
+    assert found == [], "\n".join(found)
+
+
+def test_the_constant_check_finds_a_copy(tmp_path: Path) -> None:
+    """The check above sees each kind of copy it is meant to see, so that it cannot pass by seeing
+    nothing."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "a.py").write_text(
+        'EXIT_USAGE = 2\nUSER, GHOST, HIDDEN = "user", "ghost", "hidden"\nCHUNK = 1 << 16\n'
+        'COMM = "nvidia-cuda-mps"\nOK = frozenset(("x", "y", "z"))\nMAX = 64\n'
+    )
+    (package / "b.py").write_text(
+        'EXIT_USAGE = 2\nKINDS = ("user", "ghost", "hidden")\nCHUNK = 65536\nMPS = "nvidia-cuda-mps"\n'
+        'if True:\n    ALLOWED = frozenset({"z", "y", "x"})\nMAX = 256\nSHORT = ("a", "b")\n'
+    )
+    found = constants_defined_twice(package)
+    assert len(found) == 5, found
+    assert not any("MAX" in line.split(" bound")[0] or "SHORT" in line for line in found), found

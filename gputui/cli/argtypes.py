@@ -63,6 +63,11 @@ def interval(text: str) -> float:
     return value
 
 
+def add_interval(p: argparse.ArgumentParser, default: float | None, help: str) -> None:
+    """The sample interval, an option of every command that watches hosts."""
+    p.add_argument("--interval", type=interval, default=default, metavar="S", help=help)
+
+
 def whole(low: int, high: int, what: str) -> Callable[[str], int]:
     """A whole number from `low` to `high`, in ASCII digits (`what`: "a percentage", ...)."""
 

@@ -26,7 +26,7 @@ DEMO_HOSTS = (
     HostSpec(name="demo-b", reader="sim", sim_scenario="demo", sim_variant=1, sim_seed=2),
 )
 ENV_DEMO = "GPUTUI_DEMO"
-LIVE, FRESH = "live", "fresh"
+DEMO_LIVE, DEMO_FRESH = "live", "fresh"  # the two values of GPUTUI_DEMO
 
 
 class DemoError(Exception):
@@ -50,12 +50,12 @@ def demo_names() -> list[str]:
 
 
 def demo_mode(environ: Mapping[str, str] = os.environ) -> str:
-    """LIVE or FRESH, from GPUTUI_DEMO (unset or empty: LIVE)."""
-    mode = environ.get(ENV_DEMO, "").strip() or LIVE
-    if mode not in (LIVE, FRESH):
+    """DEMO_LIVE or DEMO_FRESH, from GPUTUI_DEMO (unset or empty: DEMO_LIVE)."""
+    mode = environ.get(ENV_DEMO, "").strip() or DEMO_LIVE
+    if mode not in (DEMO_LIVE, DEMO_FRESH):
         raise DemoError(
-            f"{ENV_DEMO}={mode!r} is neither {LIVE!r} (one demo that every --demo command attaches to; "
-            f"the default) nor {FRESH!r} (each command runs its own)",
+            f"{ENV_DEMO}={mode!r} is neither {DEMO_LIVE!r} (one demo that every --demo command attaches to; "
+            f"the default) nor {DEMO_FRESH!r} (each command runs its own)",
             EXIT_USAGE,
         )
     return mode
@@ -74,7 +74,7 @@ def demo_hosts(names: Sequence[str]) -> list[HostSpec]:
             f"the demo has no host {', '.join(map(repr, unknown))} (its hosts: {', '.join(by_name)})",
         )
     specs = [by_name[n] for n in names] if names else list(DEMO_HOSTS)
-    if demo_mode() == FRESH:
+    if demo_mode() == DEMO_FRESH:
         return specs
     from . import democtl
 

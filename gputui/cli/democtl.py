@@ -7,9 +7,10 @@ the daemon (gputui/cli/demod.py) or attaching to the one running, stopping it, a
     gputui demo stop
     gputui demo status [--json]
 
-A daemon (this module, `daemon_main`) runs the two demo hosts' sims (gputui/cli/demo.py DEMO_HOSTS): it
-owns their sessions and jobs, and every `--demo` command's probes attach to their directories
-(the sim reader's attach mode), so what `clean` does is what the next `snapshot` or `wait` sees.
+A daemon (gputui/cli/demod.py, `daemon_main`) runs the two demo hosts' sims (gputui/cli/demo.py
+DEMO_HOSTS): it owns their sessions and jobs, and every `--demo` command's probes attach to their
+directories (the sim reader's attach mode), so what `clean` does is what the next `snapshot` or
+`wait` sees.
 
 Where it lives: `$XDG_RUNTIME_DIR/gputui-demo`, or without XDG_RUNTIME_DIR `gputui-demo-<uid>` in the
 temporary directory ($TMPDIR, else /tmp). That directory must be a real directory (not a link) of
@@ -25,13 +26,8 @@ sim.json, sim.watched) and no command attaching (`used`). Ending, it closes both
 stopped and reaped and the sim directories are removed, then demo.json. Killed outright (SIGKILL),
 its sims' sessions see their lifeline close and do the same.
 
-Jobs that come and go, so that `wait` has something to wait for and a clean is not forever:
-- each of the demo scenario's jobs is a slot; a slot whose job is gone (a clean, a kill) gets a new
-  one once the job has been gone, and each GPU it uses has been free, for `--refill-after` (60 s):
-  long enough for `clean ... && wait --settle 2 && ./run_benchmark.sh` to run in between;
-- demo-b's GPU 3 (the one its scenario leaves free) runs a benchmark (`bench.py`) for `--bench-run`
-  (20 s), which then ends on its own, and a new one starts once the GPU has been free for
-  `--bench-gap` (20 s): `gputui wait --demo demo-b:3` waits for the end of the current one.
+Its jobs come and go (`--refill-after`, `--bench-run`, `--bench-gap`: gputui/cli/demod.py says how),
+so that `wait` has something to wait for and a clean is not forever.
 
 Tests and screenshots want a fresh, deterministic demo each time: with GPUTUI_DEMO=fresh every
 `--demo` command runs its own sims, as before (gputui/cli/demo.py).

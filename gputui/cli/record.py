@@ -40,18 +40,17 @@ from ..recording import (
 )
 from ..textsafe import printable
 from . import argtypes
+from .exits import EXIT_OK, EXIT_STOPPED, EXIT_USAGE, STOPS
 
 if TYPE_CHECKING:
     from ..fleet import Fleet, HostView
     from ..transport.base import Link, TransportError
     from ..transport.replay import ReplayPlayer
 
-EXIT_OK, EXIT_STOPPED, EXIT_USAGE = 0, 1, 2
 MAX_RECORD_SECONDS = 366 * 24 * 3600.0
 AUDIT_CHUNK = 4 << 20  # bytes of new audit log read at a time
 AUDIT_LINE = 1 << 20  # an audit line longer than this is no line gputui wrote: skipped
 REPLAY_INTERVAL = 3600.0  # a replayed host is never judged stale by the wall clock: paused is paused
-STOPS = {signal.SIGINT: 0, signal.SIGTERM: 128 + signal.SIGTERM, signal.SIGHUP: 128 + signal.SIGHUP}
 
 
 def _say(text: str) -> None:
@@ -89,13 +88,7 @@ def record_parser() -> argparse.ArgumentParser:
         metavar="SIZE",
         help=f"stop when FILE reaches SIZE (default {DEFAULT_MAX_BYTES >> 20}MiB, at least 64KiB)",
     )
-    p.add_argument(
-        "--interval",
-        type=argtypes.interval,
-        default=None,
-        metavar="S",
-        help="seconds between samples (0.1 to 3600; default: the config's, else 1)",
-    )
+    argtypes.add_interval(p, None, "seconds between samples (0.1 to 3600; default: the config's, else 1)")
     p.add_argument(
         "--log", metavar="PATH", help="the audit log whose new lines are recorded (default: the user's)"
     )

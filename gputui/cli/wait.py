@@ -47,20 +47,11 @@ TERSE = {"processes": "procs", "memory": "mem", "unaccounted": "unacc", "utiliza
 
 def add_wait_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu", action="append", metavar="SPEC", help="a GPU to wait for (default: all of them)")
-    p.add_argument(
-        "--timeout",
-        type=argtypes.seconds_upto(MAX_WAIT),
-        default=600.0,
-        metavar="S",
-        help="give up after S (default 600; 0: judge once)",
-    )
-    p.add_argument(
-        "--settle",
-        type=argtypes.seconds_upto(MAX_WAIT),
-        default=0.0,
-        metavar="S",
-        help="ready for S in a row (default 0)",
-    )
+    for flag, default, what in (
+        ("--timeout", 600.0, "give up after S (default 600; 0: judge once)"),
+        ("--settle", 0.0, "ready for S in a row (default 0)"),
+    ):
+        p.add_argument(flag, type=argtypes.seconds_upto(MAX_WAIT), default=default, metavar="S", help=what)
     p.add_argument(
         "--temp-below",
         type=argtypes.whole(1, 149, "a temperature in whole degrees C"),
@@ -79,24 +70,16 @@ def add_wait_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--no-throttle", action="store_true", help="also: no clock-event (throttle) reason active")
     p.add_argument("--persistence", action="store_true", help="also: persistence mode on")
-    p.add_argument(
-        "--interval",
-        type=argtypes.interval,  # the protocol's bounds, as the probe checks them
-        default=DEFAULT_INTERVAL,
-        metavar="S",
-        help="seconds between samples (0.1 to 3600; default 0.25)",
-    )
+    argtypes.add_interval(p, DEFAULT_INTERVAL, "seconds between samples (0.1 to 3600; default 0.25)")
     p.add_argument("--json", action="store_true", help=f"print one JSON document (version {JSON_VERSION})")
 
 
+# The conditions the command line sets, each an option of the same name (--util-below: util_below).
+ASKED = ("util_below", "temp_below", "memory_below", "no_throttle", "persistence")
+
+
 def conditions_of(args: argparse.Namespace) -> Conditions:
-    return Conditions(
-        util_below=args.util_below,
-        temp_below=args.temp_below,
-        memory_below=args.memory_below,
-        no_throttle=args.no_throttle,
-        persistence=args.persistence,
-    )
+    return Conditions(**{name: getattr(args, name) for name in ASKED})
 
 
 @dataclass

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..probe.classify import KINDS, MPS_ROLES
 from ..probe.common import IDLE_SLACK, brief_command
 from ..probe.jobs import MAX_JOBS
 from ..probe.wire import MAX_PROCESSES
@@ -31,8 +32,6 @@ from .gpus import Gpu, MigPlace, mig_places
 from .host import HostMetrics
 from .jobs import Job, as_job_id, sample_jobs
 
-KINDS = ("user", "ghost", "hidden", "monitor", "zombie")
-MPS_ROLES = ("server", "control", "client")  # a process's part in CUDA MPS (Proc.mps)
 MAX_PARENTS = 256  # parents taken from one sample (the probe sends at most 64)
 MAX_REFUSED_WHY = 8  # refused GPU records described (the rest are counted)
 MAX_SHARES = 4096  # GPUs a process's utilization is taken for

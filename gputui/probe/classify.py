@@ -36,11 +36,13 @@ MONITOR_NAMES = frozenset(
 )
 
 USER, GHOST, HIDDEN, MONITOR, ZOMBIE = "user", "ghost", "hidden", "monitor", "zombie"
+KINDS = (USER, GHOST, HIDDEN, MONITOR, ZOMBIE)  # every record's `kind` is one of these
 
 # CUDA MPS (Multi-Process Service): the control daemon starts one server per user; the server holds
 # the GPU contexts its clients' work runs in. Both are cut to this comm (15 characters).
 MPS_COMM = "nvidia-cuda-mps"
 MPS_SERVER, MPS_CONTROL, MPS_CLIENT = "server", "control", "client"
+MPS_ROLES = (MPS_SERVER, MPS_CONTROL, MPS_CLIENT)  # a record's `mps`: one of these, or absent
 
 
 class ProcFacts(NamedTuple):

@@ -35,14 +35,9 @@ def make_reader(args):
     if args.reader == "sim":
         from .readers.sim.reader import SimReader
 
-        return SimReader(
-            gpus=args.sim_gpus,
-            scenario=args.sim_scenario,
-            variant=args.sim_variant,
-            seed=args.sim_seed,
-            base_dir=args.sim_dir,
-            attach=args.sim_dir is not None,
-        )
+        # --sim-NAME is the reader's NAME; --sim-dir its base_dir, a sim to attach to
+        sim = {name: getattr(args, "sim_" + name) for name in ("gpus", "scenario", "variant", "seed")}
+        return SimReader(base_dir=args.sim_dir, attach=args.sim_dir is not None, **sim)
     from .readers.nvml import NvmlReader
 
     return NvmlReader()

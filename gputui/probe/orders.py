@@ -27,7 +27,7 @@ SCOPES = ("processes", "gpus", "host")
 # A target's part in a job (docs/PROTOCOL.md "Plans"): a root is signalled first and may hold no
 # GPU (a launcher); a process between a root and its members needs none either; members are GPU
 # processes, signalled once the root has had JOB_GRACE to pass the signal on.
-ROLES = ("root", "between", "member")
+JOB_ROLES = ("root", "between", "member")
 
 
 class PlanError(Exception):
@@ -90,8 +90,8 @@ def _roles(plan):
         role = entry.get("role") if isinstance(entry, dict) else None
         if role is None:
             continue
-        if role not in ROLES:
-            raise PlanError("a target's role must be one of %s" % ", ".join(ROLES))
+        if role not in JOB_ROLES:
+            raise PlanError("a target's role must be one of %s" % ", ".join(JOB_ROLES))
         out.setdefault(entry["pid"], role)
     return out
 

@@ -57,7 +57,7 @@ class Proc(object):
         self.reason = reason  # why the plan (or the rescan) targets it
         self.gpus = gpus
         self.origin = origin  # "plan", "rescan" or "sweep"
-        self.role = None  # type: Optional[str]  # its part in a job (ROLES), or None
+        self.role = None  # type: Optional[str]  # its part in a job (orders.JOB_ROLES), or None
         # Its parent when checked, if that parent is part of the same work (a supervisor, a
         # launcher): (pid, start time). A verdict names it when it outlives the plan (restarts).
         self.parent = None  # type: Optional[Tuple[int, int]]

@@ -28,6 +28,18 @@ class Entry:
     help: str
     run: Callable[[], Awaitable[Any] | None]
 
+    @classmethod
+    def switch(
+        cls,
+        on: bool,
+        if_on: tuple[str, str],
+        if_off: tuple[str, str],
+        run: Callable[[], Awaitable[Any] | None],
+    ) -> Entry:
+        """An entry that switches something on or off: (title, help) of what it switches to, for
+        each state it can be in now (not what is shown now)."""
+        return cls(*(if_on if on else if_off), run)
+
 
 class GpuTuiCommands(Provider):
     """Free GPU, free host, stop a job, sweep, switch host, pause, MiB, GPU view, process tree,
@@ -53,21 +65,19 @@ class GpuTuiCommands(Provider):
                     "memory, settings and history of one GPU (i)",
                     partial(act, "gpu_detail"),
                 )
-            # Each entry says what it switches to, not what is shown now.
-            tree_on = main.proc_table.tree_mode
-            yield Entry(
-                "Processes as a list" if tree_on else "Processes as a tree",
-                "t: one row per process, in the sort's order (no families)"
-                if tree_on
-                else "t: each process under its parent; - and + fold and unfold a family",
+            yield Entry.switch(
+                main.proc_table.tree_mode,
+                ("Processes as a list", "t: one row per process, in the sort's order (no families)"),
+                ("Processes as a tree", "t: each process under its parent; - and + fold and unfold a family"),
                 partial(act, "toggle_tree"),
             )
-            jobs_on = main.proc_table.jobs_mode
-            yield Entry(
-                "Processes as a list (not by job)" if jobs_on else "Processes by job",
-                "J: one row per process, without the jobs' rows"
-                if jobs_on
-                else "J: each job (a launcher, a supervisor, a service) a row above its members",
+            yield Entry.switch(
+                main.proc_table.jobs_mode,
+                ("Processes as a list (not by job)", "J: one row per process, without the jobs' rows"),
+                (
+                    "Processes by job",
+                    "J: each job (a launcher, a supervisor, a service) a row above its members",
+                ),
                 partial(act, "toggle_jobs"),
             )
             at = main.proc_table.cursor_any_key
@@ -77,18 +87,17 @@ class GpuTuiCommands(Provider):
                     "d: everything about the process under the process table's cursor",
                     partial(act, "proc_detail"),
                 )
-            paused = main.paused
-            yield Entry(
-                "Resume (catch up)" if paused else "Pause the view",
-                "z: back to the live view, with what arrived meanwhile"
-                if paused
-                else "z: freeze the view to read it; samples still arrive and are kept",
+            yield Entry.switch(
+                main.paused,
+                ("Resume (catch up)", "z: back to the live view, with what arrived meanwhile"),
+                ("Pause the view", "z: freeze the view to read it; samples still arrive and are kept"),
                 partial(act, "toggle_pause"),
             )
-            shown = main.action_log.display
-            yield Entry(
-                "Hide the action log" if shown else "Show the action log",
-                "l: every plan, signal and verdict",
+            log = "l: every plan, signal and verdict"
+            yield Entry.switch(
+                bool(main.action_log.display),
+                ("Hide the action log", log),
+                ("Show the action log", log),
                 partial(act, "toggle_log"),
             )
             hosts = main.dash.fleet.hosts
@@ -105,12 +114,10 @@ class GpuTuiCommands(Provider):
                         f"{view.status}: its GPUs and processes",
                         partial(main.select_host, view.name),
                     )
-        exact = getattr(app, "exact_memory", False)
-        yield Entry(
-            "Memory in GiB" if exact else "Memory in exact MiB",
-            "m: GPU memory, RAM and RSS in GiB again"
-            if exact
-            else "m: GPU memory, RAM and RSS in whole MiB (as nvidia-smi)",
+        yield Entry.switch(
+            bool(getattr(app, "exact_memory", False)),
+            ("Memory in GiB", "m: GPU memory, RAM and RSS in GiB again"),
+            ("Memory in exact MiB", "m: GPU memory, RAM and RSS in whole MiB (as nvidia-smi)"),
             partial(app.run_action, "toggle_mib"),
         )
         yield Entry(

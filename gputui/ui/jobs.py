@@ -13,7 +13,7 @@ plain data out, as gputui.ui.tree: the process table draws the rows and the bran
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from gputui.model import Job, Parent, Proc, Sample
 
@@ -30,18 +30,14 @@ class Grouped:
     alone: dict[str, Job]
 
 
+# What a job says of its root under a parent's names (ppid, name, command, user, ...): all but these.
+_ROOT_OWN = ("pid", "start_time")  # a job's `root` and `root_start`
+
+
 def root_record(job: Job) -> Parent:
     """The job's root as a record of the tree (its row is the job's, not a process's)."""
-    return Parent(
-        pid=job.root,
-        start_time=job.root_start,
-        ppid=job.ppid,
-        name=job.name,
-        command=job.command,
-        user=job.user,
-        uid=job.uid,
-        state=job.state,
-    )
+    same = {f.name: getattr(job, f.name) for f in fields(Parent) if f.name not in _ROOT_OWN}
+    return Parent(pid=job.root, start_time=job.root_start, **same)
 
 
 def members(sample: Sample | None, job: Job) -> list[Proc]:

@@ -122,11 +122,13 @@ class ReplayApp(GpuTuiApp):
     """The dashboard on a recording: read-only, its clock the recorded time, the replay's keys."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("p", "replay_pause", "Pause replay", tooltip="pause the replay (again: play on)"),
-        Binding("n", "replay_step", "Step", tooltip="the replay's next sample (pauses first)"),
-        Binding("plus,equals_sign", "replay_faster", "Faster", key_display="+", tooltip="replay faster"),
-        Binding("minus", "replay_slower", "Slower", key_display="-", tooltip="replay slower"),
+        Binding("p", "replay('toggle_pause')", "Pause replay", tooltip="pause the replay (again: play on)"),
+        Binding("n", "replay('step')", "Step", tooltip="the replay's next sample (pauses first)"),
+        Binding("plus,equals_sign", "replay('faster')", "Faster", key_display="+", tooltip="replay faster"),
+        Binding("minus", "replay('slower')", "Slower", key_display="-", tooltip="replay slower"),
     ]
+    # What the keys above may ask of the replay (ReplayControls' methods of these names).
+    VERBS: ClassVar[frozenset[str]] = frozenset({"toggle_pause", "step", "faster", "slower"})
 
     def __init__(self, fleet: Fleet, *, replay: ReplayControls, **options: Any) -> None:
         super().__init__(fleet, **options)
@@ -148,18 +150,8 @@ class ReplayApp(GpuTuiApp):
     async def _report_unfinished(self) -> None:
         """A replay reports nothing of this machine's audit log (nor acknowledges it)."""
 
-    def action_replay_pause(self) -> None:
-        self.replay.toggle_pause()
-        self.replay_bar.show()
-
-    def action_replay_step(self) -> None:
-        self.replay.step()
-        self.replay_bar.show()
-
-    def action_replay_faster(self) -> None:
-        self.replay.faster()
-        self.replay_bar.show()
-
-    def action_replay_slower(self) -> None:
-        self.replay.slower()
-        self.replay_bar.show()
+    def action_replay(self, verb: str) -> None:
+        """Pause, step, faster or slower (VERBS), and the bar says so at once."""
+        if verb in self.VERBS:
+            getattr(self.replay, verb)()
+            self.replay_bar.show()

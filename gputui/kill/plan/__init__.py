@@ -25,8 +25,8 @@ once). Every name callers used when this was one module is here.
 
 from ...killoptions import KillOptions, PlanError
 from ...probe.common import SIGNAL_CHOICES, SIGNAL_PLANS
+from ...probe.orders import JOB_ROLES
 from .entries import (
-    JOB_ROLES,
     SCOPES,
     SEVERE,
     WARNING_KINDS,

@@ -3,8 +3,8 @@
 
 Apart from the planner because the dialog, the CLI and the audit log read these records without
 building a plan. A target and an excluded process say the same dozen things of a process (who it is,
-what it runs, which GPUs, its part in MPS): `Entry` declares them once, and each is copied from the
-sample's record in one place (`target_entry`, `excluded_entry`, `head_target`, `head_excluded`). What each
+what it runs, which GPUs, its part in MPS): `Entry` declares them once, and `Entry.named` copies
+them from the sample's record (a process, a parent or a job) for every kind of entry. What each
 writes (`describe`, `to_wire`) is its own, key by key: the audit log and the probe read those.
 """
 
@@ -53,21 +53,29 @@ class Entry:
         return brief_command(self.command) or (f"[{self.name}]" if self.name else self.UNNAMED)
 
     @classmethod
+    def named(
+        cls: type[E],
+        host: str,
+        pid: int,
+        start_time: int | None,
+        kind: str,
+        why: str,
+        record: Proc | Parent | Job | None,
+        **more: Any,
+    ) -> E:
+        """An entry of this kind for process `pid`, its name, command and user as `record` says
+        them (nothing known for None); `more`: the rest of its fields."""
+        who: dict[str, Any] = {}
+        if record is not None:
+            who = {"name": record.name, "command": record.command, "user": record.user}
+        return cls(host=host, pid=pid, start_time=start_time, kind=kind, why=why, **who, **more)
+
+    @classmethod
     def of(cls: type[E], host: str, proc: Proc, why: str, clients: tuple[int, ...] = (), **more: Any) -> E:
         """An entry of this kind for a sample's process: what every entry says of a process, copied
         from it here, once; `more`: what this kind adds (a target's uid, an exclusion's `chosen`)."""
-        return cls(
-            host=host,
-            pid=proc.pid,
-            start_time=proc.start_time,
-            kind=proc.kind,
-            why=why,
-            **_who(proc),
-            gpus=proc.gpus,
-            mps=proc.mps,
-            mps_clients=clients,
-            **more,
-        )
+        rest = {"gpus": proc.gpus, "mps": proc.mps, "mps_clients": clients, **more}
+        return cls.named(host, proc.pid, proc.start_time, proc.kind, why, proc, **rest)
 
     def describe(self) -> dict[str, Any]:
         """Plain JSON types, for `--json`, the audit log and tests: DESCRIBED's keys, in its order."""
@@ -93,7 +101,7 @@ class Target(Entry):
     uid: int | None = None
     state: str | None = None
     gpu_memory: tuple[tuple[int, int | None], ...] = ()  # (GPU index, bytes or None) from NVML
-    # In a job plan (JOB_ROLES): "root" (signalled first: a launcher forwards it to its ranks; it
+    # In a job plan (probe.orders.JOB_ROLES): "root" (signalled first: a launcher forwards it to its ranks; it
     # may hold no GPU), "between" (a process of the job between its root and members, no GPU
     # needed) or "member" (a GPU process of the job); None outside a job. `job`: the job's id.
     role: str | None = None
@@ -153,18 +161,8 @@ def head_target(
 ) -> Target:
     """A job's root or a process between it and its members (no GPU of its own needed), as its
     record names it: the sample's parent, or the job's own for its root; None: nothing known."""
-    return Target(
-        host=host,
-        pid=pid,
-        start_time=start_time,
-        kind="root",
-        why=why,
-        **_who(record),
-        uid=record.uid if record is not None else None,
-        state=record.state if record is not None else None,
-        role=role,
-        job=job,
-    )
+    uid, state = (record.uid, record.state) if record is not None else (None, None)
+    return Target.named(host, pid, start_time, "root", why, record, uid=uid, state=state, role=role, job=job)
 
 
 def head_excluded(
@@ -179,16 +177,8 @@ def head_excluded(
     gpus: tuple[int, ...] = (),
 ) -> Excluded:
     """A process above a job's GPU processes, chosen by the operator, that a plan leaves alone."""
-    return Excluded(
-        host=host,
-        pid=pid,
-        start_time=start_time,
-        kind=kind,
-        why=why,
-        **_who(record),
-        gpus=gpus,
-        protected=protected,
-        chosen=True,
+    return Excluded.named(
+        host, pid, start_time, kind, why, record, gpus=gpus, protected=protected, chosen=True
     )
 
 
@@ -196,13 +186,6 @@ def included(e: Excluded) -> Target:
     """An excluded monitor the operator included: the same process, now a target."""
     assert e.start_time is not None
     return Target(**dict(e.entry_fields(), why="protected monitor, included by the operator"))
-
-
-def _who(record: Proc | Parent | Job | None) -> dict[str, Any]:
-    """Its name, command and user as the sample's record says them (nothing known for None)."""
-    if record is None:
-        return {}
-    return {"name": record.name, "command": record.command, "user": record.user}
 
 
 # -- what else a plan holds -------------------------------------------------------------------
@@ -258,4 +241,3 @@ class GpuBefore:
 # selection: GPUs and processes chosen together; jobs: jobs (and processes) chosen, no GPU to clean;
 # signal: one signal, once, to one process (the detail screen's `k`: plan_for_signal)
 SCOPES = ("host", "gpus", "processes", "selection", "jobs", "signal")
-JOB_ROLES = ("root", "between", "member")

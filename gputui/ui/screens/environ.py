@@ -10,54 +10,37 @@ as `••••`. Every name and value is shown literally (made printable at th
 
 from __future__ import annotations
 
-from typing import ClassVar, cast
+from typing import ClassVar
 
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 
 from gputui.fleet import DETAIL_TIMEOUT
 from gputui.model import ProcDetail
 from gputui.words import count
 
 from .. import fmt
-from ..context import Dashboard
+from .dialog import DIALOG, SCROLL_BINDINGS, Dialog
 from .proc_detail import DetailBody
 
 HIDDEN = "••••"  # a secret-looking value the probe kept back
 NAME_WIDTH = 28  # columns for the names; a longer one wraps
 
 
-class EnvironScreen(ModalScreen[None]):
-    DEFAULT_CSS = """
-    EnvironScreen { align: center middle; }
-    #env-box {
-        width: 110;
-        max-width: 100%;
-        height: auto;
-        max-height: 100%;
-        border: round $primary;
-        border-title-color: $accent;
-        border-subtitle-color: $muted;
-        background: $surface;
-        padding: 0 1;
-        scrollbar-size-vertical: 1;
-    }
-    #env-body { height: auto; }
-    """
+class EnvironScreen(Dialog[None]):
+    """A process's environment, read from its host's /proc each time it is asked for."""
+
+    SCROLLS = "#env-box"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,e", "dismiss", "Close", key_display="esc"),
         Binding(
             "s", "toggle_secrets", "Secrets", tooltip="show the values of secret-looking names (again: hide)"
         ),
         Binding("r", "reread", "Read again", tooltip="read the environment from /proc again"),
-        Binding("up", "scroll(-1)", "Scroll up", show=False),
-        Binding("down", "scroll(1)", "Scroll down", show=False),
-        Binding("pageup", "scroll(-10)", "Page up", show=False),
-        Binding("pagedown", "scroll(10)", "Page down", show=False),
+        *SCROLL_BINDINGS,
     ]
 
     def __init__(self, host: str, pid: int, start_time: int) -> None:
@@ -69,12 +52,8 @@ class EnvironScreen(ModalScreen[None]):
         self.detail: ProcDetail | None = None
         self.status = "reading"  # reading, read, no-answer, gone
 
-    @property
-    def dash(self) -> Dashboard:
-        return cast(Dashboard, self.app)
-
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="env-box") as box:
+        with VerticalScroll(id="env-box", classes=DIALOG) as box:
             box.border_title = f"Environment of {self.pid} · {fmt.safe(self.host, 40)}"
             box.border_subtitle = "s show or hide secrets · r read again · esc close"
             yield DetailBody(id="env-body")
@@ -94,9 +73,6 @@ class EnvironScreen(ModalScreen[None]):
             self.action_reread()  # asked for now: the probe sends them only when asked
         else:
             self.redraw()  # hidden again at once, without a round trip
-
-    def action_scroll(self, lines: int) -> None:
-        self.query_one("#env-box", VerticalScroll).scroll_relative(y=lines, animate=False)
 
     async def _read(self, secrets: bool) -> None:
         detail = await self.dash.fleet.request_detail(

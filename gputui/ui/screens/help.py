@@ -16,7 +16,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.widgets import DataTable
 
 from .. import kinds
@@ -28,6 +28,7 @@ from ..widgets.host_list import HostList
 from ..widgets.proc_table import ProcTable
 from ..widgets.status import StyledStatic
 from ..widgets.table import KeyedTable
+from .dialog import DIALOG, SCROLL_BINDINGS, Dialog
 from .gpu_detail import GpuDetailScreen
 from .main import KILL_ACTIONS, MainScreen
 from .plan import PlanScreen
@@ -61,7 +62,7 @@ EXTRA: dict[str, list[tuple[str, str]]] = {
 # DataTable's enter is each table's own (see its section); copying is for text areas.
 HIDDEN_ACTIONS = {"screen.copy_text", "help_quit", "select_cursor", "refuse"}  # refuse: says why a
 # kill key does nothing where it is not offered
-HIDDEN_ACTIONS |= {"scroll(-1)", "scroll(1)", "scroll(-10)", "scroll(10)"}  # the dialog's: one line
+HIDDEN_ACTIONS |= {b.action for b in SCROLL_BINDINGS}  # the dialogs': one line
 # A table is never wider than its pane: nothing to scroll sideways (the process table's → and ←
 # move along the command lines, listed there).
 HIDDEN_ACTIONS |= {"cursor_right", "cursor_left", "scroll_home", "scroll_end"}
@@ -203,7 +204,7 @@ def _grid(rows: list[tuple[Text, Text]]) -> Table:
     return grid
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(Dialog[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,question_mark", "dismiss", "Close", key_display="esc"),
     ]
@@ -213,6 +214,6 @@ class HelpScreen(ModalScreen[None]):
         self.read_only = read_only  # a read-only app lists no kill keys: it offers none
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="help-box") as box:
+        with VerticalScroll(id="help-box", classes=DIALOG) as box:
             box.border_title = "gputui · keys"
             yield HelpBody(self.read_only, id="help-body")

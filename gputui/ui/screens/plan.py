@@ -31,7 +31,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from gputui.kill.plan import SIGNAL_PLANS  # the probe's ladders, as the kill layer passes them on
@@ -45,6 +44,7 @@ from gputui.words import count, gpus_words
 
 from .. import fmt, kinds
 from ..widgets.status import StyledStatic
+from .dialog import DANGER, SCROLL_BINDINGS, Confirm, Dialog, answer_bindings
 
 KEYS_HINT = "ctrl+k kill · s sweep · i signals · w/v times · p monitor · esc cancel"
 SIGNAL_KEYS_HINT = "ctrl+k send · esc cancel"  # a signal plan: one signal, nothing to change
@@ -317,7 +317,7 @@ class PlanBody(PlanText):
         return table
 
 
-class PlanScreen(ModalScreen[tuple[Plan, ...] | None]):
+class PlanScreen(Dialog[tuple[Plan, ...] | None]):
     """Confirm the plans (one per host). Returns the plans to run, or None (cancelled)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -335,12 +335,10 @@ class PlanScreen(ModalScreen[tuple[Plan, ...] | None]):
         Binding(
             "p", "include_protected", "Include monitor", tooltip="stop a chosen monitor too (asks again)"
         ),
-        Binding("up", "scroll(-1)", "Scroll up", show=False),
-        Binding("down", "scroll(1)", "Scroll down", show=False),
-        Binding("pageup", "scroll(-10)", "Page up", show=False),
-        Binding("pagedown", "scroll(10)", "Page down", show=False),
+        *SCROLL_BINDINGS,
     ]
     AUTO_FOCUS = "#plan-cancel"
+    SCROLLS = "#plan-body"
 
     def __init__(
         self, plans: Sequence[Plan], samples: dict[str, Sample] | None = None, *, operator: str
@@ -362,7 +360,7 @@ class PlanScreen(ModalScreen[tuple[Plan, ...] | None]):
         return any(p.sweep_included for p in self.plans if p.sweep)
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="plan-box"):
+        with Vertical(id="plan-box", classes=DANGER):
             yield Static("", id="plan-summary", markup=False)
             yield PlanWarnings(id="plan-warnings")
             with VerticalScroll(id="plan-body", can_focus=False):
@@ -532,9 +530,6 @@ class PlanScreen(ModalScreen[tuple[Plan, ...] | None]):
             self.plans = tuple(p.including(e.pid for e in p.includable) for p in self.plans)
             self.redraw()
 
-    def action_scroll(self, lines: int) -> None:
-        self.query_one("#plan-body", VerticalScroll).scroll_relative(y=lines, animate=False)
-
     @on(Button.Pressed, "#plan-cancel")
     def _cancel_pressed(self) -> None:
         self.action_cancel()
@@ -544,26 +539,17 @@ class PlanScreen(ModalScreen[tuple[Plan, ...] | None]):
         self.action_confirm()
 
 
-class IncludeScreen(ModalScreen[bool]):
+class IncludeScreen(Confirm):
     """The second confirmation before a protected monitor joins a plan: it names the risk."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "answer(False)", "Cancel", key_display="esc"),
-        Binding("ctrl+k", "answer(True)", "Include", priority=True),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = answer_bindings("Include")
     AUTO_FOCUS = "#include-cancel"
+    NAME = "include"
+    YES = "Include"
 
     def __init__(self, monitors: Sequence[Excluded]) -> None:
         super().__init__()
         self.monitors = tuple(monitors)
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="include-box"):
-            yield Static("", id="include-text", markup=False)
-            with Horizontal(id="include-buttons"):
-                yield Button("Cancel", id="include-cancel", variant="primary")
-                yield Button("Include", id="include-yes", variant="error")
-                yield Static("ctrl+k include · esc cancel", id="include-keys", markup=False)
 
     def on_mount(self) -> None:
         fmt.set_title(self.query_one("#include-box"), "Include a protected monitor?")
@@ -577,14 +563,3 @@ class IncludeScreen(ModalScreen[bool]):
             "a job. Include it only if it is the one in the way."
         )
         self.query_one("#include-text", Static).update(text)
-
-    def action_answer(self, include: bool) -> None:
-        self.dismiss(include)
-
-    @on(Button.Pressed, "#include-cancel")
-    def _cancel(self) -> None:
-        self.dismiss(False)
-
-    @on(Button.Pressed, "#include-yes")
-    def _yes(self) -> None:
-        self.dismiss(True)

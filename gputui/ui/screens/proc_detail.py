@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import shlex
 import time
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 from rich.console import Group, RenderableType
 from rich.style import Style
@@ -27,7 +27,6 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 
 from gputui.fleet import DETAIL_TIMEOUT, HostView
 from gputui.kill.operate import Request
@@ -37,9 +36,9 @@ from gputui.units import fmt_duration, fmt_memory, fmt_percent, index_runs
 from gputui.words import count
 
 from .. import fmt, kinds
-from ..context import Dashboard
 from ..messages import PlanRequested
 from ..widgets.status import StyledStatic
+from .dialog import DIALOG, Dialog
 from .signal import SignalScreen
 
 STATES = {
@@ -88,7 +87,7 @@ class DetailBody(StyledStatic):
             self.update(self._group)
 
 
-class ProcDetailScreen(ModalScreen[None]):
+class ProcDetailScreen(Dialog[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,d", "dismiss", "Close", key_display="esc"),
         Binding("c", "copy_pid", "Copy PID", tooltip="copy the PID to the clipboard"),
@@ -105,12 +104,8 @@ class ProcDetailScreen(ModalScreen[None]):
         self.detail: ProcDetail | None = None
         self.status = "reading"  # reading, read, no-answer, gone, ghost
 
-    @property
-    def dash(self) -> Dashboard:
-        return cast(Dashboard, self.app)
-
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="pdetail-box") as box:
+        with VerticalScroll(id="pdetail-box", classes=DIALOG) as box:
             box.border_title = f"Process {self.record.pid} · {fmt.safe(self.host, 40)}"
             # Short enough for 80 columns: what each key does is in the footer and the help.
             box.border_subtitle = (

@@ -12,25 +12,21 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on
-from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.binding import BindingType
+from textual.widgets import Static
 
 from gputui.model import MemoryAccount, PlanVerdict
 from gputui.words import part_words
 
 from .. import fmt
+from .dialog import Confirm, answer_bindings
 
 
-class ResetScreen(ModalScreen[bool]):
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "answer(False)", "Cancel", key_display="esc"),
-        Binding("ctrl+k", "answer(True)", "Reset", priority=True),
-    ]
+class ResetScreen(Confirm):
+    BINDINGS: ClassVar[list[BindingType]] = answer_bindings("Reset")
     AUTO_FOCUS = "#reset-cancel"
+    NAME = "reset"
+    YES = "Reset"
 
     def __init__(self, host: str, gpu: int, dry_run: PlanVerdict, account: MemoryAccount | None) -> None:
         super().__init__()
@@ -43,15 +39,9 @@ class ResetScreen(ModalScreen[bool]):
     def blocked(self) -> bool:
         return bool(self.dry_run.blockers) or self.dry_run.result != "dry-run"
 
-    def compose(self) -> ComposeResult:
-        with Vertical(id="reset-box"):
-            yield Static("", id="reset-text", markup=False)
-            with Horizontal(id="reset-buttons"):
-                yield Button("Close" if self.blocked else "Cancel", id="reset-cancel", variant="primary")
-                if not self.blocked:
-                    yield Button("Reset", id="reset-yes", variant="error")
-                keys = "esc close" if self.blocked else "ctrl+k reset · esc cancel"
-                yield Static(keys, id="reset-keys", markup=False)
+    @property
+    def refused(self) -> bool:
+        return self.blocked
 
     def on_mount(self) -> None:
         host = fmt.safe(self.host, 60)
@@ -80,14 +70,3 @@ class ResetScreen(ModalScreen[bool]):
                 "probe checked); the probe checks again right before the reset."
             )
         self.query_one("#reset-text", Static).update(text)
-
-    def action_answer(self, reset: bool) -> None:
-        self.dismiss(reset and not self.blocked)
-
-    @on(Button.Pressed, "#reset-cancel")
-    def _cancel(self) -> None:
-        self.dismiss(False)
-
-    @on(Button.Pressed, "#reset-yes")
-    def _yes(self) -> None:
-        self.dismiss(not self.blocked)

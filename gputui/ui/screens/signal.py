@@ -16,32 +16,16 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from gputui.kill.plan.signal import SIGNAL_MEANINGS
 
 from .. import fmt
+from .dialog import DIALOG, Dialog
 
 
-class SignalScreen(ModalScreen[str | None]):
-    DEFAULT_CSS = """
-    SignalScreen { align: center middle; }
-    #signal-box {
-        width: 100;
-        max-width: 100%;
-        height: auto;
-        max-height: 100%;
-        border: round $primary;
-        border-title-color: $accent;
-        border-subtitle-color: $muted;
-        background: $surface;
-        padding: 0 1;
-    }
-    #signal-who { height: 1; margin-bottom: 1; text-wrap: nowrap; text-overflow: ellipsis; }
-    #signal-list { height: auto; max-height: 12; border: none; }
-    """
+class SignalScreen(Dialog[str | None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "cancel", "Cancel", key_display="esc", tooltip="send nothing"),
     ]
@@ -54,7 +38,7 @@ class SignalScreen(ModalScreen[str | None]):
         self.command = command
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="signal-box") as box:
+        with Vertical(id="signal-box", classes=DIALOG) as box:
             box.border_title = f"Send a signal to {self.pid} · {fmt.safe(self.host, 40)}"
             box.border_subtitle = "enter choose (a confirmation follows) · esc cancel"
             yield Static(

@@ -28,21 +28,16 @@ EXACT_BAR_WIDTH = 3
 HOLDERS_ROOM = 30  # the Holders column grows to this (or what its cells need) before Temp comes
 
 
+# The Holders column of the GPU and fleet tables: flexible, its numbers whole (glyphs for words when
+# narrow), growing to HOLDERS_ROOM before the other columns of its priority come (holders_column).
+HOLDERS = Column(
+    "holders", "Holders", width=None, nominal=10, flex=True, cut=True, room=HOLDERS_ROOM, whole=True
+)
+
+
 def holders_column(priority: int) -> Column:
-    """The Holders column of the GPU and fleet tables: flexible, its numbers whole (glyphs for words
-    when narrow), growing to HOLDERS_ROOM before the other columns of its `priority` come."""
-    return Column(
-        "holders",
-        "Holders",
-        width=None,
-        nominal=10,
-        priority=priority,
-        flex=True,
-        cut=True,
-        room=HOLDERS_ROOM,
-        room_priority=priority,
-        whole=True,
-    )
+    """The Holders column, shown with the columns of `priority`."""
+    return replace(HOLDERS, priority=priority, room_priority=priority)
 
 
 def holders_cell(table: KeyedTable, sample: Sample, gpus: tuple[Gpu, ...], live: bool = True) -> Cell:
@@ -124,6 +119,20 @@ def memory_cell(table: Styled, used: int | None, total: int | None, width: int |
         (" " + fmt_memory_of(used, total, table.exact_memory), ""),
         sort_key=fraction or 0.0,
     )
+
+
+def gpu_cells(table: KeyedTable, gpu: Gpu, free: bool) -> Row:
+    """What a GPU's row says of it in both the GPU and the fleet tables: its index (in the free
+    style where `free`), name, memory, utilization and temperature."""
+    return {
+        "gpu": Cell(str(gpu.index), table.style_of("gpu--free") if free else "", sort_key=gpu.index),
+        "name": Cell(fmt.safe(gpu.name, 40) or "-"),
+        "memory": memory_cell(table, gpu.memory_used, gpu.memory_total),
+        "util": util_cell(table, gpu.util_gpu),
+        "temp": Cell(
+            f"{gpu.temperature}°C" if gpu.temperature is not None else "-", sort_key=gpu.temperature or 0
+        ),
+    }
 
 
 def util_cell(table: KeyedTable, util: float | None) -> Cell:
@@ -214,13 +223,7 @@ class GpuTable(KeyedTable):
             holders = Cell(f"error: {fmt.safe(gpu.error, 40)}", self.style_of("gpu--error"), sort_key=(3, 0))
         free = self.live and sample.gpu_is_free(gpu)
         return {
-            "gpu": Cell(str(gpu.index), self.style_of("gpu--free") if free else "", sort_key=gpu.index),
-            "name": Cell(fmt.safe(gpu.name, 40) or "-"),
-            "memory": memory_cell(self, gpu.memory_used, gpu.memory_total),
-            "util": util_cell(self, gpu.util_gpu),
-            "temp": Cell(
-                f"{gpu.temperature}°C" if gpu.temperature is not None else "-", sort_key=gpu.temperature or 0
-            ),
+            **gpu_cells(self, gpu, free),
             "power": Cell(power, sort_key=gpu.power_draw or 0.0),
             "util_hist": Cell(util_hist, self.style_of("meter--util"), sort_key=0),
             "mem_hist": Cell(mem_hist, self.style_of("meter--memory"), sort_key=0),

@@ -18,7 +18,7 @@ from .client import start_time
 
 # How far below its session a sim process may be signalled: a job, its child, an orphan of a job
 # (the session adopts them) are one to three levels down.
-MAX_DEPTH = 64
+MAX_SESSION_DEPTH = 64
 
 
 def _pidfd_open(pid):
@@ -53,9 +53,9 @@ def _parent_and_start(pid):
 def _lineage(pid, ancestor):
     # type: (int, int) -> Optional[List[Tuple[int, int, int]]]
     """(pid, start, ppid) from `pid` up to a child of `ancestor`; None if the chain does not reach it
-    within MAX_DEPTH (or a process on it is gone)."""
+    within MAX_SESSION_DEPTH (or a process on it is gone)."""
     chain = []  # type: List[Tuple[int, int, int]]
-    while len(chain) < MAX_DEPTH:
+    while len(chain) < MAX_SESSION_DEPTH:
         found = _parent_and_start(pid)
         if found is None:
             return None
@@ -72,7 +72,7 @@ def _lineage(pid, ancestor):
 def descends_from(pid, ancestor, ancestor_start):
     # type: (int, int, Optional[int]) -> bool
     """Whether process `pid` is below `ancestor`, the process that started at `ancestor_start`
-    (walking the ppid chain in /proc, at most MAX_DEPTH levels).
+    (walking the ppid chain in /proc, at most MAX_SESSION_DEPTH levels).
 
     The chain must read the same twice in a row: a link read while a parent died and its PID went
     to another process would differ (its child's ppid changes when it is re-parented). A few tries,

@@ -11,6 +11,7 @@ Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 import random  # noqa: F401  (in type comments)
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple  # noqa: F401  (used in type comments)
 
+from ...classify import MPS_COMM  # both MPS daemons' comm: what classify knows them by
 from .client import CONTEXT_ROLES
 from .processes import signal_checked
 
@@ -44,7 +45,6 @@ DEFAULT_NAMES = {
     "neighbour": "train.py",
 }
 MONITOR_COMM = "nv-hostengine"
-MPS_COMM = "nvidia-cuda-mps"  # both MPS daemons, cut at 15 characters like every comm
 
 
 class SimError(RuntimeError):
