@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import Event, HostFacts, Preflight, ProcDetail, Sample, done_event
+from .model import HOST_STATUSES, Event, HostFacts, Preflight, ProcDetail, Sample, done_event
 from .probe.common import TERM_TIMEOUT, VERIFY_TIMEOUT, plan_deadline, plan_silence_limit
 from .probe.wire import MAX_PROCESSES
 from .transport.base import Link, TransportError
@@ -47,7 +47,7 @@ PROBLEM_CHARS = 300  # the last problem a host reported, kept for its status lin
 FULL_SCAN_FRESH = 0.5  # seconds a full-scan sample stays good enough to plan on
 DETAIL_TIMEOUT = 3.0  # seconds a probe has to answer a `detail` request (it reads one process)
 
-CONNECTING, LIVE, STALE, DOWN = "connecting", "live", "stale", "down"
+CONNECTING, LIVE, STALE, DOWN = HOST_STATUSES
 
 REASONS = {
     "unreachable": "unreachable",

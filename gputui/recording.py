@@ -44,12 +44,12 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from . import __version__
+from .model import HOST_STATUSES
 from .probe import wire
 from .textsafe import printable
 
 FORMAT = 1  # the header's "gputui_recording": what this gputui writes and reads
 KINDS = ("probe", "status", "action", "end")
-STATUSES = ("connecting", "live", "stale", "down")
 # One entry: a probe line is at most wire.MAX_LINE bytes; written back as ASCII JSON it can grow to
 # three times that (a character of 2 or 3 bytes of UTF-8 becomes a 6-byte \\u escape), plus the
 # entry's own fields.
@@ -520,7 +520,7 @@ class RecordingReader:
 
     def _status(self, record: dict[str, Any]) -> dict[str, Any]:
         status = record.get("status")
-        if status not in STATUSES:
+        if status not in HOST_STATUSES:
             raise self._bad(f"unknown host status {printable(repr(status))[:40]}")
         out: dict[str, Any] = {"status": status}
         for key in ("reason", "detail"):

@@ -248,16 +248,6 @@ def upper_case(name: str) -> bool:
     return name == name.upper() and any(c.isalpha() for c in name) and not name.startswith("__")
 
 
-# Copies whose one owner is a module being changed elsewhere right now: (module, module, name or
-# names), each with its reason. Empty it as those land.
-PENDING: dict[tuple[str, str, str], str] = {
-    ("gputui/fleet.py", "gputui/recording.py", "STATUSES"): (
-        "the host statuses: recording.py (the lower floor) should own them and fleet.py take "
-        "CONNECTING, LIVE, STALE, DOWN from it; fleet.py is being changed on another branch"
-    ),
-}
-
-
 def constants_defined_twice(root: Path) -> list[str]:
     by_name: dict[tuple[str, Any], list[tuple[str, int]]] = defaultdict(list)
     by_value: dict[Any, list[tuple[str, str, int]]] = defaultdict(list)
@@ -276,9 +266,7 @@ def constants_defined_twice(root: Path) -> list[str]:
             found.append(f"{name} bound to the same value in " + ", ".join(f"{m}:{n}" for m, n in places))
     for value, bound in by_value.items():
         modules = sorted({m for m, _, _ in bound})
-        if len(modules) > 1 and not any(
-            {a, b} == set(modules) and name in {n for _, n, _ in bound} for (a, b, name) in PENDING
-        ):
+        if len(modules) > 1:
             found.append(
                 f"{shown[value]:.60} bound in " + ", ".join(f"{m}:{n} ({name})" for m, name, n in bound)
             )

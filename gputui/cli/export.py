@@ -39,9 +39,9 @@ from ..fleet import Fleet
 from ..metrics import FleetCollector, all_heard, registry
 from ..textsafe import printable
 from . import argtypes
+from .exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from .streams import say
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 # What asking the loop can end in: it is busy past the timeout (concurrent.futures' own TimeoutError
 # on Python 3.10), it cancelled the request, or it has stopped.
 UNANSWERED = (TimeoutError, concurrent.futures.TimeoutError, concurrent.futures.CancelledError, RuntimeError)

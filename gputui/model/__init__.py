@@ -20,15 +20,17 @@ The package, from the bottom up (the `layers` contract in pyproject.toml keeps t
 Callers import the records from here, the package's face.
 """
 
+from ..probe.classify import KINDS
 from ..probe.common import IDLE_SLACK, brief_command
 from .detail import Ancestor, DeviceFd, EnvVar, ProcDetail
 from .events import Event, GpuVerdict, PlanVerdict, ProcessVerdict, Restart, done_event
 from .gpus import Gpu, MemoryAccount, MigInstance, MigPlace, Preflight
-from .host import NO_GPU_CODES, HostFacts, HostMetrics
+from .host import HOST_STATUSES, NO_GPU_CODES, HostFacts, HostMetrics
 from .jobs import Job
-from .samples import KINDS, GpuShare, Parent, Proc, ProcUtilState, Sample
+from .samples import GpuShare, Parent, Proc, ProcUtilState, Sample
 
 __all__ = [
+    "HOST_STATUSES",
     "IDLE_SLACK",
     "KINDS",
     "NO_GPU_CODES",

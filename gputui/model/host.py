@@ -15,6 +15,8 @@ from .decode import as_dict, as_float, as_int, as_pid, as_str, read_fields, wire
 # The hello's error codes that mean the host has no GPU to read (no driver, no GPU, no NVML, no
 # access): a host that says one is empty, not failing (snapshot, wait and the kill flow all ask).
 NO_GPU_CODES = ("no-driver", "no-gpu", "no-library", "no-permission")
+# A host as the fleet sees it: its link is being made, samples come, they stopped coming, it is gone.
+HOST_STATUSES = ("connecting", "live", "stale", "down")
 
 
 @dataclass(frozen=True, slots=True)
