@@ -1,4 +1,5 @@
-"""Entry points: `gputui` (the dashboard) and its commands (SUBCOMMANDS: snapshot, clean, wait, demo, probe).
+"""Entry points: `gputui` (the dashboard) and its commands (SUBCOMMANDS: snapshot, clean, wait, demo, hosts,
+probe).
 
 Exit codes (README "Exit codes"): 0 ok; 1 not clean / a host down; 2 bad usage or config;
 3 no NVIDIA driver or GPU; 4 refused (read-only, protected, permission).
@@ -20,8 +21,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn
 
 from . import __version__, argtypes, streams
-from .config import ENV_CONFIG, Config, ConfigError, HostSpec, default_config_path, load, parse_host_arg
+from .config import ENV_CONFIG, Config, ConfigError, HostSpec, default_config_path, load
 from .demo import DemoError
+from .inventory.base import InventoryError
 from .transport import headstart
 
 if TYPE_CHECKING:  # imported where used: `clean`, `wait` and `snapshot` import them while their probe starts
@@ -100,7 +102,8 @@ def snapshot_parser() -> argparse.ArgumentParser:
 def resolve_hosts(
     names: Sequence[str], demo: bool, config: Config, read_only: bool = False
 ) -> list[HostSpec]:
-    """Hosts named on the command line (config names first, then ssh-style), else the config's, else local."""
+    """Hosts named on the command line (config names, host specs: gputui/inventory, then ssh-style),
+    else the config's, else local. Raises InventoryError for a spec that names no hosts."""
     from dataclasses import replace
 
     if demo:
@@ -108,8 +111,9 @@ def resolve_hosts(
 
         specs = demo_hosts(names)  # attached to the live demo, started if need be (gputui/demod.py)
     elif names:
-        by_name = {h.name: h for h in config.hosts}
-        specs = [by_name.get(n) or parse_host_arg(n) for n in names]
+        from .inventory.specs import host_specs
+
+        specs = host_specs(names, config)
     elif config.hosts:
         specs = list(config.hosts)
     else:
@@ -338,7 +342,7 @@ def mistyped_command(args: Sequence[str]) -> str | None:
 
 
 def _configured_hosts(args: Sequence[str]) -> set[str]:
-    """The host names of the config these arguments would load (none when it does not load)."""
+    """The host and group names of the config these arguments would load (none when it does not load)."""
     path: str | None = None
     for i, arg in enumerate(args):
         if arg == "--config" and i + 1 < len(args):
@@ -346,7 +350,8 @@ def _configured_hosts(args: Sequence[str]) -> set[str]:
         elif arg.startswith("--config="):
             path = arg.partition("=")[2]
     try:
-        return {h.name for h in load(path).hosts}
+        config = load(path)
+        return {h.name for h in config.hosts} | set(config.groups)
     except ConfigError:
         return set()
 
@@ -381,6 +386,8 @@ def _main(args: list[str]) -> int:
         return run_ui(args)
     except ConfigError as exc:
         return _fail(f"config error: {exc}")
+    except InventoryError as exc:  # a host spec that names no hosts, or its source did not answer
+        return _fail(exc.message, exc.code)
     except DemoError as exc:  # the live demo cannot run: its directory is not private, it did not start
         return _fail(str(exc), exc.code)
     except KeyboardInterrupt:
@@ -396,6 +403,12 @@ def run_demo(argv: list[str]) -> int:
     from .demod import run_demo as demo_main
 
     return demo_main(argv)
+
+
+def run_hosts(argv: list[str]) -> int:
+    from . import hostscmd
+
+    return hostscmd.run(argv, SUBCOMMANDS["hosts"].summary)
 
 
 def run_probe(argv: list[str]) -> int:
@@ -417,6 +430,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "clean": Subcommand(run_clean, "Free GPUs: staged kill, then verify."),
     "wait": Subcommand(run_wait, "Wait until every chosen GPU is ready for the next run."),
     "demo": Subcommand(run_demo, "The simulated cluster that --demo attaches to: start, stop, status."),
+    "hosts": Subcommand(run_hosts, "List the hosts that specs name (hostlists, @slurm:, @ssh:...); no connecting."),
     "probe": Subcommand(run_probe, "The probe itself, as gputui runs it on each host (JSON lines)."),
 }
 COMMANDS = tuple(SUBCOMMANDS)
