@@ -430,7 +430,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "clean": Subcommand(run_clean, "Free GPUs: staged kill, then verify."),
     "wait": Subcommand(run_wait, "Wait until every chosen GPU is ready for the next run."),
     "demo": Subcommand(run_demo, "The simulated cluster that --demo attaches to: start, stop, status."),
-    "hosts": Subcommand(run_hosts, "List the hosts that specs name (hostlists, @slurm:, @ssh:...); no connecting."),
+    "hosts": Subcommand(run_hosts, "List the hosts that specs name (gpu[001-128], @slurm:P...)."),
     "probe": Subcommand(run_probe, "The probe itself, as gputui runs it on each host (JSON lines)."),
 }
 COMMANDS = tuple(SUBCOMMANDS)
