@@ -1,8 +1,8 @@
 """`gputui hosts SPEC... [--json] [--format text|json|prometheus-sd]`: the hosts that specs name, as
 the dashboard, `snapshot`, `clean` and `wait` would watch them, without connecting to any.
 
-Text: one row a host (name, address, user, port, jump, group, source), then how many and their
-hostlist. JSON: {"version": 1, "count": N, "hosts": [...]}. prometheus-sd: Prometheus `file_sd`
+Text: one row a host (name, address, user, port, jump, group, source: the config's [defaults]
+where a source says nothing), then how many and their hostlist. JSON: {"version": 1, "count": N, "hosts": [...]}. prometheus-sd: Prometheus `file_sd`
 targets (`address:PORT`, one entry a host) with the host's name, group and source as labels.
 Exit codes as every command's: 0; 2 a spec that names nothing, or a tool it needs is missing;
 1 a source that did not answer (Slurm's controller down).
@@ -20,7 +20,7 @@ from .config import LOCAL, load
 from .inventory.base import ResolvedHost
 from .inventory.hostlist import collapse
 from .inventory.sources import SPEC_HELP
-from .inventory.specs import config_host, resolve_hosts
+from .inventory.specs import config_host, resolve_hosts, shown
 
 JSON_VERSION = 1
 SD_PORT = 9400  # dcgm-exporter's port; --sd-port says another
@@ -63,7 +63,7 @@ def run(argv: list[str], summary: str = "", out: TextIO | None = None) -> int:
     fmt = "json" if args.json else (args.format or "text")
     config = load(args.config)
     if args.specs:
-        hosts = resolve_hosts(args.specs, config)
+        hosts = [shown(h, config) for h in resolve_hosts(args.specs, config)]
     elif config.hosts:
         hosts = [config_host(h) for h in config.hosts]
     else:

@@ -142,7 +142,7 @@ _NUMBERED = re.compile(r"^(.*?)([0-9]+)([^0-9]*)$")
 def collapse(names: Iterable[str]) -> str:
     """The shortest-ish expression that expands to exactly these names (as a set): the last number of
     each name is ranged, names alike but for it share a bracket. `gpu001..gpu128` -> `gpu[001-128]`."""
-    groups: dict[tuple[str, str, int], set[int]] = {}
+    numbered: dict[tuple[str, str], list[str]] = {}
     plain: list[str] = []
     for name in dict.fromkeys(names):
         match = _NUMBERED.match(name)
@@ -150,9 +150,15 @@ def collapse(names: Iterable[str]) -> str:
             plain.append(name)
             continue
         prefix, digits, suffix = match.groups()
-        # Padded numbers (a leading zero) only share a bracket with numbers of their width.
-        width = len(digits) if digits.startswith("0") and len(digits) > 1 else 0
-        groups.setdefault((prefix, suffix, width), set()).add(int(digits))
+        numbered.setdefault((prefix, suffix), []).append(digits)
+    groups: dict[tuple[str, str, int], set[int]] = {}
+    for (prefix, suffix), texts in numbered.items():
+        # Padded numbers (a leading zero) share a bracket only with numbers of their width; a number
+        # without one joins them when it is as wide (gpu099 and gpu100 are gpu[099-100]).
+        padded = {len(d) for d in texts if d.startswith("0") and len(d) > 1}
+        for digits in texts:
+            width = len(digits) if len(digits) in padded else 0
+            groups.setdefault((prefix, suffix, width), set()).add(int(digits))
     parts = sorted(plain)
     for (prefix, suffix, width), numbers in sorted(groups.items()):
         ranges = _ranges(sorted(numbers), width)

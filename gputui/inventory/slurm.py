@@ -39,6 +39,8 @@ def partition_hosts(partition: str, source: str | None = None) -> list[ResolvedH
     if record is None:
         raise InventoryError(f"{where}: scontrol shows no partition {partition!r}")
     nodes = record.get("Nodes", "")
+    if nodes == "(null)":  # a partition defined without nodes
+        nodes = ""
     if nodes.upper() == "ALL":
         listed = run_tool(
             ["sinfo", "--noheader", "--Node", "--partition", partition, "--format", "%N"],
@@ -47,7 +49,7 @@ def partition_hosts(partition: str, source: str | None = None) -> list[ResolvedH
         )
         names = list(dict.fromkeys(line.strip() for line in listed.splitlines() if line.strip()))
     else:
-        names = _expand(nodes, where)
+        names = _expand(nodes, where) if nodes else []
     if not names:
         raise InventoryError(f"{where}: the partition has no nodes")
     return [checked(ResolvedHost(n, n, group=partition, source=where), where) for n in names]

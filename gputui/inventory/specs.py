@@ -10,7 +10,7 @@ An ~/.ssh/config entry connects through its alias: every option of its block app
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,19 @@ def to_spec(host: ResolvedHost, config: Config) -> HostSpec:
     if values["address"] == LOCAL:
         values.pop("jump", None)
     return HostSpec(**values)
+
+
+def shown(host: ResolvedHost, config: Config) -> ResolvedHost:
+    """The host as `gputui hosts` lists it: what the source says, with the config's [defaults]
+    where it says nothing (as to_spec applies them)."""
+    if host.name in {h.name for h in config.hosts} or not host.source:
+        return host
+    filled = {
+        key: config.defaults[key]
+        for key in ("user", "port", "jump")
+        if getattr(host, key) is None and key in config.defaults
+    }
+    return replace(host, **filled) if filled else host
 
 
 def host_specs(words: Sequence[str], config: Config, ssh_config: Path | None = None) -> list[HostSpec]:

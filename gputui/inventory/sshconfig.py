@@ -3,7 +3,8 @@
 Each entry's HostName, User, Port and ProxyJump are shown as OpenSSH would take them: the first value
 of each option from the blocks that apply to the alias, in file order (a `Host *` block at the end
 fills what the entry leaves unset). `Include` is followed (relative paths are under ~/.ssh, globs
-expand, at most 16 deep as in OpenSSH); `Match` blocks are not evaluated (their options are left out
+expand, at most 16 deep as in OpenSSH; inside a Host block, what it reads applies only to the hosts
+that block matches, as in OpenSSH); `Match` blocks are not evaluated (their options are left out
 of what is shown; the connection itself applies them: asyncssh reads the same file). Entries whose
 patterns are all wildcards or negations (`Host *`, `Host !bastion *.lan`) name no host and are
 skipped. A host from here connects through its alias, so every option of its block applies.
@@ -30,6 +31,16 @@ class _Block:
     patterns: list[str] | None  # None: the options before the first Host line (apply to every host)
     options: list[tuple[str, str]] = field(default_factory=list)
     match: bool = False  # a Match block: not evaluated here
+    # An Include inside a Host block is conditional (OpenSSH): what it reads applies only to hosts
+    # that block matches too. None: inside a Match block, so never here.
+    guards: list[list[str]] | None = field(default_factory=list)
+
+    def applies(self, alias: str) -> bool:
+        if self.match or self.guards is None:
+            return False
+        if any(not _matches(alias, guard) for guard in self.guards):
+            return False
+        return self.patterns is None or _matches(alias, self.patterns)
 
 
 def default_path() -> Path:
@@ -41,11 +52,11 @@ def read_blocks(path: Path) -> list[_Block]:
     if not path.is_file():
         raise InventoryError(f"@ssh: no ssh config at {path}")
     blocks = [_Block(None)]
-    _read(path, blocks, 0, path.parent)
+    _read(path, blocks, 0, Path("~/.ssh").expanduser(), [])
     return blocks
 
 
-def _read(path: Path, blocks: list[_Block], depth: int, base: Path) -> None:
+def _read(path: Path, blocks: list[_Block], depth: int, base: Path, guards: list[list[str]] | None) -> None:
     if depth > MAX_INCLUDE_DEPTH:
         raise InventoryError(f"@ssh: Include nested more than {MAX_INCLUDE_DEPTH} deep at {path} (a loop?)")
     try:
@@ -65,16 +76,25 @@ def _read(path: Path, blocks: list[_Block], depth: int, base: Path) -> None:
         except ValueError:
             continue  # an unbalanced quote: OpenSSH refuses the file; the connection will say so
         if key == "host":
-            blocks.append(_Block(args))
+            blocks.append(_Block(args, guards=guards))
         elif key == "match":
-            blocks.append(_Block([], match=True))
+            blocks.append(_Block([], match=True, guards=guards))
         elif key == "include":
+            here = blocks[-1]
+            inner = guards
+            if here.match or inner is None:
+                inner = None
+            elif here.patterns is not None:
+                inner = [*inner, here.patterns]
+            # What the file says before its first Host line belongs to the including block.
+            blocks.append(_Block(None, guards=inner))
             for pattern in args:
                 full = Path(pattern).expanduser()
                 if not full.is_absolute():
-                    full = base / full  # OpenSSH: relative to ~/.ssh for the user's config
+                    full = base / full  # OpenSSH: relative to ~/.ssh for a user's config
                 for found in sorted(glob.glob(str(full))):
-                    _read(Path(found), blocks, depth + 1, base)
+                    _read(Path(found), blocks, depth + 1, base, inner)
+            blocks.append(_Block(here.patterns, match=here.match, guards=here.guards))  # back in it
         elif args:
             blocks[-1].options.append((key, args[0]))
 
@@ -107,7 +127,7 @@ def ssh_hosts(pattern: str, path: Path | None = None, source: str | None = None)
         if block.patterns is None or block.match:
             continue
         for name in block.patterns:
-            if _is_name(name) and fnmatch.fnmatchcase(name, glob_pattern):
+            if _is_name(name) and fnmatch.fnmatchcase(name, glob_pattern) and block.applies(name):
                 aliases.setdefault(name, None)
     if not aliases:
         raise InventoryError(f"{where}: no Host entry of {path} matches {glob_pattern!r}")
@@ -117,7 +137,7 @@ def ssh_hosts(pattern: str, path: Path | None = None, source: str | None = None)
 def _resolve(alias: str, blocks: list[_Block], source: str) -> ResolvedHost:
     values: dict[str, str] = {}
     for block in blocks:
-        if block.match or (block.patterns is not None and not _matches(alias, block.patterns)):
+        if not block.applies(alias):
             continue
         for key, value in block.options:
             if key in WANTED:
