@@ -1,6 +1,7 @@
 """Several "hosts" behind real loopback sshd servers, for fleet, UI and CLI tests over SSH.
 
-`SshCluster(base, {"sshd-1": ["gpu-a", "gpu-b"], "sshd-2": ["gpu-c"]})` starts one sshd per key and
+`SshCluster(base, {"sshd-1": ["gpu-a", "gpu-b"], "sshd-2": ["gpu-c"]})` starts one sshd per key (with
+`sshd_config` lines added to each, e.g. a MaxStartups) and
 gives each alias its own `Host` block (so each host is its own SSH connection and its own remote
 probe). Every server sets `TMPDIR` for its sessions to a private directory, which makes what the
 remote probes start easy to find and check afterwards: the sims make their `gputui-sim-*`
@@ -85,7 +86,9 @@ def _signal(pid: int, sig: int) -> None:
 
 
 class SshCluster:
-    def __init__(self, base: Path, layout: Mapping[str, Iterable[str]]) -> None:
+    def __init__(
+        self, base: Path, layout: Mapping[str, Iterable[str]], sshd_config: tuple[str, ...] = ()
+    ) -> None:
         self.base = base
         self.remote_tmp = base / "remote-tmp"
         self.remote_tmp.mkdir(parents=True)
@@ -93,7 +96,9 @@ class SshCluster:
         self.server_of: dict[str, SshServer] = {}
         self.links: list[SshLink] = []
         for server_name, aliases in layout.items():
-            server = self.env.add(server_name, extra_config=(f"SetEnv TMPDIR={self.remote_tmp}",))
+            server = self.env.add(
+                server_name, extra_config=(f"SetEnv TMPDIR={self.remote_tmp}", *sshd_config)
+            )
             for alias in aliases:
                 with open(self.env.ssh_config, "a") as out:
                     out.write(server.config_block(alias))
@@ -181,14 +186,16 @@ class SshCluster:
         return left, dirs
 
 
-def running_cluster(base: Path, layout: Mapping[str, Iterable[str]]) -> Iterator[SshCluster]:
+def running_cluster(
+    base: Path, layout: Mapping[str, Iterable[str]], sshd_config: tuple[str, ...] = ()
+) -> Iterator[SshCluster]:
     """The body of a pytest fixture: the cluster for one test, then proof that it left nothing behind
     (every remote probe and sim gone). Skips where OpenSSH's sshd is missing."""
     import pytest
 
     if not have_sshd():
         pytest.skip("OpenSSH sshd is not installed (.ci/run installs it)")
-    cluster = SshCluster(base, layout)
+    cluster = SshCluster(base, layout, sshd_config)
     try:
         yield cluster
     finally:
