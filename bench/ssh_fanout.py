@@ -4,7 +4,8 @@ sshd's default MaxStartups (10:30:100) and a tight one (3:30:10), through gputui
 (gputui/transport/dial.py) and, for comparison, without it (every handshake at once, none retried:
 what gputui did before; the fleet's own reconnect backoff, 0.5 s doubling to 30 s, is all that is left).
 
-    python bench/ssh_fanout.py [--hosts 64,128,256] [--servers 1] [--mode probe|connect] [--out FILE]
+    python bench/ssh_fanout.py [--hosts 64,128,256] [--servers 1] [--mode probe|connect]
+                               [--per-host-blocks] [--tight-only] [--no-baseline] [--out FILE]
 
 --mode probe (default): the real fleet, each host its own SSH connection and remote probe (simulated
 GPUs, scenario "empty"), live at its first sample: what the dashboard does. --mode connect: each host
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import platform
 import resource
 import sys
@@ -119,13 +121,27 @@ async def run_connect(cluster: SshCluster, names: list[str], dialer: dial.Dialer
     return {"seconds": took, "lost": sum(c is None for c in conns), "reconnects": failures}
 
 
-def measure(n: int, servers: int, tight: bool, gated: bool, mode: str) -> dict[str, object]:
+def compact_config(cluster: SshCluster, servers: int) -> None:
+    """One wildcard block per server (`Host h*-s0`), as a cluster's ssh config names its nodes: a
+    block per host makes every connection parse them all (asyncssh re-reads the file per hop)."""
+    blocks = []
+    for s in range(servers):
+        server = cluster.env.servers[f"sshd-{s}"]
+        blocks.append(server.config_block(f"h*-s{s}"))
+    cluster.env.ssh_config.write_text("".join(blocks))
+
+
+def measure(
+    n: int, servers: int, tight: bool, gated: bool, mode: str, per_host_blocks: bool
+) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="gputui-fanout-") as tmp:
-        layout = {f"sshd-{s}": [f"h{i:04d}" for i in range(n) if i % servers == s] for s in range(servers)}
+        names = [f"h{i:04d}-s{i % servers}" for i in range(n)]
+        layout = {f"sshd-{s}": [x for x in names if x.endswith(f"-s{s}")] for s in range(servers)}
         extra = (f"MaxStartups {TIGHT}",) if tight else ()
         cluster = SshCluster(Path(tmp), layout, sshd_config=extra)
+        if not per_host_blocks:
+            compact_config(cluster, servers)
         try:
-            names = [f"h{i:04d}" for i in range(n)]
             dialer = dial.Dialer() if gated else ungated()
             runner = run_probe if mode == "probe" else run_connect
             result = asyncio.run(runner(cluster, names, dialer))
@@ -137,6 +153,7 @@ def measure(n: int, servers: int, tight: bool, gated: bool, mode: str) -> dict[s
         "maxstartups": TIGHT if tight else "10:30:100 (default)",
         "dialer": "gputui" if gated else "none (before)",
         "mode": mode,
+        "ssh_config": "a block per host" if per_host_blocks else "a block per server",
         **result,
         "dropped": dialer.stats.dropped,
         "peak_handshakes": dialer.stats.peak,
@@ -151,18 +168,26 @@ def main() -> int:
     parser.add_argument("--servers", type=int, default=1, help="sshd servers the hosts are aliases of")
     parser.add_argument("--mode", choices=("probe", "connect"), default="probe")
     parser.add_argument("--no-baseline", action="store_true", help="skip the runs without the dialer")
+    parser.add_argument("--tight-only", action="store_true", help="only the tight MaxStartups")
+    parser.add_argument(
+        "--per-host-blocks",
+        action="store_true",
+        help="an ssh config block per host (default: one wildcard block per server)",
+    )
     parser.add_argument("--out", help="write the rows as JSON here")
     args = parser.parse_args()
     dial.raise_fd_limit()
-    print(f"# {platform.node()} {platform.machine()}, {time.strftime('%Y-%m-%d')}, mode {args.mode}, "
-          f"open files {resource.getrlimit(resource.RLIMIT_NOFILE)[0]}")  # fmt: skip
+    blocks = "a block per host" if args.per_host_blocks else "a block per server"
+    print(f"# {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}, "
+          f"mode {args.mode}, {args.servers} sshd, ssh config: {blocks}, "
+          f"open files {resource.getrlimit(resource.RLIMIT_NOFILE)[0]}, load {os.getloadavg()[0]:.1f}")  # fmt: skip
     head = f"{'hosts':>5}  {'MaxStartups':<20} {'dialer':<14} {'all live':>9} {'dropped':>7} {'again':>6} {'lost':>5} {'peak':>5}"
     print(head)
     rows = []
     for n in (int(x) for x in args.hosts.split(",")):
-        for tight in (False, True):
+        for tight in (True,) if args.tight_only else (False, True):
             for gated in (True, False) if not args.no_baseline else (True,):
-                row = measure(n, args.servers, tight, gated, args.mode)
+                row = measure(n, args.servers, tight, gated, args.mode, args.per_host_blocks)
                 rows.append(row)
                 print(
                     f"{n:>5}  {row['maxstartups']!s:<20} {row['dialer']!s:<14} {row['seconds']:>8.1f}s "
