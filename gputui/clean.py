@@ -31,6 +31,7 @@ from typing import Any, TextIO
 
 from . import argtypes, streams
 from .actionlog import ActionLog, UnsafeLog, default_log_path
+from .cleansummary import summary_lines, wanted
 from .fleet import Fleet
 from .gpuspec import UsageError, resolve_gpu_specs, split_targets
 from .jobspec import choose
@@ -55,6 +56,7 @@ from .words import (
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU, EXIT_REFUSED, EXIT_DECLINED = 0, 1, 2, 3, 4, 5
 EXIT_CLEAN, EXIT_NOT_CLEAN = EXIT_OK, EXIT_FAILED  # the names the first version used
 JSON_VERSION = 2
+PARALLEL = 16  # hosts acting at once (--parallel): a fleet's plans do not all signal in one instant
 __all__ = ["resolve_gpu_specs", "split_targets"]  # GPU specs are gputui.gpuspec's; kept here for callers
 
 
@@ -154,6 +156,13 @@ def add_clean_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="S",
         help="seconds to wait for the outcome to be verified (default 10, or [kill] in the config)",
+    )
+    parser.add_argument(
+        "--parallel",
+        type=argtypes.whole(1, 4096, "a number of hosts"),
+        default=PARALLEL,
+        metavar="N",
+        help=f"at most N hosts acting at once, the others waiting their turn (default {PARALLEL})",
     )
     parser.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and stop")
@@ -454,7 +463,7 @@ async def _clean(args: argparse.Namespace, ops: Operations, con: Console) -> int
     plans = [o.plan for o in runnable if o.plan is not None]
     # Hosts that cannot be cleaned (down, no GPU, refused) do not hold back the others.
     try:
-        results = await ops.run_all(plans, show)
+        results = await ops.run_all(plans, show, limit=args.parallel)
     except asyncio.CancelledError:  # Ctrl+C: each running plan's outcome-unknown line is written
         _say_interrupted(con, [o for o in runnable if o.plan is not None], ops)
         raise
@@ -867,6 +876,9 @@ def _finish(
             con.say(
                 f"({count(stopped, 'process', 'processes')} stopped; every signal is in {ops.audit.path})"
             )
+    if wanted(items):  # many hosts: their verdicts scrolled by; one table says them all
+        for line in summary_lines(items, dry_run):
+            con.say(line)
     if con.json:
         con.document(
             {

@@ -38,7 +38,7 @@ VALUE_OPTIONS = frozenset(
     {
         "--config", "--timeout", "--gpu", "--pid", "--reset-gpu", "--signals", "--term-timeout",
         "--verify-timeout", "--log", "--settle", "--temp-below", "--memory-below", "--util-below",
-        "--interval", "--job", "--slurm-job", "--container", "--user", "--watch",
+        "--interval", "--job", "--slurm-job", "--container", "--user", "--watch", "--parallel",
     }
 )  # fmt: skip
 NO_TERMINAL = (

@@ -360,14 +360,23 @@ class Operations:
         }
 
     async def run_all(
-        self, plans: Sequence[Plan], on_event: Callable[[Plan, Event], None] | None = None
+        self,
+        plans: Sequence[Plan],
+        on_event: Callable[[Plan, Event], None] | None = None,
+        limit: int | None = None,
     ) -> list[PlanVerdict | OSError]:
         """Each plan on its own host at once (a slow host holds back no other); in `plans` order.
-        An OSError in the list: that plan's write-ahead record failed and nothing was sent."""
+        `limit`: at most that many hosts acting at once (`gputui clean --parallel`), the others
+        waiting their turn. An OSError in the list: that plan's write-ahead record failed and
+        nothing was sent."""
+        gate = asyncio.Semaphore(limit) if limit else None
 
         async def one(plan: Plan) -> PlanVerdict | OSError:
             try:
-                return await self.run(plan, None if on_event is None else lambda e: on_event(plan, e))
+                if gate is None:
+                    return await self.run(plan, None if on_event is None else lambda e: on_event(plan, e))
+                async with gate:
+                    return await self.run(plan, None if on_event is None else lambda e: on_event(plan, e))
             except OSError as exc:
                 return exc
 
