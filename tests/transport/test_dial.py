@@ -209,3 +209,50 @@ async def test_a_fleet_shows_hosts_queued_then_every_one_live(cluster: SshCluste
         assert all(v.connects == 1 for v in fleet.hosts)  # none lost and connected again
     finally:
         await fleet.stop()
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[SshCluster]:
+    yield from running_cluster(tmp_path / "pair", {"sshd-1": ["left", "right"]})
+
+
+async def test_the_host_list_says_queued_while_a_host_waits_for_a_slot(pair: SshCluster) -> None:
+    """The test holds the server's only handshake slot: both hosts are drawn `queued` (the status
+    line says so too), then live once it lets go."""
+    from gputui.ui import make_app
+
+    dialer = dial.use(Dialer(per_host=1))
+    server = pair.server_of["left"]
+    gate = dialer.gate(f"127.0.0.1:{server.port}")
+    held = await gate.acquire()
+    fleet = Fleet()
+    for name in ("left", "right"):
+        spec = HostSpec(name=name, address=name, reader="sim", sim_scenario="empty")
+        fleet.add(name, lambda spec=spec: pair.link(spec, 0.5, connect_timeout=30.0), interval=0.5)
+    app = make_app(fleet, interval=0.5)
+    async with app.run_test(headless=True, size=(160, 50)) as pilot:
+        main = app._main
+        assert main is not None
+
+        async def drawn(want: set[str], timeout: float) -> None:
+            deadline = time.monotonic() + timeout
+            while True:
+                rows = main.host_list.rows_data()
+                words = {h: rows[h]["age"].plain if h in rows else "-" for h in ("left", "right")}
+                if all(w in want for w in words.values()):
+                    return
+                assert time.monotonic() < deadline, words
+                await pilot.pause(0.02)
+
+        await drawn({"queued"}, 30)
+        assert fleet.view("left").phase == QUEUED
+        assert "waiting for a handshake" in (fleet.view("left").phase_detail or "")
+        main.host_list.move_cursor(row=main.host_list.get_row_index("left"))
+        await pilot.pause(0.1)
+        assert "queued…" in main.status_line.render().plain
+        gate.release(held)
+        deadline = time.monotonic() + 60
+        while not all(v.status == LIVE for v in fleet.hosts):
+            assert time.monotonic() < deadline, [(v.name, v.status, v.phase) for v in fleet.hosts]
+            await pilot.pause(0.05)
+        assert all(v.phase is None for v in fleet.hosts)
