@@ -36,7 +36,7 @@ import asyncssh  # noqa: E402
 from gputui.config import HostSpec  # noqa: E402
 from gputui.fleet import DOWN, LIVE, Fleet, HostView  # noqa: E402
 from gputui.transport import dial  # noqa: E402
-from tests.sshcluster import SshCluster  # noqa: E402
+from tests.sshcluster import NO_BASHRC, SshCluster  # noqa: E402
 
 TIGHT = "3:30:10"
 DEADLINE = 300.0
@@ -137,7 +137,9 @@ def measure(
     with tempfile.TemporaryDirectory(prefix="gputui-fanout-") as tmp:
         names = [f"h{i:04d}-s{i % servers}" for i in range(n)]
         layout = {f"sshd-{s}": [x for x in names if x.endswith(f"-s{s}")] for s in range(servers)}
-        extra = (f"MaxStartups {TIGHT}",) if tight else ()
+        # Sessions skip the user's ~/.bashrc: what a dev machine's rc file does per shell (pyenv's
+        # rehash and its lock) is no part of connecting, and hundreds of them at once stall it.
+        extra = (NO_BASHRC, f"MaxStartups {TIGHT}") if tight else (NO_BASHRC,)
         cluster = SshCluster(Path(tmp), layout, sshd_config=extra)
         if not per_host_blocks:
             compact_config(cluster, servers)

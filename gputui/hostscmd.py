@@ -63,7 +63,8 @@ def run(argv: list[str], summary: str = "", out: TextIO | None = None) -> int:
     fmt = "json" if args.json else (args.format or "text")
     config = load(args.config)
     if args.specs:
-        hosts = [shown(h, config) for h in resolve_hosts(args.specs, config)]
+        entries = {h.name: h for h in config.hosts}
+        hosts = [shown(h, config, entries) for h in resolve_hosts(args.specs, config)]
     elif config.hosts:
         hosts = [config_host(h) for h in config.hosts]
     else:

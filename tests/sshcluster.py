@@ -85,6 +85,20 @@ def _signal(pid: int, sig: int) -> None:
         pass
 
 
+def _sshd_lines(remote_tmp: Path, extra: tuple[str, ...]) -> tuple[str, ...]:
+    """The servers' own lines, then `extra`; sshd takes only its first SetEnv line, so every
+    variable is set on one."""
+    setenv = [f"TMPDIR={remote_tmp}"]
+    setenv += [word for line in extra if line.startswith("SetEnv ") for word in line.split()[1:]]
+    return (f"SetEnv {' '.join(setenv)}", *(line for line in extra if not line.startswith("SetEnv ")))
+
+
+# Sessions skip the user's ~/.bashrc (bash reads it under sshd only below SHLVL 2): a test machine's
+# rc file may do slow or locking work per shell (pyenv's `rehash` takes a lock that a session killed
+# at the end of a test leaves behind, and then every shell waits on it for a minute).
+NO_BASHRC = "SetEnv SHLVL=5"
+
+
 class SshCluster:
     def __init__(
         self, base: Path, layout: Mapping[str, Iterable[str]], sshd_config: tuple[str, ...] = ()
@@ -96,9 +110,7 @@ class SshCluster:
         self.server_of: dict[str, SshServer] = {}
         self.links: list[SshLink] = []
         for server_name, aliases in layout.items():
-            server = self.env.add(
-                server_name, extra_config=(f"SetEnv TMPDIR={self.remote_tmp}", *sshd_config)
-            )
+            server = self.env.add(server_name, extra_config=_sshd_lines(self.remote_tmp, sshd_config))
             for alias in aliases:
                 with open(self.env.ssh_config, "a") as out:
                     out.write(server.config_block(alias))

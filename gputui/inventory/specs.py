@@ -9,7 +9,7 @@ An ~/.ssh/config entry connects through its alias: every option of its block app
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
@@ -34,8 +34,7 @@ def config_host(spec: HostSpec) -> ResolvedHost:
 
 
 def resolver(config: Config, ssh_config: Path | None = None) -> Resolver:
-    groups = getattr(config, "groups", None) or {}
-    return Resolver(groups, {h.name: config_host(h) for h in config.hosts}, ssh_config)
+    return Resolver(config.groups, {h.name: config_host(h) for h in config.hosts}, ssh_config)
 
 
 def resolve_hosts(words: Sequence[str], config: Config, ssh_config: Path | None = None) -> list[ResolvedHost]:
@@ -43,9 +42,10 @@ def resolve_hosts(words: Sequence[str], config: Config, ssh_config: Path | None 
     return resolver(config, ssh_config).resolve_all(words)
 
 
-def to_spec(host: ResolvedHost, config: Config) -> HostSpec:
-    by_name = {h.name: h for h in config.hosts}
-    entry = by_name.get(host.name)
+def to_spec(host: ResolvedHost, config: Config, entries: Mapping[str, HostSpec] | None = None) -> HostSpec:
+    """`entries`: the config's hosts by name (made here when not given)."""
+    entries = entries if entries is not None else {h.name: h for h in config.hosts}
+    entry = entries.get(host.name) if host.source == "config" or host.name in entries else None
     if entry is not None:
         return entry
     values: dict[str, Any] = {}
@@ -65,18 +65,19 @@ def to_spec(host: ResolvedHost, config: Config) -> HostSpec:
     return HostSpec(**values)
 
 
-def shown(host: ResolvedHost, config: Config) -> ResolvedHost:
-    """The host as `gputui hosts` lists it: what the source says, with the config's [defaults]
-    where it says nothing (as to_spec applies them)."""
-    if host.name in {h.name for h in config.hosts} or not host.source:
-        return host
-    filled = {
-        key: config.defaults[key]
-        for key in ("user", "port", "jump")
-        if getattr(host, key) is None and key in config.defaults
-    }
-    return replace(host, **filled) if filled else host
+def shown(host: ResolvedHost, config: Config, entries: Mapping[str, HostSpec] | None = None) -> ResolvedHost:
+    """The host as `gputui hosts` lists it: the user, port and jump the connection will use (as
+    to_spec makes it: the config's [defaults] where they apply), else what the source said (an ssh
+    config entry's own User, Port, ProxyJump)."""
+    spec = to_spec(host, config, entries)
+    return replace(
+        host,
+        user=spec.user if spec.user is not None else host.user,
+        port=spec.port if spec.port is not None else host.port,
+        jump=spec.jump if spec.jump is not None else host.jump,
+    )
 
 
 def host_specs(words: Sequence[str], config: Config, ssh_config: Path | None = None) -> list[HostSpec]:
-    return [to_spec(h, config) for h in resolve_hosts(words, config, ssh_config)]
+    entries = {h.name: h for h in config.hosts}
+    return [to_spec(h, config, entries) for h in resolve_hosts(words, config, ssh_config)]

@@ -15,7 +15,7 @@ import pytest
 from gputui.config import parse_config
 from gputui.inventory.specs import host_specs
 from gputui.transport.ssh import SshLink
-from tests.sshcluster import SshCluster, running_cluster
+from tests.sshcluster import NO_BASHRC, SshCluster, running_cluster
 from tests.sshd import SshEnv, have_sshd
 
 pytestmark = pytest.mark.ssh
@@ -23,7 +23,8 @@ pytestmark = pytest.mark.ssh
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[SshCluster]:
-    yield from running_cluster(tmp_path / "cluster", {"sshd-1": ["gpu-1", "gpu-2"], "sshd-2": ["gpu-3"]})
+    layout = {"sshd-1": ["gpu-1", "gpu-2"], "sshd-2": ["gpu-3"]}
+    yield from running_cluster(tmp_path / "cluster", layout, sshd_config=(NO_BASHRC,))
 
 
 def test_snapshot_of_a_hostlist_and_an_ssh_pattern(cluster: SshCluster) -> None:

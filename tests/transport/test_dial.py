@@ -17,7 +17,7 @@ from gputui.config import HostSpec
 from gputui.fleet import LIVE, Fleet, HostView
 from gputui.transport import dial
 from gputui.transport.dial import BACKING_OFF, CONNECTING, QUEUED, Dialer, Dropped, Gate
-from tests.sshcluster import SshCluster, running_cluster
+from tests.sshcluster import NO_BASHRC, SshCluster, running_cluster
 from tests.sshd import SshEnv, SshServer
 
 # -- the gate on its own -------------------------------------------------------------------------
@@ -180,7 +180,9 @@ HOSTS = [f"node{i:02d}" for i in range(12)]
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[SshCluster]:
-    yield from running_cluster(tmp_path / "cluster", {"sshd-1": HOSTS}, sshd_config=("MaxStartups 3:30:10",))
+    yield from running_cluster(
+        tmp_path / "cluster", {"sshd-1": HOSTS}, sshd_config=(NO_BASHRC, "MaxStartups 3:30:10")
+    )
 
 
 async def test_a_fleet_shows_hosts_queued_then_every_one_live(cluster: SshCluster) -> None:
@@ -213,7 +215,7 @@ async def test_a_fleet_shows_hosts_queued_then_every_one_live(cluster: SshCluste
 
 @pytest.fixture
 def pair(tmp_path: Path) -> Iterator[SshCluster]:
-    yield from running_cluster(tmp_path / "pair", {"sshd-1": ["left", "right"]})
+    yield from running_cluster(tmp_path / "pair", {"sshd-1": ["left", "right"]}, sshd_config=(NO_BASHRC,))
 
 
 async def test_the_host_list_says_queued_while_a_host_waits_for_a_slot(pair: SshCluster) -> None:
