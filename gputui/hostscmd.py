@@ -23,7 +23,7 @@ from .inventory.sources import SPEC_HELP
 from .inventory.specs import config_host, resolve_hosts, shown
 
 JSON_VERSION = 1
-SD_PORT = 9400  # dcgm-exporter's port; --sd-port says another
+SD_PORT = 9842  # `gputui export --listen :9842` (docs/MONITORING.md); --sd-port says another
 FORMATS = ("text", "json", "prometheus-sd")
 COLUMNS = ("name", "address", "user", "port", "jump", "group", "source")
 

@@ -139,7 +139,7 @@ def test_gputui_hosts_prints_prometheus_targets_from_an_inventory(ansible_home: 
     assert done.returncode == 0, done.stderr
     groups = json.loads(done.stdout)
     assert groups[0] == {
-        "targets": ["10.0.0.1:9400"],
+        "targets": ["10.0.0.1:9842"],
         "labels": {"gputui_host": "gpu-a", "gputui_group": "gpus", "gputui_source": f"@ansible:{inv}:gpus"},
     }
     assert len(groups) == 5
