@@ -110,6 +110,7 @@ def test_prometheus_file_sd(env: dict[str, str]) -> None:
          "@slurm:, @slurm-job:, @ansible:, @group:)"),
         (["hosts", "@group:rack4"], "gputui: @group:rack4: no group 'rack4' in the config (its groups: rack3)"),
         (["snapshot", "gpu[001-"], "gputui: bad hostlist 'gpu[001-': '[' without a closing ']'"),
+        (["node[2-1]"], "gputui: bad hostlist 'node[2-1]': the range 2-1 goes down"),  # the dashboard
         (["wait", "@file:/nonexistent/hosts"], "gputui: @file:/nonexistent/hosts: cannot read "
          "/nonexistent/hosts: No such file or directory"),
         (["clean", "gpu[a-b]", "--all", "--dry-run"], "gputui: bad hostlist 'gpu[a-b]': 'a-b' in brackets "
