@@ -23,8 +23,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from .config import Config, ConfigError, HostSpec, parse_host_arg
+from .config import Config, ConfigError, HostSpec
 from .fleet import Fleet, HostView
+from .inventory.specs import host_specs
 from .kill.auditlog import default_log_path
 from .kill.operate import Operations, Planned, Request, status_of
 from .kill.plan.planner import PlanOptions
@@ -63,13 +64,13 @@ __all__ = [
 
 
 def hosts(names: Sequence[str] = (), config: Config | None = None, read_only: bool = False) -> list[HostSpec]:
-    """The hosts `names` mean, as the command line takes them: a name of the config's first, else
-    `[user@]host[:port]`; no names: the config's hosts, else this machine. Raises ConfigError for a
-    name given twice or one that cannot be a host."""
+    """The hosts `names` mean, as the command line takes them: a name of the config's first, a host
+    spec (`gpu[001-128]`, `@file:PATH`, `@ssh:PATTERN`, `@slurm:PARTITION`, a group: gputui/inventory),
+    else `[user@]host[:port]`; no names: the config's hosts, else this machine. Raises ConfigError for
+    a name given twice or one that cannot be a host, InventoryError for a spec that names none."""
     config = config if config is not None else Config()
     if names:
-        by_name = {h.name: h for h in config.hosts}
-        specs = [by_name.get(n) or parse_host_arg(n) for n in names]
+        specs = host_specs(names, config)
     elif config.hosts:
         specs = list(config.hosts)
     else:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .hostlist import SOURCES, HostlistError, expand, is_hostlist
 from .killoptions import KillOptions
 from .ownership import UNTRUSTED, ownership_problem
 from .probe.common import DEFAULT_SIGNALS, MAX_TIMEOUT, SIGNAL_PLANS, TERM_TIMEOUT, VERIFY_TIMEOUT
@@ -90,6 +91,8 @@ class Config:
     kill: KillOptions = KillOptions()  # the [kill] table: signals and timeouts of every plan
     # The [columns] table: table ("processes", "gpus", "fleet") -> column keys never shown.
     hidden_columns: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # The [groups] table: a name -> the host specs it stands for (gputui/inventory/sources.py).
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- values and their checks
@@ -210,7 +213,7 @@ TOP_KEYS: dict[str, Check] = {
     "theme": _text,
     "read_only": _bool,
 }
-TABLES = ("hosts", "defaults", "kill", "columns")
+TABLES = ("hosts", "defaults", "kill", "columns", "groups")
 
 
 _signals = _one_of(tuple(SIGNAL_PLANS))
@@ -461,6 +464,7 @@ def parse_config(text: str, file: str = "<config>") -> Config:
     _check_unique_names(hosts, fail)
     kill = _kill_options(data.get("kill", {}), fail)
     hidden_columns = _hidden_columns(data.get("columns", {}), fail)
+    groups = _groups(data.get("groups", {}), {h.name for h in hosts}, fail)
     interval = data.get("interval")
     return Config(
         hosts=hosts,
@@ -471,7 +475,49 @@ def parse_config(text: str, file: str = "<config>") -> Config:
         defaults=dict(defaults),
         kill=kill,
         hidden_columns=hidden_columns,
+        groups=groups,
     )
+
+
+_GROUP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def _groups(table: Any, host_names: set[str], fail: Fail) -> dict[str, tuple[str, ...]]:
+    """[groups]: name = ["gpu[001-016]", "@file:/etc/rack3", ...]. What each spec lists is found
+    when the group is used (a Slurm partition changes); its form is checked here."""
+    if not isinstance(table, dict):
+        raise fail(None, "groups", "'groups' must be a table: write [groups] on its own line")
+    out: dict[str, tuple[str, ...]] = {}
+    for name, value in table.items():
+        where = ("groups", 0)
+        if not _GROUP_NAME.match(name):
+            raise fail(where, name, f"[groups]: {name!r} is not a group name (letters, digits, . _ -)")
+        if name in host_names:
+            raise fail(where, name, f"[groups]: {name!r} is also the name of a [[hosts]] entry: rename one")
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            raise fail(where, name, f"[groups] {name}: must be a list of host specs (got {_shown(value)})")
+        for spec in value:
+            problem = _text(spec) or _spec_problem(spec.strip())
+            if problem:
+                raise fail(where, name, f"[groups] {name}: {_shown(spec)} {problem}")
+        out[name] = tuple(v.strip() for v in value)
+    return out
+
+
+def _spec_problem(spec: str) -> str | None:
+    if spec.startswith("@"):
+        kind, sep, _arg = spec[1:].partition(":")
+        if kind not in SOURCES or not sep:
+            return "names no source (the sources are " + ", ".join(f"@{k}:" for k in SOURCES) + ")"
+        return None
+    if is_hostlist(spec):
+        try:
+            expand(spec)
+        except HostlistError as exc:
+            return f"is not a hostlist: {exc}"
+    return None
 
 
 def _kill_options(table: Any, fail: Fail) -> KillOptions:

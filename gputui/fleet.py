@@ -117,6 +117,10 @@ class HostView:
     raw_sample: dict[str, Any] | None = None
     # The latest preflight reading of each GPU: samples carry one only now and then.
     preflight: dict[int, Preflight] = field(default_factory=dict)
+    # While not live, how far its link got (gputui/transport/dial.py): "queued" (for a handshake
+    # slot), "connecting", "backing off" (with why and when the next try is); None once live.
+    phase: str | None = None
+    phase_detail: str | None = None
 
     @property
     def age(self) -> float | None:
@@ -173,13 +177,24 @@ class HostSession:
             v.status, v.reason, v.detail = status, reason, detail
             self.notify(v, "status", None)
 
+    def _phase(self, phase: str | None, detail: str | None = None) -> None:
+        v = self.view
+        if (v.phase, v.phase_detail) != (phase, detail):
+            v.phase, v.phase_detail = phase, detail
+            self.notify(v, "status", None)
+
     async def run(self) -> None:
         backoff = BACKOFF_FIRST
         while True:
+            self._phase(None)
             self._set(CONNECTING, None, None)
             link = self.make_link()
+            watch = getattr(link, "watch_phase", None)  # links that connect in steps say how far
+            if callable(watch):
+                watch(self._phase)
             try:
                 await link.open()
+                self._phase(None)
                 self.link = link
                 self.view.connects += 1
                 backoff = BACKOFF_FIRST
@@ -198,7 +213,10 @@ class HostSession:
                 self._set(DOWN, "probe-crashed", f"{type(exc).__name__}: {exc}")
             await self._drop(link)
             # Full jitter: many hosts that failed together do not retry together.
-            await asyncio.sleep(random.uniform(backoff / 2, backoff))
+            delay = random.uniform(backoff / 2, backoff)
+            why = REASONS.get(self.view.reason or "", self.view.reason or "down")
+            self._phase("backing off", f"{why}; next try in {delay:.1f} s")
+            await asyncio.sleep(delay)
             backoff = min(BACKOFF_CAP, backoff * 2)
 
     async def _drop(self, link: Link) -> None:

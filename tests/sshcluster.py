@@ -1,6 +1,7 @@
 """Several "hosts" behind real loopback sshd servers, for fleet, UI and CLI tests over SSH.
 
-`SshCluster(base, {"sshd-1": ["gpu-a", "gpu-b"], "sshd-2": ["gpu-c"]})` starts one sshd per key and
+`SshCluster(base, {"sshd-1": ["gpu-a", "gpu-b"], "sshd-2": ["gpu-c"]})` starts one sshd per key (with
+`sshd_config` lines added to each, e.g. a MaxStartups) and
 gives each alias its own `Host` block (so each host is its own SSH connection and its own remote
 probe). Every server sets `TMPDIR` for its sessions to a private directory, which makes what the
 remote probes start easy to find and check afterwards: the sims make their `gputui-sim-*`
@@ -84,8 +85,24 @@ def _signal(pid: int, sig: int) -> None:
         pass
 
 
+def _sshd_lines(remote_tmp: Path, extra: tuple[str, ...]) -> tuple[str, ...]:
+    """The servers' own lines, then `extra`; sshd takes only its first SetEnv line, so every
+    variable is set on one."""
+    setenv = [f"TMPDIR={remote_tmp}"]
+    setenv += [word for line in extra if line.startswith("SetEnv ") for word in line.split()[1:]]
+    return (f"SetEnv {' '.join(setenv)}", *(line for line in extra if not line.startswith("SetEnv ")))
+
+
+# Sessions skip the user's ~/.bashrc (bash reads it under sshd only below SHLVL 2): a test machine's
+# rc file may do slow or locking work per shell (pyenv's `rehash` takes a lock that a session killed
+# at the end of a test leaves behind, and then every shell waits on it for a minute).
+NO_BASHRC = "SetEnv SHLVL=5"
+
+
 class SshCluster:
-    def __init__(self, base: Path, layout: Mapping[str, Iterable[str]]) -> None:
+    def __init__(
+        self, base: Path, layout: Mapping[str, Iterable[str]], sshd_config: tuple[str, ...] = ()
+    ) -> None:
         self.base = base
         self.remote_tmp = base / "remote-tmp"
         self.remote_tmp.mkdir(parents=True)
@@ -93,7 +110,7 @@ class SshCluster:
         self.server_of: dict[str, SshServer] = {}
         self.links: list[SshLink] = []
         for server_name, aliases in layout.items():
-            server = self.env.add(server_name, extra_config=(f"SetEnv TMPDIR={self.remote_tmp}",))
+            server = self.env.add(server_name, extra_config=_sshd_lines(self.remote_tmp, sshd_config))
             for alias in aliases:
                 with open(self.env.ssh_config, "a") as out:
                     out.write(server.config_block(alias))
@@ -181,14 +198,16 @@ class SshCluster:
         return left, dirs
 
 
-def running_cluster(base: Path, layout: Mapping[str, Iterable[str]]) -> Iterator[SshCluster]:
+def running_cluster(
+    base: Path, layout: Mapping[str, Iterable[str]], sshd_config: tuple[str, ...] = ()
+) -> Iterator[SshCluster]:
     """The body of a pytest fixture: the cluster for one test, then proof that it left nothing behind
     (every remote probe and sim gone). Skips where OpenSSH's sshd is missing."""
     import pytest
 
     if not have_sshd():
         pytest.skip("OpenSSH sshd is not installed (.ci/run installs it)")
-    cluster = SshCluster(base, layout)
+    cluster = SshCluster(base, layout, sshd_config)
     try:
         yield cluster
     finally:

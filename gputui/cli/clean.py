@@ -43,6 +43,7 @@ from ..words import (
     verdict_lines,
 )
 from . import argtypes
+from .cleansummary import summary_lines, wanted
 from .console import JSON_VERSION, Console
 from .exits import (
     EXIT_DECLINED,
@@ -56,6 +57,7 @@ from .gpuspec import UsageError, resolve_gpu_specs, split_targets
 from .jobspec import choose
 from .reset import run_reset
 
+PARALLEL = 16  # hosts acting at once (--parallel): a fleet's plans do not all signal in one instant
 __all__ = ["resolve_gpu_specs", "split_targets"]  # GPU specs are gputui.cli.gpuspec's; kept here for callers
 
 
@@ -155,6 +157,13 @@ def add_clean_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="S",
         help="seconds to wait for the outcome to be verified (default 10, or [kill] in the config)",
+    )
+    parser.add_argument(
+        "--parallel",
+        type=argtypes.whole(1, 4096, "a number of hosts"),
+        default=PARALLEL,
+        metavar="N",
+        help=f"at most N hosts acting at once, the others waiting their turn (default {PARALLEL})",
     )
     parser.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and stop")
@@ -402,7 +411,7 @@ async def _clean(args: argparse.Namespace, ops: Operations, con: Console) -> int
     plans = [o.plan for o in runnable if o.plan is not None]
     # Hosts that cannot be cleaned (down, no GPU, refused) do not hold back the others.
     try:
-        results = await ops.run_all(plans, show)
+        results = await ops.run_all(plans, show, limit=args.parallel)
     except asyncio.CancelledError:  # Ctrl+C: each running plan's outcome-unknown line is written
         _say_interrupted(con, [o for o in runnable if o.plan is not None], ops)
         raise
@@ -573,6 +582,9 @@ def _finish(
             con.say(
                 f"({count(stopped, 'process', 'processes')} stopped; every signal is in {ops.audit.path})"
             )
+    if wanted(items):  # many hosts: their verdicts scrolled by; one table says them all
+        for line in summary_lines(items, dry_run):
+            con.say(line)
     if con.json:
         con.document(
             {

@@ -1,4 +1,4 @@
-"""Entry points: `gputui` (the dashboard) and its commands (SUBCOMMANDS: snapshot, clean, wait, record, demo,
+"""Entry points: `gputui` (the dashboard) and its commands (SUBCOMMANDS: snapshot, clean, wait, record, demo, hosts,
 probe).
 
 Exit codes (README "Exit codes"): 0 ok; 1 not clean / a host down; 2 bad usage or config;
@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from .. import __version__
 from ..config import ENV_CONFIG, Config, ConfigError, HostSpec, default_config_path, load
+from ..inventory.base import InventoryError
 from ..transport import headstart
 from . import argtypes, streams
 from .demo import DemoError
-from .exits import EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_USAGE
+from .exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_USAGE
 
 if TYPE_CHECKING:  # imported where used: `clean`, `wait` and `snapshot` import them while their probe starts
     from ..fleet import Fleet
@@ -39,6 +40,7 @@ VALUE_OPTIONS = frozenset(
         "--config", "--timeout", "--gpu", "--pid", "--reset-gpu", "--signals", "--term-timeout",
         "--verify-timeout", "--log", "--settle", "--temp-below", "--memory-below", "--util-below",
         "--interval", "--job", "--slurm-job", "--container", "--user", "--watch", "--replay", "--at",
+        "--parallel",
     }
 )  # fmt: skip
 NO_TERMINAL = (
@@ -388,7 +390,7 @@ def mistyped_command(args: Sequence[str]) -> str | None:
 
 
 def _configured_hosts(args: Sequence[str]) -> set[str]:
-    """The host names of the config these arguments would load (none when it does not load)."""
+    """The host and group names of the config these arguments would load (none when it does not load)."""
     path: str | None = None
     for i, arg in enumerate(args):
         if arg == "--config" and i + 1 < len(args):
@@ -396,7 +398,8 @@ def _configured_hosts(args: Sequence[str]) -> set[str]:
         elif arg.startswith("--config="):
             path = arg.partition("=")[2]
     try:
-        return {h.name for h in load(path).hosts}
+        config = load(path)
+        return {h.name for h in config.hosts} | set(config.groups)
     except ConfigError:
         return set()
 
@@ -431,6 +434,8 @@ def _main(args: list[str]) -> int:
         return run_ui(args)
     except ConfigError as exc:
         return _fail(f"config error: {exc}")
+    except InventoryError as exc:  # a host spec that names no hosts, or its source did not answer
+        return _fail(exc.message, EXIT_FAILED if exc.unavailable else EXIT_USAGE)
     except DemoError as exc:  # the live demo cannot run: its directory is not private, it did not start
         return _fail(str(exc), exc.code)
     except KeyboardInterrupt:
@@ -454,6 +459,12 @@ def run_record(argv: list[str]) -> int:
     return record_main(argv)
 
 
+def run_hosts(argv: list[str]) -> int:
+    from . import hosts as hostscmd
+
+    return hostscmd.run(argv, SUBCOMMANDS["hosts"].summary)
+
+
 def run_probe(argv: list[str]) -> int:
     from ..probe.main import main as probe_main
 
@@ -475,6 +486,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "record": Subcommand(run_record, "Record the hosts' samples and plans to a file, for --replay."),
     "export": Subcommand(run_export, "The fleet in Prometheus' text format: once, a textfile, or /metrics."),
     "demo": Subcommand(run_demo, "The simulated cluster that --demo attaches to: start, stop, status."),
+    "hosts": Subcommand(run_hosts, "List the hosts that specs name (gpu[001-128], @slurm:P...)."),
     "probe": Subcommand(run_probe, "The probe itself, as gputui runs it on each host (JSON lines)."),
 }
 COMMANDS = tuple(SUBCOMMANDS)

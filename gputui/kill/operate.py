@@ -389,15 +389,21 @@ class Operations:
         }
 
     async def run_all(
-        self, plans: Sequence[Plan], on_event: Callable[[Plan, Event], None] | None = None
+        self,
+        plans: Sequence[Plan],
+        on_event: Callable[[Plan, Event], None] | None = None,
+        limit: int | None = None,
     ) -> list[PlanVerdict]:
         """Each plan on its own host at once (a slow host holds back no other); their verdicts in
-        `plans` order."""
+        `plans` order. `limit`: at most that many hosts acting at once (`gputui clean --parallel`),
+        the others waiting their turn."""
+        gate = asyncio.Semaphore(limit) if limit else contextlib.nullcontext()
 
-        def events_of(plan: Plan) -> Callable[[Event], None] | None:
-            return None if on_event is None else lambda e: on_event(plan, e)
+        async def one(plan: Plan) -> PlanVerdict:
+            async with gate:
+                return await self.run(plan, None if on_event is None else lambda e: on_event(plan, e))
 
-        return list(await asyncio.gather(*(self.run(p, events_of(p)) for p in plans)))
+        return list(await asyncio.gather(*(one(p) for p in plans)))
 
     def _not_logged(self, action: str, exc: OSError) -> PlanVerdict:
         """The verdict of an action whose write-ahead record the audit log could not take: not sent,

@@ -33,6 +33,7 @@ from gputui.transport.bootstrap import (
     build_payload,
     shell_command,
 )
+from gputui.transport.dial import Report, dialer
 from gputui.transport.headstart import probe_argv
 
 DEFAULT_CONFIG = Path("~/.ssh/config")
@@ -140,6 +141,12 @@ class SshLink(ProbeLink):
         self.route: list[str] = []  # the hops connected, jump hosts first, e.g. ["bastion", "gpu-a"]
         self._conns: list[asyncssh.SSHClientConnection] = []
         self._channel: _ChannelPipes | None = None
+        self._report: Report | None = None
+
+    def watch_phase(self, report: Report) -> None:
+        """Call `report(phase, detail)` as each handshake is queued, connecting or backing off
+        (gputui/transport/dial.py): the fleet shows it while the host is not live."""
+        self._report = report
 
     # ----------------------------------------------------------------- connecting
 
@@ -197,24 +204,31 @@ class SshLink(ProbeLink):
         hop = f"jump host {host}" if depth else host
         if self.route:
             hop += f" (via {' -> '.join(self.route)})"
+        # One handshake slot per hop (dial.py): many links to one server do not exceed its MaxStartups.
+        hostname = config.get("Hostname") or host
+        real_port = port if port is not None else config.get("Port") or 22
         try:
-            conn = await asyncssh.connect(
-                host,
-                port if port is not None else (),
-                username=user if user is not None else (),
-                tunnel=tunnel,  # None: no ProxyJump from the config, it is already handled above
-                config=self._config_paths,
-                known_hosts=known_hosts,
-                client_factory=lambda: catcher,
-                client_keys=self._client_keys if self._client_keys is not None else (),
-                agent_path=self._agent_path,
-                passphrase=None,
-                password_auth=False,
-                kbdint_auth=False,
-                connect_timeout=self.connect_timeout,
-                login_timeout=self.connect_timeout,
-                keepalive_interval=self.keepalive_interval,
-                keepalive_count_max=self.keepalive_count_max,
+            conn = await dialer().dial(
+                f"{hostname}:{real_port}",
+                lambda: asyncssh.connect(
+                    host,
+                    port if port is not None else (),
+                    username=user if user is not None else (),
+                    tunnel=tunnel,  # None: no ProxyJump from the config, it is already handled above
+                    config=self._config_paths,
+                    known_hosts=known_hosts,
+                    client_factory=lambda: catcher,
+                    client_keys=self._client_keys if self._client_keys is not None else (),
+                    agent_path=self._agent_path,
+                    passphrase=None,
+                    password_auth=False,
+                    kbdint_auth=False,
+                    connect_timeout=self.connect_timeout,
+                    login_timeout=self.connect_timeout,
+                    keepalive_interval=self.keepalive_interval,
+                    keepalive_count_max=self.keepalive_count_max,
+                ),
+                self._report,
             )
         except asyncssh.HostKeyNotVerifiable as exc:
             raise self._host_key_error(hop, catcher, known_hosts, known_path, port, exc) from None

@@ -44,7 +44,7 @@ def status_word(view: HostView, age: float | None) -> str:
             return "no GPU"
         return fmt.age(age)
     if view.status == CONNECTING:
-        return "conn…"
+        return "queued" if view.phase == "queued" else "conn…"  # waiting for a handshake slot
     return view.status
 
 

@@ -123,7 +123,10 @@ class StatusLine(OneLine):
             text.append("live", status_style)
             text.append(f", sample {_age(age)} old", muted)
         elif view.status == CONNECTING:
-            text.append("connecting…", status_style)
+            # Queued for a handshake slot, or backing off after the server dropped one (dial.py).
+            text.append(f"{view.phase or 'connecting'}…", status_style)
+            if view.phase_detail:
+                text.append(f" ({fmt.safe(view.phase_detail, 120)})", muted)
             text.append(old, self.style_of("status--warn"))
         else:
             why = REASONS.get(view.reason or "", view.reason or "")
