@@ -4,8 +4,6 @@ tool that knows its hosts (`run_tool`: an argv list, never a shell; bounded in t
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -89,6 +87,10 @@ def run_tool(
     line says why. `install`: what to install, for the message; `not_found`: words of the tool's
     error output (lower case) that mean the spec names nothing there (usage, 2: "not found")."""
     tool = argv[0]
+    # Imported here: every command loads this module (its error), few run a tool.
+    import shutil
+    import subprocess
+
     if shutil.which(tool, path=(env or os.environ).get("PATH")) is None:
         raise InventoryError(f"{where}: {tool} is not installed or not on PATH ({install})")
     try:
