@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .idle import HostIdle
 from .model import Event, HostFacts, Preflight, ProcDetail, Sample, done_event
 from .probe.common import TERM_TIMEOUT, VERIFY_TIMEOUT, plan_deadline, plan_silence_limit
 from .probe.wire import MAX_PROCESSES
@@ -117,6 +118,10 @@ class HostView:
     raw_sample: dict[str, Any] | None = None
     # The latest preflight reading of each GPU: samples carry one only now and then.
     preflight: dict[int, Preflight] = field(default_factory=dict)
+    # The processes that hold GPU memory at 0 % SM, and since when (gputui/idle.py): history that
+    # no one sample carries. `group`: the host's group when its source names one (else by name).
+    idle: HostIdle = field(default_factory=HostIdle)
+    group: str | None = None
 
     @property
     def age(self) -> float | None:
@@ -131,6 +136,7 @@ class HostView:
         self.received = time.monotonic()
         # The probe's clock: a slope is not bent by the link's jitter (or a replay's speed).
         stamp = sample.time if sample.time > 0 else time.time()
+        self.idle.observe(sample, stamp, self.interval)
         for gpu in sample.gpus:
             if gpu.preflight is not None:
                 self.preflight[gpu.index] = gpu.preflight
@@ -355,9 +361,14 @@ class Fleet:
         self.listeners: list[Listener] = []
 
     def add(
-        self, name: str, make_link: Callable[[], Link], read_only: bool = False, interval: float = 1.0
+        self,
+        name: str,
+        make_link: Callable[[], Link],
+        read_only: bool = False,
+        interval: float = 1.0,
+        group: str | None = None,
     ) -> HostView:
-        view = HostView(name=name, read_only=read_only, interval=interval)
+        view = HostView(name=name, read_only=read_only, interval=interval, group=group)
         self.sessions[name] = HostSession(view, make_link, self._notify)
         return view
 
