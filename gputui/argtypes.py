@@ -16,6 +16,7 @@ import math
 import re
 from collections.abc import Callable
 
+from .config import MAX_IDLE_MINUTES
 from .probe.common import MAX_TIMEOUT
 from .probe.wire import interval_problem
 
@@ -60,6 +61,17 @@ def interval(text: str) -> float:
     problem = interval_problem(value)
     if problem:
         raise argparse.ArgumentTypeError(f"interval {text} {problem}")
+    return value
+
+
+def minutes(text: str) -> float:
+    """Minutes for the idle-holder threshold (--idle-minutes): more than 0, at most a week, as the
+    config's [idle] minutes."""
+    value = _float(text, "a number of minutes")
+    if not 0 < value <= MAX_IDLE_MINUTES:
+        raise argparse.ArgumentTypeError(
+            f"{text} minutes is out of range (more than 0, at most {MAX_IDLE_MINUTES})"
+        )
     return value
 
 

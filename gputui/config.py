@@ -90,6 +90,9 @@ class Config:
     kill: KillOptions = KillOptions()  # the [kill] table: signals and timeouts of every plan
     # The [columns] table: table ("processes", "gpus", "fleet") -> column keys never shown.
     hidden_columns: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # The [idle] table: minutes at 0 % SM after which a process holding GPU memory is an idle holder
+    # (gputui/idle.py); None: the default.
+    idle_minutes: float | None = None
 
 
 # --------------------------------------------------------------------------- values and their checks
@@ -210,7 +213,7 @@ TOP_KEYS: dict[str, Check] = {
     "theme": _text,
     "read_only": _bool,
 }
-TABLES = ("hosts", "defaults", "kill", "columns")
+TABLES = ("hosts", "defaults", "kill", "columns", "idle")
 
 
 _signals = _one_of(tuple(SIGNAL_PLANS))
@@ -229,6 +232,19 @@ KILL_KEYS: dict[str, Check] = {
     "term_timeout": _timeout,
     "verify_timeout": _timeout,
 }
+
+
+MAX_IDLE_MINUTES = 7 * 24 * 60  # a week (--idle-minutes has the same bound)
+
+
+def _minutes(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_IDLE_MINUTES:
+        return f"must be a number of minutes more than 0 and at most {MAX_IDLE_MINUTES}"
+    return None
+
+
+# [idle]: when a process that holds GPU memory at 0 % SM is an idle holder (docs/FLEET_VIEW.md).
+IDLE_KEYS: dict[str, Check] = {"minutes": _minutes}
 
 
 # [columns]: hide_<table> = [column keys]. The keys are the dashboard's (gputui/ui/widgets; a UI test
@@ -545,6 +561,11 @@ def parse_config(text: str, file: str = "<config>") -> Config:
     _check_unique_names(hosts, fail)
     kill = _kill_options(data.get("kill", {}), fail)
     hidden_columns = _hidden_columns(data.get("columns", {}), fail)
+    idle = data.get("idle", {})
+    if not isinstance(idle, dict):
+        raise fail(None, "idle", "'idle' must be a table: write [idle] on its own line")
+    for key, value in idle.items():
+        _check_key(key, value, IDLE_KEYS, "[idle]", ("idle", 0), fail)
     interval = data.get("interval")
     return Config(
         hosts=hosts,
@@ -555,6 +576,7 @@ def parse_config(text: str, file: str = "<config>") -> Config:
         defaults=dict(defaults),
         kill=kill,
         hidden_columns=hidden_columns,
+        idle_minutes=float(idle["minutes"]) if "minutes" in idle else None,
     )
 
 

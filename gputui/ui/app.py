@@ -52,6 +52,7 @@ from gputui.actionlog import ActionLog as AuditLog
 from gputui.actionlog import default_log_path
 from gputui.export import write_files
 from gputui.fleet import Fleet, HostView
+from gputui.idle import threshold
 from gputui.model import Event, PlanVerdict
 from gputui.operate import FRESH_TIMEOUT, Operations, Request, status_of
 from gputui.plan import KillOptions, Plan
@@ -104,8 +105,11 @@ class GpuTuiApp(App[None]):
         hidden_columns: Mapping[str, frozenset[str]] | None = None,
         export_dir: Path | None = None,
         lifeline: Lifeline | None = None,
+        idle_after: float | None = None,
     ) -> None:
         super().__init__()
+        # Seconds at 0 % SM that make a process holding GPU memory an idle holder (gputui/idle.py).
+        self.idle_after = threshold(None) if idle_after is None else idle_after
         # SIGHUP, SIGTERM and a lost terminal end the app within a second (terminal.py); the CLI
         # installs it before anything starts. None (Pilot, a bench): nothing handled here.
         self.lifeline = lifeline
@@ -634,7 +638,7 @@ class GpuTuiApp(App[None]):
         views = self._main.views() if self._main is not None else self.fleet.hosts
         directory = self.export_dir if self.export_dir is not None else Path.cwd()
         try:
-            json_path, text_path = write_files(views, directory, self.clock())
+            json_path, text_path = write_files(views, directory, self.clock(), self.idle_after)
         except OSError as exc:
             self.notify(
                 f"Cannot write the snapshot in {directory}: {exc.strerror or exc}",
@@ -697,6 +701,7 @@ def make_app(
     hidden_columns: Mapping[str, frozenset[str]] | None = None,
     export_dir: Path | None = None,
     lifeline: Lifeline | None = None,
+    idle_after: float | None = None,
 ) -> GpuTuiApp:
     """The app for `fleet` (not started yet: the app starts it on mount and stops it on exit).
 
@@ -710,7 +715,9 @@ def make_app(
     config's [kill] table; None: the defaults). `hidden_columns`: the config's [columns] table, table
     name ("processes", "gpus", "fleet") -> column keys never shown. `export_dir`: where "Export
     snapshot" writes (None: the working directory). `lifeline`: what ends the app on SIGHUP,
-    SIGTERM or a lost terminal (gputui/ui/terminal.py; the CLI installs one before the app runs)."""
+    SIGTERM or a lost terminal (gputui/ui/terminal.py; the CLI installs one before the app runs).
+    `idle_after`: seconds at 0 % SM after which a process holding GPU memory is an idle holder (the
+    config's [idle] minutes; None: 10 minutes)."""
     return GpuTuiApp(
         fleet,
         read_only=read_only,
@@ -724,4 +731,5 @@ def make_app(
         hidden_columns=hidden_columns,
         export_dir=export_dir,
         lifeline=lifeline,
+        idle_after=idle_after,
     )
