@@ -122,6 +122,9 @@ class HostView:
     # no one sample carries. `group`: the host's group when its source names one (else by name).
     idle: HostIdle = field(default_factory=HostIdle)
     group: str | None = None
+    # Why the host was last down, until it is live again: between two attempts it is "connecting",
+    # and the fleet view keeps it among the hosts down rather than flicker.
+    last_down: str | None = None
 
     @property
     def age(self) -> float | None:
@@ -175,6 +178,10 @@ class HostSession:
 
     def _set(self, status: str, reason: str | None = None, detail: str | None = None) -> None:
         v = self.view
+        if status == DOWN:
+            v.last_down = reason or "down"
+        elif status == LIVE:
+            v.last_down = None
         if (v.status, v.reason, v.detail) != (status, reason, detail):
             v.status, v.reason, v.detail = status, reason, detail
             self.notify(v, "status", None)

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .fleet import CONNECTING, DOWN, LIVE, STALE, HostView
+from .fleet import CONNECTING, DOWN, LIVE, REASONS, STALE, HostView
 from .fleetfilter import Subject
 from .idle import ProcKey, span
 from .model import IDLE_SLACK, Gpu, Preflight, Proc, Sample
@@ -84,8 +84,10 @@ def host_problems(
     after a failure (its status says "connecting" between two attempts)."""
     out: list[Problem] = []
     facts = view.facts
+    was_down = was_down if was_down is not None else view.last_down
     if view.status == DOWN or (view.status == CONNECTING and was_down is not None):
-        why = view.reason or was_down
+        code = view.reason or was_down
+        why = REASONS.get(code, code) if code and code != "down" else None
         out.append(Problem("down", f"down: {why}" if why else "down", "down"))
     elif view.status == STALE:
         out.append(Problem("stale", "stale", "stale"))
@@ -93,7 +95,7 @@ def host_problems(
         out.append(Problem("no-gpu", facts.error_code, "no GPU"))
     driver = facts.driver_version if facts is not None else None
     if group_driver and driver and driver != group_driver:
-        out.append(Problem("mismatch", f"driver {driver} (group: {group_driver})", "driver"))
+        out.append(Problem("mismatch", f"driver {driver} (group: {group_driver})", f"driver {driver}"))
     return out
 
 
@@ -129,7 +131,7 @@ def gpu_problems(
         ]
         if held:
             more = f" ×{len(held)}" if len(held) > 1 else ""
-            out.append(Problem("idle-held", f"idle {span(max(held))}{more}", "idle"))
+            out.append(Problem("idle-held", f"idle {span(max(held))}{more}", f"idle {span(max(held))}"))
     preflight = view.preflight.get(gpu.index)
     if preflight is not None and preflight.throttle:
         serious = [r for r in preflight.throttle if r in THROTTLE_PROBLEMS]
@@ -138,11 +140,12 @@ def gpu_problems(
     model = (siblings or {}).get(gpu.index)
     differs = [*([model] if model else []), *(settings or {}).get(gpu.index, ())]
     if differs:
+        what = differs[0].split(" ", 1)[0]  # model, memory, persistence, compute, MIG, clocks, power, PCIe
         out.append(
             Problem(
                 "mismatch",
                 f"differs: {differs[0]}" + (f" +{len(differs) - 1}" if len(differs) > 1 else ""),
-                "differs",
+                f"differs: {what}",
             )
         )
     return sorted(out, key=lambda p: p.rank)
@@ -403,3 +406,107 @@ def user_usage(views: Iterable[HostView], idle_after: float) -> tuple[list[UserU
                 use.longest_idle = max(seconds, use.longest_idle or 0.0)
     ranked = sorted(users.values(), key=lambda u: (-u.memory, -len(u.gpus), u.user))
     return ranked, left_out
+
+
+# -- the whole fleet's problems and folds ---------------------------------------------------------
+
+FOLD_AT = 2  # healthy hosts a group needs before they are folded into one line
+
+
+class FleetProblems:
+    """Every host's problems, kept up to date host by host (only the hosts that changed are worked
+    out again), and which groups fold their healthy hosts into one line: a group with FOLD_AT or
+    more of them, unless the operator unfolded it. The fleet table and the host list share it."""
+
+    def __init__(self) -> None:
+        self.states: dict[str, HostState] = {}
+        self.unfolded: set[str] = set()  # groups the operator unfolded
+        self._groups: dict[str, list[str]] = {}  # group -> its hosts, in the fleet's order
+        self._group_of: dict[str, str] = {}
+        self._views: dict[str, HostView] = {}
+        self._folds: dict[str, bool] = {}  # group -> whether it folds, as of the last update
+        self._order: dict[str, int] = {}  # group -> its place
+
+    def group(self, host: str) -> str:
+        return self._group_of.get(host, default_group(host))
+
+    def members(self, group: str) -> list[str]:
+        return self._groups.get(group, [])
+
+    @property
+    def groups(self) -> list[str]:
+        """Every group, in the order of their first host."""
+        return list(self._groups)
+
+    def group_index(self, group: str) -> int:
+        """Where `group` comes among the groups (the order of their first hosts)."""
+        return self._order.get(group, len(self._order))
+
+    def update(
+        self, touched: Iterable[HostView], everyone: Sequence[HostView], idle_after: float
+    ) -> set[str]:
+        """Work out the problems of `touched` again; return the groups whose folding changed (every
+        member of those needs drawing again, not only the touched ones)."""
+        if len(self._views) != len(everyone) or any(self._views.get(v.name) is not v for v in everyone[:1]):
+            self._index(everyone)
+        groups: set[str] = set()
+        for view in touched:
+            group = self.group(view.name)
+            groups.add(group)
+            drivers = (self._views[h].facts for h in self.members(group) if h in self._views)
+            driver = majority(f.driver_version for f in drivers if f is not None)
+            self.states[view.name] = host_state(view, idle_after, driver, view.last_down)
+        changed = set()
+        for group in groups:
+            folds = self._group_folds(group)
+            if folds != self._folds.get(group, False):
+                changed.add(group)
+            self._folds[group] = folds
+        return changed
+
+    def _index(self, everyone: Sequence[HostView]) -> None:
+        self._views = {v.name: v for v in everyone}
+        self._groups, self._group_of = {}, {}
+        for view in everyone:
+            group = group_of(view)
+            self._group_of[view.name] = group
+            self._groups.setdefault(group, []).append(view.name)
+        self._order = {g: i for i, g in enumerate(self._groups)}
+
+    def healthy(self, host: str) -> bool:
+        """Live, with GPUs, nothing wrong: what may go into its group's line."""
+        view, state = self._views.get(host), self.states.get(host)
+        if view is None or state is None or state.troubled or view.status != LIVE:
+            return False
+        return view.sample is not None and bool(view.sample.gpus)
+
+    def _group_folds(self, group: str) -> bool:
+        if group in self.unfolded:
+            return False
+        healthy = 0
+        for host in self.members(group):
+            if self.healthy(host):
+                healthy += 1
+                if healthy >= FOLD_AT:
+                    return True
+        return False
+
+    def folds(self, group: str) -> bool:
+        """Whether `group` folds its healthy hosts (as of the last update)."""
+        return self._folds.get(group, False) and group not in self.unfolded
+
+    def folded(self, host: str) -> bool:
+        """Whether `host` is folded into its group's line."""
+        return self.folds(self.group(host)) and self.healthy(host)
+
+    def set_folded(self, group: str, folded: bool) -> None:
+        """The operator folds (or unfolds) a group."""
+        if folded:
+            self.unfolded.discard(group)
+        else:
+            self.unfolded.add(group)
+        self._folds[group] = self._group_folds(group)
+
+    def troubled(self) -> int:
+        """Hosts with a problem."""
+        return sum(1 for s in self.states.values() if s.troubled)
