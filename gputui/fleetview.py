@@ -426,6 +426,8 @@ class FleetProblems:
         self._views: dict[str, HostView] = {}
         self._folds: dict[str, bool] = {}  # group -> whether it folds, as of the last update
         self._order: dict[str, int] = {}  # group -> its place
+        self._drivers: dict[str, str | None] = {}  # host -> its driver, as last seen
+        self._majority: dict[str, str | None] = {}  # group -> the driver most of its hosts run
 
     def group(self, host: str) -> str:
         return self._group_of.get(host, default_group(host))
@@ -445,18 +447,34 @@ class FleetProblems:
     def update(
         self, touched: Iterable[HostView], everyone: Sequence[HostView], idle_after: float
     ) -> set[str]:
-        """Work out the problems of `touched` again; return the groups whose folding changed (every
-        member of those needs drawing again, not only the touched ones)."""
+        """Work out the problems of `touched` again; return the groups whose folding (or usual driver)
+        changed: every host of those needs drawing again, not only the touched ones."""
         if len(self._views) != len(everyone) or any(self._views.get(v.name) is not v for v in everyone[:1]):
             self._index(everyone)
+        touched = list(touched)
+        # The driver most of each group runs: counted again only for a group where a host's driver
+        # changed (a hello), and then every host of it is judged again (it may differ now).
+        moved = set()
+        for view in touched:
+            driver = view.facts.driver_version if view.facts is not None else None
+            if self._drivers.get(view.name) != driver:
+                self._drivers[view.name] = driver
+                moved.add(self.group(view.name))
+        names = {v.name for v in touched}
+        changed = set()
+        for group in moved:
+            driver = majority(self._drivers.get(h) for h in self.members(group))
+            if driver != self._majority.get(group):
+                self._majority[group] = driver
+                changed.add(group)  # every host of it drawn again
+                touched += [
+                    self._views[h] for h in self.members(group) if h not in names and h in self._views
+                ]
         groups: set[str] = set()
         for view in touched:
             group = self.group(view.name)
             groups.add(group)
-            drivers = (self._views[h].facts for h in self.members(group) if h in self._views)
-            driver = majority(f.driver_version for f in drivers if f is not None)
-            self.states[view.name] = host_state(view, idle_after, driver, view.last_down)
-        changed = set()
+            self.states[view.name] = host_state(view, idle_after, self._majority.get(group), view.last_down)
         for group in groups:
             folds = self._group_folds(group)
             if folds != self._folds.get(group, False):
