@@ -5,7 +5,7 @@ problem (gputui/fleetview.py: a host down or stale, ghost or orphaned memory, an
 throttling, ECC trouble, a GPU that differs from its siblings) and the table sorts by it, so what is
 wrong comes first, in rank order, then by host. The GPUs of a host with no problem are folded into
 one line per group (`▸ gpu · 1000 hosts`: their memory, utilization, busy and free GPUs), as long
-as the group has FOLD_AT healthy hosts or more; enter or + unfolds a group, - folds it again. A
+as the group has fleetview.FOLD_AT healthy hosts or more; enter or + unfolds a group, - folds it again. A
 filter (the language of gputui/fleetfilter.py) or "free only" lists the GPUs it finds, unfolded.
 Sorting by another column (1-9) sorts the group lines too.
 
@@ -140,7 +140,6 @@ class FleetTable(KeyedTable):
         self.problems = FleetProblems()  # what is wrong where; the screen gives its own
         self._shares: dict[str, Share] = {}  # healthy folded hosts -> what they add to their group
         self.idle_after = 600.0  # seconds at 0 % SM that make an idle holder (the screen sets it)
-        self.group_rows: dict[str, str] = {}  # row key -> group, of the group lines shown
 
     def available_columns(self) -> tuple[Column, ...]:
         if self._metrics_seen:
@@ -193,9 +192,6 @@ class FleetTable(KeyedTable):
             folded = [h for h in problems.members(group) if h in self._shares]
             if folding and folded and problems.folds(group):
                 rows[key] = self.group_row(group, folded, len(everyone), problems.group_index(group))
-                self.group_rows[key] = group
-            else:
-                self.group_rows.pop(key, None)
         self.sync(rows, replace=replace)
 
     @property
@@ -346,7 +342,7 @@ class FleetTable(KeyedTable):
         sort_key = (rank, position, gpu)
         live = view.status == LIVE
         if worst is not None:
-            style = self._problem_style(worst, view)
+            style = self._problem_style(worst)
             more = state.gpu_count(gpu) - 1 if state is not None else 0
             tail = f" +{more}" if more else ""
             cell = Cell(fmt.safe(worst.words, 60) + tail, style, sort_key=sort_key)
@@ -360,7 +356,7 @@ class FleetTable(KeyedTable):
             return Cell("free", self.style_of("gpu--free"), sort_key=sort_key)
         return Cell("busy", sort_key=sort_key)
 
-    def _problem_style(self, problem: Problem, view: HostView) -> Style:
+    def _problem_style(self, problem: Problem) -> Style:
         if problem.state in ("down", "stale"):
             return self.style_of(f"host--{problem.state}")
         return self.style_of("gpu--error" if problem.rank <= SEVERE else "gpu--warn")
