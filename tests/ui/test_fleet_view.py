@@ -232,3 +232,23 @@ async def test_a_thousand_hosts_one_screen() -> None:
         await pilot.press("I")
         await redrawn(pilot)
         assert sorted(main.selection.hosts()) == [name(i) for i in IDLE]
+
+
+async def test_the_palette_offers_the_users_view_and_the_idle_holders() -> None:
+    from textual.command import CommandPalette
+
+    from gputui.ui.commands import GpuTuiCommands
+
+    app = app_of(fleet_1024(130))
+    async with app.run_test(size=(160, 40)) as pilot:
+        main = await settled(pilot)
+        titles = [e.title for e in GpuTuiCommands(app.screen).entries()]
+        assert "Users: GPUs and memory per user" in titles and "Select the idle holders" in titles
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), 30)
+        await pilot.press(*"select the idle holders")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen), 30)
+        await redrawn(pilot)
+        assert main.selection.hosts() == [name(IDLE[0])]
