@@ -48,7 +48,7 @@ async def test_problems_first_then_healthy_hosts_folded_one_line_per_group() -> 
         rows = keys(main)
         # In rank order: ghost memory, orphaned memory, the idle holder, throttling...
         assert rows[:4] == ["3@gpu0005", "1@gpu0064", "5@gpu0017", "6@gpu0130"]
-        states = [main.fleet_table.get_cell(k, "state").plain for k in rows[:4]]
+        states = [main.fleet_table.rows_data()[k]["state"].plain for k in rows[:4]]
         assert states == ["ghost 20.0 GiB", "orphaned 2.1 GiB", "idle 15m", "throttle: hw-thermal"]
         # ... then the other GPUs of those hosts, then one line per group of healthy hosts: rack01
         # and rack02; rack03 has one healthy host (129), too few to fold: its GPUs are listed.
@@ -224,9 +224,9 @@ async def test_a_thousand_hosts_one_screen() -> None:
         main = await settled(pilot)
         rows = keys(main)
         assert [split_row_key(k)[0] for k in rows[:3]] == [name(300), name(301), name(777)]  # down
-        assert [main.fleet_table.get_cell(k, "state").plain for k in rows[:3]] == ["down"] * 3
+        assert [main.fleet_table.rows_data()[k]["state"].plain for k in rows[:3]] == ["down"] * 3
         assert len([k for k in rows if k.startswith(GROUP)]) == 16
-        idle = [k for k in rows if main.fleet_table.get_cell(k, "state").plain.startswith("idle 15m")]
+        idle = [k for k in rows if main.fleet_table.rows_data()[k]["state"].plain.startswith("idle 15m")]
         assert [split_row_key(k) for k in idle] == [(name(i), 5) for i in IDLE]
         assert main.fleet_table.row_count < 200  # not 8,192
         await pilot.press("I")

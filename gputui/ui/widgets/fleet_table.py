@@ -38,6 +38,10 @@ from .table import Cell, Column, KeyedTable, Row, dim
 GROUP = "\x00group:"  # row key prefix of a group's line; no host name holds a NUL
 SEVERE = RANKS["ecc"]  # problems up to this rank are drawn as errors, the rest as warnings
 FOLDED_RANK = HEALTHY + 1  # group lines come after every GPU row
+# The State column grows with its widest problem up to this; longer words give way (their short
+# forms). Each time a column grows the table is fitted again and every row drawn again: at a
+# thousand hosts that is seconds, so it must happen a few times, not with every new reason.
+STATE_ROOM = 16
 
 
 def fleet_row_key(host: str, gpu: int | None) -> str:
@@ -140,6 +144,10 @@ class FleetTable(KeyedTable):
         self.problems = FleetProblems()  # what is wrong where; the screen gives its own
         self._shares: dict[str, Share] = {}  # healthy folded hosts -> what they add to their group
         self.idle_after = 600.0  # seconds at 0 % SM that make an idle holder (the screen sets it)
+
+    def _need(self, column: Column, cell: Cell) -> int:
+        need = super()._need(column, cell)
+        return min(need, STATE_ROOM) if column.key == "state" else need
 
     def available_columns(self) -> tuple[Column, ...]:
         if self._metrics_seen:
