@@ -156,16 +156,20 @@ def ecc_problems(preflight: Preflight | None) -> list[Problem]:
     pending page retirement (a reset applies the last two)."""
     if preflight is None:
         return []
-    words = []
+    words, short = [], []
     if preflight.ecc_uncorrected:
         words.append(f"{preflight.ecc_uncorrected} ECC uncorrected")
+        short.append(f"ECC {preflight.ecc_uncorrected}")
     if preflight.remap_failed:
         words.append("row remap failed")
+        short.append("remap failed")
     elif preflight.remap_pending:
         words.append("row remap pending")
+        short.append("remap")
     if preflight.retired_pending:
         words.append("retirement pending")
-    return [Problem("ecc", ", ".join(words), "ECC")] if words else []
+        short.append("retire")
+    return [Problem("ecc", ", ".join(words), short[0])] if words else []
 
 
 _NOT_SETTINGS = ("throttling", "ECC", "remap", "retirement")  # preflight_flags' problems, said above
