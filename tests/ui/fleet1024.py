@@ -20,7 +20,7 @@ from gputui.fleet import Fleet
 from gputui.transport.base import TransportError
 from gputui.transport.replay import ReplayLink
 
-from .conftest import FROZEN, QUIET
+from .conftest import FROZEN, QUIET, wait_for
 
 HOSTS = 1024
 RACK = 64
@@ -198,6 +198,19 @@ def fleet_1024(hosts: int = HOSTS) -> Fleet:
             played_back = records(i)
             fleet.add(name(i), lambda r=played_back: ReplayLink(r), interval=QUIET, group=rack(i))
     return fleet
+
+
+SLOW = 600  # seconds a test of 1,024 hosts may take on a loaded machine (pytest-timeout's limit)
+
+
+async def drawn(pilot: Any) -> None:
+    """Until the app has drawn everything that arrived (a thousand hosts take a while on a busy
+    machine: waited for, never timed)."""
+    app = pilot.app
+    await pilot.pause()
+    await wait_for(pilot, lambda: not app._changed and not app._restyle, 300)
+    await asyncio.sleep(0)
+    await pilot.pause()
 
 
 def played(fleet: Fleet) -> bool:

@@ -17,7 +17,7 @@ from gputui.ui import GpuTuiApp, make_app
 from gputui.ui.screens.users import UsersScreen
 
 from .conftest import FROZEN, OPERATOR, redrawn, scratch_log, wait_for
-from .fleet1024 import fleet_1024, name, played
+from .fleet1024 import SLOW, drawn, fleet_1024, name, played
 
 
 def _app(hosts: int = 1024) -> GpuTuiApp:
@@ -28,8 +28,8 @@ def _app(hosts: int = 1024) -> GpuTuiApp:
 
 async def _fleet(pilot: Pilot[Any]) -> None:
     app: GpuTuiApp = pilot.app  # type: ignore[assignment]
-    await wait_for(pilot, lambda: played(app.fleet), 180)
-    await redrawn(pilot)
+    await wait_for(pilot, lambda: played(app.fleet), 300)
+    await drawn(pilot)
 
 
 async def _users(pilot: Pilot[Any]) -> None:
@@ -57,6 +57,7 @@ async def _bad_filter(pilot: Pilot[Any]) -> None:
     await redrawn(pilot)
 
 
+@pytest.mark.timeout(SLOW)
 @pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
 def test_a_thousand_hosts(snap_compare: Any, size: tuple[int, int]) -> None:
     """Problems first (down, ECC, ghosts, orphaned memory, idle holders, throttling, a GPU and a
@@ -64,6 +65,7 @@ def test_a_thousand_hosts(snap_compare: Any, size: tuple[int, int]) -> None:
     assert snap_compare(_app(), terminal_size=size, run_before=_fleet)
 
 
+@pytest.mark.timeout(SLOW)
 @pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
 def test_users_of_a_thousand_hosts(snap_compare: Any, size: tuple[int, int]) -> None:
     assert snap_compare(_app(), terminal_size=size, run_before=_users)

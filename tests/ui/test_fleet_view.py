@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from textual.widgets import Input
 
 from gputui.fleet import Fleet
@@ -21,7 +22,7 @@ from gputui.ui.screens.users import UsersScreen
 from gputui.ui.widgets.fleet_table import GROUP, split_row_key
 
 from .conftest import FROZEN, OPERATOR, redrawn, scratch_log, screen_text, wait_for
-from .fleet1024 import IDLE, GiB, fleet_1024, name, played
+from .fleet1024 import IDLE, SLOW, GiB, drawn, fleet_1024, name, played
 
 
 def app_of(fleet: Fleet) -> GpuTuiApp:
@@ -30,8 +31,8 @@ def app_of(fleet: Fleet) -> GpuTuiApp:
 
 async def settled(pilot: Any) -> MainScreen:
     app: GpuTuiApp = pilot.app
-    await wait_for(pilot, lambda: played(app.fleet), 120)
-    await redrawn(pilot)
+    await wait_for(pilot, lambda: played(app.fleet), 300)
+    await drawn(pilot)
     assert app._main is not None
     return app._main
 
@@ -216,6 +217,7 @@ async def test_the_users_view_and_enter_filters_the_fleet_to_a_user() -> None:
         )
 
 
+@pytest.mark.timeout(SLOW)
 async def test_a_thousand_hosts_one_screen() -> None:
     """1,024 hosts: every one played, the problems on top, the rest in sixteen racks' lines."""
     fleet = fleet_1024()
