@@ -95,6 +95,7 @@ def fleet(specs: Sequence[HostSpec], interval: float = 1.0) -> Fleet:
             spec.name,
             functools.partial(make_link, spec, interval),
             read_only=spec.read_only,
+            group=spec.group,
             interval=interval,
         )
     return built

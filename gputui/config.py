@@ -69,6 +69,7 @@ class HostSpec:
     sim_variant: int | None = None  # reader="sim": which variant of the scenario
     sim_seed: int | None = None  # reader="sim": a fixed seed, for reproducible demos and tests
     sim_dir: str | None = None  # reader="sim": attach to the sim there (the live demo's; no config key)
+    group: str | None = None  # the group its source named (a [groups] name, an Ansible group; no config key)
 
     def is_local(self) -> bool:
         return self.address == LOCAL
@@ -93,6 +94,9 @@ class Config:
     hidden_columns: Mapping[str, frozenset[str]] = field(default_factory=dict)
     # The [groups] table: a name -> the host specs it stands for (gputui/inventory/sources.py).
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # The [idle] table: minutes at 0 % SM after which a process holding GPU memory is an idle holder
+    # (gputui/idle.py); None: the default.
+    idle_minutes: float | None = None
 
 
 # --------------------------------------------------------------------------- values and their checks
@@ -213,7 +217,7 @@ TOP_KEYS: dict[str, Check] = {
     "theme": _text,
     "read_only": _bool,
 }
-TABLES = ("hosts", "defaults", "kill", "columns", "groups")
+TABLES = ("hosts", "defaults", "kill", "columns", "groups", "idle")
 
 
 _signals = _one_of(tuple(SIGNAL_PLANS))
@@ -232,6 +236,19 @@ KILL_KEYS: dict[str, Check] = {
     "term_timeout": _timeout,
     "verify_timeout": _timeout,
 }
+
+
+MAX_IDLE_MINUTES = 7 * 24 * 60  # a week (--idle-minutes has the same bound)
+
+
+def _minutes(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_IDLE_MINUTES:
+        return f"must be a number of minutes more than 0 and at most {MAX_IDLE_MINUTES}"
+    return None
+
+
+# [idle]: when a process that holds GPU memory at 0 % SM is an idle holder (docs/FLEET_VIEW.md).
+IDLE_KEYS: dict[str, Check] = {"minutes": _minutes}
 
 
 # [columns]: hide_<table> = [column keys]. The keys are the dashboard's (gputui/ui/widgets; a UI test
@@ -465,6 +482,11 @@ def parse_config(text: str, file: str = "<config>") -> Config:
     kill = _kill_options(data.get("kill", {}), fail)
     hidden_columns = _hidden_columns(data.get("columns", {}), fail)
     groups = _groups(data.get("groups", {}), {h.name for h in hosts}, fail)
+    idle = data.get("idle", {})
+    if not isinstance(idle, dict):
+        raise fail(None, "idle", "'idle' must be a table: write [idle] on its own line")
+    for key, value in idle.items():
+        _check_key(key, value, IDLE_KEYS, "[idle]", ("idle", 0), fail)
     interval = data.get("interval")
     return Config(
         hosts=hosts,
@@ -476,6 +498,7 @@ def parse_config(text: str, file: str = "<config>") -> Config:
         kill=kill,
         hidden_columns=hidden_columns,
         groups=groups,
+        idle_minutes=float(idle["minutes"]) if "minutes" in idle else None,
     )
 
 

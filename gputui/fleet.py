@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .idle import HostIdle
 from .model import HOST_STATUSES, Event, HostFacts, Preflight, ProcDetail, Sample, done_event
 from .probe.common import TERM_TIMEOUT, VERIFY_TIMEOUT, plan_deadline, plan_silence_limit
 from .probe.wire import MAX_PROCESSES
@@ -121,6 +122,13 @@ class HostView:
     # slot), "connecting", "backing off" (with why and when the next try is); None once live.
     phase: str | None = None
     phase_detail: str | None = None
+    # The processes that hold GPU memory at 0 % SM, and since when (gputui/idle.py): history that
+    # no one sample carries. `group`: the host's group when its source names one (else by name).
+    idle: HostIdle = field(default_factory=HostIdle)
+    group: str | None = None
+    # Why the host was last down, until it is live again: between two attempts it is "connecting",
+    # and the fleet view keeps it among the hosts down rather than flicker.
+    last_down: str | None = None
 
     @property
     def age(self) -> float | None:
@@ -135,6 +143,7 @@ class HostView:
         self.received = time.monotonic()
         # The probe's clock: a slope is not bent by the link's jitter (or a replay's speed).
         stamp = sample.time if sample.time > 0 else time.time()
+        self.idle.observe(sample, stamp, self.interval)
         for gpu in sample.gpus:
             if gpu.preflight is not None:
                 self.preflight[gpu.index] = gpu.preflight
@@ -173,6 +182,10 @@ class HostSession:
 
     def _set(self, status: str, reason: str | None = None, detail: str | None = None) -> None:
         v = self.view
+        if status == DOWN:
+            v.last_down = reason or "down"
+        elif status == LIVE:
+            v.last_down = None
         if (v.status, v.reason, v.detail) != (status, reason, detail):
             v.status, v.reason, v.detail = status, reason, detail
             self.notify(v, "status", None)
@@ -373,9 +386,14 @@ class Fleet:
         self.listeners: list[Listener] = []
 
     def add(
-        self, name: str, make_link: Callable[[], Link], read_only: bool = False, interval: float = 1.0
+        self,
+        name: str,
+        make_link: Callable[[], Link],
+        read_only: bool = False,
+        interval: float = 1.0,
+        group: str | None = None,
     ) -> HostView:
-        view = HostView(name=name, read_only=read_only, interval=interval)
+        view = HostView(name=name, read_only=read_only, interval=interval, group=group)
         self.sessions[name] = HostSession(view, make_link, self._notify)
         return view
 

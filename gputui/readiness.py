@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
+from .idle import span
 from .model import IDLE_SLACK, Gpu, Preflight, Proc, Sample, brief_command
 from .textsafe import printable
 from .units import fmt_bytes
@@ -74,16 +75,25 @@ def new_process_words(sample: Sample, proc: Proc, index: int) -> str:
     return f"new process {proc.pid} on GPU {index}" + (f", {parent}" if parent else "")
 
 
+def _idle_note(proc: Proc, idle: Mapping[tuple[int, int | None], float] | None) -> str:
+    """`; idle holder: 0% SM for 12m` for an idle holder, else nothing."""
+    seconds = idle.get(proc.key) if idle else None
+    return "" if seconds is None else f"; idle holder: 0% SM for {span(seconds)}"
+
+
 def unready(
     gpu: Gpu,
     sample: Sample,
     conditions: Conditions,
     preflight: Preflight | None = None,
     known: Collection[tuple[int, int | None]] | None = None,
+    idle: Mapping[tuple[int, int | None], float] | None = None,
 ) -> list[Unready]:
     """Every condition `gpu` fails in `sample` (empty: ready). `preflight`: its latest preflight
     record (the sample carries one only now and then). `known`: the processes (pid, start time)
-    there when the wait began; one that is not is named as new, with the parent that started it."""
+    there when the wait began; one that is not is named as new, with the parent that started it.
+    `idle`: the idle holders (gputui/idle.py) among them, with their seconds at 0 % SM: a GPU that
+    waits on one says so (it frees nothing by itself: someone must stop it)."""
     out: list[Unready] = []
     if gpu.error:
         return [Unready("error", f"the GPU reports an error: {gpu.error}")]
@@ -93,7 +103,8 @@ def unready(
         old = [p for p in users if p not in fresh]
         parts = [new_process_words(sample, p, gpu.index) for p in fresh[:4]]
         names = ", ".join(
-            f"{p.pid} ({p.kind}{': ' + p.command_line if p.kind != 'ghost' else ''})" for p in old[:4]
+            f"{p.pid} ({p.kind}{': ' + p.command_line if p.kind != 'ghost' else ''}{_idle_note(p, idle)})"
+            for p in old[:4]
         )
         more = f" and {len(old) - 4} more" if len(old) > 4 else ""
         if old:

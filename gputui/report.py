@@ -7,7 +7,11 @@ Schema (version 1): {"version": 1, "time": ..., "hosts": [HOST, ...]} where HOST
 "processes" (the probe's records, docs/PROTOCOL.md), "jobs" (the jobs the GPU processes belong to,
 as gputui.model.Job checked them: {"id", "root", "root_start", "name", "command", "user", "uid",
 "state", "ppid", "boundary", "members", "processes", "gpus", "memory", "slurm_job", "container",
-"unit"}; docs/PROTOCOL.md "Jobs"), "jobs_omitted", "scan"}.
+"unit"}; docs/PROTOCOL.md "Jobs"), "jobs_omitted", "scan"}. Each process record gets three fields of
+the app's (docs/FLEET_VIEW.md "Idle holders"): "idle_since" (the sample time that began its streak of
+samples at 0 % SM while it holds GPU memory, as this gputui saw them; null: not idle now),
+"idle_seconds" (how long, to the host's latest sample) and "idle_holder" (idle for "idle_minutes" or
+more, a top-level field). A single snapshot has seen one sample: `--watch` sees the streaks grow.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .fleet import DOWN, REASONS, HostView
+from .idle import span, threshold
 from .kill.plan.mps import mps_clients
 from .model import IDLE_SLACK, NO_GPU_CODES, Gpu, Proc, Sample
 from .textsafe import printable
@@ -40,7 +45,11 @@ def host_status(view: HostView) -> tuple[str, str | None, str | None]:
     return DOWN, view.reason or "timeout", view.detail or "no sample arrived in time"
 
 
-def as_json(views: list[HostView], now: float | None = None) -> dict[str, Any]:
+def as_json(
+    views: list[HostView], now: float | None = None, idle_after: float | None = None
+) -> dict[str, Any]:
+    """The document; `idle_after`: seconds at 0 % SM that make an idle holder (None: the default)."""
+    after = threshold(None) if idle_after is None else idle_after
     hosts = []
     for v in views:
         status, reason, message = host_status(v)
@@ -54,19 +63,40 @@ def as_json(views: list[HostView], now: float | None = None) -> dict[str, Any]:
                 "host": (v.raw_hello or {}).get("host"),
                 "metrics": raw.get("host"),
                 "gpus": raw.get("gpus", []),
-                "processes": raw.get("processes", []),
+                "processes": [_with_idle(p, v, after) for p in raw.get("processes", [])],
                 # Checked field by field (model.Job): what a script acts on by id must be well-formed.
                 "jobs": [job.describe() for job in v.sample.jobs] if v.sample is not None else [],
                 "jobs_omitted": v.sample.jobs_omitted if v.sample is not None else 0,
                 "scan": raw.get("scan"),
             }
         )
-    return {"version": SCHEMA_VERSION, "time": time.time() if now is None else now, "hosts": hosts}
+    return {
+        "version": SCHEMA_VERSION,
+        "time": time.time() if now is None else now,
+        "idle_minutes": after / 60,
+        "hosts": hosts,
+    }
 
 
-def dumps(views: list[HostView], now: float | None = None) -> str:
+def _with_idle(record: Any, view: HostView, after: float) -> Any:
+    """A raw process record with the app's idle fields (a record that is no object as it came)."""
+    if not isinstance(record, dict):
+        return record
+    pid, start = record.get("pid"), record.get("start_time")
+    seconds = since = None
+    if isinstance(pid, int) and (start is None or isinstance(start, int)):
+        seconds, since = view.idle.seconds((pid, start)), view.idle.since((pid, start))
+    return {
+        **record,
+        "idle_since": since,
+        "idle_seconds": seconds,
+        "idle_holder": seconds is not None and seconds >= after,
+    }
+
+
+def dumps(views: list[HostView], now: float | None = None, idle_after: float | None = None) -> str:
     """The document as text (ASCII: a host's control characters stay escaped)."""
-    return json.dumps(as_json(views, now), indent=2, ensure_ascii=True)
+    return json.dumps(as_json(views, now, idle_after), indent=2, ensure_ascii=True)
 
 
 KIND_NOTE = {
@@ -106,7 +136,8 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def render(views: list[HostView], out: TextIO, width: int = 120) -> None:
+def render(views: list[HostView], out: TextIO, width: int = 120, idle_after: float | None = None) -> None:
+    after = threshold(None) if idle_after is None else idle_after
     for v in views:
         status, reason, message = host_status(v)
         facts = v.facts
@@ -163,6 +194,10 @@ def render(views: list[HostView], out: TextIO, width: int = 120) -> None:
         for p in sample.processes:
             mem = fmt_bytes(p.gpu_bytes) if p.gpu_memory else "-"
             note = _note(p, sample)
+            idle = v.idle.seconds(p.key)
+            if idle is not None and idle >= after:  # an idle holder: 0 % SM all that time
+                words = f"idle holder: 0% SM for {span(idle)}"
+                note = f"{words}; {note}" if note else words
             head = (
                 f"   {p.pid:>7} {kind_word(p):<8} {places[p.pid]:<{wide}} {mem:>8} {_sm(p):>4} "
                 f"{_cut(printable(p.user or '-'), 10):<10} {fmt_duration(p.elapsed):>8}  "
@@ -221,7 +256,9 @@ def _render_jobs(sample: Sample, out: TextIO, width: int) -> None:
         print(f"   ({count(sample.jobs_omitted, 'more job')} not sent by the probe)", file=out)
 
 
-def write_files(views: list[HostView], directory: Path, now: float | None = None) -> tuple[Path, Path]:
+def write_files(
+    views: list[HostView], directory: Path, now: float | None = None, idle_after: float | None = None
+) -> tuple[Path, Path]:
     """The snapshot as `gputui-snapshot-YYYYMMDD-HHMMSS.json` and `.txt` in `directory` (created if
     missing). Both files or neither: a name taken by anything (a dangling symlink included) is
     skipped for the next suffix, nothing is ever overwritten or followed, and a write that fails
@@ -230,8 +267,8 @@ def write_files(views: list[HostView], directory: Path, now: float | None = None
     directory.mkdir(parents=True, exist_ok=True)
     stem = "gputui-snapshot-" + time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
     text = io.StringIO()
-    render(views, text)
-    document = dumps(views, now) + "\n"
+    render(views, text, idle_after=idle_after)
+    document = dumps(views, now, idle_after) + "\n"
     for n in range(1000):
         name = stem if n == 0 else f"{stem}-{n}"
         json_path, text_path = directory / f"{name}.json", directory / f"{name}.txt"

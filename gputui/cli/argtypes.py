@@ -16,6 +16,7 @@ import math
 import re
 from collections.abc import Callable
 
+from ..config import MAX_IDLE_MINUTES
 from ..probe.common import MAX_TIMEOUT
 from ..probe.wire import interval_problem
 
@@ -66,6 +67,17 @@ def interval(text: str) -> float:
 def add_interval(p: argparse.ArgumentParser, default: float | None, help: str) -> None:
     """The sample interval, an option of every command that watches hosts."""
     p.add_argument("--interval", type=interval, default=default, metavar="S", help=help)
+
+
+def minutes(text: str) -> float:
+    """Minutes for the idle-holder threshold (--idle-minutes): more than 0, at most a week, as the
+    config's [idle] minutes."""
+    value = _float(text, "a number of minutes")
+    if not 0 < value <= MAX_IDLE_MINUTES:
+        raise argparse.ArgumentTypeError(
+            f"{text} minutes is out of range (more than 0, at most {MAX_IDLE_MINUTES})"
+        )
+    return value
 
 
 def whole(low: int, high: int, what: str) -> Callable[[str], int]:

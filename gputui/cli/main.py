@@ -40,7 +40,7 @@ VALUE_OPTIONS = frozenset(
         "--config", "--timeout", "--gpu", "--pid", "--reset-gpu", "--signals", "--term-timeout",
         "--verify-timeout", "--log", "--settle", "--temp-below", "--memory-below", "--util-below",
         "--interval", "--job", "--slurm-job", "--container", "--user", "--watch", "--replay", "--at",
-        "--parallel",
+        "--parallel", "--idle-minutes",
     }
 )  # fmt: skip
 NO_TERMINAL = (
@@ -48,6 +48,33 @@ NO_TERMINAL = (
     "escape codes there until stopped. For the GPUs and processes as text, run `gputui snapshot` "
     "(or `gputui snapshot --json`); to draw anyway, pass --force-tty."
 )
+
+
+# `--demo` without [idle] in the config or --idle-minutes: its notebook kernels hold memory at 0 % SM
+# from the start, and a demo should show an idle holder within a minute, not ten.
+DEMO_IDLE_MINUTES = 1.0
+
+
+def _idle_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--idle-minutes",
+        type=argtypes.minutes,
+        default=None,
+        metavar="M",
+        help="a process holding GPU memory at 0%% SM this long is an idle holder (default: [idle] "
+        "minutes in the config, else 10; 1 with --demo)",
+    )
+
+
+def idle_after(args: argparse.Namespace, config: Config) -> float:
+    """Seconds at 0 % SM that make an idle holder: --idle-minutes, the config's [idle] minutes, 1 for
+    the demo, else the default (gputui/idle.py)."""
+    from ..idle import threshold
+
+    minutes = getattr(args, "idle_minutes", None) or config.idle_minutes
+    if minutes is None and getattr(args, "demo", False):
+        minutes = DEMO_IDLE_MINUTES
+    return threshold(minutes)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -86,6 +113,7 @@ def ui_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="draw even when stdin or stdout is not a terminal (it is refused otherwise, exit 2)",
     )
+    _idle_option(p)
     p.add_argument("--version", action="version", version=f"gputui {__version__}")
     return p
 
@@ -109,6 +137,7 @@ def snapshot_parser() -> argparse.ArgumentParser:
         metavar="TIME",
         help="with --replay: the state at TIME (HH:MM[:SS], an ISO timestamp, +SECONDS; default: the end)",
     )
+    _idle_option(p)
     return p
 
 
@@ -184,15 +213,18 @@ def run_snapshot(argv: list[str]) -> int:
     config = load(args.config)
     specs = resolve_hosts(args.hosts, args.demo, config)
     fleet = build_fleet(specs, interval=INTERVALS["snapshot"])
+    after = idle_after(args, config)
     if args.watch is not None:
         return asyncio.run(
-            snapshot.watch(fleet, args.watch, args.timeout, json_lines=args.json, out=sys.stdout)
+            snapshot.watch(
+                fleet, args.watch, args.timeout, json_lines=args.json, out=sys.stdout, idle_after=after
+            )
         )
     views = asyncio.run(snapshot.take(fleet, args.timeout))
     if args.json:
-        print(snapshot.dumps(views))
+        print(snapshot.dumps(views, idle_after=after))
     else:
-        snapshot.render(views, sys.stdout)
+        snapshot.render(views, sys.stdout, idle_after=after)
     code = snapshot.exit_code(views)
     if code == EXIT_NO_GPU:
         from ..report import host_status
@@ -223,6 +255,7 @@ def wait_parser() -> argparse.ArgumentParser:
     )
     _common(p)
     wait.add_wait_arguments(p)
+    _idle_option(p)
     return p
 
 
@@ -286,6 +319,7 @@ def run_wait(argv: list[str]) -> int:
     config = load(args.config)
     specs = resolve_hosts(args.hosts, args.demo, config, read_only=True)
     fleet = build_fleet(specs, interval=args.interval)
+    args.idle_after = idle_after(args, config)
     return asyncio.run(wait.run_wait(args, fleet))
 
 
@@ -357,6 +391,7 @@ def run_ui(argv: list[str]) -> int:
         hidden_columns=config.hidden_columns,
         lifeline=lifeline,
         **_replayed(replay),
+        idle_after=idle_after(args, config),
     )
     tune_gc()
     app.run()

@@ -62,13 +62,22 @@ STOPS = {
 HOME, CLEAR_LINE, CLEAR_BELOW, CLEAR_SCREEN = "\x1b[H", "\x1b[K", "\x1b[J", "\x1b[2J"
 
 
-async def watch(fleet: Fleet, every: float, timeout: float, *, json_lines: bool, out: TextIO) -> int:
+async def watch(
+    fleet: Fleet,
+    every: float,
+    timeout: float,
+    *,
+    json_lines: bool,
+    out: TextIO,
+    idle_after: float | None = None,
+) -> int:
     """The snapshot every `every` seconds from one fleet, connected once and kept (no reconnection
     per refresh): on a terminal the screen is redrawn in place (home, each line erased to its end,
     the rest of the screen erased), each line cut to the width and the frame to the height; else
     each refresh is appended under a separator line. With `json_lines`, one JSON document a line (JSON
     lines), never a terminal code. Ends on Ctrl+C (exit 0), SIGTERM or SIGHUP, or when the output
-    can no longer be written (exit 1)."""
+    can no longer be written (exit 1). `idle_after`: seconds at 0 % SM that make an idle holder (the
+    streaks grow from frame to frame: gputui/idle.py)."""
     loop = asyncio.get_running_loop()
     stopped = asyncio.Event()
     code = 0
@@ -99,7 +108,15 @@ async def watch(fleet: Fleet, every: float, timeout: float, *, json_lines: bool,
         frame = 0
         while not stopped.is_set():
             started = time.monotonic()
-            _draw(fleet.hosts, out, every, tty=tty, json_lines=json_lines, first=frame == 0)
+            _draw(
+                fleet.hosts,
+                out,
+                every,
+                tty=tty,
+                json_lines=json_lines,
+                first=frame == 0,
+                idle_after=idle_after,
+            )
             frame += 1
             if getattr(out, "trouble", None) is not None:  # stdout closed, full, or its reader left
                 return 1
@@ -116,21 +133,32 @@ async def watch(fleet: Fleet, every: float, timeout: float, *, json_lines: bool,
 
 
 def _draw(
-    views: list[HostView], out: TextIO, every: float, *, tty: bool, json_lines: bool, first: bool
+    views: list[HostView],
+    out: TextIO,
+    every: float,
+    *,
+    tty: bool,
+    json_lines: bool,
+    first: bool,
+    idle_after: float | None = None,
 ) -> None:
     if json_lines:
-        print(json.dumps(as_json(views), separators=(",", ":"), ensure_ascii=True), file=out, flush=True)
+        print(
+            json.dumps(as_json(views, idle_after=idle_after), separators=(",", ":"), ensure_ascii=True),
+            file=out,
+            flush=True,
+        )
         return
     head = f"--- gputui snapshot {time.strftime('%Y-%m-%d %H:%M:%S')} (every {every:g} s; Ctrl+C stops) ---"
     if not tty:
         text = io.StringIO()
-        render(views, text)
+        render(views, text, idle_after=idle_after)
         print(head, file=out)
         print(text.getvalue(), end="", file=out, flush=True)
         return
     columns, lines = terminal_size(out)
     text = io.StringIO()
-    render(views, text, width=max(columns - 1, 60))
+    render(views, text, width=max(columns - 1, 60), idle_after=idle_after)
     rows = [head, *text.getvalue().rstrip("\n").splitlines()]
     if len(rows) > lines - 1:  # the frame's end would scroll its start away: say what is left out
         hidden = len(rows) - (lines - 2)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from ..fleet import DOWN, Fleet, HostView
+from ..idle import threshold
 from ..model import NO_GPU_CODES, Preflight, Sample
 from ..readiness import DEFAULT_UTIL_BELOW, Conditions, Unready, unready
 from ..textsafe import printable
@@ -105,6 +106,9 @@ async def run_wait(
     """Wait on the hosts of `fleet` (built by the caller, not started); return the exit code."""
     out, err = stdout or sys.stdout, stderr or sys.stderr
     conditions = conditions_of(args)
+    # Seconds at 0 % SM that make an idle holder (the CLI sets it from --idle-minutes or the config).
+    idle_after = getattr(args, "idle_after", None)
+    idle_after = threshold(None) if idle_after is None else idle_after
     live = bool(getattr(err, "isatty", lambda: False)()) and not args.json
     started = time.monotonic()
     fleet.start()
@@ -153,7 +157,7 @@ async def run_wait(
                     else:
                         pending[host] = (NOT_JUDGED, problem)
             for view in fleet.hosts:
-                _update(view, waits, preflights, conditions, now)
+                _update(view, waits, preflights, conditions, now, idle_after)
             if (
                 waits
                 and not pending
@@ -203,8 +207,10 @@ def _update(
     preflights: dict[tuple[str, int], Preflight],
     conditions: Conditions,
     now: float,
+    idle_after: float | None = None,
 ) -> None:
     sample = view.sample
+    idle = view.idle.durations(threshold(None) if idle_after is None else idle_after)
     for (host, index), w in waits.items():
         if host != view.name:
             continue
@@ -222,7 +228,7 @@ def _update(
             preflights[(host, index)] = gpu.preflight
         if w.known is None:
             w.known = {p.key for p in sample.on_gpu(index)}
-        w.last = unready(gpu, sample, conditions, preflights.get((host, index)), known=w.known)
+        w.last = unready(gpu, sample, conditions, preflights.get((host, index)), known=w.known, idle=idle)
         if w.last:
             w.ready_since = None
         elif w.ready_since is None:

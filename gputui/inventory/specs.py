@@ -62,6 +62,7 @@ def to_spec(host: ResolvedHost, config: Config, entries: Mapping[str, HostSpec] 
                 values[key] = value
     if values["address"] == LOCAL:
         values.pop("jump", None)
+    values["group"] = host.group  # the fleet view folds healthy hosts by it
     return HostSpec(**values)
 
 

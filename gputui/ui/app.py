@@ -49,6 +49,7 @@ from textual.notifications import SeverityLevel
 from textual.timer import Timer
 
 from gputui.fleet import Fleet, HostView
+from gputui.idle import threshold
 from gputui.kill.operate import FRESH_TIMEOUT, Operations, Request, status_of
 from gputui.kill.plan import KillOptions, Plan
 from gputui.model import Event, PlanVerdict
@@ -106,6 +107,7 @@ class GpuTuiApp(App[None]):
         hidden_columns: Mapping[str, frozenset[str]] | None = None,
         export_dir: Path | None = None,
         lifeline: Lifeline | None = None,
+        idle_after: float | None = None,
     ) -> None:
         """The app for `fleet` (not started yet: the app starts it on mount and stops it on exit).
 
@@ -121,6 +123,8 @@ class GpuTuiApp(App[None]):
         snapshot" writes (None: the working directory). `lifeline`: what ends the app on SIGHUP,
         SIGTERM or a lost terminal (gputui/ui/terminal.py; the CLI installs one before the app runs)."""
         super().__init__()
+        # Seconds at 0 % SM that make a process holding GPU memory an idle holder (gputui/idle.py).
+        self.idle_after = threshold(None) if idle_after is None else idle_after
         # SIGHUP, SIGTERM and a lost terminal end the app within a second (terminal.py); the CLI
         # installs it before anything starts. None (Pilot, a bench): nothing handled here.
         self.lifeline = lifeline
@@ -637,7 +641,7 @@ class GpuTuiApp(App[None]):
         views = self._main.views() if self._main is not None else self.fleet.hosts
         directory = self.export_dir if self.export_dir is not None else Path.cwd()
         try:
-            json_path, text_path = write_files(views, directory, self.clock())
+            json_path, text_path = write_files(views, directory, self.clock(), self.idle_after)
         except OSError as exc:
             self.notify(
                 f"Cannot write the snapshot in {directory}: {exc.strerror or exc}",

@@ -80,6 +80,18 @@ class GpuTuiCommands(Provider):
                 ),
                 partial(act, "toggle_jobs"),
             )
+            yield Entry(
+                "Users: GPUs and memory per user",
+                "U: who holds the fleet, with their idle holders; enter filters the fleet to one",
+                partial(act, "users"),
+            )
+            if not app.read_only:
+                yield Entry(
+                    "Select the idle holders",
+                    "I: GPU memory held at 0 % SM for the idle minutes (the host in view, or the "
+                    "fleet); x then plans their kill",
+                    partial(act, "select_idle"),
+                )
             at = main.proc_table.cursor_any_key
             if scope is not None and at is not None:
                 yield Entry(

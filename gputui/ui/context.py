@@ -18,6 +18,7 @@ class Dashboard(Protocol):
     clock: Callable[[], float]
     exact_memory: bool  # memory in exact MiB (`m`), else GiB
     hidden_columns: Mapping[str, frozenset[str]]  # the config's [columns]: table -> column keys
+    idle_after: float  # seconds at 0 % SM that make a process holding GPU memory an idle holder
 
     def age_of(self, host: str) -> float | None:
         """Seconds since `host`'s last sample arrived, by the app's clock (None: none yet)."""

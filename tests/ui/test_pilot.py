@@ -52,7 +52,10 @@ async def test_starts_on_the_fleet_and_drills_into_a_host() -> None:
         assert "All GPUs · 8 on 2 hosts, 1 free" in text
         assert "2 live" in text
 
-        await pilot.press("down", "enter")  # into the host of the GPU under the cursor
+        # Problems first (issue 21): each host's ghost on GPU 2, then the other GPUs by host.
+        keys = [main.fleet_table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(4)]
+        assert keys == ["2@demo-a", "2@demo-b", "0@demo-a", "1@demo-a"]
+        await pilot.press("down", "down", "down", "enter")  # into the host of the GPU under the cursor
         await redrawn(pilot)
         assert main.host == "demo-a"
         assert app.focused is main.gpu_table

@@ -19,6 +19,8 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable
 
+from gputui.fleetfilter import help_lines
+
 from .. import kinds
 from ..fmt import key_name
 from ..widgets.filter_bar import FilterBar
@@ -28,11 +30,13 @@ from ..widgets.host_list import HostList
 from ..widgets.proc_table import ProcTable
 from ..widgets.status import StyledStatic
 from ..widgets.table import KeyedTable
+from ..widgets.user_table import UserTable
 from .dialog import DIALOG, SCROLL_BINDINGS, Dialog
 from .gpu_detail import GpuDetailScreen
 from .main import KILL_ACTIONS, MainScreen
 from .plan import PlanScreen
 from .proc_detail import ProcDetailScreen
+from .users import UsersScreen
 
 SECTIONS: tuple[tuple[str, tuple[type, ...]], ...] = (
     ("Everywhere", (MainScreen, Screen, App)),
@@ -42,6 +46,7 @@ SECTIONS: tuple[tuple[str, tuple[type, ...]], ...] = (
     ("Fleet table (All hosts)", (FleetTable,)),
     ("Process table", (ProcTable,)),
     ("Filter box", (FilterBar,)),
+    ("Users view (U)", (UsersScreen, UserTable)),
     ("Confirmation dialog (f, F, x, X)", (PlanScreen,)),
     ("GPU view (i)", (GpuDetailScreen,)),
     ("Process detail (d)", (ProcDetailScreen,)),
@@ -52,7 +57,16 @@ EXTRA: dict[str, list[tuple[str, str]]] = {
     "In every table": [
         ("mouse", "click a row to move there, a column header to sort by it, wheel to scroll")
     ],
-    "Fleet table (All hosts)": [("1-9, 0", FleetTable.sort_keys_text())],
+    "Fleet table (All hosts)": [
+        ("1-9, 0", FleetTable.sort_keys_text()),
+        (
+            "order",
+            "problems first, worst first: down, stale, no GPU, error, ECC, ghost, orphaned, outside, "
+            "idle holders, throttling, GPUs that differ; then healthy hosts folded, a line per group",
+        ),
+    ],
+    "Filter box": [(f"  {how}", words) for how, words in help_lines()],
+    "Users view (U)": [("1-9, 0", UserTable.sort_keys_text())],
     "Process table": [("1-9, 0", ProcTable.sort_keys_text())],
     "Confirmation dialog (f, F, x, X)": [
         ("tab, enter", "on the Kill button: kill (focus starts on Cancel: enter alone cancels)"),

@@ -8,7 +8,7 @@ the visible tables) are touched.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import ClassVar, cast
 
 from textual import on
@@ -23,8 +23,11 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Input, Static
 
 from gputui.fleet import LIVE, REASONS, HostView
+from gputui.fleetfilter import EVERYTHING, FilterError, Query, parse
+from gputui.fleetview import FleetProblems, group_of, proc_subject
 from gputui.kill.operate import Request
 from gputui.model import Job, Parent, Proc, ProcUtilState
+from gputui.units import fmt_memory
 from gputui.words import count
 
 from .. import fmt, kinds
@@ -32,19 +35,21 @@ from ..context import Dashboard
 from ..messages import PlanRequested
 from ..selection import Selection
 from ..widgets.action_log import ActionLog
-from ..widgets.filter_bar import FilterBar
+from ..widgets.filter_bar import FilterBar, FilterProblem
 from ..widgets.fleet_table import FleetTable
 from ..widgets.footer import Footer
 from ..widgets.gpu_table import ALL, GpuTable
-from ..widgets.host_list import ALL_HOSTS, HostList, busy_total, not_live, seen
+from ..widgets.host_list import ALL_HOSTS, GROUP, HostList, busy_total, not_live, seen
+from ..widgets.host_list import GROUP as HOST_GROUP
 from ..widgets.proc_table import ProcScope, ProcTable, key_of
 from ..widgets.status import HostNotice, Legend, StatusLine
 from ..widgets.table import KeyedTable
 from .gpu_detail import GpuDetailScreen
 from .proc_detail import ProcDetailScreen
+from .users import UsersScreen
 
 NARROW = 100  # columns: below this the host list starts hidden (b shows it)
-KILL_ACTIONS = ("toggle_select", "free_gpu", "free_host", "plan", "tag_user", "stop_job")
+KILL_ACTIONS = ("toggle_select", "free_gpu", "free_host", "plan", "tag_user", "stop_job", "select_idle")
 
 
 def sm_words(util: ProcUtilState, host: bool) -> str:
@@ -69,7 +74,8 @@ class MainScreen(Screen[None]):
             "filter",
             "Filter",
             key_display="/",
-            tooltip="filter the focused table (processes: command, user, PID)",
+            tooltip="filter the focused table: a word (command, user, PID), or user:alice "
+            "state:idle-held host:gpu0* group:rack3 mem>40G, -term to negate (docs/FLEET_VIEW.md)",
         ),
         Binding("escape", "clear_filter", "Clear filter", show=False, tooltip="clear every filter"),
         Binding("o", "free_only", "Free only", tooltip="fleet table: only free GPUs (again: all)"),
@@ -96,6 +102,7 @@ class MainScreen(Screen[None]):
         Binding("F", "refuse('free_host')", show=False),
         Binding("x", "refuse('plan')", show=False),
         Binding("X", "refuse('stop_job')", show=False),
+        Binding("I", "refuse('select_idle')", show=False),
         Binding("i", "gpu_detail", "GPU view", tooltip="the GPU under the cursor: memory, settings, history"),
         Binding("l", "toggle_log", "Log", tooltip="show or hide the action log"),
         Binding("b", "toggle_hosts", "Host list", show=False, tooltip="show or hide the host list"),
@@ -120,6 +127,20 @@ class MainScreen(Screen[None]):
             tooltip="pause: freeze the view, samples still kept (again: resume)",
         ),
         Binding("m", "app.toggle_mib", "MiB", show=False, tooltip="memory in exact MiB (again: GiB)"),
+        Binding(
+            "I",
+            "select_idle",
+            "Idle holders",
+            show=False,
+            tooltip="select the idle holders (GPU memory held at 0 % SM for the idle minutes) of the host "
+            "in view, or of the whole fleet: x then plans their kill (again: unselect them)",
+        ),
+        Binding(
+            "U",
+            "users",
+            "Users",
+            tooltip="GPUs and memory per user across the fleet (enter there: that user's GPUs here)",
+        ),
     ]
 
     def __init__(self) -> None:
@@ -127,6 +148,12 @@ class MainScreen(Screen[None]):
         self.host: str | None = None  # None: the fleet ("All hosts")
         self.proc_filter = ""
         self.fleet_filter = ""
+        # The filters as the language reads them (gputui/fleetfilter.py): the last text that could be.
+        self.proc_query: Query = EVERYTHING
+        self.fleet_query: Query = EVERYTHING
+        # What is wrong with each host and GPU, and which groups fold (gputui/fleetview.py): shared by
+        # the fleet table and the host list.
+        self.problems = FleetProblems()
         self.free_only = False
         self.selection = Selection()  # survives refreshes; by (pid, start time)
         self._gpu_cursor: dict[str, str] = {}  # per host: the GPU row the cursor was on
@@ -163,6 +190,7 @@ class MainScreen(Screen[None]):
         with Horizontal(id="filter-row"):
             yield Static("/ filter ", id="filter-label")
             yield FilterBar(id="filter")
+            yield FilterProblem(id="filter-problem")
         yield Legend(id="legend")
         yield Footer()
 
@@ -176,6 +204,7 @@ class MainScreen(Screen[None]):
         self.proc_table = self.query_one(ProcTable)
         self.action_log = self.query_one(ActionLog)
         self.filter_bar = self.query_one(FilterBar)
+        self.filter_problem = self.query_one(FilterProblem)
         self.legend = self.query_one(Legend)
         fmt.set_title(self.host_list, "Hosts")
         self.filter_row = self.query_one("#filter-row")
@@ -253,6 +282,15 @@ class MainScreen(Screen[None]):
         if self.paused and not everything:
             changed = set()  # frozen: only the PAUSED time moves
         touched = views if everything else [v for v in views if v.name in changed]
+        if touched:
+            # What is wrong where (problems first, healthy hosts folded by group): worked out again
+            # for the hosts that changed; a group whose folding changed is drawn again whole.
+            regrouped = self.problems.update(touched, views, self.dash.idle_after)
+            if regrouped and not everything:
+                names = {v.name for v in touched}
+                touched = touched + [
+                    v for v in views if v.name not in names and self.problems.group(v.name) in regrouped
+                ]
         for view in touched:
             self._busy[view.name] = busy_total(view)
             for gone in self.selection.prune(view.name, view.sample):
@@ -265,7 +303,7 @@ class MainScreen(Screen[None]):
         with self.app.batch_update():
             if listed:
                 ages_now = {v.name: self.age_of(v.name) for v in listed}
-                self.host_list.show(listed, ages_now, self._busy, views)
+                self.host_list.show(listed, ages_now, self._busy, views, self.problems)
             if self.host is None:
                 names = {v.name for v in touched}
                 self._refresh_fleet(views, touched + [v for v in views if v.name in aging - names])
@@ -294,7 +332,9 @@ class MainScreen(Screen[None]):
         if touched:
             order = {v.name: i for i, v in enumerate(views)}
             ages = {v.name: self.age_of(v.name) for v in touched}
-            self.fleet_table.show_hosts(touched, order, self.fleet_filter, self.free_only, ages)
+            self.fleet_table.show_hosts(
+                touched, order, self.fleet_query, self.free_only, ages, fleet=views, problems=self.problems
+            )
             self._fleet_title()
         paused = self.paused_for() if self.paused else None
         self.status_line.show_fleet(views, self._busy, self.dash.read_only, paused=paused)
@@ -306,6 +346,12 @@ class MainScreen(Screen[None]):
         title = f"All GPUs · {total + unknown} on {count(len(self.dash.fleet.hosts), 'host')}, {free} free"
         if unknown:
             title += f", {unknown} not live"
+        troubled = self.problems.troubled()
+        if troubled:
+            title += f" · {count(troubled, 'host')} with problems first"
+        folded = self.fleet_table.folded_hosts
+        if folded and not self.free_only and not self.fleet_query:
+            title += f" · {count(folded, 'healthy host')} folded (enter: unfold)"
         if self.free_only:
             title += f" · showing free only ({self.fleet_table.row_count})"
         if self.fleet_filter:
@@ -325,6 +371,7 @@ class MainScreen(Screen[None]):
             return
         self.notice.display = self.notice.show_host(view)
         self.gpu_table.display = bool(view.sample and view.sample.gpus)
+        self.gpu_table.idle_after = self.dash.idle_after
         self.gpu_table.show(view)
         fmt.set_title(self.gpu_table, f"GPUs · {fmt.safe(view.name, 40)}{self._not_live(view)}")
 
@@ -359,9 +406,25 @@ class MainScreen(Screen[None]):
             return
         view = self.view(scope.host)
         selected = self.selection.keys(scope.host)
-        self.proc_table.show(view.sample, scope, self.proc_filter, selected, live=view.status == LIVE)
+        idle = view.idle.durations(self.dash.idle_after)
+        self.proc_table.show(
+            view.sample,
+            scope,
+            self.proc_filter,
+            selected,
+            live=view.status == LIVE,
+            keep=self._proc_keep(view, scope.gpu, idle) if self.proc_query else None,
+            idle=idle,
+        )
         self._keep_following()
         self._procs_title()
+
+    def _proc_keep(
+        self, view: HostView, gpu: int | None, idle: Mapping[tuple[int, int | None], float]
+    ) -> Callable[[Proc], bool]:
+        """The process filter as a predicate (the language's query on each process)."""
+        query, group, after = self.proc_query, group_of(view), self.dash.idle_after
+        return lambda proc: query.matches(proc_subject(view, group, proc, gpu, idle.get(proc.key), after))
 
     def _procs_title(self) -> None:
         scope = self._proc_scope
@@ -524,7 +587,16 @@ class MainScreen(Screen[None]):
         self._footer_follows()
 
     def action_drill(self) -> None:
-        """Enter on the host list: into the host's GPUs. Enter on the fleet table: into that host."""
+        """Enter on the host list: into the host's GPUs. Enter on the fleet table: into that host;
+        on a group's line: unfold it."""
+        if self.focused is self.fleet_table and self.fleet_table.on_group_row:
+            group = self.fleet_table.cursor_group
+            if group is not None:
+                self._fold(group, folded=False)
+            return
+        if self.focused is self.host_list and (group := self.host_list.cursor_group) is not None:
+            self._fold(group, folded=False)
+            return
         if self.focused is self.fleet_table and (at := self.fleet_table.cursor_gpu) is not None:
             host, gpu = at
             self._gpu_cursor[host] = ALL if gpu is None else str(gpu)
@@ -536,6 +608,77 @@ class MainScreen(Screen[None]):
         current = ALL_HOSTS if self.host is None else self.host
         index = (keys.index(current) + delta) % len(keys) if current in keys else 0
         self.select_host(None if keys[index] == ALL_HOSTS else keys[index])
+
+    @on(FleetTable.FoldChanged)
+    @on(HostList.FoldChanged)
+    def _fold_changed(self, event: FleetTable.FoldChanged | HostList.FoldChanged) -> None:
+        self._fold(event.group, event.folded)
+
+    def _fold(self, group: str, folded: bool) -> None:
+        """Fold a group's healthy hosts into its line, or unfold them; the cursor stays with the group."""
+        self.problems.set_folded(group, folded)
+        self.refresh_data(set(), everything=True)
+        if folded:
+            self.fleet_table.move_to(GROUP + group, scroll=True)
+            self.host_list.move_to(HOST_GROUP + group, scroll=True)
+            return
+        # Unfolded: the cursor on the group's first host (its first GPU in the fleet table).
+        first = next(iter(self.problems.members(group)), None)
+        if first is not None:
+            if self.focused is self.host_list:
+                self.host_list.move_to(first, scroll=True)
+            else:
+                self.fleet_table.move_to(min(self.fleet_table.keys_of(first), default=None), scroll=True)
+
+    def action_users(self) -> None:
+        """U: GPUs and memory per user across the fleet; a user chosen there filters the fleet table."""
+        self.app.push_screen(UsersScreen(), self._user_chosen)
+
+    def _user_chosen(self, user: str | None) -> None:
+        if not user:
+            return
+        text = f"user:{quoted(user)}"
+        if self.host is not None:
+            self.select_host(None)
+        self.fleet_filter, self.fleet_query = text, parse(text)
+        self.refresh_data(set(), everything=True)
+        self.fleet_table.focus()
+        self.notify(f"Fleet filtered: {text} (esc clears it).", timeout=4, markup=False)
+
+    def action_select_idle(self) -> None:
+        """I: select every idle holder of the host in view (of the fleet on "All hosts"), for x to
+        plan their kill through the confirmation dialog; again: unselect them."""
+        views = [self.view(self.host)] if self.host is not None else self.views()
+        after = self.dash.idle_after
+        found = [
+            (v.name, h.proc) for v in views if v.can_kill for h in v.idle.holders(v.name, v.sample, after)
+        ]
+        if not found:
+            where = fmt.safe(self.host, 40) if self.host is not None else "the fleet"
+            minutes = f"{after / 60:g}"
+            self.notify(
+                f"No idle holder on {where}: no process has held GPU memory at 0% SM for {minutes} min "
+                "([idle] minutes in the config, --idle-minutes).",
+                timeout=6,
+                markup=False,
+            )
+            return
+        if all(proc.key in self.selection.keys(host) for host, proc in found):
+            for host, proc in found:
+                self.selection.discard(host, (proc.key,))
+            self.notify(f"Unselected {count(len(found), 'idle holder')}.", timeout=4)
+        else:
+            for host, proc in found:
+                self.selection.add(host, proc)
+            hosts = len({host for host, _ in found})
+            memory = sum(proc.gpu_bytes for _, proc in found)
+            self.notify(
+                f"Selected {count(len(found), 'idle holder')} on {count(hosts, 'host')} "
+                f"({fmt_memory(memory)}): x plans their kill, with the confirmation dialog.",
+                timeout=6,
+                markup=False,
+            )
+        self.refresh_procs()
 
     @on(KeyedTable.Refitted)
     def _refitted(self) -> None:
@@ -618,16 +761,28 @@ class MainScreen(Screen[None]):
     def _set_filter(self, target: str, text: str) -> None:
         if target == "log":
             self.action_log.set_filter(text)
-        elif target == "fleet":
+            return
+        try:
+            query = parse(text)
+        except FilterError as exc:
+            # Said beside the box; the table keeps the last filter that could be read.
+            self.filter_problem.say(fmt.safe(exc.message, 300))
+            return
+        self.filter_problem.say("")
+        if target == "fleet":
             if text != self.fleet_filter:
-                self.fleet_filter = text
+                self.fleet_filter, self.fleet_query = text, query
                 self.refresh_data(set(), everything=True)
         elif text != self.proc_filter:
-            self.proc_filter = text
+            self.proc_filter, self.proc_query = text, query
             self.refresh_procs()
 
     @on(FilterBar.Done)
     def _filter_done(self) -> None:
+        self.filter_problem.say("")  # left unread: the last filter that could be read stays
+        self.filter_bar.value = {"fleet": self.fleet_filter, "procs": self.proc_filter}.get(
+            self.filter_bar.target, self.filter_bar.value
+        )
         self.filter_row = self.query_one("#filter-row")
         self.filter_row.display = False
         self.call_after_refresh(self._lift_toasts)
@@ -645,6 +800,12 @@ class MainScreen(Screen[None]):
     # -- kill-flow hooks (issue 4): gather targets, post a request ----------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # I selects the idle holders of every host it can (on "All hosts", the whole fleet): only
+        # read-only takes it away, not the host under the cursor.
+        if action == "select_idle":
+            return not self.dash.read_only
+        if action == "refuse" and parameters == ("select_idle",):
+            return self.dash.read_only
         if action in KILL_ACTIONS:
             if self.kill_refusal() is not None:
                 return False  # not offered: hidden from the footer and the help; the key says why
@@ -692,6 +853,7 @@ class MainScreen(Screen[None]):
                 "toggle_select": "Select",
                 "tag_user": "Tag user",
                 "stop_job": "Stop job",
+                "select_idle": "Idle holders",
             }.get(action, "Kill")
             self.notify(reason, title=f"{what}: not offered here", severity="warning", timeout=6)
 
@@ -901,4 +1063,13 @@ def _frozen_copy(view: HostView) -> HostView:
     frozen = copy.copy(view)
     frozen.history = copy.deepcopy(view.history)
     frozen.preflight = dict(view.preflight)
+    frozen.idle = view.idle.copy()
     return frozen
+
+
+def quoted(text: str) -> str:
+    """A value for the filter language: in double quotes when it has a space or a quote (a quote
+    itself cannot be written: such a name is matched by the rest, with a wildcard)."""
+    if any(c.isspace() or c in '"' for c in text):
+        return '"' + text.replace('"', "?") + '"'
+    return text

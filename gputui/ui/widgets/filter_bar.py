@@ -1,4 +1,9 @@
-"""The `/` filter input: filters as you type; enter keeps the filter, escape clears it."""
+"""The `/` filter input: filters as you type; enter keeps the filter, escape clears it.
+
+The fleet and process tables read it in the filter language (gputui/fleetfilter.py: `user:alice
+state:idle-held mem>40G`; a plain word searches as before); the action log as plain text. A filter
+that cannot be read says why beside the box (`FilterProblem`), and the table keeps the last one that
+could, so typing `mem>` on the way to `mem>40G` never empties it."""
 
 from __future__ import annotations
 
@@ -6,7 +11,12 @@ from typing import ClassVar
 
 from textual.binding import Binding, BindingType
 from textual.message import Message
-from textual.widgets import Input
+from textual.widgets import Input, Static
+
+PLACEHOLDER = (
+    "a word, or user:alice state:idle-held host:gpu0* mem>40G -kind:monitor (enter: keep, esc: clear)"
+)
+LOG_PLACEHOLDER = "part of a log line (enter: keep, esc: clear)"
 
 
 class FilterBar(Input):
@@ -18,13 +28,12 @@ class FilterBar(Input):
         """The operator left the filter (enter keeps the text, escape has cleared it)."""
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(
-            placeholder="part of a command, user or PID (enter: keep, esc: clear)", id=id, compact=True
-        )
+        super().__init__(placeholder=PLACEHOLDER, id=id, compact=True)
         self.target = ""  # which pane the text filters: "procs", "fleet" or "log"
 
     def open(self, target: str, text: str) -> None:
         self.target = target
+        self.placeholder = LOG_PLACEHOLDER if target == "log" else PLACEHOLDER
         self.value = text
         self.focus()
 
@@ -34,3 +43,23 @@ class FilterBar(Input):
 
     async def action_submit(self) -> None:
         self.post_message(self.Done())
+
+
+class FilterProblem(Static):
+    """Why the filter cannot be read (gputui.fleetfilter.FilterError's words), beside the box; empty
+    and hidden while it can."""
+
+    DEFAULT_CSS = """
+    FilterProblem {
+        width: auto;
+        max-width: 70%;
+        height: 1;
+        color: $error;
+        text-style: bold;
+        display: none;
+    }
+    """
+
+    def say(self, words: str) -> None:
+        self.update(words)
+        self.display = bool(words)

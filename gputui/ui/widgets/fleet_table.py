@@ -1,22 +1,47 @@
-"""The fleet table: every GPU of every host in one table, sortable, filterable, "free only"."""
+"""The fleet table: every GPU of every host in one table, problems first, healthy hosts folded.
+
+Made for a thousand hosts (issue 21; docs/FLEET_VIEW.md): the State column says each GPU's worst
+problem (gputui/fleetview.py: a host down or stale, ghost or orphaned memory, an idle holder,
+throttling, ECC trouble, a GPU that differs from its siblings) and the table sorts by it, so what is
+wrong comes first, in rank order, then by host. The GPUs of a host with no problem are folded into
+one line per group (`▸ gpu · 1000 hosts`: their memory, utilization, busy and free GPUs), as long
+as the group has fleetview.FOLD_AT healthy hosts or more; enter or + unfolds a group, - folds it again. A
+filter (the language of gputui/fleetfilter.py) or "free only" lists the GPUs it finds, unfolded.
+Sorting by another column (1-9) sorts the group lines too.
+
+Only the hosts that changed are worked out again (their problems, their rows); a group line is
+summed from what each of its hosts gave it last.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.style import Style
 from textual.binding import Binding, BindingType
+from textual.message import Message
 
 from gputui.fleet import CONNECTING, DOWN, LIVE, REASONS, STALE, HostView
+from gputui.fleetfilter import EVERYTHING, Query
+from gputui.fleetview import HEALTHY, RANKS, FleetProblems, HostState, Problem, gpu_subject, host_subject
 from gputui.model import Gpu, HostMetrics, Sample
 from gputui.units import fmt_memory_of, fmt_percent
 
 from .. import fmt
 from .cells import Cell, Row, dim
 from .gpu_table import GPU_STYLES, holders_cell, holders_column, memory_cell, util_cell
-from .host_list import seen
-from .proc_table import matches
+from .host_list import GROUP, seen, shown_status
 from .table import Column, KeyedTable
+
+SEVERE = RANKS["ecc"]  # problems up to this rank are drawn as errors, the rest as warnings
+FOLDED_RANK = HEALTHY + 1  # group lines come after every GPU row
+# The State column grows with its widest problem up to this; longer words give way (their short
+# forms). Each time a column grows the table is fitted again and every row drawn again: at a
+# thousand hosts that is seconds, so it must happen a few times, not with every new reason.
+STATE_ROOM = 16
 
 
 def fleet_row_key(host: str, gpu: int | None) -> str:
@@ -29,6 +54,27 @@ def split_row_key(key: str) -> tuple[str, int | None]:
     return host, None if index == "-" else int(index)
 
 
+def group_row_key(group: str) -> str:
+    return GROUP + group
+
+
+@dataclass
+class Share:
+    """What one healthy, folded host adds to its group's line."""
+
+    gpus: int = 0
+    busy: int = 0
+    used: int = 0
+    total: int = 0
+    util: float = 0.0  # the sum of its GPUs' utilization
+    utils: int = 0  # how many gave one
+    temp: int | None = None
+    cpu: float | None = None
+    ram_used: int = 0
+    ram_total: int = 0
+    models: tuple[str, ...] = ()
+
+
 class FleetTable(KeyedTable):
     COLUMNS = (
         Column("host", "Host", width=None, nominal=14, cut=True),
@@ -37,7 +83,8 @@ class FleetTable(KeyedTable):
         Column("memory", "Memory", width=21, descending=True),
         Column("util", "Util", width=4, justify="right", descending=True, priority=1),
         Column("temp", "Temp", width=4, justify="right", descending=True, priority=5),
-        Column("state", "State", width=5, priority=1),
+        # The GPU's worst problem (or free, busy); the table's default order: problems first.
+        Column("state", "State", width=None, nominal=8, priority=1, cut=True),
         holders_column(priority=2),
         # The host's own load, on each of its GPUs' rows (sort by it to find the busy hosts); the
         # first to go when the table is narrow.
@@ -45,15 +92,38 @@ class FleetTable(KeyedTable):
         Column("ram", "RAM", width=None, nominal=12, justify="right", descending=True, priority=8),
     )
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "screen.drill", "Open host", show=False, tooltip="open the GPU's host"),
+        Binding(
+            "enter",
+            "screen.drill",
+            "Open host",
+            show=False,
+            tooltip="open the GPU's host (a group's line: unfold it)",
+        ),
+        Binding(
+            "plus",
+            "unfold",
+            "Unfold",
+            key_display="+",
+            show=False,
+            tooltip="unfold the group under the cursor: its hosts' GPUs",
+        ),
+        Binding(
+            "minus",
+            "fold",
+            "Fold",
+            key_display="-",
+            show=False,
+            tooltip="fold the healthy hosts of the group under the cursor into one line",
+        ),
     ]
-    DEFAULT_SORT = ("host", False)
+    DEFAULT_SORT = ("state", False)
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         *GPU_STYLES,
         "host--live",
         "host--stale",
         "host--down",
         "host--connecting",
+        "host--all",
     }
 
     HOST_COLUMNS = ("cpu", "ram")
@@ -63,6 +133,13 @@ class FleetTable(KeyedTable):
         self._keys_of: dict[str, set[str]] = {}
         self._ages: Mapping[str, float | None] = {}
         self._metrics_seen = False  # no host's probe sends its load (an older one): no CPU, RAM columns
+        self.problems = FleetProblems()  # what is wrong where; the screen gives its own
+        self._shares: dict[str, Share] = {}  # healthy folded hosts -> what they add to their group
+        self.idle_after = 600.0  # seconds at 0 % SM that make an idle holder (the screen sets it)
+
+    def _need(self, column: Column, cell: Cell) -> int:
+        need = super()._need(column, cell)
+        return min(need, STATE_ROOM) if column.key == "state" else need
 
     def available_columns(self) -> tuple[Column, ...]:
         if self._metrics_seen:
@@ -73,49 +150,227 @@ class FleetTable(KeyedTable):
         self,
         views: list[HostView],
         order: dict[str, int],
-        filter_text: str = "",
+        query: Query = EVERYTHING,
         free_only: bool = False,
         ages: Mapping[str, float | None] | None = None,
+        fleet: Sequence[HostView] | None = None,
+        problems: FleetProblems | None = None,
     ) -> None:
-        """Refresh the rows of `views` (only those hosts: the others keep their rows). `ages`: how old
-        each host's sample is, said on the rows of a host that is not live."""
+        """Refresh the rows of `views` (only those hosts: the others keep their rows), and the lines
+        of their groups. `query`: the filter (gputui/fleetfilter.py); `free_only`: free GPUs only.
+        `ages`: how old each host's sample is, said on the rows of a host that is not live.
+        `fleet`: every host (default `views`); `problems`: what is wrong where, worked out by the
+        caller for `views` (FleetProblems.update), else here."""
         self._ages = ages or {}
-        rows: dict[str, Row] = {}
-        replace: set[str] = set()
-        needle = filter_text.casefold()
+        everyone = list(fleet) if fleet is not None else views
+        if problems is None:
+            problems = self.problems
+            problems.update(views, everyone, self.idle_after)
+        self.problems = problems
         if not self._metrics_seen and any(v.sample is not None and v.sample.host is not None for v in views):
             self._metrics_seen = True
             self.refit()
+        folding = not query and not free_only
+        rows: dict[str, Row] = {}
+        replace: set[str] = set()
+        groups: set[str] = set()
         for view in views:
+            groups.add(problems.group(view.name))
             replace |= self._keys_of.get(view.name, set())
-            mine = self.host_rows(view, order.get(view.name, 0), needle, free_only)
+            state = problems.states.get(view.name) or HostState(view.name, problems.group(view.name))
+            if folding and problems.folded(view.name):
+                self._shares[view.name] = self._share(view)
+                self._keys_of[view.name] = set()
+                continue
+            self._shares.pop(view.name, None)
+            mine = self.host_rows(view, order.get(view.name, 0), state, query, free_only)
             self._keys_of[view.name] = set(mine)
             rows.update(mine)
+        for group in sorted(groups):
+            key = group_row_key(group)
+            replace.add(key)
+            folded = [h for h in problems.members(group) if h in self._shares]
+            if folding and folded and problems.folds(group):
+                rows[key] = self.group_row(group, folded, len(everyone), problems.group_index(group))
         self.sync(rows, replace=replace)
 
-    def host_rows(self, view: HostView, position: int, needle: str, free_only: bool) -> dict[str, Row]:
+    @property
+    def folded_hosts(self) -> int:
+        """Healthy hosts folded into their groups' lines now."""
+        return len(self._shares)
+
+    def keys_of(self, host: str) -> set[str]:
+        """The row keys of `host`'s GPUs shown now."""
+        return set(self._keys_of.get(host, ()))
+
+    def _share(self, view: HostView) -> Share:
         sample = view.sample
-        host_match = not needle or needle in view.name.casefold()
+        share = Share()
+        if sample is None:
+            return share
+        share.gpus = len(sample.gpus)
+        share.busy = sum(1 for g in sample.gpus if not sample.gpu_is_free(g))
+        share.used = sum(g.memory_used or 0 for g in sample.gpus)
+        share.total = sum(g.memory_total or 0 for g in sample.gpus)
+        utils = [g.util_gpu for g in sample.gpus if g.util_gpu is not None]
+        share.util, share.utils = float(sum(utils)), len(utils)
+        temps = [g.temperature for g in sample.gpus if g.temperature is not None]
+        share.temp = max(temps) if temps else None
+        metrics = sample.host
+        if metrics is not None:
+            share.cpu = metrics.cpu_percent
+            share.ram_used, share.ram_total = metrics.memory_used or 0, metrics.memory_total or 0
+        share.models = tuple(g.name for g in sample.gpus if g.name)
+        return share
+
+    def group_row(self, group: str, hosts: list[str], fleet_size: int, index: int) -> Row:
+        """A group's healthy hosts as one line: how many, their GPUs' memory and utilization, the
+        hottest GPU, how many GPUs are busy and free."""
+        shares = [self._shares[h] for h in hosts]
+        style = self.style_of("host--all")
+        muted = self.style_of("gpu--all")
+        gpus = sum(s.gpus for s in shares)
+        busy = sum(s.busy for s in shares)
+        used, total = sum(s.used for s in shares), sum(s.total for s in shares)
+        n_utils = sum(s.utils for s in shares)
+        util = sum(s.util for s in shares) / n_utils if n_utils else None
+        temps = [s.temp for s in shares if s.temp is not None]
+        models = Counter(m for s in shares for m in s.models)
+        cpus = [s.cpu for s in shares if s.cpu is not None]
+        ram_used, ram_total = sum(s.ram_used for s in shares), sum(s.ram_total for s in shares)
+        name = Cell.parts(
+            ("▸ ", style),
+            (fmt.safe(group, 40), style),
+            (" · ", muted),
+            (str(len(hosts)), muted, True),
+            (f" host{'s' if len(hosts) != 1 else ''}", muted),
+            sort_key=(fleet_size + index, -1),
+        )
+        model = models.most_common(1)[0][0] if models else "-"
+        if len(models) > 1:
+            model += f" +{len(models) - 1}"
+        holders = Cell(sort_key=(0, -gpus)).add(str(gpus), muted, keep=True).add(" GPUs: ", muted)
+        holders.add(str(busy), "", keep=True).add(" busy, ", "").add(
+            str(gpus - busy), self.style_of("gpu--free"), keep=True
+        ).add(" free", self.style_of("gpu--free"))
+        short = (
+            Cell(sort_key=holders.sort_key)
+            .add(str(busy), "", keep=True)
+            .add(" busy ", "")
+            .add(str(gpus - busy), self.style_of("gpu--free"), keep=True)
+            .add(" free", self.style_of("gpu--free"))
+        )
+        cpu = sum(cpus) / len(cpus) if cpus else None
+        return {
+            "host": name,
+            "gpu": Cell("-", muted, sort_key=-1),
+            "name": Cell(fmt.safe(model, 40), muted),
+            "memory": memory_cell(self, used, total),
+            "util": util_cell(self, util),
+            "temp": Cell(f"{max(temps)}°C" if temps else "-", sort_key=max(temps) if temps else 0),
+            "state": Cell("ok", self.style_of("gpu--free"), sort_key=(FOLDED_RANK, index, -1)).with_short(
+                Cell("ok", self.style_of("gpu--free"))
+            ),
+            "holders": holders.with_short(short),
+            "cpu": Cell(fmt_percent(cpu), sort_key=cpu if cpu is not None else -1.0),
+            "ram": Cell(
+                fmt_memory_of(ram_used, ram_total, self.exact_memory) if ram_total else "-",
+                sort_key=ram_used / ram_total if ram_total else -1.0,
+            ),
+        }
+
+    @property
+    def cursor_group(self) -> str | None:
+        """The group of the line under the cursor, a group's line or a GPU of one of its hosts."""
+        key = self.cursor_key
+        if key is None:
+            return None
+        if key.startswith(GROUP):
+            return key.removeprefix(GROUP)
+        host, _ = split_row_key(key)
+        return self.problems.group(host)
+
+    @property
+    def on_group_row(self) -> bool:
+        key = self.cursor_key
+        return key is not None and key.startswith(GROUP)
+
+    def action_unfold(self) -> None:
+        group = self.cursor_group
+        if group is not None and self.on_group_row:
+            self.post_message(self.FoldChanged(group, folded=False))
+
+    def action_fold(self) -> None:
+        group = self.cursor_group
+        if group is not None and not self.on_group_row and group in self.problems.unfolded:
+            self.post_message(self.FoldChanged(group, folded=True))
+
+    class FoldChanged(Message):
+        """The operator folded or unfolded a group: the screen redraws the fleet."""
+
+        def __init__(self, group: str, folded: bool) -> None:
+            super().__init__()
+            self.group = group
+            self.folded = folded
+
+    # -- rows ----------------------------------------------------------------------------------
+
+    def host_rows(
+        self, view: HostView, position: int, state: HostState, query: Query, free_only: bool
+    ) -> dict[str, Row]:
+        sample = view.sample
         rows: dict[str, Row] = {}
         if sample is None or not sample.gpus:
-            if not free_only and host_match:
-                rows[fleet_row_key(view.name, None)] = self.placeholder(view, position)
+            if not free_only and (not query or query.matches(host_subject(view, state))):
+                rows[fleet_row_key(view.name, None)] = self.placeholder(view, position, state)
             return rows
         for gpu in sample.gpus:
             free = view.status == LIVE and sample.gpu_is_free(gpu)
             if free_only and not free:
                 continue
-            if not host_match and not _gpu_matches(sample, gpu, needle):
+            if query and not query.matches(gpu_subject(view, state, gpu)):
                 continue
-            rows[fleet_row_key(view.name, gpu.index)] = self.row(view, position, sample, gpu, free)
+            rows[fleet_row_key(view.name, gpu.index)] = self.row(view, position, sample, gpu, free, state)
         return rows
 
-    def row(self, view: HostView, position: int, sample: Sample, gpu: Gpu, free: bool) -> Row:
+    def state_cell(
+        self, view: HostView, position: int, gpu: int, free: bool, state: HostState | None
+    ) -> Cell:
+        """The GPU's worst problem (and how many more), or free, busy; sorted problems first."""
+        worst = state.gpu_worst(gpu) if state is not None else None
+        rank = worst.rank if worst is not None else HEALTHY
+        sort_key = (rank, position, gpu)
         live = view.status == LIVE
-        if live:
-            state = Cell("free", self.style_of("gpu--free"), sort_key=0) if free else Cell("busy", sort_key=1)
-        else:
-            state = Cell(view.status, self.style_of(f"host--{view.status}"), sort_key=2)
+        if worst is not None:
+            style = self._problem_style(worst)
+            more = state.gpu_count(gpu) - 1 if state is not None else 0
+            tail = f" +{more}" if more else ""
+            cell = Cell(fmt.safe(worst.words, 60) + tail, style, sort_key=sort_key)
+            return cell.with_short(
+                Cell(fmt.safe(worst.short or worst.words, 20) + tail, style, sort_key=sort_key)
+            )
+        if not live:
+            status = shown_status(view)
+            return Cell(status, self.style_of(f"host--{status}"), sort_key=sort_key)
+        if free:
+            return Cell("free", self.style_of("gpu--free"), sort_key=sort_key)
+        return Cell("busy", sort_key=sort_key)
+
+    def _problem_style(self, problem: Problem) -> Style:
+        if problem.state in ("down", "stale"):
+            return self.style_of(f"host--{problem.state}")
+        return self.style_of("gpu--error" if problem.rank <= SEVERE else "gpu--warn")
+
+    def row(
+        self,
+        view: HostView,
+        position: int,
+        sample: Sample,
+        gpu: Gpu,
+        free: bool,
+        state: HostState | None = None,
+    ) -> Row:
+        live = view.status == LIVE
         holders = holders_cell(self, sample, (gpu,), live=live)
         if gpu.error:
             holders = Cell(f"error: {fmt.safe(gpu.error, 40)}", self.style_of("gpu--error"), sort_key=(3, 0))
@@ -130,7 +385,7 @@ class FleetTable(KeyedTable):
             "temp": Cell(
                 f"{gpu.temperature}°C" if gpu.temperature is not None else "-", sort_key=gpu.temperature or 0
             ),
-            "state": state,
+            "state": self.state_cell(view, position, gpu.index, free, state),
             "holders": holders,
             **self.host_cells(sample.host),
         }
@@ -160,20 +415,22 @@ class FleetTable(KeyedTable):
             ),
         }
 
-    def placeholder(self, view: HostView, position: int) -> Row:
+    def placeholder(self, view: HostView, position: int, state: HostState | None = None) -> Row:
         """A host with no GPU to list: say why (connecting, down and the reason, no driver)."""
         facts = view.facts
-        if view.status in (DOWN, STALE):
-            why = REASONS.get(view.reason or "", view.reason or view.status)
+        status = shown_status(view)
+        if status in (DOWN, STALE):
+            code = view.reason or view.last_down or status
+            why = REASONS.get(code, code)
         elif facts is not None and facts.error_code:
             why = REASONS.get(facts.error_code, facts.error_code)
-        elif view.status == CONNECTING:
+        elif status == CONNECTING:
             why = "connecting…"
         else:
             why = "no GPU"
-        status_style = (
-            self.style_of(f"host--{view.status}") if view.status in (LIVE, STALE, DOWN, CONNECTING) else ""
-        )
+        status_style = self.style_of(f"host--{status}") if status in (LIVE, STALE, DOWN, CONNECTING) else ""
+        worst = state.worst if state is not None else None
+        rank = worst.rank if worst is not None else HEALTHY
         blank = Cell("", sort_key=-1)
         return {
             "host": Cell(fmt.safe(view.name, 40), sort_key=(position, -1)),
@@ -182,18 +439,15 @@ class FleetTable(KeyedTable):
             "memory": Cell("", sort_key=-1.0),
             "util": Cell("", sort_key=-1.0),
             "temp": blank,
-            "state": Cell(view.status, status_style, sort_key=3),
+            "state": Cell(status, status_style, sort_key=(rank, position, -1)),
             "holders": Cell(fmt.safe(why, 60), self.style_of("gpu--warn"), sort_key=(4, 0)),
             **self.host_cells(view.sample.host if view.sample is not None else None),
         }
 
     @property
     def cursor_gpu(self) -> tuple[str, int | None] | None:
+        """(host, GPU) under the cursor; None on a group's line (no one host)."""
         key = self.cursor_key
-        return split_row_key(key) if key is not None else None
-
-
-def _gpu_matches(sample: Sample, gpu: Gpu, needle: str) -> bool:
-    if gpu.name and needle in gpu.name.casefold():
-        return True
-    return any(matches(p, needle) for p in sample.processes if gpu.index in p.gpus)
+        if key is None or key.startswith(GROUP):
+            return None
+        return split_row_key(key)

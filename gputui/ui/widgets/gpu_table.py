@@ -9,6 +9,7 @@ from typing import ClassVar
 from textual.binding import Binding, BindingType
 
 from gputui.fleet import LIVE, GpuHistory, HostView
+from gputui.idle import span
 from gputui.model import IDLE_SLACK, Gpu, MigInstance, Sample
 from gputui.readiness import preflight_flags
 from gputui.units import fmt_memory, fmt_memory_of, fmt_percent
@@ -183,6 +184,14 @@ class GpuTable(KeyedTable):
             return
         self.live = view.status == LIVE
         flags = preflight_flags(view.preflight)
+        # An idle holder (gputui/idle.py) is the first thing said of its GPU: memory held for nothing.
+        idle = view.idle.durations(self.idle_after)
+        for g in sample.gpus:
+            held = [
+                s for p in sample.processes if g.index in p.gpu_memory and (s := idle.get(p.key)) is not None
+            ]
+            if held:
+                flags[g.index] = (f"idle holder {span(max(held))}", *flags.get(g.index, ()))
         rows = {
             str(g.index): self.row(g, sample, view.history.get(g.index), flags.get(g.index, ()))
             for g in sample.gpus
@@ -202,6 +211,7 @@ class GpuTable(KeyedTable):
             self.remeasure()
 
     live = True  # the sample shown is live
+    idle_after = 600.0  # seconds at 0 % SM that make an idle holder (the screen sets the app's)
     mig = False  # a GPU of the host is in MIG mode: the Name column names its instances' profiles
 
     def available_columns(self) -> tuple[Column, ...]:

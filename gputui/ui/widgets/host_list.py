@@ -1,4 +1,9 @@
-"""The host list: "All hosts" (the fleet table) first, then each host with its status and busy GPUs."""
+"""The host list: "All hosts" (the fleet table) first, then each host with its status and busy GPUs.
+
+At a thousand hosts (issue 21): the hosts with a problem first, worst first (gputui/fleetview.py),
+then each group's healthy hosts folded into the group's line (`▸ gpu · 1000`, their busy and total
+GPUs) where the group has enough of them; enter or + unfolds a group, - folds it again (the fleet
+table folds and unfolds with it)."""
 
 from __future__ import annotations
 
@@ -6,14 +11,19 @@ from collections.abc import Iterable, Mapping
 from typing import ClassVar
 
 from textual.binding import Binding, BindingType
+from textual.message import Message
 
 from gputui.fleet import CONNECTING, DOWN, LIVE, STALE, HostView
+from gputui.fleetview import FleetProblems
 
 from .. import fmt
 from .cells import Cell, Row
 from .table import Column, KeyedTable
 
 ALL_HOSTS = "\x00all"  # row key of the fleet entry; no host name holds a NUL
+GROUP = (
+    "\x00group:"  # row key prefix of a group's line (here and in the fleet table); no host name holds a NUL
+)
 DOTS = {LIVE: "●", STALE: "◐", DOWN: "✕", CONNECTING: "◌"}
 
 
@@ -37,15 +47,24 @@ def seen(age: float | None) -> str:
     return f"last seen {fmt.age(age)} ago" if age is not None else "never seen"
 
 
+def shown_status(view: HostView) -> str:
+    """The host's status as the lists show it: a host that went down and is trying again between
+    two attempts ("connecting") stays down until it is live again, rather than flicker."""
+    if view.status == CONNECTING and view.last_down is not None:
+        return DOWN
+    return view.status
+
+
 def status_word(view: HostView, age: float | None) -> str:
     """Short: the sample age while live, else the state."""
-    if view.status == LIVE:
+    status = shown_status(view)
+    if status == LIVE:
         if view.facts is not None and view.facts.error_code:
             return "no GPU"
         return fmt.age(age)
-    if view.status == CONNECTING:
+    if status == CONNECTING:
         return "queued" if view.phase == "queued" else "conn…"  # waiting for a handshake slot
-    return view.status
+    return status
 
 
 class HostList(KeyedTable):
@@ -65,12 +84,43 @@ class HostList(KeyedTable):
         "gpu--stale",
     }
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "screen.drill", "Open", show=False, tooltip="open the host (or the fleet table)"),
+        Binding(
+            "enter",
+            "screen.drill",
+            "Open",
+            show=False,
+            tooltip="open the host (or the fleet table; a group: unfold it)",
+        ),
+        Binding(
+            "plus",
+            "unfold",
+            "Unfold",
+            key_display="+",
+            show=False,
+            tooltip="unfold the group under the cursor",
+        ),
+        Binding(
+            "minus",
+            "fold",
+            "Fold",
+            key_display="-",
+            show=False,
+            tooltip="fold the group of the host under the cursor",
+        ),
     ]
+
+    class FoldChanged(Message):
+        """The operator folded or unfolded a group: the screen redraws the list and the fleet."""
+
+        def __init__(self, group: str, folded: bool) -> None:
+            super().__init__()
+            self.group = group
+            self.folded = folded
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._position: dict[str, int] = {}
+        self.problems: FleetProblems | None = None
 
     def show(
         self,
@@ -78,20 +128,87 @@ class HostList(KeyedTable):
         ages: Mapping[str, float | None],
         busy: Mapping[str, tuple[int, int]],
         fleet: list[HostView] | None = None,
+        problems: FleetProblems | None = None,
     ) -> None:
         """Refresh the rows of `views`; with `fleet` (every host), also the "All hosts" summary.
 
-        `busy` holds (busy, total) GPUs per host, computed once per sample by the caller."""
+        `busy` holds (busy, total) GPUs per host, computed once per sample by the caller.
+        `problems`: what is wrong where (problems first) and which groups fold (their lines)."""
+        self.problems = problems
         rows: dict[str, Row] = {}
+        replace: set[str] = set()
+        groups: set[str] = set()
         for view in views:
             position = self._position.setdefault(view.name, len(self._position))
-            rows[view.name] = self.row(view, ages.get(view.name), busy.get(view.name, (0, 0)), position)
+            if problems is not None:
+                groups.add(problems.group(view.name))
+                if problems.folded(view.name):
+                    replace.add(view.name)  # in its group's line
+                    continue
+            row = self.row(view, ages.get(view.name), busy.get(view.name, (0, 0)), position)
+            rows[view.name] = self.placed(row, view.name, position)
+        if problems is not None:
+            for group in groups:
+                key = GROUP + group
+                replace.add(key)
+                folded = [h for h in problems.members(group) if problems.folded(h)]
+                if folded:
+                    rows[key] = self.group_row(group, folded, busy, problems.group_index(group))
         if fleet is not None:
             rows[ALL_HOSTS] = self.all_row(fleet, busy)
-        self.sync(rows, replace=())
+        self.sync(rows, replace=replace)
+
+    def placed(self, row: Row, host: str, position: int) -> Row:
+        """`row` sorted where it belongs: the hosts with a problem first, worst first; then by group."""
+        problems = self.problems
+        state = problems.states.get(host) if problems is not None else None
+        worst = state.worst if state is not None else None
+        if worst is not None:
+            key: tuple[int, ...] = (0, worst.rank, position)
+        elif problems is not None:
+            key = (1, problems.group_index(problems.group(host)), position)
+        else:
+            key = (1, 0, position)
+        row["name"].sort_key = key
+        return row
+
+    def group_row(self, group: str, hosts: list[str], busy: Mapping[str, tuple[int, int]], index: int) -> Row:
+        """A group's healthy hosts as one line: how many, their busy and total GPUs."""
+        style = self.style_of("host--all")
+        used = sum(busy.get(h, (0, 0))[0] for h in hosts)
+        total = sum(busy.get(h, (0, 0))[1] for h in hosts)
+        name = Cell.parts(
+            ("▸ ", style),
+            (fmt.safe(group, 40), style),
+            (" · ", ""),
+            (str(len(hosts)), "", True),
+            sort_key=(1, index, -1),
+        )
+        return {
+            "name": name,
+            "gpus": Cell(f"{used}/{total}", sort_key=(1, index, -1)),
+            "age": Cell("", sort_key=(1, index, -1)),
+        }
+
+    @property
+    def cursor_group(self) -> str | None:
+        """The group whose line is under the cursor, or None."""
+        key = self.cursor_key
+        return key.removeprefix(GROUP) if key is not None and key.startswith(GROUP) else None
+
+    def action_unfold(self) -> None:
+        group = self.cursor_group
+        if group is not None:
+            self.post_message(self.FoldChanged(group, folded=False))
+
+    def action_fold(self) -> None:
+        host = self.cursor_host
+        problems = self.problems
+        if host is not None and problems is not None and problems.group(host) in problems.unfolded:
+            self.post_message(self.FoldChanged(problems.group(host), folded=True))
 
     def row(self, view: HostView, age: float | None, busy_total: tuple[int, int], position: int) -> Row:
-        status = view.status
+        status = shown_status(view)
         style = self.style_of(f"host--{status}")
         if status == LIVE and view.facts is not None and view.facts.error_code:
             style = self.style_of("host--stale")
@@ -113,13 +230,13 @@ class HostList(KeyedTable):
         total = sum(busy.get(v.name, (0, 0))[1] for v in fleet)
         style = self.style_of("host--all")
         return {
-            "name": Cell("All hosts", style, sort_key=-1),
+            "name": Cell("All hosts", style, sort_key=(-1,)),
             "gpus": Cell(f"{used}/{total}", style, sort_key=-1),
             "age": Cell("", sort_key=-1),
         }
 
     @property
     def cursor_host(self) -> str | None:
-        """The host under the cursor; None on "All hosts"."""
+        """The host under the cursor; None on "All hosts" and on a group's line."""
         key = self.cursor_key
-        return None if key == ALL_HOSTS else key
+        return None if key is None or key == ALL_HOSTS or key.startswith(GROUP) else key

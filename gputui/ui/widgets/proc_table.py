@@ -6,13 +6,14 @@ process of the host has a container (seen from the host: `lxc/129`, `docker/<id>
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
+from gputui.idle import span
 from gputui.model import Job, Parent, Proc, Sample, brief_command
 from gputui.units import fmt_duration, fmt_memory, fmt_percent, index_runs
 from gputui.words import gpu_place
@@ -171,6 +172,8 @@ class ProcTable(KeyedTable):
         # The processes the list holds now (scope and filter; a folded family's included).
         self.in_view: tuple[Proc, ...] = ()
         self.containers = False  # a process of the host has a container: the column is offered
+        # The idle holders of the host in view (gputui/idle.py): their seconds at 0 % SM.
+        self.idle: Mapping[ProcKey, float] = {}
 
     def action_scroll_command(self, direction: int) -> None:
         if direction == 0:
@@ -196,9 +199,14 @@ class ProcTable(KeyedTable):
         filter_text: str = "",
         selected: Collection[ProcKey] = (),
         live: bool = True,
+        keep: Callable[[Proc], bool] | None = None,
+        idle: Mapping[ProcKey, float] | None = None,
     ) -> None:
         """The processes of `scope` in `sample`; dimmed when it is not live (its host is down, stale or
-        reconnecting: the title says how old they are)."""
+        reconnecting: the title says how old they are). `keep`: the filter (the language's query,
+        gputui/fleetfilter.py), in place of the plain search of `filter_text`; `idle`: the idle
+        holders, flagged `idle 12m`."""
+        self.idle = idle or {}
         procs = sample.processes if sample is not None else ()
         containers = any(p.container for p in procs)
         if scope.gpu is not None:
@@ -208,7 +216,10 @@ class ProcTable(KeyedTable):
         # In the jobs view, a filter that names a job (its root's command, user, Slurm job,
         # container or unit) lists all its members here.
         named = jobs.matching(sample, needle) if self.jobs_mode else set()
-        listed = tuple(p for p in procs if not needle or matches(p, needle) or p.job in named)
+        if keep is not None:
+            listed = tuple(p for p in procs if keep(p) or p.job in named)
+        else:
+            listed = tuple(p for p in procs if not needle or matches(p, needle) or p.job in named)
         self.in_view = listed
         rows: dict[str, Row] = {}
         for proc in listed:
@@ -390,6 +401,9 @@ class ProcTable(KeyedTable):
         else:
             # The container in its own column when shown; else the note says it.
             note = kinds.note_parts(proc, sample, container=self._container_note)
+            idle = self.idle.get(proc.key)
+            if idle is not None:  # first: it holds memory and does nothing, which is why it is here
+                note = [(f"idle {span(idle)}", False), ("; " if note else "", False), *note]
             for text, number in note:
                 cmd.add(text, note_style, keep=number)
             if command:
@@ -403,7 +417,7 @@ class ProcTable(KeyedTable):
             "kind": Cell(kinds.proc_label(proc), kind_style, sort_key=kinds.ORDER.get(proc.kind, 9)),
             "gpu": gpus_cell(self, proc, gpu),
             "mem": Cell(fmt_memory(mem, self.exact_memory), kind_style, sort_key=mem or 0),
-            "sm": self.sm_cell(proc, gpu),
+            "sm": self.sm_cell(proc, gpu) if proc.key not in self.idle else self.idle_cell(proc),
             "cpu": Cell(fmt_percent(proc.cpu_percent), sort_key=proc.cpu_percent or 0.0),
             "rss": Cell(fmt_memory(proc.rss, self.exact_memory), sort_key=proc.rss or 0),
             "state": Cell(state, self.style_of("proc--warn") if state in ("D", "Z") else "", sort_key=state),
@@ -466,6 +480,10 @@ class ProcTable(KeyedTable):
     def _container_note(self) -> bool:
         """Notes name containers only while the Container column does not show."""
         return not self.width_of("container")
+
+    def idle_cell(self, proc: Proc) -> Cell:
+        """An idle holder's SM%: `idle` (0 % for the idle minutes; the note says how long)."""
+        return Cell("idle", self.style_of("proc--warn"), sort_key=-0.5)
 
     def sm_cell(self, proc: Proc, gpu: int | None) -> Cell:
         """SM utilization on the GPU in view, or the highest over its GPUs on the host's view."""
