@@ -20,7 +20,7 @@ from gputui.cli import snapshot
 from gputui.cli.clean import run_clean
 from gputui.ui import make_app
 from tests.support.commands import clean_args
-from tests.support.hostile import NAME, hostile_fleet, stop_fleet
+from tests.support.hostile import NAME, PATIENCE, hostile_fleet, stop_fleet
 from tests.support.pilot import screen_text
 from tests.support.waiting import eventually
 
@@ -72,13 +72,13 @@ async def test_the_dashboard_its_action_log_and_its_notifications(tmp_path: Path
     app = make_app(fleet, interval=0.2, log_path=tmp_path / "actions.jsonl")
     try:
         async with app.run_test(size=(200, 50)) as pilot:
-            assert await eventually(lambda: view.sample is not None)
+            assert await eventually(lambda: view.sample is not None, PATIENCE)
             main = app._main
             assert main is not None
             main.select_host(NAME)
             await pilot.pause(0.3)
             await pilot.press("F")  # every GPU of the host: the dialog, then ctrl+k
-            assert await eventually(lambda: type(app.screen).__name__ == "PlanScreen")
+            assert await eventually(lambda: type(app.screen).__name__ == "PlanScreen", PATIENCE)
             await pilot.pause(0.2)
             assert not raw_in(screen_text(app))  # the dialog, built from the hostile sample
             await pilot.press("ctrl+k")

@@ -29,6 +29,7 @@ from tests.support.hostile import (
     FORGED_PIDS,
     NAME,
     NASTY,
+    PATIENCE,
     USER_PID,
     USER_START,
     HostileLink,
@@ -104,7 +105,7 @@ async def hostile(mode: str, **kw: Any) -> AsyncIterator[tuple[Fleet, HostView, 
 async def test_good_mode_is_live_and_contained():
     """The harness itself: a well-behaved hostile probe goes live and every sample is recorded."""
     async with hostile("good") as (_fleet, view, watch):
-        assert await eventually(lambda: len(watch.samples) >= 3)
+        assert await eventually(lambda: len(watch.samples) >= 3, PATIENCE)
         assert view.status == LIVE and view.sample.processes[0].pid == USER_PID
         watch.contained()
         assert view.sample.host == HostMetrics(
@@ -152,7 +153,7 @@ def test_host_metrics_are_taken_field_by_field_within_the_wire_limits():
 async def test_escapes_reach_the_fleet_literally_and_nothing_breaks():
     async with hostile("escapes") as (_fleet, view, watch):
         assert await eventually(
-            lambda: len(watch.samples) >= 4 and watch.events >= 4 and len(watch.errors) >= 4
+            lambda: len(watch.samples) >= 4 and watch.events >= 4 and len(watch.errors) >= 4, PATIENCE
         )
         watch.contained()
         proc = view.sample.processes[0]
@@ -175,14 +176,16 @@ async def test_nan_and_infinity_samples_are_refused_and_never_make_the_host_live
     """NaN, Infinity and -Infinity are not JSON: the wire refuses those samples (bad-json). Before,
     they were recorded and the host shown live on them."""
     async with hostile("numbers", variant=1) as (_fleet, view, watch):
-        assert await eventually(lambda: watch.errors.count("bad-json") >= 5)
+        assert await eventually(lambda: watch.errors.count("bad-json") >= 5, PATIENCE)
         watch.contained()
         assert watch.samples == [] and not watch.was_live and view.sample is None
 
 
 async def test_nan_samples_between_good_ones_only_good_ones_are_shown():
     async with hostile("numbers", variant=1, mix=True) as (_fleet, view, watch):
-        assert await eventually(lambda: watch.errors.count("bad-json") >= 5 and len(watch.samples) >= 5)
+        assert await eventually(
+            lambda: watch.errors.count("bad-json") >= 5 and len(watch.samples) >= 5, PATIENCE
+        )
         watch.contained()
         assert view.status == LIVE and view.sample.seq < BAD_SEQ
 
@@ -290,7 +293,7 @@ def running(pid: int) -> bool:
 
 async def test_an_event_flood_for_a_running_plan_is_bounded():
     async with hostile("flood") as (fleet, _view, watch):
-        assert await eventually(lambda: len(watch.samples) >= 1)
+        assert await eventually(lambda: len(watch.samples) >= 1, PATIENCE)
         plan = {"id": "flood-plan", "targets": [{"pid": USER_PID, "start_time": USER_START}], "gpus": [0]}
         events = fleet.execute(NAME, plan)
         first = await asyncio.wait_for(events.__anext__(), 20)  # then a slow consumer: reads nothing
@@ -309,15 +312,15 @@ async def test_an_event_flood_for_a_running_plan_is_bounded():
 
 async def test_hello_then_silence_is_down_never_live():
     async with hostile("silence") as (_fleet, view, watch):
-        assert await eventually(lambda: (DOWN, "silent") in [(s, r) for s, r, _ in watch.statuses])
-        assert await eventually(lambda: view.connects >= 2)  # and it tries again
+        assert await eventually(lambda: (DOWN, "silent") in [(s, r) for s, r, _ in watch.statuses], PATIENCE)
+        assert await eventually(lambda: view.connects >= 2, PATIENCE)  # and it tries again
         watch.contained()
         assert not watch.was_live and watch.samples == []
 
 
 async def test_silence_after_a_plan_is_accepted_ends_the_plan_as_outcome_unknown():
     async with hostile("silence", after="plan") as (fleet, _view, watch):
-        assert await eventually(lambda: len(watch.samples) >= 1)
+        assert await eventually(lambda: len(watch.samples) >= 1, PATIENCE)
         plan = {
             "id": "silent-plan",
             "targets": [{"pid": USER_PID, "start_time": USER_START}],
@@ -345,7 +348,9 @@ async def test_deeply_nested_lines_are_error_records_and_the_link_stays_up():
     """100,000 "[" raised RecursionError in the decoder: the session's catch-all then dropped the link
     (down, "probe-crashed") and reconnected; now each is a bad-json error record."""
     async with hostile("nested", mix=True) as (_fleet, view, watch):
-        assert await eventually(lambda: watch.errors.count("bad-json") >= 10 and len(watch.samples) >= 10)
+        assert await eventually(
+            lambda: watch.errors.count("bad-json") >= 10 and len(watch.samples) >= 10, PATIENCE
+        )
         watch.contained()
         assert view.connects == 1 and view.status == LIVE
         assert all(s != DOWN for s, _, _ in watch.statuses)
@@ -353,7 +358,7 @@ async def test_deeply_nested_lines_are_error_records_and_the_link_stays_up():
 
 async def test_only_nested_lines_never_make_the_host_live():
     async with hostile("nested") as (_fleet, view, watch):
-        assert await eventually(lambda: watch.errors.count("bad-json") >= 10)
+        assert await eventually(lambda: watch.errors.count("bad-json") >= 10, PATIENCE)
         watch.contained()
         assert not watch.was_live and view.connects == 1
 
@@ -395,7 +400,7 @@ async def test_a_sample_slower_than_the_silence_limit_is_down_never_live():
 async def test_forged_verdict_reaches_the_caller_unchanged(tmp_path):
     """The fleet routes a plan's events as they come: the forged `done` is what the caller gets."""
     async with hostile("forged") as (fleet, _view, watch):
-        assert await eventually(lambda: len(watch.samples) >= 1)
+        assert await eventually(lambda: len(watch.samples) >= 1, PATIENCE)
         plan = {"id": "forge-me", "targets": [{"pid": USER_PID, "start_time": USER_START}], "gpus": [0]}
         events = [e async for e in fleet.execute(NAME, plan)]
         watch.contained()

@@ -34,6 +34,7 @@ from tests.support.hostile_probe import BAD_SEQ, FORGED_PIDS, MODES, NASTY, USER
 SOURCE = Path(__file__).with_name("hostile_probe.py")
 ENTRY = "gputui_hostile_probe"
 NAME = "hostile"  # the hostile host's name unless a test gives one
+PATIENCE = 20.0  # seconds a test gives a hostile host to show what it waits for (a busy CI machine)
 
 
 def options(
