@@ -1,5 +1,5 @@
 """For every UI test: no blinking cursor, wall times in UTC. The helpers that build and drive apps
-are in tests/support/replayed.py and tests/support/pilot.py."""
+are in tests/support/apps.py and tests/support/pilot.py."""
 
 from __future__ import annotations
 
