@@ -27,6 +27,7 @@ from gputui.config import HostSpec
 from gputui.fleet import Fleet
 from gputui.model import Job, Sample
 from tests.support.commands import clean, fleet_of
+from tests.support.procs import start_time
 
 HOST = "lab"
 CONFIG = f"""
@@ -56,14 +57,6 @@ def config(tmp_path: Path) -> str:
     path = tmp_path / "gputui.toml"
     path.write_text(CONFIG)
     return str(path)
-
-
-def start_time(pid: int) -> int | None:
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    return int(raw[raw.rindex(b")") + 2 :].split()[19])
 
 
 async def started() -> tuple[Fleet, Sample]:

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from gputui.probe.readers.sim import SimReader, start_time
-from tests.support.livedemo import POLL, TIMEOUT, Live, alive, commands_on, naming, processes, snapshot
+from tests.support.livedemo import POLL, TIMEOUT, Live, commands_on, naming, processes, snapshot
+from tests.support.simprobe import alive
 from tests.support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]

@@ -93,10 +93,17 @@ def sim_app(tmp_path: Path, interval: float = LIVE_INTERVAL, **kwargs: Any) -> G
 
 
 class Unreachable:
-    """A link whose host cannot be reached: what an SSH host that refuses the connection gives."""
+    """A link whose host cannot be reached: what an SSH host that refuses the connection gives, at
+    every attempt (the same reason: the host's state stays as it is)."""
+
+    hello = None
+    failure = None
+
+    def __init__(self, message: str = "ssh: connect to host gpu-9 port 22: Connection refused") -> None:
+        self.message = message
 
     async def open(self) -> None:
-        raise TransportError("unreachable", "ssh: connect to host gpu-9 port 22: Connection refused")
+        raise TransportError("unreachable", self.message)
 
     async def recv(self) -> dict[str, Any] | None:
         return None

@@ -16,6 +16,7 @@ from typing import Any
 
 from gputui.probe.readers.sim import start_time
 from tests.support.paths import REPO
+from tests.support.simprobe import alive
 
 TIMEOUT = 300.0  # generous: the CI machine is busy; nothing here asserts a duration
 POLL = 0.2  # seconds between two looks at the demo (each may run a `gputui` command)
@@ -60,17 +61,6 @@ def naming(text: str) -> set[tuple[int, int | None]]:
         if text in cmdline:
             out.add((int(name), start_time(int(name))))
     return out
-
-
-def alive(pid: int, started: int | None) -> bool:
-    if started is None or start_time(pid) != started:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read()
-    except OSError:
-        return False
-    return raw[raw.rindex(b")") + 2 :].split()[0] != b"Z"
 
 
 @dataclass

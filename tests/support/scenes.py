@@ -26,7 +26,17 @@ from gputui.ui.screens.gpu_detail import GpuDetailScreen
 from gputui.ui.screens.plan import PlanScreen
 from gputui.ui.screens.proc_detail import ProcDetailScreen
 from gputui.ui.widgets.proc_table import job_row_key, proc_row_key
-from tests.support.apps import FROZEN, HOSTS, OPERATOR, QUIET, build_app, last_seq, recording, scratch_log
+from tests.support.apps import (
+    FROZEN,
+    HOSTS,
+    OPERATOR,
+    QUIET,
+    Unreachable,
+    build_app,
+    last_seq,
+    recording,
+    scratch_log,
+)
 from tests.support.pilot import redrawn, settle, wait_for
 
 THEMES = ("gputui-dark", "gputui-light", "gputui-contrast")
@@ -460,25 +470,6 @@ class EndingLink(ReplayLink):
         return await super().recv()
 
 
-class Unreachable:
-    """Every later attempt: the host does not answer (the same reason: the state stays as it is)."""
-
-    hello = None
-    failure = None
-
-    async def open(self) -> None:
-        raise TransportError("unreachable", REFUSED)
-
-    async def recv(self) -> dict[str, Any] | None:
-        return None
-
-    async def send(self, message: dict[str, Any]) -> None:
-        pass
-
-    async def close(self) -> None:
-        pass
-
-
 def down_fleet(records: dict[str, list[dict[str, Any]]] | None = None) -> Fleet:
     """demo-a live; demo-b plays its recording, then goes down for good (its last sample kept)."""
     fleet = Fleet()
@@ -486,7 +477,7 @@ def down_fleet(records: dict[str, list[dict[str, Any]]] | None = None) -> Fleet:
     b = list(records["demo-b"]) if records else list(recording("demo-b"))
     fleet.add("demo-a", lambda: ReplayLink(a), interval=QUIET)
     links: list[Any] = [EndingLink(b)]
-    fleet.add("demo-b", lambda: links.pop() if links else Unreachable(), interval=QUIET)
+    fleet.add("demo-b", lambda: links.pop() if links else Unreachable(REFUSED), interval=QUIET)
     return fleet
 
 
