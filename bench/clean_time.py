@@ -32,13 +32,13 @@ from gputui.kill.plan import KillOptions, PlanOptions, plan_for_gpus
 from gputui.model import Sample
 from gputui.probe.core import IDLE_SLACK, Probe
 from gputui.probe.reaper import execute
-from tests.cudajob import CudaJob
+from tests.support.cudajob import CudaJob
 
 SCENARIOS = ("cooperative", "ignore-term", "ghost")
 
 
 class CudaJobs:
-    """Real CUDA jobs on GPU 0 (tests/cudajob.py)."""
+    """Real CUDA jobs on GPU 0 (tests/support/cudajob.py)."""
 
     def __init__(self, gib: float) -> None:
         self.gib = gib

@@ -5,7 +5,7 @@
                                 [--name dev] [--out-dir bench/results]
 
 Every host is its own SSH connection (asyncssh, as the app makes them) to one of `--sshd` loopback
-OpenSSH servers (tests/sshd.py: generated keys, a private known_hosts and ssh config; one `Host`
+OpenSSH servers (tests/support/sshd.py: generated keys, a private known_hosts and ssh config; one `Host`
 alias per host), running its own remote probe with simulated GPUs: the "empty" scenario, 4 GPUs, so
 that 128 remote probes fit this machine (a probe with the demo scenario also runs 7 job processes).
 The real Textual app runs headless (`run_test(headless=True, size=(160, 50))`, compositing included)
@@ -212,8 +212,8 @@ async def measure(
     from gputui.transport.ssh import SshLink
     from gputui.ui import make_app
     from gputui.ui.widgets.fleet_table import split_row_key
-    from tests.sshcluster import SSHD_NAMES, comm, processes_marked
-    from tests.sshd import SshEnv
+    from tests.support.sshcluster import SSHD_NAMES, comm, processes_marked
+    from tests.support.sshd import SshEnv
 
     if redraw_gap is not None:
         import gputui.ui.app as app_module

@@ -3,7 +3,7 @@
     python bench/flood.py [--seconds 30] [--keys 120] [--out results.json]
 
 The dashboard runs headless (Textual's run_test) with 16 replayed demo hosts looping at 1 Hz and one
-hostile probe (tests/hostile.py, through the real bootstrap and local transport) in each mode:
+hostile probe (tests/support/hostile.py, through the real bootstrap and local transport) in each mode:
 `flood` (error lines as fast as it can write them), `events` (stray plan events as fast as it can),
 `huge` (15,000 small process records a sample), and `none` (the 16 normal hosts alone, the
 baseline). While it runs, the process table gets `j`/`k` presses, delivered the way the terminal
@@ -41,8 +41,8 @@ from gputui.cli.main import tune_gc  # noqa: E402
 from gputui.fleet import Fleet  # noqa: E402
 from gputui.transport.replay import ReplayLink  # noqa: E402
 from gputui.ui import make_app  # noqa: E402
-from tests.hostile import HostileLink  # noqa: E402
-from tests.ui.conftest import recording, scratch_log  # noqa: E402
+from tests.support.apps import recording, scratch_log  # noqa: E402
+from tests.support.hostile import HostileLink  # noqa: E402
 
 NORMAL = 16
 MODES = {

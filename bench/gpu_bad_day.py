@@ -3,7 +3,7 @@
 
     python bench/gpu_bad_day.py [--runs 3] [--gib 2] [--gpu 0] [--term-timeout 3] [--out raw.json]
 
-Each run starts a real CUDA job (tests/cudajob.py: PyTorch allocates `--gib` GiB on `--gpu`), stops
+Each run starts a real CUDA job (tests/support/cudajob.py: PyTorch allocates `--gib` GiB on `--gpu`), stops
 it with SIGSTOP (a forgotten Ctrl-Z), then runs `gputui clean local --pid PID --yes --json
 --term-timeout 3` as a command and times it. It prints whether the job ended by SIGTERM (the
 verdict's exit signal, no SIGKILL sent, and the job's own exit status, read here: it is our child)
@@ -33,7 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.cudajob import CudaJob  # noqa: E402  (after the path is set)
+from tests.support.cudajob import CudaJob  # noqa: E402  (after the path is set)
 
 EXIT_NO_GPU = 3
 

@@ -11,7 +11,7 @@ event. "single": one process on GPU 0 stopped by its PID. "job": a torchrun-like
 Python parent with no CUDA) with two CUDA ranks (GPU 0 and 1, both on GPU 0 with one GPU), stopped
 by the launcher's PID: root first (it forwards SIGTERM to its ranks), then any member left.
 
-Checks (--reader nvml only, real CUDA jobs with PyTorch, as tests/cudajob.py starts them):
+Checks (--reader nvml only, real CUDA jobs with PyTorch, as tests/support/cudajob.py starts them):
 1. the launcher with two CUDA ranks, stopped by `gputui clean --pid <launcher> --yes --json`:
    exit 0, every rank and the launcher gone, their memory released (NVML lists none of them);
 2. a supervisor that restarts its CUDA worker 0.5 s after it ends: `gputui clean --gpu 0 --yes

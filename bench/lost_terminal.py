@@ -6,7 +6,7 @@ round"; docs/RELIABILITY.md "A terminal that goes away").
 
 For each moment (start-up at 0.2 s and 0.6 s, the dashboard up, the plan dialog open, during a plan)
 and each way (the terminal closed: SIGHUP and EOF; SIGTERM with the terminal still there), the app
-runs on a fresh pty that is its controlling terminal (tests/ptyapp.py, the same harness as
+runs on a fresh pty that is its controlling terminal (tests/support/ptyapp.py, the same harness as
 tests/ui/test_lost_terminal.py). The time is from the close (or the signal) to the app's exit as
 its parent sees it (polled every 5 ms); "left" counts the processes it started that were still there
 20 s after. The rule is exit within 1 s; the test suite checks only that it exits.
@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.ptyapp import PtyApp  # noqa: E402
+from tests.support.ptyapp import PtyApp  # noqa: E402
 
 
 def start_up(delay: float) -> Callable[[PtyApp], None]:

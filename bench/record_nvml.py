@@ -34,7 +34,7 @@ def main():
     job = None
     if len(sys.argv) > 1:  # GiB: record with a CUDA job holding that much on GPU 0
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-        from tests.cudajob import CudaJob
+        from tests.support.cudajob import CudaJob
 
         job = CudaJob(float(sys.argv[1]))
     try:

@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gputui.probe.core import Probe
-from tests.cudajob import CudaJob
+from tests.support.cudajob import CudaJob
 
 
 def child_cpu() -> float:

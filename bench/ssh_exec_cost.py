@@ -4,7 +4,7 @@ long-lived channel (gputui), on loopback OpenSSH.
 
     python bench/ssh_exec_cost.py [--runs 30]
 
-Starts a loopback sshd (tests/sshd.py: generated keys, temp known_hosts), then measures, per sample:
+Starts a loopback sshd (tests/support/sshd.py: generated keys, temp known_hosts), then measures, per sample:
 - `ssh HOST CMD`: a new connection and exec every sample (CMD: `true`, and `python3 -c` reading
   /proc like a tiny probe), as the exec-per-sample tools do (they run nvidia-smi, which adds the
   20-30 ms spawn measured in section 1 on a GPU host);
@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from gputui.config import HostSpec  # noqa: E402
 from gputui.transport.ssh import SshLink  # noqa: E402
-from tests.sshd import SshEnv  # noqa: E402
+from tests.support.sshd import SshEnv  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 

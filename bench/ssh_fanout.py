@@ -36,7 +36,7 @@ import asyncssh  # noqa: E402
 from gputui.config import HostSpec  # noqa: E402
 from gputui.fleet import DOWN, LIVE, Fleet, HostView  # noqa: E402
 from gputui.transport import dial  # noqa: E402
-from tests.sshcluster import NO_BASHRC, SshCluster  # noqa: E402
+from tests.support.sshcluster import NO_BASHRC, SshCluster  # noqa: E402
 
 TIGHT = "3:30:10"
 DEADLINE = 300.0

@@ -136,7 +136,7 @@ def main() -> int:
     cold: list[float] = []
     old: list[float] = []
     codes: set[int] = set()
-    from tests.cudajob import CudaJob
+    from tests.support.cudajob import CudaJob
 
     for _ in range(args.runs):
         for times, argv in ((clean, [PY, "-m", "gputui"]), (cold, NO_HEAD_START)):

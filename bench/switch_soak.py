@@ -39,7 +39,7 @@ def rss_mib() -> float:
 
 async def soak(switches: int, every: int) -> list[dict[str, Any]]:
     from gputui.cli.main import tune_gc
-    from tests.ui.conftest import build_app
+    from tests.support.apps import build_app
 
     app = build_app()
     tune_gc()

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from gputui.cli.main import build_fleet
 from gputui.config import HostSpec
 from gputui.ui.app import make_app
-from tests.cudajob import CudaJob
+from tests.support.cudajob import CudaJob
 
 
 async def session(out: Path, spec: HostSpec) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sshd import have_sshd
+from tests.support.sshd import have_sshd
 
 ROOT = Path(__file__).resolve().parents[1]
 

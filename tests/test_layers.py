@@ -1,5 +1,5 @@
 """The layers hold by test, not by habit: import-linter's contracts (pyproject.toml) and what a fresh
-interpreter really loads.
+interpreter really loads; and the tests' own: no module imports a test module or a conftest.
 
 Readers feed the probe, the probe the transport, the transport the fleet, the fleet the UI; plans
 flow back through gputui.kill.operate. The UI never imports the CLI, the probe's internals or a transport;
@@ -300,3 +300,55 @@ def test_the_constant_check_finds_a_copy(tmp_path: Path) -> None:
     found = constants_defined_twice(package)
     assert len(found) == 5, found
     assert not any("MAX" in line.split(" bound")[0] or "SHORT" in line for line in found), found
+
+
+# -- the tests' own layers ---------------------------------------------------------------------
+
+
+def imported_modules(path: Path, root: Path) -> set[str]:
+    """Every module `path` imports, relative imports resolved, with the code it runs in a subprocess
+    (a string that parses as Python: the writers the audit log's tests start) counted too."""
+    package = path.relative_to(root).with_suffix("").parts[:-1]
+    found: set[str] = set()
+
+    def walk(tree: ast.AST) -> None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = ".".join(package[: len(package) - node.level + 1]) if node.level else ""
+                module = ".".join(p for p in (base, node.module or "") if p)
+                found.add(module)
+                found.update(f"{module}.{a.name}" for a in node.names)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "import" in node.value:
+                try:
+                    walk(ast.parse(node.value))
+                except SyntaxError:
+                    pass
+
+    walk(ast.parse(path.read_text(), str(path)))
+    return found
+
+
+def imports_of_test_modules(root: Path) -> list[str]:
+    """Where a test, a support module, a benchmark or a script imports a test module or a conftest."""
+    importers = [*root.glob("tests/**/*.py"), *root.glob("bench/*.py"), root / "scripts" / "screenshots"]
+    wrong = []
+    for path in sorted(p for p in importers if p.is_file() and "fixtures" not in p.parts):
+        reached = set()
+        for module in imported_modules(path, root):
+            parts = module.split(".")
+            if parts[0] != "tests":
+                continue
+            for i, part in enumerate(parts[1:], 2):
+                if part.startswith("test_") or part == "conftest":
+                    reached.add(".".join(parts[:i]))  # the module itself, not each name it gives
+                    break
+        wrong += [f"{path.relative_to(root)} imports {module}" for module in sorted(reached)]
+    return wrong
+
+
+def test_no_test_module_is_imported():
+    """What tests share is in tests/support (fixtures in the nearest conftest.py): a test module or a
+    conftest imported by another module runs, and is collected, by whoever imports it."""
+    assert imports_of_test_modules(REPO) == []

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # imported where used: `clean`, `wait` and `snapshot` import 
 
 # The sample interval of each command's fleet; a head start (below) starts the probe with it.
 INTERVALS = {"snapshot": 1.0, "clean": 1.0, "wait": 0.25}
-# The options of `snapshot`, `clean` and `wait` that take a value (tests/test_headstart.py checks
+# The options of `snapshot`, `clean` and `wait` that take a value (tests/cli/test_headstart.py checks
 # this against their parsers): any other word on such a command line is a HOST.
 VALUE_OPTIONS = frozenset(
     {

@@ -24,17 +24,9 @@ import time
 from pathlib import Path
 
 from gputui.kill.auditlog import read_records, unfinished
+from tests.support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _wait_for(predicate, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def test_ctrl_c_after_sigterm_says_what_was_sent_and_logs_outcome_unknown(tmp_path):
@@ -60,7 +52,7 @@ def test_ctrl_c_after_sigterm_says_what_was_sent_and_logs_outcome_unknown(tmp_pa
                 for r in records
             )
 
-        assert _wait_for(sigtermed, 90), (
+        assert wait_until(sigtermed, 90, step=0.05), (
             proc.stderr.read1().decode() if proc.poll() is not None else "no SIGTERM"
         )
         proc.send_signal(signal.SIGINT)

@@ -16,16 +16,15 @@ import re
 import signal
 import stat
 import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from gputui.probe.readers.sim import SimReader, start_time
+from tests.support.livedemo import POLL, TIMEOUT, Live, commands_on, naming, processes, snapshot
+from tests.support.simprobe import alive
+from tests.support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 NOBODY = 65534
@@ -36,178 +35,7 @@ README_LINE = (
 # suite's 120 s on a machine busy with other work.
 pytestmark = pytest.mark.timeout(600)
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="a directory of another user needs root to make")
-TIMEOUT = 300.0  # generous: the CI machine is busy; nothing here asserts a duration
-
-
 # -- helpers ------------------------------------------------------------------------------------
-
-
-def parents() -> dict[int, int]:
-    found = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat") as f:
-                    text = f.read()
-            except OSError:
-                continue
-            found[int(name)] = int(text[text.rindex(")") + 2 :].split()[1])
-    return found
-
-
-def below(root: int) -> set[tuple[int, int | None]]:
-    """(pid, start time) of every process below `root` (walking ppids in /proc)."""
-    table = parents()
-    found: set[int] = set()
-    frontier = {root}
-    while frontier:
-        nxt = {pid for pid, ppid in table.items() if ppid in frontier} - found
-        found |= nxt
-        frontier = nxt
-    return {(pid, start_time(pid)) for pid in found}
-
-
-def naming(text: str) -> set[tuple[int, int | None]]:
-    """Processes whose command line contains `text` (the test's private directory)."""
-    out = set()
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                cmdline = f.read().decode("utf-8", "replace")
-        except OSError:
-            continue
-        if text in cmdline:
-            out.add((int(name), start_time(int(name))))
-    return out
-
-
-def alive(pid: int, started: int | None) -> bool:
-    if started is None or start_time(pid) != started:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read()
-    except OSError:
-        return False
-    return raw[raw.rindex(b")") + 2 :].split()[0] != b"Z"
-
-
-def wait_until(condition: Any, timeout: float = TIMEOUT, step: float = 0.2) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(step)
-    return bool(condition())
-
-
-@dataclass
-class Live:
-    root: Path  # the test's own directory
-    run: Path  # its XDG_RUNTIME_DIR
-    env: dict[str, str]
-    cwd: Path
-    seen: set[tuple[int, int | None]] = field(default_factory=set)  # processes of the demo, recorded
-
-    @property
-    def demo_dir(self) -> Path:
-        return self.run / "gputui-demo"
-
-    def gputui(
-        self, *args: str, timeout: float = TIMEOUT, env: dict[str, str] | None = None
-    ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["gputui", *args],
-            cwd=self.cwd,
-            env=env or self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-
-    def status(self) -> dict[str, Any]:
-        r = self.gputui("demo", "status", "--json")
-        assert r.returncode in (0, 1), r.stdout + r.stderr
-        doc = json.loads(r.stdout)
-        assert doc["running"] == (r.returncode == 0)
-        return doc
-
-    def record(self) -> set[tuple[int, int | None]]:
-        """Every process of the running demo now (the daemon and all below it)."""
-        doc = self.status()
-        if doc["running"]:
-            pid = doc["pid"]
-            self.seen |= {(pid, start_time(pid))} | below(pid)
-        self.seen |= naming(str(self.root))
-        return {p for p in self.seen if alive(*p)}
-
-    def left(self) -> list[tuple[int, int | None]]:
-        return sorted(p for p in self.seen | naming(str(self.root)) if alive(*p))
-
-
-def private_env(tmp_path: Path) -> tuple[dict[str, str], Path, Path]:
-    run = tmp_path / "run"
-    run.mkdir()
-    os.chmod(run, 0o700)
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    wrapper = bin_dir / "gputui"
-    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -m gputui "$@"\n')
-    wrapper.chmod(0o755)
-    env = dict(os.environ, XDG_RUNTIME_DIR=str(run), TMPDIR=str(tmp), PYTHONPATH=str(REPO))
-    env["PATH"] = f"{bin_dir}:{env.get('PATH', '/usr/bin:/bin')}"
-    env.pop("GPUTUI_DEMO", None)  # the live demo (the suite's conftest asks for a fresh one)
-    return env, run, tmp
-
-
-@pytest.fixture
-def live(tmp_path: Path) -> Iterator[Live]:
-    env, run, _ = private_env(tmp_path)
-    cwd = tmp_path / "work"
-    cwd.mkdir()
-    demo = Live(tmp_path, run, env, cwd)
-    try:
-        yield demo
-    finally:
-        try:
-            demo.record()
-        except AssertionError:
-            pass  # a status that failed: the stop and the scan below still say what is left
-        stopped = demo.gputui("demo", "stop")
-        wait_until(lambda: not demo.left(), 60.0)
-        left = demo.left()
-        for pid, _ in left:  # only processes of this test's own demo, recorded above
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-        assert not left, f"processes of the demo left after `gputui demo stop`: {left}"
-
-
-def snapshot(demo: Live, *hosts: str) -> dict[str, Any]:
-    r = demo.gputui("snapshot", "--demo", *hosts, "--json")
-    assert r.returncode == 0, r.stdout + r.stderr
-    return json.loads(r.stdout)
-
-
-def processes(doc: dict[str, Any], host: str, gpu: int | None = None) -> set[tuple[int, int]]:
-    (entry,) = [h for h in doc["hosts"] if h["name"] == host]
-    return {
-        (p["pid"], p["start_time"])
-        for p in entry["processes"]
-        if p["gpus"] and (gpu is None or gpu in p["gpus"])
-    }
-
-
-def commands_on(doc: dict[str, Any], host: str, gpu: int) -> list[str]:
-    (entry,) = [h for h in doc["hosts"] if h["name"] == host]
-    return [" ".join(p["command"]) for p in entry["processes"] if gpu in p["gpus"]]
 
 
 # -- the README's workflow ----------------------------------------------------------------------
@@ -339,7 +167,7 @@ def test_the_daemon_ends_cleanly_on_a_signal(live: Live, sig: signal.Signals) ->
         signal.pidfd_send_signal(fd, sig)
     finally:
         os.close(fd)
-    assert wait_until(lambda: not [p for p in running if alive(*p)], 60.0)
+    assert wait_until(lambda: not [p for p in running if alive(*p)], 60.0, step=POLL)
     assert not any(d.exists() for d in dirs)
     assert not live.status()["running"]
 
@@ -358,7 +186,7 @@ def test_the_daemon_ends_when_no_client_is_left(live: Live) -> None:
         assert reader.read()[1]
     finally:
         reader.close()
-    assert wait_until(lambda: not [p for p in running if alive(*p)], 120.0)
+    assert wait_until(lambda: not [p for p in running if alive(*p)], 120.0, step=POLL)
     assert not live.status()["running"]
 
 
@@ -370,14 +198,18 @@ def test_jobs_come_and_go(live: Live) -> None:
     assert r.returncode == 0, r.stdout + r.stderr
     live.record()
     # demo-b's GPU 3 runs a benchmark now and then: `wait` has something to wait for, and returns.
-    assert wait_until(lambda: any("bench" in c for c in commands_on(snapshot(live, "demo-b"), "demo-b", 3)))
+    assert wait_until(
+        lambda: any("bench" in c for c in commands_on(snapshot(live, "demo-b"), "demo-b", 3)),
+        TIMEOUT,
+        step=POLL,
+    )
     r = live.gputui("wait", "--demo", "demo-b", "--gpu", "3", "--settle", "1", "--timeout", str(int(TIMEOUT)))
     assert r.returncode == 0, r.stdout + r.stderr
     # A GPU that a clean freed gets a job again once it has been free for the refill time.
     before = processes(snapshot(live, "demo-a"), "demo-a", 0)
     r = live.gputui("clean", "--demo", "demo-a:0", "--yes")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert wait_until(lambda: processes(snapshot(live, "demo-a"), "demo-a", 0) - before)
+    assert wait_until(lambda: processes(snapshot(live, "demo-a"), "demo-a", 0) - before, TIMEOUT, step=POLL)
     live.record()
 
 

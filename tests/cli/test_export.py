@@ -2,7 +2,7 @@
 to a textfile for node_exporter, or served on /metrics with a readiness endpoint.
 
 Real subprocesses over a fresh demo (GPUTUI_DEMO=fresh: sims of their own), each ended by its PID
-and reaped (tests/exporter.py); what they write is read back with prometheus_client's parser, and
+and reaped (tests/support/exporter.py); what they write is read back with prometheus_client's parser, and
 with promtool where Debian's `prometheus` package is installed.
 """
 
@@ -22,7 +22,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from gputui.cli.export import make_app, serve, url
-from tests.exporter import REPO, env, get, served_url, start, stop, wait_for
+from tests.support.exporter import REPO, env, get, served_url, start, stop, wait_for
 
 pytestmark = pytest.mark.timeout(300)  # real subprocesses on a fresh demo: slow on a busy machine
 

@@ -5,7 +5,7 @@ recording, from the audit log they share), ended by Ctrl+C (SIGINT); then `gputu
 on the recording (Pilot): the plan's events in its action log, and the p, n and + keys moving the
 recorded time it shows.
 
-The demo is this test's own (tests/cli/test_demo_live.py's `live` fixture: a private runtime
+The demo is this test's own (the `live` fixture of tests/cli/conftest.py: a private runtime
 directory, `gputui demo stop` and a check that nothing of it is left)."""
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from gputui.recording import Entry, RecordingError, RecordingReader, clock_words
-from tests.cli.test_demo_live import TIMEOUT, Live, live, processes, snapshot, wait_until
+from tests.support.livedemo import POLL, TIMEOUT, Live, processes, snapshot
+from tests.support.waiting import wait_until
 
-__all__ = ["live"]  # the fixture, used by name
 pytestmark = pytest.mark.timeout(600)
 
 
@@ -54,7 +54,11 @@ async def test_record_replay_snapshot_round_trip(live: Live, tmp_path: Path) -> 
         text=True,
     )
     try:
-        assert wait_until(lambda: len(samples(read(path), "demo-a")) >= 2 and samples(read(path), "demo-b"))
+        assert wait_until(
+            lambda: len(samples(read(path), "demo-a")) >= 2 and samples(read(path), "demo-b"),
+            TIMEOUT,
+            step=POLL,
+        )
         before = snapshot(live, "demo-a")
         on_gpu0 = holders(before, "demo-a", 0)
         assert on_gpu0
@@ -65,10 +69,10 @@ async def test_record_replay_snapshot_round_trip(live: Live, tmp_path: Path) -> 
         def done() -> list[Entry]:
             return [e for e in read(path) if e.kind == "action" and e.record.get("kind") == "done"]
 
-        assert wait_until(lambda: bool(done()))
+        assert wait_until(lambda: bool(done()), TIMEOUT, step=POLL)
         done_t = done()[0].record["time"]
         # Three seconds of samples after the verdict, then Ctrl+C.
-        assert wait_until(lambda: samples(read(path), "demo-a")[-1].t >= done_t + 3)
+        assert wait_until(lambda: samples(read(path), "demo-a")[-1].t >= done_t + 3, TIMEOUT, step=POLL)
         recorder.send_signal(signal.SIGINT)
         _, err = recorder.communicate(timeout=TIMEOUT)
     finally:
@@ -107,8 +111,8 @@ async def test_record_replay_snapshot_round_trip(live: Live, tmp_path: Path) -> 
     # The dashboard on it.
     from gputui.cli.record import REPLAY_INTERVAL, open_replay
     from gputui.ui import make_app
-
-    from ..ui.conftest import scratch_log, wait_for
+    from tests.support.apps import scratch_log
+    from tests.support.pilot import wait_for
 
     opened = open_replay(str(path))
     assert not isinstance(opened, str), opened

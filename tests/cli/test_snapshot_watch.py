@@ -3,7 +3,7 @@ seconds from one fleet that stays connected, redrawn in place on a terminal, app
 separator line otherwise, one JSON document a line with --json; Ctrl+C ends it quietly with exit 0.
 
 Real subprocesses on the demo (demo-a alone: a fresh simulated host per run); a real pty for the
-terminal, tests/vt.py to see what it shows. Each waits for two refreshes, then sends SIGINT to the
+terminal, tests/support/vt.py to see what it shows. Each waits for two refreshes, then sends SIGINT to the
 process it started. One fleet all along: the probe's PID, and every simulated process's, is the same
 in every refresh (a new connection would start a new probe, and the demo new processes).
 """
@@ -23,7 +23,7 @@ import termios
 import time
 from pathlib import Path
 
-from tests.vt import Screen
+from tests.support.vt import Screen
 
 REPO = Path(__file__).resolve().parents[2]
 SEPARATOR = "--- gputui snapshot"

@@ -4,7 +4,7 @@ is redrawn in place, so the screen shows one line however many samples come.
 It was cut at 200 characters whatever the width: at 160 columns, 4 busy GPUs made a line that
 wrapped, and the carriage return of each redraw went back only to the start of its last row, leaving
 a stale copy of the first row every 0.25 s. A real pty of 80 and 160 columns (TIOCSWINSZ and
-COLUMNS), `gputui wait --demo demo-a` on its busy GPUs, and tests/vt.py to see what is left.
+COLUMNS), `gputui wait --demo demo-a` on its busy GPUs, and tests/support/vt.py to see what is left.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.vt import Screen
+from tests.support.vt import Screen
 
 REPO = Path(__file__).resolve().parents[2]
 REPORT = b"gputui wait: not ready"

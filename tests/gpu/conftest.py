@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from tests.cudajob import CudaJob
+from tests.support.cudajob import CudaJob
 
 
 def _have_gpu() -> bool:

@@ -6,22 +6,8 @@ import time
 
 from gputui.probe.core import Probe
 from gputui.probe.readers.nvml import NvmlReader
-
-GIB = 1 << 30
-
-
-def by_pid(sample):
-    return {p["pid"]: p for p in sample["processes"]}
-
-
-def wait_until(predicate, timeout=10.0, step=0.01):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    return predicate()
+from tests.support.cudajob import GIB, by_pid
+from tests.support.waiting import wait_until
 
 
 def test_reader_fields_on_a_real_gpu():
@@ -54,7 +40,9 @@ def test_plain_job_is_a_user_on_its_gpu_and_memory_returns(cuda_job):
         t0 = time.monotonic()
         os.kill(job.pid, signal.SIGTERM)
         job.proc.wait()
-        clean = wait_until(lambda: Probe.gpu_is_idle(probe.read_gpus()[0][0]) and not probe.read_gpus()[1])
+        clean = wait_until(
+            lambda: Probe.gpu_is_idle(probe.read_gpus()[0][0]) and not probe.read_gpus()[1], 10.0, step=0.01
+        )
         assert clean, "GPU 0 memory did not come back"
         print("released after %.3f s" % (time.monotonic() - t0))
     finally:
@@ -76,6 +64,6 @@ def test_ghost_and_its_hidden_holder(cuda_job):
         assert job.child in ghost["links"]
         assert probe.read_gpus()[0][0]["memory_used"] >= 2 * GIB  # memory still held
         os.kill(job.child, signal.SIGKILL)
-        assert wait_until(lambda: job.pid not in probe.read_gpus()[1]), "ghost still listed"
+        assert wait_until(lambda: job.pid not in probe.read_gpus()[1], 10.0, step=0.01), "ghost still listed"
     finally:
         probe.close()

@@ -9,8 +9,8 @@ import time
 
 from gputui.probe.core import Probe
 from gputui.probe.readers.nvml import NvmlReader
-
-from .test_nvml_gpu import GIB, by_pid, wait_until
+from tests.support.cudajob import GIB, by_pid
+from tests.support.waiting import wait_until
 
 PREFLIGHT_KEYS = (
     "persistence",

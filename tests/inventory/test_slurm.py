@@ -1,5 +1,5 @@
 """@slurm:PARTITION and @slurm-job:ID against a real slurmctld (and munged) that the test starts
-(tests/slurmctl.py): Debian's slurm-wlm and munge, installed by .ci/run. No slurmd runs: the nodes
+(tests/support/slurmctl.py): Debian's slurm-wlm and munge, installed by .ci/run. No slurmd runs: the nodes
 are defined only, and a job's nodes are cloud nodes that slurmctld allocates and waits for."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from gputui.inventory.base import InventoryError
 from gputui.inventory.slurm import job_hosts, partition_hosts
-from tests.slurmctl import SlurmCluster, have_slurm
+from tests.support.slurmctl import SlurmCluster, have_slurm
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,8 +15,8 @@ import pytest
 from gputui.config import parse_config
 from gputui.inventory.specs import host_specs
 from gputui.transport.ssh import SshLink
-from tests.sshcluster import NO_BASHRC, SshCluster, running_cluster
-from tests.sshd import SshEnv, have_sshd
+from tests.support.sshcluster import NO_BASHRC, SshCluster, running_cluster
+from tests.support.sshd import SshEnv, have_sshd
 
 pytestmark = pytest.mark.ssh
 

@@ -15,8 +15,7 @@ import pytest
 from gputui.probe import core
 from gputui.probe.core import MAX_ARG, MAX_ARGS, clip_command, fit_line
 from gputui.probe.wire import MAX_LINE, MAX_TEXT, clip_text, decode
-from tests.probe.probeproc import ProbeProcess
-from tests.simprobe import sim_probe  # noqa: F401  (fixture)
+from tests.support.probeproc import ProbeProcess
 
 # Opens every device file of the sim whose prefix is argv[1] (as a CUDA process does), says so, and
 # holds them until its stdin closes. The rest of argv is ballast.
@@ -127,7 +126,7 @@ def test_a_sample_that_would_still_be_too_long_sends_fewer_processes(holders):
         probe.close()
 
 
-def test_process_count_is_bounded_gpu_holders_first(sim_probe, monkeypatch):  # noqa: F811
+def test_process_count_is_bounded_gpu_holders_first(sim_probe, monkeypatch):
     probe, _reader = sim_probe(scenario="demo")
     full = probe.sample(full=True)
     assert full["processes_omitted"] == 0

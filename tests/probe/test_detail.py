@@ -6,16 +6,13 @@ reaps itself; nothing else is signalled.
 
 import json
 import os
-import subprocess
-import sys
-import time
 
 from gputui.probe.core import MAX_PARENTS
 from gputui.probe.detail import MAX_DETAIL_ARG, MAX_DETAIL_COMMAND
 from gputui.probe.procfs import read_stat
 from gputui.probe.wire import MAX_LINE, PROBE_TYPES, decode, encode
-from tests.probe.probeproc import ProbeProcess
-from tests.simprobe import sim_probe  # noqa: F401  (fixture)
+from tests.support.probeproc import ProbeProcess
+from tests.support.sleepers import end, sleeper
 
 GIB = 1 << 30
 
@@ -24,27 +21,7 @@ def ask(probe, pid, start, rid="d1"):
     return probe.detail({"type": "detail", "v": 1, "pid": pid, "start_time": start, "id": rid})
 
 
-def sleeper(*args, **popen):
-    """A process of our own that sleeps until the test kills it (the test reaps it)."""
-    code = "import sys, time; sys.stdin.read(); time.sleep(0)"
-    proc = subprocess.Popen([sys.executable, "-c", code, *args], stdin=subprocess.PIPE, **popen)
-    # Popen returns when exec closed its error pipe, which the kernel does before it sets the new
-    # image's argument area: /proc/PID/cmdline can read empty for a moment after. Wait it out.
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        with open(f"/proc/{proc.pid}/cmdline", "rb") as f:
-            if f.read():
-                break
-        time.sleep(0.005)
-    return proc
-
-
-def end(proc):
-    proc.stdin.close()
-    proc.wait(timeout=10)
-
-
-def test_a_launcher_in_full(sim_probe):  # noqa: F811
+def test_a_launcher_in_full(sim_probe):
     probe, reader = sim_probe(gpus=2, scenario="workers")
     sample = probe.sample(full=True)
     [launcher] = reader.jobs_with_role("workers")
@@ -77,7 +54,7 @@ def test_a_launcher_in_full(sim_probe):  # noqa: F811
     assert not set(parents) & (listed | {1}) and len(parents) <= MAX_PARENTS
 
 
-def test_a_process_that_is_gone_or_another_one_is_not_described(sim_probe):  # noqa: F811
+def test_a_process_that_is_gone_or_another_one_is_not_described(sim_probe):
     probe, _ = sim_probe()
     proc = sleeper()
     try:
@@ -91,7 +68,7 @@ def test_a_process_that_is_gone_or_another_one_is_not_described(sim_probe):  # n
     assert gone["result"] == "exited" and "command" not in gone
 
 
-def test_bad_requests_are_refused_with_their_id(sim_probe):  # noqa: F811
+def test_bad_requests_are_refused_with_their_id(sim_probe):
     probe, _ = sim_probe()
     for bad in ({"pid": "1", "start_time": 0}, {"pid": 0, "start_time": 0}, {"pid": 5, "start_time": None}):
         answer = probe.detail({"type": "detail", "v": 1, "id": "x7", **bad})
@@ -99,7 +76,7 @@ def test_bad_requests_are_refused_with_their_id(sim_probe):  # noqa: F811
     assert probe.detail({"pid": 1, "start_time": -1, "id": 5})["id"] is None
 
 
-def test_a_huge_command_line_is_cut_visibly_and_the_environment_is_never_read(sim_probe):  # noqa: F811
+def test_a_huge_command_line_is_cut_visibly_and_the_environment_is_never_read(sim_probe):
     probe, _ = sim_probe()
     secret = "hunter2-" + "s" * 40
     args = ["é" * 5000] + [f"--arg{i}" for i in range(400)]

@@ -18,8 +18,7 @@ from gputui.probe.detail import (
 )
 from gputui.probe.procfs import read_stat
 from gputui.probe.wire import MAX_LINE, encode
-from tests.probe.test_detail import end, sleeper
-from tests.simprobe import sim_probe  # noqa: F401  (fixture)
+from tests.support.sleepers import end, sleeper
 
 
 def ask(probe, pid, start, **options):
@@ -40,7 +39,7 @@ ENV = {
 }
 
 
-def test_the_environment_is_read_when_asked_and_secrets_only_when_asked_again(sim_probe):  # noqa: F811
+def test_the_environment_is_read_when_asked_and_secrets_only_when_asked_again(sim_probe):
     probe, _ = sim_probe()
     proc = sleeper(env=ENV)
     try:
@@ -69,7 +68,7 @@ def test_the_environment_is_read_when_asked_and_secrets_only_when_asked_again(si
     assert masked["environ_more"] == 0 and masked["environ_cut"] is False
 
 
-def test_a_huge_environment_is_cut_visibly_and_still_fits_one_line(sim_probe):  # noqa: F811
+def test_a_huge_environment_is_cut_visibly_and_still_fits_one_line(sim_probe):
     probe, _ = sim_probe()
     env = {f"VAR_{i:04d}".encode(): b"\xff" * 150 for i in range(1000)}  # 150 KiB, not UTF-8
     args = ["é" * 5000] + [f"--arg{i}" for i in range(400)]  # the biggest command line too

@@ -11,8 +11,7 @@ import pytest
 
 from gputui.probe.hostmetrics import HostMetrics, bounded, parse_meminfo, parse_stat
 from gputui.probe.wire import HOST_LIMITS
-
-from .probeproc import ProbeProcess
+from tests.support.probeproc import ProbeProcess
 
 STAT = (
     "cpu  {user} 0 {system} {idle} 0 0 0 0 0 0\ncpu0 1 0 1 1 0 0 0 0 0 0\ncpu1 1 0 1 1 0 0 0 0 0 0\nintr 1\n"

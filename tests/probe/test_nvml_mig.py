@@ -18,8 +18,7 @@ import pytest
 from gputui.probe.core import Probe
 from gputui.probe.readers import nvml as nvml_reader
 from gputui.probe.readers.nvml import NvmlReader
-
-from .test_nvml_reader import NVMLError, fake_pynvml, load
+from tests.support.fakenvml import NVMLError, fake_pynvml, load
 
 GiB = 1 << 30
 NONE = 0xFFFFFFFF

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.pythons import PYTHON38
+
 PROBE = Path(__file__).resolve().parents[2] / "gputui" / "probe"
 SOURCES = sorted(PROBE.rglob("*.py"))
-PY38 = "/root/.pyenv/versions/3.8.18/bin/python"
 
 
 def test_vermin_says_python_3_8_is_enough():
@@ -52,11 +53,11 @@ def test_imports_only_stdlib_pynvml_and_itself(path):
             assert top in sys.stdlib_module_names or top in allowed_third_party, f"{path.name} imports {name}"
 
 
-@pytest.mark.skipif(not os.path.exists(PY38), reason="no Python 3.8 interpreter here")
+@pytest.mark.skipif(not os.path.exists(PYTHON38), reason="no Python 3.8 interpreter here")
 def test_probe_runs_on_python_3_8():
     env = dict(os.environ, PYTHONPATH=str(PROBE.parents[1]))
     out = subprocess.run(
-        [PY38, "-m", "gputui.probe", "--reader", "sim", "--sim-scenario", "demo", "--once"],
+        [PYTHON38, "-m", "gputui.probe", "--reader", "sim", "--sim-scenario", "demo", "--once"],
         capture_output=True,
         text=True,
         env=env,

@@ -4,8 +4,6 @@ import os
 import signal
 import time
 
-from tests.simprobe import sim_probe  # noqa: F401  (fixture)
-
 GIB = 1 << 30
 
 
@@ -13,7 +11,7 @@ def by_pid(sample):
     return {p["pid"]: p for p in sample["processes"]}
 
 
-def test_every_kind_in_one_sample(sim_probe):  # noqa: F811
+def test_every_kind_in_one_sample(sim_probe):
     probe, reader = sim_probe(scenario="demo")
     sample = probe.sample(full=True)
     kinds = {p["kind"] for p in sample["processes"]}
@@ -26,7 +24,7 @@ def test_every_kind_in_one_sample(sim_probe):  # noqa: F811
             assert set(reader.device_paths) <= set(p["holds"]), p
 
 
-def test_ghost_is_tied_to_its_hidden_holder_and_memory_returns_when_it_dies(sim_probe):  # noqa: F811
+def test_ghost_is_tied_to_its_hidden_holder_and_memory_returns_when_it_dies(sim_probe):
     probe, reader = sim_probe()
     job = reader.spawn("ghost", gpu=2, memory=9 * GIB)
     procs = by_pid(probe.sample(full=True))
@@ -56,7 +54,7 @@ def test_ghost_is_tied_to_its_hidden_holder_and_memory_returns_when_it_dies(sim_
     assert job.pid not in by_pid(probe.sample(full=True))
 
 
-def test_zombie_names_its_parent_and_holds_nothing(sim_probe):  # noqa: F811
+def test_zombie_names_its_parent_and_holds_nothing(sim_probe):
     probe, reader = sim_probe()
     job = reader.spawn("zombie", gpu=1, memory=2 * GIB)
     procs = by_pid(probe.sample(full=True))
@@ -66,7 +64,7 @@ def test_zombie_names_its_parent_and_holds_nothing(sim_probe):  # noqa: F811
     assert procs[job.pid]["kind"] == "user"  # the parent is a live GPU job
 
 
-def test_unattributed_hidden_holder_and_monitor(sim_probe):  # noqa: F811
+def test_unattributed_hidden_holder_and_monitor(sim_probe):
     probe, reader = sim_probe()
     hidden = reader.spawn("hidden")
     monitor = reader.spawn("monitor")
@@ -80,7 +78,7 @@ def test_unattributed_hidden_holder_and_monitor(sim_probe):  # noqa: F811
     assert procs[monitor.pid]["name"] == "nv-hostengine"
 
 
-def test_sample_cost_fields(sim_probe):  # noqa: F811
+def test_sample_cost_fields(sim_probe):
     probe, _ = sim_probe(scenario="demo")
     probe.sample(full=True)
     sample = probe.sample()
@@ -89,7 +87,7 @@ def test_sample_cost_fields(sim_probe):  # noqa: F811
     assert set(sample["cost_ms"]) >= {"reader", "holders", "total", "cpu"}
 
 
-def test_per_process_utilization_every_few_samples_and_switched_off(sim_probe):  # noqa: F811
+def test_per_process_utilization_every_few_samples_and_switched_off(sim_probe):
     probe, reader = sim_probe()
     probe.interval = 1.0
     job = reader.spawn("busy", gpu=[0, 1], memory=GIB, util=60)

@@ -1,6 +1,6 @@
 """The kill engine (gputui/probe/reaper.py) on real processes: simulated GPUs, real jobs and signals.
 
-Every job is started by a sim the fixture closes (tests/simprobe.py); the tests themselves send no
+Every job is started by a sim the fixture closes (tests/probe/conftest.py); the tests themselves send no
 signal: the engine under test does, and only to those jobs.
 """
 
@@ -15,7 +15,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -27,73 +26,15 @@ from gputui.probe.orders import Settings
 from gputui.probe.readers.sim import GiB
 from gputui.probe.reaper import Run, execute
 from gputui.probe.signals import Proc
-from tests import simprobe
-from tests.simprobe import alive
-
-sim_probe = simprobe.sim_probe  # the shared fixture
+from tests.support.pythons import PYTHON38
+from tests.support.reaping import done, gpu_verdict, make_plan, of, run, signals_to, target, verdict
+from tests.support.simprobe import alive
 
 REPO = Path(__file__).resolve().parents[2]
-PY38 = Path("/root/.pyenv/versions/3.8.18/bin/python")
 STAGES = ("accepted", "check", "signal", "wait", "escalate", "rescan", "verify", "verdict", "done")
 
 
 # -- helpers ------------------------------------------------------------------------------------
-
-
-def target(pid: int, start: int | None, gpus: list[int], reason: str = "test") -> dict[str, Any]:
-    return {"pid": pid, "start_time": start, "reason": reason, "gpus": gpus}
-
-
-def make_plan(targets: list[dict[str, Any]], gpus: list[int], **options: Any) -> dict[str, Any]:
-    plan = {
-        "type": "plan",
-        "v": 1,
-        "id": "t-" + uuid.uuid4().hex[:8],
-        "operator": "tester",
-        "scope": "gpus" if gpus else "processes",
-        "targets": targets,
-        "sweep": [],
-        "gpus": gpus,
-        "include_protected": [],
-        "signals": ["SIGTERM"],
-        "term_timeout": 5.0,
-        "verify_timeout": 5.0,
-    }
-    plan.update(options)
-    return plan
-
-
-def run(probe: Any, targets: list[dict[str, Any]], gpus: list[int], **options: Any) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = []
-    execute(probe, make_plan(targets, gpus, **options), events.append)
-    return events
-
-
-def of(events: list[dict[str, Any]], stage: str, pid: int | None = None) -> list[dict[str, Any]]:
-    return [e for e in events if e.get("stage") == stage and (pid is None or e.get("pid") == pid)]
-
-
-def verdict(events: list[dict[str, Any]], pid: int) -> dict[str, Any]:
-    [found] = [e for e in of(events, "verdict", pid) if e["gpu"] is None]
-    return found
-
-
-def gpu_verdict(events: list[dict[str, Any]], index: int) -> dict[str, Any]:
-    [found] = [e for e in of(events, "verdict") if e["gpu"] == index]
-    return found
-
-
-def done(events: list[dict[str, Any]]) -> dict[str, Any]:
-    assert events[-1]["stage"] == "done", events[-1]
-    return events[-1]
-
-
-def signals_to(events: list[dict[str, Any]], pid: int) -> list[str]:
-    return [
-        e["signal"]
-        for e in events
-        if e["stage"] in ("signal", "escalate") and e["pid"] == pid and e["result"] == "sent"
-    ]
 
 
 def assert_well_formed(events: list[dict[str, Any]]) -> None:
@@ -526,10 +467,10 @@ PY38_RUNNER = textwrap.dedent(
 
 
 def test_the_engine_on_python_38():
-    if not PY38.exists():
-        pytest.skip("no Python 3.8 at " + str(PY38))
+    if not PYTHON38.exists():
+        pytest.skip("no Python 3.8 at " + str(PYTHON38))
     result = subprocess.run(
-        [str(PY38), "-c", PY38_RUNNER],
+        [str(PYTHON38), "-c", PY38_RUNNER],
         env={"PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
         capture_output=True,
         text=True,

@@ -32,11 +32,9 @@ from gputui.kill.operate import status_of
 from gputui.model import Event, PlanVerdict
 from gputui.probe.readers.sim import start_time
 from gputui.words import verdict_lines
-from tests import simprobe
-from tests.probe.test_reaper import PY38, done, of, run, signals_to, target, verdict
-from tests.simprobe import alive
-
-sim_probe = simprobe.sim_probe  # the shared fixture
+from tests.support.pythons import PYTHON38
+from tests.support.reaping import done, of, run, signals_to, target, verdict
+from tests.support.simprobe import alive
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -243,7 +241,7 @@ def test_a_pid_reused_within_one_tick_by_a_device_holder_is_not_signalled(python
     unshare = shutil.which("unshare")
     if os.geteuid() != 0 or unshare is None:
         pytest.skip("needs root and unshare(1) for a private PID namespace")
-    interpreter = sys.executable if python == "this" else str(PY38)
+    interpreter = sys.executable if python == "this" else str(PYTHON38)
     if not Path(interpreter).exists():
         pytest.skip("no Python 3.8 at " + interpreter)
     result = subprocess.run(

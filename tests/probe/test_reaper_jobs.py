@@ -13,11 +13,10 @@ from typing import Any
 from gputui.model import Event, PlanVerdict
 from gputui.probe.readers.sim import GiB
 from gputui.words import gpu_note, restart_words
-from tests import simprobe
-from tests.probe.test_reaper import done, gpu_verdict, of, run, signals_to, target, verdict
-from tests.simprobe import alive
+from tests.support.procs import start_time
+from tests.support.reaping import done, gpu_verdict, of, run, signals_to, target, verdict
+from tests.support.simprobe import alive
 
-sim_probe = simprobe.sim_probe  # the shared fixture
 TIMEOUT = 30.0
 
 
@@ -84,10 +83,10 @@ def test_a_root_that_acts_as_init_is_never_signalled(sim_probe):
     job = sim.spawn("busy", gpu=0, memory=GiB)
     session = sim.session_pid
     assert session is not None
-    events = run(probe, [role(target(session, simprobe.start_time(session), []), "root")], [])
+    events = run(probe, [role(target(session, start_time(session), []), "root")], [])
     assert verdict(events, session)["result"] == "protected" and signals_to(events, session) == []
     assert done(events)["result"] == "not-stopped"
-    assert alive(job.pid, job.start_time) and alive(session, simprobe.start_time(session))
+    assert alive(job.pid, job.start_time) and alive(session, start_time(session))
 
 
 def test_members_started_after_the_plan_are_taken_before_the_first_signal(sim_probe):

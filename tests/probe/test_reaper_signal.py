@@ -20,12 +20,10 @@ from gputui.probe.main import Loop
 from gputui.probe.procfs import read_stat
 from gputui.probe.readers.sim import GiB
 from gputui.probe.signal_run import execute_signal
-from tests import simprobe
-from tests.simprobe import alive
+from tests.support.pythons import PYTHON38
+from tests.support.simprobe import alive
 
-sim_probe = simprobe.sim_probe  # the shared fixture
 REPO = Path(__file__).resolve().parents[2]
-PY38 = Path("/root/.pyenv/versions/3.8.18/bin/python")
 
 
 def record(pid: int, start: int, name: str, **changes: Any) -> dict[str, Any]:
@@ -166,10 +164,10 @@ print(json.dumps(out))
 
 def test_signals_and_the_environment_on_python_38():
     """The probe runs on Python 3.8 hosts: no os.pidfd_open there, the raw syscalls instead."""
-    if not PY38.exists():
-        pytest.skip("no Python 3.8 at " + str(PY38))
+    if not PYTHON38.exists():
+        pytest.skip("no Python 3.8 at " + str(PYTHON38))
     result = subprocess.run(
-        [str(PY38), "-c", PY38_RUNNER],
+        [str(PYTHON38), "-c", PY38_RUNNER],
         env={"PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
         capture_output=True,
         text=True,

@@ -1,7 +1,7 @@
 """The kill engine's rescans and confirmation read only what can hold the plan's memory, and miss
 nothing a full scan would have found (issue 11: a busy host must not make a clean slow).
 
-On real processes: sim jobs, and a process family (tests/probe/family.py, below a subreaper that
+On real processes: sim jobs, and a process family (tests/support/family.py, below a subreaper that
 reaps them all) whose relatives open the sim's device files after the probe last looked at them. The
 probe's scanner is made stale on purpose (no steady-state turn ever comes), so only a rescan that
 reads them can find them; a crowd of bystanders stands for the busy host, and a targeted scan must not
@@ -32,15 +32,12 @@ from gputui.probe.orders import Settings
 from gputui.probe.readers.sim import GiB
 from gputui.probe.reaper import Run
 from gputui.probe.run_state import FULL, TARGETED
-from tests import simprobe
-from tests.probe.test_reaper import done, gpu_verdict, make_plan, of, run, signals_to, target, verdict
-from tests.simprobe import alive, wait_gone
-from tests.test_scope_property import PROBE, Host, hosts
-
-sim_probe = simprobe.sim_probe  # the shared fixture
+from tests.support.proctrees import PROBE, Host, hosts
+from tests.support.reaping import done, gpu_verdict, make_plan, of, run, signals_to, target, verdict
+from tests.support.simprobe import alive, wait_gone
 
 REPO = Path(__file__).resolve().parents[2]
-FAMILY = Path(__file__).with_name("family.py")
+FAMILY = REPO / "tests" / "support" / "family.py"
 NEVER = 10**9  # a steady-state turn period no test reaches
 
 
@@ -48,7 +45,7 @@ NEVER = 10**9  # a steady-state turn period no test reaches
 
 
 class Family:
-    """tests/probe/family.py: a target on a sim GPU and its relatives (see there)."""
+    """tests/support/family.py: a target on a sim GPU and its relatives (see there)."""
 
     def __init__(self, sim: Any, gpu: int, memory: int, *roles: str) -> None:
         self.proc = subprocess.Popen(

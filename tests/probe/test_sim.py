@@ -29,9 +29,11 @@ from gputui.probe.readers.sim import (
     open_devices,
     start_time,
 )
+from tests.support.pythons import PYTHON38
+from tests.support.simprobe import all_processes, fd_links
+from tests.support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
-PY38 = Path("/root/.pyenv/versions/3.8.18/bin/python")
 GPU_FIELDS = {
     "index", "minor", "uuid", "pci_bus_id", "name", "memory_total", "memory_used", "memory_reserved", "memory_version",
     "util_gpu", "util_mem", "temperature", "power_draw", "power_limit", "persistence", "error",
@@ -43,21 +45,6 @@ RELEASE_MIN = 0.09
 
 
 # -- helpers ------------------------------------------------------------------------------------
-
-
-def fd_links(pid):
-    """Targets of /proc/PID/fd (empty for a zombie or a process that is gone)."""
-    links = set()
-    try:
-        names = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return links
-    for name in names:
-        try:
-            links.add(os.readlink(f"/proc/{pid}/fd/{name}"))
-        except OSError:
-            pass
-    return links
 
 
 def stat(pid):
@@ -80,24 +67,6 @@ def comm(pid):
 
 def alive(pid, started):
     return start_time(pid) == started and stat(pid)["state"] != "Z"
-
-
-def wait_until(predicate, timeout=5.0, interval=0.005):
-    deadline = time.monotonic() + timeout
-    while True:
-        if predicate():
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(interval)
-
-
-def all_processes(reader):
-    """(pid, start time) of the session process and every process of every job."""
-    found = [(reader.session_pid, getattr(reader, "test_session_start", None))]
-    for job in reader.jobs:
-        found.extend(job.processes())
-    return found
 
 
 def measure_release(reader, pid, started, send, listed_pid=None):
@@ -126,30 +95,6 @@ def measure_release(reader, pid, started, send, listed_pid=None):
 
 
 # -- fixture ------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def make_sim():
-    """Open SimReaders; close them all afterwards and check nothing they started is left."""
-    readers = []
-
-    def make(**kwargs):
-        kwargs.setdefault("scenario", "empty")
-        reader = SimReader(**kwargs)
-        readers.append(reader)
-        reader.open()
-        reader.test_session_start = start_time(reader.session_pid) if reader.session_pid else None
-        return reader
-
-    yield make
-    left = []
-    for reader in readers:
-        reader.close()
-        if reader.session_pid is None:
-            continue
-        left += [pid for pid, started in all_processes(reader) if started and start_time(pid) == started]
-        assert not os.path.exists(reader.directory)
-    assert not left, f"processes left behind: {left}"
 
 
 # -- tests --------------------------------------------------------------------------------------
@@ -241,7 +186,7 @@ def test_sigterm_releases_memory_some_time_after_the_exit(make_sim):
     delay, gpus = measure_release(reader, job.pid, job.start_time, lambda: os.kill(job.pid, signal.SIGTERM))
     assert delay >= RELEASE_MIN  # not at once: as NVML, some time after the exit
     assert gpus[0]["memory_used"] == 0
-    assert wait_until(lambda: start_time(job.pid) != job.start_time)  # reaped by the sim
+    assert wait_until(lambda: start_time(job.pid) != job.start_time, 5.0, step=0.005)  # reaped by the sim
 
 
 def test_ignore_term_survives_sigterm_and_dies_on_sigkill(make_sim):
@@ -502,8 +447,10 @@ def test_sigkill_of_the_owner_leaves_no_job_behind():
         session, session_start = processes[0]
         assert start_time(session) == session_start and start_time(owner) == owner_start
         os.kill(owner, signal.SIGKILL)
-        assert wait_until(lambda: all(start_time(pid) != started for pid, started in processes), 5.0)
-        assert wait_until(lambda: not os.path.exists(state["dir"]), 5.0)  # the session cleaned up
+        assert wait_until(
+            lambda: all(start_time(pid) != started for pid, started in processes), 5.0, step=0.005
+        )
+        assert wait_until(lambda: not os.path.exists(state["dir"]), 5.0, step=0.005)  # the session cleaned up
         assert wrapper.wait(10) == 0
     finally:
         if wrapper.poll() is None:
@@ -542,14 +489,14 @@ PY38_SMOKE = textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(not PY38.exists(), reason=f"no Python 3.8 interpreter at {PY38}")
+@pytest.mark.skipif(not PYTHON38.exists(), reason=f"no Python 3.8 interpreter at {PYTHON38}")
 def test_the_sim_runs_under_python_3_8():
     env = dict(os.environ, PYTHONPATH=str(REPO))
     out = subprocess.run(
-        [str(PY38), "-c", PY38_SMOKE], env=env, stdout=subprocess.PIPE, timeout=60, check=True
+        [str(PYTHON38), "-c", PY38_SMOKE], env=env, stdout=subprocess.PIPE, timeout=60, check=True
     ).stdout
     result = json.loads(out)
-    assert result["python"] == [3, 8] and result["interpreter"] == str(PY38)
+    assert result["python"] == [3, 8] and result["interpreter"] == str(PYTHON38)
     # The demo runs every role but the "workers", "mps", "jobs" and "neighbour" scenarios' own.
     own = {"workers", "mps-control", "mps-server", "mps-client", "launcher", "supervisor", "neighbour"}
     assert result["roles"] == sorted(set(ROLES) - own)

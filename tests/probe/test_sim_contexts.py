@@ -26,10 +26,6 @@ import pytest
 
 from gputui.probe.readers.base import ReaderError
 from gputui.probe.readers.sim import GiB, SimReader, create_context, open_devices, start_time
-from tests import simprobe
-from tests.probe.test_sim import make_sim  # noqa: F401  (fixture)
-
-sim_probe = simprobe.sim_probe  # the shared fixture
 
 REPO = Path(__file__).resolve().parents[2]
 NOBODY = 65534
@@ -116,7 +112,7 @@ def read_attached(directory: str, timeout: float = 120.0) -> dict[str, Any]:
 # -- a context is bound to its process ----------------------------------------------------------
 
 
-def test_a_context_whose_start_time_is_not_its_process_is_not_believed(make_sim, victim):  # noqa: F811
+def test_a_context_whose_start_time_is_not_its_process_is_not_believed(make_sim, victim):
     """A context names a PID and the start time of the process that made it: one made by an earlier
     process with that PID (or one that names no start time) is not the process living there now."""
     sim = make_sim(gpus=2)
@@ -152,7 +148,7 @@ def _set_next_pid(pid: int) -> bool:
 
 
 @ROOT_ONLY
-def test_a_context_planted_for_a_pid_not_started_yet_never_names_the_process_that_gets_it(make_sim):  # noqa: F811
+def test_a_context_planted_for_a_pid_not_started_yet_never_names_the_process_that_gets_it(make_sim):
     """The issue's case: `nobody` plants a context naming a PID nobody has; root later starts a process
     that gets that PID. The planted file is believed neither before (no such process) nor after."""
     sim = make_sim(gpus=2)
@@ -211,7 +207,7 @@ def test_a_symlink_to_a_jobs_context_does_not_put_the_job_on_another_gpu(sim_pro
     assert record["gpus"] == [0] and record["gpu_memory"] == {"0": GiB}
 
 
-def test_a_fifo_does_not_stop_the_reader(make_sim):  # noqa: F811
+def test_a_fifo_does_not_stop_the_reader(make_sim):
     """A FIFO named like a context: opening it to read blocks until a writer comes; the reader must
     not wait (a blocked read stops every sample of the probe)."""
     sim = make_sim(gpus=1)
@@ -235,7 +231,7 @@ def test_a_fifo_does_not_stop_the_reader(make_sim):  # noqa: F811
     assert "not a regular file" in sim.ignored[f"{fifo.parent.name}/{fifo.name}"]
 
 
-def test_dev_zero_and_a_huge_file_are_not_read_whole(make_sim):  # noqa: F811
+def test_dev_zero_and_a_huge_file_are_not_read_whole(make_sim):
     """A link to /dev/zero and an 8 GiB (sparse) file named like contexts: a reader reads a context
     with a bound, and neither is one (read in a child whose memory is capped: unbounded, it dies)."""
     sim = make_sim(gpus=2)
@@ -255,7 +251,7 @@ def test_dev_zero_and_a_huge_file_are_not_read_whole(make_sim):  # noqa: F811
 
 
 @ROOT_ONLY
-def test_another_user_cannot_write_in_the_context_directory(make_sim):  # noqa: F811
+def test_another_user_cannot_write_in_the_context_directory(make_sim):
     """Nobody but the sim's user makes files where its contexts are read (a job of another user
     writes in a directory of its own, see the next test; everyone may read them, as NVML)."""
     sim = make_sim(gpus=1)
@@ -276,7 +272,7 @@ def test_another_user_cannot_write_in_the_context_directory(make_sim):  # noqa: 
 
 
 @ROOT_ONLY
-def test_a_job_of_another_user_speaks_only_for_that_users_processes(make_sim, victim):  # noqa: F811
+def test_a_job_of_another_user_speaks_only_for_that_users_processes(make_sim, victim):
     """A sim job run as `nobody` allocates in its own directory; a file there naming root's process,
     with its right start time, is still not believed: a user's file speaks for that user only."""
     sim = make_sim(gpus=2)
@@ -292,7 +288,7 @@ def test_a_job_of_another_user_speaks_only_for_that_users_processes(make_sim, vi
         os.close(fd)
 
 
-def test_attaching_refuses_a_directory_others_can_write_or_a_linked_one(make_sim, tmp_path):  # noqa: F811
+def test_attaching_refuses_a_directory_others_can_write_or_a_linked_one(make_sim, tmp_path):
     """An existing sim directory is used only if no one else could have changed it: a real directory
     of the running user (or root) that no one else can write; else one clear error."""
     owner = make_sim(gpus=1)
@@ -319,7 +315,7 @@ def test_attaching_refuses_a_directory_others_can_write_or_a_linked_one(make_sim
 
 
 @ROOT_ONLY
-def test_attaching_refuses_another_users_sim(make_sim):  # noqa: F811
+def test_attaching_refuses_another_users_sim(make_sim):
     owner = make_sim(gpus=1)
     os.chown(owner.directory, NOBODY, NOBODY)
     try:

@@ -29,7 +29,8 @@ from gputui.probe.readers.sim import GiB, SimReader, signal_checked, start_time
 from gputui.probe.reset import execute
 from gputui.readiness import Conditions, unready
 from gputui.words import unaccounted_words
-from tests.simprobe import sim_probe, wait_gone  # noqa: F401  (fixture)
+from tests.support.pythons import PYTHON38
+from tests.support.simprobe import wait_gone
 
 TIMEOUT = 30.0  # generous: a loaded 2-core CI box
 
@@ -56,7 +57,7 @@ def until(what, timeout: float = TIMEOUT, every: float = 0.05):
         time.sleep(every)
 
 
-def test_a_launcher_without_a_gpu_is_the_root_of_its_two_ranks(sim_probe):  # noqa: F811
+def test_a_launcher_without_a_gpu_is_the_root_of_its_two_ranks(sim_probe):
     probe, reader = sim_probe(gpus=None, scenario="jobs")
     assert len(reader.device_paths) >= 8  # the jobs scenario's 8 GPUs
     sample = probe.sample(full=True)
@@ -79,7 +80,7 @@ def test_a_launcher_without_a_gpu_is_the_root_of_its_two_ranks(sim_probe):  # no
         assert procs[rank]["job"] == str(launcher.pid)
 
 
-def test_a_supervisor_is_the_root_of_the_worker_it_restarts(sim_probe):  # noqa: F811
+def test_a_supervisor_is_the_root_of_the_worker_it_restarts(sim_probe):
     probe, reader = sim_probe(gpus=None, scenario="jobs")
     [supervisor] = reader.jobs_with_role("supervisor")
     [(worker, worker_start)] = supervisor.workers
@@ -112,7 +113,7 @@ def test_a_supervisor_is_the_root_of_the_worker_it_restarts(sim_probe):  # noqa:
     assert str(supervisor.pid) not in jobs_by_id(probe.sample(full=True))
 
 
-def test_the_launcher_forwards_sigterm_and_exits_once_its_ranks_have(sim_probe):  # noqa: F811
+def test_the_launcher_forwards_sigterm_and_exits_once_its_ranks_have(sim_probe):
     probe, reader = sim_probe(gpus=None, scenario="jobs")
     [launcher] = reader.jobs_with_role("launcher")
     assert launcher.signal(signal.SIGTERM)
@@ -124,7 +125,7 @@ def test_the_launcher_forwards_sigterm_and_exits_once_its_ranks_have(sim_probe):
     assert gpus[0]["memory_used"] == 0 and gpus[1]["memory_used"] == 0
 
 
-def test_one_users_two_jobs_stay_two_jobs(sim_probe):  # noqa: F811
+def test_one_users_two_jobs_stay_two_jobs(sim_probe):
     probe, reader = sim_probe(gpus=None, scenario="jobs")
     sample = probe.sample(full=True)
     jobs = jobs_by_id(sample)
@@ -140,7 +141,7 @@ def test_one_users_two_jobs_stay_two_jobs(sim_probe):  # noqa: F811
     assert len(sample["jobs"]) == 4 and sample["jobs_omitted"] == 0
 
 
-def test_another_guests_memory_is_outside_never_orphaned(sim_probe):  # noqa: F811
+def test_another_guests_memory_is_outside_never_orphaned(sim_probe):
     """Issue 18, defect 3, as the sim plays it: a probe inside an LXC guest beside other guests."""
     probe, reader = sim_probe(scenario="neighbour")
     assert probe.foreign_pids is True  # the reader said so: hello's host_pid_namespace false
@@ -191,7 +192,6 @@ def test_the_neighbour_scenarios_hello_says_it_is_not_in_the_host_pid_namespace(
         probe.close()
 
 
-PY38 = Path("/root/.pyenv/versions/3.8.18/bin/python")
 PY38_JOBS = """
 import json, sys
 from gputui.probe.core import Probe
@@ -214,12 +214,14 @@ print(json.dumps(out))
 """
 
 
-@pytest.mark.skipif(not PY38.exists(), reason=f"no Python 3.8 interpreter at {PY38}")
+@pytest.mark.skipif(not PYTHON38.exists(), reason=f"no Python 3.8 interpreter at {PYTHON38}")
 def test_jobs_and_the_neighbour_scenario_run_under_python_3_8():
     """The probe runs on monitored hosts' Python 3.8: jobs.py and the new sim roles too."""
     repo = Path(__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=str(repo))
-    done = subprocess.run([str(PY38), "-c", PY38_JOBS], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(PYTHON38), "-c", PY38_JOBS], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     jobs = result["jobs"]

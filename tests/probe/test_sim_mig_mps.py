@@ -20,10 +20,9 @@ import pytest
 from gputui.kill.plan import PlanOptions, plan_for_pids
 from gputui.model import Sample
 from gputui.probe.readers.sim import MIG_LAYOUT, GiB
-from tests.simprobe import sim_probe  # noqa: F401  (fixture)
+from tests.support.pythons import PYTHON38
 
 REPO = Path(__file__).resolve().parents[2]
-PY38 = Path("/root/.pyenv/versions/3.8.18/bin/python")
 PY38_SMOKE = textwrap.dedent(
     """
     import json
@@ -51,7 +50,7 @@ def by_name(sample: dict[str, Any], script: str) -> list[dict[str, Any]]:
     return [p for p in sample["processes"] if any(a.endswith("/" + script) for a in p["command"])]
 
 
-def test_mig_instances_under_gpu_0_and_the_jobs_in_them(sim_probe: Any) -> None:  # noqa: F811
+def test_mig_instances_under_gpu_0_and_the_jobs_in_them(sim_probe: Any) -> None:
     probe, reader = sim_probe(gpus=2, scenario="mig")
     sample = probe.sample(full=True)
     gpu0, gpu1 = sample["gpus"]
@@ -81,7 +80,7 @@ def test_mig_instances_under_gpu_0_and_the_jobs_in_them(sim_probe: Any) -> None:
     assert [i["memory_used"] for i in instances] == [6 * GiB, 20 * GiB, 0]
 
 
-def test_a_job_in_a_mig_instance_that_does_not_exist_is_refused(sim_probe: Any) -> None:  # noqa: F811
+def test_a_job_in_a_mig_instance_that_does_not_exist_is_refused(sim_probe: Any) -> None:
     _, reader = sim_probe(gpus=2, scenario="mig")
     with pytest.raises(ValueError, match=r"no MIG instance 3\.0"):
         reader.spawn("busy", gpu=0, mig=(3, 0))
@@ -89,7 +88,7 @@ def test_a_job_in_a_mig_instance_that_does_not_exist_is_refused(sim_probe: Any) 
         reader.spawn("busy", gpu=1, mig=(1, 0))  # GPU 1 is not in MIG mode
 
 
-def test_mps_server_control_daemon_and_clients(sim_probe: Any) -> None:  # noqa: F811
+def test_mps_server_control_daemon_and_clients(sim_probe: Any) -> None:
     probe, reader = sim_probe(gpus=2, scenario="mps")
     wire = probe.sample(full=True)
     roles = {p["pid"]: p["mps"] for p in wire["processes"]}
@@ -120,11 +119,11 @@ def test_mps_server_control_daemon_and_clients(sim_probe: Any) -> None:  # noqa:
 
 
 def test_mig_and_mps_scenarios_run_under_python_3_8() -> None:
-    if not PY38.exists():
-        pytest.skip(f"no Python 3.8 interpreter at {PY38}")
+    if not PYTHON38.exists():
+        pytest.skip(f"no Python 3.8 interpreter at {PYTHON38}")
     env = dict(os.environ, PYTHONPATH=str(REPO))
     out = subprocess.run(
-        [str(PY38), "-c", PY38_SMOKE], env=env, stdout=subprocess.PIPE, timeout=90, check=True
+        [str(PYTHON38), "-c", PY38_SMOKE], env=env, stdout=subprocess.PIPE, timeout=90, check=True
     )
     result = json.loads(out.stdout)
     assert result["mig"]["instances"] == [[1, 0], [2, 0], [5, 0]]

@@ -22,7 +22,6 @@ import pytest
 
 from gputui.probe.readers.sim import GiB, SimJob, SimReader, start_time
 from gputui.probe.readers.sim.worker import WORKER_SOURCE
-from tests.probe.test_sim import make_sim  # noqa: F401  (fixture)
 
 NOBODY = 65534
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="running a job as another user needs root")
@@ -82,7 +81,7 @@ def victim_alive(victim: subprocess.Popen[bytes], started: int | None) -> bool:
 
 
 @ROOT_ONLY
-def test_closing_the_sim_does_not_kill_a_process_a_job_reported_falsely(make_sim, victim):  # noqa: F811
+def test_closing_the_sim_does_not_kill_a_process_a_job_reported_falsely(make_sim, victim):
     """The previous engineer's case: closing the sim SIGKILLed every PID reported on the status
     channel whose start time matched, whoever reported it."""
     sim = make_sim(gpus=1)
@@ -94,7 +93,7 @@ def test_closing_the_sim_does_not_kill_a_process_a_job_reported_falsely(make_sim
 
 
 @ROOT_ONLY
-def test_a_jobs_reports_bind_only_its_own_pid_and_signal_only_the_sims_processes(make_sim, victim):  # noqa: F811
+def test_a_jobs_reports_bind_only_its_own_pid_and_signal_only_the_sims_processes(make_sim, victim):
     """A report is taken only from the process it is about (the session for "spawned", the job for
     its ready report, with its own PID); what a job says of its children is its word only: the
     reader never signals nor lists a process that is not below the sim's session."""

@@ -11,7 +11,7 @@ import pytest
 from gputui.probe.main import FD_CAP
 from gputui.probe.wire import MAX_DEPTH, MAX_LINE, decode, encode
 from gputui.transport.bootstrap import RecordStream
-from tests.probe.probeproc import ProbeProcess
+from tests.support.probeproc import ProbeProcess
 
 
 def test_round_trip_escapes_control_characters():

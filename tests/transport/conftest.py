@@ -1,4 +1,4 @@
-"""Fixtures for the transport tests: real OpenSSH servers on loopback (tests/sshd.py)."""
+"""Fixtures for the transport tests: real OpenSSH servers on loopback (tests/support/sshd.py)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.config import HostSpec
-from tests.sshd import SshEnv, have_sshd
-
-PYTHON38 = Path("/root/.pyenv/versions/3.8.18/bin/python")
-OLD_PYTHONS = [Path(f"/root/.pyenv/versions/{v}/bin/python") for v in ("3.6.15", "3.7.16", "2.7.18")]
+from tests.support.sshd import SshEnv, have_sshd
 
 
 @pytest.fixture(autouse=True)
@@ -30,8 +26,3 @@ def ssh_env(tmp_path: Path) -> Iterator[SshEnv]:
         yield env
     finally:
         env.close()
-
-
-def probe_host(name: str = "local", **fields: object) -> HostSpec:
-    """A host whose probe needs no GPU: the simulated reader, scenario "empty" (no jobs)."""
-    return HostSpec(name=name, reader="sim", sim_scenario="empty", **fields)  # type: ignore[arg-type]

@@ -20,7 +20,8 @@ from gputui.transport import bootstrap, headstart
 from gputui.transport.base import TransportError
 from gputui.transport.bootstrap import BOOT, RecordStream, boot_argv, build_payload, shell_command
 from gputui.transport.local import LocalLink
-from tests.transport.conftest import OLD_PYTHONS, PYTHON38, probe_host
+from tests.support.hosts import probe_host
+from tests.support.pythons import OLD_PYTHONS, PYTHON38
 
 HELPER = """
 import json

@@ -17,8 +17,8 @@ from gputui.config import HostSpec
 from gputui.fleet import LIVE, Fleet, HostView
 from gputui.transport import dial
 from gputui.transport.dial import BACKING_OFF, CONNECTING, QUEUED, Dialer, Dropped, Gate
-from tests.sshcluster import NO_BASHRC, SshCluster, running_cluster
-from tests.sshd import SshEnv, SshServer
+from tests.support.sshcluster import NO_BASHRC, SshCluster, running_cluster
+from tests.support.sshd import SshEnv, SshServer
 
 # -- the gate on its own -------------------------------------------------------------------------
 
@@ -119,7 +119,7 @@ def test_the_open_files_limit_is_raised_toward_the_hard_one() -> None:
 
 @pytest.fixture
 def tight_sshd(tmp_path: Path) -> Iterator[tuple[SshEnv, SshServer]]:
-    from tests.sshd import have_sshd
+    from tests.support.sshd import have_sshd
 
     if not have_sshd():
         pytest.skip("OpenSSH sshd is not installed (.ci/run installs it)")

@@ -19,7 +19,7 @@ import gputui.fleet as fleet_mod
 from gputui.config import HostSpec
 from gputui.fleet import DOWN, LIVE, STALE, Fleet
 from gputui.ui import make_app
-from tests.sshcluster import SshCluster, freeze, kill_sshd, running_cluster
+from tests.support.sshcluster import SshCluster, freeze, kill_sshd, running_cluster
 
 pytestmark = pytest.mark.ssh
 
@@ -189,7 +189,7 @@ async def test_sshd_killed_mid_stream_host_goes_stale_down_and_live_again_in_the
 
 
 async def test_a_read_only_remote_probe_refuses_a_plan_sent_through_the_fleet(cluster):
-    # The CLI and the app refuse before sending (tests/test_cli_ssh.py); a plan sent anyway, through
+    # The CLI and the app refuse before sending (tests/cli/test_ssh.py); a plan sent anyway, through
     # the fleet and SSH, is refused by the remote probe itself, and nothing is signalled.
     fleet = ssh_fleet(cluster, [sim("gpu-c", "demo", read_only=True)], interval=1.0)
     view = fleet.view("gpu-c")

@@ -1,4 +1,4 @@
-"""SshLink against real OpenSSH servers on 127.0.0.1 (tests/sshd.py), with the real probe."""
+"""SshLink against real OpenSSH servers on 127.0.0.1 (tests/support/sshd.py), with the real probe."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from gputui.config import HostSpec
 from gputui.transport.base import TransportError
 from gputui.transport.bootstrap import STAGE1
 from gputui.transport.ssh import SshLink
-from tests.sshd import SSH_KEYGEN, SshEnv, keygen
-from tests.transport.conftest import OLD_PYTHONS, PYTHON38, probe_host
+from tests.support.hosts import probe_host
+from tests.support.pythons import OLD_PYTHONS, PYTHON38
+from tests.support.sshd import SSH_KEYGEN, SshEnv, keygen
 
 pytestmark = pytest.mark.ssh
 

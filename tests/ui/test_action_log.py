@@ -12,8 +12,8 @@ from textual.widgets._toast import Toast
 
 from gputui.model import Event, brief_command
 from gputui.ui.widgets.action_log import what_happened
-
-from .conftest import FROZEN, build_app, redrawn, settle
+from tests.support.apps import FROZEN, build_app
+from tests.support.pilot import redrawn, settle
 
 PID = 4125299
 COMMAND = [

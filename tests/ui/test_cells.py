@@ -17,9 +17,9 @@ from gputui.ui.widgets.cells import Cell, fit, fit_end
 from gputui.ui.widgets.proc_table import ProcTable
 from gputui.ui.widgets.table import KeyedTable
 from gputui.units import fmt_bytes
-
-from .conftest import build_app, redrawn, settle
-from .longdata import HOSTS, long_fleet_records, long_pid
+from tests.support.apps import build_app
+from tests.support.longdata import HOSTS, long_fleet_records, long_pid
+from tests.support.pilot import redrawn, settle
 
 SIZES = [(80, 24), (120, 36), (200, 50)]
 # What a cut number looks like: a PID of this data (all of them 41xxxxx) with digits missing, an

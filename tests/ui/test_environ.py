@@ -11,10 +11,9 @@ from pathlib import Path
 from gputui.probe.procfs import read_stat
 from gputui.ui.screens.environ import HIDDEN, EnvironScreen
 from gputui.ui.screens.proc_detail import ProcDetailScreen
-
-from ..probe.test_detail import end, sleeper
-from .conftest import screen_text, wait_for
-from .test_kill_flow import ready, sim_app
+from tests.support.apps import sim_app
+from tests.support.pilot import ready, screen_text, wait_for
+from tests.support.sleepers import end, sleeper
 
 
 async def test_e_on_the_detail_shows_the_environment_secrets_hidden_until_asked(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Snapshot tests of the fleet view at size (issue 21): 1,024 generated hosts (tests/ui/fleet1024.py)
+"""Snapshot tests of the fleet view at size (issue 21): 1,024 generated hosts (tests/support/fleet1024.py)
 at 80x24 and 200x50, the users view, an idle holder in its host's process table, and a filter that
 cannot be read. A frozen clock; nothing depends on timing (the scenes wait for the data).
 
@@ -15,9 +15,9 @@ from textual.pilot import Pilot
 
 from gputui.ui import GpuTuiApp, make_app
 from gputui.ui.screens.users import UsersScreen
-
-from .conftest import FROZEN, OPERATOR, redrawn, scratch_log, wait_for
-from .fleet1024 import SLOW, drawn, fleet_1024, name, played
+from tests.support.apps import FROZEN, OPERATOR, scratch_log
+from tests.support.fleet1024 import SLOW, drawn, fleet_1024, name, played
+from tests.support.pilot import redrawn, wait_for
 
 
 def _app(hosts: int = 1024) -> GpuTuiApp:

@@ -3,7 +3,7 @@ group (and unfolded), the filter language in the filter box (and what it says wh
 a filter), the users view, and idle holders: shown, selected with I, planned with x through the
 confirmation dialog.
 
-A generated fleet (tests/ui/fleet1024.py), replayed: 130 hosts where the test needs no more (three
+A generated fleet (tests/support/fleet1024.py), replayed: 130 hosts where the test needs no more (three
 racks: two of 64, and one of two hosts where one has a problem, too few to fold), 1,024 where the
 size is the point."""
 
@@ -19,10 +19,11 @@ from gputui.ui import GpuTuiApp, make_app
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.plan import PlanScreen
 from gputui.ui.screens.users import UsersScreen
-from gputui.ui.widgets.fleet_table import GROUP, split_row_key
-
-from .conftest import FROZEN, OPERATOR, redrawn, scratch_log, screen_text, wait_for
-from .fleet1024 import IDLE, SLOW, GiB, drawn, fleet_1024, name, played
+from gputui.ui.widgets.fleet_table import split_row_key
+from gputui.ui.widgets.host_list import GROUP
+from tests.support.apps import FROZEN, OPERATOR, scratch_log
+from tests.support.fleet1024 import IDLE, SLOW, GiB, drawn, fleet_1024, name, played
+from tests.support.pilot import redrawn, screen_text, wait_for
 
 
 def app_of(fleet: Fleet) -> GpuTuiApp:

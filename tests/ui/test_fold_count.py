@@ -7,9 +7,8 @@ import pytest
 
 from gputui.ui import tree
 from gputui.ui.widgets.proc_table import CONTEXT, proc_row_key
-
-from .conftest import redrawn, screen_text
-from .test_proc_views import family_app, launched, procs_of, sample_of
+from tests.support.pilot import procs_of, redrawn, sample_of, screen_text
+from tests.support.scenes import family_app, launched
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 36), (200, 50)], ids=lambda s: f"{s[0]}x{s[1]}")

@@ -10,8 +10,8 @@ import pytest
 from textual.widgets._footer import FooterKey
 
 from gputui.ui.widgets.footer import Footer
-
-from .conftest import build_app, redrawn, screen_text, settle
+from tests.support.apps import build_app
+from tests.support.pilot import redrawn, screen_text, settle
 
 SIZES = [(80, 24), (100, 30), (120, 36), (160, 40), (200, 50)]
 

@@ -16,24 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from gputui.config import HostSpec
-from gputui.fleet import Fleet
-from gputui.transport.local import LocalLink
-from gputui.ui import GpuTuiApp, make_app
+from gputui.ui import GpuTuiApp
 from gputui.ui.screens.gpu_detail import GpuDetailScreen
 from gputui.ui.screens.reset import ResetScreen
-
-from .conftest import build_app, recording, redrawn, screen_text, settle, wait_for
-from .scenes import SCENES
+from tests.support.apps import build_app, live_app, recording
+from tests.support.pilot import redrawn, screen_text, settle, wait_for
+from tests.support.scenes import SCENES
 
 HOST = "p"
-INTERVAL = 0.2
 
 
 def preflight_app(tmp_path: Path, **kwargs: Any) -> GpuTuiApp:
-    fleet = Fleet()
     spec = HostSpec(name=HOST, reader="sim", sim_scenario="preflight", sim_seed=9)
-    fleet.add(spec.name, lambda: LocalLink(spec, interval=INTERVAL), interval=INTERVAL)
-    return make_app(fleet, interval=INTERVAL, log_path=tmp_path / "actions.jsonl", operator="root", **kwargs)
+    return live_app(tmp_path, spec, operator="root", **kwargs)
 
 
 async def ready(pilot: Any) -> GpuTuiApp:

@@ -15,10 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from gputui.config import HostSpec
-from gputui.fleet import Fleet
 from gputui.model import Job, MemoryAccount, Proc, Sample
-from gputui.transport.local import LocalLink
-from gputui.ui import GpuTuiApp, make_app
+from gputui.ui import GpuTuiApp
 from gputui.ui import jobs as ui_jobs
 from gputui.ui.commands import GpuTuiCommands
 from gputui.ui.screens.gpu_detail import PART_LABEL, PART_STYLE, GpuDetailScreen
@@ -27,26 +25,16 @@ from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.plan import PlanScreen
 from gputui.ui.screens.proc_detail import ProcDetailScreen
 from gputui.ui.widgets.proc_table import JOB, job_row_key, proc_row_key
-
-from .conftest import build_app, recording, redrawn, screen_text, settle, wait_for
-from .scenes import JOBS_HOST, placed_records
-from .test_misc_keys import palette
+from tests.support.apps import build_app, live_app, recording
+from tests.support.pilot import main_of, palette, redrawn, screen_text, settle, wait_for
+from tests.support.scenes import JOBS_HOST, placed_records
 
 HOST = "node"
-INTERVAL = 0.2
 
 
 def sim_app(tmp_path: Path, scenario: str, **kwargs: Any) -> GpuTuiApp:
-    fleet = Fleet()
-    spec = HostSpec(name=HOST, reader="sim", sim_scenario=scenario, sim_seed=3)
-    fleet.add(spec.name, lambda: LocalLink(spec, interval=INTERVAL), interval=INTERVAL)
     kwargs.setdefault("operator", "root")
-    return make_app(fleet, interval=INTERVAL, log_path=tmp_path / "actions.jsonl", **kwargs)
-
-
-def main_of(app: GpuTuiApp) -> MainScreen:
-    assert app._main is not None
-    return app._main
+    return live_app(tmp_path, HostSpec(name=HOST, reader="sim", sim_scenario=scenario, sim_seed=3), **kwargs)
 
 
 def words(app: GpuTuiApp) -> str:

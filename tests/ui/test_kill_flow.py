@@ -12,56 +12,28 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
 
 from textual.widgets import Button
 
-from gputui.config import HostSpec
 from gputui.fleet import Fleet
 from gputui.kill.auditlog import ActionLog, read_records, unfinished
 from gputui.kill.plan import KillOptions, plan_for_gpus
-from gputui.transport.local import LocalLink
 from gputui.transport.replay import ReplayLink
 from gputui.ui import GpuTuiApp, make_app
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.plan import IncludeScreen, PlanScreen
-
-from .conftest import FROZEN, QUIET, build_app, recording, redrawn, screen_text, settle, wait_for
-
-INTERVAL = 0.2
-
-
-def sim_app(tmp_path: Path, interval: float = INTERVAL, **kwargs: Any) -> GpuTuiApp:
-    fleet = Fleet()
-    spec = HostSpec(name="demo-a", reader="sim", sim_scenario="demo", sim_variant=0, sim_seed=1)
-    fleet.add(spec.name, lambda: LocalLink(spec, interval=interval), interval=interval)
-    return make_app(fleet, interval=interval, log_path=tmp_path / "actions.jsonl", **kwargs)
-
-
-def main_of(app: GpuTuiApp) -> MainScreen:
-    assert app._main is not None
-    return app._main
-
-
-async def ready(pilot: Any, gpu_row: int) -> MainScreen:
-    """The host's dashboard with the GPU cursor `gpu_row` rows below "all"."""
-    app: GpuTuiApp = pilot.app
-    view = app.fleet.view("demo-a")
-    await wait_for(pilot, lambda: view.sample is not None and bool(view.sample.gpus), 60)
-    await redrawn(pilot)
-    main = main_of(app)
-    main.gpu_table.focus()
-    await pilot.press(*["down"] * gpu_row)
-    await redrawn(pilot)
-    return main
-
-
-async def dialog(pilot: Any) -> PlanScreen:
-    app: GpuTuiApp = pilot.app
-    await wait_for(pilot, lambda: isinstance(app.screen, PlanScreen), 15)
-    await pilot.pause()
-    assert isinstance(app.screen, PlanScreen)
-    return app.screen
+from tests.support.apps import FROZEN, QUIET, build_app, recording, sim_app
+from tests.support.pilot import (
+    dialog,
+    dialog_text,
+    log_text,
+    main_of,
+    ready,
+    redrawn,
+    screen_text,
+    settle,
+    wait_for,
+)
 
 
 def alive(pid: int, start_time: int | None) -> bool:
@@ -70,15 +42,6 @@ def alive(pid: int, start_time: int | None) -> bool:
     except OSError:
         return False
     return fields[0] != "Z" and int(fields[19]) == start_time
-
-
-def dialog_text(app: GpuTuiApp) -> str:
-    """The screen's words with borders and line breaks gone, so a wrapped cell reads as one."""
-    return " ".join(re.sub(r"[┃│╭╮╰╯─━┏┓┗┛]", " ", screen_text(app)).split())
-
-
-def log_text(main: MainScreen) -> str:
-    return "\n".join(e.plain() for e in main.action_log.entries)
 
 
 def notes(app: GpuTuiApp) -> list[str]:

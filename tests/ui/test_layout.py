@@ -20,17 +20,12 @@ from gputui.ui.screens.main import MainScreen
 from gputui.ui.widgets.cells import ELLIPSIS
 from gputui.ui.widgets.proc_table import COMMAND_ROOM, ProcTable
 from gputui.ui.widgets.table import SORT_KEYS, KeyedTable
-
-from .conftest import build_app, redrawn, screen_text, settle
-from .longdata import HOSTS, long_fleet_records
+from tests.support.apps import build_app
+from tests.support.longdata import HOSTS, long_fleet_records
+from tests.support.pilot import main_of, redrawn, screen_text, settle
 
 SIZES = [(80, 24), (120, 36), (200, 50)]
 ids = [f"{w}x{h}" for w, h in SIZES]
-
-
-def main_of(app: Any) -> MainScreen:
-    assert app._main is not None
-    return app._main
 
 
 def shown(table: KeyedTable) -> list[str]:

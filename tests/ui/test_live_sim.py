@@ -8,8 +8,7 @@ from gputui.cli.demo import demo_specs
 from gputui.fleet import Fleet
 from gputui.transport.local import LocalLink
 from gputui.ui import make_app
-
-from .conftest import redrawn, screen_text, wait_for
+from tests.support.pilot import redrawn, screen_text, wait_for
 
 INTERVAL = 0.2
 

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from gputui.kill.auditlog import read_records, unfinished
-from tests.ptyapp import ROOT, PtyApp, alive, descendants, start_time
+from tests.support.paths import REPO
+from tests.support.ptyapp import PtyApp, alive, descendants, start_time
 
 EXIT_DEADLINE = 20.0  # seconds: the app is gone by then, however busy the machine (it takes < 1 s)
 GONE_DEADLINE = 20.0  # seconds for what it started to end after it
@@ -146,7 +147,7 @@ def test_tmux_kill_session_during_start_up(tmp_path: Path) -> None:
     """The report's own steps: `tmux new-session -d "gputui --demo"`, then `tmux kill-session`."""
     tmux = ["tmux", "-L", f"gputui-test-{os.getpid()}", "-f", "/dev/null"]
     env = dict(os.environ, TMPDIR=str(tmp_path))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     command = f"exec {sys.executable} -m gputui --demo --log {tmp_path / 'actions.jsonl'}"
     seen: dict[int, int] = {}  # the app and every process below it: PID -> start time
     try:

@@ -6,7 +6,8 @@ import gc
 
 from textual.widgets._footer import FooterKey
 
-from .conftest import build_app, settle
+from tests.support.apps import build_app
+from tests.support.pilot import settle
 
 
 def detached_footer_keys() -> int:

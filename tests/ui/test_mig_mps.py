@@ -8,9 +8,8 @@ from typing import Any
 
 from gputui.ui.screens.plan import IncludeScreen, PlanScreen
 from gputui.ui.widgets.proc_table import ProcTable
-
-from .conftest import screen_text, settle, wait_for
-from .scenes import SCENES
+from tests.support.pilot import screen_text, settle, wait_for
+from tests.support.scenes import SCENES
 
 
 def dialog_text(app: Any) -> str:

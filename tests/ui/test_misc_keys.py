@@ -9,8 +9,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from textual.command import CommandPalette
-
 from gputui import config
 from gputui.ui import GpuTuiApp
 from gputui.ui.screens.gpu_detail import GpuDetailScreen
@@ -19,18 +17,13 @@ from gputui.ui.screens.plan import PlanScreen
 from gputui.ui.widgets.fleet_table import FleetTable
 from gputui.ui.widgets.gpu_table import GpuTable
 from gputui.ui.widgets.proc_table import ProcTable, proc_row_key
-
-from .conftest import build_app, redrawn, screen_text, settle, wait_for
-from .scenes import HOST_METRICS, metrics_records
+from tests.support.apps import build_app
+from tests.support.pilot import main_of, palette, redrawn, screen_text, settle, wait_for
+from tests.support.scenes import HOST_METRICS, metrics_records
 
 
 def metrics_app(**kwargs: Any) -> GpuTuiApp:
     return build_app(records={name: metrics_records(name) for name in HOST_METRICS}, **kwargs)
-
-
-def main_of(app: GpuTuiApp) -> MainScreen:
-    assert app._main is not None
-    return app._main
 
 
 async def to_host(pilot: Any, host: str = "demo-a") -> MainScreen:
@@ -201,17 +194,6 @@ def test_the_configs_column_names_are_the_tables_keys() -> None:
 
 
 # -- the command palette ----------------------------------------------------------------------
-
-
-async def palette(pilot: Any, words: str) -> None:
-    app: GpuTuiApp = pilot.app
-    await pilot.press("ctrl+p")
-    await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
-    await pilot.press(*words)
-    await pilot.pause(0.3)
-    await pilot.press("enter")
-    await wait_for(pilot, lambda: not isinstance(app.screen, CommandPalette))
-    await pilot.pause()
 
 
 async def titles(pilot: Any) -> list[str]:

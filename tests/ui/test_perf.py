@@ -18,8 +18,8 @@ import pytest
 from gputui.fleet import Fleet
 from gputui.transport.replay import ReplayLink
 from gputui.ui import make_app
-
-from .conftest import recording, wait_for
+from tests.support.apps import recording
+from tests.support.pilot import wait_for
 
 HOSTS = 128
 MEASURE = 5.0  # seconds

@@ -8,7 +8,6 @@ from rich.text import Text
 
 from gputui.fleet import Fleet
 from gputui.kill.operate import Request
-from gputui.transport.base import TransportError
 from gputui.transport.replay import ReplayLink
 from gputui.ui import make_app
 from gputui.ui.fmt import key_name
@@ -17,13 +16,8 @@ from gputui.ui.screens.main import MainScreen
 from gputui.ui.widgets.gpu_table import GpuTable
 from gputui.ui.widgets.host_list import HostList
 from gputui.ui.widgets.proc_table import ProcTable, proc_row_key
-
-from .conftest import FROZEN, QUIET, build_app, recording, redrawn, screen_text, settle, wait_for
-
-
-def main_of(app: Any) -> MainScreen:
-    assert app._main is not None
-    return app._main
+from tests.support.apps import FROZEN, QUIET, Unreachable, build_app, recording
+from tests.support.pilot import main_of, redrawn, screen_text, settle, wait_for
 
 
 def proc_keys(main: MainScreen) -> list[str]:
@@ -342,20 +336,6 @@ async def test_no_driver_says_so_and_points_at_the_demo() -> None:
         assert "NVML Shared Library Not Found" in text
         assert "gputui --demo" in text
         assert "no NVIDIA driver" in text.splitlines()[0]  # the status line
-
-
-class Unreachable:
-    async def open(self) -> None:
-        raise TransportError("unreachable", "ssh: connect to host gpu-9 port 22: Connection refused")
-
-    async def recv(self) -> dict[str, Any] | None:
-        return None
-
-    async def send(self, message: dict[str, Any]) -> None:
-        pass
-
-    async def close(self) -> None:
-        pass
 
 
 async def test_down_host_shows_the_reason_everywhere() -> None:

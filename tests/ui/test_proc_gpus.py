@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from gputui.units import index_runs
-
-from .conftest import build_app, redrawn, screen_text, settle
+from tests.support.apps import build_app
+from tests.support.pilot import redrawn, screen_text, settle
 
 VLLM = "4911"  # the demo's vllm server: tensor parallel on GPUs 0 and 1, 118 GiB on each
 

@@ -21,32 +21,9 @@ from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.proc_detail import ProcDetailScreen
 from gputui.ui.widgets.proc_table import CONTEXT, ProcTable, proc_row_key
 from gputui.units import fmt_mib
-
-from .conftest import HOSTS, build_app, recording, redrawn, screen_text, settle, wait_for
-from .scenes import HOSTILE_PID, with_parents
-
-
-def family_app(**kwargs: Any) -> GpuTuiApp:
-    """The demo with each sample's parents (the sim's session process, launcher of every job)."""
-    return build_app(records={name: with_parents(list(recording(name))) for name in HOSTS}, **kwargs)
-
-
-async def procs_of(pilot: Any, host: str = "demo-a") -> MainScreen:
-    """`host`'s processes (all its GPUs), the process table focused."""
-    app: GpuTuiApp = pilot.app
-    await settle(pilot)
-    assert app._main is not None
-    main = app._main
-    main.select_host(host)
-    main.proc_table.focus()
-    await redrawn(pilot)
-    return main
-
-
-def sample_of(app: GpuTuiApp, host: str = "demo-a") -> Sample:
-    sample = app.fleet.view(host).sample
-    assert sample is not None
-    return sample
+from tests.support.apps import build_app, recording
+from tests.support.pilot import procs_of, redrawn, sample_of, screen_text, wait_for
+from tests.support.scenes import HOSTILE_PID, family_app, launched
 
 
 def row_keys(table: ProcTable) -> list[str]:
@@ -63,13 +40,6 @@ def title_of(main: MainScreen) -> str:
 
 def notes(app: GpuTuiApp) -> list[str]:
     return [n.message for n in app._notifications]
-
-
-def launched(sample: Sample) -> list[Proc]:
-    """The processes the tree hangs under the launcher (the sample's parent): its children, but for
-    a hidden holder tied to a ghost, which hangs under the ghost."""
-    launcher = sample.parents[0].pid
-    return [p for p in sample.processes if p.ppid == launcher and not (p.kind == "hidden" and p.links)]
 
 
 # -- the tree (t) ------------------------------------------------------------------------------
@@ -495,7 +465,7 @@ async def test_moving_the_cursor_stops_following() -> None:
 
 
 async def test_the_palette_offers_the_tree_and_the_detail() -> None:
-    from .test_misc_keys import palette
+    from tests.support.pilot import palette
 
     app = family_app()
     async with app.run_test(size=(120, 36)) as pilot:

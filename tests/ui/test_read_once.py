@@ -9,8 +9,6 @@ the wrong plural for one or two, and a literal `\\n`. Then what each dialog is c
 from __future__ import annotations
 
 import io
-import itertools
-import re
 import types
 from pathlib import Path
 from typing import Any
@@ -26,57 +24,10 @@ from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.proc_detail import ProcDetailScreen
 from gputui.ui.widgets.proc_table import proc_row_key
 from gputui.words import no_gpu_words, stage_text, verdict_lines, verdict_summary
-
-from ..test_plan import sample as plan_sample
-from .conftest import build_app, redrawn, screen_text, settle, wait_for
-from .test_kill_flow import dialog, dialog_text, log_text, ready, sim_app
-
-NOUNS = ("process", "GPU", "job", "target", "holder", "member", "blocker", "host", "client", "poll")
-PLURALS = {"process": "processes"}
-
-
-def _plural(noun: str) -> str:
-    return PLURALS.get(noun, noun + "s")
-
-
-def _segments(line: str) -> list[list[str]]:
-    """The line's clauses (split at `: `, ` · `, `; `), each as its lower-case words."""
-    # Words of two letters or more: `c copy PID · C copy command` names keys, not a phrase twice.
-    return [re.findall(r"[a-z]{2,}", part.casefold()) for part in re.split(r": |\s·\s|; ", line)]
-
-
-def doubled(line: str) -> str | None:
-    """A phrase of two or more words said in one clause and again in another (`not sent: plan not
-    sent`, `NOTHING DONE: not confirmed: nothing done`), or None."""
-    parts = _segments(line)
-    for a, b in itertools.combinations(parts, 2):
-        pairs = {tuple(a[i : i + 2]) for i in range(len(a) - 1)}
-        for i in range(len(b) - 1):
-            if tuple(b[i : i + 2]) in pairs:
-                return " ".join(b[i : i + 2])
-    return None
-
-
-def problems(line: str) -> list[str]:
-    """What is wrong with one line a person reads."""
-    out = []
-    if (phrase := doubled(line)) is not None:
-        out.append(f"says {phrase!r} twice")
-    if re.search(r"GPU\d", line):
-        out.append("GPU without its space")
-    if "\\n" in line:
-        out.append("a literal \\n")
-    for noun in NOUNS:
-        if re.search(rf"(?<![\d.,-])\b1 {_plural(noun)}\b", line):
-            out.append(f"1 {_plural(noun)}")
-        if re.search(rf"(?<![\d.,-])\b(?:0|[2-9]|[1-9]\d+) {noun}\b(?!-)", line):
-            out.append(f"N {noun}")
-    return out
-
-
-def check(lines: list[str]) -> None:
-    bad = [(line, p) for line in lines for p in problems(line)]
-    assert not bad, "\n".join(f"{p}: {line}" for line, p in bad)
+from tests.support.apps import build_app, sim_app
+from tests.support.pilot import dialog, dialog_text, log_text, ready, redrawn, screen_text, settle, wait_for
+from tests.support.samples import sample as plan_sample
+from tests.support.wording import check, problems
 
 
 def test_the_checker_finds_what_issue_19_found() -> None:

@@ -13,9 +13,8 @@ from gputui.fleet import Fleet
 from gputui.kill.operate import Request
 from gputui.transport.replay import ReplayLink
 from gputui.ui import make_app
-
-from .conftest import FROZEN, QUIET, build_app, recording, redrawn, scratch_log, screen_text, settle, wait_for
-from .test_pilot import Unreachable
+from tests.support.apps import FROZEN, QUIET, Unreachable, build_app, recording, scratch_log
+from tests.support.pilot import redrawn, screen_text, settle, wait_for
 
 KEYS = ("f", "F", "x", "X")
 

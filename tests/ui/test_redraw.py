@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import pytest
 
 from gputui.ui import app as app_module
-
-from .conftest import build_app, redrawn, wait_for
+from tests.support.apps import build_app
+from tests.support.pilot import redrawn, wait_for
 
 
 def count_redraws(app: app_module.GpuTuiApp) -> list[set[str]]:

@@ -2,7 +2,7 @@
 its line, p pauses, n steps one sample interval, + and - change the speed; read-only; a recorded
 plan's events in the action log; a damaged line stops the replay where it is and says so.
 
-The recordings are written by gputui's writer from the sim probe's fixtures (tests/recfile.py);
+The recordings are written by gputui's writer from the sim probe's fixtures (tests/support/recfile.py);
 tests/cli/test_record.py opens one the real `gputui record` wrote of the live demo."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from gputui.recording import clock_at, offset_words
 from gputui.transport.replay import ReplayPlayer
 from gputui.ui import make_app
 from gputui.ui.replay import ReplayApp
-from tests.recfile import START, demo_recording, fixture, gzip_lines, lines_of
-
-from .conftest import redrawn, scratch_log, screen_text, wait_for
+from tests.support.apps import scratch_log
+from tests.support.pilot import redrawn, screen_text, wait_for
+from tests.support.recfile import START, demo_recording, fixture, gzip_lines, lines_of
 
 
 def replay_app(path: Path) -> tuple[ReplayApp, ReplayPlayer]:

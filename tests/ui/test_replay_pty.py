@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.ptyapp import PLAIN, ROOT
-from tests.recfile import demo_recording, gzip_lines, lines_of
+from tests.support.paths import REPO
+from tests.support.ptyapp import PLAIN
+from tests.support.recfile import demo_recording, gzip_lines, lines_of
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -26,7 +27,7 @@ class Terminal:
     def __init__(self, workdir: Path, *args: str) -> None:
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 140, 0, 0))
-        env = dict(os.environ, TERM="xterm-256color", PYTHONPATH=str(ROOT))
+        env = dict(os.environ, TERM="xterm-256color", PYTHONPATH=str(REPO))
         self.proc = subprocess.Popen(
             [sys.executable, "-c", PLAIN, "-m", "gputui", "--log", str(workdir / "actions.jsonl"), *args],
             stdin=slave,

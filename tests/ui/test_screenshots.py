@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import HOSTS, recording
-from .scenes import JOBS_HOST, THEMES, demo_records
+from tests.support.apps import HOSTS, recording
+from tests.support.scenes import JOBS_HOST, THEMES, demo_records
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "screenshots"

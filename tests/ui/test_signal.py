@@ -20,10 +20,9 @@ from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.plan import PlanScreen
 from gputui.ui.screens.proc_detail import ProcDetailScreen
 from gputui.ui.screens.signal import SignalScreen
-
-from .conftest import build_app, screen_text, settle, wait_for
-from .test_kill_flow import dialog, dialog_text, log_text, ready, sim_app
-from .test_read_once import check
+from tests.support.apps import build_app, sim_app
+from tests.support.pilot import dialog, dialog_text, log_text, ready, screen_text, settle, wait_for
+from tests.support.wording import check
 
 
 def state(pid: int) -> str | None:

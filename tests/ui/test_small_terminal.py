@@ -5,7 +5,7 @@ itself out again and again (Textual took 80x25 from Rich and 80x24 from shutil f
 95-100 % CPU and ~1.3 MB/s of redraws. Below 60x15 gputui now shows one line that says so, draws
 nothing else and redraws nothing, and the dashboard comes back when the terminal grows.
 
-The pty test runs `gputui --demo` as a person does (tests/ptyapp.py) and asserts on bytes written,
+The pty test runs `gputui --demo` as a person does (tests/support/ptyapp.py) and asserts on bytes written,
 which load cannot change: a redraw loop writes megabytes where one line is a few hundred bytes.
 """
 
@@ -22,9 +22,9 @@ import pytest
 from gputui.ui.app import MIN_SIZE
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.too_small import TooSmallScreen
-from tests.ptyapp import PtyApp
-
-from .conftest import build_app, redrawn, screen_text, settle
+from tests.support.apps import build_app
+from tests.support.pilot import redrawn, screen_text, settle
+from tests.support.ptyapp import PtyApp
 
 QUIET_BYTES = 64 * 1024  # what a 0x0 terminal may receive in 3 s once up: a loop writes megabytes
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from .scenes import SCENES, THEMES
+from tests.support.scenes import SCENES, THEMES
 
 
 def _compare(snap_compare: Any, scene_name: str, theme: str) -> bool:

@@ -14,8 +14,8 @@ from gputui.ui.widgets.cells import Cell
 from gputui.ui.widgets.fleet_table import FleetTable
 from gputui.ui.widgets.proc_table import ProcTable
 from gputui.ui.widgets.table import SORT_KEYS, Column, KeyedTable
-
-from .conftest import build_app, redrawn, settle
+from tests.support.apps import build_app
+from tests.support.pilot import redrawn, settle
 
 
 def sortable(table: type[KeyedTable]) -> list[str]:

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from gputui.ui.widgets.fleet_table import fleet_row_key
 from gputui.ui.widgets.table import KeyedTable
-
-from .conftest import screen_text
-from .scenes import DOWN_FOR, SCENES, went_down
+from tests.support.pilot import screen_text
+from tests.support.scenes import DOWN_FOR, SCENES, went_down
 
 
 def colours(table: KeyedTable, index: int) -> set[str]:

@@ -13,8 +13,8 @@ from gputui.ui.themes import (
     bundled_themes_dir,
     load_themes,
 )
-
-from .conftest import build_app, settle
+from tests.support.apps import build_app
+from tests.support.pilot import settle
 
 
 def test_bundled_themes_load_and_define_every_variable() -> None:

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from gputui.ui.screens.help import SECTIONS
-
-from .conftest import build_app, recording, redrawn, screen_text, settle
+from tests.support.apps import build_app, recording
+from tests.support.pilot import redrawn, screen_text, settle
 
 
 def one_gpu_records() -> list[dict[str, Any]]:

@@ -1,0 +1,156 @@
+"""What the fleet view says is wrong, and where (gputui/fleetview.py): problems and their order,
+groups, the GPUs that differ from their siblings, GPUs and memory per user. From the recorded
+probe output of the sim's scenarios, and small samples where a case needs one."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gputui.fleet import DOWN, LIVE, STALE, HostView
+from gputui.fleetfilter import parse
+from gputui.fleetview import (
+    HEALTHY,
+    RANKS,
+    default_group,
+    gpu_subject,
+    group_of,
+    host_state,
+    majority,
+    proc_subject,
+    user_usage,
+)
+from gputui.model import HostFacts, Sample
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+GiB = 1 << 30
+
+
+def replayed(name: str, host: str | None = None, **changes: Any) -> HostView:
+    """A live HostView that has taken every sample of recording `name`."""
+    records = [
+        json.loads(line) for line in (FIXTURES / f"{name}.jsonl").read_text().splitlines() if line.strip()
+    ]
+    view = HostView(name=host or name)
+    view.status = LIVE
+    hello = next(r for r in records if r["type"] == "hello")
+    view.facts = HostFacts.from_hello(hello)
+    for record in records:
+        if record["type"] == "sample":
+            view.record(Sample.from_wire(record))
+    for key, value in changes.items():
+        setattr(view, key, value)
+    return view
+
+
+@pytest.mark.parametrize(
+    ("name", "group"),
+    [
+        ("gpu017", "gpu"),
+        ("node-12", "node"),
+        ("a100-03", "a100"),
+        ("rack3-node07", "rack3-node"),
+        ("demo-a", "demo-a"),  # no number at its end: its own group
+        ("node12-ib", "node12-ib"),
+        ("42", "42"),
+    ],
+)
+def test_a_hosts_group_is_its_name_without_its_number(name: str, group: str) -> None:
+    assert default_group(name) == group
+
+
+def test_a_group_the_source_names_wins() -> None:
+    assert group_of(HostView(name="gpu017", group="rack3")) == "rack3"
+    assert group_of(HostView(name="gpu017")) == "gpu"
+
+
+def test_each_kind_of_trouble_of_the_preflight_scenario_and_its_rank() -> None:
+    state = host_state(replayed("preflight"), idle_after=600)
+    words = {i: [(p.state, p.words) for p in ps] for i, ps in state.gpus.items()}
+    assert words == {
+        0: [],
+        1: [("orphaned", "orphaned 2.1 GiB")],
+        2: [("throttle", "throttle: hw-thermal")],
+        3: [("ecc", "1 ECC uncorrected, row remap pending"), ("mismatch", "differs: persistence off")],
+    }
+    assert state.worst is not None and state.worst.state == "ecc"
+    assert [state.gpu_worst(i) is None for i in range(4)] == [True, False, False, False]
+    assert RANKS["down"] < RANKS["ecc"] < RANKS["ghost"] < RANKS["idle-held"] < RANKS["throttle"] < HEALTHY
+
+
+def test_ghosts_and_idle_holders_of_the_demo() -> None:
+    demo = replayed("demo-a")
+    # The recording is 13 s long: with a 5 s threshold its notebook kernel is an idle holder.
+    state = host_state(demo, idle_after=5)
+    assert [p.state for p in state.gpus[2]] == ["ghost", "idle-held"]
+    assert state.gpus[2][1].words.startswith("idle 12s")
+    assert host_state(demo, idle_after=600).gpus[2][1:] == []  # not for 10 minutes
+    assert not any(state.gpus[i] for i in (0, 1, 3))
+
+
+def test_hosts_down_or_stale_and_their_gpus() -> None:
+    down = replayed("jobs", status=DOWN, reason="unreachable")
+    state = host_state(down, 600)
+    assert [(p.state, p.words) for p in state.problems] == [("down", "down: unreachable")]
+    assert state.gpu_worst(3) is not None and state.gpu_worst(3).state == "down"  # type: ignore[union-attr]
+    assert host_state(replayed("jobs", status=STALE), 600).problems[0].state == "stale"
+    assert not host_state(replayed("jobs"), 600).troubled  # healthy
+
+
+def test_a_gpu_that_differs_from_its_siblings() -> None:
+    view = replayed("jobs")
+    sample = view.sample
+    assert sample is not None
+    odd = [replace(g, name="NVIDIA A100") if g.index == 5 else g for g in sample.gpus]
+    view.sample = Sample(seq=1, time=sample.time, gpus=tuple(odd), processes=sample.processes)
+    state = host_state(view, 600)
+    assert [p.words for p in state.gpus[5]] == ["differs: model NVIDIA A100 (others: NVIDIA H200 (sim))"]
+    assert not any(state.gpus[i] for i in range(8) if i != 5)
+
+
+def test_a_driver_that_differs_from_its_group() -> None:
+    view = replayed("jobs")
+    assert majority(["580.1", "580.1", "570.9"]) == "580.1"
+    assert majority(["580.1", "570.9"]) is None  # no majority to differ from
+    state = host_state(view, 600, group_driver="570.86")
+    assert [(p.state, p.words) for p in state.problems] == [
+        ("mismatch", "driver 580.159.04-sim (group: 570.86)")
+    ]
+
+
+def test_the_filter_matches_gpu_rows_and_processes() -> None:
+    demo = replayed("demo-a", host="gpu017")
+    state = host_state(demo, idle_after=5)
+    sample = demo.sample
+    assert sample is not None
+    rows = {g.index: gpu_subject(demo, state, g) for g in sample.gpus}
+    held = [i for i, s in rows.items() if parse("state:idle-held").matches(s)]
+    assert held == [2]
+    assert [i for i, s in rows.items() if parse("state:ghost").matches(s)] == [2]
+    assert [i for i, s in rows.items() if parse("mem>100G").matches(s)] == [0, 1]
+    assert all(parse("host:gpu0* group:gpu state:live").matches(s) for s in rows.values())
+    assert [i for i, s in rows.items() if parse("-state:problem").matches(s)] == [0, 1, 3]
+    kernel = next(p for p in sample.processes if "notebook_kernel.py" in " ".join(p.command))
+    subject = proc_subject(demo, state.group, kernel, None, state.idle.get(kernel.key), 5)
+    assert parse("state:idle-held mem>10G cmd:notebook").matches(subject)
+    assert not parse("state:idle-held").matches(proc_subject(demo, "gpu", kernel, None, None, 5))
+
+
+def test_gpus_and_memory_per_user_across_the_fleet() -> None:
+    hosts = [replayed("demo-a", "a1"), replayed("demo-b", "b1"), replayed("jobs", "j1", status=DOWN)]
+    users, left_out = user_usage(hosts, idle_after=5)
+    assert left_out == 1  # down: its numbers are old
+    root = next(u for u in users if u.user == "root")
+    assert root.hosts == {"a1", "b1"}
+    assert root.idle_holders == 2 and root.idle_memory == 21 * GiB
+    assert root.memory == sum(
+        p.gpu_bytes
+        for v in hosts[:2]
+        for p in v.sample.processes  # type: ignore[union-attr]
+        if p.kind in ("user", "hidden") and p.gpus and p.user == "root" and p.state != "Z"
+    )
+    assert users == sorted(users, key=lambda u: -u.memory)

@@ -1,0 +1,17 @@
+"""Host specs the tests use: a probe that needs no GPU (the sim, no jobs), the "preflight" sim host."""
+
+from __future__ import annotations
+
+from gputui.config import HostSpec
+
+PREFLIGHT_HOST = "p"  # the name of preflight_spec()'s host
+
+
+def probe_host(name: str = "local", **fields: object) -> HostSpec:
+    """A host whose probe needs no GPU: the simulated reader, scenario "empty" (no jobs)."""
+    return HostSpec(name=name, reader="sim", sim_scenario="empty", **fields)  # type: ignore[arg-type]
+
+
+def preflight_spec(scenario: str = "preflight", name: str = PREFLIGHT_HOST) -> HostSpec:
+    """A seeded sim host: by default the "preflight" scenario (four GPUs, each unready in its own way)."""
+    return HostSpec(name=name, reader="sim", sim_scenario=scenario, sim_seed=7)

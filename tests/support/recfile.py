@@ -1,0 +1,86 @@
+"""Recordings for the tests, written by gputui's own writer from the replay fixtures (the real sim
+probe's records), with a clock the test sets: one sample of each demo host a second."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from gputui.recording import RecordingWriter
+from tests.support.paths import FIXTURES, REPO
+
+START = 1764554040.0  # 2025-12-01 01:54:00 UTC
+
+
+def fixture(name: str) -> list[dict[str, Any]]:
+    return [
+        json.loads(line) for line in (FIXTURES / f"{name}.jsonl").read_text().splitlines() if line.strip()
+    ]
+
+
+class Clock:
+    def __init__(self, now: float = START) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def demo_recording(
+    path: Path,
+    seconds: int = 10,
+    *,
+    hosts: tuple[str, ...] = ("demo-a", "demo-b"),
+    sources: dict[str, str] | None = None,
+    start: float = START,
+    close: bool = True,
+    max_bytes: int = 1 << 30,
+) -> RecordingWriter:
+    """`seconds` samples of each host, one a second from `start` + 1 (their hellos at `start`).
+    `sources`: the fixture each host plays (default: its own name's)."""
+    clock = Clock(start)
+    records = {h: fixture((sources or {}).get(h, h)) for h in hosts}
+    writer = RecordingWriter(path, list(hosts), interval=1.0, max_bytes=max_bytes, clock=clock)
+    for host in hosts:
+        writer.write(host, "status", {"status": "live", "reason": None, "detail": None})
+        writer.write(host, "probe", records[host][0])
+    for i in range(seconds):
+        clock.now = start + 1 + i
+        for host in hosts:
+            writer.write(host, "probe", records[host][1 + i])
+    clock.now = start + seconds + 0.5
+    if close:
+        writer.close("seconds")
+    return writer
+
+
+def lines_of(path: Path) -> list[bytes]:
+    with gzip.open(path, "rb") as f:
+        return f.read().splitlines(keepends=True)
+
+
+def gzip_lines(path: Path, lines: list[bytes]) -> None:
+    with gzip.open(path, "wb") as f:
+        for line in lines:
+            f.write(line)
+
+
+def gputui(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """The real command, from this checkout."""
+    environ = dict(env or os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run(
+        [sys.executable, "-m", "gputui", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=environ,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
