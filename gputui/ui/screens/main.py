@@ -3,6 +3,14 @@
 The screen renders fleet state; it never waits on a host. The app calls `refresh_data` from a short
 timer with the names of the hosts that changed since the last call, and only those hosts' rows (and
 the visible tables) are touched.
+
+Why one module of about a thousand lines (issue 20 asks a room over ~700 to say why): in Textual a
+key's action is a method of the screen that has the focus' bindings, and every key here acts across
+the panes (select a process, fold a group, filter, follow, free a GPU, stop a job). The parts are
+sections of the one class (pause, refreshing, following, host selection, layout, filter, the
+kill-flow hooks); what they compute lives elsewhere (gputui.fleetview, gputui.fleetfilter,
+..selection, the widgets), and the kill flow itself is gputui.kill's. Splitting the class into
+mixins would only move the panes' declarations into a second place.
 """
 
 from __future__ import annotations
