@@ -33,7 +33,7 @@ from gputui.units import fmt_memory_of, fmt_percent
 from .. import fmt
 from .cells import Cell, Row, dim
 from .gpu_table import GPU_STYLES, holders_cell, holders_column, memory_cell, util_cell
-from .host_list import GROUP, seen, shown_status
+from .host_list import GROUP, HOST_STYLES, seen, shown_status
 from .table import Column, KeyedTable
 
 SEVERE = RANKS["ecc"]  # problems up to this rank are drawn as errors, the rest as warnings
@@ -119,11 +119,7 @@ class FleetTable(KeyedTable):
     DEFAULT_SORT = ("state", False)
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         *GPU_STYLES,
-        "host--live",
-        "host--stale",
-        "host--down",
-        "host--connecting",
-        "host--all",
+        *HOST_STYLES,
     }
 
     HOST_COLUMNS = ("cpu", "ram")

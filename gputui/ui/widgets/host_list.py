@@ -67,6 +67,10 @@ def status_word(view: HostView, age: float | None) -> str:
     return status
 
 
+# How a host's row is styled, by its status: the host list's, and the fleet table's host lines.
+HOST_STYLES = {"host--live", "host--stale", "host--down", "host--connecting", "host--all"}
+
+
 class HostList(KeyedTable):
     COLUMNS = (
         Column("name", "Host", width=None, nominal=9, flex=True, cut=True),
@@ -76,11 +80,7 @@ class HostList(KeyedTable):
     DEFAULT_SORT = ("name", False)
     SORTABLE = False
     COMPONENT_CLASSES: ClassVar[set[str]] = {
-        "host--live",
-        "host--stale",
-        "host--down",
-        "host--connecting",
-        "host--all",
+        *HOST_STYLES,
         "gpu--stale",
     }
     BINDINGS: ClassVar[list[BindingType]] = [
