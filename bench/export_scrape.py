@@ -45,8 +45,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from gputui.api import Fleet  # noqa: E402
 from gputui.cli import export as exportcmd  # noqa: E402
-from gputui.fleet import Fleet  # noqa: E402
 from gputui.metrics import families  # noqa: E402
 from gputui.transport.replay import ReplayLink, load_recording  # noqa: E402
 

@@ -212,6 +212,7 @@ async def measure(
     from gputui.transport.ssh import SshLink
     from gputui.ui import make_app
     from gputui.ui.widgets.fleet_table import split_row_key
+    from gputui.ui.widgets.host_list import GROUP
     from tests.support.sshcluster import SSHD_NAMES, comm, processes_marked
     from tests.support.sshd import SshEnv
 
@@ -297,7 +298,9 @@ async def measure(
         top = int(table.scroll_y)
         bottom = top + max(0, table.size.height - (table.header_height if table.show_header else 0))
         keys = (table._row_locations.get_key(i) for i in range(top, min(bottom, table.row_count)))
-        return {split_row_key(k.value)[0] for k in keys if k is not None and k.value is not None}
+        # A folded group's line (its key starts with GROUP) draws no host's sample.
+        values = [k.value for k in keys if k is not None and k.value is not None]
+        return {split_row_key(v)[0] for v in values if not v.startswith(GROUP)}
 
     repainted: set[str] = set()  # hosts whose fleet rows changed a cell in this redraw (KeyedTable._put)
 
@@ -354,7 +357,8 @@ async def measure(
             original_put = table._put
 
             def put(key: str, column: str, cell: Any) -> None:
-                repainted.add(split_row_key(key)[0])
+                if not key.startswith(GROUP):  # a folded group's line
+                    repainted.add(split_row_key(key)[0])
                 original_put(key, column, cell)
 
             table._put = put  # type: ignore[method-assign]

@@ -42,8 +42,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from gputui.api import Sample  # noqa: E402
 from gputui.kill.plan import KillOptions, PlanOptions, plan_for_pids  # noqa: E402
-from gputui.model import Sample  # noqa: E402
 from gputui.probe.core import Probe  # noqa: E402
 from gputui.probe.reaper import execute  # noqa: E402
 

@@ -39,7 +39,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gputui.fleet import Fleet  # noqa: E402
+from gputui.api import Fleet  # noqa: E402
 from gputui.transport.replay import load_recording  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
