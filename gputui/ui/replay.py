@@ -69,7 +69,7 @@ def speed_words(speed: float) -> str:
 
 
 def bar_text(replay: ReplayControls) -> Text:
-    """` REPLAY demo.gz  2025-12-01 02:14:07  +1:23  ▶ x2   p pause · n step · +/- speed`."""
+    """` REPLAY demo.gz  2025-12-01 02:14:07  +1:23  ▶ x2   p pause · n step · >/< speed`."""
     now = replay.now()
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append(" REPLAY ", "bold reverse")
@@ -85,7 +85,7 @@ def bar_text(replay: ReplayControls) -> Text:
     else:
         state = "▶"
     text.append(f"{state} {speed_words(replay.speed)}", "bold")
-    text.append("   p pause · n step · +/- speed", "dim")
+    text.append("   p pause · n step · >/< speed", "dim")
     if replay.problem:
         text.append(f"   {fmt.safe(replay.problem, 300)}", "bold")
     return text
@@ -124,8 +124,23 @@ class ReplayApp(GpuTuiApp):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("p", "replay('toggle_pause')", "Pause replay", tooltip="pause the replay (again: play on)"),
         Binding("n", "replay('step')", "Step", tooltip="the replay's next sample (pauses first)"),
-        Binding("plus,equals_sign", "replay('faster')", "Faster", key_display="+", tooltip="replay faster"),
-        Binding("minus", "replay('slower')", "Slower", key_display="-", tooltip="replay slower"),
+        # > and <: the fleet table takes + and - for folding its groups, and a priority
+        # binding would take them from a filter being typed too; + and - still work where the
+        # focus leaves them free.
+        Binding(
+            "greater_than_sign,plus,equals_sign",
+            "replay('faster')",
+            "Faster",
+            key_display=">",
+            tooltip="replay faster",
+        ),
+        Binding(
+            "less_than_sign,minus",
+            "replay('slower')",
+            "Slower",
+            key_display="<",
+            tooltip="replay slower",
+        ),
     ]
     # What the keys above may ask of the replay (ReplayControls' methods of these names).
     VERBS: ClassVar[frozenset[str]] = frozenset({"toggle_pause", "step", "faster", "slower"})

@@ -122,7 +122,7 @@ async def test_record_replay_snapshot_round_trip(live: Live, tmp_path: Path) -> 
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_for(pilot, lambda: fleet.view("demo-a").sample is not None, 60)
         start = player.now()
-        await pilot.press("plus", "plus", "plus")  # x8
+        await pilot.press("greater_than_sign", "greater_than_sign", "greater_than_sign")  # x8
         assert player.speed == 8.0
         await wait_for(pilot, lambda: player.now() > start + 2, 60)
         await pilot.press("p")

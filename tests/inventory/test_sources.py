@@ -211,7 +211,7 @@ def test_a_group_by_name_or_as_a_source() -> None:
 
 def test_group_hosts_get_the_defaults_and_config_entries_stay_themselves() -> None:
     specs = {s.name: s for s in host_specs(["rack3"], parse_config(CONFIG))}
-    assert specs["gpu001"] == HostSpec(name="gpu001", address="gpu001", sudo=True)
+    assert specs["gpu001"] == HostSpec(name="gpu001", address="gpu001", sudo=True, group="rack3")
     assert specs["gpu002"] == HostSpec(name="gpu002", address="10.0.0.2", sudo=True, read_only=True)
 
 

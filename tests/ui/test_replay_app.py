@@ -66,9 +66,9 @@ async def test_pause_step_and_speed_keys_and_the_recorded_time(tmp_path: Path) -
         await pilot.press("n", "n")
         await wait_for(pilot, lambda: player.now() == paused_at + 3.0)
         assert seq(app, "demo-a") == seqs[seqs.index(held) + 3]
-        await pilot.press("plus", "plus")
+        await pilot.press("greater_than_sign", "greater_than_sign")
         assert player.speed == 4.0 and "⏸ paused x4" in bar(app)  # said at once
-        await pilot.press("minus")
+        await pilot.press("less_than_sign")
         assert player.speed == 2.0 and "⏸ paused x2" in bar(app)
         await pilot.press("p")  # play on, twice as fast as recorded
         assert "▶ x2" in bar(app)
@@ -154,3 +154,22 @@ async def test_a_damaged_line_stops_the_replay_where_it_is(tmp_path: Path) -> No
         assert "no time (t)" in bar(app)
         assert seq(app, "demo-a") == fixture("demo-a")[3]["seq"]  # what came before it is shown
         assert app.fleet.view("demo-a").status == "live"
+
+
+async def test_the_speed_keys_leave_a_typed_filter_alone(tmp_path: Path) -> None:
+    """>  and < are the replay's speed wherever the focus is (the fleet table takes + and - to fold
+    its groups), and a filter being typed keeps its `-` (a negation), `+` and `>`: the box takes them."""
+    from textual.widgets import Input
+
+    path = tmp_path / "r.gz"
+    demo_recording(path, seconds=5)
+    app, player = replay_app(path)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_for(pilot, lambda: seq(app, "demo-a") >= 0, 30)
+        await pilot.press("greater_than_sign")
+        assert player.speed == 2.0
+        await pilot.press("slash")
+        await pilot.press(*"-user:x+>")
+        await redrawn(pilot)
+        box = app.screen.query_one(Input)
+        assert box.value == "-user:x+>" and player.speed == 2.0
