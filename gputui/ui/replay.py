@@ -4,7 +4,7 @@ where it is.
 The CLI gives the app a fleet whose hosts are played from the file, and the player's controls
 (`ReplayControls`, implemented by gputui.transport.replay.ReplayPlayer: the UI imports no transport);
 the app's clock is the recorded time, so sample ages are as they were then. Everything else is the
-dashboard as it is live, read-only. Keys: p pause or play, n one sample on (pausing first), + and -
+dashboard as it is live, read-only. Keys: p pause or play, n one sample on (pausing first), > and <
 speed (x1/4 to x64). The line above the dashboard says the file, the recorded time (on the
 recording's clock: as it read where it was recorded), how far in, the speed, and whether the
 replay has ended, and why if it stopped early (a damaged line).
