@@ -39,6 +39,16 @@ def test_fleet_scale_runs_with_two_hosts(tmp_path):
     assert (tmp_path / "fleet_scale_smoke.txt").read_text().strip() in run.stdout
 
 
+def test_fleet_scale_through_the_decode_path_runs_with_eight_hosts(tmp_path):
+    """Issue 21's mode: recorded probe output as bytes through the line reader and parser, no SSH."""
+    run = bench("fleet_scale.py", "--through", "decode", "--hosts", "8", "--seconds", "2", "--warmup", "1",
+                "--templates", "4", "--name", "smoke", "--out-dir", str(tmp_path))  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "| hosts | app CPU % of a core | key -> screen ms p50 |" in run.stdout
+    assert "\n| 8 | " in run.stdout
+    assert "8 hosts got a sample" in run.stdout
+
+
 def test_memory_soak_runs_500_samples(tmp_path):
     run = bench("memory_soak.py", "--samples", "500", "--every", "100", "--name", "smoke",
                 "--out-dir", str(tmp_path))  # fmt: skip
