@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .deltas import DELTAS_EVERY, DeltaError, SampleIntake
 from .model import Event, HostFacts, Preflight, ProcDetail, Sample, done_event
 from .probe.common import TERM_TIMEOUT, VERIFY_TIMEOUT, plan_deadline, plan_silence_limit
 from .probe.wire import MAX_PROCESSES
@@ -166,6 +167,11 @@ class HostSession:
         self._window = 0.0  # start of the current second of notes
         self._notes = 0  # notes passed on in it
         self._dropped = 0  # and dropped
+        # Samples as this link sends them, deltas merged (gputui/deltas.py); a refused delta asks
+        # the probe for a whole sample, at most once an interval.
+        self.intake = SampleIntake()
+        self._want_whole = False
+        self._whole_asked = 0.0
 
     def _set(self, status: str, reason: str | None = None, detail: str | None = None) -> None:
         v = self.view
@@ -181,10 +187,12 @@ class HostSession:
             try:
                 await link.open()
                 self.link = link
+                self.intake, self._want_whole = SampleIntake(), False
                 self.view.connects += 1
                 backoff = BACKOFF_FIRST
                 if link.hello is not None:
                     self._dispatch(link.hello)
+                    await self._ask_deltas(link)
                 await self._stream(link)
                 if link.failure is not None:
                     raise link.failure
@@ -239,6 +247,8 @@ class HostSession:
                 began = time.perf_counter()
                 awaited = self._dispatch(record)
                 self._check_samples()
+                if self._want_whole:
+                    await self._ask_whole()
                 busy += time.perf_counter() - began
                 read += 1
                 # A running plan's own events are never held back: the probe would block on its
@@ -299,9 +309,14 @@ class HostSession:
             if v.facts.error_code:
                 self.notify(v, "status", None)
         elif kind == "sample":
-            sample = Sample.from_wire(record)
+            try:
+                sample = self.intake.take(record)
+            except DeltaError as exc:
+                self._refused(str(exc))
+                return awaited
+            self._want_whole = False
             v.record(sample)
-            v.raw_sample = _bounded(record)
+            v.raw_sample = _bounded(self.intake.raw or record)
             self._set(LIVE, None, None)
             self.first_sample.set()
             if sample.full_scan and self.full_scan_waiters:
@@ -340,6 +355,30 @@ class HostSession:
             if q is not None or self._note():
                 self.notify(v, "error", record)
         return awaited
+
+    async def _ask_deltas(self, link: Link) -> None:
+        """Ask a probe that can (its hello says `delta`) for delta samples (docs/PROTOCOL.md)."""
+        capabilities = link.hello.get("capabilities") if link.hello is not None else None
+        if isinstance(capabilities, list) and "delta" in capabilities:
+            with contextlib.suppress(TransportError):
+                await link.send({"type": "configure", "v": 1, "deltas": DELTAS_EVERY})
+
+    def _refused(self, why: str) -> None:
+        """A delta that cannot be merged: refused like any bad record (said, rate-limited), and the
+        probe asked for a whole sample; the host keeps its last sample until one comes."""
+        message = f"sample refused: {why}"
+        self.last_problem = message[:PROBLEM_CHARS]
+        self._want_whole = True
+        if self._note():
+            self.notify(self.view, "error", {"type": "error", "code": "bad-delta", "message": message})
+
+    async def _ask_whole(self) -> None:
+        now = time.monotonic()
+        if now - self._whole_asked < max(self.view.interval, 1.0):
+            return
+        self._whole_asked = now
+        with contextlib.suppress(TransportError):
+            await self.send({"type": "sample", "v": 1, "whole": True})
 
     async def send(self, message: dict[str, Any]) -> None:
         if self.link is None:

@@ -538,8 +538,11 @@ class MainScreen(Screen[None]):
         self.select_host(None if keys[index] == ALL_HOSTS else keys[index])
 
     @on(KeyedTable.Refitted)
-    def _refitted(self) -> None:
-        self.refresh_data(set(), everything=True)
+    def _refitted(self, event: KeyedTable.Refitted) -> None:
+        if event.table is self.proc_table:
+            self.refresh_procs()  # the processes alone: not every host of the fleet again (issue 21)
+        else:
+            self.refresh_data(set(), everything=True)
 
     def action_show_procs(self) -> None:
         self.proc_table.focus()

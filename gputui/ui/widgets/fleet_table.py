@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import ClassVar
 
 from textual.binding import Binding, BindingType
@@ -48,6 +49,8 @@ class FleetTable(KeyedTable):
         Binding("enter", "screen.drill", "Open host", show=False, tooltip="open the GPU's host"),
     ]
     DEFAULT_SORT = ("host", False)
+    # A row's host and GPU never change: sorted by either, rows out of view wait to be built.
+    STEADY_SORTS = frozenset({"host", "gpu"})
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         *GPU_STYLES,
         "host--live",
@@ -61,7 +64,7 @@ class FleetTable(KeyedTable):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._keys_of: dict[str, set[str]] = {}
-        self._ages: Mapping[str, float | None] = {}
+        self._ages: dict[str, float | None] = {}  # of the hosts last shown (a row built later reads it)
         self._metrics_seen = False  # no host's probe sends its load (an older one): no CPU, RAM columns
 
     def available_columns(self) -> tuple[Column, ...]:
@@ -78,9 +81,10 @@ class FleetTable(KeyedTable):
         ages: Mapping[str, float | None] | None = None,
     ) -> None:
         """Refresh the rows of `views` (only those hosts: the others keep their rows). `ages`: how old
-        each host's sample is, said on the rows of a host that is not live."""
-        self._ages = ages or {}
-        rows: dict[str, Row] = {}
+        each host's sample is, said on the rows of a host that is not live. Only the rows in the
+        window are built now; the others when they come into it (KeyedTable.sync's `later`)."""
+        self._ages.update(ages or {})
+        later: dict[str, Callable[[], Row | None]] = {}
         replace: set[str] = set()
         needle = filter_text.casefold()
         if not self._metrics_seen and any(v.sample is not None and v.sample.host is not None for v in views):
@@ -88,26 +92,50 @@ class FleetTable(KeyedTable):
             self.refit()
         for view in views:
             replace |= self._keys_of.get(view.name, set())
-            mine = self.host_rows(view, order.get(view.name, 0), needle, free_only)
-            self._keys_of[view.name] = set(mine)
-            rows.update(mine)
-        self.sync(rows, replace=replace)
+            position = order.get(view.name, 0)
+            keys = self.host_keys(view, needle, free_only)
+            self._keys_of[view.name] = set(keys)
+            for key, index in keys.items():
+                later[key] = partial(self.built_row, view, position, index)
+        self.sync({}, replace=replace, later=later)
 
-    def host_rows(self, view: HostView, position: int, needle: str, free_only: bool) -> dict[str, Row]:
+    def host_keys(self, view: HostView, needle: str, free_only: bool) -> dict[str, int | None]:
+        """The keys of `view`'s rows (and the GPU index of each; None: the host's placeholder row):
+        what `host_rows` would build, without building it."""
         sample = view.sample
-        host_match = not needle or needle in view.name.casefold()
-        rows: dict[str, Row] = {}
+        keys: dict[str, int | None] = {}
         if sample is None or not sample.gpus:
-            if not free_only and host_match:
-                rows[fleet_row_key(view.name, None)] = self.placeholder(view, position)
-            return rows
+            if not free_only and (not needle or needle in view.name.casefold()):
+                keys[fleet_row_key(view.name, None)] = None
+            return keys
+        host_match = not needle or needle in view.name.casefold()
+        live = view.status == LIVE
         for gpu in sample.gpus:
-            free = view.status == LIVE and sample.gpu_is_free(gpu)
-            if free_only and not free:
+            if free_only and not (live and sample.gpu_is_free(gpu)):
                 continue
             if not host_match and not _gpu_matches(sample, gpu, needle):
                 continue
-            rows[fleet_row_key(view.name, gpu.index)] = self.row(view, position, sample, gpu, free)
+            keys[fleet_row_key(view.name, gpu.index)] = gpu.index
+        return keys
+
+    def built_row(self, view: HostView, position: int, index: int | None) -> Row | None:
+        """One row of `view` as it is now: its GPU `index` (None: its placeholder); None when the
+        GPU is gone since its key was made (the next refresh drops the key)."""
+        sample = view.sample
+        if index is None:
+            return self.placeholder(view, position)
+        gpu = next((g for g in sample.gpus if g.index == index), None) if sample is not None else None
+        if sample is None or gpu is None:
+            return None
+        return self.row(view, position, sample, gpu, view.status == LIVE and sample.gpu_is_free(gpu))
+
+    def host_rows(self, view: HostView, position: int, needle: str, free_only: bool) -> dict[str, Row]:
+        """Every row of `view`, built."""
+        rows: dict[str, Row] = {}
+        for key, index in self.host_keys(view, needle, free_only).items():
+            row = self.built_row(view, position, index)
+            if row is not None:
+                rows[key] = row
         return rows
 
     def row(self, view: HostView, position: int, sample: Sample, gpu: Gpu, free: bool) -> Row:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import ClassVar
 
 from textual.binding import Binding, BindingType
@@ -55,6 +56,7 @@ class HostList(KeyedTable):
         Column("age", "Age", width=5, justify="right", priority=1),
     )
     DEFAULT_SORT = ("name", False)
+    STEADY_SORTS = frozenset({"name"})  # by the host's place in the fleet: rows out of view wait
     SORTABLE = False
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "host--live",
@@ -81,14 +83,18 @@ class HostList(KeyedTable):
     ) -> None:
         """Refresh the rows of `views`; with `fleet` (every host), also the "All hosts" summary.
 
-        `busy` holds (busy, total) GPUs per host, computed once per sample by the caller."""
+        `busy` holds (busy, total) GPUs per host, computed once per sample by the caller. Only the
+        rows in the window are built now (KeyedTable.sync's `later`)."""
         rows: dict[str, Row] = {}
+        later: dict[str, Callable[[], Row | None]] = {}
         for view in views:
             position = self._position.setdefault(view.name, len(self._position))
-            rows[view.name] = self.row(view, ages.get(view.name), busy.get(view.name, (0, 0)), position)
+            later[view.name] = partial(
+                self.row, view, ages.get(view.name), busy.get(view.name, (0, 0)), position
+            )
         if fleet is not None:
             rows[ALL_HOSTS] = self.all_row(fleet, busy)
-        self.sync(rows, replace=())
+        self.sync(rows, replace=(), later=later)
 
     def row(self, view: HostView, age: float | None, busy_total: tuple[int, int], position: int) -> Row:
         status = view.status
