@@ -177,22 +177,16 @@ def _pair(item):
     return isinstance(item, list) and len(item) == 2
 
 
-def _merge_list(name, base, changes, gone):
-    # type: (str, Any, Any, Set[Any]) -> List[Any]
-    """The records of list `name` (gpus, processes) after the delta: the base's in their order, each
-    with its change merged in, the gone ones left out, the new ones at the end. A record that did
-    not change is the base's own object, and a list in which nothing changed is the base's list:
-    the app reuses what it parsed of them."""
-    if not isinstance(base, list):
-        base = []
+def _changes(name, changes):
+    # type: (str, Any) -> Dict[Any, Dict[str, Any]]
+    """A delta's records of list `name` (gpus, processes), by key; DeltaError when one has no key
+    of its own or two name the same."""
     if changes is None:
-        changes = []
+        return {}
     if not isinstance(changes, list):
         raise DeltaError("%s must be a list" % name)
-    if not changes and not gone:
-        return base
     processes = name == "processes"
-    key_of = process_key if processes else gpu_key
+    key_of = process_key if processes else gpu_key  # type: Any
     by_key = {}  # type: Dict[Any, Dict[str, Any]]
     for change in changes:
         key = key_of(change)
@@ -202,6 +196,42 @@ def _merge_list(name, base, changes, gone):
         if key in by_key:
             raise DeltaError("%s: one record twice in a delta" % name)
         by_key[key] = change
+    return by_key
+
+
+def read(delta, held):
+    # type: (Dict[str, Any], Any) -> Tuple[Dict[str, Any], Dict[Any, Dict[str, Any]], Dict[Any, Dict[str, Any]], Set[Any], Set[Any]]
+    """A delta checked against the seq of the sample it must follow (`held`): its own fields, its
+    GPU changes by index and process changes by (pid, start_time), the gone GPUs and processes.
+    DeltaError when it follows another sample or is malformed (the one set of rules, both sides)."""
+    follows = delta.get("delta")
+    if type(follows) is not int:
+        raise DeltaError("delta must be the seq of the sample it follows")
+    if follows != held:
+        raise DeltaError("a delta for sample %d, but the last one held is %r" % (follows, held))
+    gone = delta.get("gone", {})
+    if not isinstance(gone, dict):
+        raise DeltaError("gone must be an object")
+    fields = dict((k, v) for k, v in delta.items() if k not in _MERGED)
+    return (
+        fields,
+        _changes("gpus", delta.get("gpus")),
+        _changes("processes", delta.get("processes")),
+        _gone_keys(gone, "gpus"),
+        _gone_keys(gone, "processes"),
+    )
+
+
+def _merge_list(name, base, changes, gone):
+    # type: (str, Any, Dict[Any, Dict[str, Any]], Set[Any]) -> List[Any]
+    """The records of list `name` (gpus, processes) after the delta: the base's in their order, each
+    with its change merged in, the gone ones left out, the new ones at the end. A record that did
+    not change is the base's own object, and a list in which nothing changed is the base's list."""
+    if not isinstance(base, list):
+        base = []
+    if not changes and not gone:
+        return base
+    key_of = process_key if name == "processes" else gpu_key  # type: Any
     merged = []  # type: List[Any]
     held = set()  # type: Set[Any]
     for record in base:
@@ -209,9 +239,9 @@ def _merge_list(name, base, changes, gone):
         held.add(key)
         if key in gone:
             continue
-        change = by_key.get(key)
+        change = changes.get(key)
         merged.append(record if change is None else dict(record, **change))
-    for key, change in by_key.items():
+    for key, change in changes.items():
         if key not in held:
             merged.append(change)  # new since the base: the whole record
     return merged
@@ -221,20 +251,11 @@ def apply(base, delta):
     # type: (Dict[str, Any], Dict[str, Any]) -> Dict[str, Any]
     """Sample `base` with `delta` merged in: the sample the probe would have sent whole. Raises
     DeltaError when the delta is not for `base` or is malformed; `base` is never changed."""
-    follows = delta.get("delta")
-    if type(follows) is not int:
-        raise DeltaError("delta must be the seq of the sample it follows")
-    if follows != base.get("seq"):
-        raise DeltaError("a delta for sample %d, but the last one held is %r" % (follows, base.get("seq")))
-    gone = delta.get("gone", {})
-    if not isinstance(gone, dict):
-        raise DeltaError("gone must be an object")
+    fields, gpus, processes, gone_gpus, gone_processes = read(delta, base.get("seq"))
     merged = dict(base)
-    for key, value in delta.items():
-        if key not in _MERGED:
-            merged[key] = value
-    for name in ("gpus", "processes"):
-        merged[name] = _merge_list(name, base.get(name), delta.get(name), _gone_keys(gone, name))
+    merged.update(fields)
+    merged["gpus"] = _merge_list("gpus", base.get("gpus"), gpus, gone_gpus)
+    merged["processes"] = _merge_list("processes", base.get("processes"), processes, gone_processes)
     return merged
 
 

@@ -26,6 +26,13 @@ class Table(KeyedTable):
     DEFAULT_SORT = ("name", False)
     STEADY_SORTS = frozenset({"name"})
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.source = Source()
+
+    def build_later(self, key: str) -> Row | None:
+        return self.source.row(key)
+
 
 class TableApp(App[None]):
     def compose(self) -> ComposeResult:
@@ -46,8 +53,8 @@ class Source:
             return None
         return {"name": Cell(key, sort_key=key), "value": Cell(value, sort_key=int(value))}
 
-    def later(self) -> dict[str, Any]:
-        return {key: (lambda key=key: self.row(key)) for key in self.values}
+    def later(self) -> list[str]:
+        return list(self.values)
 
 
 def shown(app: App[Any]) -> str:
@@ -63,7 +70,7 @@ async def test_rows_out_of_the_window_wait_and_show_their_latest_values_when_scr
     app = TableApp()
     async with app.run_test(size=(40, 12)) as pilot:
         table = app.query_one(Table)
-        source = Source()
+        source = table.source
         table.sync({}, later=source.later())
         await painted(pilot)
         assert len(source.built) == 200  # new rows are built at once (their place, their widths)
@@ -88,7 +95,7 @@ async def test_a_sort_that_moves_with_the_data_builds_every_row_first():
     app = TableApp()
     async with app.run_test(size=(40, 12)) as pilot:
         table = app.query_one(Table)
-        source = Source()
+        source = table.source
         table.sync({}, later=source.later())
         source.values = {key: str(1000 - int(value)) for key, value in source.values.items()}
         table.sync({}, later=source.later())  # r000 now 1000, the largest
@@ -109,12 +116,11 @@ async def test_a_row_whose_builder_finds_it_gone_is_removed():
     app = TableApp()
     async with app.run_test(size=(40, 12)) as pilot:
         table = app.query_one(Table)
-        source = Source()
+        source = table.source
         table.sync({}, later=source.later())
         await painted(pilot)
-        later = source.later()
         del source.values["r001"]  # in view: its builder says it is gone
-        table.sync({}, replace=["r001"], later=later)
+        table.sync({}, replace=["r001"], later=["r001"])
         await painted(pilot)
         assert table.row_count == 199 and "r001" not in shown(app)
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from functools import partial
+from collections.abc import Mapping
 from typing import ClassVar
 
 from textual.binding import Binding, BindingType
@@ -64,7 +63,12 @@ class FleetTable(KeyedTable):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._keys_of: dict[str, set[str]] = {}
-        self._ages: dict[str, float | None] = {}  # of the hosts last shown (a row built later reads it)
+        # What a row built later is built from: each host's view and place as last shown, its age.
+        self._view_of: dict[str, HostView] = {}
+        self._position_of: dict[str, int] = {}
+        self._ages: dict[str, float | None] = {}
+        self._gpus_keyed: dict[str, tuple[Gpu, ...] | None] = {}  # the GPUs each host's keys were made of
+        self._keyed_for: tuple[str, bool] = ("", False)  # the filter and free-only they were made for
         self._metrics_seen = False  # no host's probe sends its load (an older one): no CPU, RAM columns
 
     def available_columns(self) -> tuple[Column, ...]:
@@ -82,22 +86,41 @@ class FleetTable(KeyedTable):
     ) -> None:
         """Refresh the rows of `views` (only those hosts: the others keep their rows). `ages`: how old
         each host's sample is, said on the rows of a host that is not live. Only the rows in the
-        window are built now; the others when they come into it (KeyedTable.sync's `later`)."""
+        window are built now; the others when they come into it (KeyedTable.sync's `later`). A
+        host whose GPUs are the same objects as last time (a sample that did not change them, the
+        app's intake reuses them) keeps its keys without making them again."""
         self._ages.update(ages or {})
-        later: dict[str, Callable[[], Row | None]] = {}
+        later: list[str] = []
         replace: set[str] = set()
         needle = filter_text.casefold()
+        if (needle, free_only) != self._keyed_for:
+            self._keyed_for = (needle, free_only)
+            self._gpus_keyed.clear()  # which rows a host has depends on these: all made again
         if not self._metrics_seen and any(v.sample is not None and v.sample.host is not None for v in views):
             self._metrics_seen = True
             self.refit()
+        plain = not needle and not free_only
         for view in views:
-            replace |= self._keys_of.get(view.name, set())
-            position = order.get(view.name, 0)
+            name = view.name
+            self._view_of[name] = view
+            self._position_of[name] = order.get(name, 0)
+            gpus = view.sample.gpus if view.sample is not None else None
+            if plain and gpus and self._gpus_keyed.get(name) is gpus:
+                later.extend(self._keys_of[name])
+                continue
+            old = self._keys_of.get(name)
+            if old:
+                replace |= old
             keys = self.host_keys(view, needle, free_only)
-            self._keys_of[view.name] = set(keys)
-            for key, index in keys.items():
-                later[key] = partial(self.built_row, view, position, index)
+            self._keys_of[name] = set(keys)
+            self._gpus_keyed[name] = gpus
+            later.extend(keys)
         self.sync({}, replace=replace, later=later)
+
+    def build_later(self, key: str) -> Row | None:
+        host, index = split_row_key(key)
+        view = self._view_of.get(host)
+        return self.built_row(view, self._position_of.get(host, 0), index) if view is not None else None
 
     def host_keys(self, view: HostView, needle: str, free_only: bool) -> dict[str, int | None]:
         """The keys of `view`'s rows (and the GPU index of each; None: the host's placeholder row):

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from functools import partial
+from collections.abc import Iterable, Mapping
 from typing import ClassVar
 
 from textual.binding import Binding, BindingType
@@ -73,6 +72,10 @@ class HostList(KeyedTable):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._position: dict[str, int] = {}
+        # What a row built later is built from (KeyedTable.build_later): as last shown.
+        self._view_of: dict[str, HostView] = {}
+        self._age_of: dict[str, float | None] = {}
+        self._busy: Mapping[str, tuple[int, int]] = {}
 
     def show(
         self,
@@ -86,15 +89,23 @@ class HostList(KeyedTable):
         `busy` holds (busy, total) GPUs per host, computed once per sample by the caller. Only the
         rows in the window are built now (KeyedTable.sync's `later`)."""
         rows: dict[str, Row] = {}
-        later: dict[str, Callable[[], Row | None]] = {}
+        later: list[str] = []
+        self._busy = busy
         for view in views:
-            position = self._position.setdefault(view.name, len(self._position))
-            later[view.name] = partial(
-                self.row, view, ages.get(view.name), busy.get(view.name, (0, 0)), position
-            )
+            name = view.name
+            self._position.setdefault(name, len(self._position))
+            self._view_of[name] = view
+            self._age_of[name] = ages.get(name)
+            later.append(name)
         if fleet is not None:
             rows[ALL_HOSTS] = self.all_row(fleet, busy)
         self.sync(rows, replace=(), later=later)
+
+    def build_later(self, key: str) -> Row | None:
+        view = self._view_of.get(key)
+        if view is None:
+            return None
+        return self.row(view, self._age_of.get(key), self._busy.get(key, (0, 0)), self._position[key])
 
     def row(self, view: HostView, age: float | None, busy_total: tuple[int, int], position: int) -> Row:
         status = view.status

@@ -12,11 +12,12 @@ visible cell at the next paint (at 128 hosts, 90 % of the app's paint time). `sy
 itself, drops that row's cache entries before the next render and marks only the row's line dirty.
 Adding, removing and sorting rows still go through DataTable (they change every row's place).
 
-A table of thousands of rows builds only what can be seen (issue 21). `sync` may be handed rows
-as builders (`later`): a row whose key is new, or that is in the window (the rows in view, and a
-screen's height above and below), is built at once; the others keep their cells and are built when
-they come into the window (the table scrolls to them, the cursor moves there, rows come or go
-above them). This holds while the table is sorted by a column in `STEADY_SORTS` (one whose sort
+A table of thousands of rows builds only what can be seen (issue 21). `sync` may be handed the
+keys of rows that changed (`later`), which the subclass builds when asked (`build_later`): a row
+whose key is new, or that is in the window (the rows in view, and a screen's height above and
+below), is built at once; the others keep their cells and are built when they come into the window
+(the table scrolls to them, the cursor moves there, rows come or go above them). A waiting row
+costs its key in a set: nothing is allocated for it on every sample. This holds while the table is sorted by a column in `STEADY_SORTS` (one whose sort
 keys never change with a row's data, such as the host's place in the fleet): sorted by readings,
 every row is built, since its place depends on them.
 
@@ -46,7 +47,7 @@ not fit) is kept, and `hidden_sort` names it for the pane's title.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Hashable, Mapping
+from collections.abc import Collection, Hashable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -147,8 +148,8 @@ class KeyedTable(DataTable[Cell]):
         self.changes = 0  # cells updated and rows added or removed since mounting (what a redraw did)
         self._applied_order: list[str] | None = None  # the last order `row_order` gave, as applied
         # Rows whose data changed while they were out of the window: built when they come into it.
-        self._later: dict[str, Callable[[], Row | None]] = {}
-        self.built = 0  # rows built from `later` builders (what the window cost; tests, the bench)
+        self._later: set[str] = set()
+        self.built = 0  # rows built by build_later (what the window cost; tests, the bench)
         # Columns the config's [columns] table hides (never shown, at any width; a sort on one is
         # kept, as for a column the width hides) and memory in exact MiB (the `m` key): both set by
         # the screen, which then re-syncs the rows.
@@ -362,14 +363,14 @@ class KeyedTable(DataTable[Cell]):
         rows: Mapping[str, Row],
         replace: Collection[str] | None = None,
         *,
-        later: Mapping[str, Callable[[], Row | None]] | None = None,
+        later: Iterable[str] = (),
     ) -> bool:
         """Make the table show `rows`. Rows not in `rows` are removed if their key is in `replace`
         (default: every row), so a caller can refresh one part (one host) of a big table.
 
-        `later`: more rows, each as a function that builds it (None: it is gone), built now if the
-        row is new or in the window (or the sort is not steady), else when it comes into the window;
-        a key in both `rows` and `later` is taken from `rows`.
+        `later`: the keys of more rows, built by `build_later` now if the row is new or in the window
+        (or the sort is not steady), else when it comes into the window (a row it finds gone is
+        removed); a key in both `rows` and `later` is taken from `rows`.
 
         Returns True when rows were added, removed or reordered."""
         waiting: Collection[str] = ()
@@ -393,7 +394,7 @@ class KeyedTable(DataTable[Cell]):
                 if key in waiting:
                     continue  # still a row, built when it comes into the window
                 del self._rows[key]
-                self._later.pop(key, None)
+                self._later.discard(key)
                 self.remove_row(key)
                 self.changes += 1
                 reorder = True
@@ -438,28 +439,31 @@ class KeyedTable(DataTable[Cell]):
         top = int(self.scroll_y) - height
         return range(max(0, top), min(self.row_count, top + 3 * height))
 
-    def _build_due(
-        self, rows: Mapping[str, Row], later: Mapping[str, Callable[[], Row | None]]
-    ) -> tuple[dict[str, Row], set[str]]:
+    def build_later(self, key: str) -> Row | None:
+        """Row `key` as it is now, for a subclass that hands `sync` keys (`later`); None: it is gone."""
+        return None
+
+    def _build_due(self, rows: Mapping[str, Row], later: Iterable[str]) -> tuple[dict[str, Row], set[str]]:
         """`rows` and the rows of `later` that must be built now; and the keys of those that wait
         (in `_later`) for the window."""
         out = dict(rows)
         waiting: set[str] = set()
         steady = self._steady()
         window = self.window()
-        locations = self._row_locations
-        for key, build in later.items():
+        locations = self._row_locations  # (a row key is found by its string)
+        known = self._rows
+        for key in later:
             if key in out:
                 continue
-            index = locations.get(RowKey(key)) if steady and key in self._rows else None
+            index = locations.get(key) if steady and key in known else None  # type: ignore[arg-type]
             if index is None or index in window:
-                row = build()
-                self._later.pop(key, None)
+                self._later.discard(key)
                 self.built += 1
+                row = self.build_later(key)
                 if row is not None:
                     out[key] = row
             else:
-                self._later[key] = build
+                self._later.add(key)
                 waiting.add(key)
         if not steady and self._later:
             out.update(self._take_later(list(self._later)))
@@ -467,14 +471,14 @@ class KeyedTable(DataTable[Cell]):
         return out, waiting
 
     def _take_later(self, keys: list[str]) -> dict[str, Row]:
-        """Build the waiting rows `keys` (a builder that finds its row gone gives none)."""
+        """Build the waiting rows `keys` (one found gone gives none)."""
         out: dict[str, Row] = {}
         for key in keys:
-            build = self._later.pop(key, None)
-            if build is None:
+            if key not in self._later:
                 continue
+            self._later.discard(key)
             self.built += 1
-            row = build()
+            row = self.build_later(key)
             if row is not None:
                 out[key] = row
         return out
