@@ -477,8 +477,8 @@ def template_samples(hello: dict[str, Any], base: dict[str, Any], j: int, count:
     utilization, temperature and power of one or two GPUs, the host's CPU and RAM, and in two changes
     of five a process that comes (a new PID on a GPU, its memory added to the GPU's) or goes (one
     that came before), as many of each.
-    In between, what a real probe's samples change anyway: seq, time, cost, the host's uptime, the
-    processes' elapsed time (from one hour to three days: a fleet's jobs run long; the ones that
+    In between, what a real probe's samples change anyway: seq, time, cost, the host's uptime and
+    load, the processes' elapsed time (from one hour to three days: a fleet's jobs run long; the ones that
     come start at 0); a preflight reading every PREFLIGHT_EVERY samples."""
     import copy
     import random
@@ -498,8 +498,9 @@ def template_samples(hello: dict[str, Any], base: dict[str, Any], j: int, count:
         state["time"] = T0 + t
         for p in state["processes"]:
             p["elapsed"] = round((p.get("elapsed") or 0.0) + 1.0, 1)
-        if isinstance(state.get("host"), dict):
+        if isinstance(state.get("host"), dict):  # a host's load moves every second, busy or not
             state["host"]["uptime"] = round(state["host"]["uptime"] + 1.0, 2)
+            state["host"]["load1"] = round(max(0.0, state["host"]["load1"] + rng.uniform(-0.05, 0.05)), 2)
         state["cost_ms"] = {k: (round(rng.uniform(0.1, 3.0), 3) if v is not None else None)
                             for k, v in state["cost_ms"].items()}  # fmt: skip
         for g in state["gpus"]:

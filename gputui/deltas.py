@@ -42,7 +42,7 @@ from .probe.wire import MAX_PROCESSES
 
 __all__ = ["ALONE", "DELTAS_EVERY", "DeltaError", "Held", "RawSample", "SampleIntake"]
 
-DELTAS_EVERY = 30  # what the app asks of a probe that can: a whole sample in every 30 (30 s at 1 Hz)
+DELTAS_EVERY = 60  # what the app asks of a probe that can: a whole sample in every 60 (a minute at 1 Hz)
 MAX_GPUS = 4096  # as gputui.model: more GPU records than this are parsed the slow way (and cut)
 
 MAX_BYTES = 1 << 60  # as gputui.model: a count above this is nonsense
@@ -138,6 +138,7 @@ def _copier(cls: type[T]) -> Any:
 
 _copy_gpu = _copier(Gpu)
 _copy_proc = _copier(Proc)
+_copy_sample = _copier(Sample)
 
 
 def _aged(proc: Proc, elapsed: Any) -> Proc:
@@ -285,7 +286,8 @@ class SampleIntake:
             parsed_procs = tuple(h.parsed for h in procs if h.parsed is not None)
         fields = self._alone(top) if last is not None else None
         if fields is not None and last is not None:
-            sample = dataclasses.replace(last, gpus=parsed_gpus, processes=parsed_procs, **fields)
+            fields["gpus"], fields["processes"] = parsed_gpus, parsed_procs
+            sample = _copy_sample(last, fields)
         else:
             sample = dataclasses.replace(Sample.from_wire(top), gpus=parsed_gpus, processes=parsed_procs)
         self.top, self.gpus, self.processes, self.plain, self.sample = top, gpus, procs, None, sample

@@ -26,7 +26,7 @@ from .deltas import DELTAS_EVERY, DeltaError, SampleIntake
 from .model import Event, HostFacts, Preflight, ProcDetail, Sample, done_event
 from .probe.common import TERM_TIMEOUT, VERIFY_TIMEOUT, plan_deadline, plan_silence_limit
 from .probe.wire import MAX_PROCESSES
-from .rings import GapRing, Ring
+from .rings import GapRing, Ring, TimeRing
 from .transport.base import Link, TransportError
 
 HISTORY = 300  # samples kept per GPU: sparklines show >= 120, the rest is headroom for wide panes
@@ -79,7 +79,7 @@ class GpuHistory:
     memory: Ring = field(default_factory=lambda: Ring(HISTORY))
     temperature: GapRing = field(default_factory=lambda: GapRing(HISTORY))
     power: GapRing = field(default_factory=lambda: GapRing(HISTORY))
-    times: Ring = field(default_factory=lambda: Ring(HISTORY, "d"))  # the samples' times
+    times: TimeRing = field(default_factory=lambda: TimeRing(HISTORY))  # the samples' times
 
     def temperature_slope(self, span: float = SLOPE_SPAN) -> float | None:
         """°C per minute over the last `span` seconds (a least-squares line, so one odd reading

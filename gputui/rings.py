@@ -4,7 +4,8 @@ A GPU's history (gputui/fleet.py GpuHistory) keeps 300 readings of five kinds. I
 reading is a float object of its own (32 bytes with its slot): 48 KB a GPU, 790 MB for the 16,384
 GPUs of 4,096 hosts (issue 21). In an array a reading is 4 bytes (8 for a time): 7 KB a GPU.
 `Ring` holds numbers; `GapRing` readings that may be missing (a temperature, a power draw), kept
-as NaN and read back as None.
+as NaN and read back as None; `TimeRing` times (seconds since the epoch, which a 4-byte float
+cannot hold to the second), kept as 4-byte offsets from a base it moves now and then.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from typing import overload
 
-__all__ = ["GapRing", "Ring"]
+__all__ = ["GapRing", "Ring", "TimeRing"]
 
 
 class _Ring:
@@ -115,3 +116,49 @@ class GapRing(_Ring, Sequence[float | None]):
 
     def __repr__(self) -> str:
         return f"GapRing({list(self)!r}, size={self.size})"
+
+
+class TimeRing(Ring):
+    """The last `size` times appended (seconds), each as a 4-byte offset from `base`: 1.2 KB for 300
+    where 8-byte floats take 2.4 (16,384 GPUs' histories: 20 MB). The offsets stay small (the base
+    moves to the newest time once one is REBASE seconds away, and every offset with it), so a time
+    reads back to within a millisecond or so; a ring spanning days (samples an hour apart), within
+    a tenth of a second."""
+
+    __slots__ = ("base",)
+    REBASE = 4096.0
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size, "f")
+        self.base = 0.0
+
+    def append(self, value: float) -> None:
+        if not self._data:
+            self.base = value
+        offset = value - self.base
+        if abs(offset) > self.REBASE:
+            shift = offset
+            self._data = array("f", (v - shift for v in self._data))
+            self.base = value
+            offset = 0.0
+        self._put(offset)
+
+    def extend(self, values: Iterable[float]) -> None:
+        for value in values:
+            self.append(value)
+
+    def __iter__(self) -> Iterator[float]:
+        base = self.base
+        return (base + v for v in self._numbers())
+
+    @overload
+    def __getitem__(self, index: int) -> float: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[float]: ...
+    def __getitem__(self, index: int | slice) -> float | list[float]:
+        if isinstance(index, slice):
+            return list(self)[index]
+        return self.base + self._at(index)
+
+    def __repr__(self) -> str:
+        return f"TimeRing({list(self)!r}, size={self.size})"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gputui.rings import GapRing, Ring
+from gputui.rings import GapRing, Ring, TimeRing
 
 
 @settings(max_examples=200, deadline=None, database=None)
@@ -46,3 +46,18 @@ def test_out_of_range_and_missing_values():
     assert list(gaps) == [None, None]
     with pytest.raises(ValueError):
         Ring(0)
+
+
+@settings(max_examples=100, deadline=None, database=None)
+@given(st.integers(1, 300), st.floats(1e9, 2e9), st.lists(st.floats(0.0, 3600.0), min_size=1, max_size=700))
+def test_times_read_back_to_a_millisecond_as_the_ring_moves_on(size, start, steps):
+    ring, times, now = TimeRing(size), deque(maxlen=size), start
+    for step in steps:
+        now += step
+        ring.append(now)
+        times.append(now)
+    assert len(ring) == len(times)
+    # Within a millisecond while the ring spans an hour or so; a day-long span, a tenth of a second.
+    span = times[-1] - times[0]
+    assert all(abs(a - b) <= max(1e-3, span * 1e-6) for a, b in zip(ring, times, strict=True))
+    assert abs(ring[-1] - times[-1]) <= max(1e-3, span * 1e-6)

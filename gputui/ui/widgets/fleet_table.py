@@ -50,6 +50,7 @@ class FleetTable(KeyedTable):
     DEFAULT_SORT = ("host", False)
     # A row's host and GPU never change: sorted by either, rows out of view wait to be built.
     STEADY_SORTS = frozenset({"host", "gpu"})
+    LAZY = True  # rows out of view are held thin, built again by key (build_later)
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         *GPU_STYLES,
         "host--live",

@@ -56,6 +56,7 @@ class HostList(KeyedTable):
     )
     DEFAULT_SORT = ("name", False)
     STEADY_SORTS = frozenset({"name"})  # by the host's place in the fleet: rows out of view wait
+    LAZY = True  # rows out of view are held thin, built again by key (build_later)
     SORTABLE = False
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "host--live",
