@@ -478,10 +478,11 @@ T0 = 1_800_000_000.0  # the recorded samples' clock
 def template_samples(hello: dict[str, Any], base: dict[str, Any], j: int, count: int) -> list[dict[str, Any]]:
     """`count` samples of template host `j`, from a demo sample: its readings change on every
     CHANGE_EVERY-th sample (offset by `j`, so that a fifth of the templates change each second):
-    utilization, temperature and power of one or two GPUs, the host's CPU and RAM, and a process
-    that comes (a new PID on a GPU, its memory added to the GPU's) or goes (one that came before).
-    In between, what a real probe's samples change anyway: seq, time, cost, the host's uptime, the
-    processes' elapsed time (from one hour to three days: a fleet's jobs run long; the ones that
+    utilization, temperature and power of one or two GPUs, the host's CPU and RAM, and in two changes
+    of five a process that comes (a new PID on a GPU, its memory added to the GPU's) or goes (one
+    that came before), as many of each.
+    In between, what a real probe's samples change anyway: seq, time, cost, the host's uptime and
+    load, the processes' elapsed time (from one hour to three days: a fleet's jobs run long; the ones that
     come start at 0); a preflight reading every PREFLIGHT_EVERY samples."""
     import copy
     import random
@@ -501,8 +502,9 @@ def template_samples(hello: dict[str, Any], base: dict[str, Any], j: int, count:
         state["time"] = T0 + t
         for p in state["processes"]:
             p["elapsed"] = round((p.get("elapsed") or 0.0) + 1.0, 1)
-        if isinstance(state.get("host"), dict):
+        if isinstance(state.get("host"), dict):  # a host's load moves every second, busy or not
             state["host"]["uptime"] = round(state["host"]["uptime"] + 1.0, 2)
+            state["host"]["load1"] = round(max(0.0, state["host"]["load1"] + rng.uniform(-0.05, 0.05)), 2)
         state["cost_ms"] = {k: (round(rng.uniform(0.1, 3.0), 3) if v is not None else None)
                             for k, v in state["cost_ms"].items()}  # fmt: skip
         for g in state["gpus"]:
@@ -516,8 +518,8 @@ def template_samples(hello: dict[str, Any], base: dict[str, Any], j: int, count:
             if isinstance(state.get("host"), dict):
                 state["host"]["cpu_percent"] = round(rng.uniform(0.0, 100.0), 1)
                 state["host"]["memory_used"] = rng.randrange(1 << 30, state["host"]["memory_total"])
-            roll = rng.random()
-            if roll < 0.4 or (roll < 0.7 and not added):
+            roll = rng.random()  # as many come as go: a process starts on a host every 25 s or so
+            if roll < 0.2 or (roll < 0.4 and not added):
                 gpu = rng.choice(state["gpus"])
                 size = rng.randrange(1, 16) << 30
                 pid = next_pid = next_pid + 1
@@ -531,7 +533,7 @@ def template_samples(hello: dict[str, Any], base: dict[str, Any], j: int, count:
                 added.append(proc)
                 gpu["memory_used"] = min(gpu["memory_total"], gpu["memory_used"] + size)
                 gpu["accounting"]["processes"] += size
-            elif roll < 0.7:
+            elif roll < 0.4:
                 gone = added.pop(0)
                 state["processes"] = [p for p in state["processes"] if p["pid"] != gone["pid"]]
                 for index, size in gone["gpu_memory"].items():
@@ -665,6 +667,13 @@ async def measure_decode(
                 raise RuntimeError(f"{len(down)} hosts not live: {down[:5]}")
             await pilot.pause(0.2)
         result["connect_s"] = time.monotonic() - t0
+        # Every GPU's history full, as after five minutes (HISTORY samples): RSS is measured with it.
+        from gputui.fleet import HISTORY
+
+        for view in fleet.hosts:
+            if view.sample is not None:
+                for _ in range(HISTORY):
+                    view.record(view.sample)
         table = main.fleet_table
         table.focus()
         frames = Frames(app, table)
@@ -679,6 +688,27 @@ async def measure_decode(
             profiler.enable()
         latencies: list[float] = []
         rss: list[float] = []
+        pauses: list[tuple[int, float]] = []  # (generation, ms) of each garbage collection
+        started = [0.0]
+
+        def on_gc(phase: str, info: dict[str, Any]) -> None:
+            if phase == "start":
+                started[0] = time.perf_counter()
+            else:
+                pauses.append((info["generation"], (time.perf_counter() - started[0]) * 1e3))
+
+        gc.callbacks.append(on_gc)
+        freezer = None
+        if os.environ.get("FLEET_FREEZE"):  # EXPERIMENT: gc.freeze() every N seconds
+
+            async def freeze_every(every: float) -> None:
+                while True:
+                    await asyncio.sleep(every)
+                    gc.freeze()
+
+            freezer = asyncio.ensure_future(freeze_every(float(os.environ["FLEET_FREEZE"])))
+        if os.environ.get("FLEET_GC"):  # EXPERIMENT: thresholds
+            gc.set_threshold(*(int(x) for x in os.environ["FLEET_GC"].split(",")))
         print(f"window begins ({os.getpid()})", file=sys.stderr, flush=True)  # for a profiler to attach
         cpu0, wall0 = time.process_time(), time.monotonic()
         end = wall0 + seconds
@@ -691,6 +721,9 @@ async def measure_decode(
             latencies.append(await press_key(app, table, "j", frames))
             await asyncio.sleep(max(0.0, key_every - (time.monotonic() - began)))
         cpu1, wall1 = time.process_time(), time.monotonic()
+        gc.callbacks.remove(on_gc)
+        if freezer is not None:
+            freezer.cancel()
         counting = False
         if profiler is not None:
             profiler.disable()
@@ -710,6 +743,8 @@ async def measure_decode(
             all_live_after=all(v.status == LIVE for v in fleet.hosts),
             fleet_rows=table.row_count,
             cursor_row=table.cursor_row,
+            gc_ms=pauses,
+            objects=len(gc.get_objects()),
         )
         app.exit()  # not pilot.press: it waits for the whole app to go idle, which a busy one may not
     await fleet.stop()
@@ -725,6 +760,8 @@ DECODE_COLUMNS = (
     ("key_p99", "p99", "{:.0f}"),
     ("key_max", "max", "{:.0f}"),
     ("app_rss_mib", "app RSS MiB (max)", "{:.0f}"),
+    ("gc", "GC ms/s", "{:.1f}"),
+    ("gc_max", "longest GC ms", "{:.0f}"),
     ("keys", "keys", "{:d}"),
     ("rows", "fleet rows", "{:d}"),
 )
@@ -742,6 +779,8 @@ def decode_table(results: list[dict[str, Any]], header: str) -> str:
             "key_p99": pct(r["key_ms"], 99),
             "key_max": max(r["key_ms"], default=float("nan")),
             "app_rss_mib": r["app_rss_mib"],
+            "gc": sum(ms for _, ms in r["gc_ms"]) / r["seconds"],
+            "gc_max": max((ms for _, ms in r["gc_ms"]), default=0.0),
             "keys": len(r["key_ms"]),
             "rows": r["fleet_rows"],
         }

@@ -18,15 +18,16 @@ import contextlib
 import random
 import time
 import uuid
-from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .deltas import DELTAS_EVERY, DeltaError, SampleIntake
 from .idle import HostIdle
 from .model import HOST_STATUSES, Event, HostFacts, Preflight, ProcDetail, Sample, done_event
 from .probe.common import TERM_TIMEOUT, VERIFY_TIMEOUT, plan_deadline, plan_silence_limit
 from .probe.wire import MAX_PROCESSES
+from .rings import GapRing, Ring, TimeRing
 from .transport.base import Link, TransportError
 
 HISTORY = 300  # samples kept per GPU: sparklines show >= 120, the rest is headroom for wide panes
@@ -69,16 +70,17 @@ REASONS = {
 }
 
 
-@dataclass
+@dataclass(slots=True)
 class GpuHistory:
     """A GPU's recent readings, for the sparklines and graphs: utilization and memory in percent,
-    temperature in °C and power in W (None where the driver gave none), each with its time."""
+    temperature in °C and power in W (None where the driver gave none), each with its time. Kept
+    in rings of arrays (gputui/rings.py), not deques of floats: 7 KB a GPU, not 48 (issue 21)."""
 
-    util: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
-    memory: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
-    temperature: deque[float | None] = field(default_factory=lambda: deque(maxlen=HISTORY))
-    power: deque[float | None] = field(default_factory=lambda: deque(maxlen=HISTORY))
-    times: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))  # the samples' times
+    util: Ring = field(default_factory=lambda: Ring(HISTORY))
+    memory: Ring = field(default_factory=lambda: Ring(HISTORY))
+    temperature: GapRing = field(default_factory=lambda: GapRing(HISTORY))
+    power: GapRing = field(default_factory=lambda: GapRing(HISTORY))
+    times: TimeRing = field(default_factory=lambda: TimeRing(HISTORY))  # the samples' times
 
     def temperature_slope(self, span: float = SLOPE_SPAN) -> float | None:
         """°C per minute over the last `span` seconds (a least-squares line, so one odd reading
@@ -115,7 +117,7 @@ class HostView:
     history: dict[int, GpuHistory] = field(default_factory=dict)
     connects: int = 0
     raw_hello: dict[str, Any] | None = None  # the records as received: `gputui snapshot --json`
-    raw_sample: dict[str, Any] | None = None
+    raw_sample: Mapping[str, Any] | None = None
     # The latest preflight reading of each GPU: samples carry one only now and then.
     preflight: dict[int, Preflight] = field(default_factory=dict)
     # While not live, how far its link got (gputui/transport/dial.py): "queued" (for a handshake
@@ -174,11 +176,17 @@ class HostSession:
         self.full_scan_waiters: list[asyncio.Future[Sample]] = []
         self.detail_waiters: dict[str, asyncio.Future[dict[str, Any] | None]] = {}
         self.opened = 0.0  # time.monotonic() when the current link came up
+        self.heard = 0.0  # time.monotonic() of the link's last record (or of the last silence noted)
         self.acted = 0.0  # time.monotonic() when the last plan or reset began or ended
         self.last_problem: str | None = None  # the last error the probe (or its link) reported
         self._window = 0.0  # start of the current second of notes
         self._notes = 0  # notes passed on in it
         self._dropped = 0  # and dropped
+        # Samples as this link sends them, deltas merged (gputui/deltas.py); a refused delta asks
+        # the probe for a whole sample, at most once an interval.
+        self.intake = SampleIntake()
+        self._want_whole = False
+        self._whole_asked = 0.0
 
     def _set(self, status: str, reason: str | None = None, detail: str | None = None) -> None:
         v = self.view
@@ -209,10 +217,12 @@ class HostSession:
                 await link.open()
                 self._phase(None)
                 self.link = link
+                self.intake, self._want_whole = SampleIntake(), False
                 self.view.connects += 1
                 backoff = BACKOFF_FIRST
                 if link.hello is not None:
                     self._dispatch(link.hello)
+                    await self._ask_deltas(link)
                 await self._stream(link)
                 if link.failure is not None:
                     raise link.failure
@@ -244,52 +254,70 @@ class HostSession:
             await link.close()
 
     async def _stream(self, link: Link) -> None:
-        self.opened = time.monotonic()
-        read = 0
-        # One receive at a time, kept across timeouts (a timeout never cuts a line in half), awaited
-        # through asyncio.wait: unlike wait_for on Python 3.10/3.11, it never swallows the
-        # cancellation that stops the fleet, however fast a flooding probe keeps recv() ready.
-        receiving: asyncio.Future[dict[str, Any] | None] | None = None
-        window, in_window, busy = time.monotonic(), 0, 0.0
+        """Read the link until it ends, watching for silence.
+
+        One task (`_read`) receives and takes the records, one receive at a time (a timeout never
+        cuts a line in half); this one only wakes when the link may have gone silent: it waits on
+        that task through asyncio.wait (unlike wait_for on Python 3.10/3.11, it never swallows the
+        cancellation that stops the fleet), at most until `heard` + the silence limit. A record costs
+        no timer and no task of its own (issue 21: a thousand hosts a second)."""
+        self.opened = self.heard = time.monotonic()
+        reader = asyncio.ensure_future(self._read(link))
         try:
             while True:
-                timeout = self.view.interval * (STALE_AFTER if self.view.status == LIVE else DOWN_AFTER)
-                if receiving is None:
-                    receiving = asyncio.ensure_future(link.recv())
-                done, _ = await asyncio.wait({receiving}, timeout=max(timeout, 1.0))
-                if not done:
-                    if self.view.status == LIVE and not self.waiters:
-                        self._set(STALE, "silent", f"no sample for {timeout:.1f} s")
-                        continue
-                    if self.waiters:
-                        continue  # a plan pauses sampling; its events will come
-                    raise TransportError("silent", "no data from the probe")
-                record, receiving = receiving.result(), None
-                if record is None:
-                    return
-                began = time.perf_counter()
-                awaited = self._dispatch(record)
-                self._check_samples()
-                busy += time.perf_counter() - began
-                read += 1
-                # A running plan's own events are never held back: the probe would block on its
-                # writes between two signals. Everything else counts against the host's share.
-                in_window += 0 if awaited else 1
-                if in_window >= RECORDS_PER_SECOND or (busy >= BUSY_PER_SECOND and not awaited):
-                    # A flood: this host has had its share of the loop for this second.
-                    now = time.monotonic()
-                    if now - window < 1.0:
-                        await asyncio.sleep(1.0 - (now - window))
-                    window, in_window, busy = time.monotonic(), 0, 0.0
-                elif read % YIELD_EVERY == 0:
-                    # A probe that floods the link keeps recv() ready: let the other hosts (and the
-                    # UI) have the loop too.
-                    await asyncio.sleep(0)
-                if time.monotonic() - window >= 1.0:
-                    window, in_window, busy = time.monotonic(), 0, 0.0
+                timeout = max(
+                    1.0, self.view.interval * (STALE_AFTER if self.view.status == LIVE else DOWN_AFTER)
+                )
+                left = self.heard + timeout - time.monotonic()
+                if left > 0:
+                    done, _ = await asyncio.wait({reader}, timeout=left)
+                    if done:
+                        reader.result()  # what broke the reader (a bug) ends the link
+                        return
+                    continue  # a record may have come meanwhile: `heard` says
+                self.heard = time.monotonic()  # the next limit runs from here
+                if self.view.status == LIVE and not self.waiters:
+                    self._set(STALE, "silent", f"no sample for {timeout:.1f} s")
+                    continue
+                if self.waiters:
+                    continue  # a plan pauses sampling; its events will come
+                raise TransportError("silent", "no data from the probe")
         finally:
-            if receiving is not None and not receiving.done():
-                receiving.cancel()  # the link is closed next (_drop), which ends it for good
+            if not reader.done():
+                reader.cancel()  # the link is closed next (_drop), which ends it for good
+
+    async def _read(self, link: Link) -> None:
+        """Take the link's records until it ends, each host within its share of the loop."""
+        read = 0
+        window, in_window, busy = time.monotonic(), 0, 0.0
+        while True:
+            record = await link.recv()
+            if record is None:
+                return
+            self.heard = time.monotonic()
+            began = time.perf_counter()
+            awaited = self._dispatch(record)
+            self._check_samples()
+            if self._want_whole:
+                await self._ask_whole()
+            busy += time.perf_counter() - began
+            read += 1
+            # A running plan's own events are never held back: the probe would block on its
+            # writes between two signals. Everything else counts against the host's share.
+            in_window += 0 if awaited else 1
+            if in_window >= RECORDS_PER_SECOND or (busy >= BUSY_PER_SECOND and not awaited):
+                # A flood: this host has had its share of the loop for this second.
+                now = time.monotonic()
+                if now - window < 1.0:
+                    await asyncio.sleep(1.0 - (now - window))
+                window, in_window, busy = time.monotonic(), 0, 0.0
+                self.heard = time.monotonic()  # held back by us, not silent
+            elif read % YIELD_EVERY == 0:
+                # A probe that floods the link keeps recv() ready: let the other hosts (and the
+                # UI) have the loop too.
+                await asyncio.sleep(0)
+            if time.monotonic() - window >= 1.0:
+                window, in_window, busy = time.monotonic(), 0, 0.0
 
     def _check_samples(self) -> None:
         """A host that keeps talking but whose samples are all refused (too long, malformed) is not
@@ -330,9 +358,15 @@ class HostSession:
             if v.facts.error_code:
                 self.notify(v, "status", None)
         elif kind == "sample":
-            sample = Sample.from_wire(record)
+            try:
+                sample = self.intake.take(record)
+            except DeltaError as exc:
+                self._refused(str(exc))
+                return awaited
+            self._want_whole = False
             v.record(sample)
-            v.raw_sample = _bounded(record)
+            # The record as the probe would have sent it whole, made only when asked (deltas.py).
+            v.raw_sample = self.intake.raw if self.intake.keyed else _bounded(self.intake.plain or record)
             self._set(LIVE, None, None)
             self.first_sample.set()
             if sample.full_scan and self.full_scan_waiters:
@@ -371,6 +405,30 @@ class HostSession:
             if q is not None or self._note():
                 self.notify(v, "error", record)
         return awaited
+
+    async def _ask_deltas(self, link: Link) -> None:
+        """Ask a probe that can (its hello says `delta`) for delta samples (docs/PROTOCOL.md)."""
+        capabilities = link.hello.get("capabilities") if link.hello is not None else None
+        if isinstance(capabilities, list) and "delta" in capabilities:
+            with contextlib.suppress(TransportError):
+                await link.send({"type": "configure", "v": 1, "deltas": DELTAS_EVERY})
+
+    def _refused(self, why: str) -> None:
+        """A delta that cannot be merged: refused like any bad record (said, rate-limited), and the
+        probe asked for a whole sample; the host keeps its last sample until one comes."""
+        message = f"sample refused: {why}"
+        self.last_problem = message[:PROBLEM_CHARS]
+        self._want_whole = True
+        if self._note():
+            self.notify(self.view, "error", {"type": "error", "code": "bad-delta", "message": message})
+
+    async def _ask_whole(self) -> None:
+        now = time.monotonic()
+        if now - self._whole_asked < max(self.view.interval, 1.0):
+            return
+        self._whole_asked = now
+        with contextlib.suppress(TransportError):
+            await self.send({"type": "sample", "v": 1, "whole": True})
 
     async def send(self, message: dict[str, Any]) -> None:
         if self.link is None:

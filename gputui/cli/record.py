@@ -123,7 +123,9 @@ class Recorder:
 
 
 class TeeLink:
-    """A host's link whose records are recorded as the fleet reads them."""
+    """A host's link whose records are recorded as the fleet reads them. Its hello does not offer
+    delta samples (docs/PROTOCOL.md): a recording holds every sample whole, so that any moment of
+    it (`snapshot --replay --at`) is one line, not a chain of changes back to the last whole one."""
 
     def __init__(self, inner: Link, recorder: Recorder, host: str) -> None:
         self.inner = inner
@@ -134,7 +136,10 @@ class TeeLink:
 
     async def open(self) -> None:
         await self.inner.open()
-        self.hello = self.inner.hello
+        hello = self.inner.hello
+        if hello is not None and isinstance(hello.get("capabilities"), list):
+            hello = {**hello, "capabilities": [c for c in hello["capabilities"] if c != "delta"]}
+        self.hello = hello
         if self.hello is not None:
             self.recorder.put(self.host, "probe", self.hello)
 

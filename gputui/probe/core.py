@@ -240,7 +240,8 @@ class Probe(object):
             "pid": self.pid,
             "read_only": self.read_only,
             "reader": self.reader.name,
-            "capabilities": [] if self.read_only else ["plan"],
+            # "delta": it sends delta samples when asked (delta.py, docs/PROTOCOL.md).
+            "capabilities": ["delta"] if self.read_only else ["plan", "delta"],
             "host": dict(
                 facts,
                 hostname=self.hostname,

@@ -15,6 +15,7 @@ import time
 from typing import Any, BinaryIO, Dict, List, Optional  # noqa: F401  (type comments)
 
 from .core import Probe, fit_line
+from .delta import SampleEncoder
 from .readers.base import Reader  # noqa: F401  (type comments)
 from .readers.scenarios import SCENARIOS
 from .wire import APP_TYPES, MAX_LINE, decode, error, interval_problem
@@ -24,9 +25,10 @@ MAX_SIM_GPUS = 64
 # The most open files the probe asks for: more than a plan's targets (reaper.MAX_TARGETS), and a
 # soft limit of a billion makes code that closes every possible fd (subprocess without /proc) crawl.
 FD_CAP = 1 << 20
-# What `configure` may change: the interval (seconds), and in how many samples a reading slower
-# than the sample is taken (0: only when a sample asks for it).
-CONFIGURABLE = ("interval", "preflight_every", "proc_util_every")
+# What `configure` may change: the interval (seconds), in how many samples a reading slower than
+# the sample is taken (0: only when a sample asks for it), and a whole sample in every `deltas`
+# (the others as deltas, delta.py; 0: every sample whole).
+CONFIGURABLE = ("interval", "preflight_every", "proc_util_every", "deltas")
 MAX_EVERY = 100000
 
 
@@ -115,7 +117,10 @@ class Output(object):
 
     def __call__(self, record):
         # type: (Dict[str, Any]) -> None
-        data = fit_line(record)
+        self.line(fit_line(record))
+
+    def line(self, data):
+        # type: (bytes) -> None
         with self.lock:
             self.stream.write(data)
             self.stream.flush()
@@ -151,6 +156,12 @@ class Loop(object):
         self.inbox = None  # type: Any
         self.deferred = []  # type: List[Any]  # records that came while a plan ran: handled after it
         self.cancelled = {}  # type: Dict[str, str]  # plan id -> why the app cancelled it
+        self.samples = SampleEncoder()  # whole samples until the app asks for deltas
+
+    def send_sample(self, full=False, preflight=False, whole=False):
+        # type: (bool, bool, bool) -> None
+        record = self.probe.sample(full=full, preflight=preflight)
+        self.emit.line(self.samples.line(record, whole=whole))
 
     def handle(self, line):
         # type: (Any) -> None
@@ -168,8 +179,10 @@ class Loop(object):
         elif kind == "configure":
             self.configure(record)
         elif kind == "sample":
-            self.emit(
-                self.probe.sample(full=record.get("full") is True, preflight=record.get("preflight") is True)
+            self.send_sample(
+                full=record.get("full") is True,
+                preflight=record.get("preflight") is True,
+                whole=record.get("whole") is True,
             )
         elif kind in ("plan", "signal"):
             self.run_plan(record)
@@ -203,7 +216,7 @@ class Loop(object):
                 continue
             value = record[key]
             if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_EVERY:
-                setattr(self.probe, key, value)
+                setattr(self.samples if key == "deltas" else self.probe, key, value)
             else:
                 self.emit(
                     error(
@@ -269,7 +282,7 @@ class Loop(object):
         while self.running:
             now = time.monotonic()
             if now >= due:
-                self.emit(self.probe.sample())
+                self.send_sample()
                 # Keep a steady rate; after a stall (a plan ran), start afresh instead of bursting.
                 due = due + self.interval if due + self.interval > now else now + self.interval
                 continue

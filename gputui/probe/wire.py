@@ -153,7 +153,7 @@ def _decode(line, allowed):
         return None, error("bad-json", "not a JSON line: nested too deeply")
     except (UnicodeDecodeError, ValueError) as exc:
         return None, error("bad-json", "not a JSON line: %s" % (str(exc)[:200],))
-    return check(record, allowed)
+    return check(record, allowed, line.count(b"[") + line.count(b"{"))
 
 
 def loads(text):
@@ -163,14 +163,15 @@ def loads(text):
     return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
 
 
-def check(record, allowed=None):
-    # type: (Any, Optional[Tuple[str, ...]]) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]
+def check(record, allowed=None, brackets=None):
+    # type: (Any, Optional[Tuple[str, ...]], Optional[int]) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]
     """A parsed record checked as a line's is (an object, nested at most MAX_DEPTH, this protocol
     version, a known type): (record, None) or (None, error record). A recording's records are
-    checked with it when they are played back (gputui/recording.py)."""
+    checked with it when they are played back (gputui/recording.py). `brackets`: how many `[` and
+    `{` the line held, where known: fewer than MAX_DEPTH cannot nest deeper, and the walk is skipped."""
     if not isinstance(record, dict):
         return None, error("bad-json", "a line must be a JSON object")
-    if _too_deep(record):
+    if (brackets is None or brackets > MAX_DEPTH) and _too_deep(record):
         return None, error("bad-json", "a record nests lists and objects over %d deep" % MAX_DEPTH)
     version = record.get("v")
     if type(version) is not int or version != VERSION:  # true == 1 and 1.0 == 1 in Python

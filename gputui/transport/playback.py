@@ -13,13 +13,19 @@ play a few recordings share them through the page cache, not in the app's memory
 the hello is due `interval` seconds after line `k - 1`, from `phase` seconds after the link opens
 (spread the hosts over the second, as probes started at different times are); after the last line
 the recording starts again from its first line after the hello (`loop`).
+
+The lines come due through one clock for all the links of an event loop (`_Clock`), which wakes
+every due link at once, every TICK seconds, as the selector wakes every link whose bytes came: a
+timer of the event loop's own per line would cost the app what a real link's bytes do not.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import weakref
 from array import array
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +64,44 @@ class Recording:
             self.fd = -1
 
 
+TICK = 0.01  # seconds: lines come due at most this late
+
+
+class _Clock:
+    """Wakes the links whose next line is due, all at once, every TICK (one task per event loop)."""
+
+    _clocks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Clock] = weakref.WeakKeyDictionary()
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.due: defaultdict[int, list[asyncio.Future[None]]] = defaultdict(list)  # tick -> waiters
+        self.task: asyncio.Task[None] | None = None
+
+    @classmethod
+    def of(cls, loop: asyncio.AbstractEventLoop) -> _Clock:
+        clock = cls._clocks.get(loop)
+        if clock is None:
+            clock = cls._clocks[loop] = cls(loop)
+        return clock
+
+    async def until(self, when: float) -> None:
+        """Until the loop's time `when` (rounded up to the next TICK)."""
+        future: asyncio.Future[None] = self.loop.create_future()
+        self.due[int(when / TICK) + 1].append(future)
+        if self.task is None or self.task.done():
+            self.task = self.loop.create_task(self._run())
+        await future
+
+    async def _run(self) -> None:
+        while self.due:
+            await asyncio.sleep(TICK)
+            now = int(self.loop.time() / TICK)
+            for tick in [t for t in self.due if t <= now]:
+                for future in self.due.pop(tick):
+                    if not future.done():
+                        future.set_result(None)
+
+
 class _PlaybackPipes(Pipes):
     def __init__(self, recording: Recording, interval: float, phase: float, loop: bool) -> None:
         self.recording = recording
@@ -83,9 +127,9 @@ class _PlaybackPipes(Pipes):
                 return b""
             self._line = 1
         if self._line > 0:
-            delay = self._start + self._played * self.interval - self._clock()
-            if delay > 0:
-                await asyncio.sleep(delay)
+            due = self._start + self._played * self.interval
+            if due > self._clock():
+                await _Clock.of(asyncio.get_running_loop()).until(due)
             if self._closed.is_set():
                 return b""
             self._played += 1

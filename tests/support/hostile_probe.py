@@ -27,6 +27,10 @@ Modes (--mode):
   gpus      good samples but for their GPU list: --variant 0: no GPU at all; 1: every GPU record
             unparsable (an index that is no number); 2: GPU 0 and a record without an index; 3: GPU 0
             twice (different figures) and GPU 1
+  deltas    delta samples (docs/PROTOCOL.md "Delta samples"; its hello says it can): a whole sample,
+            then one garbled delta an interval (bad_deltas: each would drop the GPU user if taken),
+            then a good one (DELTA_SEQ: the hidden holder gone, GPU 0 at 77 %) and empty deltas after
+            it; a `whole` request is answered at once with a whole sample (WHOLE_SEQ)
 
 Samples the wire must refuse carry a `seq` >= BAD_SEQ; with --mix, good samples (seq < BAD_SEQ) go
 in between, so a test can tell that the host was only ever shown live on good ones.
@@ -54,8 +58,11 @@ MODES = (
     "hugeline",
     "slow",
     "gpus",
+    "deltas",
 )
 BAD_SEQ = 1_000_000
+WHOLE_SEQ = 500  # the whole sample that answers the app's `whole` request (deltas mode)
+DELTA_SEQ = 600  # the first good delta (deltas mode)
 MAX_LINE = 1 << 20
 USER_PID, USER_START = 4121, 123456  # the made-up GPU user every good sample lists
 HIDDEN_PID, HIDDEN_START = 4122, 123460
@@ -255,6 +262,28 @@ def error(code: str, message: str, plan: str | None = None) -> dict:
     return {"type": "error", "v": 1, "code": code, "message": message, "plan": plan}
 
 
+def bad_deltas(base: int) -> list[dict]:
+    """Deltas the app must refuse whole (`base`: the seq of the whole sample it holds); each would
+    drop the GPU user if it were taken."""
+    drop = {"processes": [[USER_PID, USER_START]]}
+    user = {"pid": USER_PID, "start_time": USER_START, "kind": "monitor"}
+    head = {"type": "sample", "v": 1, "time": time.time()}
+    return [
+        dict(head, delta=base + 1, gone=drop),  # follows a sample the app never got (a lost line)
+        dict(head, delta=str(base), gone=drop),  # the base's seq as a string
+        dict(head, delta=True, gone=drop),  # true == 1 in Python
+        dict(head, delta=base, gone=drop, gpus={"0": {"util_gpu": 1}}),  # gpus not a list
+        dict(head, delta=base, gone=drop, gpus=[{"util_gpu": 1}]),  # a GPU without its index
+        dict(head, delta=base, gone=drop, gpus=[{"index": "0", "util_gpu": 1}]),  # an index as text
+        dict(head, delta=base, gone=drop, processes=[{"pid": "x"}]),  # a process without its key
+        dict(head, delta=base, processes=[user, user]),  # one process twice
+        dict(head, delta=base, gone=[[USER_PID, USER_START]]),  # gone not an object
+        dict(head, delta=base, gone={"processes": [[USER_PID]]}),  # not [pid, start time]
+        dict(head, delta=base, gone={"processes": [USER_PID, USER_START]}),
+        dict(head, delta=base, gone={"gpus": ["0"]}),
+    ]
+
+
 # -- making records hostile ------------------------------------------------------------------------
 
 
@@ -352,6 +381,8 @@ class Hostile:
             kind = record.get("type")
             if kind == "quit":
                 break
+            if kind == "sample" and record.get("whole") is True and self.args.mode == "deltas":
+                self.send_whole(WHOLE_SEQ)  # (a resync: once the garbled deltas are all sent)
             if kind == "plan":
                 with self.plan_ready:
                     self.plans.append(record)
@@ -401,6 +432,40 @@ class Hostile:
     def mode_good(self) -> None:
         self.out.record(hello())
         self.every_interval(lambda: self.out.record(self.good()))
+
+    # -- deltas ----------------------------------------------------------------------------------
+
+    def send_whole(self, seq: int) -> None:
+        with self.out.lock:
+            self.base = seq
+        self.out.record(sample(seq))
+
+    def mode_deltas(self) -> None:
+        self.base = 0
+        self.out.record(dict(hello(), capabilities=["plan", "delta"]))
+        self.send_whole(1)
+        state = {"i": 0}
+
+        def body() -> None:
+            i = state["i"]
+            state["i"] += 1
+            bad = bad_deltas(self.base)
+            if i < len(bad):
+                self.out.record(self.bad(bad[i]))
+                return
+            if self.base != WHOLE_SEQ and self.base < DELTA_SEQ:
+                return  # waits for the app's `whole` request
+            seq = max(DELTA_SEQ, self.base + 1)
+            delta = {"type": "sample", "v": 1, "seq": seq, "time": time.time(), "delta": self.base}
+            if seq == DELTA_SEQ:
+                delta.update(
+                    gone={"processes": [[HIDDEN_PID, HIDDEN_START]]}, gpus=[{"index": 0, "util_gpu": 77}]
+                )
+            with self.out.lock:
+                self.base = seq
+            self.out.record(delta)
+
+        self.every_interval(body)
 
     def mode_escapes(self) -> None:
         self.out.record(every_string(hello(), nasty))

@@ -22,6 +22,7 @@ from gputui.transport.replay import ReplayLink
 from gputui.ui import GpuTuiApp, make_app
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.plan import IncludeScreen, PlanScreen
+from gputui.units import fmt_bytes
 from tests.support.apps import FROZEN, QUIET, build_app, recording, sim_app
 from tests.support.pilot import (
     dialog,
@@ -305,6 +306,10 @@ async def test_one_dialog_for_a_selection_on_two_hosts() -> None:
         assert "2 hosts" in str(screen.query_one("#plan-box").border_title)
         text = screen_text(app)
         assert "demo-a · stop the chosen process " in text  # one chosen on each host
+        # The summary says how many processes on how many hosts, and the GPU memory they hold.
+        held = sum(t.memory for p in screen.plans for t in p.signalled)
+        assert held > 0
+        assert f"Stop 2 processes on 2 hosts ({fmt_bytes(held)} of GPU memory), then" in text
         assert str(screen.query_one("#plan-box").border_title).startswith("Stop processes · confirm")
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))

@@ -57,6 +57,10 @@ from .proc_detail import ProcDetailScreen
 from .users import UsersScreen
 
 NARROW = 100  # columns: below this the host list starts hidden (b shows it)
+# Above this many hosts, the fleet's counts (the table's title, the status line) are drawn once a
+# second, with the ages, not on every redraw: at a thousand hosts they changed ten times a second,
+# and a new title repaints the whole table (issue 21).
+SUMMARY_HOSTS = 256
 KILL_ACTIONS = ("toggle_select", "free_gpu", "free_host", "plan", "tag_user", "stop_job", "select_idle")
 
 
@@ -168,6 +172,7 @@ class MainScreen(Screen[None]):
         self._proc_scope: ProcScope | None = None
         self._hosts_toggled: bool | None = None  # None: the width decides
         self._busy: dict[str, tuple[int, int]] = {}
+        self._order: dict[str, int] = {}  # each host's place in the fleet (the fleet table's sort)
         self._focus_before_filter: Widget | None = None
         self._shown_once = False
         self._kills_offered: bool | None = None  # what the footer shows now
@@ -308,13 +313,14 @@ class MainScreen(Screen[None]):
         listed = views if (ages or everything) else touched
         # A host that is not live says how old its numbers are: the tick that moves ages redraws it.
         aging = {v.name for v in views if v.status != LIVE and v.sample is not None} if ages else set()
+        summary = everything or ages or len(views) <= SUMMARY_HOSTS  # the fleet's counts too
         with self.app.batch_update():
             if listed:
                 ages_now = {v.name: self.age_of(v.name) for v in listed}
-                self.host_list.show(listed, ages_now, self._busy, views, self.problems)
+                self.host_list.show(listed, ages_now, self._busy, views if summary else None, self.problems)
             if self.host is None:
                 names = {v.name for v in touched}
-                self._refresh_fleet(views, touched + [v for v in views if v.name in aging - names])
+                self._refresh_fleet(views, touched + [v for v in views if v.name in aging - names], summary)
             else:
                 self._refresh_host(self.view(self.host), everything or bool({self.host} & (changed | aging)))
             scope = self._proc_scope
@@ -336,13 +342,23 @@ class MainScreen(Screen[None]):
         self.action_log.restyle()
         self.refresh_data(set(), everything=True)
 
-    def _refresh_fleet(self, views: list[HostView], touched: list[HostView]) -> None:
+    def _refresh_fleet(self, views: list[HostView], touched: list[HostView], summary: bool = True) -> None:
         if touched:
-            order = {v.name: i for i, v in enumerate(views)}
+            if len(self._order) != len(views):  # the fleet's hosts keep their order
+                self._order = {v.name: i for i, v in enumerate(views)}
             ages = {v.name: self.age_of(v.name) for v in touched}
             self.fleet_table.show_hosts(
-                touched, order, self.fleet_query, self.free_only, ages, fleet=views, problems=self.problems
+                touched,
+                self._order,
+                self.fleet_query,
+                self.free_only,
+                ages,
+                fleet=views,
+                problems=self.problems,
             )
+        if not summary:
+            return  # (SUMMARY_HOSTS) the counts wait for the next ages tick
+        if touched or len(views) > SUMMARY_HOSTS:
             self._fleet_title()
         paused = self.paused_for() if self.paused else None
         self.status_line.show_fleet(views, self._busy, self.dash.read_only, paused=paused)
@@ -689,8 +705,11 @@ class MainScreen(Screen[None]):
         self.refresh_procs()
 
     @on(KeyedTable.Refitted)
-    def _refitted(self) -> None:
-        self.refresh_data(set(), everything=True)
+    def _refitted(self, event: KeyedTable.Refitted) -> None:
+        if event.table is self.proc_table:
+            self.refresh_procs()  # the processes alone: not every host of the fleet again (issue 21)
+        else:
+            self.refresh_data(set(), everything=True)
 
     def action_show_procs(self) -> None:
         self.proc_table.focus()

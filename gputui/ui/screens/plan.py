@@ -394,6 +394,9 @@ class PlanScreen(Dialog[tuple[Plan, ...] | None]):
             summary = self._signal_summary(body)
         elif n:
             where = fmt.safe(hosts[0], 40) if len(hosts) == 1 else f"{len(hosts)} hosts"
+            if len(hosts) > 1:  # a fleet-wide clean: the totals, since no one host's part says them
+                held = sum(t.memory for p in runnable for t in p.signalled)
+                where += f" ({fmt_bytes(held)} of GPU memory)" if held else ""
             then = f"then {then_words(runnable)}"
             jobs = sum(len(p.jobs) for p in runnable)
             what = count(n, "process", "processes")

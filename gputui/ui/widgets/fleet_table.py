@@ -44,6 +44,18 @@ FOLDED_RANK = HEALTHY + 1  # group lines come after every GPU row
 STATE_ROOM = 16
 
 
+def _ranks(state: HostState) -> tuple[int, ...]:
+    """The rank of each GPU's worst problem (the host's own first): what places its rows."""
+    worst = state.worst
+    return (
+        worst.rank if worst is not None else HEALTHY,
+        *(
+            min((p.rank for p in (*state.problems, *problems)), default=HEALTHY)
+            for _, problems in sorted(state.gpus.items())
+        ),
+    )
+
+
 def fleet_row_key(host: str, gpu: int | None) -> str:
     # The GPU index goes first: it never contains "@", so the first "@" splits the key.
     return f"{'-' if gpu is None else gpu}@{host}"
@@ -117,6 +129,11 @@ class FleetTable(KeyedTable):
         ),
     ]
     DEFAULT_SORT = ("state", False)
+    # Sorts under which rows out of view keep their place until they are built: by host or GPU (they
+    # never change), and by state, whose sort key (the GPU's worst problem's rank, the host's place)
+    # `show` builds a host's rows at once for when it changes.
+    STEADY_SORTS = frozenset({"host", "gpu", "state"})
+    LAZY = True  # rows out of view are held thin, built again by key (build_later)
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         *GPU_STYLES,
         *HOST_STYLES,
@@ -127,7 +144,15 @@ class FleetTable(KeyedTable):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._keys_of: dict[str, set[str]] = {}
-        self._ages: Mapping[str, float | None] = {}
+        # What a row built later is built from: each host's view and place as last shown, its age.
+        self._view_of: dict[str, HostView] = {}
+        self._position_of: dict[str, int] = {}
+        self._ages: dict[str, float | None] = {}
+        self._gpus_keyed: dict[str, tuple[Gpu, ...] | None] = {}  # the GPUs each host's keys were made of
+        self._keyed_for: tuple[str, bool] = ("", False)  # the filter and free-only they were made for
+        self._state_of: dict[str, HostState] = {}  # each host's problems as last shown
+        # Each host's place and its GPUs' worst ranks as last shown: the state sort's keys.
+        self._placed_as: dict[str, tuple[int, tuple[int, ...]]] = {}
         self._metrics_seen = False  # no host's probe sends its load (an older one): no CPU, RAM columns
         self.problems = FleetProblems()  # what is wrong where; the screen gives its own
         self._shares: dict[str, Share] = {}  # healthy folded hosts -> what they add to their group
@@ -156,8 +181,13 @@ class FleetTable(KeyedTable):
         of their groups. `query`: the filter (gputui/fleetfilter.py); `free_only`: free GPUs only.
         `ages`: how old each host's sample is, said on the rows of a host that is not live.
         `fleet`: every host (default `views`); `problems`: what is wrong where, worked out by the
-        caller for `views` (FleetProblems.update), else here."""
-        self._ages = ages or {}
+        caller for `views` (FleetProblems.update), else here.
+
+        Only the rows in the window are built now; the others when they come into it
+        (KeyedTable.sync's `later`), except a host whose GPUs' problems changed: its rows move under
+        the problems-first sort, so they are built at once. A host whose GPUs are the same objects
+        as last time (the app's intake reuses what a sample did not change) keeps its keys."""
+        self._ages.update(ages or {})
         everyone = list(fleet) if fleet is not None else views
         if problems is None:
             problems = self.problems
@@ -167,28 +197,62 @@ class FleetTable(KeyedTable):
             self._metrics_seen = True
             self.refit()
         folding = not query and not free_only
+        if (query.text, free_only) != self._keyed_for:
+            self._keyed_for = (query.text, free_only)
+            self._gpus_keyed.clear()  # which rows a host has depends on these: all made again
         rows: dict[str, Row] = {}
+        later: list[str] = []
         replace: set[str] = set()
         groups: set[str] = set()
         for view in views:
-            groups.add(problems.group(view.name))
-            replace |= self._keys_of.get(view.name, set())
-            state = problems.states.get(view.name) or HostState(view.name, problems.group(view.name))
-            if folding and problems.folded(view.name):
-                self._shares[view.name] = self._share(view)
-                self._keys_of[view.name] = set()
+            name = view.name
+            group = problems.group(name)
+            groups.add(group)
+            state = problems.states.get(name) or HostState(name, group)
+            if folding and problems.folded(name):
+                replace |= self._keys_of.get(name, set())
+                self._shares[name] = self._share(view)
+                self._keys_of[name] = set()
+                self._gpus_keyed.pop(name, None)
                 continue
-            self._shares.pop(view.name, None)
-            mine = self.host_rows(view, order.get(view.name, 0), state, query, free_only)
-            self._keys_of[view.name] = set(mine)
-            rows.update(mine)
+            self._shares.pop(name, None)
+            position = order.get(name, 0)
+            self._view_of[name], self._position_of[name], self._state_of[name] = view, position, state
+            placed = (position, _ranks(state))
+            moved = self._placed_as.get(name) != placed
+            self._placed_as[name] = placed
+            gpus = view.sample.gpus if view.sample is not None else None
+            if folding and gpus and self._gpus_keyed.get(name) is gpus and not moved:
+                later.extend(self._keys_of[name])
+                continue
+            replace |= self._keys_of.get(name, set())
+            keys = self.host_keys(view, state, query, free_only)
+            self._keys_of[name] = set(keys)
+            self._gpus_keyed[name] = gpus
+            if moved:
+                for key, index in keys.items():
+                    row = self.built_row(view, position, index, state)
+                    if row is not None:
+                        rows[key] = row
+            else:
+                later.extend(keys)
         for group in sorted(groups):
             key = group_row_key(group)
             replace.add(key)
             folded = [h for h in problems.members(group) if h in self._shares]
             if folding and folded and problems.folds(group):
                 rows[key] = self.group_row(group, folded, len(everyone), problems.group_index(group))
-        self.sync(rows, replace=replace)
+        self.sync(rows, replace=replace, later=later)
+
+    def rebuildable(self, key: str) -> bool:
+        return not key.startswith(GROUP)  # a group's line is summed from its hosts' shares as they come
+
+    def build_later(self, key: str) -> Row | None:
+        host, index = split_row_key(key)
+        view = self._view_of.get(host)
+        if view is None:
+            return None
+        return self.built_row(view, self._position_of.get(host, 0), index, self._state_of.get(host))
 
     @property
     def folded_hosts(self) -> int:
@@ -311,22 +375,49 @@ class FleetTable(KeyedTable):
 
     # -- rows ----------------------------------------------------------------------------------
 
-    def host_rows(
-        self, view: HostView, position: int, state: HostState, query: Query, free_only: bool
-    ) -> dict[str, Row]:
+    def host_keys(
+        self, view: HostView, state: HostState, query: Query, free_only: bool
+    ) -> dict[str, int | None]:
+        """The keys of `view`'s rows (and the GPU index of each; None: the host's placeholder row):
+        what `host_rows` would build, without building it."""
         sample = view.sample
-        rows: dict[str, Row] = {}
+        keys: dict[str, int | None] = {}
         if sample is None or not sample.gpus:
             if not free_only and (not query or query.matches(host_subject(view, state))):
-                rows[fleet_row_key(view.name, None)] = self.placeholder(view, position, state)
-            return rows
+                keys[fleet_row_key(view.name, None)] = None
+            return keys
+        live = view.status == LIVE
         for gpu in sample.gpus:
-            free = view.status == LIVE and sample.gpu_is_free(gpu)
-            if free_only and not free:
+            if free_only and not (live and sample.gpu_is_free(gpu)):
                 continue
             if query and not query.matches(gpu_subject(view, state, gpu)):
                 continue
-            rows[fleet_row_key(view.name, gpu.index)] = self.row(view, position, sample, gpu, free, state)
+            keys[fleet_row_key(view.name, gpu.index)] = gpu.index
+        return keys
+
+    def built_row(
+        self, view: HostView, position: int, index: int | None, state: HostState | None
+    ) -> Row | None:
+        """One row of `view` as it is now: its GPU `index` (None: its placeholder); None when the
+        GPU is gone since its key was made (the next refresh drops the key)."""
+        sample = view.sample
+        if index is None:
+            return self.placeholder(view, position, state)
+        gpu = next((g for g in sample.gpus if g.index == index), None) if sample is not None else None
+        if sample is None or gpu is None:
+            return None
+        free = view.status == LIVE and sample.gpu_is_free(gpu)
+        return self.row(view, position, sample, gpu, free, state)
+
+    def host_rows(
+        self, view: HostView, position: int, state: HostState, query: Query, free_only: bool
+    ) -> dict[str, Row]:
+        """Every row of `view`, built."""
+        rows: dict[str, Row] = {}
+        for key, index in self.host_keys(view, state, query, free_only).items():
+            row = self.built_row(view, position, index, state)
+            if row is not None:
+                rows[key] = row
         return rows
 
     def state_cell(

@@ -78,6 +78,8 @@ class HostList(KeyedTable):
         Column("age", "Age", width=5, justify="right", priority=1),
     )
     DEFAULT_SORT = ("name", False)
+    STEADY_SORTS = frozenset({"name"})  # by the host's place in the fleet: rows out of view wait
+    LAZY = True  # rows out of view are held thin, built again by key (build_later)
     SORTABLE = False
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         *HOST_STYLES,
@@ -121,6 +123,11 @@ class HostList(KeyedTable):
         super().__init__(id=id)
         self._position: dict[str, int] = {}
         self.problems: FleetProblems | None = None
+        # What a row built later is built from (KeyedTable.build_later): as last shown.
+        self._view_of: dict[str, HostView] = {}
+        self._age_of: dict[str, float | None] = {}
+        self._busy: Mapping[str, tuple[int, int]] = {}
+        self._placed_as: dict[str, tuple[int, ...]] = {}  # each host's sort key as last shown
 
     def show(
         self,
@@ -133,20 +140,34 @@ class HostList(KeyedTable):
         """Refresh the rows of `views`; with `fleet` (every host), also the "All hosts" summary.
 
         `busy` holds (busy, total) GPUs per host, computed once per sample by the caller.
-        `problems`: what is wrong where (problems first) and which groups fold (their lines)."""
+        `problems`: what is wrong where (problems first) and which groups fold (their lines).
+        Only the rows in the window are built now (KeyedTable.sync's `later`), and those of hosts
+        whose place changed (a problem came or went: they move)."""
         self.problems = problems
+        self._busy = busy
         rows: dict[str, Row] = {}
+        later: list[str] = []
         replace: set[str] = set()
         groups: set[str] = set()
         for view in views:
-            position = self._position.setdefault(view.name, len(self._position))
+            name = view.name
+            position = self._position.setdefault(name, len(self._position))
             if problems is not None:
-                groups.add(problems.group(view.name))
-                if problems.folded(view.name):
-                    replace.add(view.name)  # in its group's line
+                groups.add(problems.group(name))
+                if problems.folded(name):
+                    replace.add(name)  # in its group's line
+                    self._placed_as.pop(name, None)
                     continue
-            row = self.row(view, ages.get(view.name), busy.get(view.name, (0, 0)), position)
-            rows[view.name] = self.placed(row, view.name, position)
+            self._view_of[name] = view
+            self._age_of[name] = ages.get(name)
+            place = self.place(name, position)
+            if self._placed_as.get(name) != place:
+                self._placed_as[name] = place
+                built = self.build_later(name)
+                if built is not None:
+                    rows[name] = built
+            else:
+                later.append(name)
         if problems is not None:
             for group in groups:
                 key = GROUP + group
@@ -156,20 +177,33 @@ class HostList(KeyedTable):
                     rows[key] = self.group_row(group, folded, busy, problems.group_index(group))
         if fleet is not None:
             rows[ALL_HOSTS] = self.all_row(fleet, busy)
-        self.sync(rows, replace=replace)
+        self.sync(rows, replace=replace, later=later)
 
-    def placed(self, row: Row, host: str, position: int) -> Row:
-        """`row` sorted where it belongs: the hosts with a problem first, worst first; then by group."""
+    def rebuildable(self, key: str) -> bool:
+        return key in self._view_of  # a host's row: not a group's line, nor "All hosts"
+
+    def build_later(self, key: str) -> Row | None:
+        view = self._view_of.get(key)
+        if view is None:
+            return None
+        position = self._position[key]
+        row = self.row(view, self._age_of.get(key), self._busy.get(key, (0, 0)), position)
+        return self.placed(row, key, position)
+
+    def place(self, host: str, position: int) -> tuple[int, ...]:
+        """Where `host`'s row sorts: the hosts with a problem first, worst first; then by group."""
         problems = self.problems
         state = problems.states.get(host) if problems is not None else None
         worst = state.worst if state is not None else None
         if worst is not None:
-            key: tuple[int, ...] = (0, worst.rank, position)
-        elif problems is not None:
-            key = (1, problems.group_index(problems.group(host)), position)
-        else:
-            key = (1, 0, position)
-        row["name"].sort_key = key
+            return (0, worst.rank, position)
+        if problems is not None:
+            return (1, problems.group_index(problems.group(host)), position)
+        return (1, 0, position)
+
+    def placed(self, row: Row, host: str, position: int) -> Row:
+        """`row` sorted where it belongs (`place`)."""
+        row["name"].sort_key = self.place(host, position)
         return row
 
     def group_row(self, group: str, hosts: list[str], busy: Mapping[str, tuple[int, int]], index: int) -> Row:

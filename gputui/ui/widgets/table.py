@@ -12,6 +12,19 @@ visible cell at the next paint (at 128 hosts, 90 % of the app's paint time). `sy
 itself, drops that row's cache entries before the next render and marks only the row's line dirty.
 Adding, removing and sorting rows still go through DataTable (they change every row's place).
 
+A table of thousands of rows builds only what can be seen (issue 21). `sync` may be handed the
+keys of rows that changed (`later`), which the subclass builds when asked (`build_later`): a row
+whose key is new, or that is in the window (the rows in view, and a screen's height above and
+below), is built at once; the others keep their cells and are built when they come into the window
+(the table scrolls to them, the cursor moves there, rows come or go above them). A waiting row
+costs its key in a set: nothing is allocated for it on every sample. A `LAZY` table (one whose
+subclass builds rows by key) also holds the rows out of the window thin: the cells that place them
+(those of STEADY_SORTS) and, for the others, a shared blank as wide as the cell was (so the columns
+keep their widths); they wait in the same set and are built again when they come into the window.
+16,384 rows of rich cells were a quarter of the app's objects at 4,096 hosts. This holds while the table is sorted by a column in `STEADY_SORTS` (one whose sort
+keys never change with a row's data, such as the host's place in the fleet): sorted by readings,
+every row is built, since its place depends on them.
+
 Columns have a priority: when the table is narrower than all of them need, the least important ones
 are left out, and put back when there is room. The columns come in their priority order up to the
 first one that does not fit (never a later, smaller one in its place: a wider pane never shows fewer
@@ -38,7 +51,7 @@ not fit) is kept, and `hidden_sort` names it for the pane's title.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Mapping
+from collections.abc import Collection, Hashable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -92,7 +105,16 @@ class KeyedTable(DataTable[Cell]):
     class Refitted(Message):
         """The columns changed with the width: cells that adapt to their width need a new sync."""
 
+        def __init__(self, table: KeyedTable) -> None:
+            super().__init__()
+            self.table = table  # which table: only its own rows need the new sync
+
     COLUMNS: ClassVar[tuple[Column, ...]] = ()
+    # Sort columns under which a row's place never changes with its data: rows out of the window
+    # can then wait to be built (`sync`'s `later`) without being out of order.
+    STEADY_SORTS: ClassVar[frozenset[str]] = frozenset()
+    # Rows out of the window are held thin and built again (build_later) when they come into it.
+    LAZY: ClassVar[bool] = False
     DEFAULT_SORT: ClassVar[tuple[str, bool] | None] = None  # (column key, reverse)
     SORTABLE: ClassVar[bool] = True  # False: always DEFAULT_SORT, no sort keys
     # Styles of the cells come from component classes, so the .tcss (and the theme) decide them.
@@ -131,6 +153,10 @@ class KeyedTable(DataTable[Cell]):
         self._cache_epoch = -1  # DataTable's _update_count when the render caches were last emptied
         self.changes = 0  # cells updated and rows added or removed since mounting (what a redraw did)
         self._applied_order: list[str] | None = None  # the last order `row_order` gave, as applied
+        # Rows whose data changed while they were out of the window: built when they come into it.
+        self._later: set[str] = set()
+        self._real: set[str] = set()  # (LAZY) rows that hold all their cells; the others are thin
+        self.built = 0  # rows built by build_later (what the window cost; tests, the bench)
         # Columns the config's [columns] table hides (never shown, at any width; a sort on one is
         # kept, as for a column the width hides) and memory in exact MiB (the `m` key): both set by
         # the screen, which then re-syncs the rows.
@@ -251,6 +277,7 @@ class KeyedTable(DataTable[Cell]):
         super()._on_resize(event)
         self._measure()
         self.refit()
+        self.build_window()
 
     def _measure(self) -> None:
         """The widest cell of each measured column, from every row (they only grow in between)."""
@@ -294,7 +321,7 @@ class KeyedTable(DataTable[Cell]):
                 self.add_row(*self._cells(row), key=key)
             self._apply_sort()
             self.move_to(cursor)
-        self.post_message(self.Refitted())
+        self.post_message(self.Refitted(self))
 
     def _cell(self, row: Row, column: Column) -> Cell:
         """What a row shows in `column`: its cell, fitted to the column (the one rule, `fit`)."""
@@ -338,11 +365,24 @@ class KeyedTable(DataTable[Cell]):
             self.move_cursor(row=index, scroll=scroll)
         return True
 
-    def sync(self, rows: Mapping[str, Row], replace: Collection[str] | None = None) -> bool:
+    def sync(
+        self,
+        rows: Mapping[str, Row],
+        replace: Collection[str] | None = None,
+        *,
+        later: Iterable[str] = (),
+    ) -> bool:
         """Make the table show `rows`. Rows not in `rows` are removed if their key is in `replace`
         (default: every row), so a caller can refresh one part (one host) of a big table.
 
+        `later`: the keys of more rows, built by `build_later` now if the row is new or in the window
+        (or the sort is not steady), else when it comes into the window (a row it finds gone is
+        removed); a key in both `rows` and `later` is taken from `rows`.
+
         Returns True when rows were added, removed or reordered."""
+        waiting: Collection[str] = ()
+        if later:
+            rows, waiting = self._build_due(rows, later)
         if not self._shown:
             self.refit()
             if not self._shown:
@@ -358,13 +398,19 @@ class KeyedTable(DataTable[Cell]):
         with self.app.batch_update():
             candidates = self._rows.keys() if replace is None else replace
             for key in [k for k in candidates if k in self._rows and k not in rows]:
+                if key in waiting:
+                    continue  # still a row, built when it comes into the window
                 del self._rows[key]
+                self._later.discard(key)
+                self._real.discard(key)
                 self.remove_row(key)
                 self.changes += 1
                 reorder = True
             for key, row in rows.items():
                 old = self._rows.get(key)
                 self._rows[key] = row
+                if self.LAZY and self.rebuildable(key):
+                    self._real.add(key)
                 if old is None:
                     wider = self._widen(row, measured) or wider
                     self.add_row(*self._cells(row), key=key)
@@ -389,7 +435,111 @@ class KeyedTable(DataTable[Cell]):
             if reorder:
                 self._apply_sort()
                 self.move_to(cursor)
+                self.build_window()  # other rows may be in the window now
+            self._thin_outside()
         return reorder
+
+    # -- building only what can be seen -----------------------------------------------------
+
+    def _steady(self) -> bool:
+        return self._sort is None or self._sort[0] in self.STEADY_SORTS
+
+    def window(self) -> range:
+        """The indexes of the rows in view, and a screen's height of rows above and below."""
+        height = max(self.size.height, 1)
+        top = int(self.scroll_y) - height
+        return range(max(0, top), min(self.row_count, top + 3 * height))
+
+    def build_later(self, key: str) -> Row | None:
+        """Row `key` as it is now, for a subclass that hands `sync` keys (`later`); None: it is gone."""
+        return None
+
+    def rebuildable(self, key: str) -> bool:
+        """(LAZY) Whether `build_later` can build row `key` again: only those are held thin."""
+        return True
+
+    def _build_due(self, rows: Mapping[str, Row], later: Iterable[str]) -> tuple[dict[str, Row], set[str]]:
+        """`rows` and the rows of `later` that must be built now; and the keys of those that wait
+        (in `_later`) for the window."""
+        out = dict(rows)
+        waiting: set[str] = set()
+        steady = self._steady()
+        window = self.window()
+        locations = self._row_locations  # (a row key is found by its string)
+        known = self._rows
+        for key in later:
+            if key in out:
+                continue
+            index = locations.get(key) if steady and key in known else None  # type: ignore[arg-type]
+            if index is None or index in window:
+                self._later.discard(key)
+                self.built += 1
+                row = self.build_later(key)
+                if row is not None:
+                    out[key] = row
+            else:
+                self._later.add(key)
+                waiting.add(key)
+        if not steady and self._later:
+            out.update(self._take_later(list(self._later)))
+            waiting.clear()
+        return out, waiting
+
+    def _take_later(self, keys: list[str]) -> dict[str, Row]:
+        """Build the waiting rows `keys` (one found gone gives none)."""
+        out: dict[str, Row] = {}
+        for key in keys:
+            if key not in self._later:
+                continue
+            self._later.discard(key)
+            self.built += 1
+            row = self.build_later(key)
+            if row is not None:
+                out[key] = row
+        return out
+
+    def build_window(self) -> None:
+        """Build the waiting rows that are in the window now (after a scroll, a move, a resize)."""
+        if not self._later or not self.is_mounted:
+            return
+        locations = self._row_locations
+        keys = [
+            key.value
+            for key in (locations.get_key(i) for i in self.window())
+            if key is not None and key.value in self._later
+        ]
+        if keys:
+            self.sync(self._take_later([k for k in keys if k is not None]), replace=())
+
+    def _thin_outside(self) -> None:
+        """(LAZY, under a steady sort) Hold the rows out of the window thin: the cells that place
+        them, and shared blanks as wide as the others were; they wait to be built again."""
+        if not self.LAZY or not self._steady() or len(self._real) <= 2 * max(1, len(self.window())):
+            return
+        window, locations, steady = self.window(), self._row_locations, self.STEADY_SORTS
+        for key in list(self._real):
+            index = locations.get(key)  # type: ignore[arg-type]
+            row = self._rows.get(key)
+            if index is None or row is None:
+                self._real.discard(key)
+                continue
+            if index in window:
+                continue
+            thin = {k: cell if k in steady else _blank(cell.cell_len) for k, cell in row.items()}
+            self._rows[key] = thin
+            cells = self._data.get(RowKey(key))
+            if cells is not None:
+                for column_key in cells:
+                    name = column_key.value
+                    if name is not None and name not in steady and name in thin:
+                        cells[column_key] = thin[name]
+            self._real.discard(key)
+            self._later.add(key)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if self._later and round(old_value) != round(new_value):
+            self.build_window()
 
     def _widen(self, row: Row, columns: Mapping[str, Column]) -> bool:
         """Note the cells of `row` in `columns` that are wider than their column's widest so far."""
@@ -459,6 +609,8 @@ class KeyedTable(DataTable[Cell]):
     def forget(self) -> None:
         """Drop every row (a different host is shown now: this is a new table, not a refresh)."""
         self._rows.clear()
+        self._later.clear()
+        self._real.clear()
         self._content.clear()
         with self.app.batch_update():
             self.clear()
@@ -519,6 +671,8 @@ class KeyedTable(DataTable[Cell]):
                 reverse = spec.descending
         cursor = self.cursor_key
         self._sort = (column, reverse)
+        if self._later and not self._steady():
+            self.sync(self._take_later(list(self._later)), replace=())  # sorted by readings: all
         shown = self._fit(self.size.width) if self.size.width > 0 and self._shown else self._shown
         if shown != self._shown:
             self._rebuild(shown)  # the sort column comes into view (another may give way)
@@ -527,6 +681,7 @@ class KeyedTable(DataTable[Cell]):
                 self.columns[ColumnKey(c.key)].label = self._label(c)
             self._apply_sort()
         self.move_to(cursor, scroll=True)
+        self.build_window()
         self.post_message(self.Sorted())
 
     class Sorted(Message):
@@ -575,3 +730,15 @@ class KeyedTable(DataTable[Cell]):
 
 def _sort_key(cell: Cell) -> Any:
     return cell.sort_key
+
+
+_BLANKS: dict[int, Cell] = {}
+
+
+def _blank(width: int) -> Cell:
+    """A blank cell `width` wide, shared by every thin row (it is never drawn: a thin row is built
+    again before it comes into view)."""
+    cell = _BLANKS.get(width)
+    if cell is None:
+        cell = _BLANKS[width] = Cell(" " * width, sort_key="")
+    return cell
