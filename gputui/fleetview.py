@@ -251,10 +251,14 @@ def host_state(
     was_down: str | None = None,
     settings: Mapping[int, tuple[str, ...]] | None = None,
     siblings: Mapping[int, str] | None = None,
+    kept: dict[int, tuple[tuple[object, ...], list[Problem]]] | None = None,
 ) -> HostState:
     """Everything wrong with `view` and each of its GPUs (from its latest sample, live or not).
     `settings`, `siblings`: `sibling_settings` and `sibling_models` of it, when the caller keeps
-    them (they change only with a preflight reading or a GPU swapped)."""
+    them (they change only with a preflight reading or a GPU swapped). `kept`: each GPU's problems
+    as last worked out, and what from; a GPU whose error, accounting, preflight reading and
+    siblings are the same, on a host with no idle holder, keeps them (a reading that moved is not
+    a problem that changed: at a thousand hosts a second, this was most of the work)."""
     state = HostState(view.name, group_of(view), host_problems(view, group_driver, was_down))
     sample = view.sample
     if sample is None:
@@ -265,7 +269,19 @@ def host_state(
     if siblings is None:
         siblings = sibling_models(sample.gpus)
     for gpu in sample.gpus:
-        state.gpus[gpu.index] = gpu_problems(view, sample, gpu, settings, siblings, state.idle)
+        if kept is None or state.idle:
+            state.gpus[gpu.index] = gpu_problems(view, sample, gpu, settings, siblings, state.idle)
+            continue
+        basis = (gpu.error, gpu.accounting, view.preflight.get(gpu.index), settings, siblings)
+        last = kept.get(gpu.index)
+        if last is not None and len(last[0]) == len(basis) and all(
+            a is b or a == b for a, b in zip(last[0], basis, strict=True)
+        ):
+            state.gpus[gpu.index] = last[1]
+            continue
+        problems = gpu_problems(view, sample, gpu, settings, siblings, state.idle)
+        kept[gpu.index] = (basis, problems)
+        state.gpus[gpu.index] = problems
     return state
 
 
@@ -440,6 +456,8 @@ class FleetProblems:
         self._order: dict[str, int] = {}  # group -> its place
         self._drivers: dict[str, str | None] = {}  # host -> its driver, as last seen
         self._majority: dict[str, str | None] = {}  # group -> the driver most of its hosts run
+        self._healthy: dict[str, set[str]] = {}  # group -> its healthy hosts, as of the last update
+        self._kept: dict[str, dict[int, tuple[tuple[object, ...], list[Problem]]]] = {}  # host_state's
         self._sibling_cache: dict[
             str,
             tuple[
@@ -493,8 +511,14 @@ class FleetProblems:
             group = self.group(view.name)
             groups.add(group)
             self.states[view.name] = host_state(
-                view, idle_after, self._majority.get(group), view.last_down, *self._siblings(view)
+                view,
+                idle_after,
+                self._majority.get(group),
+                view.last_down,
+                *self._siblings(view),
+                kept=self._kept.setdefault(view.name, {}),
             )
+            self._note_health(view.name, group)
         for group in groups:
             folds = self._group_folds(group)
             if folds != self._folds.get(group, False):
@@ -529,6 +553,17 @@ class FleetProblems:
             self._group_of[view.name] = group
             self._groups.setdefault(group, []).append(view.name)
         self._order = {g: i for i, g in enumerate(self._groups)}
+        self._healthy = {}
+        for name in self.states:
+            if name in self._views:
+                self._note_health(name, self.group(name))
+
+    def _note_health(self, host: str, group: str) -> None:
+        healthy = self._healthy.setdefault(group, set())
+        if self.healthy(host):
+            healthy.add(host)
+        else:
+            healthy.discard(host)
 
     def healthy(self, host: str) -> bool:
         """Live, with GPUs, nothing wrong: what may go into its group's line."""
@@ -538,15 +573,14 @@ class FleetProblems:
         return view.sample is not None and bool(view.sample.gpus)
 
     def _group_folds(self, group: str) -> bool:
-        if group in self.unfolded:
-            return False
-        healthy = 0
-        for host in self.members(group):
-            if self.healthy(host):
-                healthy += 1
-                if healthy >= FOLD_AT:
-                    return True
-        return False
+        return group not in self.unfolded and len(self._healthy.get(group, ())) >= FOLD_AT
+
+    def folded_members(self, group: str) -> list[str]:
+        """The hosts folded into `group`'s line, in the fleet's order (none when it does not fold)."""
+        if not self.folds(group):
+            return []
+        healthy = self._healthy.get(group, set())
+        return [h for h in self.members(group) if h in healthy]
 
     def folds(self, group: str) -> bool:
         """Whether `group` folds its healthy hosts (as of the last update)."""

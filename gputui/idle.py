@@ -58,7 +58,7 @@ def sm_evidence(sample: Sample, proc: Proc, index: int, figured: frozenset[int] 
     """What `sample` says of `proc`'s SM utilization on GPU `index`, in percent (0: idle there);
     None when it says nothing. `figured`: `_figured(sample)`, computed once per sample by a caller
     that asks for many processes."""
-    gpu = next((g for g in sample.gpus if g.index == index), None)
+    gpu = sample.gpu(index)
     if gpu is None or gpu.error:
         return None
     share = proc.gpu_util.get(index) if proc.gpu_util is not None else None
@@ -119,10 +119,16 @@ class HostIdle:
         before = self._since
         if self.last is not None and not 0 <= t - self.last <= gap:
             before = {}  # samples stopped (or the clock went back): nothing is known in between
-        figured = _figured(sample)
-        self._since = {
-            p.key: before.get(p.key, t) for p in sample.processes if idle_now(sample, p, figured) is True
-        }
+        since: dict[ProcKey, float] = {}
+        figured: frozenset[int] | None = None
+        for proc in sample.processes:
+            if not holds_memory(proc):
+                continue  # most processes (monitors, hidden holders, ghosts): nothing to work out
+            if figured is None:
+                figured = _figured(sample)
+            if idle_now(sample, proc, figured) is True:
+                since[proc.key] = before.get(proc.key, t)
+        self._since = since
         self.last = t
 
     def since(self, key: ProcKey) -> float | None:

@@ -264,6 +264,13 @@ class Sample:
             jobs_omitted=max(0, len(as_list(d.get("jobs"))) - MAX_JOBS) + as_total(d.get("jobs_omitted")),
         )
 
+    def gpu(self, index: int) -> Gpu | None:
+        """GPU `index` of this sample, or None."""
+        for gpu in self.gpus:
+            if gpu.index == index:
+                return gpu
+        return None
+
     def job(self, job_id: str) -> Job | None:
         """The job with that id in this sample, or None."""
         return next((j for j in self.jobs if j.id == job_id), None)

@@ -154,3 +154,26 @@ def test_gpus_and_memory_per_user_across_the_fleet() -> None:
         if p.kind in ("user", "hidden") and p.gpus and p.user == "root" and p.state != "Z"
     )
     assert users == sorted(users, key=lambda u: -u.memory)
+
+
+def test_a_gpus_problems_are_kept_while_what_they_come_from_is_the_same() -> None:
+    """host_state's `kept`: a reading that moved (utilization, temperature) keeps the GPU's problems
+    (the same list); memory that turns ghost, or an error, is worked out again at once."""
+    view = replayed("preflight")
+    kept: dict[int, Any] = {}
+    first = host_state(view, idle_after=600, kept=kept)
+    assert first.gpus == host_state(view, idle_after=600).gpus  # the same answer as without
+    sample = view.sample
+    assert sample is not None
+    gpu0 = sample.gpus[0]
+    assert gpu0.accounting is not None and first.gpus[0] == []
+    warmer = replace(gpu0, util_gpu=(gpu0.util_gpu or 0) + 7, temperature=(gpu0.temperature or 0) + 3)
+    view.sample = replace(sample, gpus=(warmer, *sample.gpus[1:]))
+    again = host_state(view, idle_after=600, kept=kept)
+    assert again.gpus[0] is first.gpus[0] and again.gpus[1] is first.gpus[1]
+    haunted = replace(warmer, accounting=replace(gpu0.accounting, ghost=20 * GiB))
+    view.sample = replace(sample, gpus=(haunted, *sample.gpus[1:]))
+    assert [p.words for p in host_state(view, idle_after=600, kept=kept).gpus[0]] == ["ghost 20.0 GiB"]
+    broken = replace(haunted, error="GPU is lost")
+    view.sample = replace(sample, gpus=(broken, *sample.gpus[1:]))
+    assert [p.state for p in host_state(view, idle_after=600, kept=kept).gpus[0]] == ["error", "ghost"]

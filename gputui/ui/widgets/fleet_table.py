@@ -239,8 +239,10 @@ class FleetTable(KeyedTable):
         for group in sorted(groups):
             key = group_row_key(group)
             replace.add(key)
-            folded = [h for h in problems.members(group) if h in self._shares]
-            if folding and folded and problems.folds(group):
+            if not folding or not problems.folds(group):
+                continue
+            folded = [h for h in problems.folded_members(group) if h in self._shares]
+            if folded:
                 rows[key] = self.group_row(group, folded, len(everyone), problems.group_index(group))
         self.sync(rows, replace=replace, later=later)
 

@@ -172,7 +172,7 @@ class HostList(KeyedTable):
             for group in groups:
                 key = GROUP + group
                 replace.add(key)
-                folded = [h for h in problems.members(group) if problems.folded(h)]
+                folded = problems.folded_members(group)
                 if folded:
                     rows[key] = self.group_row(group, folded, busy, problems.group_index(group))
         if fleet is not None:

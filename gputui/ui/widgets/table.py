@@ -99,6 +99,8 @@ class Column:
 SORT_KEYS = "1234567890"  # the tenth sortable column is 0
 
 
+WINDOW_MARGIN = 4  # rows built beyond those in view, above and below
+
 class KeyedTable(DataTable[Cell]):
     """Subclasses define COLUMNS and call `sync()`; digits 1-9 (or a header click) sort."""
 
@@ -445,10 +447,12 @@ class KeyedTable(DataTable[Cell]):
         return self._sort is None or self._sort[0] in self.STEADY_SORTS
 
     def window(self) -> range:
-        """The indexes of the rows in view, and a screen's height of rows above and below."""
+        """The indexes of the rows in view, and WINDOW_MARGIN rows above and below (the rows a key
+        brings into view; a scroll builds the rest as it comes: build_window). A margin of a
+        screen's height built three times the rows a sample touches, for rows no one sees."""
         height = max(self.size.height, 1)
-        top = int(self.scroll_y) - height
-        return range(max(0, top), min(self.row_count, top + 3 * height))
+        top = int(self.scroll_y) - WINDOW_MARGIN
+        return range(max(0, top), min(self.row_count, top + height + 2 * WINDOW_MARGIN))
 
     def build_later(self, key: str) -> Row | None:
         """Row `key` as it is now, for a subclass that hands `sync` keys (`later`); None: it is gone."""
@@ -733,6 +737,7 @@ def _sort_key(cell: Cell) -> Any:
 
 
 _BLANKS: dict[int, Cell] = {}
+
 
 
 def _blank(width: int) -> Cell:
