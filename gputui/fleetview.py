@@ -274,8 +274,10 @@ def host_state(
             continue
         basis = (gpu.error, gpu.accounting, view.preflight.get(gpu.index), settings, siblings)
         last = kept.get(gpu.index)
-        if last is not None and len(last[0]) == len(basis) and all(
-            a is b or a == b for a, b in zip(last[0], basis, strict=True)
+        if (
+            last is not None
+            and len(last[0]) == len(basis)
+            and all(a is b or a == b for a, b in zip(last[0], basis, strict=True))
         ):
             state.gpus[gpu.index] = last[1]
             continue

@@ -101,6 +101,7 @@ SORT_KEYS = "1234567890"  # the tenth sortable column is 0
 
 WINDOW_MARGIN = 4  # rows built beyond those in view, above and below
 
+
 class KeyedTable(DataTable[Cell]):
     """Subclasses define COLUMNS and call `sync()`; digits 1-9 (or a header click) sort."""
 
@@ -737,7 +738,6 @@ def _sort_key(cell: Cell) -> Any:
 
 
 _BLANKS: dict[int, Cell] = {}
-
 
 
 def _blank(width: int) -> Cell:
