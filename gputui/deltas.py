@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from .model import Gpu, HostMetrics, Parent, Proc, ProcUtilState, Sample
+from .model.decode import MAX_BYTES, MAX_GPUS  # more GPU records: parsed the slow way (and cut)
 from .model.samples import MAX_PARENTS
 from .probe.delta import DeltaError, gpu_key, process_key, read
 from .probe.wire import MAX_PROCESSES
@@ -44,9 +45,6 @@ from .probe.wire import MAX_PROCESSES
 __all__ = ["ALONE", "DELTAS_EVERY", "DeltaError", "Held", "RawSample", "SampleIntake"]
 
 DELTAS_EVERY = 60  # what the app asks of a probe that can: a whole sample in every 60 (a minute at 1 Hz)
-MAX_GPUS = 4096  # as gputui.model: more GPU records than this are parsed the slow way (and cut)
-
-MAX_BYTES = 1 << 60  # as gputui.model: a count above this is nonsense
 
 
 def _number(value: Any, low: float) -> float | None:

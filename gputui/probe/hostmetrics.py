@@ -164,6 +164,10 @@ class HostMetrics(object):
                 busy = max(0, ticks[0] - before[0])
                 self._ticks = ticks
                 self._percent = round(min(100.0, 100.0 * busy / (ticks[1] - before[1])), 1)
+            elif self._percent is None and ticks[1] > 0:
+                # No tick since the first reading (the first sample comes within 10 ms of the
+                # probe's start on a quick host): the average since boot, until the next tick.
+                self._percent = round(min(100.0, 100.0 * max(0, ticks[0]) / ticks[1]), 1)
             # else no tick since the last reading (a sample asked for at once): the same figure
             cpu_percent = self._percent
         mem = parse_meminfo(self._meminfo.read() or b"")

@@ -208,3 +208,13 @@ def test_the_probe_keeps_four_descriptors_open_for_them_and_no_more(tmp_path: Pa
     assert len(os.listdir("/proc/self/fd")) == before + 4
     metrics.close()
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_first_sample_within_the_first_tick_has_the_average_since_boot(tmp_path: Path) -> None:
+    """The probe's first sample can come before /proc/stat's counters move (10 ms): its CPU figure
+    is the average since boot, not missing; the next reading after a tick is the interval's."""
+    proc = fake_proc(tmp_path / "proc", user=100, system=100, idle=800)
+    metrics = HostMetrics(str(proc))
+    assert metrics.read()["cpu_percent"] == 20.0  # no tick since: 200 busy of 1,000 since boot
+    fake_proc(proc, user=300, system=200, idle=900)
+    assert metrics.read()["cpu_percent"] == 75.0  # 300 of the next 400 ticks
