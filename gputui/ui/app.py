@@ -10,7 +10,7 @@ How live data reaches the screen:
 - The first change after a quiet spell is drawn at once; changes that come while the last redraw
   is less than `REDRAW_GAP` old wait for one timer, so there are at most 10 redraws a second however
   many hosts report, and a sample waits at most `REDRAW_GAP` for its redraw. Above 256 hosts the
-  gap grows with the fleet (`redraw_gap`: 0.25 s at 1,024 hosts, 0.5 s from 2,048): every redraw
+  gap grows with the fleet (`redraw_gap`: 0.25 s at 512 hosts, 0.5 s from 1,024): every redraw
   walks the changed hosts and repaints the rows in view, and at a thousand hosts ten of them a
   second were a fifth of the app's work for numbers that change once a second anyway. A redraw draws the
   changed hosts into the visible widgets, in place, inside one `batch_update` (and the tables repaint
@@ -84,7 +84,7 @@ def redraw_gap(hosts: int) -> float:
     """The least time between two redraws for a fleet of `hosts`."""
     if hosts <= REDRAW_GAP_HOSTS:
         return REDRAW_GAP
-    return max(REDRAW_GAP, min(REDRAW_GAP_MAX, REDRAW_GAP * hosts / (REDRAW_GAP_HOSTS * 1.6)))
+    return max(REDRAW_GAP, min(REDRAW_GAP_MAX, REDRAW_GAP * hosts / (REDRAW_GAP_HOSTS * 0.8)))
 
 
 AGES_INTERVAL = 1.0  # seconds: sample ages move even when nothing arrives

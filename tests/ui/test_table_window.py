@@ -169,3 +169,42 @@ async def test_the_fleet_view_of_many_hosts_builds_only_the_rows_in_its_window()
         assert {k: c.plain for k, c in table.rows_data()[last].items()} == {
             k: c.plain for k, c in fresh.items()
         }
+
+
+async def test_a_cursor_that_scrolls_the_table_renders_again_only_the_rows_it_leaves_and_reaches():
+    """DataTable keys a row's rendered line by the cursor's place: on each move that scrolled the
+    table (a key held at the bottom of the view), every row in view was rendered again. KeyedTable
+    draws a row the cursor is not on the same wherever the cursor is."""
+    app = TableApp()
+    async with app.run_test(size=(40, 12)) as pilot:
+        table = app.query_one(Table)
+        table.sync({}, later=table.source.later())
+        table.focus()
+        await painted(pilot)
+        height = table.size.height
+        for _ in range(height + 2):  # to the bottom of the view and past it: the table scrolls
+            await pilot.press("j")
+        await painted(pilot)
+        assert table.scroll_y > 0
+        rendered: list[Any] = []
+        original = KeyedTable.__mro__[1]._render_line_in_row  # DataTable's, below the override
+
+        def counting(self: Any, row_key: Any, *args: Any) -> Any:
+            before = len(self._row_render_cache)
+            out = original(self, row_key, *args)
+            if len(self._row_render_cache) > before:
+                rendered.append(row_key.value)
+            return out
+
+        KeyedTable.__mro__[1]._render_line_in_row = counting  # type: ignore[method-assign]
+        try:
+            start = table.cursor_row
+            for _ in range(3):
+                await pilot.press("j")
+                await painted(pilot)
+        finally:
+            KeyedTable.__mro__[1]._render_line_in_row = original  # type: ignore[method-assign]
+        assert table.cursor_row == start + 3 and table.scroll_y > 0
+        # Each move: the row it left, the row it reached (new in view as the table scrolled).
+        rows = sorted({key for key in rendered if key is not None})  # (None: the header's line)
+        assert rows == [f"r{i:03d}" for i in range(start, start + 4)]
