@@ -251,14 +251,15 @@ def host_state(
     was_down: str | None = None,
     settings: Mapping[int, tuple[str, ...]] | None = None,
     siblings: Mapping[int, str] | None = None,
-    kept: dict[int, tuple[tuple[object, ...], list[Problem]]] | None = None,
+    kept: dict[int, tuple[tuple[object, ...], tuple[Proc, ...], list[Problem]]] | None = None,
 ) -> HostState:
     """Everything wrong with `view` and each of its GPUs (from its latest sample, live or not).
     `settings`, `siblings`: `sibling_settings` and `sibling_models` of it, when the caller keeps
     them (they change only with a preflight reading or a GPU swapped). `kept`: each GPU's problems
-    as last worked out, and what from; a GPU whose error, accounting, preflight reading and
-    siblings are the same, on a host with no idle holder, keeps them (a reading that moved is not
-    a problem that changed: at a thousand hosts a second, this was most of the work)."""
+    as last worked out, and what from; a GPU whose error, accounting, preflight reading, siblings
+    and idle holders (their processes, the words of their time) are the same keeps them (a reading
+    that moved is not a problem that changed: at a thousand hosts a second, this was most of the
+    work)."""
     state = HostState(view.name, group_of(view), host_problems(view, group_driver, was_down))
     sample = view.sample
     if sample is None:
@@ -268,21 +269,25 @@ def host_state(
         settings = sibling_settings(view.preflight)
     if siblings is None:
         siblings = sibling_models(sample.gpus)
+    # An idle holder's problem says for how long (minutes, then hours): the same words on the same
+    # processes (the intake keeps the tuple while none changed) make the same problem.
+    idle_words = tuple((key, span(seconds)) for key, seconds in state.idle.items())
+    processes = sample.processes if state.idle else ()
     for gpu in sample.gpus:
-        if kept is None or state.idle:
+        if kept is None:
             state.gpus[gpu.index] = gpu_problems(view, sample, gpu, settings, siblings, state.idle)
             continue
-        basis = (gpu.error, gpu.accounting, view.preflight.get(gpu.index), settings, siblings)
+        values = (gpu.error, gpu.accounting, view.preflight.get(gpu.index), settings, siblings, idle_words)
         last = kept.get(gpu.index)
         if (
             last is not None
-            and len(last[0]) == len(basis)
-            and all(a is b or a == b for a, b in zip(last[0], basis, strict=True))
+            and last[1] is processes
+            and all(a is b or a == b for a, b in zip(last[0], values, strict=True))
         ):
-            state.gpus[gpu.index] = last[1]
+            state.gpus[gpu.index] = last[2]
             continue
         problems = gpu_problems(view, sample, gpu, settings, siblings, state.idle)
-        kept[gpu.index] = (basis, problems)
+        kept[gpu.index] = (values, processes, problems)
         state.gpus[gpu.index] = problems
     return state
 
@@ -459,7 +464,7 @@ class FleetProblems:
         self._drivers: dict[str, str | None] = {}  # host -> its driver, as last seen
         self._majority: dict[str, str | None] = {}  # group -> the driver most of its hosts run
         self._healthy: dict[str, set[str]] = {}  # group -> its healthy hosts, as of the last update
-        self._kept: dict[str, dict[int, tuple[tuple[object, ...], list[Problem]]]] = {}  # host_state's
+        self._kept: dict[str, dict[int, tuple[tuple[object, ...], tuple[Proc, ...], list[Problem]]]] = {}
         self._sibling_cache: dict[
             str,
             tuple[

@@ -177,3 +177,15 @@ def test_a_gpus_problems_are_kept_while_what_they_come_from_is_the_same() -> Non
     broken = replace(haunted, error="GPU is lost")
     view.sample = replace(sample, gpus=(broken, *sample.gpus[1:]))
     assert [p.state for p in host_state(view, idle_after=600, kept=kept).gpus[0]] == ["error", "ghost"]
+
+
+def test_an_idle_holders_problem_is_worked_out_again_when_its_time_says_more() -> None:
+    view = replayed("demo-a")
+    kept: dict[int, Any] = {}
+    first = host_state(view, idle_after=0, kept=kept)
+    [idle] = [p for p in first.gpus[2] if p.state == "idle-held"]
+    assert host_state(view, idle_after=0, kept=kept).gpus[2] is first.gpus[2]  # nothing moved
+    assert view.idle.last is not None
+    view.idle.last += 3600  # an hour later, the same sample: the words move on
+    [later] = [p for p in host_state(view, idle_after=0, kept=kept).gpus[2] if p.state == "idle-held"]
+    assert later.words != idle.words and "h" in later.words
