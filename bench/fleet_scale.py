@@ -665,7 +665,8 @@ async def measure_decode(
             if time.monotonic() - t0 > 120:
                 down = [(v.name, v.status, v.detail) for v in fleet.hosts if v.status != LIVE]
                 raise RuntimeError(f"{len(down)} hosts not live: {down[:5]}")
-            await pilot.pause(0.2)
+            await asyncio.sleep(0.2)  # not pilot.pause: it waits for the screen to be idle, which a
+            # thousand hosts connecting never let it be
         result["connect_s"] = time.monotonic() - t0
         # Every GPU's history full, as after five minutes (HISTORY samples): RSS is measured with it.
         from gputui.fleet import HISTORY
