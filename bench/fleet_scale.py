@@ -562,13 +562,8 @@ def make_recordings(directory: Path, templates: int, count: int, wire_format: st
         path = directory / f"template-{j:03d}.jsonl"
         with open(path, "wb") as out:
             if wire_format == "delta":
-                try:
-                    from gputui.deltas import DELTAS_EVERY  # type: ignore[import-not-found]
-                    from gputui.probe.delta import SampleEncoder  # type: ignore[import-not-found]
-                except ImportError:
-                    raise SystemExit(
-                        "--wire delta: this gputui has no delta samples (gputui.deltas)"
-                    ) from None
+                from gputui.deltas import DELTAS_EVERY
+                from gputui.probe.delta import SampleEncoder
 
                 hello["capabilities"] = sorted({*hello.get("capabilities", []), "delta"})
                 out.write(fit_line(hello))
@@ -657,7 +652,7 @@ async def measure_decode(
     if tuned_gc:
         tune_gc()  # as `gputui` does before it runs the app (cli.run_ui)
     result: dict[str, Any] = {"hosts": hosts, "through": "decode", "recordings": len(played)}
-    async with app.run_test(headless=True, size=(200, 50)) as pilot:
+    async with app.run_test(headless=True, size=(200, 50)):
         main = app._main
         assert main is not None
         t0 = time.monotonic()
@@ -944,9 +939,9 @@ def main() -> int:
     ap.add_argument(
         "--wire",
         choices=("whole", "delta"),
-        default="whole",
-        help="decode: what the recordings hold: every sample whole (what the probe sends today), or "
-        "deltas (the delta protocol of the `scale` branch, not on main yet: gputui.deltas)",
+        default="delta",
+        help="decode: what the recordings hold: every sample whole (what a probe sends until asked "
+        "for deltas, and an older probe always), or deltas (what the app asks for: gputui.deltas)",
     )
     ap.add_argument("--templates", type=int, default=64, help="decode: recordings the hosts share")
     ap.add_argument("--key-every", type=float, default=0.2, help="decode: seconds between key presses")

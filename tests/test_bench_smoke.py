@@ -49,6 +49,16 @@ def test_fleet_scale_through_the_decode_path_runs_with_eight_hosts(tmp_path):
     assert "8 hosts got a sample" in run.stdout
 
 
+def test_delta_wire_measures_a_real_probes_samples_whole_and_as_deltas():
+    """A real probe (the sim reader: no GPU here; the NVML reader on a GPU host) asked for deltas
+    as the app asks; every delta the app merges equals the probe's own merge parsed whole."""
+    run = bench("delta_wire.py", "--reader", "sim", "--samples", "12", "--interval", "0.1")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "| whole | 12 | 0 |" in run.stdout
+    assert "| delta | 12 | " in run.stdout and "| delta | 12 | 0 |" not in run.stdout
+    assert "equals the probe's merge parsed whole: yes" in run.stdout
+
+
 def test_memory_soak_runs_500_samples(tmp_path):
     run = bench("memory_soak.py", "--samples", "500", "--every", "100", "--name", "smoke",
                 "--out-dir", str(tmp_path))  # fmt: skip

@@ -1,7 +1,7 @@
 """A KeyedTable of thousands of rows builds only what can be seen (issue 21).
 
 Rows handed to `sync` as builders (`later`) are built at once when new or in the window (the rows in
-view and a screen's height above and below), else when they come into it; under a sort whose keys
+view and WINDOW_MARGIN rows about), else when they come into it; under a sort whose keys
 move with the data, all at once. These tests drive a real app and count which builders ran.
 """
 

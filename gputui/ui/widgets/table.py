@@ -14,16 +14,19 @@ Adding, removing and sorting rows still go through DataTable (they change every 
 
 A table of thousands of rows builds only what can be seen (issue 21). `sync` may be handed the
 keys of rows that changed (`later`), which the subclass builds when asked (`build_later`): a row
-whose key is new, or that is in the window (the rows in view, and a screen's height above and
-below), is built at once; the others keep their cells and are built when they come into the window
-(the table scrolls to them, the cursor moves there, rows come or go above them). A waiting row
-costs its key in a set: nothing is allocated for it on every sample. A `LAZY` table (one whose
-subclass builds rows by key) also holds the rows out of the window thin: the cells that place them
-(those of STEADY_SORTS) and, for the others, a shared blank as wide as the cell was (so the columns
-keep their widths); they wait in the same set and are built again when they come into the window.
-16,384 rows of rich cells were a quarter of the app's objects at 4,096 hosts. This holds while the table is sorted by a column in `STEADY_SORTS` (one whose sort
-keys never change with a row's data, such as the host's place in the fleet): sorted by readings,
-every row is built, since its place depends on them.
+whose key is new, or that is in the window (the rows in view and WINDOW_MARGIN rows about), is
+built at once; the others keep their cells and are built when they come into the window (the table
+scrolls to them, the cursor moves there, rows come or go above them). A waiting row costs its key
+in a set: nothing is allocated for it on every sample. A `LAZY` table (one whose subclass builds
+rows by key) also holds the rows out of the window thin: the cells that place them (those of
+STEADY_SORTS) and, for the others, a shared blank as wide as the cell was (so the columns keep
+their widths); they wait in the same set and are built again when they come into the window.
+16,384 rows of rich cells were a quarter of the app's objects at 4,096 hosts. This holds while the
+table is sorted by a column in `STEADY_SORTS` (one whose sort keys do not change with a row's data,
+such as the host's place in the fleet, or change only where the subclass builds the row at once:
+the fleet table's problems-first State); sorted by readings, every row is built, since its place
+depends on them. A row the cursor is not on renders the same wherever the cursor is
+(`_render_line_in_row`): a key held down re-renders two rows, not every row in view.
 
 Columns have a priority: when the table is narrower than all of them need, the least important ones
 are left out, and put back when there is room. The columns come in their priority order up to the
