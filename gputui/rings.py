@@ -147,18 +147,12 @@ class TimeRing(Ring):
         for value in values:
             self.append(value)
 
-    def __iter__(self) -> Iterator[float]:
+    def _numbers(self) -> Iterator[float]:
         base = self.base
-        return (base + v for v in self._numbers())
+        return (base + v for v in super()._numbers())
 
-    @overload
-    def __getitem__(self, index: int) -> float: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[float]: ...
-    def __getitem__(self, index: int | slice) -> float | list[float]:
-        if isinstance(index, slice):
-            return list(self)[index]
-        return self.base + self._at(index)
+    def _at(self, index: int) -> float:
+        return self.base + super()._at(index)
 
     def __repr__(self) -> str:
         return f"TimeRing({list(self)!r}, size={self.size})"

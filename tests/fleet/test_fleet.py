@@ -3,24 +3,15 @@
 import asyncio
 import os
 import signal
-import time
 
 from gputui.config import HostSpec
 from gputui.fleet import DOWN, LIVE, STALE, Fleet
 from gputui.transport.local import LocalLink
+from tests.support.waiting import eventually
 
 
 def sim_host(name, interval=0.2, scenario="empty"):
     return HostSpec(name=name, reader="sim", sim_scenario=scenario)
-
-
-async def wait_for(predicate, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        await asyncio.sleep(0.02)
-    return predicate()
 
 
 async def test_hosts_stream_then_go_stale_then_down_then_live_again(monkeypatch):
@@ -44,19 +35,19 @@ async def test_hosts_stream_then_go_stale_then_down_then_live_again(monkeypatch)
     b = fleet.add("b", make(sim_host("b"), 0.2), interval=0.2)
     fleet.start()
     try:
-        assert await wait_for(lambda: a.status == LIVE and b.status == LIVE)
+        assert await eventually(lambda: a.status == LIVE and b.status == LIVE, 15)
         # Host a's probe goes quiet (a long interval): a turns stale while b keeps streaming.
         await fleet.sessions["a"].send({"type": "configure", "v": 1, "interval": 60})
-        assert await wait_for(lambda: a.status == STALE, timeout=5)
+        assert await eventually(lambda: a.status == STALE, 5)
         seq = b.sample.seq
-        assert await wait_for(lambda: b.sample.seq > seq + 3)
+        assert await eventually(lambda: b.sample.seq > seq + 3, 15)
         # Then its probe dies: down, with a reason, then reconnected by itself.
         first = links[0]
         connects = a.connects
         os.kill(first.pid, signal.SIGKILL)
-        assert await wait_for(lambda: a.status == DOWN, timeout=5)
+        assert await eventually(lambda: a.status == DOWN, 5)
         assert a.reason in ("probe-crashed", "closed", "silent")
-        assert await wait_for(lambda: a.status == LIVE and a.connects > connects)
+        assert await eventually(lambda: a.status == LIVE and a.connects > connects, 15)
         assert ("a", STALE) in history and ("a", DOWN) in history
     finally:
         await fleet.stop()
@@ -78,7 +69,7 @@ async def test_unreachable_host_is_down_with_a_reason_and_does_not_block_others(
     good = fleet.add("good", lambda: LocalLink(sim_host("good")), interval=0.2)
     fleet.start()
     try:
-        assert await wait_for(lambda: bad.status == DOWN and good.status == LIVE)
+        assert await eventually(lambda: bad.status == DOWN and good.status == LIVE, 15)
         assert bad.reason == "no-python" and "nonexistent" in bad.detail
     finally:
         await fleet.stop()
@@ -95,7 +86,7 @@ async def test_plan_cut_by_a_lost_link_ends_with_outcome_unknown():
     view = fleet.add("h", factory)
     fleet.start()
     try:
-        assert await wait_for(lambda: view.sample is not None)
+        assert await eventually(lambda: view.sample is not None, 15)
         target = next(p for p in view.sample.processes if p.kind == "user")
         plan = {
             "targets": [
@@ -131,7 +122,7 @@ async def test_request_detail_reads_one_process_on_a_real_probe():
     view = fleet.add("w", lambda: LocalLink(sim_host("w", scenario="workers"), interval=0.2), interval=0.2)
     fleet.start()
     try:
-        assert await wait_for(lambda: view.sample is not None and len(view.sample.processes) >= 6, 60)
+        assert await eventually(lambda: view.sample is not None and len(view.sample.processes) >= 6, 60)
         sample = view.sample
         launcher = next(p for p in sample.processes if p.kind == "user" and p.command[-1:] == ("3",))
         # The sim's session process is every job's parent: not listed, it comes as a parent.

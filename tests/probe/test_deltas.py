@@ -7,7 +7,6 @@ through the bootstrap); the hostile side through tests/hostile_probe.py's `delta
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import dataclasses
 import json
@@ -33,6 +32,7 @@ from tests.support.hostile import hostile_fleet
 from tests.support.hostile_probe import BAD_SEQ, DELTA_SEQ, HIDDEN_PID, USER_PID, WHOLE_SEQ, bad_deltas
 from tests.support.paths import FIXTURES
 from tests.support.simprobe import wait_gone
+from tests.support.waiting import eventually
 
 DEMO = load_recording(FIXTURES / "demo-a.jsonl")
 HELLO = next(r for r in DEMO if r["type"] == "hello")
@@ -324,15 +324,6 @@ def test_the_probe_sends_deltas_once_asked_and_a_whole_sample_when_asked(sim_pro
 # -- the fleet ------------------------------------------------------------------------------------
 
 
-async def wait_for(predicate, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        await asyncio.sleep(0.02)
-    return predicate()
-
-
 async def test_a_real_probe_over_the_wire_is_asked_for_deltas_and_sends_them():
     fleet = Fleet()
     spec = HostSpec(name="sim", reader="sim", sim_scenario="demo")
@@ -340,7 +331,7 @@ async def test_a_real_probe_over_the_wire_is_asked_for_deltas_and_sends_them():
     fleet.start()
     try:
         session = fleet.sessions["sim"]
-        assert await wait_for(lambda: view.status == LIVE and session.intake.deltas >= 5)
+        assert await eventually(lambda: view.status == LIVE and session.intake.deltas >= 5, 20)
         held = view.sample
         assert held is not None and held.processes and held.gpus
         assert held == Sample.from_wire(view.raw_sample)
@@ -355,7 +346,7 @@ async def test_an_older_probe_is_not_asked_for_deltas_and_its_whole_samples_work
     view: HostView = fleet.add("old", lambda: link, interval=0.2)
     fleet.start()
     try:
-        assert await wait_for(lambda: view.sample is not None and view.sample.seq > 5)
+        assert await eventually(lambda: view.sample is not None and view.sample.seq > 5, 20)
         assert not any(m.get("type") == "configure" and "deltas" in m for m in link.sent)
         assert fleet.sessions["old"].intake.deltas == 0
         assert every_field(view.sample) == every_field(Sample.from_wire(view.raw_sample))
@@ -381,7 +372,7 @@ async def test_garbled_deltas_are_refused_and_a_whole_sample_resyncs_the_host():
     fleet.listen(on)
     fleet.start()
     try:
-        assert await wait_for(lambda: any(seq >= DELTA_SEQ for seq, *_ in seen), timeout=30)
+        assert await eventually(lambda: any(seq >= DELTA_SEQ for seq, *_ in seen), 30)
         assert all(seq < BAD_SEQ for seq, *_ in seen), seen
         assert all(user for _, user, _, _ in seen), seen  # no refused delta dropped the GPU user
         assert any(seq == WHOLE_SEQ for seq, *_ in seen)  # the app asked for a whole sample
