@@ -394,6 +394,7 @@ async def measure(
                 profiler = Profiler(interval=0.001, async_mode="disabled")
                 profiler.start()
             recording = True
+            print(f"window begins ({os.getpid()})", file=sys.stderr, flush=True)  # for a profiler to attach
             cpu0, wall0, wait0 = time.process_time(), time.monotonic(), runqueue_wait()
             await asyncio.sleep(seconds)
             cpu1, wall1, wait1 = time.process_time(), time.monotonic(), runqueue_wait()
