@@ -68,13 +68,19 @@ async def painted(pilot: Pilot[Any]) -> None:
     await pilot.pause()
 
 
+async def synced(app: App[Any], pilot: Pilot[Any]) -> Table:
+    """The app's table with every row of its source handed to `sync` as a key, and painted."""
+    table = app.query_one(Table)
+    table.sync({}, later=table.source.later())
+    await painted(pilot)
+    return table
+
+
 async def test_rows_out_of_the_window_wait_and_show_their_latest_values_when_scrolled_to():
     app = TableApp()
     async with app.run_test(size=(40, 12)) as pilot:
-        table = app.query_one(Table)
+        table = await synced(app, pilot)
         source = table.source
-        table.sync({}, later=source.later())
-        await painted(pilot)
         assert set(source.built) == set(
             source.values
         )  # new rows are built at once (their place, their widths)
@@ -123,10 +129,8 @@ async def test_a_sort_that_moves_with_the_data_builds_every_row_first():
 async def test_a_row_whose_builder_finds_it_gone_is_removed():
     app = TableApp()
     async with app.run_test(size=(40, 12)) as pilot:
-        table = app.query_one(Table)
+        table = await synced(app, pilot)
         source = table.source
-        table.sync({}, later=source.later())
-        await painted(pilot)
         del source.values["r001"]  # in view: its builder says it is gone
         table.sync({}, replace=["r001"], later=["r001"])
         await painted(pilot)
