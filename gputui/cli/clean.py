@@ -21,11 +21,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from ..fleet import Fleet
+from ..idle import threshold
 from ..kill.auditlog import UnsafeLog
 from ..kill.operate import Operations, Request, UnfinishedReport, status_of
 from ..kill.plan.entries import Target
@@ -84,6 +85,10 @@ unknown; 2 bad usage (also: no terminal to confirm on and no --yes, an audit log
 nothing done; 130 interrupted (Ctrl+C): what was sent is said on stderr, the outcome is unknown.
 With --json, "ok" is true exactly when the exit code is 0 (a dry run: every plan could be made).
 
+IDLE: --idle stops the idle holders: processes that hold GPU memory at 0% SM for --idle-minutes (the
+config's [idle] minutes, else 10). A clean has no history: it watches the hosts that long first,
+sampling once a second, and stops what stayed idle all that time (with --user, only that user's).
+
 RESET: --reset-gpu N says whether GPU N needs a reset at all (only orphaned memory does), each
 blocker on its own line with what to do about it, and the ladder's steps; exit 4 while anything
 blocks it (the dry run too), else 0.
@@ -120,6 +125,12 @@ def add_clean_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--user", action="append", metavar="NAME", help="stop this user's jobs and GPU processes (repeatable)"
+    )
+    parser.add_argument(
+        "--idle",
+        action="store_true",
+        help="stop the idle holders (GPU memory at 0%% SM for --idle-minutes): the hosts are watched "
+        "that long first",
     )
     parser.add_argument("--all", action="store_true", help="every GPU of the named hosts")
     parser.add_argument("--sweep", action="store_true", help="also stop unattributed hidden holders")
@@ -213,6 +224,7 @@ def hosts_problem(
 
 
 JOB_OPTIONS = ("job", "slurm_job", "container", "user")
+DEFAULT_IDLE_AFTER = threshold(None)  # seconds at 0 % SM that make an idle holder (gputui/idle.py)
 
 
 def _named_jobs(args: argparse.Namespace) -> bool:
@@ -222,16 +234,24 @@ def _named_jobs(args: argparse.Namespace) -> bool:
 def _usage_problem(args: argparse.Namespace) -> str | None:
     jobs = _named_jobs(args)
     if args.reset_gpu is not None:
-        if args.all or args.gpu or args.pid or args.sweep or jobs:
+        if args.all or args.gpu or args.pid or args.sweep or jobs or getattr(args, "idle", False):
             return (
                 "--reset-gpu is a plan of its own: it does not combine with --all, --gpu, --pid, the job "
-                "options or --sweep"
+                "options, --idle or --sweep"
+            )
+        return None
+    if getattr(args, "idle", False):
+        others = args.all or args.gpu or args.pid or args.job or args.slurm_job or args.container
+        if others or args.reset_gpu is not None:
+            return (
+                "--idle stops the idle holders (of --user NAME, if named): it does not combine with --all, "
+                "--gpu, --pid, --job, --slurm-job, --container or --reset-gpu"
             )
         return None
     if not (args.all or args.gpu or args.pid or jobs):
         return (
-            "say what to clean: --all, --gpu SPEC, --pid PID, --job ID, --slurm-job ID, --container NAME "
-            "or --user NAME (see gputui clean --help)"
+            "say what to clean: --all, --gpu SPEC, --pid PID, --job ID, --slurm-job ID, --container NAME, "
+            "--user NAME or --idle (see gputui clean --help)"
         )
     if args.all and (args.gpu or args.pid or jobs):
         return "--all cleans every GPU: it does not combine with --gpu, --pid or the job options"
@@ -312,10 +332,12 @@ async def run_clean(
     stderr: TextIO | None = None,
     operator: str | None = None,
     kill: KillOptions | None = None,
+    idle_after: float = DEFAULT_IDLE_AFTER,
 ) -> int:
     """Run `gputui clean` on the hosts of `fleet` (built by the caller, not started); return the exit code.
 
-    Starts the fleet and stops it before returning. `kill`: the config's [kill] options."""
+    Starts the fleet and stops it before returning. `kill`: the config's [kill] options;
+    `idle_after`: seconds at 0 % SM that make an idle holder (--idle)."""
     con = Console(stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin, bool(args.json))
     problem = _usage_problem(args)
     if problem is not None:
@@ -337,7 +359,7 @@ async def run_clean(
     try:
         if args.reset_gpu is not None:
             return await run_reset(args, ops, con)
-        return await _clean(args, ops, con)
+        return await _clean(args, ops, con, idle_after)
     except UsageError as exc:
         con.warn(str(exc))
         return EXIT_USAGE
@@ -358,9 +380,13 @@ def _report_unfinished(report: UnfinishedReport, ops: Operations, con: Console) 
             con.warn(problem)
 
 
-async def _clean(args: argparse.Namespace, ops: Operations, con: Console) -> int:
+async def _clean(
+    args: argparse.Namespace, ops: Operations, con: Console, idle_after: float = DEFAULT_IDLE_AFTER
+) -> int:
     fleet = ops.fleet
     await fleet.wait_first_samples(args.timeout)
+    if args.idle:
+        await _watch_for_idle(fleet, con, idle_after)
     outcomes = {name: HostOutcome(name) for name in fleet.sessions}
     usable = []
     for name, outcome in outcomes.items():
@@ -372,13 +398,17 @@ async def _clean(args: argparse.Namespace, ops: Operations, con: Console) -> int
             if trouble.status == "no-gpu":
                 outcome.message = f"{trouble.message} (try `gputui clean --demo demo-a --all`)"
     samples, late = await ops.scans(usable)
-    requests = _requests(args, samples, list(outcomes))
+    idle = _idle_holders(fleet, samples, idle_after, args.user or ()) if args.idle else None
+    requests = _requests(args, samples, list(outcomes), idle)
     planned = ops.build(requests, samples, late)
     if planned.problems:
         raise UsageError("; ".join(planned.problems))
     for name in usable:
         if name not in {r.host for r in requests}:
             outcomes[name].status, outcomes[name].message = "skipped", "nothing asked on this host"
+            if idle is not None:
+                minutes = f"{idle_after / 60:g}"
+                outcomes[name].message = f"no idle holder (GPU memory at 0% SM for {minutes} min)"
     for plan in planned.plans:
         outcome = outcomes[plan.host]
         outcome.plan, outcome.status = plan, "planned"
@@ -442,8 +472,18 @@ def _say_interrupted(con: Console, running: Sequence[HostOutcome], ops: Operatio
         )
 
 
-def _requests(args: argparse.Namespace, samples: dict[str, Sample], hosts: list[str]) -> list[Request]:
-    """The command line as one request per host that has something to do."""
+def _requests(
+    args: argparse.Namespace,
+    samples: dict[str, Sample],
+    hosts: list[str],
+    idle: Mapping[str, tuple[int, ...]] | None = None,
+) -> list[Request]:
+    """The command line as one request per host that has something to do. `idle`: with --idle, the
+    PIDs of each host's idle holders (what is stopped)."""
+    if idle is not None:
+        return [
+            Request(name, "processes", pids=pids, sweep=args.sweep) for name, pids in idle.items() if pids
+        ]
     gpus = resolve_gpu_specs(args.gpu or [], samples, hosts)
     chosen = choose(
         samples,
@@ -474,6 +514,30 @@ def _requests(args: argparse.Namespace, samples: dict[str, Sample], hosts: list[
                     include=include,
                 )
             )
+    return out
+
+
+async def _watch_for_idle(fleet: Fleet, con: Console, idle_after: float) -> None:
+    """Sample the hosts for `idle_after` seconds (and one interval more, so that a process idle all
+    along has a streak that long): who holds GPU memory at 0 % SM is history, which a clean's one
+    scan does not have (gputui/idle.py)."""
+    hosts = len(fleet.sessions)
+    interval = max((v.interval for v in fleet.hosts), default=1.0)
+    con.warn(
+        f"watching {hosts} host{'s' if hosts != 1 else ''} for {idle_after / 60:g} min for idle holders "
+        "(GPU memory at 0% SM all that time); Ctrl+C stops"
+    )
+    await asyncio.sleep(idle_after + 1.5 * interval)
+
+
+def _idle_holders(
+    fleet: Fleet, samples: Mapping[str, Sample], idle_after: float, users: Sequence[str]
+) -> dict[str, tuple[int, ...]]:
+    """The PIDs of each host's idle holders in its scan (`samples`), of `users` where named."""
+    out: dict[str, tuple[int, ...]] = {}
+    for name, sample in samples.items():
+        holders = fleet.view(name).idle.holders(name, sample, idle_after)
+        out[name] = tuple(sorted(h.proc.pid for h in holders if not users or h.proc.user in users))
     return out
 
 

@@ -242,6 +242,7 @@ def clean_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gputui clean", description=SUBCOMMANDS["clean"].summary)
     _common(p)
     clean.add_clean_arguments(p)
+    _idle_option(p)
     return p
 
 
@@ -280,7 +281,7 @@ def run_clean(argv: list[str]) -> int:
         hosts = ["local"]
     specs = resolve_hosts(hosts, args.demo, config)
     fleet = build_fleet(specs, interval=INTERVALS["clean"])
-    return asyncio.run(clean.run_clean(args, fleet, kill=config.kill))
+    return asyncio.run(clean.run_clean(args, fleet, kill=config.kill, idle_after=idle_after(args, config)))
 
 
 def export_parser() -> argparse.ArgumentParser:

@@ -4,6 +4,7 @@ with simulated GPUs (the fresh demo, and sim hosts of a config)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -95,3 +96,51 @@ def test_parallel_must_be_a_count(tmp_path: Path) -> None:
     done = gputui(tmp_path, "clean", "--demo", "demo-a", "--all", "--parallel", "0")
     assert done.returncode == 2
     assert "--parallel: '0' is not a number of hosts from 1 to 4096" in done.stderr
+
+
+def test_idle_stops_each_hosts_idle_holders_and_nothing_else(tmp_path: Path) -> None:
+    """--idle (issue 21): the hosts are watched for --idle-minutes, then each host's processes that
+    held GPU memory at 0 % SM all that time are stopped, by the staged kill, and nothing else: on
+    the demo, each host's notebook kernel; its vLLM servers (busy) keep running."""
+    done = gputui(
+        tmp_path, "clean", "--demo", "demo-a", "demo-b", "--idle", "--idle-minutes", "0.02", "--yes", "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "watching 2 hosts for 0.02 min for idle holders" in done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["ok"] is True
+    for host in doc["hosts"]:
+        assert host["status"] == "stopped", host
+        targets = host["plan"]["targets"]
+        assert len(targets) == 1 and "notebook_kernel.py" in " ".join(targets[0]["command"])
+        assert not any("vllm_serve.py" in " ".join(t["command"]) for t in targets)
+
+
+def test_idle_of_a_user_and_what_it_does_not_combine_with(tmp_path: Path) -> None:
+    """--idle with --user: only that user's idle holders (the demo's processes are all this test's
+    user: another name leaves every host alone, said per host)."""
+    me = gputui(
+        tmp_path, "clean", "--demo", "demo-a", "--idle", "--idle-minutes", "0.02", "--dry-run", "--json"
+    )
+    assert me.returncode == 0, me.stderr
+    [host] = json.loads(me.stdout)["hosts"]
+    [kernel] = host["plan"]["targets"]
+    mine = gputui(
+        tmp_path, "clean", "--demo", "demo-a", "--idle", "--idle-minutes", "0.02", "--dry-run", "--json",
+        "--user", kernel["user"],
+    )  # fmt: skip
+    # (a fresh demo each run: the same process by its command, not its PID)
+    [mine_host] = json.loads(mine.stdout)["hosts"]
+    [target] = mine_host["plan"]["targets"]
+    assert target["command"][-2:] == kernel["command"][-2:]  # notebook_kernel.py's -f and its file
+    other = gputui(
+        tmp_path, "clean", "--demo", "demo-a", "--idle", "--idle-minutes", "0.02", "--dry-run", "--json",
+        "--user", "nobody-else",
+    )  # fmt: skip
+    assert other.returncode == 0, other.stderr
+    [host] = json.loads(other.stdout)["hosts"]
+    assert (
+        host["status"] == "skipped" and host["message"] == "no idle holder (GPU memory at 0% SM for 0.02 min)"
+    )
+    bad = gputui(tmp_path, "clean", "--demo", "demo-a", "--idle", "--all")
+    assert bad.returncode == 2 and "--idle stops the idle holders" in bad.stderr
