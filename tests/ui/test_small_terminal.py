@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from gputui.ui.app import MIN_SIZE
-from gputui.ui.screens.main import MainScreen
+from gputui.ui.screens.main import KILL_ACTIONS, MainScreen
 from gputui.ui.screens.too_small import TooSmallScreen
 from tests.support.apps import build_app
 from tests.support.pilot import redrawn, screen_text, settle
@@ -97,3 +97,12 @@ def test_a_0x0_terminal_gets_one_line_and_no_redraw_loop(tmp_path: Path) -> None
         assert app.proc.poll() is None
     finally:
         app.close()
+
+
+def test_the_footer_may_ask_what_is_offered_before_the_screen_has_its_widgets() -> None:
+    """A terminal that was 0x0 and grows makes the footer compose again, and ask the screen which
+    keys to offer, before the screen's on_mount has cached its widgets: that ended the app with an
+    AttributeError (once in a CI run of the test above). Until then nothing is judged."""
+    screen = MainScreen()
+    for action in (*KILL_ACTIONS, "free_only", "refuse", "quit"):
+        assert screen.check_action(action, ()) is None

@@ -170,6 +170,7 @@ class MainScreen(Screen[None]):
         self.selection = Selection()  # survives refreshes; by (pid, start time)
         self._gpu_cursor: dict[str, str] = {}  # per host: the GPU row the cursor was on
         self._proc_scope: ProcScope | None = None
+        self._widgets_cached = False  # on_mount sets the widget attributes (check_action needs them)
         self._hosts_toggled: bool | None = None  # None: the width decides
         self._busy: dict[str, tuple[int, int]] = {}
         self._order: dict[str, int] = {}  # each host's place in the fleet (the fleet table's sort)
@@ -221,6 +222,7 @@ class MainScreen(Screen[None]):
         self.legend = self.query_one(Legend)
         fmt.set_title(self.host_list, "Hosts")
         self.filter_row = self.query_one("#filter-row")
+        self._widgets_cached = True
         hidden = self.dash.hidden_columns
         for table, name in (
             (self.proc_table, "processes"),
@@ -827,6 +829,10 @@ class MainScreen(Screen[None]):
     # -- kill-flow hooks (issue 4): gather targets, post a request ----------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if not self._widgets_cached:
+            # The footer may ask while the screen is still being put together (its first size was
+            # 0x0, then the terminal grew): nothing to judge by yet. The first redraw asks again.
+            return None
         # I selects the idle holders of every host it can (on "All hosts", the whole fleet): only
         # read-only takes it away, not the host under the cursor.
         if action == "select_idle":
