@@ -21,7 +21,7 @@ again only where it is asked for (`raw`, what `snapshot --json` writes; a whole 
 records).
 
 What comes out is what `Sample.from_wire` makes of the merged record, and the merged record what
-`gputui.probe.delta.apply` makes of the probe's base (tests/test_deltas.py holds both, field by
+`gputui.probe.delta.apply` makes of the probe's base (tests/probe/test_deltas.py holds both, field by
 field). A delta that cannot be merged (for another sample than the one held, or malformed:
 `gputui.probe.delta.read`, one set of rules for both sides) is refused whole with `DeltaError`,
 like any bad record: the host keeps its last sample until the probe sends one whole again (the
@@ -86,7 +86,7 @@ def _parents(value: Any) -> tuple[Parent, ...]:
 
 
 # The sample's fields that each of these record fields alone makes, as Sample.from_wire makes them
-# (tests/test_deltas.py holds this table to it, hostile values included): a sample that differs
+# (tests/probe/test_deltas.py holds this table to it, hostile values included): a sample that differs
 # from the last only in them is the last with those fields made again, without the rest of
 # from_wire. Any other field changed, and the sample's own fields are all parsed again.
 ALONE: dict[str, Any] = {
@@ -156,7 +156,7 @@ def _differ(before: dict[str, Any], record: dict[str, Any]) -> set[str]:
 def _reparsed(obj: T, record: dict[str, Any], fields: set[str], kind: str) -> T | None:
     """`obj` (parsed from an earlier record of the same GPU or process) with `fields` parsed again
     from `record` (the new record, or a delta's change to it: it has those fields): each field of
-    Gpu and Proc is made from the record's field of that name alone (tests/test_deltas.py holds
+    Gpu and Proc is made from the record's field of that name alone (tests/probe/test_deltas.py holds
     them to it); a record field that is none of the class's own changes nothing. None when the
     stub does not parse (it has the record's own key, so it does)."""
     gpu = kind == "gpu"
