@@ -50,6 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -579,41 +580,6 @@ def make_recordings(directory: Path, templates: int, count: int, wire_format: st
     return paths
 
 
-class Frames:
-    """Frames as the app composes them (its screen's updates reach App._display, headless too), each
-    with the fleet table's cursor row at that moment: what the frame shows (bench/flood.py's way)."""
-
-    def __init__(self, app: Any, table: Any) -> None:
-        self.shown: list[tuple[float, int]] = []
-        display = app._display
-
-        def hooked(screen: Any, renderable: Any) -> None:
-            display(screen, renderable)
-            if renderable is not None:
-                self.shown.append((time.perf_counter(), table.cursor_row))
-
-        app._display = hooked
-
-    def showing(self, row: int, since: float) -> float | None:
-        return next((at for at, shown in self.shown if at >= since and shown == row), None)
-
-
-async def press_key(app: Any, table: Any, key: str, frames: Frames) -> float:
-    """Deliver `key` as the terminal driver does (driver.send_message); ms until the first frame that
-    shows the cursor on its new row (5 s: given up, counted as 5 s)."""
-    from textual import events
-
-    target = table.cursor_row + (1 if key == "j" else -1)
-    event = events.Key(key, key)
-    event.set_sender(app)
-    frames.shown.clear()
-    t0 = time.perf_counter()
-    app._driver.send_message(event)
-    while (shown := frames.showing(target, t0)) is None and time.perf_counter() - t0 < 5:
-        await asyncio.sleep(0.002)
-    return ((shown or time.perf_counter()) - t0) * 1e3
-
-
 async def measure_decode(
     hosts: int,
     seconds: float,
@@ -627,6 +593,8 @@ async def measure_decode(
     its own in the second; the real app headless at 200x50 on the fleet view; a `j` every
     `key_every` seconds through the window."""
     import random
+
+    from flood import Frames, press  # bench/flood.py: a key as the driver sends it, timed to its frame
 
     from gputui.cli.main import tune_gc
     from gputui.fleet import LIVE, Fleet
@@ -715,7 +683,7 @@ async def measure_decode(
             if began >= next_rss:
                 rss.append(rss_bytes() / 2**20)
                 next_rss = began + 1.0
-            latencies.append(await press_key(app, table, "j", frames))
+            latencies.append((await press(app, table, "j", frames))[1])
             await asyncio.sleep(max(0.0, key_every - (time.monotonic() - began)))
         cpu1, wall1 = time.process_time(), time.monotonic()
         gc.callbacks.remove(on_gc)
@@ -764,25 +732,34 @@ DECODE_COLUMNS = (
 )
 
 
+def markdown(columns: tuple[tuple[str, str, str], ...], rows: list[dict[str, Any]]) -> list[str]:
+    """`rows` as a Markdown table of `columns` (key, title, format)."""
+    lines = [
+        "| " + " | ".join(c[1] for c in columns) + " |",
+        "| " + " | ".join("---:" for _ in columns) + " |",
+    ]
+    for row in rows:
+        lines.append("| " + " | ".join(fmt.format(row[key]) for key, _, fmt in columns) + " |")
+    return lines
+
+
+def decode_row(r: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "hosts": r["hosts"],
+        "app_cpu_pct": r["app_cpu_pct"],
+        "key_p50": med(r["key_ms"]),
+        "key_p99": pct(r["key_ms"], 99),
+        "key_max": max(r["key_ms"], default=float("nan")),
+        "app_rss_mib": r["app_rss_mib"],
+        "gc": sum(ms for _, ms in r["gc_ms"]) / r["seconds"],
+        "gc_max": max((ms for _, ms in r["gc_ms"]), default=0.0),
+        "keys": len(r["key_ms"]),
+        "rows": r["fleet_rows"],
+    }
+
+
 def decode_table(results: list[dict[str, Any]], header: str) -> str:
-    head = "| " + " | ".join(c[1] for c in DECODE_COLUMNS) + " |"
-    rule = "| " + " | ".join("---:" for _ in DECODE_COLUMNS) + " |"
-    lines = [header, "", head, rule]
-    for r in results:
-        row = {
-            "hosts": r["hosts"],
-            "app_cpu_pct": r["app_cpu_pct"],
-            "key_p50": med(r["key_ms"]),
-            "key_p99": pct(r["key_ms"], 99),
-            "key_max": max(r["key_ms"], default=float("nan")),
-            "app_rss_mib": r["app_rss_mib"],
-            "gc": sum(ms for _, ms in r["gc_ms"]) / r["seconds"],
-            "gc_max": max((ms for _, ms in r["gc_ms"]), default=0.0),
-            "keys": len(r["key_ms"]),
-            "rows": r["fleet_rows"],
-        }
-        lines.append("| " + " | ".join(fmt.format(row[key]) for key, _, fmt in DECODE_COLUMNS) + " |")
-    lines.append("")
+    lines = [header, "", *markdown(DECODE_COLUMNS, [decode_row(r) for r in results]), ""]
     for r in results:
         lines.append(
             f"{r['hosts']} hosts: all live in {r['connect_s']:.1f} s, {r['hosts_updated']} hosts got a "
@@ -890,13 +867,7 @@ def summary(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def table(results: list[dict[str, Any]], header: str) -> str:
-    rows = [summary(r) for r in results]
-    head = "| " + " | ".join(c[1] for c in COLUMNS) + " |"
-    rule = "| " + " | ".join("---:" for _ in COLUMNS) + " |"
-    lines = [header, "", head, rule]
-    for row in rows:
-        lines.append("| " + " | ".join(fmt.format(row[key]) for key, _, fmt in COLUMNS) + " |")
-    lines.append("")
+    lines = [header, "", *markdown(COLUMNS, [summary(r) for r in results]), ""]
     for r in results:
         lines.append(
             f"{r['hosts']} hosts: {r['samples']} samples in {r['seconds']:.1f} s "
@@ -967,19 +938,17 @@ def main() -> int:
     if args.through == "decode":
         return main_decode(args)
     load_before = os.getloadavg()[0]
-    results = []
-    for count in (int(x) for x in args.hosts.split(",")):
-        argv = [sys.executable, __file__, "--one", str(count), "--seconds", str(args.seconds),
-                "--warmup", str(args.warmup), "--sshd", str(args.sshd),
-                "--connect-at-once", str(args.connect_at_once), "--remote", args.remote,
-                *(["--python-gc"] if args.python_gc else []),
-                *(["--redraw", str(args.redraw)] if args.redraw else [])]  # fmt: skip
-        run = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
-        if run.returncode != 0:
-            print(run.stdout[-3000:], run.stderr[-3000:], file=sys.stderr)
-            return 1
-        results.append(json.loads(run.stdout.strip().splitlines()[-1]))
-        print(f"{count} hosts done", file=sys.stderr, flush=True)
+    results = each_count(
+        args.hosts,
+        lambda count: [sys.executable, __file__, "--one", str(count), "--seconds", str(args.seconds),
+                       "--warmup", str(args.warmup), "--sshd", str(args.sshd),
+                       "--connect-at-once", str(args.connect_at_once), "--remote", args.remote,
+                       *(["--python-gc"] if args.python_gc else []),
+                       *(["--redraw", str(args.redraw)] if args.redraw else [])],
+        timeout=1800,
+    )  # fmt: skip
+    if results is None:
+        return 1
     import asyncssh
     import textual
 
@@ -992,34 +961,53 @@ def main() -> int:
         f"{f', EXPERIMENT redraws at least {args.redraw:g} s apart' if args.redraw else ''}, loadavg before "
         f"{load_before:.2f}, after {os.getloadavg()[0]:.2f}"
     )
-    text = table(results, header)
+    save(args.out_dir / f"fleet_scale_{args.name}", table(results, header), header, results)
+    return 0
+
+
+def each_count(
+    hosts: str, argv_for: Callable[[int], list[str]], timeout: float
+) -> list[dict[str, Any]] | None:
+    """Each host count of `hosts` (comma-separated) measured in a process of its own (`argv_for`),
+    in a session of its own; their results, or None when one failed (what it said printed)."""
+    results = []
+    for count in (int(x) for x in hosts.split(",")):
+        run = subprocess.run(
+            argv_for(count), capture_output=True, text=True, timeout=timeout, start_new_session=True
+        )
+        if run.returncode != 0:
+            print(run.stdout[-3000:], run.stderr[-3000:], file=sys.stderr)
+            return None
+        results.append(json.loads(run.stdout.strip().splitlines()[-1]))
+        print(f"{count} hosts done", file=sys.stderr, flush=True)
+    return results
+
+
+def save(stem: Path, text: str, header: str, results: list[dict[str, Any]]) -> None:
+    """Print the table and keep it (`stem`.txt) with the raw runs (`stem`.raw.json)."""
     print(text)
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    stem = args.out_dir / f"fleet_scale_{args.name}"
+    stem.parent.mkdir(parents=True, exist_ok=True)
     stem.with_suffix(".txt").write_text(text + "\n")
     stem.with_suffix(".raw.json").write_text(json.dumps({"header": header, "runs": results}, indent=1) + "\n")
-    return 0
 
 
 def main_decode(args: argparse.Namespace) -> int:
     """Each host count in its own process, on recordings made here once (before any is measured)."""
     load_before = os.getloadavg()[0]
-    results = []
     with tempfile.TemporaryDirectory(prefix="gputui-fleet-decode-") as tmp:
         count = int(args.warmup + args.seconds + 150)  # connecting 4,096 hosts takes a while
         make_recordings(Path(tmp), args.templates, count, args.wire)
-        for hosts in (int(x) for x in args.hosts.split(",")):
-            argv = [sys.executable, __file__, "--one", str(hosts), "--through", "decode",
-                    "--recordings", tmp, "--seconds", str(args.seconds), "--warmup", str(args.warmup),
-                    "--key-every", str(args.key_every), "--boost", str(args.boost),
-                    *(["--python-gc"] if args.python_gc else []),
-                    *(["--profile", f"{args.profile}.{hosts}"] if args.profile else [])]  # fmt: skip
-            run = subprocess.run(argv, capture_output=True, text=True, timeout=3600, start_new_session=True)
-            if run.returncode != 0:
-                print(run.stdout[-3000:], run.stderr[-3000:], file=sys.stderr)
-                return 1
-            results.append(json.loads(run.stdout.strip().splitlines()[-1]))
-            print(f"{hosts} hosts done", file=sys.stderr, flush=True)
+        results = each_count(
+            args.hosts,
+            lambda hosts: [sys.executable, __file__, "--one", str(hosts), "--through", "decode",
+                           "--recordings", tmp, "--seconds", str(args.seconds), "--warmup", str(args.warmup),
+                           "--key-every", str(args.key_every), "--boost", str(args.boost),
+                           *(["--python-gc"] if args.python_gc else []),
+                           *(["--profile", f"{args.profile}.{hosts}"] if args.profile else [])],
+            timeout=3600,
+        )  # fmt: skip
+    if results is None:
+        return 1
     import textual
 
     header = (
@@ -1031,12 +1019,7 @@ def main_decode(args: argparse.Namespace) -> int:
         f"GC {'as CPython sets it' if args.python_gc else 'tuned (cli.tune_gc)'}, "
         f"{f'app at nice -{args.boost} in its own autogroup, ' if args.boost else ''}loadavg before {load_before:.2f}, after {os.getloadavg()[0]:.2f}"
     )
-    text = decode_table(results, header)
-    print(text)
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    stem = args.out_dir / f"fleet_decode_{args.name}"
-    stem.with_suffix(".txt").write_text(text + "\n")
-    stem.with_suffix(".raw.json").write_text(json.dumps({"header": header, "runs": results}, indent=1) + "\n")
+    save(args.out_dir / f"fleet_decode_{args.name}", decode_table(results, header), header, results)
     return 0
 
 
