@@ -168,7 +168,9 @@ async def test_the_fleet_view_of_many_hosts_builds_only_the_rows_in_its_window()
         assert last is not None and last not in table._later
         host, gpu = last.partition("@")[2], int(last.partition("@")[0])
         view = app.fleet.view(host)
-        fresh = table.built_row(view, list(app.fleet.sessions).index(host), gpu, table._state_of.get(host))
+        fresh = table.built_row(
+            view, list(app.fleet.sessions).index(host), gpu, table.problems.states.get(host)
+        )
         assert fresh is not None
         assert {k: c.plain for k, c in table.rows_data()[last].items()} == {
             k: c.plain for k, c in fresh.items()

@@ -45,15 +45,10 @@ STATE_ROOM = 16
 
 
 def _ranks(state: HostState) -> tuple[int, ...]:
-    """The rank of each GPU's worst problem (the host's own first): what places its rows."""
-    worst = state.worst
-    return (
-        worst.rank if worst is not None else HEALTHY,
-        *(
-            min((p.rank for p in (*state.problems, *problems)), default=HEALTHY)
-            for _, problems in sorted(state.gpus.items())
-        ),
-    )
+    """The rank of the host's worst problem and of each GPU's (its host's included): what places
+    its rows under the problems-first sort."""
+    worst = (state.worst, *(state.gpu_worst(index) for index in sorted(state.gpus)))
+    return tuple(p.rank if p is not None else HEALTHY for p in worst)
 
 
 def fleet_row_key(host: str, gpu: int | None) -> str:
@@ -146,11 +141,10 @@ class FleetTable(KeyedTable):
         self._keys_of: dict[str, set[str]] = {}
         # What a row built later is built from: each host's view and place as last shown, its age.
         self._view_of: dict[str, HostView] = {}
-        self._position_of: dict[str, int] = {}
+        self._order: Mapping[str, int] = {}  # each host's place in the fleet, as the screen keeps it
         self._ages: dict[str, float | None] = {}
         self._gpus_keyed: dict[str, tuple[Gpu, ...] | None] = {}  # the GPUs each host's keys were made of
         self._keyed_for: tuple[str, bool] = ("", False)  # the filter and free-only they were made for
-        self._state_of: dict[str, HostState] = {}  # each host's problems as last shown
         # Each host's place and its GPUs' worst ranks as last shown: the state sort's keys.
         self._placed_as: dict[str, tuple[int, tuple[int, ...]]] = {}
         self._metrics_seen = False  # no host's probe sends its load (an older one): no CPU, RAM columns
@@ -188,7 +182,8 @@ class FleetTable(KeyedTable):
         the problems-first sort, so they are built at once. A host whose GPUs are the same objects
         as last time (the app's intake reuses what a sample did not change) keeps its keys."""
         self._ages.update(ages or {})
-        everyone = list(fleet) if fleet is not None else views
+        self._order = order
+        everyone = fleet if fleet is not None else views
         if problems is None:
             problems = self.problems
             problems.update(views, everyone, self.idle_after)
@@ -217,7 +212,7 @@ class FleetTable(KeyedTable):
                 continue
             self._shares.pop(name, None)
             position = order.get(name, 0)
-            self._view_of[name], self._position_of[name], self._state_of[name] = view, position, state
+            self._view_of[name] = view
             placed = (position, _ranks(state))
             moved = self._placed_as.get(name) != placed
             self._placed_as[name] = placed
@@ -254,7 +249,7 @@ class FleetTable(KeyedTable):
         view = self._view_of.get(host)
         if view is None:
             return None
-        return self.built_row(view, self._position_of.get(host, 0), index, self._state_of.get(host))
+        return self.built_row(view, self._order.get(host, 0), index, self.problems.states.get(host))
 
     @property
     def folded_hosts(self) -> int:
