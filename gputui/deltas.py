@@ -240,6 +240,8 @@ class SampleIntake:
         self.sample: Sample | None = None
         self.deltas = 0  # deltas taken (for tests and the bench)
         self._readings: dict[int, tuple[Any, Any]] = {}  # each GPU's last preflight, raw and parsed
+        # For the GPUs (True) and the processes (False): a held tuple and where each record is in it.
+        self._at: dict[bool, tuple[tuple[Held, ...], dict[Any, int]]] = {}
 
     @property
     def keyed(self) -> bool:
@@ -350,40 +352,56 @@ class SampleIntake:
         if not changes and not gone:
             return held
         gpu = kind == "gpu"
-        key_field = _GPU_KEY if gpu else _PROC_KEY
-        out: list[Held] = []
-        seen = set()
+        at = self._positions(held, gpu)
+        if not gone and all(key in at for key in changes):
+            # The common delta: a few records changed, none came or went. Each keeps its place.
+            out = list(held)
+            for key, change in changes.items():
+                i = at[key]
+                out[i] = self._changed(out[i], change, gpu)
+            merged = tuple(out)
+            self._at[gpu] = (merged, at)
+            return merged
+        fresh: list[Held] = []
         parsed: Any
         for h in held:
-            seen.add(h.key)
             if h.key in gone:
                 continue
             change = changes.get(h.key)
-            if change is None:
-                out.append(h)
-                continue
-            fields = set(change) - key_field
-            changed = dict(h.changed, **change) if h.changed else dict(change)
-            if gpu:
-                parsed = self._gpu_again(h.key, h.parsed, change, fields)
-            elif h.parsed is None or fields <= _ELAPSED:
-                parsed = (
-                    _aged(h.parsed, change.get("elapsed")) if h.parsed is not None and fields else h.parsed
-                )
-            else:
-                parsed = _reparsed(h.parsed, change, fields, "proc")
-            out.append(Held(h.key, h.text, changed, parsed))
+            fresh.append(h if change is None else self._changed(h, change, gpu))
         for key, change in changes.items():
-            if key not in seen:  # new since the last sample: the whole record
+            if key not in at:  # new since the last sample: the whole record
                 parsed = Gpu.from_wire(change) if gpu else Proc.from_wire(change)
                 if gpu and parsed is None:
                     return None
-                out.append(Held(key, _text(change), None, parsed))
+                fresh.append(Held(key, _text(change), None, parsed))
                 if gpu:
                     self._remember(key, change, parsed)
-        if len(out) > (MAX_GPUS if gpu else MAX_PROCESSES):
+        if len(fresh) > (MAX_GPUS if gpu else MAX_PROCESSES):
             return None
-        return tuple(out)
+        return tuple(fresh)
+
+    def _positions(self, held: tuple[Held, ...], gpu: bool) -> dict[Any, int]:
+        """Where each record of `held` is, by key (kept while the list keeps its records' places)."""
+        cached = self._at.get(gpu)
+        if cached is not None and cached[0] is held:
+            return cached[1]
+        at = {h.key: i for i, h in enumerate(held)}
+        self._at[gpu] = (held, at)
+        return at
+
+    def _changed(self, h: Held, change: dict[str, Any], gpu: bool) -> Held:
+        """Held record `h` with a delta's `change` to it merged in."""
+        fields = change.keys() - (_GPU_KEY if gpu else _PROC_KEY)
+        changed = dict(h.changed, **change) if h.changed else dict(change)
+        parsed: Any
+        if gpu:
+            parsed = self._gpu_again(h.key, h.parsed, change, fields)
+        elif h.parsed is None or fields <= _ELAPSED:
+            parsed = _aged(h.parsed, change.get("elapsed")) if h.parsed is not None and fields else h.parsed
+        else:
+            parsed = _reparsed(h.parsed, change, fields, "proc")
+        return Held(h.key, h.text, changed, parsed)
 
     def _whole(self, records: Any, kind: str) -> tuple[Held, ...] | None:
         """A whole sample's records of one list, held; None when one has no key of its own (or there

@@ -25,6 +25,7 @@ from typing import Any
 from .deltas import DELTAS_EVERY, DeltaError, SampleIntake
 from .idle import HostIdle
 from .model import HOST_STATUSES, Event, HostFacts, Preflight, ProcDetail, Sample, done_event
+from .news import has_news
 from .probe.common import TERM_TIMEOUT, VERIFY_TIMEOUT, plan_deadline, plan_silence_limit
 from .probe.wire import MAX_PROCESSES
 from .rings import GapRing, Ring, TimeRing
@@ -131,6 +132,9 @@ class HostView:
     # Why the host was last down, until it is live again: between two attempts it is "connecting",
     # and the fleet view keeps it among the hosts down rather than flicker.
     last_down: str | None = None
+    # Whether the last sample said something the fleet's views draw that the one before did not
+    # (gputui/news.py): a sample without news still feeds the history and the idle tracker.
+    news: bool = True
 
     @property
     def age(self) -> float | None:
@@ -141,6 +145,7 @@ class HostView:
         return not self.read_only and self.facts is not None and not self.facts.read_only
 
     def record(self, sample: Sample) -> None:
+        self.news = has_news(self.sample, sample, self.preflight)
         self.sample = sample
         self.received = time.monotonic()
         # The probe's clock: a slope is not bent by the link's jitter (or a replay's speed).

@@ -131,6 +131,11 @@ class HostIdle:
         self._since = since
         self.last = t
 
+    def any_for(self, at_least: float) -> bool:
+        """Whether a process has been idle for `at_least` seconds or more (as of the latest sample)."""
+        last = self.last
+        return last is not None and any(last - since >= at_least for since in self._since.values())
+
     def since(self, key: ProcKey) -> float | None:
         """When `key`'s idle streak began (sample time), or None: not idle in the latest sample."""
         return self._since.get(key)

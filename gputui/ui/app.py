@@ -394,6 +394,9 @@ class GpuTuiApp(App[None]):
         """Runs on the event loop after every fleet change: record it, draw nothing."""
         if what == "sample":
             self.received[view.name] = self.clock()
+            main = self._main
+            if not view.news and main is not None and not main.shows_in_full(view.name):
+                return  # nothing the fleet's views draw has changed (gputui/news.py)
         elif what == "event" and isinstance(payload, Event) and payload.plan in self.running:
             self.running[payload.plan].heard = True  # its own worker renders it, as it comes
         elif what in ("event", "error"):

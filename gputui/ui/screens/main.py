@@ -296,6 +296,12 @@ class MainScreen(Screen[None]):
         views = self.views()
         if self.paused and not everything:
             changed = set()  # frozen: only the PAUSED time moves
+        elif ages:
+            # An idle holder's time moves with its host's samples, which may have no news (and not
+            # be drawn: gputui/news.py): the tick that moves ages draws the hosts that have one
+            # (and one that just became one).
+            after = self.dash.idle_after
+            changed = changed | {v.name for v in views if v.idle.any_for(after)}
         touched = views if everything else [v for v in views if v.name in changed]
         if touched:
             # What is wrong where (problems first, healthy hosts folded by group): worked out again
@@ -406,6 +412,12 @@ class MainScreen(Screen[None]):
         if view.status == LIVE or view.sample is None:
             return ""
         return f" · {view.status}, {seen(self.age_of(view.name))}"
+
+    def shows_in_full(self, host: str) -> bool:
+        """Whether `host` is shown in full: on its own screen or in the process pane, where what a
+        sample with no news changes (ages, CPU, sparklines: gputui/news.py) is drawn."""
+        scope = self._proc_scope
+        return host == self.host or (scope is not None and scope.host == host)
 
     def current_scope(self) -> ProcScope | None:
         """The processes to list: of the GPU under the GPU (or fleet) cursor, or of the whole host."""
