@@ -3,21 +3,9 @@ traceback (the real CLI, as a subprocess)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-
-def gputui(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gputui", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
+from tests.support.cli import gputui
 
 
 @pytest.mark.parametrize("value", ["nan", "-1", "inf", "0", "1e10", "soon"])

@@ -6,28 +6,15 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gputui.model import Sample
+from tests.support.cli import gputui
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def gputui(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gputui", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        stdin=subprocess.DEVNULL,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
 
 
 def one_clear_line(run: subprocess.CompletedProcess[str], *words: str) -> None:

@@ -19,13 +19,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from gputui.cli.exits import EXIT_CLEAN, EXIT_REFUSED, EXIT_USAGE
 from gputui.config import HostSpec
 from gputui.fleet import Fleet
 from gputui.model import Job, Sample
+from tests.support.cli import gputui as run_gputui
 from tests.support.commands import clean, fleet_of
 from tests.support.procs import start_time
 
@@ -41,16 +41,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def gputui(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.run(
-        [sys.executable, "-m", "gputui", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        env=env,
-        cwd=REPO,
-    )
+    return run_gputui(*args, timeout=timeout)
 
 
 def config(tmp_path: Path) -> str:

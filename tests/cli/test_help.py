@@ -3,27 +3,12 @@ it said "snapshot | clean | probe" and not `wait`)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from gputui.cli import main as cli
+from tests.support.cli import gputui
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def gputui(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gputui", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        stdin=subprocess.DEVNULL,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
 
 
 def test_top_level_help_lists_every_command_and_each_has_its_own_help() -> None:

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.support.cli import gputui as run_gputui
+
 REPO = Path(__file__).resolve().parents[2]
 IDLE = ("--idle-minutes", "0.02")  # 1.2 s
 
@@ -27,14 +29,7 @@ def env() -> dict[str, str]:
 
 
 def gputui(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gputui", *args],
-        cwd=REPO,
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return run_gputui(*args, timeout=timeout)
 
 
 def by_name(doc: dict[str, Any], needle: str) -> list[dict[str, Any]]:

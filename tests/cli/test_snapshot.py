@@ -2,16 +2,10 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-
-def gputui(*args, timeout=90):
-    return subprocess.run(
-        [sys.executable, "-m", "gputui", *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
+from tests.support.cli import gputui
 
 
 def have_driver():

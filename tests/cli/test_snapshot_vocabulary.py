@@ -11,16 +11,15 @@ same records, so the two cannot drift apart.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 from rich.style import Style
 
 from gputui import words
 from gputui.model import Proc
+from tests.support.cli import gputui as run_gputui
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = """
@@ -39,15 +38,7 @@ sim_scenario = "mps"
 
 
 def gputui(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.run(
-        [sys.executable, "-m", "gputui", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=env,
-    )
+    return run_gputui(*args, timeout=120)
 
 
 class Plain:

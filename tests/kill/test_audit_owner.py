@@ -21,6 +21,7 @@ from typing import Any
 
 from gputui.kill.auditlog import ActionLog, read_records, unfinished
 from gputui.kill.plan import PlanOptions, plan_for_gpus
+from tests.support.cli import gputui as run_gputui
 from tests.support.procs import descendants, end_probes, start_time
 from tests.support.samples import sample
 from tests.support.waiting import wait_until
@@ -44,15 +45,7 @@ sys.stdin.read()
 
 
 def gputui(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gputui", *argv],
-        env=ENV,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_gputui(*argv, env=ENV, timeout=120)
 
 
 def reported(log: Path, action: str) -> int:
