@@ -330,7 +330,7 @@ async def measure(
 
     app._redraw = redraw  # type: ignore[method-assign]  # before mount: the timer takes this one
     if tuned_gc:
-        tune_gc()  # as `gputui` does before it runs the app (cli.run_ui)
+        tune_gc(fleet)  # as `gputui` does before it runs the app (cli.run_ui)
     result: dict[str, Any] = {"hosts": hosts, "sshd": len(servers)}
     helper: subprocess.Popen[str] | None = None
     try:
@@ -619,7 +619,7 @@ async def measure_decode(
     fleet.listen(on_fleet)
     app = make_app(fleet, interval=1.0, log_path=scratch_log())
     if tuned_gc:
-        tune_gc()  # as `gputui` does before it runs the app (cli.run_ui)
+        tune_gc(fleet)  # as `gputui` does before it runs the app (cli.run_ui)
     result: dict[str, Any] = {"hosts": hosts, "through": "decode", "recordings": len(played)}
     async with app.run_test(headless=True, size=(200, 50)):
         main = app._main
@@ -710,7 +710,12 @@ async def measure_decode(
             cursor_row=table.cursor_row,
             gc_ms=pauses,
             objects=len(gc.get_objects()),
+            frozen=gc.get_freeze_count(),
         )
+        # What a full collection costs now (the pause a key may land in): one, timed.
+        began_gc = time.perf_counter()
+        gc.collect()
+        result["full_gc_ms"] = (time.perf_counter() - began_gc) * 1e3
         app.exit()  # not pilot.press: it waits for the whole app to go idle, which a busy one may not
     await fleet.stop()
     for r in played:

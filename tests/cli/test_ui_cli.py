@@ -77,7 +77,7 @@ def test_force_tty_draws_anyway(monkeypatch: pytest.MonkeyPatch) -> None:
     import gputui.ui.app
 
     monkeypatch.setattr(gputui.ui.app, "make_app", lambda *a, **k: App())
-    monkeypatch.setattr(cli, "tune_gc", lambda: None)
+    monkeypatch.setattr(cli, "tune_gc", lambda fleet=None: None)
     monkeypatch.setattr(cli, "load", lambda path=None: Config())
     assert cli.main(["--demo"]) == 2 and ran == []  # under pytest stdout is no terminal
     assert cli.main(["--demo", "--force-tty"]) == 0 and len(ran) == 1

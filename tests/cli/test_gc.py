@@ -1,0 +1,56 @@
+"""The dashboard's garbage-collector settings (cli.tune_gc): what start-up made is frozen out of
+every collection, and so is what the fleet holds once each host has sent its first sample (after one
+full collection, so that no garbage is frozen with it). Global state of this process: each test puts
+it back."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import Iterator
+
+import pytest
+
+from gputui.cli import main as cli
+from gputui.fleet import Fleet
+from tests.support.apps import replay_fleet
+
+
+@pytest.fixture
+def collector() -> Iterator[None]:
+    thresholds = gc.get_threshold()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
+
+
+async def test_the_fleet_is_frozen_out_once_every_host_has_sent_a_sample(collector: None) -> None:
+    fleet = replay_fleet(("demo-a", "demo-b"))
+    cli.tune_gc(fleet)
+    assert gc.get_threshold() == (10_000, 10, 10)
+    kept = [object() for _ in range(3)]  # what a fleet holds from then on
+
+    def collected() -> bool:
+        """Whether `kept` is among what the collector walks (frozen objects are not)."""
+        return any(o is kept for o in gc.get_objects())
+
+    a, b = fleet.hosts
+    fleet._notify(a, "status", None)  # not a sample: nothing yet
+    fleet._notify(a, "sample", None)
+    fleet._notify(a, "sample", None)  # the same host again: demo-b has not spoken
+    await asyncio.sleep(0)
+    assert collected() and len(fleet.listeners) == 1
+    fleet._notify(b, "sample", None)
+    assert not collected()
+    await asyncio.sleep(0)
+    assert fleet.listeners == []  # once: later samples cost nothing
+
+
+def test_without_a_fleet_only_start_up_is_frozen(collector: None) -> None:
+    cli.tune_gc()
+    assert gc.get_freeze_count() > 0
+    empty = Fleet()
+    cli.tune_gc(empty)  # no host to wait for
+    assert empty.listeners == []
