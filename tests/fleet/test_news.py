@@ -20,7 +20,7 @@ from gputui.fleet import HostView
 from gputui.model import Sample
 from gputui.news import has_news
 from tests.support.apps import build_app, recording
-from tests.support.pilot import main_of, redrawn, wait_for
+from tests.support.pilot import main_of, sampled, wait_for
 
 Record = dict[str, Any]
 
@@ -131,8 +131,7 @@ def test_deltas_that_move_only_ages_are_no_news_through_the_intake() -> None:
 async def test_a_host_whose_sample_has_no_news_is_not_redrawn_unless_shown_in_full() -> None:
     app = build_app()
     async with app.run_test(size=(160, 40)) as pilot:
-        await wait_for(pilot, lambda: all(v.sample is not None for v in app.fleet.hosts))
-        await redrawn(pilot)
+        await sampled(pilot)
         main = main_of(app)
         shown = main._proc_scope.host if main._proc_scope is not None else None
         assert shown in ("demo-a", "demo-b")
@@ -153,8 +152,7 @@ async def test_a_host_whose_sample_has_no_news_is_not_redrawn_unless_shown_in_fu
 async def test_an_idle_holder_is_drawn_by_the_ages_tick_however_quiet_its_samples() -> None:
     app = build_app()
     async with app.run_test(size=(160, 40)) as pilot:
-        await wait_for(pilot, lambda: all(v.sample is not None for v in app.fleet.hosts))
-        await redrawn(pilot)
+        await sampled(pilot)
         main = main_of(app)
         drawn: list[set[str]] = []
         original = main.problems.update

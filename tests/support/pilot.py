@@ -40,6 +40,13 @@ async def settle(pilot: Pilot[Any]) -> None:
     await redrawn(pilot)
 
 
+async def sampled(pilot: Pilot[Any]) -> None:
+    """Until every host has sent a sample and the screen has drawn it."""
+    app: GpuTuiApp = pilot.app  # type: ignore[assignment]
+    await wait_for(pilot, lambda: all(v.sample is not None for v in app.fleet.hosts))
+    await redrawn(pilot)
+
+
 async def redrawn(pilot: Pilot[Any]) -> None:
     """Until the redraw timer has drawn everything that has arrived."""
     app: GpuTuiApp = pilot.app  # type: ignore[assignment]

@@ -9,7 +9,7 @@ import pytest
 
 from gputui.ui import app as app_module
 from tests.support.apps import build_app
-from tests.support.pilot import redrawn, wait_for
+from tests.support.pilot import sampled, wait_for
 
 
 def count_redraws(app: app_module.GpuTuiApp) -> list[set[str]]:
@@ -29,8 +29,7 @@ def count_redraws(app: app_module.GpuTuiApp) -> list[set[str]]:
 async def test_a_change_after_a_quiet_spell_is_drawn_without_waiting_for_a_timer() -> None:
     app = build_app()
     async with app.run_test(size=(120, 36)) as pilot:
-        await wait_for(pilot, lambda: all(v.sample is not None for v in app.fleet.hosts))
-        await redrawn(pilot)
+        await sampled(pilot)
         calls = count_redraws(app)
         app._last_redraw = time.monotonic() - 10  # quiet for a while
         app._changed.add("demo-a")
@@ -48,8 +47,7 @@ async def test_a_redraw_due_in_a_nanosecond_is_never_lost(monkeypatch: pytest.Mo
     marked due nothing would ever be drawn again (what most likely stalled one memory soak run)."""
     app = build_app()
     async with app.run_test(size=(120, 36)) as pilot:
-        await wait_for(pilot, lambda: all(v.sample is not None for v in app.fleet.hosts))
-        await redrawn(pilot)
+        await sampled(pilot)
         calls = count_redraws(app)
         now = time.monotonic()
         app._last_redraw = now - app_module.REDRAW_GAP + 1e-9
@@ -68,8 +66,7 @@ async def test_changes_coming_fast_are_drawn_together(monkeypatch: pytest.Monkey
     monkeypatch.setattr(app_module, "REDRAW_GAP", 3.0)
     app = build_app()
     async with app.run_test(size=(120, 36)) as pilot:
-        await wait_for(pilot, lambda: all(v.sample is not None for v in app.fleet.hosts))
-        await redrawn(pilot)
+        await sampled(pilot)
         await wait_for(pilot, lambda: not app._redraw_due)  # (an ages tick may have one coming)
         calls = count_redraws(app)
         app._last_redraw = time.monotonic()  # just redrawn: the next one waits for the gap
