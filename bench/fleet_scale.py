@@ -663,17 +663,6 @@ async def measure_decode(
                 pauses.append((info["generation"], (time.perf_counter() - started[0]) * 1e3))
 
         gc.callbacks.append(on_gc)
-        freezer = None
-        if os.environ.get("FLEET_FREEZE"):  # EXPERIMENT: gc.freeze() every N seconds
-
-            async def freeze_every(every: float) -> None:
-                while True:
-                    await asyncio.sleep(every)
-                    gc.freeze()
-
-            freezer = asyncio.ensure_future(freeze_every(float(os.environ["FLEET_FREEZE"])))
-        if os.environ.get("FLEET_GC"):  # EXPERIMENT: thresholds
-            gc.set_threshold(*(int(x) for x in os.environ["FLEET_GC"].split(",")))
         print(f"window begins ({os.getpid()})", file=sys.stderr, flush=True)  # for a profiler to attach
         cpu0, wall0 = time.process_time(), time.monotonic()
         end = wall0 + seconds
@@ -687,8 +676,6 @@ async def measure_decode(
             await asyncio.sleep(max(0.0, key_every - (time.monotonic() - began)))
         cpu1, wall1 = time.process_time(), time.monotonic()
         gc.callbacks.remove(on_gc)
-        if freezer is not None:
-            freezer.cancel()
         counting = False
         if profiler is not None:
             profiler.disable()
