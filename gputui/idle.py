@@ -103,12 +103,16 @@ class IdleHolder:
 class HostIdle:
     """The idle streaks of one host's processes, by (pid, start time): a reused PID starts afresh."""
 
-    __slots__ = ("_since", "last", "max_gap")
+    __slots__ = ("_read", "_since", "last", "max_gap")
 
     def __init__(self, max_gap: float = MAX_GAP) -> None:
         self.max_gap = max_gap
         self.last: float | None = None  # the time of the latest sample observed
         self._since: dict[ProcKey, float] = {}
+        # What the streaks were last worked out from: a sample's processes, GPUs and per-process
+        # reading. Samples hold unchanged records as the same objects (gputui/deltas.py), so a
+        # sample that brings the same three says the same of every process: its streaks go on.
+        self._read: tuple[object, object, object] | None = None
 
     def observe(self, sample: Sample, now: float | None = None, interval: float | None = None) -> None:
         """Take one sample, at `now` (default: the sample's own time, else the clock). `interval`:
@@ -116,9 +120,21 @@ class HostIdle:
         between two of its samples."""
         t = now if now is not None else (sample.time if sample.time > 0 else time.time())
         gap = max(self.max_gap, GAP_INTERVALS * interval) if interval else self.max_gap
-        before = self._since
-        if self.last is not None and not 0 <= t - self.last <= gap:
-            before = {}  # samples stopped (or the clock went back): nothing is known in between
+        broke = self.last is not None and not 0 <= t - self.last <= gap
+        read = (sample.processes, sample.gpus, sample.proc_util)
+        last_read = self._read
+        if (
+            not broke
+            and last_read is not None
+            and read[0] is last_read[0]
+            and read[1] is last_read[1]
+            and read[2] is last_read[2]
+        ):
+            self.last = t  # the same processes idle, since the same times (most samples of a fleet)
+            return
+        self._read = read
+        # Samples that stopped (or a clock that went back): nothing is known in between.
+        before = {} if broke else self._since
         since: dict[ProcKey, float] = {}
         figured: frozenset[int] | None = None
         for proc in sample.processes:
@@ -166,7 +182,7 @@ class HostIdle:
     def copy(self) -> HostIdle:
         """The streaks as they are now (a paused screen keeps them as they were)."""
         out = HostIdle(self.max_gap)
-        out.last, out._since = self.last, dict(self._since)
+        out.last, out._since, out._read = self.last, dict(self._since), self._read
         return out
 
     def __len__(self) -> int:

@@ -3,6 +3,7 @@ and how streaks start, last and end."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from hypothesis import given, settings
@@ -228,3 +229,64 @@ def test_a_streak_is_exactly_the_run_of_idle_samples_since_the_last_interruption
         idle.observe(s)
         assert idle.since(key(4200)) == start
         assert idle.seconds(key(4200)) == (None if start is None else t - start)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["idle", "busy", "young", "none", "same"]), st.sampled_from([1, 10, 500])),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_a_sample_that_brings_the_same_records_goes_on_as_working_it_out_again(
+    steps: list[tuple[str, int]],
+) -> None:
+    """Property: HostIdle skips the work for a sample whose processes, GPUs and per-process reading
+    are the objects the last one had (deltas keep unchanged records); the streaks it keeps are
+    those of working every sample out afresh, through gaps too."""
+    kept, afresh = HostIdle(max_gap=100), HostIdle(max_gap=100)
+    t = T0
+    last: Sample | None = None
+    for step, dt in steps:
+        t += dt
+        if step == "same" and last is not None:
+            s = dataclasses.replace(last, time=t, seq=last.seq + 1)
+        elif step == "busy":
+            s = sample(t, [gpu(0, util=40)], [proc(4200, {0: GiB}, {0: 40}), proc(4300, {0: GiB})])
+        elif step == "young":  # younger than the per-process reading: not known to be idle yet
+            s = sample(t, [gpu(0, util=40)], [proc(4200, {0: GiB}, elapsed=0.5)], age=2.0)
+        elif step == "none":
+            s = sample(t, [gpu(0)], [])
+        else:
+            s = sample(t, [gpu(0)], [proc(4200, {0: GiB}, {0: 0}), proc(4300, {0: GiB})])
+        kept.observe(s)
+        afresh._read = None  # no record of what it read last: every sample worked out again
+        afresh.observe(s)
+        assert kept.durations() == afresh.durations()
+        assert [kept.since(key(p)) for p in (4200, 4300)] == [afresh.since(key(p)) for p in (4200, 4300)]
+        last = s
+
+
+def test_the_same_records_again_are_not_worked_out_again() -> None:
+    """The skip itself: a sample with the same records reads none of them (the rule above would
+    hold with no skip at all)."""
+    idle = HostIdle()
+    first = sample(T0, [gpu(0)], [proc(4200, {0: GiB}, {0: 0})])
+    idle.observe(first)
+    looked: list[int] = []
+
+    class Counted(tuple):  # type: ignore[type-arg]
+        def __iter__(self):  # type: ignore[no-untyped-def]
+            looked.append(1)
+            return super().__iter__()
+
+    idle.observe(dataclasses.replace(first, time=T0 + 5))
+    assert idle.seconds(key(4200)) == 5
+    other = dataclasses.replace(first, time=T0 + 6, processes=Counted(first.processes))
+    idle.observe(other)
+    reads = len(looked)
+    assert reads > 0  # a different tuple (even an equal one): read
+    idle.observe(dataclasses.replace(other, time=T0 + 7))
+    assert len(looked) == reads  # the same tuple again: not read
+    assert idle.seconds(key(4200)) == 7
