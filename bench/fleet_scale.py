@@ -588,10 +588,12 @@ async def measure_decode(
     key_every: float = 0.2,
     profile: Path | None = None,
     tuned_gc: bool = True,
+    pace: bool = True,
 ) -> dict[str, Any]:
     """`hosts` PlaybackLinks, host i playing recording i % len(recordings) at 1 Hz from a phase of
     its own in the second; the real app headless at 200x50 on the fleet view; a `j` every
-    `key_every` seconds through the window."""
+    `key_every` seconds through the window. `pace`: as `gputui` does (its samples slower while it
+    cannot keep up: gputui/pacing.py), unless `--no-pace`."""
     import random
 
     from flood import Frames, press  # bench/flood.py: a key as the driver sends it, timed to its frame
@@ -617,10 +619,10 @@ async def measure_decode(
             counted[0] += 1
 
     fleet.listen(on_fleet)
-    app = make_app(fleet, interval=1.0, log_path=scratch_log())
+    app = make_app(fleet, interval=1.0, log_path=scratch_log(), pace=pace)
     if tuned_gc:
         tune_gc(fleet)  # as `gputui` does before it runs the app (cli.run_ui)
-    result: dict[str, Any] = {"hosts": hosts, "through": "decode", "recordings": len(played)}
+    result: dict[str, Any] = {"hosts": hosts, "through": "decode", "recordings": len(played), "pace": pace}
     async with app.run_test(headless=True, size=(200, 50)):
         main = app._main
         assert main is not None
@@ -698,6 +700,8 @@ async def measure_decode(
             gc_ms=pauses,
             objects=len(gc.get_objects()),
             frozen=gc.get_freeze_count(),
+            paced=app.paced,  # the interval the app slowed its hosts to (None: 1 s as asked)
+            pace_notes=[e.text for e in main.action_log.entries if e.tag == "pace"],
         )
         # What a full collection costs now (the pause a key may land in): one, timed.
         began_gc = time.perf_counter()
@@ -784,6 +788,7 @@ def one(args: argparse.Namespace) -> int:
                 args.key_every,
                 args.profile,
                 not args.python_gc,
+                not args.no_pace,
             )
         )
         print(json.dumps(result))
@@ -910,6 +915,12 @@ def main() -> int:
     ap.add_argument("--templates", type=int, default=64, help="decode: recordings the hosts share")
     ap.add_argument("--key-every", type=float, default=0.2, help="decode: seconds between key presses")
     ap.add_argument(
+        "--no-pace",
+        action="store_true",
+        help="decode: the app keeps 1 Hz however far behind it falls (gputui --no-pace); by default "
+        "it paces its hosts' samples as gputui does (gputui/pacing.py)",
+    )
+    ap.add_argument(
         "--boost",
         type=int,
         default=0,
@@ -995,6 +1006,7 @@ def main_decode(args: argparse.Namespace) -> int:
                            "--recordings", tmp, "--seconds", str(args.seconds), "--warmup", str(args.warmup),
                            "--key-every", str(args.key_every), "--boost", str(args.boost),
                            *(["--python-gc"] if args.python_gc else []),
+                           *(["--no-pace"] if args.no_pace else []),
                            *(["--profile", f"{args.profile}.{hosts}"] if args.profile else [])],
             timeout=3600,
         )  # fmt: skip

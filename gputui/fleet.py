@@ -192,6 +192,9 @@ class HostSession:
         self.intake = SampleIntake()
         self._want_whole = False
         self._whole_asked = 0.0
+        # The interval the fleet asked for since the link was made (Fleet.configure: the app's
+        # `--interval`, or its pacing): a link made again asks its new probe for it too.
+        self.asked: float | None = None
 
     def _set(self, status: str, reason: str | None = None, detail: str | None = None) -> None:
         v = self.view
@@ -227,7 +230,7 @@ class HostSession:
                 backoff = BACKOFF_FIRST
                 if link.hello is not None:
                     self._dispatch(link.hello)
-                    await self._ask_deltas(link)
+                    await self._configure_link(link)
                 await self._stream(link)
                 if link.failure is not None:
                     raise link.failure
@@ -411,12 +414,18 @@ class HostSession:
                 self.notify(v, "error", record)
         return awaited
 
-    async def _ask_deltas(self, link: Link) -> None:
-        """Ask a probe that can (its hello says `delta`) for delta samples (docs/PROTOCOL.md)."""
+    async def _configure_link(self, link: Link) -> None:
+        """Ask a new link's probe for delta samples where it can (its hello says `delta`;
+        docs/PROTOCOL.md), and for the interval the fleet asked for since the link was made."""
+        message: dict[str, Any] = {"type": "configure", "v": 1}
         capabilities = link.hello.get("capabilities") if link.hello is not None else None
         if isinstance(capabilities, list) and "delta" in capabilities:
+            message["deltas"] = DELTAS_EVERY
+        if self.asked is not None:
+            message["interval"] = self.asked
+        if len(message) > 2:
             with contextlib.suppress(TransportError):
-                await link.send({"type": "configure", "v": 1, "deltas": DELTAS_EVERY})
+                await link.send(message)
 
     def _refused(self, why: str) -> None:
         """A delta that cannot be merged: refused like any bad record (said, rate-limited), and the
@@ -513,7 +522,7 @@ class Fleet:
         if preflight_every is not None:
             message["preflight_every"] = preflight_every
         for s in self.sessions.values():
-            s.view.interval = interval
+            s.view.interval = s.asked = interval
             if s.link is not None:
                 with contextlib.suppress(TransportError):
                     await s.send(message)

@@ -101,6 +101,12 @@ def ui_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="seconds between samples (0.1 to 3600)",
     )
+    p.add_argument(
+        "--no-pace",
+        action="store_true",
+        help="keep the interval when the app cannot keep up with its hosts (by default the samples "
+        "come slower then, up to 8 times, and the status line says so; 64 hosts or more)",
+    )
     p.add_argument("--theme", metavar="NAME", help="colour theme (see themes/)")
     p.add_argument("--log", metavar="PATH", help="audit log file (default: the user state dir)")
     p.add_argument(
@@ -417,6 +423,7 @@ def run_ui(argv: list[str]) -> int:
         lifeline=lifeline,
         **_replayed(replay),
         idle_after=idle_after(args, config),
+        pace=replay is None and not args.no_pace,
     )
     tune_gc(fleet if replay is None else None)
     app.run()

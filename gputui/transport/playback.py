@@ -12,7 +12,9 @@ first, then samples. The file is read with `os.pread` when a line is due, so a t
 play a few recordings share them through the page cache, not in the app's memory. Line `k` after
 the hello is due `interval` seconds after line `k - 1`, from `phase` seconds after the link opens
 (spread the hosts over the second, as probes started at different times are); after the last line
-the recording starts again from its first line after the hello (`loop`).
+the recording starts again from its first line after the hello (`loop`). A `configure` the app
+sends with an `interval` spaces the lines after it so, as a probe spaces its samples (the app's
+pacing, gputui/pacing.py); the lines' own times stay as recorded.
 
 The lines come due through one clock for all the links of an event loop (`_Clock`), which wakes
 every due link at once, every TICK seconds, as the selector wakes every link whose bytes came: a
@@ -22,6 +24,7 @@ timer of the event loop's own per line would cost the app what a real link's byt
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import weakref
 from array import array
@@ -109,9 +112,8 @@ class _PlaybackPipes(Pipes):
         self.loop = loop
         self.sent: list[bytes] = []
         self._clock = asyncio.get_running_loop().time
-        self._start = self._clock() + phase
+        self._due = self._clock() + phase  # when the next sample line is due
         self._line = 0  # the next line to read (0: the hello, sent at once)
-        self._played = 0  # sample lines played so far
         self._rest = b""  # what is left of a line longer than the reader asked for
         self._closed = asyncio.Event()
 
@@ -127,12 +129,12 @@ class _PlaybackPipes(Pipes):
                 return b""
             self._line = 1
         if self._line > 0:
-            due = self._start + self._played * self.interval
+            due = self._due
             if due > self._clock():
                 await _Clock.of(asyncio.get_running_loop()).until(due)
             if self._closed.is_set():
                 return b""
-            self._played += 1
+            self._due = due + self.interval
         data = self.recording.line(self._line)
         self._line += 1
         data, self._rest = data[:size], data[size:]
@@ -146,6 +148,19 @@ class _PlaybackPipes(Pipes):
         if self._closed.is_set():
             raise TransportError("closed", "the recording has ended")
         self.sent.append(data)
+        for line in data.splitlines():
+            if b'"configure"' in line and b'"interval"' in line:
+                self._configure(line)
+
+    def _configure(self, line: bytes) -> None:
+        """A `configure` with an `interval`: the lines after the next one come that far apart."""
+        try:
+            record = json.loads(line)
+        except ValueError:
+            return
+        interval = record.get("interval") if isinstance(record, dict) else None
+        if record.get("type") == "configure" and isinstance(interval, (int, float)) and interval > 0:
+            self.interval = float(interval)
 
     def write_eof(self) -> None:
         self._closed.set()
@@ -185,8 +200,6 @@ class PlaybackLink(ProbeLink):
     @property
     def sent(self) -> list[dict[str, Any]]:
         """The records the app sent (decoded; the bootstrap payload, empty here, left out)."""
-        import json
-
         pipes = self._pipes
         if not isinstance(pipes, _PlaybackPipes):
             return []

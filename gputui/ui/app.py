@@ -56,6 +56,7 @@ from gputui.idle import threshold
 from gputui.kill.operate import FRESH_TIMEOUT, Operations, Request, status_of
 from gputui.kill.plan import KillOptions, Plan
 from gputui.model import Event, PlanVerdict
+from gputui.pacing import Pacer
 from gputui.report import write_files
 from gputui.words import count, toast_title, verdict_summary
 
@@ -88,6 +89,7 @@ def redraw_gap(hosts: int) -> float:
 
 
 AGES_INTERVAL = 1.0  # seconds: sample ages move even when nothing arrives
+PACE_TICK = 1.0  # seconds between two looks at whether the app keeps up (gputui/pacing.py)
 PROGRESS_INTERVAL = 0.1  # the log pane's status line while a plan runs
 APP_HOST = "gputui"  # the host column of the app's own log lines
 QUIT_AGAIN_WITHIN = 3.0  # seconds: quitting while a plan runs takes a second press
@@ -122,6 +124,7 @@ class GpuTuiApp(App[None]):
         export_dir: Path | None = None,
         lifeline: Lifeline | None = None,
         idle_after: float | None = None,
+        pace: bool = False,
     ) -> None:
         """The app for `fleet` (not started yet: the app starts it on mount and stops it on exit).
 
@@ -135,7 +138,9 @@ class GpuTuiApp(App[None]):
         config's [kill] table; None: the defaults). `hidden_columns`: the config's [columns] table, table
         name ("processes", "gpus", "fleet") -> column keys never shown. `export_dir`: where "Export
         snapshot" writes (None: the working directory). `lifeline`: what ends the app on SIGHUP,
-        SIGTERM or a lost terminal (gputui/ui/terminal.py; the CLI installs one before the app runs)."""
+        SIGTERM or a lost terminal (gputui/ui/terminal.py; the CLI installs one before the app runs).
+        `pace`: slow the probes' samples down while the app cannot keep up with them (gputui/pacing.py;
+        `gputui` does, unless `--no-pace`)."""
         super().__init__()
         # Seconds at 0 % SM that make a process holding GPU memory an idle holder (gputui/idle.py).
         self.idle_after = threshold(None) if idle_after is None else idle_after
@@ -152,6 +157,13 @@ class GpuTuiApp(App[None]):
         self.fleet = fleet
         self.read_only = read_only
         self.interval = interval
+        # Pacing (gputui/pacing.py): the interval the probes are asked for while the app cannot keep
+        # up at `interval` (None: as asked), checked once a second through the app's message queue,
+        # which is where a key waits too.
+        self.pacer = Pacer(interval, len(fleet.hosts)) if pace else None
+        self.paced: float | None = None
+        self._pace_due = 0.0
+        self._pace_cpu = (0.0, 0.0)  # (loop time, process time) at the last pacing tick
         self.clock = clock
         self.requested_theme = theme
         self.themes_dir = themes_dir
@@ -190,6 +202,11 @@ class GpuTuiApp(App[None]):
         if any(view.interval != self.interval for view in self.fleet.hosts):
             self.run_worker(self.fleet.configure(self.interval), exit_on_error=False, group="configure")
         self.set_interval(AGES_INTERVAL, self.want_redraw)
+        if self.pacer is not None and self.pacer.active:
+            loop = asyncio.get_running_loop()
+            self._pace_due = loop.time() + PACE_TICK
+            self._pace_cpu = (loop.time(), time.process_time())
+            loop.call_later(PACE_TICK, self._pace_post)
         self._progress_timer = self.set_interval(PROGRESS_INTERVAL, self._show_progress, pause=True)
         self.run_worker(self._report_unfinished(), group="startup", exit_on_error=False)
         self._mounted = True
@@ -625,6 +642,37 @@ class GpuTuiApp(App[None]):
         else:
             self._show_log_later = True
             self.want_redraw()
+
+    # -- pacing ----------------------------------------------------------------------------
+
+    def _pace_post(self) -> None:
+        """The pacing tick's time came (on the event loop's clock): run it from the message queue,
+        behind what a key would wait behind."""
+        if self.is_running:
+            self.call_later(self._pace_tick)
+
+    def _pace_tick(self) -> None:
+        pacer = self.pacer
+        if pacer is None or not self.is_running:
+            return
+        loop = asyncio.get_running_loop()
+        now, cpu = loop.time(), time.process_time()
+        lateness = max(0.0, now - self._pace_due)
+        (then, cpu_then), self._pace_cpu = self._pace_cpu, (now, cpu)
+        busy = (cpu - cpu_then) / max(now - then, 1e-3)
+        self._pace_due = now + PACE_TICK
+        loop.call_later(PACE_TICK, self._pace_post)
+        change = pacer.tick(lateness, busy)
+        if change is None:
+            return
+        self.paced = change.interval if pacer.paced else None
+        self.run_worker(self.fleet.configure(change.interval), exit_on_error=False, group="configure")
+        every = f"{change.interval:g} s"
+        if pacer.paced:
+            text = f"samples every {every}, not {pacer.asked:g} s: {change.why} (--no-pace: keep the rate)"
+            self.log_note("", text, "warn", tag="pace")
+        else:
+            self.log_note("", f"samples every {every} again: {change.why}", "info", tag="pace")
 
     def log_note(self, host: str, text: str, level: str = "info", tag: str = "") -> None:
         main = self._main

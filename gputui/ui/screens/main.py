@@ -369,7 +369,9 @@ class MainScreen(Screen[None]):
         if touched or len(views) > SUMMARY_HOSTS:
             self._fleet_title()
         paused = self.paused_for() if self.paused else None
-        self.status_line.show_fleet(views, self._busy, self.dash.read_only, paused=paused)
+        self.status_line.show_fleet(
+            views, self._busy, self.dash.read_only, paused=paused, paced=self.dash.paced
+        )
 
     def _fleet_title(self) -> None:
         total = sum(t for _, t in self._busy.values())
@@ -398,6 +400,7 @@ class MainScreen(Screen[None]):
             self.dash.read_only,
             paused=self.paused_for() if self.paused else None,
             exact=self.dash.exact_memory,
+            paced=self.dash.paced,
         )
         if not changed:
             return

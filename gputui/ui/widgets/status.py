@@ -99,8 +99,10 @@ class StatusLine(OneLine):
         *,
         paused: float | None = None,
         exact: bool = False,
+        paced: float | None = None,
     ) -> None:
-        """`paused`: seconds the view has been frozen (None: live); `exact`: memory in MiB."""
+        """`paused`: seconds the view has been frozen (None: live); `exact`: memory in MiB;
+        `paced`: the interval the app slowed the samples to (None: as asked)."""
         muted = self.style_of("status--muted")
         status_style = self.style_of(f"host--{view.status}")
         text = Text(no_wrap=True, overflow="ellipsis")
@@ -122,6 +124,8 @@ class StatusLine(OneLine):
         if live:
             text.append("live", status_style)
             text.append(f", sample {_age(age)} old", muted)
+            if paced is not None:
+                text.append(f", samples every {paced:g} s (paced)", self.style_of("status--warn"))
         elif view.status == CONNECTING:
             # Queued for a handshake slot, or backing off after the server dropped one (dial.py).
             text.append(f"{view.phase or 'connecting'}…", status_style)
@@ -175,7 +179,10 @@ class StatusLine(OneLine):
         read_only: bool,
         *,
         paused: float | None = None,
+        paced: float | None = None,
     ) -> None:
+        """`paced`: the interval the app slowed the samples to, as it could not keep up (None: as
+        asked; gputui/pacing.py)."""
         muted = self.style_of("status--muted")
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(" All hosts", self.style_of("status--name"))
@@ -199,6 +206,8 @@ class StatusLine(OneLine):
         text.append(f"  ·  {count(total + unknown, 'GPU')}: {total - used} free, {used} busy", muted)
         if unknown:  # their hosts are not live: their last samples count for nothing now
             text.append(f", {unknown} not live", self.style_of("status--warn"))
+        if paced is not None:
+            text.append(f"  ·  samples every {paced:g} s (paced)", self.style_of("status--warn"))
         self.set_text(text)
 
 
