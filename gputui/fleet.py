@@ -75,12 +75,14 @@ REASONS = {
 class GpuHistory:
     """A GPU's recent readings, for the sparklines and graphs: utilization and memory in percent,
     temperature in °C and power in W (None where the driver gave none), each with its time. Kept
-    in rings of arrays (gputui/rings.py), not deques of floats: 7 KB a GPU, not 48 (issue 21)."""
+    in rings of arrays (gputui/rings.py), not deques of floats: 3 KB a GPU, not 48 (issue 21)."""
 
-    util: Ring = field(default_factory=lambda: Ring(HISTORY))
-    memory: Ring = field(default_factory=lambda: Ring(HISTORY))
-    temperature: GapRing = field(default_factory=lambda: GapRing(HISTORY))
-    power: GapRing = field(default_factory=lambda: GapRing(HISTORY))
+    # Each in steps of what it can say (gputui/rings.py): a whole percent of utilization (NVML's),
+    # a hundredth of a percent of memory, a degree (NVML's), a tenth of a watt: 1 or 2 bytes each.
+    util: Ring = field(default_factory=lambda: Ring(HISTORY, "B", 1.0))
+    memory: Ring = field(default_factory=lambda: Ring(HISTORY, "H", 0.01))
+    temperature: GapRing = field(default_factory=lambda: GapRing(HISTORY, "B", 1.0))
+    power: GapRing = field(default_factory=lambda: GapRing(HISTORY, "H", 0.1))
     times: TimeRing = field(default_factory=lambda: TimeRing(HISTORY))  # the samples' times
 
     def temperature_slope(self, span: float = SLOPE_SPAN) -> float | None:

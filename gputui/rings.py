@@ -2,10 +2,15 @@
 
 A GPU's history (gputui/fleet.py GpuHistory) keeps 300 readings of five kinds. In deques, each
 reading is a float object of its own (32 bytes with its slot): 48 KB a GPU, 790 MB for the 16,384
-GPUs of 4,096 hosts (issue 21). In an array a reading is 4 bytes (8 for a time): 7 KB a GPU.
+GPUs of 4,096 hosts (issue 21). In an array a reading is 4 bytes (8 for a time): 6 KB a GPU; in
+steps of what the reading can say (a whole percent of utilization, a degree, a tenth of a watt),
+1 or 2 bytes: 3 KB a GPU.
 `Ring` holds numbers; `GapRing` readings that may be missing (a temperature, a power draw), kept
-as NaN and read back as None; `TimeRing` times (seconds since the epoch, which a 4-byte float
-cannot hold to the second), kept as 4-byte offsets from a base it moves now and then.
+as NaN (in steps: the type's largest number) and read back as None; `TimeRing` times (seconds
+since the epoch, which a 4-byte float cannot hold to the second), kept as 4-byte offsets from a
+base it moves now and then. A ring in steps (`step`, an integer typecode) keeps each number as the
+nearest whole number of steps, within 0 and the type's largest (a reading out of that range is
+kept at its edge).
 """
 
 from __future__ import annotations
@@ -13,29 +18,48 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from typing import overload
+from typing import Any, overload
 
 __all__ = ["GapRing", "Ring", "TimeRing"]
 
 
-class _Ring:
-    __slots__ = ("_data", "_start", "size")
+_TOPS = {"B": 0xFF, "H": 0xFFFF}  # the integer typecodes a ring in steps may use: their largest
 
-    def __init__(self, size: int, typecode: str = "f") -> None:
+
+class _Ring:
+    __slots__ = ("_data", "_start", "_step", "_top", "size")
+    _gaps = False  # a GapRing: in steps, the top number is a missing reading
+
+    def __init__(self, size: int, typecode: str = "f", step: float | None = None) -> None:
         """Up to `size` numbers, oldest first; appending to a full ring drops the oldest. `typecode`:
-        "f" (4 bytes, ~7 significant digits: readings) or "d" (8 bytes: times)."""
+        "f" (4 bytes, ~7 significant digits: readings) or "d" (8 bytes: times); with `step`, "B" (1
+        byte) or "H" (2 bytes): each number kept as a whole number of steps."""
         if size < 1:
             raise ValueError("a ring holds at least one number")
-        self._data: array[float] = array(typecode)
+        if (step is None) != (typecode not in _TOPS) or (step is not None and step <= 0):
+            raise ValueError("an integer typecode (B, H) takes a step above 0; f and d take none")
+        self._data: array[Any] = array(typecode)
         self._start = 0  # where the oldest number is, once the ring is full
+        self._step = step
+        self._top = _TOPS.get(typecode, 0)  # in steps: the largest number kept
         self.size = size
 
-    @property
-    def maxlen(self) -> int:
-        return self.size
+    def _stored(self, value: float) -> float | int:
+        """`value` as the array keeps it."""
+        step = self._step
+        if step is None:
+            return value
+        top = self._top
+        if value != value:  # NaN: a GapRing's missing reading, kept as the top number
+            return top
+        most = top - 1 if self._gaps else top  # (a reading is never taken for a missing one)
+        steps = value / step
+        return 0 if steps <= 0 else most if steps >= most else round(steps)  # (and the infinities)
 
     def _put(self, value: float) -> None:
         data = self._data
+        if self._step is not None:
+            value = self._stored(value)
         if len(data) < self.size:
             data.append(value)
         else:
@@ -43,15 +67,23 @@ class _Ring:
             self._start = (self._start + 1) % self.size
 
     def _numbers(self) -> Iterator[float]:
-        data, start = self._data, self._start
-        yield from data[start:]
-        yield from data[:start]
+        data, start, step = self._data, self._start, self._step
+        if step is None:
+            yield from data[start:]
+            yield from data[:start]
+        else:
+            gap = self._top if self._gaps else None
+            for part in (data[start:], data[:start]):
+                yield from (math.nan if v == gap else v * step for v in part)
 
     def _at(self, index: int) -> float:
         n = len(self._data)
         if not -n <= index < n:
             raise IndexError("ring index out of range")
-        return self._data[(self._start + index) % n]
+        value: float = self._data[(self._start + index) % n]
+        if self._step is None:
+            return value
+        return math.nan if self._gaps and value == self._top else value * self._step
 
     def clear(self) -> None:
         del self._data[:]
@@ -93,6 +125,7 @@ class GapRing(_Ring, Sequence[float | None]):
     """The last `size` readings appended, None for a missing one."""
 
     __slots__ = ()
+    _gaps = True
 
     def append(self, value: float | None) -> None:
         self._put(math.nan if value is None else value)
