@@ -158,11 +158,11 @@ class GpuTuiApp(App[None]):
         self.read_only = read_only
         self.interval = interval
         # Pacing (gputui/pacing.py): the interval the probes are asked for while the app cannot keep
-        # up at `interval` (None: as asked), checked once a second through the app's message queue,
-        # which is where a key waits too.
+        # up at `interval` (None: as asked), checked once a second through the app's message queue
+        # and the next frame, which is where a key waits too.
         self.pacer = Pacer(interval, len(fleet.hosts)) if pace else None
         self.paced: float | None = None
-        self._pace_due = 0.0
+        self._pace_asked: float | None = None  # when the look now on its way was asked for
         self._pace_cpu = (0.0, 0.0)  # (loop time, process time) at the last pacing tick
         self.clock = clock
         self.requested_theme = theme
@@ -204,7 +204,6 @@ class GpuTuiApp(App[None]):
         self.set_interval(AGES_INTERVAL, self.want_redraw)
         if self.pacer is not None and self.pacer.active:
             loop = asyncio.get_running_loop()
-            self._pace_due = loop.time() + PACE_TICK
             self._pace_cpu = (loop.time(), time.process_time())
             loop.call_later(PACE_TICK, self._pace_post)
         self._progress_timer = self.set_interval(PROGRESS_INTERVAL, self._show_progress, pause=True)
@@ -646,22 +645,35 @@ class GpuTuiApp(App[None]):
     # -- pacing ----------------------------------------------------------------------------
 
     def _pace_post(self) -> None:
-        """The pacing tick's time came (on the event loop's clock): run it from the message queue,
-        behind what a key would wait behind."""
-        if self.is_running:
-            self.call_later(self._pace_tick)
-
-    def _pace_tick(self) -> None:
-        pacer = self.pacer
-        if pacer is None or not self.is_running:
+        """Once a second on the event loop's clock: a look at whether the app keeps up. The look
+        runs once the messages before it are handled and the screen is drawn, as a key is seen
+        (behind the message queue alone it ran on time while frames waited for seconds); one
+        that has not run by the next second counts as behind by then, so a starved screen that
+        never gets to it still paces."""
+        if not self.is_running:
             return
         loop = asyncio.get_running_loop()
-        now, cpu = loop.time(), time.process_time()
-        lateness = max(0.0, now - self._pace_due)
+        now = loop.time()
+        loop.call_later(PACE_TICK, self._pace_post)
+        if self._pace_asked is not None:
+            self._pace_tick(now - self._pace_asked)  # the last look has not run yet
+            return
+        self._pace_asked = now
+        self.call_after_refresh(self._pace_looked, now)
+
+    def _pace_looked(self, asked: float) -> None:
+        if self._pace_asked != asked or not self.is_running:
+            return  # counted as behind already, then looked again
+        self._pace_asked = None
+        self._pace_tick(asyncio.get_running_loop().time() - asked)
+
+    def _pace_tick(self, lateness: float) -> None:
+        pacer = self.pacer
+        if pacer is None:
+            return
+        now, cpu = asyncio.get_running_loop().time(), time.process_time()
         (then, cpu_then), self._pace_cpu = self._pace_cpu, (now, cpu)
         busy = (cpu - cpu_then) / max(now - then, 1e-3)
-        self._pace_due = now + PACE_TICK
-        loop.call_later(PACE_TICK, self._pace_post)
         change = pacer.tick(lateness, busy)
         if change is None:
             return

@@ -147,6 +147,25 @@ async def test_the_app_behind_its_hosts_slows_them_down_and_says_so_then_speeds_
         recording.close()
 
 
+async def test_a_screen_that_never_gets_to_draw_is_behind_too() -> None:
+    """A look at whether the app keeps up runs after the next frame; frames starved by samples
+    never get to it. One still on its way a second later counts as behind."""
+    recording = Recording(FIXTURES / "demo-a.jsonl")
+    links: list[PlaybackLink] = []
+    fleet = Fleet()
+    _playback(fleet, "a", links, recording)
+    app = make_app(fleet, interval=0.1, log_path=scratch_log(), pace=True)
+    app.pacer = Pacer(0.1, 1, min_hosts=1, late=0.5, ticks=3, calm=10**6)
+    try:
+        async with app.run_test(size=(160, 40)):
+            await _until(lambda: fleet.hosts[0].status == LIVE)
+            assert app.paced is None
+            app.call_after_refresh = lambda *args, **kwargs: True  # type: ignore[method-assign]
+            await _until(lambda: app.paced == 0.2)
+    finally:
+        recording.close()
+
+
 def test_replays_and_tests_do_not_pace_unless_asked() -> None:
     fleet = Fleet()
     assert make_app(fleet, log_path=scratch_log()).pacer is None
