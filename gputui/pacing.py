@@ -76,7 +76,7 @@ class Pacer:
             if self._behind >= self.ticks and self.interval < self.asked * self.most:
                 self._behind = 0
                 self.interval = min(self.interval * 2, self.asked * self.most)
-                return Pace(self.interval, f"the app was {lateness:.0f} s behind its hosts")
+                return Pace(self.interval, f"the screen was {lateness:.0f} s behind its hosts")
             return None
         self._behind = 0
         if not self.paced:

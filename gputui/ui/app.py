@@ -662,10 +662,9 @@ class GpuTuiApp(App[None]):
         self.call_after_refresh(self._pace_looked, now)
 
     def _pace_looked(self, asked: float) -> None:
-        if self._pace_asked != asked or not self.is_running:
-            return  # counted as behind already, then looked again
         self._pace_asked = None
-        self._pace_tick(asyncio.get_running_loop().time() - asked)
+        if self.is_running:
+            self._pace_tick(asyncio.get_running_loop().time() - asked)
 
     def _pace_tick(self, lateness: float) -> None:
         pacer = self.pacer
@@ -682,9 +681,9 @@ class GpuTuiApp(App[None]):
         every = f"{change.interval:g} s"
         if pacer.paced:
             text = f"samples every {every}, not {pacer.asked:g} s: {change.why} (--no-pace: keep the rate)"
-            self.log_note("", text, "warn", tag="pace")
+            self.log_note(APP_HOST, text, "warn", tag="pace")
         else:
-            self.log_note("", f"samples every {every} again: {change.why}", "info", tag="pace")
+            self.log_note(APP_HOST, f"samples every {every} again: {change.why}", "info", tag="pace")
 
     def log_note(self, host: str, text: str, level: str = "info", tag: str = "") -> None:
         main = self._main
