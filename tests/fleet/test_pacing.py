@@ -5,9 +5,9 @@ the real app driven by Pilot, its event loop held up by the test, paced and back
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -17,6 +17,7 @@ from gputui.transport.playback import PlaybackLink, Recording
 from gputui.ui import make_app
 from tests.support.apps import scratch_log
 from tests.support.paths import FIXTURES
+from tests.support.waiting import eventually
 
 
 def test_a_tick_late_now_and_then_changes_nothing() -> None:
@@ -67,30 +68,31 @@ def test_a_small_fleet_is_never_paced() -> None:
     assert Pacer(1.0, 64).active
 
 
-def _playback(fleet: Fleet, name: str, links: list[PlaybackLink], recording: Recording) -> None:
+@pytest.fixture
+def played() -> Iterator[tuple[Fleet, list[PlaybackLink]]]:
+    """A fleet of one host, "a", whose links play the demo's recording at 0.1 s (each link made
+    is kept, the ones made again too)."""
+    recording = Recording(FIXTURES / "demo-a.jsonl")
+    links: list[PlaybackLink] = []
+
     def make() -> PlaybackLink:
-        link = PlaybackLink(recording, interval=0.1, label=name)
+        link = PlaybackLink(recording, interval=0.1, label="a")
         links.append(link)
         return link
 
-    fleet.add(name, make, interval=0.1)
-
-
-async def _until(condition, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    end = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < end, "timed out"
-        await asyncio.sleep(0.02)
-
-
-async def test_the_fleet_asks_its_probes_and_a_link_made_again_asks_its_new_one() -> None:
-    recording = Recording(FIXTURES / "demo-a.jsonl")
-    links: list[PlaybackLink] = []
     fleet = Fleet()
-    _playback(fleet, "a", links, recording)
+    fleet.add("a", make, interval=0.1)
+    yield fleet, links
+    recording.close()
+
+
+async def test_the_fleet_asks_its_probes_and_a_link_made_again_asks_its_new_one(
+    played: tuple[Fleet, list[PlaybackLink]],
+) -> None:
+    fleet, links = played
     fleet.start()
     try:
-        await _until(lambda: fleet.hosts[0].status == LIVE)
+        assert await eventually(lambda: fleet.hosts[0].status == LIVE, 30.0)
         assert not any("interval" in r for r in links[0].sent)  # nothing asked: nothing sent
         await fleet.configure(0.3)
         assert {"type": "configure", "v": 1, "interval": 0.3} in links[0].sent
@@ -100,70 +102,61 @@ async def test_the_fleet_asks_its_probes_and_a_link_made_again_asks_its_new_one(
         fleet.listen(
             lambda v, what, p: seqs.append((time.monotonic(), v.sample.seq)) if what == "sample" else None
         )
-        await _until(lambda: len(seqs) >= 4)
+        assert await eventually(lambda: len(seqs) >= 4, 30.0)
         gaps = [b[0] - a[0] for a, b in itertools.pairwise(seqs[1:])]  # (the first was due already)
         assert all(g > 0.2 for g in gaps), gaps
         # The link goes; the one made in its place asks its probe for 0.3 s as well.
         await links[0].close()
-        await _until(lambda: len(links) == 2 and fleet.hosts[0].status == LIVE)
-        await _until(lambda: any(r.get("interval") == 0.3 for r in links[1].sent))
+        assert await eventually(lambda: len(links) == 2 and fleet.hosts[0].status == LIVE, 30.0)
+        assert await eventually(lambda: any(r.get("interval") == 0.3 for r in links[1].sent), 30.0)
     finally:
         await fleet.stop()
-        recording.close()
 
 
-async def test_the_app_behind_its_hosts_slows_them_down_and_says_so_then_speeds_up_again() -> None:
-    recording = Recording(FIXTURES / "demo-a.jsonl")
-    links: list[PlaybackLink] = []
-    fleet = Fleet()
-    _playback(fleet, "a", links, recording)
+async def test_the_app_behind_its_hosts_slows_them_down_and_says_so_then_speeds_up_again(
+    played: tuple[Fleet, list[PlaybackLink]],
+) -> None:
+    fleet, links = played
     app = make_app(fleet, interval=0.1, log_path=scratch_log(), pace=True)
     assert app.pacer is not None and not app.pacer.active  # one host: never paced by default
     # This app paces at one host, after two ticks 0.3 s late (and comes back when told below).
     app.pacer = Pacer(0.1, 1, min_hosts=1, late=0.3, ticks=2, calm=10**6, room=100.0)
-    try:
-        async with app.run_test(size=(160, 40)) as pilot:
-            await _until(lambda: fleet.hosts[0].status == LIVE)
-            main = app._main
-            assert main is not None
-            for _ in range(6):  # the event loop held up, as by more samples than it can take
-                if app.paced is not None:
-                    break
-                time.sleep(1.5)
-                await pilot.pause(0.05)
-            await _until(lambda: app.paced == 0.2)
-            await _until(lambda: any(r.get("interval") == 0.2 for r in links[0].sent))
-            await _until(lambda: "samples every 0.2 s (paced)" in main.status_line._text.plain)
-            log = main.action_log.entries
-            assert any(e.tag == "pace" and e.level == "warn" and "not 0.1 s" in e.text for e in log)
-            # Left alone, the app keeps up again: the asked rate comes back after two calm ticks
-            # here, and the log says so.
-            app.pacer.calm = 2
-            await _until(lambda: app.paced is None)
-            await _until(lambda: any(r.get("interval") == 0.1 for r in links[0].sent))
-            assert any(e.tag == "pace" and "again" in e.text for e in main.action_log.entries)
-            await _until(lambda: "paced" not in main.status_line._text.plain)
-    finally:
-        recording.close()
+    async with app.run_test(size=(160, 40)) as pilot:
+        assert await eventually(lambda: fleet.hosts[0].status == LIVE, 30.0)
+        main = app._main
+        assert main is not None
+        for _ in range(6):  # the event loop held up, as by more samples than it can take
+            if app.paced is not None:
+                break
+            time.sleep(1.5)
+            await pilot.pause(0.05)
+        assert await eventually(lambda: app.paced == 0.2, 30.0)
+        assert await eventually(lambda: any(r.get("interval") == 0.2 for r in links[0].sent), 30.0)
+        assert await eventually(lambda: "samples every 0.2 s (paced)" in main.status_line._text.plain, 30.0)
+        log = main.action_log.entries
+        assert any(e.tag == "pace" and e.level == "warn" and "not 0.1 s" in e.text for e in log)
+        # Left alone, the app keeps up again: the asked rate comes back after two calm ticks
+        # here, and the log says so.
+        app.pacer.calm = 2
+        assert await eventually(lambda: app.paced is None, 30.0)
+        assert await eventually(lambda: any(r.get("interval") == 0.1 for r in links[0].sent), 30.0)
+        assert any(e.tag == "pace" and "again" in e.text for e in main.action_log.entries)
+        assert await eventually(lambda: "paced" not in main.status_line._text.plain, 30.0)
 
 
-async def test_a_screen_that_never_gets_to_draw_is_behind_too() -> None:
+async def test_a_screen_that_never_gets_to_draw_is_behind_too(
+    played: tuple[Fleet, list[PlaybackLink]],
+) -> None:
     """A look at whether the app keeps up runs after the next frame; frames starved by samples
     never get to it. One still on its way a second later counts as behind."""
-    recording = Recording(FIXTURES / "demo-a.jsonl")
-    links: list[PlaybackLink] = []
-    fleet = Fleet()
-    _playback(fleet, "a", links, recording)
+    fleet, _ = played
     app = make_app(fleet, interval=0.1, log_path=scratch_log(), pace=True)
     app.pacer = Pacer(0.1, 1, min_hosts=1, late=0.5, ticks=3, calm=10**6)
-    try:
-        async with app.run_test(size=(160, 40)):
-            await _until(lambda: fleet.hosts[0].status == LIVE)
-            assert app.paced is None
-            app.call_after_refresh = lambda *args, **kwargs: True  # type: ignore[method-assign]
-            await _until(lambda: app.paced == 0.2)
-    finally:
-        recording.close()
+    async with app.run_test(size=(160, 40)):
+        assert await eventually(lambda: fleet.hosts[0].status == LIVE, 30.0)
+        assert app.paced is None
+        app.call_after_refresh = lambda *args, **kwargs: True  # type: ignore[method-assign]
+        assert await eventually(lambda: app.paced == 0.2, 30.0)
 
 
 def test_replays_and_tests_do_not_pace_unless_asked() -> None:
