@@ -58,17 +58,19 @@ from collections.abc import Collection, Hashable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from rich.console import JustifyMethod
+from rich._pick import pick_bool
+from rich.console import Console, ConsoleOptions, JustifyMethod
 from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
+from rich.text import DEFAULT_JUSTIFY, DEFAULT_OVERFLOW, Text
 from textual import events
 from textual._two_way_dict import TwoWayDict
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.coordinate import Coordinate
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.message import Message
+from textual.reactive import Reactive
 from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowDoesNotExist, RowKey
@@ -561,6 +563,32 @@ class KeyedTable(DataTable[Cell]):
                 wider = True
         return wider
 
+    # -- the table's size --------------------------------------------------------------------
+
+    # Textual's `virtual_size` (the scrollable size: every row and column) lays the whole screen out
+    # again when it changes. A table whose box does not follow its rows (the process pane, `1fr`;
+    # the fleet table past its max-height) only needs its scrollbar told: at 1,024 hosts the
+    # process pane's rows changed with each move of the fleet's cursor to another host, and the
+    # layouts that followed were a tenth of the app's work (docs/BENCHMARKS.md).
+    virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=False)
+
+    def watch_virtual_size(self, old: Size, new: Size) -> None:
+        if self._box_follows(old, new):
+            self.refresh(layout=True)
+            return
+        self._scroll_update(new)
+
+    def _box_follows(self, old: Size, new: Size) -> bool:
+        """Whether a change of the virtual size from `old` to `new` changes the table's box (a size
+        set by its content, `auto`, or the vertical scrollbar coming or going): then a layout."""
+        styles = self.styles
+        if not self.is_mounted or not self.container_size or styles.height is None or styles.width is None:
+            return True
+        if styles.height.is_auto or styles.width.is_auto:
+            return True
+        height = self.container_size.height
+        return (old.height > height) != (new.height > height)
+
     # -- updating cells in place -------------------------------------------------------------
 
     def _put(self, key: str, column: str, cell: Cell) -> None:
@@ -608,6 +636,65 @@ class KeyedTable(DataTable[Cell]):
             self._line_cache,
         ):
             cache.clear()
+
+    def _render_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ) -> list[list[Segment]]:
+        # DataTable renders a cell through Rich's whole pipeline: Styled(Padding(cell)), each layer
+        # a generator, then cropped and split into lines twice. A table's cells are one-line Text
+        # (rows one line high), so this does the same steps on the cell directly: Text.wrap, its
+        # segments, the padding, the styles; the same segments at a quarter of the cost (a thousand
+        # hosts: the cells of the rows a key brings into view; tests/ui/test_cell_render.py holds
+        # it to DataTable's own, segment for segment). Anything else goes DataTable's way.
+        pad = self.cell_padding
+        if row_index < self.fixed_rows or column_index < self.fixed_columns or width - 2 * pad < 1:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        row_key = self._row_locations.get_key(row_index)
+        row = self.rows.get(row_key) if row_key is not None else None
+        if row_key is None or row is None or row.height != 1:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        column_key = self._column_locations.get_key(column_index)
+        if column_key is None:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        cache_key = (
+            row_key,
+            column_key,
+            base_style,
+            cursor,
+            hover,
+            self._show_hover_cursor,
+            self._update_count,
+            self._pseudo_class_state,
+        )
+        cached = self._cell_render_cache.get(cache_key)
+        if cached is not None:
+            return cached
+        cell = self._get_row_renderables(row_index)[1][column_index]
+        if not isinstance(cell, Text):
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        component_style, post_style = self._get_styles_to_render_cell(
+            False,
+            False,
+            False,
+            hover,
+            cursor,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self.cursor_foreground_priority == "css",
+            self.cursor_background_priority == "css",
+        )
+        pre_style = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
+        lines = [
+            _cell_line(self.app.console, self.app.console_options, cell, width, pad, pre_style, post_style)
+        ]
+        self._cell_render_cache[cache_key] = lines
+        return lines
 
     def _render_line_in_row(
         self,
@@ -775,3 +862,58 @@ def _blank(width: int) -> Cell:
     if cell is None:
         cell = _BLANKS[width] = Cell(" " * width, sort_key="")
     return cell
+
+
+_NO_STYLE = Style.parse("none")  # what Padding pads with (its default style)
+
+
+def _cell_line(
+    console: Console,
+    options: ConsoleOptions,
+    cell: Text,
+    width: int,
+    pad: int,
+    pre: Style,
+    post: Style | None,
+) -> list[Segment]:
+    """The one line DataTable makes of `cell` in a row one line high, `width` cells wide with `pad`
+    cells of padding either side: what console.render_lines(Styled(Padding(cell, (0, pad)),
+    pre_style=pre, post_style=post), options at `width` x 1, no_wrap) gives, step by step."""
+    inner = width - 2 * pad
+    text_options = options.update(width=inner, height=1, no_wrap=True)
+    # Text.__rich_console__ at the padding's inner width:
+    tab_size = console.tab_size if cell.tab_size is None else cell.tab_size
+    wrapped = cell.wrap(
+        console,
+        inner,
+        justify=cell.justify or text_options.justify or DEFAULT_JUSTIFY,
+        overflow=cell.overflow or text_options.overflow or DEFAULT_OVERFLOW,
+        tab_size=tab_size or 8,
+        no_wrap=pick_bool(cell.no_wrap, text_options.no_wrap, False),
+    )
+    segments = Text("\n").join(wrapped).render(console, end=cell.end)
+    # console.render_lines at that width and a height of 1 (padded with the padding's style):
+    lines = iter(
+        Segment.split_and_crop_lines(segments, inner, include_new_lines=False, pad=True, style=_NO_STYLE)
+    )
+    first: list[Segment] | None = next(lines, None)
+    line = first if first is not None else [Segment(" " * inner, _NO_STYLE)]
+    # Padding either side, then Styled's styles before and after each segment's own:
+    if pad:
+        side = Segment(" " * pad, _NO_STYLE)
+        line = [side, *line, side]
+    styled = line
+    if pre:
+        add = pre.__add__
+        styled = [Segment(text, None if control else add(style), control) for text, style, control in styled]
+    if post:
+        styled = [
+            Segment(text, None if control else (style + post if style else post), control)
+            for text, style, control in styled
+        ]
+    # and console.render_lines at the cell's width, as DataTable calls it:
+    styled.append(Segment.line())
+    cropped: list[Segment] = next(
+        iter(Segment.split_and_crop_lines(styled, width, include_new_lines=False, pad=True))
+    )
+    return cropped
