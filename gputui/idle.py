@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from .model import Proc, Sample
+from .model import Gpu, Proc, Sample
 
 DEFAULT_MINUTES = 10.0  # the config's [idle] minutes: 0 % SM this long makes an idle holder
 MAX_GAP = 300.0  # seconds without a sample after which every streak starts again
@@ -85,6 +85,46 @@ def idle_now(sample: Sample, proc: Proc, figured: frozenset[int] | None = None) 
     return True
 
 
+def idle_keys(sample: Sample) -> list[ProcKey]:
+    """The keys of the processes `idle_now` says are idle in `sample`, in one pass: what a fleet's
+    every sample costs (issue 21), so its rules are written out here once more, on locals, with the
+    sample's GPUs looked up by index once (tests/fleet/test_idle.py holds it to `idle_now`)."""
+    out: list[ProcKey] = []
+    gpus: dict[int, Gpu] | None = None
+    figured: frozenset[int] | None = None
+    age = sample.proc_util.age
+    for proc in sample.processes:
+        memory = proc.gpu_memory
+        if proc.kind != "user" or proc.state == "Z" or not memory:
+            continue
+        if not any(size is None or size > 0 for size in memory.values()):
+            continue  # most processes (monitors, hidden holders, ghosts): nothing to work out
+        if gpus is None:
+            gpus = {}
+            for each in sample.gpus:
+                gpus.setdefault(each.index, each)  # (the first of an index, as Sample.gpu finds it)
+            figured = _figured(sample)
+        shares = proc.gpu_util
+        young = proc.elapsed is not None and age is not None and proc.elapsed <= age
+        for index in memory:  # idle: every GPU it holds memory on says 0 (busy or unknown: not)
+            gpu = gpus.get(index)
+            if gpu is None or gpu.error:
+                break
+            share = shares.get(index) if shares is not None else None
+            evidence: int | None
+            if share is not None and share.sm is not None:
+                evidence = share.sm
+            elif figured and index in figured and age is not None and not young:
+                evidence = 0
+            else:
+                evidence = gpu.util_gpu
+            if evidence is None or evidence > 0:
+                break
+        else:
+            out.append(proc.key)
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class IdleHolder:
     """A process idle for at least the threshold, as of its host's latest sample."""
@@ -135,16 +175,7 @@ class HostIdle:
         self._read = read
         # Samples that stopped (or a clock that went back): nothing is known in between.
         before = {} if broke else self._since
-        since: dict[ProcKey, float] = {}
-        figured: frozenset[int] | None = None
-        for proc in sample.processes:
-            if not holds_memory(proc):
-                continue  # most processes (monitors, hidden holders, ghosts): nothing to work out
-            if figured is None:
-                figured = _figured(sample)
-            if idle_now(sample, proc, figured) is True:
-                since[proc.key] = before.get(proc.key, t)
-        self._since = since
+        self._since = {key: before.get(key, t) for key in idle_keys(sample)}
         self.last = t
 
     def any_for(self, at_least: float) -> bool:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from gputui.idle import HostIdle, IdleTracker, idle_now, sm_evidence, span
+from gputui.idle import HostIdle, IdleTracker, idle_keys, idle_now, sm_evidence, span
 from gputui.model import Sample
 
 GiB = 1 << 30
@@ -290,3 +290,36 @@ def test_the_same_records_again_are_not_worked_out_again() -> None:
     idle.observe(dataclasses.replace(other, time=T0 + 7))
     assert len(looked) == reads  # the same tuple again: not read
     assert idle.seconds(key(4200)) == 7
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from([None, 0, 30, "error"]), min_size=1, max_size=2),  # each GPU's reading
+    st.sampled_from(["on", "off"]),
+    st.sampled_from([None, 1.0, 50.0]),  # the per-process reading's age
+    st.lists(
+        st.tuples(
+            st.dictionaries(st.integers(0, 2), st.sampled_from([None, 0, GiB]), max_size=2),  # memory
+            st.one_of(st.none(), st.dictionaries(st.integers(0, 2), st.sampled_from([0, 5]), max_size=2)),
+            st.sampled_from(["user", "user", "monitor"]),
+            st.sampled_from(["S", "S", "Z"]),
+            st.sampled_from([0.5, 10.0, 3600.0]),  # elapsed: younger or older than the reading
+        ),
+        max_size=4,
+    ),
+)
+# A process younger than the reading, on a GPU the reading covers: the GPU's utilization decides.
+@example([30], "on", 1.0, [({0: GiB}, None, "user", "S", 0.5), ({0: GiB}, {0: 5}, "user", "S", 3600.0)])
+def test_idle_keys_says_what_idle_now_says_of_each_process(
+    readings: list[int | str | None], util: str, age: float | None, procs: list[Any]
+) -> None:
+    gpus = [
+        dict(gpu(i, None), error="Unknown Error") if r == "error" else gpu(i, r)  # type: ignore[arg-type]
+        for i, r in enumerate(readings)
+    ]
+    records = [
+        proc(100 + n, memory, sm, kind=kind, elapsed=elapsed, state=state)
+        for n, (memory, sm, kind, state, elapsed) in enumerate(procs)
+    ]
+    s = sample(T0, gpus, records, util=util, age=age)
+    assert idle_keys(s) == [p.key for p in s.processes if idle_now(s, p) is True]
