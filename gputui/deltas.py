@@ -66,8 +66,17 @@ def _count(value: Any) -> int | None:
 
 
 def _costs(value: Any) -> dict[str, float]:
-    costs = {k: _number(v, 0.0) for k, v in value.items()} if isinstance(value, dict) else {}
-    return {k: v for k, v in costs.items() if v is not None}
+    """A sample's `cost_ms` as Sample.from_wire reads it: the finite numbers >= 0."""
+    if not isinstance(value, dict):
+        return {}
+    costs: dict[str, float] = {}
+    for k, v in value.items():
+        if type(v) is float:  # as JSON gives it: no call (every sample of every host)
+            if 0.0 <= v < math.inf:
+                costs[k] = v
+        elif (number := _number(v, 0.0)) is not None:
+            costs[k] = number
+    return costs
 
 
 def _scan(value: Any) -> dict[str, Any]:

@@ -44,22 +44,20 @@ class _Ring:
         self._top = _TOPS.get(typecode, 0)  # in steps: the largest number kept
         self.size = size
 
-    def _stored(self, value: float) -> float | int:
-        """`value` as the array keeps it."""
-        step = self._step
-        if step is None:
-            return value
-        top = self._top
-        if value != value:  # NaN: a GapRing's missing reading, kept as the top number
-            return top
-        most = top - 1 if self._gaps else top  # (a reading is never taken for a missing one)
-        steps = value / step
-        return 0 if steps <= 0 else most if steps >= most else round(steps)  # (and the infinities)
-
     def _put(self, value: float) -> None:
+        """Append `value` as the array keeps it (in steps: the nearest whole number of steps, kept
+        within 0 and the type's largest; NaN, a GapRing's missing reading, as the largest). Every
+        GPU's five rings take one each sample: written out in one method (issue 21)."""
+        step = self._step
+        if step is not None:
+            top = self._top
+            if value != value:  # NaN
+                value = top
+            else:
+                most = top - 1 if self._gaps else top  # (a reading is never taken for a missing one)
+                steps = value / step
+                value = 0 if steps <= 0 else most if steps >= most else round(steps)  # (and the infinities)
         data = self._data
-        if self._step is not None:
-            value = self._stored(value)
         if len(data) < self.size:
             data.append(value)
         else:
@@ -98,8 +96,7 @@ class Ring(_Ring, Sequence[float]):
 
     __slots__ = ()
 
-    def append(self, value: float) -> None:
-        self._put(value)
+    append = _Ring._put  # (one call, not two: every GPU's history takes five readings a sample)
 
     def extend(self, values: Iterable[float]) -> None:
         for value in values:

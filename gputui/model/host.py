@@ -85,8 +85,12 @@ class HostMetrics:
         if not isinstance(d, dict):
             return None
         values: dict[str, Any] = {}
+        get = d.get
         for name, (low, high, kind) in HOST_LIMITS.items():
-            value = d.get(name)
+            value = get(name)
+            if type(value) is kind:  # as JSON gives it (every sample of every host: issue 21)
+                values[name] = value if low <= value <= high else None  # (NaN and infinities: None)
+                continue
             number = as_int(value, low, high) if kind is int else as_float(value, low)
             values[name] = number if number is None or number <= high else None
         for used, total in (("memory_used", "memory_total"), ("swap_used", "swap_total")):

@@ -160,7 +160,10 @@ def loads(text):
     # type: (str) -> Any
     """JSON text parsed as a line is: no NaN or infinity, no number beyond a float's range. Raises
     ValueError (or RecursionError) as json.loads does."""
-    return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+    return _DECODER.decode(text)
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)  # one, not one a line
 
 
 def check(record, allowed=None, brackets=None):
