@@ -1,7 +1,7 @@
 """KeyedTable's cells are rendered without Rich's whole pipeline (gputui/ui/widgets/table.py
 `_cell_line`): held here to DataTable's own rendering, segment for segment, for every kind of cell a
 table can hold (spans, justification, overflow, wide characters, tabs and newlines, cut or padded)
-under the cursor, the mouse and neither, in a real app."""
+under the cursor, the mouse and neither, header and rows, in a real app."""
 
 from __future__ import annotations
 
@@ -57,14 +57,17 @@ async def test_a_cell_renders_as_datatable_renders_it() -> None:
         await pilot.pause()
 
         @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-        @given(cells(), st.integers(0, 1), st.integers(0, 1), st.integers(1, 24), st.booleans(), st.booleans(),
+        @given(cells(), st.integers(-1, 1), st.integers(0, 1), st.integers(1, 24), st.booleans(), st.booleans(),
                st.sampled_from(STYLES))  # fmt: skip
         def same(
             cell: Text, row: int, column: int, width: int, cursor: bool, hover: bool, base: Style
         ) -> None:
-            key = table._row_locations.get_key(row)
             column_key = table._column_locations.get_key(column)
-            table._data[key][column_key] = cell
+            assert column_key is not None
+            if row == -1:  # the header: the column's label
+                table.columns[column_key].label = cell
+            else:
+                table._data[table._row_locations.get_key(row)][column_key] = cell  # type: ignore[index]
             table._update_count += 1  # (no cached render of the cell before it)
             ours = table._render_cell(row, column, base, width, cursor, hover)
             table._update_count += 1

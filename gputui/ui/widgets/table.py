@@ -653,11 +653,18 @@ class KeyedTable(DataTable[Cell]):
         # hosts: the cells of the rows a key brings into view; tests/ui/test_cell_render.py holds
         # it to DataTable's own, segment for segment). Anything else goes DataTable's way.
         pad = self.cell_padding
-        if row_index < self.fixed_rows or column_index < self.fixed_columns or width - 2 * pad < 1:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        row_key = self._row_locations.get_key(row_index)
-        row = self.rows.get(row_key) if row_key is not None else None
-        if row_key is None or row is None or row.height != 1:
+        header = row_index == -1  # (the header too: a table's rows changing renders it again)
+        row_key: RowKey | None
+        if header:
+            row_key = self._header_row_key if self.header_height == 1 else None
+        elif row_index < self.fixed_rows:
+            row_key = None
+        else:
+            row_key = self._row_locations.get_key(row_index)
+            row = self.rows.get(row_key) if row_key is not None else None
+            if row is None or row.height != 1:
+                row_key = None
+        if row_key is None or column_index < self.fixed_columns or width - 2 * pad < 1:
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         column_key = self._column_locations.get_key(column_index)
         if column_key is None:
@@ -679,7 +686,7 @@ class KeyedTable(DataTable[Cell]):
         if not isinstance(cell, Text):
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         component_style, post_style = self._get_styles_to_render_cell(
-            False,
+            header,
             False,
             False,
             hover,
