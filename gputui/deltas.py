@@ -248,7 +248,7 @@ class SampleIntake:
         self.plain: dict[str, Any] | None = None  # the last sample, when its records have no keys
         self.sample: Sample | None = None
         self.deltas = 0  # deltas taken (for tests and the bench)
-        self._readings: dict[int, tuple[Any, Any]] = {}  # each GPU's last preflight, raw and parsed
+        self._readings: dict[int, tuple[str, Any]] = {}  # each GPU's last preflight, as text and parsed
         # For the GPUs (True) and the processes (False): a held tuple and where each record is in it.
         self._at: dict[bool, tuple[tuple[Held, ...], dict[Any, int]]] = {}
 
@@ -458,22 +458,28 @@ class SampleIntake:
         preflight reading without parsing it where it is none or its last one again (a probe sends
         one every few samples and none in between)."""
         reading: Any = _MISSING
+        text: str | None = None
         if "preflight" in fields:
             raw = record.get("preflight")
-            last = self._readings.get(key)
             if raw is None:
                 reading = None
-            elif last is not None and last[0] == raw:
-                reading = last[1]
+            else:
+                text = _text(raw)
+                last = self._readings.get(key)
+                if last is not None and last[0] == text:
+                    reading = last[1]
         if reading is not _MISSING:
             fields = fields - {"preflight"}
         made = _reparsed(gpu, record, fields, "gpu") if fields else gpu
         if made is not None and reading is not _MISSING:
             made = _copy_gpu(made, {"preflight": reading})
         if made is not None:
-            self._remember(key, record, made)
+            self._remember(key, record, made, text)
         return made
 
-    def _remember(self, key: Any, record: dict[str, Any], gpu: Any) -> None:
+    def _remember(self, key: Any, record: dict[str, Any], gpu: Any, text: str | None = None) -> None:
+        """Keep GPU `key`'s preflight reading, as JSON text (`text`, when made already) beside what
+        was parsed of it: as decoded JSON it was a fifth of the objects a host's intake holds for
+        the garbage collector to walk (issue 21)."""
         if gpu is not None and gpu.preflight is not None and record.get("preflight") is not None:
-            self._readings[key] = (record["preflight"], gpu.preflight)
+            self._readings[key] = (text if text is not None else _text(record["preflight"]), gpu.preflight)
