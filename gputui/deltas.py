@@ -65,20 +65,6 @@ def _count(value: Any) -> int | None:
     return value
 
 
-def _costs(value: Any) -> dict[str, float]:
-    """A sample's `cost_ms` as Sample.from_wire reads it: the finite numbers >= 0."""
-    if not isinstance(value, dict):
-        return {}
-    costs: dict[str, float] = {}
-    for k, v in value.items():
-        if type(v) is float:  # as JSON gives it: no call (every sample of every host)
-            if 0.0 <= v < math.inf:
-                costs[k] = v
-        elif (number := _number(v, 0.0)) is not None:
-            costs[k] = number
-    return costs
-
-
 def _scan(value: Any) -> dict[str, Any]:
     scan = value if isinstance(value, dict) else {}
     return {
@@ -101,7 +87,7 @@ def _parents(value: Any) -> tuple[Parent, ...]:
 ALONE: dict[str, Any] = {
     "seq": lambda v: {"seq": _count(v) or 0},
     "time": lambda v: {"time": _number(v, 0.0) or 0.0},
-    "cost_ms": lambda v: {"cost_ms": _costs(v)},
+    "cost_ms": lambda v: {},  # the probe's own cost: kept in the raw record alone (snapshot --json)
     "host": lambda v: {"host": HostMetrics.from_wire(v)},
     "proc_util": lambda v: {"proc_util": ProcUtilState.from_wire(v)},
     "parents": lambda v: {"parents": _parents(v)},

@@ -9,7 +9,7 @@ idle tracker (gputui/fleet.py `HostView.record`); the screens redraw the host on
 the figures above are shown there, and its sparklines move every sample).
 
 What is not news, and only that (everything else compared as the model holds it):
-- the sample's `seq`, `time`, `cost_ms`, `scan_age`, the per-process reading's age;
+- the sample's `seq`, `time`, `scan_age`, the per-process reading's age (the app keeps no `cost_ms`);
 - the host's `uptime` and load averages (its CPU and RAM are in the fleet table: news);
 - a process's `elapsed`, `cpu_percent` and `rss`;
 - a GPU's preflight reading, when it is none (samples carry one only now and then: the host keeps
@@ -38,7 +38,7 @@ def _fields_but(cls: Any, *left_out: str) -> Any:
     return attrgetter(*(n for n in names if n not in left_out))
 
 
-_SAMPLE = _fields_but(Sample, "seq", "time", "cost_ms", "scan_age", "host", "proc_util", "gpus", "processes")
+_SAMPLE = _fields_but(Sample, "seq", "time", "scan_age", "host", "proc_util", "gpus", "processes")
 _HOST = _fields_but(HostMetrics, "uptime", "load1", "load5", "load15")
 _GPU = _fields_but(Gpu, "preflight")
 _PROC = _fields_but(Proc, "elapsed", "cpu_percent", "rss")

@@ -229,7 +229,6 @@ class Sample:
     omitted: int = 0  # process records left out (by the probe's bound, or this one)
     host: HostMetrics | None = None  # the host's CPU, load, RAM, swap, uptime (None: an older probe)
     proc_util: ProcUtilState = field(default_factory=ProcUtilState, hash=False, compare=False)
-    cost_ms: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
     # The processes' parents that are not among them (a launcher, a shell): what joins a family.
     parents: tuple[Parent, ...] = field(default=(), compare=False)
     # GPU records refused (no usable index, an index listed twice): how many, and why (the first few).
@@ -244,7 +243,6 @@ class Sample:
         scan = as_dict(d.get("scan"))
         gpus, refused_count, refused = _gpus(d.get("gpus"))
         raw = as_list(d.get("processes"))
-        costs = {k: as_measure(v) for k, v in as_dict(d.get("cost_ms")).items()}
         return cls(
             seq=as_total(d.get("seq")),
             time=as_measure(d.get("time")) or 0.0,
@@ -257,7 +255,6 @@ class Sample:
             full_scan=scan.get("full") is True,
             omitted=max(0, len(raw) - MAX_PROCESSES) + as_total(d.get("processes_omitted")),
             host=HostMetrics.from_wire(d.get("host")),
-            cost_ms={k: v for k, v in costs.items() if v is not None},
             parents=records(d.get("parents"), Parent.from_wire, MAX_PARENTS),
             proc_util=ProcUtilState.from_wire(d.get("proc_util")),
             jobs=sample_jobs(d.get("jobs")),
