@@ -337,9 +337,16 @@ def tune_gc(fleet: Fleet | None = None) -> None:
     which it renews a few thousand at a time on every paint. With CPython's default thresholds
     (700, 10, 10) that starts a full collection every 3-4 s: a pause of 0.1 s on an idle core (up to
     0.7 s on a busy one), the largest part of the p99 sample-to-screen delay. What start-up made
-    (modules, classes, Textual's machinery) is frozen out of every collection, and the young
-    generation may grow to 10,000 objects before it is collected: most of what a sample or a paint
-    allocates is freed by reference counting before then.
+    (modules, classes, Textual's machinery) is frozen out of every collection.
+
+    The young generation may grow to 100,000 objects before it is collected. Its count is what was
+    allocated less what was freed, old objects included; a fleet's samples replace what the last
+    ones made, so it grows mostly with cyclic garbage (Textual's strips, some 6,000 objects a
+    second), while what the hosts' latest samples hold stays young: at 1,024 hosts a young
+    collection walked 25,000-95,000 objects whatever the threshold. At 10,000 that was two
+    collections a second, 44 ms of every second (a ninth of the app's CPU); at 100,000, one every
+    ten seconds or so, 15 ms a second, each pause longer (0.15 s at 1,024 hosts; docs/BENCHMARKS.md
+    section 13, "Fourth round").
 
     With `fleet`: once each host has sent its first sample, what the fleet holds for good (its
     sessions and links, each GPU's history, the screens) is frozen out too, after one full
@@ -350,7 +357,7 @@ def tune_gc(fleet: Fleet | None = None) -> None:
     at that moment: memory that was in use then, not a leak that grows."""
     gc.collect()
     gc.freeze()
-    gc.set_threshold(10_000, 10, 10)
+    gc.set_threshold(100_000, 10, 10)
     if fleet is None or not fleet.hosts:
         return
     import asyncio  # (here: the entry module stays light for --version and --help)
