@@ -29,7 +29,7 @@ def collector() -> Iterator[None]:
 async def test_the_fleet_is_frozen_out_once_every_host_has_sent_a_sample(collector: None) -> None:
     fleet = replay_fleet(("demo-a", "demo-b"))
     cli.tune_gc(fleet)
-    assert gc.get_threshold() == (10_000, 10, 10)
+    assert gc.get_threshold() == (100_000, 10, 10)
     kept = [object() for _ in range(3)]  # what a fleet holds from then on
 
     def collected() -> bool:
