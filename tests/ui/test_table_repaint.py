@@ -140,3 +140,34 @@ async def test_render_caches_hold_what_is_shown_not_what_was() -> None:
         visible_cells = 8 * 3
         assert len(table._cell_render_cache) <= 2 * visible_cells
         assert len(table._line_cache) <= 2 * 12
+
+
+async def test_a_key_that_scrolls_builds_only_the_lines_that_differ() -> None:
+    """The cursor at the bottom of the view, one row down: the view scrolls by a line. The lines it
+    showed already come from the line cache; only the line that came into view and the two the
+    cursor left and reached are made again from their rows (the cursor draws on those)."""
+    app = TableApp()
+    async with app.run_test(size=(40, 12)) as pilot:
+        table = app.query_one(Table)
+        await thirty_rows(pilot, table)
+        table.focus()
+        for _ in range(14):  # past the last row in view: the table scrolls with the cursor
+            await pilot.press("j")
+        await painted(pilot)
+        assert table.scroll_y > 0
+        made: list[Any] = []
+        from_row = table._render_line_in_row
+
+        def counted(row_key: Any, *args: Any, **kwargs: Any) -> Any:
+            made.append(row_key.value)
+            return from_row(row_key, *args, **kwargs)
+
+        table._render_line_in_row = counted  # type: ignore[method-assign]
+        top = table.scroll_y
+        await pilot.press("j")
+        await painted(pilot)
+        assert table.scroll_y == top + 1
+        cursor = table.cursor_key
+        assert cursor is not None and "r15" in line_of(app, cursor)
+        assert {"r14", "r15"} <= set(made)
+        assert len(set(made) - {"r14", "r15"}) <= 1, made  # and the line that came into view, at most

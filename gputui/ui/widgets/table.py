@@ -723,6 +723,37 @@ class KeyedTable(DataTable[Cell]):
                 hover_location = _ELSEWHERE
         return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
 
+    def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
+        # Its cache of whole lines is keyed by the cursor's and the mouse's coordinates as well: a
+        # key that scrolls the table made every line in view again from its row. Keyed here as the
+        # rows are: a line the cursor (or the mouse) is not on, as elsewhere.
+        if self.cursor_type != "row":
+            return super()._render_line(y, x1, x2, base_style)
+        try:
+            row_key, _ = self._get_offsets(y)
+        except LookupError:
+            return super()._render_line(y, x1, x2, base_style)
+        index = -1 if row_key == self._header_row_key else self._row_locations.get(row_key)
+        cursor, hover = self.cursor_coordinate, self.hover_coordinate
+        cache_key = (
+            y,
+            x1,
+            x2,
+            self.size.width,
+            cursor if cursor.row == index else _ELSEWHERE,
+            hover if hover.row == index else _ELSEWHERE,
+            base_style,
+            self.cursor_type,
+            self._show_hover_cursor,
+            self._update_count,
+            self._pseudo_class_state,
+        )
+        strip = self._line_cache.get(cache_key)
+        if strip is None:
+            strip = super()._render_line(y, x1, x2, base_style)
+            self._line_cache[cache_key] = strip
+        return strip
+
     def render_lines(self, crop: Region) -> list[Strip]:
         if self._update_count != self._cache_epoch:
             self._empty_caches()
