@@ -330,6 +330,12 @@ def run_wait(argv: list[str]) -> int:
     return asyncio.run(wait.run_wait(args, fleet))
 
 
+def young_threshold(hosts: int) -> int:
+    """The young generation's threshold for a fleet of `hosts`: 100 objects a host (about what a
+    host's latest sample holds young), from 10,000 up to 100,000 (tune_gc says why)."""
+    return max(10_000, min(100_000, 100 * hosts))
+
+
 def tune_gc(fleet: Fleet | None = None) -> None:
     """Fewer, shorter garbage-collector pauses for the dashboard (docs/BENCHMARKS.md, sections 4, 13).
 
@@ -339,14 +345,15 @@ def tune_gc(fleet: Fleet | None = None) -> None:
     0.7 s on a busy one), the largest part of the p99 sample-to-screen delay. What start-up made
     (modules, classes, Textual's machinery) is frozen out of every collection.
 
-    The young generation may grow to 100,000 objects before it is collected. Its count is what was
-    allocated less what was freed, old objects included; a fleet's samples replace what the last
-    ones made, so it grows mostly with cyclic garbage (Textual's strips, some 6,000 objects a
-    second), while what the hosts' latest samples hold stays young: at 1,024 hosts a young
-    collection walked 25,000-95,000 objects whatever the threshold. At 10,000 that was two
-    collections a second, 44 ms of every second (a ninth of the app's CPU); at 100,000, one every
-    ten seconds or so, 15 ms a second, each pause longer (0.15 s at 1,024 hosts; docs/BENCHMARKS.md
-    section 13, "Fourth round").
+    The young generation may grow to 10,000 objects before it is collected, and with a fleet to
+    100 objects a host, up to 100,000 (`young_threshold`). Its count is what was allocated less
+    what was freed, old objects included; a fleet's samples replace what the last ones made, so it
+    grows mostly with cyclic garbage (Textual's strips, some 6,000 objects a second), while what the
+    hosts' latest samples hold stays young: at 1,024 hosts a young collection walked 25,000-95,000
+    objects whatever the threshold. At 10,000 that was two collections a second, 44 ms of every
+    second (a ninth of the app's CPU); at 100,000, one every ten seconds or so, 15 ms a second, each
+    pause longer (0.15 s at 1,024 hosts; docs/BENCHMARKS.md section 13, "Fourth round"). Two hosts
+    have little young state to walk, and at 100,000 they would keep some 8 MiB more garbage waiting.
 
     With `fleet`: once each host has sent its first sample, what the fleet holds for good (its
     sessions and links, each GPU's history, the screens) is frozen out too, after one full
@@ -357,7 +364,7 @@ def tune_gc(fleet: Fleet | None = None) -> None:
     at that moment: memory that was in use then, not a leak that grows."""
     gc.collect()
     gc.freeze()
-    gc.set_threshold(100_000, 10, 10)
+    gc.set_threshold(young_threshold(len(fleet.hosts) if fleet is not None else 0), 10, 10)
     if fleet is None or not fleet.hosts:
         return
     import asyncio  # (here: the entry module stays light for --version and --help)

@@ -29,7 +29,7 @@ def collector() -> Iterator[None]:
 async def test_the_fleet_is_frozen_out_once_every_host_has_sent_a_sample(collector: None) -> None:
     fleet = replay_fleet(("demo-a", "demo-b"))
     cli.tune_gc(fleet)
-    assert gc.get_threshold() == (100_000, 10, 10)
+    assert gc.get_threshold() == (10_000, 10, 10)  # two hosts: little young state to walk
     kept = [object() for _ in range(3)]  # what a fleet holds from then on
 
     def collected() -> bool:
@@ -54,3 +54,15 @@ def test_without_a_fleet_only_start_up_is_frozen(collector: None) -> None:
     empty = Fleet()
     cli.tune_gc(empty)  # no host to wait for
     assert empty.listeners == []
+
+
+def test_the_young_generation_grows_with_the_fleet(collector: None) -> None:
+    """About what each host's latest sample holds young, within 10,000 and 100,000 objects."""
+    assert [cli.young_threshold(n) for n in (0, 2, 100, 128, 512, 1024, 4096)] == [
+        10_000, 10_000, 10_000, 12_800, 51_200, 100_000, 100_000
+    ]  # fmt: skip
+    fleet = Fleet()
+    for i in range(256):
+        fleet.add(f"h{i}", lambda: None, interval=1.0)  # type: ignore[arg-type, return-value]
+    cli.tune_gc(fleet)
+    assert gc.get_threshold() == (25_600, 10, 10)
