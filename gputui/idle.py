@@ -58,14 +58,20 @@ def sm_evidence(sample: Sample, proc: Proc, index: int, figured: frozenset[int] 
     """What `sample` says of `proc`'s SM utilization on GPU `index`, in percent (0: idle there);
     None when it says nothing. `figured`: `_figured(sample)`, computed once per sample by a caller
     that asks for many processes."""
-    gpu = sample.gpu(index)
+    figured = _figured(sample) if figured is None else figured
+    return _evidence(proc, sample.gpu(index), index, figured, sample.proc_util.age)
+
+
+def _evidence(
+    proc: Proc, gpu: Gpu | None, index: int, figured: frozenset[int], age: float | None
+) -> int | None:
+    """`sm_evidence`'s rules, on what a caller has already looked up: `gpu` (the sample's GPU
+    `index`), `figured` and `age` (the per-process reading's GPUs and age)."""
     if gpu is None or gpu.error:
         return None
     share = proc.gpu_util.get(index) if proc.gpu_util is not None else None
     if share is not None and share.sm is not None:
         return share.sm
-    figured = _figured(sample) if figured is None else figured
-    age = sample.proc_util.age
     if index in figured and age is not None and (proc.elapsed is None or proc.elapsed > age):
         return 0  # read for this GPU, nothing of this process in the driver's window
     return gpu.util_gpu
@@ -87,37 +93,22 @@ def idle_now(sample: Sample, proc: Proc, figured: frozenset[int] | None = None) 
 
 def idle_keys(sample: Sample) -> list[ProcKey]:
     """The keys of the processes `idle_now` says are idle in `sample`, in one pass: what a fleet's
-    every sample costs (issue 21), so its rules are written out here once more, on locals, with the
-    sample's GPUs looked up by index once (tests/fleet/test_idle.py holds it to `idle_now`)."""
+    every sample costs (issue 21), so the sample's GPUs are looked up by index once, and its
+    per-process reading worked out once (tests/fleet/test_idle.py holds it to `idle_now`)."""
     out: list[ProcKey] = []
     gpus: dict[int, Gpu] | None = None
-    figured: frozenset[int] | None = None
+    figured: frozenset[int] = frozenset()
     age = sample.proc_util.age
     for proc in sample.processes:
-        memory = proc.gpu_memory
-        if proc.kind != "user" or proc.state == "Z" or not memory:
-            continue
-        if not any(size is None or size > 0 for size in memory.values()):
+        if not holds_memory(proc):
             continue  # most processes (monitors, hidden holders, ghosts): nothing to work out
         if gpus is None:
             gpus = {}
             for each in sample.gpus:
                 gpus.setdefault(each.index, each)  # (the first of an index, as Sample.gpu finds it)
             figured = _figured(sample)
-        shares = proc.gpu_util
-        young = proc.elapsed is not None and age is not None and proc.elapsed <= age
-        for index in memory:  # idle: every GPU it holds memory on says 0 (busy or unknown: not)
-            gpu = gpus.get(index)
-            if gpu is None or gpu.error:
-                break
-            share = shares.get(index) if shares is not None else None
-            evidence: int | None
-            if share is not None and share.sm is not None:
-                evidence = share.sm
-            elif figured and index in figured and age is not None and not young:
-                evidence = 0
-            else:
-                evidence = gpu.util_gpu
+        for index in proc.gpu_memory:  # idle: every GPU it holds memory on says 0 (busy or unknown: not)
+            evidence = _evidence(proc, gpus.get(index), index, figured, age)
             if evidence is None or evidence > 0:
                 break
         else:
