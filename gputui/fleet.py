@@ -197,6 +197,10 @@ class HostSession:
         # The interval the fleet asked for since the link was made (Fleet.configure: the app's
         # `--interval`, or its pacing): a link made again asks its new probe for it too.
         self.asked: float | None = None
+        # What wakes the stream (`_stream`): the reader ending, or the link silent for its limit.
+        self._alarm: asyncio.Future[None] | None = None
+        self._reader: asyncio.Future[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     def _set(self, status: str, reason: str | None = None, detail: str | None = None) -> None:
         v = self.view
@@ -267,34 +271,61 @@ class HostSession:
         """Read the link until it ends, watching for silence.
 
         One task (`_read`) receives and takes the records, one receive at a time (a timeout never
-        cuts a line in half); this one only wakes when the link may have gone silent: it waits on
-        that task through asyncio.wait (unlike wait_for on Python 3.10/3.11, it never swallows the
-        cancellation that stops the fleet), at most until `heard` + the silence limit. A record costs
-        no timer and no task of its own (issue 21: a thousand hosts a second)."""
+        cuts a line in half); this one only wakes when that task ends or the link has been silent
+        for its limit (`_alarm`, rung by `_look_for_silence`). A record costs no timer and no task
+        of its own, and a limit one timer (issue 21: a thousand hosts a second; an asyncio.wait
+        each limit was some twenty objects a host, always young, for every collection to walk). A
+        plain future is awaited: cancelling this task (the fleet stopping) cancels it, nothing
+        swallows that."""
         self.opened = self.heard = time.monotonic()
-        reader = asyncio.ensure_future(self._read(link))
+        loop = asyncio.get_running_loop()
+        reader = self._reader = asyncio.ensure_future(self._read(link))
+        reader.add_done_callback(self._ring)
         try:
             while True:
-                timeout = max(
-                    1.0, self.view.interval * (STALE_AFTER if self.view.status == LIVE else DOWN_AFTER)
-                )
-                left = self.heard + timeout - time.monotonic()
-                if left > 0:
-                    done, _ = await asyncio.wait({reader}, timeout=left)
-                    if done:
-                        reader.result()  # what broke the reader (a bug) ends the link
-                        return
-                    continue  # a record may have come meanwhile: `heard` says
+                alarm = self._alarm = loop.create_future()
+                self._look_for_silence()
+                await alarm
+                if reader.done():
+                    reader.result()  # what broke the reader (a bug) ends the link
+                    return
                 self.heard = time.monotonic()  # the next limit runs from here
                 if self.view.status == LIVE and not self.waiters:
-                    self._set(STALE, "silent", f"no sample for {timeout:.1f} s")
+                    self._set(STALE, "silent", f"no sample for {self._silence_limit():.1f} s")
                     continue
                 if self.waiters:
                     continue  # a plan pauses sampling; its events will come
                 raise TransportError("silent", "no data from the probe")
         finally:
+            self._alarm = self._reader = None
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
             if not reader.done():
                 reader.cancel()  # the link is closed next (_drop), which ends it for good
+
+    def _silence_limit(self) -> float:
+        """Seconds without a record after which a live host is stale (and a stale one's link dropped)."""
+        return max(1.0, self.view.interval * (STALE_AFTER if self.view.status == LIVE else DOWN_AFTER))
+
+    def _look_for_silence(self) -> None:
+        """Ring the stream's alarm if nothing came for the silence limit; else look again when it
+        would be up (records that came meanwhile moved `heard` on)."""
+        self._timer = None
+        alarm = self._alarm
+        if alarm is None or alarm.done():
+            return
+        left = self.heard + self._silence_limit() - time.monotonic()
+        if left > 0:
+            self._timer = asyncio.get_running_loop().call_later(left, self._look_for_silence)
+        else:
+            alarm.set_result(None)
+
+    def _ring(self, reader: asyncio.Future[None]) -> None:
+        """A reader ended: wake its stream (not the next link's, if it ended late)."""
+        alarm = self._alarm
+        if reader is self._reader and alarm is not None and not alarm.done():
+            alarm.set_result(None)
 
     async def _read(self, link: Link) -> None:
         """Take the link's records until it ends, each host within its share of the loop."""
@@ -307,6 +338,9 @@ class HostSession:
             self.heard = time.monotonic()
             began = time.perf_counter()
             awaited = self._dispatch(record)
+            # Not kept while the next one is awaited: a whole sample decoded is a hundred objects,
+            # a second in this frame for the garbage collector to walk, at every host (issue 21).
+            del record
             self._check_samples()
             if self._want_whole:
                 await self._ask_whole()

@@ -5,7 +5,7 @@ import os
 import signal
 
 from gputui.config import HostSpec
-from gputui.fleet import DOWN, LIVE, STALE, Fleet
+from gputui.fleet import DOWN, LIVE, STALE, Fleet, HostSession, HostView
 from gputui.transport.local import LocalLink
 from tests.support.waiting import eventually
 
@@ -198,3 +198,17 @@ async def test_request_detail_gives_up_and_believes_no_answer_about_another_proc
     finally:
         await silent.stop()
         await liar.stop()
+
+
+async def test_a_reader_that_ends_late_wakes_only_its_own_links_stream():
+    """The stream sleeps on one alarm until its reader ends or the link goes silent; a reader of a
+    link already dropped that ends late must not wake the next link's stream (it would read as
+    silence: a live host called stale)."""
+    session = HostSession(HostView("h"), lambda: LocalLink(sim_host("h")), lambda *_: None)
+    loop = asyncio.get_running_loop()
+    old, new = loop.create_future(), loop.create_future()
+    session._reader, session._alarm = new, loop.create_future()
+    session._ring(old)
+    assert not session._alarm.done()
+    session._ring(new)
+    assert session._alarm.done()
