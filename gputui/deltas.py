@@ -172,21 +172,33 @@ def _reparsed(obj: T, record: dict[str, Any], fields: set[str], kind: str) -> T 
     return copied
 
 
-def _text(record: dict[str, Any]) -> str:
+def _text(record: Any) -> str:
     return json.dumps(record, separators=(",", ":"))
 
 
 class Held:
     """One GPU or process record as held: its JSON text (as received whole, or as it came new in a
     delta), the fields deltas changed since (None: none), and what was parsed of it (None: a
-    process record without a usable PID, which Sample.from_wire leaves out too)."""
+    process record without a usable PID, which Sample.from_wire leaves out too).
 
-    __slots__ = ("changed", "key", "parsed", "text")
+    Of the changed fields, a list or an object (a GPU's preflight reading) is kept as its JSON
+    text, in `nested`: decoded, a reading was a dozen objects that every collection of the garbage
+    collector walked, and a dict of plain values is not one it walks at all (issue 21)."""
 
-    def __init__(self, key: Any, text: str, changed: dict[str, Any] | None, parsed: Any) -> None:
+    __slots__ = ("changed", "key", "nested", "parsed", "text")
+
+    def __init__(
+        self,
+        key: Any,
+        text: str,
+        changed: dict[str, Any] | None,
+        parsed: Any,
+        nested: dict[str, str] | None = None,
+    ) -> None:
         self.key = key
         self.text = text
-        self.changed = changed
+        self.changed = changed  # changed fields of plain values (numbers, strings, true, null)
+        self.nested = nested  # changed fields that are lists or objects, as JSON text
         self.parsed = parsed
 
     def record(self) -> dict[str, Any]:
@@ -194,7 +206,31 @@ class Held:
         record: dict[str, Any] = json.loads(self.text)
         if self.changed:
             record.update(self.changed)
+        if self.nested:
+            for name, text in self.nested.items():
+                record[name] = json.loads(text)
         return record
+
+    def merged(self, change: dict[str, Any], parsed: Any) -> Held:
+        """This record with a delta's `change` to it merged in, parsed as `parsed`."""
+        nested = self.nested
+        for value in change.values():
+            if type(value) is dict or type(value) is list:
+                break
+        else:  # plain values only (a process's age, a GPU's readings): most changes, merged at once
+            if not nested or nested.keys().isdisjoint(change):
+                changed = {**self.changed, **change} if self.changed else dict(change)
+                return Held(self.key, self.text, changed, parsed, nested)
+        changed = dict(self.changed) if self.changed else {}
+        nested = dict(nested) if nested else {}
+        for name, value in change.items():
+            if type(value) is dict or type(value) is list:
+                nested[name] = _text(value)
+                changed.pop(name, None)
+            else:
+                changed[name] = value
+                nested.pop(name, None)
+        return Held(self.key, self.text, changed or None, parsed, nested or None)
 
 
 class RawSample(Mapping[str, Any]):
@@ -388,7 +424,6 @@ class SampleIntake:
     def _changed(self, h: Held, change: dict[str, Any], gpu: bool) -> Held:
         """Held record `h` with a delta's `change` to it merged in."""
         fields = change.keys() - (_GPU_KEY if gpu else _PROC_KEY)
-        changed = dict(h.changed, **change) if h.changed else dict(change)
         parsed: Any
         if gpu:
             parsed = self._gpu_again(h.key, h.parsed, change, fields)
@@ -396,7 +431,7 @@ class SampleIntake:
             parsed = _aged(h.parsed, change.get("elapsed")) if h.parsed is not None and fields else h.parsed
         else:
             parsed = _reparsed(h.parsed, change, fields, "proc")
-        return Held(h.key, h.text, changed, parsed)
+        return h.merged(change, parsed)
 
     def _whole(self, records: Any, kind: str) -> tuple[Held, ...] | None:
         """A whole sample's records of one list, held; None when one has no key of its own (or there
@@ -419,7 +454,7 @@ class SampleIntake:
             seen.add(key)
             text = _text(record)
             last = before.get(key)
-            if last is not None and last.changed is None and last.text == text:
+            if last is not None and last.changed is None and last.nested is None and last.text == text:
                 out.append(last)
                 continue
             if last is None or (last.parsed is None and not gpu):
@@ -466,6 +501,12 @@ class SampleIntake:
     def _remember(self, key: Any, record: dict[str, Any], gpu: Any, text: str | None = None) -> None:
         """Keep GPU `key`'s preflight reading, as JSON text (`text`, when made already) beside what
         was parsed of it: as decoded JSON it was a fifth of the objects a host's intake holds for
-        the garbage collector to walk (issue 21)."""
-        if gpu is not None and gpu.preflight is not None and record.get("preflight") is not None:
-            self._readings[key] = (text if text is not None else _text(record["preflight"]), gpu.preflight)
+        the garbage collector to walk (issue 21). The same reading again keeps what is kept (a new
+        pair would be one more young object a GPU, every time the probe repeats it)."""
+        if gpu is None or gpu.preflight is None or record.get("preflight") is None:
+            return
+        if text is None:
+            text = _text(record["preflight"])
+        last = self._readings.get(key)
+        if last is None or last[1] is not gpu.preflight or last[0] != text:
+            self._readings[key] = (text, gpu.preflight)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import gc
 import json
 import random
 import signal
@@ -145,6 +146,35 @@ def test_unchanged_hosts_send_little_and_reuse_what_was_parsed():
     assert again.gpus == held.gpus and all(a is b for a, b in zip(again.gpus, held.gpus, strict=True))
     assert all(a is b for a, b in zip(again.processes, held.processes, strict=True))
     assert again.seq == second["seq"]
+
+
+def test_what_deltas_changed_is_held_as_plain_values_the_collector_never_walks():
+    """Between two whole samples a GPU's changed fields are held beside its record's text; a changed
+    preflight reading (an object of lists and objects) as its JSON text, so nothing a host holds of
+    them is a container the garbage collector walks (issue 21). Its record is what the probe says,
+    and the same reading again keeps the pair already held."""
+    encoder, intake = SampleEncoder(deltas=DELTAS_EVERY), SampleIntake()
+    state = copy.deepcopy(SAMPLES[0])
+    reading = next(g["preflight"] for g in state["gpus"] if g.get("preflight"))
+    intake.take(wire(encoder.line(state)))
+    pairs = []
+    for seq, (preflight, util) in enumerate(
+        [(None, 5), (reading, 7), (reading, 9), (None, 3), (reading, 4)], 2
+    ):
+        state = copy.deepcopy(state)
+        state["seq"], state["time"] = seq, state["time"] + 1.0
+        state["gpus"][0].update(preflight=copy.deepcopy(preflight), util_gpu=util)
+        line = encoder.line(state)
+        assert "delta" in json.loads(line)
+        intake.take(wire(line))
+        held = intake.gpus[0]
+        assert held.changed is not None and held.changed["util_gpu"] == util
+        assert held.nested is None if preflight is None else set(held.nested or ()) == {"preflight"}
+        for plain in (held.changed, held.nested):
+            assert plain is None or not gc.is_tracked(plain)
+        assert dict(intake.raw or {}) == encoder.base
+        pairs.append(intake._readings.get(held.key))
+    assert pairs[1] is pairs[2] is pairs[4] is not None  # the same reading: the same pair
 
 
 def test_a_whole_sample_every_so_often_and_whenever_asked():
