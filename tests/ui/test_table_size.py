@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import pytest
 from textual.app import App, ComposeResult
 
 from gputui.ui.widgets.cells import Cell
@@ -80,3 +81,23 @@ async def test_fewer_rows_bring_the_offset_back_within_them() -> None:
         await pilot.pause()
         assert fixed.scroll_y == fixed.max_scroll_y < 30
         assert fixed.show_vertical_scrollbar
+
+
+async def test_each_line_is_found_in_its_row_as_datatable_finds_it() -> None:
+    """Rows one line high: the line below the header at y is row y, after rows come, go and are
+    sorted; the same row (and line in it) DataTable's own list of lines gives, and the same height."""
+    app = Host()
+    async with app.run_test(size=(40, 24)) as pilot:
+        table = app.query_one("#fixed", Table)
+        for n, reverse in ((7, False), (12, True), (4, False)):
+            table.sync({f"r{i:03d}": {"a": Cell(str((i * 7) % 11))} for i in range(n)})
+            table.sort_by("a", reverse=reverse)
+            await pilot.pause()
+            header = table.header_height
+            assert table._total_row_height == len(table._y_offsets) == n
+            for y in range(header + n):
+                want = (table._header_row_key, y) if y < header else table._y_offsets[y - header]
+                assert table._get_offsets(y) == want
+            for y in (header + n, header + n + 3):
+                with pytest.raises(LookupError):
+                    table._get_offsets(y)

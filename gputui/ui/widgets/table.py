@@ -723,6 +723,24 @@ class KeyedTable(DataTable[Cell]):
                 hover_location = _ELSEWHERE
         return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
 
+    # KeyedTable's rows are one line high (it adds no other): line y below the header is row y.
+    # DataTable finds a line's row in a list of every line's (row, line) pair, made again after each
+    # sort: at a thousand hosts 4,096 pairs, young for every collection of the garbage collector.
+
+    @property
+    def _total_row_height(self) -> int:
+        return self.row_count
+
+    def _get_offsets(self, y: int) -> tuple[RowKey, int]:
+        if self.show_header:
+            if y < self.header_height:
+                return self._header_row_key, y
+            y -= self.header_height
+        row_key = self._row_locations.get_key(y) if y >= 0 else None
+        if row_key is None:
+            raise LookupError(f"Y coord {y!r} is greater than total height")
+        return row_key, 0
+
     def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
         # Its cache of whole lines is keyed by the cursor's and the mouse's coordinates as well: a
         # key that scrolls the table made every line in view again from its row. Keyed here as the
