@@ -643,6 +643,7 @@ async def measure_decode(
             await asyncio.sleep(0.2)  # not pilot.pause: it waits for the screen to be idle, which a
             # thousand hosts connecting never let it be
         result["connect_s"] = time.monotonic() - t0
+        result["links_made_again"] = sum(max(0, v.connects - 1) for v in fleet.hosts)
         # Every GPU's history full, as after five minutes (HISTORY samples): RSS is measured with it.
         from gputui.fleet import HISTORY
 
