@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import gc
 import json
 import os
@@ -599,7 +600,7 @@ async def measure_decode(
     from flood import Frames, press  # bench/flood.py: a key as the driver sends it, timed to its frame
 
     from gputui.cli.main import tune_gc
-    from gputui.fleet import LIVE, Fleet
+    from gputui.fleet import DOWN, LIVE, Fleet
     from gputui.transport.playback import PlaybackLink, Recording
     from gputui.ui import make_app
     from tests.support.apps import scratch_log
@@ -615,7 +616,11 @@ async def measure_decode(
     counting = False
     taken = [0]  # every sample taken, window or not (to see the queue after the fill drain)
 
+    downs: collections.Counter[str] = collections.Counter()
+
     def on_fleet(view: Any, what: str, payload: Any) -> None:
+        if what == "status" and view.status == DOWN:
+            downs[view.reason or "down"] += 1
         if what == "sample":
             taken[0] += 1
             if counting:
@@ -644,6 +649,7 @@ async def measure_decode(
             # thousand hosts connecting never let it be
         result["connect_s"] = time.monotonic() - t0
         result["links_made_again"] = sum(max(0, v.connects - 1) for v in fleet.hosts)
+        result["why_down"] = dict(downs)  # why links went down while connecting (reason: times)
         # Every GPU's history full, as after five minutes (HISTORY samples): RSS is measured with it.
         from gputui.fleet import HISTORY
 

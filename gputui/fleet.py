@@ -37,6 +37,7 @@ BACKOFF_FIRST = 0.5
 BACKOFF_CAP = 30.0
 STALE_AFTER = 2.5  # intervals without a sample before a live host is called stale
 DOWN_AFTER = 3.0  # intervals of silence after which the link is dropped and rebuilt
+SECOND_LOOK = 0.25  # seconds: a link past its silence limit is looked at once more before it is silent
 NOTES_PER_SECOND = 20  # error lines (and events of plans nobody waits for) passed on per host per
 # second; the rest are counted and reported as one line: a flooding probe cannot grow the app
 YIELD_EVERY = 32  # records read back to back before a host's task lets the others run
@@ -201,6 +202,7 @@ class HostSession:
         self._alarm: asyncio.Future[None] | None = None
         self._reader: asyncio.Future[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._looked_again = False  # past the silence limit once: the next look decides
 
     def _set(self, status: str, reason: str | None = None, detail: str | None = None) -> None:
         v = self.view
@@ -298,6 +300,7 @@ class HostSession:
                 raise TransportError("silent", "no data from the probe")
         finally:
             self._alarm = self._reader = None
+            self._looked_again = False
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
@@ -309,16 +312,25 @@ class HostSession:
         return max(1.0, self.view.interval * (STALE_AFTER if self.view.status == LIVE else DOWN_AFTER))
 
     def _look_for_silence(self) -> None:
-        """Ring the stream's alarm if nothing came for the silence limit; else look again when it
-        would be up (records that came meanwhile moved `heard` on)."""
+        """Ring the stream's alarm if nothing came for the silence limit, and still nothing a moment
+        later; else look again when it would be up (records that came meanwhile moved `heard` on).
+
+        The second look is for the app's own lag: after a stall (a busy loop, 4,096 hosts connecting
+        on two cores) this timer can run before the host's bytes, already there, are handed to the
+        reader; they are taken in the next turns of the loop, before the second look."""
         self._timer = None
         alarm = self._alarm
         if alarm is None or alarm.done():
             return
         left = self.heard + self._silence_limit() - time.monotonic()
+        if left <= 0 and not self._looked_again:
+            self._looked_again, left = True, SECOND_LOOK
+        elif left > 0:
+            self._looked_again = False
         if left > 0:
             self._timer = asyncio.get_running_loop().call_later(left, self._look_for_silence)
         else:
+            self._looked_again = False
             alarm.set_result(None)
 
     def _ring(self, reader: asyncio.Future[None]) -> None:

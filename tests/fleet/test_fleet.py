@@ -3,6 +3,7 @@
 import asyncio
 import os
 import signal
+import time
 
 from gputui.config import HostSpec
 from gputui.fleet import DOWN, LIVE, STALE, Fleet, HostSession, HostView
@@ -212,3 +213,27 @@ async def test_a_reader_that_ends_late_wakes_only_its_own_links_stream():
     assert not session._alarm.done()
     session._ring(new)
     assert session._alarm.done()
+
+
+async def test_an_app_that_stalls_past_the_silence_limit_does_not_call_its_streaming_hosts_silent():
+    """The loop blocked (a busy app: thousands of hosts connecting on two cores) while the probe kept
+    sending: when it runs again, the host's records are there, queued for the reader. That is the
+    app's lag, not the host's silence: the host stays live, its link is not made again."""
+    fleet = Fleet()
+    history = []
+    fleet.listen(lambda v, what, _: history.append((v.status, v.reason)) if what == "status" else None)
+    a = fleet.add("a", lambda: LocalLink(sim_host("a"), interval=0.2), interval=0.2)
+    fleet.start()
+    try:
+        assert await eventually(lambda: a.status == LIVE, 15)
+        history.clear()
+        connects, seq = a.connects, a.sample.seq
+        limit = fleet.sessions["a"]._silence_limit()
+        for _ in range(3):
+            time.sleep(limit + 0.5)  # the stall under test: the whole loop blocked
+            await asyncio.sleep(0.3)  # the loop runs again: the silence timer is due at once
+        assert await eventually(lambda: a.sample.seq > seq + 3, 10)
+        assert not [s for s, _ in history if s in (STALE, DOWN)], history
+        assert a.status == LIVE and a.connects == connects
+    finally:
+        await fleet.stop()
