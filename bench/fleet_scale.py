@@ -631,6 +631,7 @@ async def measure_decode(
     if tuned_gc:
         tune_gc(fleet)  # as `gputui` does before it runs the app (cli.run_ui)
     result: dict[str, Any] = {"hosts": hosts, "through": "decode", "recordings": len(played), "pace": pace}
+    t0 = time.monotonic()  # (the hosts connect while the app starts: connect_s counts from here)
     async with app.run_test(headless=True, size=(200, 50)):
         main = app._main
         assert main is not None
@@ -640,7 +641,6 @@ async def measure_decode(
         watching = app.pacer is not None and app.pacer.active
         if app.pacer is not None:
             app.pacer.active = False
-        t0 = time.monotonic()
         while not all(v.status == LIVE for v in fleet.hosts):
             if time.monotonic() - t0 > 120:
                 down = [(v.name, v.status, v.detail) for v in fleet.hosts if v.status != LIVE]
