@@ -62,6 +62,7 @@ from gputui.words import count, toast_title, verdict_summary
 
 from . import fmt
 from . import spinner as actions
+from . import acyclic
 from .commands import GpuTuiCommands
 from .messages import PlanRequested, ResetRequested
 from .screens.gpu_detail import GpuDetailScreen
@@ -141,6 +142,7 @@ class GpuTuiApp(App[None]):
         SIGTERM or a lost terminal (gputui/ui/terminal.py; the CLI installs one before the app runs).
         `pace`: slow the probes' samples down while the app cannot keep up with them (gputui/pacing.py;
         `gputui` does, unless `--no-pace`)."""
+        acyclic.install()  # what Textual would leave as cyclic garbage each frame is freed at once (acyclic.py)
         super().__init__()
         # Seconds at 0 % SM that make a process holding GPU memory an idle holder (gputui/idle.py).
         self.idle_after = threshold(None) if idle_after is None else idle_after
