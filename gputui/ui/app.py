@@ -60,9 +60,8 @@ from gputui.pacing import Pacer
 from gputui.report import write_files
 from gputui.words import count, toast_title, verdict_summary
 
-from . import fmt
+from . import acyclic, fmt
 from . import spinner as actions
-from . import acyclic
 from .commands import GpuTuiCommands
 from .messages import PlanRequested, ResetRequested
 from .screens.gpu_detail import GpuDetailScreen
