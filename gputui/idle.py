@@ -91,6 +91,35 @@ def idle_now(sample: Sample, proc: Proc, figured: frozenset[int] | None = None) 
     return True
 
 
+def _same_to_idle(before: tuple[Proc, ...], now: tuple[Proc, ...], age: float | None) -> bool:
+    """Whether processes `now` say to the idle rules what `before` said, with the sample's GPUs and
+    per-process reading (of `age`) the same objects: the same processes in the same order, each the
+    same object or one that differs only in what the rules do not read (its CPU, RSS, and its age
+    unless the age crossed the reading's: `_evidence`). A young process's age moves every sample
+    (gputui/probe/delta.py), and that alone made every such sample worked out again (issue 21)."""
+    if len(before) != len(now):
+        return False
+    for p, q in zip(before, now, strict=True):
+        if p is q:
+            continue
+        if (
+            p.pid != q.pid
+            or p.start_time != q.start_time
+            or p.kind != q.kind
+            or p.state != q.state
+            or (p.gpu_memory is not q.gpu_memory and p.gpu_memory != q.gpu_memory)
+            or (p.gpu_util is not q.gpu_util and p.gpu_util != q.gpu_util)
+        ):
+            return False
+        if (
+            p.elapsed != q.elapsed
+            and age is not None
+            and (p.elapsed is None or p.elapsed > age) != (q.elapsed is None or q.elapsed > age)
+        ):
+            return False
+    return True
+
+
 def idle_keys(sample: Sample) -> list[ProcKey]:
     """The keys of the processes `idle_now` says are idle in `sample`, in one pass: what a fleet's
     every sample costs (issue 21), so the sample's GPUs are looked up by index once, and its
@@ -143,7 +172,7 @@ class HostIdle:
         # What the streaks were last worked out from: a sample's processes, GPUs and per-process
         # reading. Samples hold unchanged records as the same objects (gputui/deltas.py), so a
         # sample that brings the same three says the same of every process: its streaks go on.
-        self._read: tuple[object, object, object] | None = None
+        self._read: tuple[tuple[Proc, ...], object, object] | None = None
 
     def observe(self, sample: Sample, now: float | None = None, interval: float | None = None) -> None:
         """Take one sample, at `now` (default: the sample's own time, else the clock). `interval`:
@@ -157,11 +186,12 @@ class HostIdle:
         if (
             not broke
             and last_read is not None
-            and read[0] is last_read[0]
             and read[1] is last_read[1]
             and read[2] is last_read[2]
+            and (read[0] is last_read[0] or _same_to_idle(last_read[0], read[0], sample.proc_util.age))
         ):
-            self.last = t  # the same processes idle, since the same times (most samples of a fleet)
+            # The same processes idle, since the same times (most samples of a fleet).
+            self._read, self.last = read, t
             return
         self._read = read
         # Samples that stopped (or a clock that went back): nothing is known in between.

@@ -234,7 +234,10 @@ def test_a_streak_is_exactly_the_run_of_idle_samples_since_the_last_interruption
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(
-        st.tuples(st.sampled_from(["idle", "busy", "young", "none", "same"]), st.sampled_from([1, 10, 500])),
+        st.tuples(
+            st.sampled_from(["idle", "busy", "young", "none", "same", "aged", "vitals", "other"]),
+            st.sampled_from([1, 10, 500]),
+        ),
         min_size=1,
         max_size=30,
     )
@@ -252,10 +255,26 @@ def test_a_sample_that_brings_the_same_records_goes_on_as_working_it_out_again(
         t += dt
         if step == "same" and last is not None:
             s = dataclasses.replace(last, time=t, seq=last.seq + 1)
+        elif step == "aged" and last is not None:  # the same GPUs and reading, every age moved (a
+            # young one past the reading's age, or not)
+            aged = tuple(dataclasses.replace(p, elapsed=(p.elapsed or 0.0) + dt / 4) for p in last.processes)
+            s = dataclasses.replace(last, time=t, seq=last.seq + 1, processes=aged)
+        elif step == "other" and last is not None and last.processes:  # what they read, changed
+            first, *rest = last.processes
+            changed = dataclasses.replace(first, kind="hidden" if first.kind == "user" else "user")
+            s = dataclasses.replace(last, time=t, seq=last.seq + 1, processes=(changed, *rest))
+        elif step == "vitals" and last is not None:  # what the rules do not read
+            moved = tuple(dataclasses.replace(p, cpu_percent=dt, rss=dt << 20) for p in last.processes)
+            s = dataclasses.replace(last, time=t, seq=last.seq + 1, processes=moved)
         elif step == "busy":
             s = sample(t, [gpu(0, util=40)], [proc(4200, {0: GiB}, {0: 40}), proc(4300, {0: GiB})])
         elif step == "young":  # younger than the per-process reading: not known to be idle yet
-            s = sample(t, [gpu(0, util=40)], [proc(4200, {0: GiB}, elapsed=0.5)], age=2.0)
+            s = sample(
+                t,
+                [gpu(0, util=40)],
+                [proc(4200, {0: GiB}, elapsed=0.5), proc(4300, {0: GiB}, {0: 0})],
+                age=2.0,
+            )
         elif step == "none":
             s = sample(t, [gpu(0)], [])
         else:
