@@ -570,7 +570,9 @@ def make_recordings(directory: Path, templates: int, count: int, wire_format: st
 
                 hello["capabilities"] = sorted({*hello.get("capabilities", []), "delta"})
                 out.write(fit_line(hello))
-                encoder = SampleEncoder(deltas=DELTAS_EVERY)  # as the app asks (gputui/deltas.py)
+                encoder = SampleEncoder()  # asked as the app asks (gputui/deltas.py), each template's
+                encoder.ask(DELTAS_EVERY, j % DELTAS_EVERY)  # whole samples at a place of its own, as
+                # a probe picks one (gputui/probe/main.py)
                 for sample in samples:
                     out.write(encoder.line(sample))
             else:

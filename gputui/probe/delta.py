@@ -17,6 +17,11 @@ A process's `elapsed` moves with the clock on every sample; a delta carries it o
 second and a hundredth of itself from what the app holds (`elapsed_moved`): exact to the second for
 a young process, to a minute for an hour-old one, and exact again in every whole sample. So an
 unchanged host's delta says nothing of its processes, and costs the app nothing for them.
+A GPU's `preflight` reading comes in one sample of every few (docs/PROTOCOL.md): a delta carries it
+when it differs from the one the app holds, and a sample without one leaves the app's as it is
+(exact again in every whole sample). Sent as it changed in the whole record, the reading came and
+went twice a period on every GPU of every host at once (issue 21: 4,096 hosts' GPUs renewed in the
+same second, every 10 s), and said nothing the app did not hold.
 
 Every `deltas`-th sample is whole again (and any sample the app asks `whole`, and whenever a delta
 would not be shorter than a line may be): a missed or refused line costs at most that many
@@ -80,20 +85,21 @@ def elapsed_moved(held, elapsed):
     return bool(abs(elapsed - held) >= max(ELAPSED_STEP, ELAPSED_SHARE * abs(elapsed)))
 
 
-def _changed_fields(base, new):
-    # type: (Dict[str, Any], Dict[str, Any]) -> Dict[str, Any]
-    """The fields of record `new` that differ from `base` (gone ones as null); a process's elapsed
-    only once it moved far enough (elapsed_moved)."""
+def _changed_fields(base, new, gpu):
+    # type: (Dict[str, Any], Dict[str, Any], bool) -> Dict[str, Any]
+    """The fields of record `new` (a GPU's if `gpu`, else a process's) that differ from `base` (gone
+    ones as null); a process's elapsed only once it moved far enough (elapsed_moved), a GPU's
+    preflight reading only when the sample has one (a sample without leaves the held one)."""
     out = {}  # type: Dict[str, Any]
     for key, value in new.items():
-        if key == "elapsed" and "pid" in new:
+        if key == "elapsed" and not gpu:
             if not elapsed_moved(base.get("elapsed"), value):
                 continue
-        elif base.get(key) == value:
-            continue
+        elif (key == "preflight" and gpu and value is None) or base.get(key) == value:
+            continue  # (no reading in this sample: the held one stays)
         out[key] = value
     for key, value in base.items():
-        if key not in new and value is not None:
+        if key not in new and value is not None and not (gpu and key == "preflight"):
             out[key] = None
     return out
 
@@ -101,7 +107,8 @@ def _changed_fields(base, new):
 def diff(base, new):
     # type: (Dict[str, Any], Dict[str, Any]) -> Dict[str, Any]
     """The delta that turns sample `base` (as the app holds it) into sample `new` (but for the
-    processes' ages that did not move far enough: elapsed_moved)."""
+    processes' ages that did not move far enough, elapsed_moved, and the GPUs' preflight readings
+    where `new` carries none: the held ones stay)."""
     out = {"type": "sample", "v": new.get("v"), "seq": new.get("seq"), "time": new.get("time")}
     out["delta"] = base.get("seq")
     for key, value in new.items():
@@ -125,7 +132,7 @@ def diff(base, new):
             if previous is None:
                 changes.append(record)
                 continue
-            fields = _changed_fields(previous, record)
+            fields = _changed_fields(previous, record, name == "gpus")
             if fields:
                 head = {"index": ident} if name == "gpus" else {"pid": ident[0], "start_time": ident[1]}
                 head.update(fields)
@@ -268,6 +275,20 @@ class SampleEncoder(object):
         self.deltas = deltas  # a whole sample every this many (0: every sample whole, no deltas)
         self.base = None  # type: Optional[Dict[str, Any]]  # the last sample as the app holds it
         self.since_whole = 0
+        self._head = 0  # samples the next whole one comes early by, once (ask)
+
+    def ask(self, deltas, head_start=0):
+        # type: (int, int) -> None
+        """What the app asked (`configure` `deltas`): a whole sample every `deltas`, the next one
+        `head_start` samples early (0 to deltas - 1). The probe picks it at random: a fleet that
+        connected together would otherwise send its whole samples in the same second, every
+        `deltas` (issue 21: 4,096 at once held the app up for seconds)."""
+        self.deltas = deltas
+        head = min(max(0, head_start), max(0, deltas - 1)) if deltas > 0 else 0
+        if self.base is None:
+            self._head = head  # taken at the first whole sample
+        else:  # in the middle of a run: the next sample still a delta
+            self.since_whole = max(self.since_whole, min(self.since_whole + head, deltas - 1))
 
     def line(self, record, whole=False):
         # type: (Dict[str, Any], bool) -> bytes
@@ -294,5 +315,5 @@ class SampleEncoder(object):
 
             sent = json.loads(line.decode("utf-8"))
             self.base = sent if sent.get("type") == "sample" else None
-        self.since_whole = 1
+        self.since_whole, self._head = 1 + self._head, 0
         return line

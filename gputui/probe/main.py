@@ -8,6 +8,7 @@ Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 
 import argparse
 import queue
+import random
 import signal
 import sys
 import threading
@@ -216,7 +217,10 @@ class Loop(object):
                 continue
             value = record[key]
             if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_EVERY:
-                setattr(self.samples if key == "deltas" else self.probe, key, value)
+                if key == "deltas":  # the first whole sample at a place of its own (SampleEncoder.ask)
+                    self.samples.ask(value, random.randrange(value) if value else 0)
+                else:
+                    setattr(self.probe, key, value)
             else:
                 self.emit(
                     error(

@@ -62,11 +62,20 @@ def wire(line: bytes) -> dict[str, Any]:
     return record
 
 
-def within_age(held: Sample, truth: Sample) -> None:
-    """`held` says what `truth` says, but for the processes' ages, which may lag by a step."""
-    assert held.gpus == truth.gpus
-    assert every_field(dataclasses.replace(held, processes=())) == every_field(
-        dataclasses.replace(truth, processes=())
+def within_age(held: Sample, truth: Sample, readings: dict[int, Any]) -> None:
+    """`held` says what `truth` says, but for the processes' ages, which may lag by a step, and the
+    GPUs' preflight readings where `truth` carries none: the last one (`readings`, by GPU: kept up
+    to date here, from `truth`) or none (after a whole sample without one)."""
+    assert [dataclasses.replace(g, preflight=None) for g in held.gpus] == [
+        dataclasses.replace(g, preflight=None) for g in truth.gpus
+    ]
+    for mine, theirs in zip(held.gpus, truth.gpus, strict=True):
+        if theirs.preflight is not None:
+            assert mine.preflight == theirs.preflight
+        else:
+            assert mine.preflight in (None, readings.get(theirs.index))
+    assert every_field(dataclasses.replace(held, processes=(), gpus=())) == every_field(
+        dataclasses.replace(truth, processes=(), gpus=())
     )
     ages = {p.key: p.elapsed for p in truth.processes}
     assert sorted(p.key for p in held.processes) == sorted(ages)
@@ -76,6 +85,7 @@ def within_age(held: Sample, truth: Sample) -> None:
             dataclasses.replace(truth_proc, elapsed=None)
         )
         assert not elapsed_moved(proc.elapsed, ages[proc.key]), (proc.key, proc.elapsed, ages[proc.key])
+    readings.update((g.index, g.preflight) for g in truth.gpus if g.preflight is not None)
 
 
 # -- the probe's sample stream as the app takes it --------------------------------------------------
@@ -118,12 +128,13 @@ def test_a_stream_of_deltas_gives_the_app_what_the_whole_samples_say(seed, every
     rng = random.Random(seed)
     encoder, intake, plain = SampleEncoder(deltas=every), SampleIntake(), SampleIntake()
     state = copy.deepcopy(SAMPLES[0])
+    readings: dict[int, Any] = {}  # each GPU's last preflight reading
     for seq in range(1, 30):
         state = mutate(state, rng, seq) if seq > 1 else state
         held = intake.take(wire(encoder.line(state)))
         assert every_field(held) == every_field(Sample.from_wire(intake.raw)), seq
         assert dict(intake.raw) == encoder.base  # the app holds what the probe's base says
-        within_age(held, Sample.from_wire(state))
+        within_age(held, Sample.from_wire(state), readings)
         # And an older probe's whole samples, through the same reuse of what did not change.
         assert every_field(plain.take(copy.deepcopy(state))) == every_field(Sample.from_wire(state))
     assert intake.deltas > 0
@@ -151,30 +162,35 @@ def test_unchanged_hosts_send_little_and_reuse_what_was_parsed():
 def test_what_deltas_changed_is_held_as_plain_values_the_collector_never_walks():
     """Between two whole samples a GPU's changed fields are held beside its record's text; a changed
     preflight reading (an object of lists and objects) as its JSON text, so nothing a host holds of
-    them is a container the garbage collector walks (issue 21). Its record is what the probe says,
-    and the same reading again keeps the pair already held."""
+    them is a container the garbage collector walks (issue 21). Its record is what the probe says;
+    a sample without a reading, or with the same one again, changes nothing held (the same pair)."""
     encoder, intake = SampleEncoder(deltas=DELTAS_EVERY), SampleIntake()
     state = copy.deepcopy(SAMPLES[0])
     reading = next(g["preflight"] for g in state["gpus"] if g.get("preflight"))
+    state["gpus"][0]["preflight"] = copy.deepcopy(reading)
+    other = dict(copy.deepcopy(reading), sm_clock=reading["sm_clock"] - 15)
     intake.take(wire(encoder.line(state)))
     pairs = []
-    for seq, (preflight, util) in enumerate(
-        [(None, 5), (reading, 7), (reading, 9), (None, 3), (reading, 4)], 2
-    ):
+    for seq, (preflight, util) in enumerate([(None, 5), (other, 7), (other, 9), (None, 3), (reading, 4)], 2):
         state = copy.deepcopy(state)
         state["seq"], state["time"] = seq, state["time"] + 1.0
         state["gpus"][0].update(preflight=copy.deepcopy(preflight), util_gpu=util)
         line = encoder.line(state)
-        assert "delta" in json.loads(line)
+        delta = json.loads(line)
+        assert "delta" in delta
+        sent = [g for g in delta.get("gpus", []) if "preflight" in g]
+        assert bool(sent) == (seq in (3, 6))  # a reading that differs from the held one, only
         intake.take(wire(line))
         held = intake.gpus[0]
         assert held.changed is not None and held.changed["util_gpu"] == util
-        assert held.nested is None if preflight is None else set(held.nested or ()) == {"preflight"}
+        assert held.nested is None if seq == 2 else set(held.nested or ()) == {"preflight"}
         for plain in (held.changed, held.nested):
             assert plain is None or not gc.is_tracked(plain)
         assert dict(intake.raw or {}) == encoder.base
+        assert intake.sample is not None and intake.sample.gpus[0].preflight is not None  # the held one
         pairs.append(intake._readings.get(held.key))
-    assert pairs[1] is pairs[2] is pairs[4] is not None  # the same reading: the same pair
+    assert pairs[1] is pairs[2] is pairs[3] is not None  # the same reading held: the same pair
+    assert pairs[4] is not None and pairs[4] is not pairs[3]
 
 
 def test_a_whole_sample_every_so_often_and_whenever_asked():
@@ -186,6 +202,46 @@ def test_a_whole_sample_every_so_often_and_whenever_asked():
         kinds.append("delta" in json.loads(encoder.line(state, whole=seq == 6)))
     assert kinds == [False, True, True, False, True, False, True]
     assert "delta" not in json.loads(SampleEncoder(deltas=0).line(state))  # not asked: every one whole
+
+
+def test_a_probe_asked_for_deltas_sends_its_whole_samples_at_a_place_of_its_own():
+    """A fleet connected together must not send its whole samples in the same second: the next whole
+    one comes `head_start` samples early, once (asked before the first sample, or in the middle)."""
+
+    def kinds(encoder: SampleEncoder, count: int) -> list[bool]:
+        state = copy.deepcopy(SAMPLES[0])
+        out = []
+        for seq in range(1, count + 1):
+            state = dict(state, seq=seq, time=state["time"] + 1)
+            out.append("delta" in json.loads(encoder.line(state)))
+        return out
+
+    early = SampleEncoder()
+    early.ask(4, 3)
+    assert kinds(early, 9) == [False, False, True, True, True, False, True, True, True]
+    none = SampleEncoder()
+    none.ask(4, 0)
+    assert kinds(none, 6) == [False, True, True, True, False, True]
+    late = SampleEncoder(deltas=4)
+    kinds(late, 2)  # a whole one, a delta
+    late.ask(4, 1)
+    assert kinds(late, 4) == [True, False, True, True]
+    out_of_range = SampleEncoder()
+    out_of_range.ask(3, 99)  # taken as at most deltas - 1
+    assert kinds(out_of_range, 5) == [False, False, True, True, False]
+
+
+def test_the_probes_head_start_is_its_own(sim_probe):
+    """The probe picks where its first whole sample comes after `configure deltas`: not all at the
+    same place (here 40 configures of the real loop, deltas 60)."""
+    probe, _reader = sim_probe(gpus=1)
+    starts = set()
+    for _ in range(40):
+        loop = Loop(probe, lambda record: None, 1.0)  # type: ignore[arg-type]
+        loop.configure({"type": "configure", "v": 1, "deltas": 60})
+        assert loop.samples.deltas == 60 and 0 <= loop.samples._head < 60
+        starts.add(loop.samples._head)
+    assert len(starts) > 5
 
 
 def test_each_field_of_a_gpu_and_a_process_comes_from_its_own_record_field_alone():
@@ -297,14 +353,15 @@ def test_a_process_that_comes_and_one_that_leaves_on_a_real_sim(sim_probe):
     """Real processes on the sim's GPUs: the one that starts comes in a delta whole, the one that
     ends is `gone`, and the app's sample says so (and what the probe's whole sample says)."""
     probe, reader = sim_probe(gpus=2)
-    encoder, intake = SampleEncoder(deltas=DELTAS_EVERY), SampleIntake()
-    intake.take(wire(encoder.line(probe.sample())))
+    encoder, intake, readings = SampleEncoder(deltas=DELTAS_EVERY), SampleIntake(), {}
+    first = probe.sample()
+    within_age(intake.take(wire(encoder.line(first))), Sample.from_wire(first), readings)
     job = reader.spawn("busy", gpu=1, memory=2 << 30)
     record = probe.sample()
     line = json.loads(encoder.line(record))
     assert "delta" in line and any(p.get("pid") == job.pid for p in line.get("processes", []))
     held = intake.take(line)
-    within_age(held, Sample.from_wire(record))
+    within_age(held, Sample.from_wire(record), readings)
     assert any(p.pid == job.pid and 1 in p.gpus for p in held.processes)
     assert job.signal(signal.SIGKILL)
     assert wait_gone(job.pid, job.start_time, 10)
@@ -314,7 +371,7 @@ def test_a_process_that_comes_and_one_that_leaves_on_a_real_sim(sim_probe):
         line = json.loads(encoder.line(record))
         gone += line.get("gone", {}).get("processes", [])
         held = intake.take(line)
-        within_age(held, Sample.from_wire(record))
+        within_age(held, Sample.from_wire(record), readings)
         if not any(p.pid == job.pid for p in held.processes):
             break
     assert not any(p.pid == job.pid for p in held.processes)
