@@ -348,9 +348,10 @@ def tune_gc(fleet: Fleet | None = None) -> None:
     The young generation may grow to 10,000 objects before it is collected, and with a fleet to
     100 objects a host, up to 100,000 (`young_threshold`). Its count is what was allocated less
     what was freed, old objects included; a fleet's samples replace what the last ones made, so it
-    grows mostly with cyclic garbage (Textual's strips, some 6,000 objects a second), while what the
-    hosts' latest samples hold stays young: at 1,024 hosts a young collection walked 25,000-95,000
-    objects whatever the threshold. At 10,000 that was two collections a second, 44 ms of every
+    grows with cyclic garbage alone (it was Textual's strips and caches, some 7,000 objects a second
+    at 1,024 hosts, until gputui/ui/acyclic.py: now next to none), while what the hosts' latest
+    samples hold stays young: at 1,024 hosts a young collection walked 25,000-95,000 objects
+    whatever the threshold. At 10,000 that was two collections a second, 44 ms of every
     second (a ninth of the app's CPU); at 100,000, one every ten seconds or so, 15 ms a second, each
     pause longer (0.15 s at 1,024 hosts; docs/BENCHMARKS.md section 13, "Fourth round"). Two hosts
     have little young state to walk, and at 100,000 they would keep some 8 MiB more garbage waiting.
