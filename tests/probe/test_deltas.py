@@ -98,7 +98,7 @@ def mutate(sample: dict[str, Any], rng: random.Random, seq: int) -> dict[str, An
     for proc in new["processes"]:
         proc["elapsed"] = round(proc["elapsed"] + 1.0, 1) if isinstance(proc.get("elapsed"), float) else None
     roll = rng.random()
-    if roll < 0.3:
+    if roll < 0.3 and new["gpus"]:
         gpu = rng.choice(new["gpus"])
         gpu.update(util_gpu=rng.randrange(101), temperature=rng.randrange(30, 90))
     elif roll < 0.45 and new["processes"]:
@@ -113,7 +113,7 @@ def mutate(sample: dict[str, Any], rng: random.Random, seq: int) -> dict[str, An
         new["host"] = dict(new["host"], cpu_percent=round(rng.uniform(0, 100), 1))
     elif roll < 0.85:
         new["scan"] = dict(new["scan"], full=not new["scan"]["full"])
-    elif roll < 0.9:
+    elif roll < 0.9 and new["gpus"]:
         new["gpus"][0]["preflight"] = SAMPLES[0]["gpus"][0].get("preflight") if rng.random() < 0.5 else None
     elif roll < 0.93:
         new["gpus"] = new["gpus"][:-1]  # a GPU gone (a reset, a fallen-off-the-bus)
