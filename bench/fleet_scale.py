@@ -571,8 +571,9 @@ def make_recordings(directory: Path, templates: int, count: int, wire_format: st
                 hello["capabilities"] = sorted({*hello.get("capabilities", []), "delta"})
                 out.write(fit_line(hello))
                 encoder = SampleEncoder()  # asked as the app asks (gputui/deltas.py), each template's
-                encoder.ask(DELTAS_EVERY, j % DELTAS_EVERY)  # whole samples at a place of its own, as
-                # a probe picks one (gputui/probe/main.py)
+                # whole samples at a place of its own, spread over the period as a fleet's probes pick
+                # theirs (gputui/probe/main.py): one host in DELTAS_EVERY sends one each second
+                encoder.ask(DELTAS_EVERY, j * DELTAS_EVERY // templates % DELTAS_EVERY)
                 for sample in samples:
                     out.write(encoder.line(sample))
             else:
