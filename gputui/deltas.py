@@ -38,7 +38,8 @@ from typing import Any, TypeVar
 
 from .model import Gpu, HostMetrics, Parent, Proc, ProcUtilState, Sample
 from .model.decode import MAX_BYTES, MAX_GPUS  # more GPU records: parsed the slow way (and cut)
-from .model.samples import MAX_PARENTS
+from .model.gpus import GPU_WIRE
+from .model.samples import MAX_PARENTS, PROC_WIRE
 from .probe.delta import DeltaError, gpu_key, process_key, read
 from .probe.wire import MAX_PROCESSES
 
@@ -98,8 +99,8 @@ ALONE: dict[str, Any] = {
     "scan": _scan,
 }
 _LISTS = ("gpus", "processes")
-_GPU_FIELDS = frozenset(f.name for f in dataclasses.fields(Gpu))
-_PROC_FIELDS = frozenset(f.name for f in dataclasses.fields(Proc))
+_GPU_READERS = dict(GPU_WIRE)  # field -> what reads it from the wire (the key's own fields apart)
+_PROC_READERS = dict(PROC_WIRE)
 _ELAPSED = frozenset({"elapsed"})
 _GPU_KEY = frozenset({"index"})  # a record's key names it: never a change of the same GPU or process
 _PROC_KEY = frozenset({"pid", "start_time"})
@@ -152,27 +153,19 @@ def _differ(before: dict[str, Any], record: dict[str, Any]) -> set[str]:
     return out
 
 
-def _reparsed(obj: T, record: dict[str, Any], fields: set[str], kind: str) -> T | None:
+def _reparsed(obj: T, record: dict[str, Any], fields: set[str], kind: str) -> T:
     """`obj` (parsed from an earlier record of the same GPU or process) with `fields` parsed again
     from `record` (the new record, or a delta's change to it: it has those fields): each field of
-    Gpu and Proc is made from the record's field of that name alone (tests/probe/test_deltas.py holds
-    them to it); a record field that is none of the class's own changes nothing. None when the
-    stub does not parse (it has the record's own key, so it does)."""
+    Gpu and Proc is made from the record's field of that name alone, by the reader its from_wire
+    uses (tests/probe/test_deltas.py holds them to it); a record field that is none of the class's
+    own (or its key) changes nothing."""
     gpu = kind == "gpu"
-    mine = fields & (_GPU_FIELDS if gpu else _PROC_FIELDS)
-    if not mine:
+    readers = _GPU_READERS if gpu else _PROC_READERS
+    changes = {name: readers[name](record.get(name)) for name in fields if name in readers}
+    if not changes:
         return obj
-    stub = {k: record.get(k) for k in mine}
-    if gpu:
-        stub["index"] = record.get("index")
-        made: Any = Gpu.from_wire(stub)
-    else:
-        stub["pid"] = record.get("pid")
-        made = Proc.from_wire(stub)
-    if made is None:
-        return None
     copy: Any = _copy_gpu if gpu else _copy_proc
-    copied: T = copy(obj, {name: getattr(made, name) for name in mine})
+    copied: T = copy(obj, changes)
     return copied
 
 

@@ -28,7 +28,7 @@ from .model import HOST_STATUSES, Event, HostFacts, Preflight, ProcDetail, Sampl
 from .news import has_news
 from .probe.common import TERM_TIMEOUT, VERIFY_TIMEOUT, plan_deadline, plan_silence_limit
 from .probe.wire import MAX_PROCESSES
-from .rings import GapRing, Ring, TimeRing
+from .rings import Readings
 from .transport.base import Link, TransportError
 
 HISTORY = 300  # samples kept per GPU: sparklines show >= 120, the rest is headroom for wide panes
@@ -72,28 +72,25 @@ REASONS = {
 }
 
 
-@dataclass(slots=True)
-class GpuHistory:
+class GpuHistory(Readings):
     """A GPU's recent readings, for the sparklines and graphs: utilization and memory in percent,
-    temperature in °C and power in W (None where the driver gave none), each with its time. Kept
-    in rings of arrays (gputui/rings.py), not deques of floats: 3 KB a GPU, not 48 (issue 21)."""
+    temperature in °C and power in W (None where the driver gave none), each with its time. One row
+    of ten bytes a sample (gputui/rings.py): 3 KB a GPU, not the 48 of deques of floats (issue 21)."""
 
-    # Each in steps of what it can say (gputui/rings.py): a whole percent of utilization (NVML's),
-    # a hundredth of a percent of memory, a degree (NVML's), a tenth of a watt: 1 or 2 bytes each.
-    util: Ring = field(default_factory=lambda: Ring(HISTORY, "B", 1.0))
-    memory: Ring = field(default_factory=lambda: Ring(HISTORY, "H", 0.01))
-    temperature: GapRing = field(default_factory=lambda: GapRing(HISTORY, "B", 1.0))
-    power: GapRing = field(default_factory=lambda: GapRing(HISTORY, "H", 0.1))
-    times: TimeRing = field(default_factory=lambda: TimeRing(HISTORY))  # the samples' times
+    __slots__ = ()
+
+    def __init__(self, size: int = HISTORY) -> None:
+        super().__init__(size)
 
     def temperature_slope(self, span: float = SLOPE_SPAN) -> float | None:
         """°C per minute over the last `span` seconds (a least-squares line, so one odd reading
         does not swing it); None with fewer than three readings or under a fifth of the span."""
-        if not self.times:
+        times = self.times
+        if not times:
             return None
-        since = self.times[-1] - span
+        since = times[-1] - span
         points = [
-            (t, c) for t, c in zip(self.times, self.temperature, strict=True) if t >= since and c is not None
+            (t, c) for t, c in zip(times, self.temperature, strict=True) if t >= since and c is not None
         ]
         if len(points) < 3 or points[-1][0] - points[0][0] < span / 5:
             return None
@@ -160,12 +157,14 @@ class HostView:
             h = self.history.get(gpu.index)
             if h is None:
                 h = self.history[gpu.index] = GpuHistory()
-            h.util.append(float(gpu.util_gpu or 0))
             frac = gpu.memory_fraction
-            h.memory.append(100.0 * frac if frac is not None else 0.0)
-            h.temperature.append(float(gpu.temperature) if gpu.temperature is not None else None)
-            h.power.append(gpu.power_draw)
-            h.times.append(stamp)
+            h.append(
+                gpu.util_gpu or 0,
+                100.0 * frac if frac is not None else 0.0,
+                gpu.temperature,
+                gpu.power_draw,
+                stamp,
+            )
 
 
 Listener = Callable[[HostView, str, Any], None]

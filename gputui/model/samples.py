@@ -161,6 +161,7 @@ _PROC = wire_fields(
     mps=lambda value: value if value in MPS_ROLES else None,
     job=as_job_id,
 )
+PROC_WIRE = _PROC  # each field a process record carries, with what reads it (gputui/deltas.py, likewise)
 
 
 @dataclass(frozen=True, slots=True)

@@ -151,12 +151,12 @@ def test_temperature_slope_is_a_fitted_line_over_the_last_half_minute():
     h = GpuHistory()
     assert h.temperature_slope() is None
     for second in range(60):  # cooling 0.5 °C/s, with one odd reading and one missing
-        h.times.append(1000.0 + second)
-        h.temperature.append(None if second == 50 else 80.0 - 0.5 * second + (9.0 if second == 55 else 0.0))
+        celsius = None if second == 50 else 80.0 - 0.5 * second + (9.0 if second == 55 else 0.0)
+        h.append(50, 10.0, celsius, 300.0, 1000.0 + second)
     slope = h.temperature_slope()
     assert slope is not None and -33 < slope < -27  # °C per minute (-30 without the odd reading)
-    h.times.clear(), h.temperature.clear()
-    h.times.extend([0.0, 1.0]), h.temperature.extend([50.0, 51.0])
+    h.clear()
+    h.append(50, 10.0, 50.0, 300.0, 0.0), h.append(50, 10.0, 51.0, 300.0, 1.0)
     assert h.temperature_slope() is None  # two readings are no trend
 
 
