@@ -238,13 +238,17 @@ class RawSample(Mapping[str, Any]):
 
     def __init__(self, top: dict[str, Any], gpus: tuple[Held, ...], procs: tuple[Held, ...]) -> None:
         self._top, self._gpus, self._procs = top, gpus, procs
-        self._lists: dict[str, list[dict[str, Any]]] = {}
+        # Made when first read: one is made a sample for every host, and few are ever read.
+        self._lists: dict[str, list[dict[str, Any]]] | None = None
 
     def __getitem__(self, key: str) -> Any:
         if key == "gpus" or key == "processes":
-            made = self._lists.get(key)
+            lists = self._lists
+            if lists is None:
+                lists = self._lists = {}
+            made = lists.get(key)
             if made is None:
-                made = self._lists[key] = [h.record() for h in (self._gpus if key == "gpus" else self._procs)]
+                made = lists[key] = [h.record() for h in (self._gpus if key == "gpus" else self._procs)]
             return made
         return self._top[key]
 
