@@ -141,6 +141,13 @@ class HostView:
         return time.monotonic() - self.received if self.received else None
 
     @property
+    def shown_status(self) -> str:
+        """The status as people are shown it (the lists, the header, the filter, the exporter): a
+        host that went down stays down while it tries again ("connecting" between two attempts,
+        `phase` says how far), until it is live, rather than flicker between the two."""
+        return DOWN if self.status == CONNECTING and self.last_down is not None else self.status
+
+    @property
     def can_kill(self) -> bool:
         return not self.read_only and self.facts is not None and not self.facts.read_only
 

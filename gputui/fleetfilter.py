@@ -38,7 +38,7 @@ STATES: dict[str, str] = {
     "live": "the host's probe sends samples",
     "down": "the host is down (its last sample, dimmed)",
     "stale": "the host's samples stopped coming (its last one, dimmed)",
-    "connecting": "the host is connecting",
+    "connecting": "the host is connecting (for the first time: one that went down is down while it tries again)",
     "no-gpu": "no NVIDIA driver or GPU on the host",
     "free": "nothing holds the GPU, its memory is back at idle",
     "busy": "a process uses or holds the GPU",

@@ -296,8 +296,9 @@ def host_state(
 
 
 def host_states(view: HostView, state: HostState | None = None) -> frozenset[str]:
-    """The states of the host itself: live/down/stale/connecting, no-gpu, its problems'."""
-    out = {view.status}
+    """The states of the host itself: live/down/stale/connecting (as shown: a host that went down is
+    down while it tries again), no-gpu, its problems'."""
+    out = {view.shown_status}
     if state is not None:
         out |= {p.state for p in state.problems}
     if view.facts is not None and view.facts.error_code:

@@ -64,10 +64,11 @@ def _label(value: object) -> str:
 
 def host_state(view: HostView) -> str:
     """One of HOST_STATES: the fleet's status of the host, or `no-gpu` where its probe runs but
-    reads no GPU (no driver, no GPU, no NVML library, no permission)."""
+    reads no GPU (no driver, no GPU, no NVML library, no permission). A host that went down stays
+    `down` while it tries again, until it is live: an alert on it is not reset by every attempt."""
     if view.facts is not None and view.facts.error_code in NO_GPU_CODES:
         return NO_GPU
-    return view.status
+    return view.shown_status
 
 
 def _up(view: HostView) -> bool:

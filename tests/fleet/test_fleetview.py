@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gputui.fleet import DOWN, LIVE, STALE, HostView
+from gputui.fleet import CONNECTING, DOWN, LIVE, STALE, HostView
 from gputui.fleetfilter import parse
 from gputui.fleetview import (
     HEALTHY,
@@ -99,6 +99,20 @@ def test_hosts_down_or_stale_and_their_gpus() -> None:
     assert state.gpu_worst(3) is not None and state.gpu_worst(3).state == "down"  # type: ignore[union-attr]
     assert host_state(replayed("jobs", status=STALE), 600).problems[0].state == "stale"
     assert not host_state(replayed("jobs"), 600).troubled  # healthy
+
+
+def test_a_down_host_trying_again_is_down_to_the_filter_not_connecting() -> None:
+    # Between two attempts its session says "connecting"; the lists and the header say down.
+    retrying = replayed("jobs", status=CONNECTING, last_down="unreachable")
+    state = host_state(retrying, 600)
+    assert [p.state for p in state.problems] == ["down"]
+    sample = retrying.sample
+    assert sample is not None
+    row = gpu_subject(retrying, state, sample.gpus[0])
+    assert parse("state:down").matches(row)
+    assert not parse("state:connecting").matches(row)
+    new = replayed("jobs", status=CONNECTING)  # never down: connecting for the first time
+    assert parse("state:connecting").matches(gpu_subject(new, host_state(new, 600), sample.gpus[0]))
 
 
 def test_a_gpu_that_differs_from_its_siblings() -> None:

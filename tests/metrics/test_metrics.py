@@ -247,6 +247,15 @@ def test_a_host_down_or_without_a_driver_is_up_0_and_lists_no_gpu():
         assert name not in m, name
 
 
+def test_a_down_host_trying_again_stays_down_so_an_alert_on_it_is_not_reset():
+    retrying = view("gone", None, status=CONNECTING)  # between two attempts, as its session sets it
+    retrying.last_down = "unreachable"
+    m = scrape([retrying])
+    assert values(m, "gputui_host_state", host="gone", state="down") == [1.0]
+    assert values(m, "gputui_host_state", host="gone", state="connecting") == [0.0]
+    assert values(m, "gputui_host_up") == [0.0]
+
+
 def test_all_heard_once_every_host_has_a_sample_or_is_judged_down():
     live = view("a", {"gpus": [gpu(0)], "processes": []})
     assert all_heard([live, view("b", None, status=DOWN)])

@@ -8,9 +8,10 @@ sample is dimmed, says how old it is ("last seen 2m ago"), and is counted neithe
 
 from __future__ import annotations
 
+from gputui.fleet import CONNECTING
 from gputui.ui.widgets.fleet_table import fleet_row_key
 from gputui.ui.widgets.table import KeyedTable
-from tests.support.pilot import screen_text
+from tests.support.pilot import redrawn, screen_text
 from tests.support.scenes import DOWN_FOR, SCENES, went_down
 
 
@@ -105,3 +106,26 @@ async def test_a_down_host_is_dimmed_aged_and_not_counted() -> None:
         assert not dimmed(main.gpu_table, 1)
         assert "last seen" not in main.gpu_table.border_title
         assert DOWN_FOR > 120
+
+
+async def test_a_down_host_between_two_attempts_is_counted_down_in_the_header() -> None:
+    """Between two attempts a down host's link says "connecting" (and how it backs off); the lists
+    keep showing it down rather than flicker, and the header's count says the same. Before, the
+    header of a fleet whose every host was unreachable said "43 connecting" over 43 rows of "down"."""
+    scene = SCENES["down"]
+    app = scene.build("gputui-dark")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await went_down(pilot)
+        main = app._main
+        assert main is not None
+        assert "✕ 1 down" in screen_text(app).splitlines()[0]
+        # What the host's session does as it tries again (gputui/fleet.py HostSession.run).
+        session = app.fleet.sessions["demo-b"]
+        session._set(CONNECTING)
+        session._phase("backing off", "unreachable; next try in 3.1 s")
+        assert app.fleet.view("demo-b").last_down is not None
+        main.refresh_data({"demo-b"}, ages=True)
+        await redrawn(pilot)
+        header = screen_text(app).splitlines()[0]
+        assert "✕ 1 down" in header and "connecting" not in header, header
+        assert main.host_list.rows_data()["demo-b"]["age"].plain == "down"

@@ -33,7 +33,7 @@ from gputui.units import fmt_memory_of, fmt_percent
 from .. import fmt
 from .cells import Cell, Row, dim
 from .gpu_table import GPU_STYLES, holders_cell, holders_column, memory_cell, util_cell
-from .host_list import GROUP, HOST_STYLES, seen, shown_status
+from .host_list import GROUP, HOST_STYLES, seen
 from .table import Column, KeyedTable
 
 SEVERE = RANKS["ecc"]  # problems up to this rank are drawn as errors, the rest as warnings
@@ -434,7 +434,7 @@ class FleetTable(KeyedTable):
                 Cell(fmt.safe(worst.short or worst.words, 20) + tail, style, sort_key=sort_key)
             )
         if not live:
-            status = shown_status(view)
+            status = view.shown_status
             return Cell(status, self.style_of(f"host--{status}"), sort_key=sort_key)
         if free:
             return Cell("free", self.style_of("gpu--free"), sort_key=sort_key)
@@ -502,7 +502,7 @@ class FleetTable(KeyedTable):
     def placeholder(self, view: HostView, position: int, state: HostState | None = None) -> Row:
         """A host with no GPU to list: say why (connecting, down and the reason, no driver)."""
         facts = view.facts
-        status = shown_status(view)
+        status = view.shown_status
         if status in (DOWN, STALE):
             code = view.reason or view.last_down or status
             why = REASONS.get(code, code)

@@ -47,17 +47,9 @@ def seen(age: float | None) -> str:
     return f"last seen {fmt.age(age)} ago" if age is not None else "never seen"
 
 
-def shown_status(view: HostView) -> str:
-    """The host's status as the lists show it: a host that went down and is trying again between
-    two attempts ("connecting") stays down until it is live again, rather than flicker."""
-    if view.status == CONNECTING and view.last_down is not None:
-        return DOWN
-    return view.status
-
-
 def status_word(view: HostView, age: float | None) -> str:
     """Short: the sample age while live, else the state."""
-    status = shown_status(view)
+    status = view.shown_status
     if status == LIVE:
         if view.facts is not None and view.facts.error_code:
             return "no GPU"
@@ -242,7 +234,7 @@ class HostList(KeyedTable):
             self.post_message(self.FoldChanged(problems.group(host), folded=True))
 
     def row(self, view: HostView, age: float | None, busy_total: tuple[int, int], position: int) -> Row:
-        status = shown_status(view)
+        status = view.shown_status
         style = self.style_of(f"host--{status}")
         if status == LIVE and view.facts is not None and view.facts.error_code:
             style = self.style_of("host--stale")

@@ -193,7 +193,7 @@ class StatusLine(OneLine):
             text.append("  ")
             self._paused(text, paused)
         text.append(f"  {count(len(views), 'host')}: ", muted)
-        counts = {s: sum(1 for v in views if v.status == s) for s in (LIVE, STALE, DOWN, CONNECTING)}
+        counts = {s: sum(1 for v in views if v.shown_status == s) for s in (LIVE, STALE, DOWN, CONNECTING)}
         first = True
         for status, n in counts.items():
             if n:
