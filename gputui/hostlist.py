@@ -164,7 +164,8 @@ def collapse(names: Iterable[str]) -> str:
             width = len(digits) if len(digits) in padded else 0
             groups.setdefault((prefix, suffix, width), set()).add(int(digits))
     parts = sorted(plain)
-    for (prefix, suffix, width), numbers in sorted(groups.items()):
+    # A name's brackets in the order of their numbers (gpu[001-999] before gpu[1000-1002]).
+    for (prefix, suffix, width), numbers in sorted(groups.items(), key=lambda g: (*g[0][:2], min(g[1]))):
         ranges = _ranges(sorted(numbers), width)
         if len(ranges) == 1 and "-" not in ranges[0]:
             parts.append(f"{prefix}{ranges[0]}{suffix}")

@@ -85,6 +85,8 @@ def test_collapse() -> None:
     assert collapse(f"gpu{i:03d}" for i in range(1, 129)) == "gpu[001-128]"
     assert collapse(["n1", "n2", "n3", "n7", "login"]) == "login,n[1-3,7]"
     assert collapse(["a1-ib", "a2-ib"]) == "a[1-2]-ib"
+    # Padded and unpadded numbers of one name: their brackets in the order of their numbers.
+    assert collapse(f"gpu{i:03d}" for i in range(1, 1003)) == "gpu[001-999],gpu[1000-1002]"
 
 
 # -- properties ----------------------------------------------------------------------------------
