@@ -148,6 +148,15 @@ class HostView:
         return DOWN if self.status == CONNECTING and self.last_down is not None else self.status
 
     @property
+    def down_why(self) -> str | None:
+        """Why the host is down, in words (REASONS), while it is down or trying again after it
+        was; None when it is not down, or when no reason is known."""
+        if self.shown_status != DOWN:
+            return None
+        code = self.reason or self.last_down
+        return REASONS.get(code, code) if code and code != "down" else None
+
+    @property
     def can_kill(self) -> bool:
         return not self.read_only and self.facts is not None and not self.facts.read_only
 

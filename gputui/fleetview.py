@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .fleet import CONNECTING, DOWN, LIVE, REASONS, STALE, HostView
+from .fleet import DOWN, LIVE, STALE, HostView
 from .fleetfilter import Subject
 from .idle import ProcKey, span
 from .model import IDLE_SLACK, Gpu, Preflight, Proc, Sample
@@ -76,18 +76,13 @@ def group_of(view: HostView) -> str:
 # -- problems ------------------------------------------------------------------------------------
 
 
-def host_problems(
-    view: HostView, group_driver: str | None = None, was_down: str | None = None
-) -> list[Problem]:
+def host_problems(view: HostView, group_driver: str | None = None) -> list[Problem]:
     """What is wrong with the host itself. `group_driver`: the driver most of its group runs (a host
-    that differs is a mismatch); `was_down`: why it was down, for a host that is reconnecting
-    after a failure (its status says "connecting" between two attempts)."""
+    that differs is a mismatch). A host trying again after it went down is down (`shown_status`)."""
     out: list[Problem] = []
     facts = view.facts
-    was_down = was_down if was_down is not None else view.last_down
-    if view.status == DOWN or (view.status == CONNECTING and was_down is not None):
-        code = view.reason or was_down
-        why = REASONS.get(code, code) if code and code != "down" else None
+    if view.shown_status == DOWN:
+        why = view.down_why
         out.append(Problem("down", f"down: {why}" if why else "down", "down"))
     elif view.status == STALE:
         out.append(Problem("stale", "stale", "stale"))
@@ -248,7 +243,6 @@ def host_state(
     view: HostView,
     idle_after: float,
     group_driver: str | None = None,
-    was_down: str | None = None,
     settings: Mapping[int, tuple[str, ...]] | None = None,
     siblings: Mapping[int, str] | None = None,
     kept: dict[int, tuple[tuple[object, ...], tuple[Proc, ...], list[Problem]]] | None = None,
@@ -260,7 +254,7 @@ def host_state(
     and idle holders (their processes, the words of their time) are the same keeps them (a reading
     that moved is not a problem that changed: at a thousand hosts a second, this was most of the
     work)."""
-    state = HostState(view.name, group_of(view), host_problems(view, group_driver, was_down))
+    state = HostState(view.name, group_of(view), host_problems(view, group_driver))
     sample = view.sample
     if sample is None:
         return state
@@ -522,7 +516,6 @@ class FleetProblems:
                 view,
                 idle_after,
                 self._majority.get(group),
-                view.last_down,
                 *self._siblings(view),
                 kept=self._kept.setdefault(view.name, {}),
             )

@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.text import Text
 
-from gputui.fleet import Fleet
+from gputui.fleet import CONNECTING, Fleet
 from gputui.kill.operate import Request
 from gputui.transport.replay import ReplayLink
 from gputui.ui import make_app
@@ -358,6 +358,16 @@ async def test_down_host_shows_the_reason_everywhere() -> None:
         assert "down: unreachable (ssh: connect to host gpu-9 port 22: Connection refused)" in text
         assert "gputui keeps retrying" in text
         assert "gpu-[9] is down" in text
+        # Between two attempts (as its session sets it): still down, and it says it is trying now,
+        # rather than flicker to a "Connecting to gpu-[9]…" that forgets why it was down.
+        session = fleet.sessions["gpu-[9]"]
+        session._set(CONNECTING)
+        session._phase("connecting")
+        await redrawn(pilot)
+        text = screen_text(app)
+        assert "gpu-[9] is down: unreachable" in text and "Connecting to" not in text, text
+        assert "trying again now (connecting)" in text
+        assert "✕ gpu-[9]  down: unreachable, trying again: connecting…" in text.splitlines()[0]
 
 
 async def test_fleet_free_only_and_sort() -> None:

@@ -104,9 +104,10 @@ class StatusLine(OneLine):
         """`paused`: seconds the view has been frozen (None: live); `exact`: memory in MiB;
         `paced`: the interval the app slowed the samples to (None: as asked)."""
         muted = self.style_of("status--muted")
-        status_style = self.style_of(f"host--{view.status}")
+        shown = view.shown_status  # a host that went down is down while it tries again
+        status_style = self.style_of(f"host--{shown}")
         text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(f" {DOTS.get(view.status, '?')} ", status_style)
+        text.append(f" {DOTS.get(shown, '?')} ", status_style)
         text.append(fmt.safe(view.name, 60), self.style_of("status--name"))
         text.append("  ")
         facts = view.facts
@@ -128,7 +129,12 @@ class StatusLine(OneLine):
                 text.append(f", samples every {paced:g} s (paced)", self.style_of("status--warn"))
         elif view.status == CONNECTING:
             # Queued for a handshake slot, or backing off after the server dropped one (dial.py).
-            text.append(f"{view.phase or 'connecting'}…", status_style)
+            if shown == DOWN:
+                why = view.down_why
+                text.append(f"down: {why}" if why else "down", status_style)
+                text.append(f", trying again: {view.phase or 'connecting'}…", muted)
+            else:
+                text.append(f"{view.phase or 'connecting'}…", status_style)
             if view.phase_detail:
                 text.append(f" ({fmt.safe(view.phase_detail, 120)})", muted)
             text.append(old, self.style_of("status--warn"))
@@ -252,12 +258,17 @@ class HostNotice(StyledStatic):
             if facts.error_message:
                 text.append(f" ({fmt.safe(facts.error_message, 200)})", muted)
             text.append(".\nProcesses that hold /dev/nvidia* files are still listed below.")
-        elif view.sample is None and view.status == DOWN:
-            why = REASONS.get(view.reason or "", view.reason or "down")
-            text.append(f"{fmt.safe(view.name, 60)} is down: {why}", warn)
+        elif view.sample is None and view.shown_status == DOWN:
+            text.append(f"{fmt.safe(view.name, 60)} is down: {view.down_why or 'down'}", warn)
             if view.detail:
                 text.append(f"\n{fmt.safe(view.detail, 300)}", muted)
-            text.append("\ngputui keeps retrying in the background.", muted)
+            if view.status == CONNECTING:  # between two attempts: this one is under way
+                text.append(
+                    f"\ngputui keeps retrying in the background: trying again now ({view.phase or 'connecting'}).",
+                    muted,
+                )
+            else:
+                text.append("\ngputui keeps retrying in the background.", muted)
         elif view.sample is None:
             text.append(f"Connecting to {fmt.safe(view.name, 60)}…", muted)
         else:
