@@ -254,6 +254,7 @@ def test_a_down_host_trying_again_stays_down_so_an_alert_on_it_is_not_reset():
     assert values(m, "gputui_host_state", host="gone", state="down") == [1.0]
     assert values(m, "gputui_host_state", host="gone", state="connecting") == [0.0]
     assert values(m, "gputui_host_up") == [0.0]
+    assert all_heard([retrying])  # judged down: readiness does not wait for its next attempt
 
 
 def test_all_heard_once_every_host_has_a_sample_or_is_judged_down():
