@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import ClassVar
 
 from rich.style import Style
@@ -199,7 +200,8 @@ class StatusLine(OneLine):
             text.append("  ")
             self._paused(text, paused)
         text.append(f"  {count(len(views), 'host')}: ", muted)
-        counts = {s: sum(1 for v in views if v.shown_status == s) for s in (LIVE, STALE, DOWN, CONNECTING)}
+        shown = Counter(v.shown_status for v in views)  # one pass: thousands of hosts, once a second
+        counts = {s: shown[s] for s in (LIVE, STALE, DOWN, CONNECTING)}
         first = True
         for status, n in counts.items():
             if n:
@@ -262,13 +264,9 @@ class HostNotice(StyledStatic):
             text.append(f"{fmt.safe(view.name, 60)} is down: {view.down_why or 'down'}", warn)
             if view.detail:
                 text.append(f"\n{fmt.safe(view.detail, 300)}", muted)
-            if view.status == CONNECTING:  # between two attempts: this one is under way
-                text.append(
-                    f"\ngputui keeps retrying in the background: trying again now ({view.phase or 'connecting'}).",
-                    muted,
-                )
-            else:
-                text.append("\ngputui keeps retrying in the background.", muted)
+            # Between two attempts ("connecting"): say that this one is under way.
+            now = f": trying again now ({view.phase or 'connecting'})" if view.status == CONNECTING else ""
+            text.append(f"\ngputui keeps retrying in the background{now}.", muted)
         elif view.sample is None:
             text.append(f"Connecting to {fmt.safe(view.name, 60)}…", muted)
         else:
