@@ -165,7 +165,8 @@ def collapse(names: Iterable[str]) -> str:
             groups.setdefault((prefix, suffix, width), set()).add(int(digits))
     parts = sorted(plain)
     # A name's brackets in the order of their numbers (gpu[001-999] before gpu[1000-1002]).
-    for (prefix, suffix, width), numbers in sorted(groups.items(), key=lambda g: (*g[0][:2], min(g[1]))):
+    in_order = sorted(groups.items(), key=lambda group: (group[0][0], group[0][1], min(group[1])))
+    for (prefix, suffix, width), numbers in in_order:
         ranges = _ranges(sorted(numbers), width)
         if len(ranges) == 1 and "-" not in ranges[0]:
             parts.append(f"{prefix}{ranges[0]}{suffix}")
