@@ -441,7 +441,7 @@ def reset_advice(kind: str, host: str, gpu: int, pid: int | None = None, proc: P
         stop = f"gputui clean {where} --pid {pid}"
         if proc is None:
             return f"stop it ({stop}), or wait for it to end"
-        if proc.protected in ("pid-1", "kernel-thread", "probe-ancestor"):
+        if proc.protected in ("pid-1", "kernel-thread", "probe-ancestor", "gputui"):
             return f"never signalled by gputui ({printable(proc.protected)}): the GPU frees with it, or at a reboot"
         if proc.mps in ("server", "control"):
             return (

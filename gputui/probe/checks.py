@@ -14,13 +14,17 @@ Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
 
 import errno
+import os
 from typing import Any, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
 from .classify import MONITOR, MONITOR_NAMES
 from .jobs import INIT_COMMS, SESSION_COMMS, boundary, interactive_shell, read_node
+from .peers import PROTECTED as PEER
+from .peers import peer_probe
 from .pidfd import EXITED, PINNED
 from .procfs import (
     PF_KTHREAD,
+    PROC,
     holds_device,
     read_cmdline,
     read_stat,
@@ -208,6 +212,12 @@ class Checks(RunState):
         if record is not None and record.get("protected") and record.get("protected") != "monitor":
             reason = str(record["protected"])
             return reason
+        # Another gputui's probe, read now: the scan's record may be older than the process, or the
+        # plan (a signal plan) may name a process the scan did not list. A process NVML lists on a
+        # GPU uses it, whatever its command line says.
+        listed = record is not None and record.get("kind") in ("user", "ghost")
+        if not listed and peer_probe(pid):
+            return PEER
         # A monitor by the scan's classification or by name (one that holds no device file just now).
         monitor = (record is not None and record.get("kind") == MONITOR) or (
             stat is not None and stat.comm in MONITOR_NAMES
@@ -223,17 +233,47 @@ class Checks(RunState):
         """A job's root (or a process between it and its members) is never an init or a person's
         session, whatever the plan says: the app finds roots below them, and this is the check
         that does not trust it. The processes that act as init here (the probe's ancestors, a
-        reader's subreaper such as the sim's session) are never a root either."""
+        reader's subreaper such as the sim's session) are never a root either, nor the gputui that
+        owns another gputui's probe."""
         finder = getattr(self.probe, "jobs", None)
         stop = finder.stop if finder is not None else set()  # type: Set[int]
         if proc.pid in stop or proc.pid <= 2 or stat.comm in INIT_COMMS:
             return "init"
         if stat.comm in SESSION_COMMS:
             return "session"
+        if drives_peer_probe(proc.pid):
+            return PEER
         node = read_node(proc.pid)
         if node is not None and node.start == proc.start_time and interactive_shell(node):
             return "session"
         return None
+
+
+def children(pid, proc=PROC):
+    # type: (int, str) -> List[int]
+    """The children of `pid` (every thread's, /proc/PID/task/TID/children), read now."""
+    out = []  # type: List[int]
+    try:
+        tasks = os.listdir("%s/%d/task" % (proc, pid))
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open("%s/%d/task/%s/children" % (proc, pid, tid)) as f:
+                out.extend(int(word) for word in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def drives_peer_probe(pid, proc=PROC):
+    # type: (int, str) -> bool
+    """Whether `pid` is the gputui that owns another gputui's probe: the probe is its child, or its
+    grandchild through a `sudo -n` or a wrapper (`pct exec`, `nsenter`)."""
+    for child in children(pid, proc):
+        if peer_probe(child, proc) or any(peer_probe(grand, proc) for grand in children(child, proc)):
+            return True
+    return False
 
 
 def reused_words(expected, found):

@@ -11,7 +11,10 @@ Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 
 from typing import Callable, Dict, List, NamedTuple, Optional, Set  # noqa: F401  (type comments)
 
+from .peers import PROTECTED as PEER
+
 # Processes that only watch GPUs: never targeted by default. /proc comm is cut at 15 characters.
+# Another gputui's probe is recognised by what it is, not by a name (peers.py).
 MONITOR_NAMES = frozenset(
     name[:15]
     for name in (
@@ -31,7 +34,6 @@ MONITOR_NAMES = frozenset(
         "gnome-shell",
         "kwin_x11",
         "kwin_wayland",
-        "gputui",
     )
 )
 
@@ -82,8 +84,8 @@ def _attribute(pid, facts, listed, lookup, stop):
     return Verdict(HIDDEN, "unattributed", [], [])
 
 
-def classify(listed, holders, lookup, self_pid, stop=None, foreign_pids=False, zombies=None):
-    # type: (Dict[int, Dict[int, Optional[int]]], Set[int], Callable[[int], Optional[ProcFacts]], int, Optional[Set[int]], bool, Optional[Set[int]]) -> Dict[int, Verdict]
+def classify(listed, holders, lookup, self_pid, stop=None, foreign_pids=False, zombies=None, peer=None):
+    # type: (Dict[int, Dict[int, Optional[int]]], Set[int], Callable[[int], Optional[ProcFacts]], int, Optional[Set[int]], bool, Optional[Set[int]], Optional[Callable[[int], bool]]) -> Dict[int, Verdict]
     """Classify every PID NVML lists, every device-file holder, and the given zombie candidates.
 
     listed: NVML's process lists, {pid: {gpu index: bytes or None}}.
@@ -92,6 +94,7 @@ def classify(listed, holders, lookup, self_pid, stop=None, foreign_pids=False, z
     stop: PIDs where an ancestry walk ends (the probe and its ancestors: they link everything).
     foreign_pids: this /proc is not the host's PID namespace, so a missing listed PID may be alive.
     zombies: exited-unreaped PIDs that were GPU processes or are tied to one; each gets kind zombie.
+    peer: whether a holder NVML does not list is another gputui's probe (peers.py): a monitor.
     """
     stop = stop or set()
     out = {}  # type: Dict[int, Verdict]
@@ -118,6 +121,8 @@ def classify(listed, holders, lookup, self_pid, stop=None, foreign_pids=False, z
             out[pid] = Verdict(MONITOR, "self", [], [])
         elif facts.comm in MONITOR_NAMES:
             out[pid] = Verdict(MONITOR, "known-monitor", [], [])
+        elif peer is not None and peer(pid):
+            out[pid] = Verdict(MONITOR, PEER, [], [])
         else:
             out[pid] = _attribute(pid, facts, listed, lookup, stop)
     for pid in zombies or ():
@@ -172,9 +177,10 @@ def zombie_candidates(zombie_pids, lookup, gpu_pids, seen_before):
     return keep
 
 
-def protection(pid, kind, self_pid, probe_ancestors, kthread=False):
-    # type: (int, str, int, Set[int], bool) -> Optional[str]
-    """Why a process must never be signalled by default, or None."""
+def protection(pid, kind, self_pid, probe_ancestors, kthread=False, reason=None):
+    # type: (int, str, int, Set[int], bool, Optional[str]) -> Optional[str]
+    """Why a process must never be signalled by default, or None. Another gputui's probe is never
+    signalled, not even as a monitor the operator includes: it is someone else's view of the host."""
     if pid == 1:
         return "pid-1"
     if pid == self_pid:
@@ -183,6 +189,8 @@ def protection(pid, kind, self_pid, probe_ancestors, kthread=False):
         return "probe-ancestor"
     if kthread:
         return "kernel-thread"
+    if kind == MONITOR and reason == PEER:
+        return PEER
     if kind == MONITOR:
         return "monitor"
     return None

@@ -27,6 +27,7 @@ from .common import IDLE_SLACK
 from .holders import HolderScanner, ScanResult  # noqa: F401  (type comments)
 from .hostmetrics import HostMetrics
 from .jobs import JobFinder
+from .peers import peer_probe
 from .pidfd import Pins, best_method
 from .procfs import (
     CLOCK_TICKS,
@@ -158,11 +159,13 @@ def _fit_sample(record):
 class _Known(object):
     """Per (pid, start time) facts that do not change, read once."""
 
-    __slots__ = ("cmdline", "container", "cpu_ticks", "cpu_time", "nspid", "uid")
+    __slots__ = ("cmdline", "container", "cpu_ticks", "cpu_time", "nspid", "peer", "uid")
 
     def __init__(self, pid, proc):
         # type: (int, str) -> None
-        self.cmdline = clip_command(read_cmdline(pid, proc))
+        argv = read_cmdline(pid, proc)
+        self.cmdline = clip_command(argv)
+        self.peer = peer_probe(pid, proc, argv)  # another gputui's probe (peers.py)
         status = read_status(pid, proc)
         self.uid = status.uid if status else None
         nspid = status.nspid if status else None
@@ -444,6 +447,11 @@ class Probe(object):
             s = stat_of(pid)
             return ProcFacts(s.comm, s.state, s.ppid, s.pgid, s.sid) if s else None
 
+        def peer(pid):
+            # type: (int) -> bool
+            s = stat_of(pid)
+            return s is not None and self._known_of(pid, s.start_time).peer
+
         holders = set(scan.holders)
         gpu_pids = holders | set(listed)
         # Pinned before anything of them is read below: what a record shows is of that process.
@@ -459,6 +467,7 @@ class Probe(object):
             stop=self._ancestors | {self.pid},
             foreign_pids=self._foreign_pids,
             zombies=zombies,
+            peer=peer,
         )
         now = time.time()
         records = []
@@ -514,9 +523,7 @@ class Probe(object):
         ]
         kthread = False
         if s is not None:
-            known = self._known.get((pid, s.start_time))
-            if known is None:
-                known = self._known[(pid, s.start_time)] = _Known(pid, self.proc)
+            known = self._known_of(pid, s.start_time)
             record.update(
                 start_time=s.start_time,
                 name=clip_text(s.comm),
@@ -540,8 +547,18 @@ class Probe(object):
         if pid == self.pid:
             # Shipped over SSH, the probe's own command line is the bootstrap's source code.
             record["command"] = clip_command(["gputui-probe", *self.argv])
-        record["protected"] = protection(pid, verdict.kind, self.pid, self._ancestors, kthread)
+        record["protected"] = protection(
+            pid, verdict.kind, self.pid, self._ancestors, kthread, verdict.reason
+        )
         return record
+
+    def _known_of(self, pid, start_time):
+        # type: (int, int) -> _Known
+        """The facts of (pid, start time) that do not change, read once."""
+        known = self._known.get((pid, start_time))
+        if known is None:
+            known = self._known[(pid, start_time)] = _Known(pid, self.proc)
+        return known
 
     @staticmethod
     def _cpu_percent(known, s, now):
@@ -579,9 +596,7 @@ class Probe(object):
                 if stat is None:
                     break
                 seen.add(ppid)
-                known = self._known.get((ppid, stat.start_time))
-                if known is None:
-                    known = self._known[(ppid, stat.start_time)] = _Known(ppid, self.proc)
+                known = self._known_of(ppid, stat.start_time)
                 command = [clip_text(arg, PARENT_ARG) for arg in clip_list(known.cmdline, PARENT_ARGS)]
                 out.append(
                     {

@@ -15,6 +15,7 @@ PROTECTED_WORDS = {
     "pid-1": "PID 1 (init): never signalled",
     "probe": "the gputui probe itself: never signalled",
     "probe-ancestor": "an ancestor of the probe (its shell or SSH session): never signalled",
+    "gputui": "another gputui's probe (someone watching this host): never signalled",
     "kernel-thread": "a kernel thread: never signalled",
     "session": "a person's session (a login shell, sshd, tmux, screen, a terminal): never signalled",
     "init": "an init (it adopts and runs whole trees): never signalled",
