@@ -14,6 +14,13 @@
 #   a GPU not clean (a survivor, ghost or orphaned memory: only a reset frees it), an outcome
 #   unknown, refused (a protected process, permission), no driver, gputui missing or failing
 #                                                                                   exit 1, drain
+#   a GPU list that is not one Slurm writes ("all", "", ",,,", "0-3", a word): step 1 only, no
+#   GPU cleaned, since the job's GPUs cannot be proven clean                       exit 1, drain
+#
+# The job's GPUs: SLURM_JOB_GPUS, else SLURM_STEP_GPUS, else CUDA_VISIBLE_DEVICES, the first one set.
+# Only a list as Slurm writes one is used: each GPU's index (0 to 999, no sign or leading zero) or
+# whole GPU-/MIG- UUID, joined by commas, each once. Anything else could name GPUs that are not the
+# job's (`gputui clean --gpu all` stops every GPU process of the node, other jobs' too).
 #
 # Each run appends one JSON line to $GPUTUI_SLURM_LOG: time, script, slurm_job, node, gpus, verdict
 # (clean, not-clean, error, no-gpus), exit, drain, detail, and each step's exit code and `gputui
@@ -36,13 +43,71 @@ log=${GPUTUI_SLURM_LOG:-/var/log/gputui/slurm.jsonl}
 audit=${GPUTUI_AUDIT_LOG:-/var/log/gputui/actions.jsonl}
 clean_gpus=${GPUTUI_EPILOG_GPUS:-1}
 job=${SLURM_JOB_ID:-}
-gpus=${SLURM_JOB_GPUS:-${SLURM_STEP_GPUS:-${CUDA_VISIBLE_DEVICES:-}}}
 node=${SLURMD_NODENAME:-$(uname -n)}
 job_exit=null job_clean=null gpus_exit=null gpus_clean=null
 
-# A JSON string's inside: printable ASCII only, backslash and quote escaped, at most 300 characters.
+# A JSON string's inside, showing untrusted text as gputui does: a control character or a byte
+# outside ASCII as an escape (\n, \t, \r, \e, \xNN), never dropped (a dropped newline would show
+# "0<newline>1" as GPU 01); backslash and quote escaped for JSON. At most 300 characters of the text.
 text() {
-    printf '%s' "$1" | tr -cd ' -~' | cut -c1-300 | sed 's/\\/\\\\/g; s/"/\\"/g'
+    GPUTUI_TEXT=$1 LC_ALL=C awk 'BEGIN {
+        for (i = 1; i < 256; i++) code[sprintf("%c", i)] = i
+        s = ENVIRON["GPUTUI_TEXT"]; n = length(s); if (n > 300) n = 300
+        for (i = 1; i <= n; i++) {
+            c = substr(s, i, 1); b = code[c]
+            if (c == "\\" || c == "\"") out = out "\\" c
+            else if (b >= 32 && b < 127) out = out c
+            else if (c == "\n") out = out "\\\\n"
+            else if (c == "\t") out = out "\\\\t"
+            else if (c == "\r") out = out "\\\\r"
+            else if (b == 27) out = out "\\\\e"
+            else out = out sprintf("\\\\x%02x", b)
+        }
+        printf "%s", out
+    }'
+}
+
+# The job's GPUs: the first of these that is set, even when empty (an empty SLURM_JOB_GPUS must not
+# hand the choice to a CUDA_VISIBLE_DEVICES=all behind it).
+if [ -n "${SLURM_JOB_GPUS+set}" ]; then
+    gpus_from=SLURM_JOB_GPUS gpus=$SLURM_JOB_GPUS
+elif [ -n "${SLURM_STEP_GPUS+set}" ]; then
+    gpus_from=SLURM_STEP_GPUS gpus=$SLURM_STEP_GPUS
+elif [ -n "${CUDA_VISIBLE_DEVICES+set}" ]; then
+    gpus_from=CUDA_VISIBLE_DEVICES gpus=$CUDA_VISIBLE_DEVICES
+else
+    gpus_from= gpus=
+fi
+
+# Why $gpus is not a list of the job's GPUs as Slurm writes one (nothing when it is). slurmd joins
+# each of the job's GPUs with ",": its gres index ("%d"), or in CUDA_VISIBLE_DEVICES its UUID
+# (gres.conf UniqueId, MIG), and sets the variable only when there is one. Anything else ("all",
+# an empty item, a range, a sign, a word, a UUID's prefix) may name GPUs that are not the job's.
+hex='[0-9a-fA-F]'
+hex4=$hex$hex$hex$hex
+uuid=$hex4$hex4-$hex4-$hex4-$hex4-$hex4$hex4$hex4
+gpu_list_problem() {
+    if [ -z "$gpus" ]; then
+        printf 'set but empty (Slurm sets it only with a GPU in it)'
+        return
+    fi
+    if [ "${#gpus}" -gt 8192 ]; then
+        printf 'longer than 8192 characters'
+        return
+    fi
+    rest=$gpus, seen=,
+    while [ -n "$rest" ]; do
+        item=${rest%%,*} rest=${rest#*,}
+        case $item in
+            0 | [1-9] | [1-9][0-9] | [1-9][0-9][0-9] | GPU-$uuid | MIG-$uuid) ;;
+            '') printf 'an empty item'; return ;;
+            *) printf '"%s" is not a GPU index (0 to 999) or a whole GPU-/MIG- UUID' "$item"; return ;;
+        esac
+        case $seen in
+            *",$item,"*) printf 'GPU %s twice' "$item"; return ;;
+        esac
+        seen=$seen$item,
+    done
 }
 
 finish() { # verdict exit detail
@@ -73,9 +138,20 @@ clean() {
 case $job in
     '' | *[!0-9]*) finish error 0 "no SLURM_JOB_ID: not run by Slurm, nothing done" ;;
 esac
-case $gpus in
-    NoDevFiles) gpus= ;;
-    *[!A-Za-z0-9,-]*) finish error 1 "GPU list from Slurm not understood: $gpus" ;;
+if [ "$gpus" = NoDevFiles ]; then
+    gpus_from= gpus=
+fi
+# Why step 2 cannot run, found before step 1, which needs only the job's ID and runs either way.
+refused=
+case $clean_gpus in
+    0) ;; # the list is not used: not judged
+    1) if [ -n "$gpus_from" ]; then
+           refused=$(gpu_list_problem)
+           if [ -n "$refused" ]; then
+               refused="GPU list not understood: $gpus_from=\"$gpus\": $refused"
+           fi
+       fi ;;
+    *) refused="GPUTUI_EPILOG_GPUS is \"$clean_gpus\", not 0 or 1" ;;
 esac
 
 # 1. The job's own processes, wherever they are.
@@ -85,27 +161,27 @@ case $code in
     0) ;;
     2) case $problem in
            *"no Slurm job"*) ;; # nothing of the job is left: the usual case
-           *) finish error 1 "gputui clean --slurm-job: $problem" ;;
+           *) finish error 1 "gputui clean --slurm-job: $problem${refused:+; $refused}" ;;
        esac ;;
-    *) finish not-clean 1 "the job's processes: gputui clean exit $code: $problem" ;;
+    *) finish not-clean 1 "the job's processes: gputui clean exit $code: $problem${refused:+; $refused}" ;;
 esac
 
 # 2. The job's GPUs.
-if [ -z "$gpus" ]; then
+if [ -n "$refused" ]; then
+    finish error 1 "$refused; the job's GPUs not cleaned nor proven clean; its processes: exit $job_exit"
+fi
+if [ -z "$gpus_from" ]; then
     finish no-gpus 0 "the job had no GPU; its processes: exit $job_exit"
 fi
 if [ "$clean_gpus" = 0 ]; then
     finish clean 0 "the job's processes only (GPUTUI_EPILOG_GPUS=0)"
 fi
 set --
-set -f
-oldifs=$IFS
-IFS=,
-for gpu in $gpus; do
-    [ -n "$gpu" ] && set -- "$@" --gpu "$gpu"
+rest=$gpus, # checked above: each item a GPU of the job's
+while [ -n "$rest" ]; do
+    set -- "$@" --gpu "${rest%%,*}"
+    rest=${rest#*,}
 done
-IFS=$oldifs
-set +f
 clean "$@"
 gpus_exit=$code gpus_clean=$out
 case $code in

@@ -13,6 +13,8 @@
 #         (GPUTUI_WAIT_OPTIONS: throttle, persistence, temperature)               exit 1, drain
 #   no NVIDIA driver or GPU (gputui wait exit 3), a GPU that Slurm names and the
 #         node does not have (exit 2), gputui missing or failing                  exit 1, drain
+#   a GPU list that is not one Slurm writes ("all", "", ",,,", "0-3", a word):
+#         nothing waited on                                                      exit 1, drain
 #   no GPU in the job                                                          exit 0, nothing waited
 #
 # Each run appends one JSON line to $GPUTUI_SLURM_LOG: time, script, slurm_job, node, gpus,
@@ -30,8 +32,11 @@
 #                             --temp-below=C --memory-below=SIZE --util-below=PCT (words checked)
 #
 # The job's GPUs: SLURM_JOB_GPUS (what slurmd sets for a Prolog), else SLURM_STEP_GPUS, else
-# CUDA_VISIBLE_DEVICES; GPU indexes (or UUIDs) as gres.conf numbers them, which gputui reads as
-# NVML indexes (docs/SLURM.md says when those differ).
+# CUDA_VISIBLE_DEVICES, the first one set; GPU indexes (or UUIDs) as gres.conf numbers them, which
+# gputui reads as NVML indexes (docs/SLURM.md says when those differ). Only a list as Slurm writes
+# one is used: each GPU's index (0 to 999, no sign or leading zero) or whole GPU-/MIG- UUID, joined
+# by commas, each once. Anything else could name GPUs that are not the job's (`gputui wait` without
+# --gpu, or with `--gpu all`, judges every GPU of the node): it is refused and nothing is waited on.
 
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export PATH
@@ -43,12 +48,70 @@ timeout=${GPUTUI_PROLOG_TIMEOUT:-60}
 settle=${GPUTUI_PROLOG_SETTLE:-0}
 drain_busy=${GPUTUI_PROLOG_DRAIN_BUSY:-0}
 job=${SLURM_JOB_ID:-}
-gpus=${SLURM_JOB_GPUS:-${SLURM_STEP_GPUS:-${CUDA_VISIBLE_DEVICES:-}}}
 node=${SLURMD_NODENAME:-$(uname -n)}
 
-# A JSON string's inside: printable ASCII only, backslash and quote escaped, at most 300 characters.
+# A JSON string's inside, showing untrusted text as gputui does: a control character or a byte
+# outside ASCII as an escape (\n, \t, \r, \e, \xNN), never dropped (a dropped newline would show
+# "0<newline>1" as GPU 01); backslash and quote escaped for JSON. At most 300 characters of the text.
 text() {
-    printf '%s' "$1" | tr -cd ' -~' | cut -c1-300 | sed 's/\\/\\\\/g; s/"/\\"/g'
+    GPUTUI_TEXT=$1 LC_ALL=C awk 'BEGIN {
+        for (i = 1; i < 256; i++) code[sprintf("%c", i)] = i
+        s = ENVIRON["GPUTUI_TEXT"]; n = length(s); if (n > 300) n = 300
+        for (i = 1; i <= n; i++) {
+            c = substr(s, i, 1); b = code[c]
+            if (c == "\\" || c == "\"") out = out "\\" c
+            else if (b >= 32 && b < 127) out = out c
+            else if (c == "\n") out = out "\\\\n"
+            else if (c == "\t") out = out "\\\\t"
+            else if (c == "\r") out = out "\\\\r"
+            else if (b == 27) out = out "\\\\e"
+            else out = out sprintf("\\\\x%02x", b)
+        }
+        printf "%s", out
+    }'
+}
+
+# The job's GPUs: the first of these that is set, even when empty (an empty SLURM_JOB_GPUS must not
+# hand the choice to a CUDA_VISIBLE_DEVICES=all behind it).
+if [ -n "${SLURM_JOB_GPUS+set}" ]; then
+    gpus_from=SLURM_JOB_GPUS gpus=$SLURM_JOB_GPUS
+elif [ -n "${SLURM_STEP_GPUS+set}" ]; then
+    gpus_from=SLURM_STEP_GPUS gpus=$SLURM_STEP_GPUS
+elif [ -n "${CUDA_VISIBLE_DEVICES+set}" ]; then
+    gpus_from=CUDA_VISIBLE_DEVICES gpus=$CUDA_VISIBLE_DEVICES
+else
+    gpus_from= gpus=
+fi
+
+# Why $gpus is not a list of the job's GPUs as Slurm writes one (nothing when it is). slurmd joins
+# each of the job's GPUs with ",": its gres index ("%d"), or in CUDA_VISIBLE_DEVICES its UUID
+# (gres.conf UniqueId, MIG), and sets the variable only when there is one. Anything else ("all",
+# an empty item, a range, a sign, a word, a UUID's prefix) may name GPUs that are not the job's.
+hex='[0-9a-fA-F]'
+hex4=$hex$hex$hex$hex
+uuid=$hex4$hex4-$hex4-$hex4-$hex4-$hex4$hex4$hex4
+gpu_list_problem() {
+    if [ -z "$gpus" ]; then
+        printf 'set but empty (Slurm sets it only with a GPU in it)'
+        return
+    fi
+    if [ "${#gpus}" -gt 8192 ]; then
+        printf 'longer than 8192 characters'
+        return
+    fi
+    rest=$gpus, seen=,
+    while [ -n "$rest" ]; do
+        item=${rest%%,*} rest=${rest#*,}
+        case $item in
+            0 | [1-9] | [1-9][0-9] | [1-9][0-9][0-9] | GPU-$uuid | MIG-$uuid) ;;
+            '') printf 'an empty item'; return ;;
+            *) printf '"%s" is not a GPU index (0 to 999) or a whole GPU-/MIG- UUID' "$item"; return ;;
+        esac
+        case $seen in
+            *",$item,"*) printf 'GPU %s twice' "$item"; return ;;
+        esac
+        seen=$seen$item,
+    done
 }
 
 # One JSON line in the log (and on stdout, which slurmd keeps in its own log at debug level).
@@ -70,21 +133,29 @@ finish() { # verdict exit detail gputui_exit gputui_json
 case $job in
     '' | *[!0-9]*) finish error 0 "no SLURM_JOB_ID: not run by Slurm, nothing done" null null ;;
 esac
-case $gpus in
-    '' | NoDevFiles) finish no-gpus 0 "the job has no GPU" null null ;;
-    *[!A-Za-z0-9,-]*) finish unusable 1 "GPU list from Slurm not understood: $gpus" null null ;;
+if [ -z "$gpus_from" ] || [ "$gpus" = NoDevFiles ]; then
+    finish no-gpus 0 "the job has no GPU" null null
+fi
+refused=$(gpu_list_problem)
+if [ -n "$refused" ]; then
+    finish error 1 "GPU list not understood: $gpus_from=\"$gpus\": $refused; nothing waited on" null null
+fi
+case $drain_busy in
+    0 | 1) ;;
+    *) finish error 1 "GPUTUI_PROLOG_DRAIN_BUSY is not 0 or 1" null null ;;
 esac
 case $timeout$settle in
     *[!0-9.]*) finish error 1 "GPUTUI_PROLOG_TIMEOUT or GPUTUI_PROLOG_SETTLE is not a number of seconds" null null ;;
 esac
 
 set -- wait --json --timeout "$timeout" --settle "$settle"
-set -f # the lists below are split on their separators, never globbed
-oldifs=$IFS
-IFS=,
-for gpu in $gpus; do
-    [ -n "$gpu" ] && set -- "$@" --gpu "$gpu"
+rest=$gpus, # checked above: each item a GPU of the job's
+while [ -n "$rest" ]; do
+    set -- "$@" --gpu "${rest%%,*}"
+    rest=${rest#*,}
 done
+set -f # the options are split on spaces, never globbed
+oldifs=$IFS
 IFS=' '
 for option in ${GPUTUI_WAIT_OPTIONS:-}; do
     case $option in

@@ -18,6 +18,7 @@ Every daemon the test starts is its child, ended by its PID; every job it submit
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -97,10 +98,11 @@ def scripts(tmp_path: Path) -> dict[str, Any]:
 
 
 def run_script(
-    script: Path, setup: dict[str, Any], host: str = "pre", **env: str
+    script: Path, setup: dict[str, Any], host: str = "pre", shell: str | None = None, **env: str
 ) -> tuple[int, dict[str, Any]]:
     """The script with only what slurmd gives a Prolog or Epilog (no PATH), and the settings a
-    wrapper would export; its exit code and the one JSON line it logged.
+    wrapper would export; its exit code and the one JSON line it logged. `shell`: the sh that runs
+    it (default: its #!/bin/sh).
 
     A Prolog whose host gave no sample within its timeout is run again with a longer one (a
     machine busy with other work starts the sim slowly): what is tested is the verdict on what the
@@ -120,7 +122,12 @@ def run_script(
             **env,
         }
         r = subprocess.run(
-            [str(script)], env=environ, capture_output=True, text=True, timeout=300, check=False
+            [shell, str(script)] if shell else [str(script)],
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
         )
         logged = lines(setup["log"])[before:]
         assert len(logged) == 1, (r.stdout, r.stderr, logged)
@@ -201,7 +208,7 @@ def test_hostile_values_reach_no_shell(scripts: dict[str, Any], tmp_path: Path) 
     code, line = run_script(EPILOG, scripts, **job_env("112", f"*,$(touch {marker})"))
     assert code == 1 and "not understood" in line["detail"]
     code, line = run_script(PROLOG, scripts, SLURMD_NODENAME='n"\\\x1b[2J', **job_env("113", "0"))
-    assert line["node"] == 'n"\\[2J'  # printable ASCII only, in valid JSON
+    assert line["node"] == 'n"\\\\e[2J'  # the ESC shown as \\e, in valid JSON
     assert not marker.exists()
 
 
@@ -246,6 +253,207 @@ def test_epilog_of_a_job_without_gpus_or_outside_slurm(scripts: dict[str, Any]) 
     assert code == 0 and line["verdict"] == "error" and line["job_exit"] is None
     code, line = run_script(EPILOG, scripts, GPUTUI_EPILOG_GPUS="0", **job_env("205", "1"))
     assert code == 0 and line["verdict"] == "clean" and line["gpus_exit"] is None
+
+
+# -- the job's GPU list: only what Slurm writes ----------------------------------------------------
+
+UUID = "GPU-1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901"
+MIG = "MIG-0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9"
+# Slurm writes SLURM_JOB_GPUS as the job's gres indexes and CUDA_VISIBLE_DEVICES as their indexes
+# or UUIDs (gres.conf UniqueId), each "%d" or the UUID joined by ",": nothing else is the job's.
+BAD_LISTS = [
+    "all",
+    "",
+    ",,,",
+    ",",
+    "0,all",
+    "all,0",
+    "0;1",
+    "1 2",
+    " 0",
+    "0\t",
+    "$(touch MARKER)",
+    "`touch MARKER`",
+    "0\n1",
+    "-1",
+    "0,,1",
+    ",0",
+    "0,",
+    "99999999999999999999",
+    "1000",
+    "01",
+    "0,0",
+    "+1",
+    "0x1",
+    "2-3",
+    "*",
+    "[0-3]",
+    "\u0663",  # an Arabic-Indic digit: a digit to Python, not to Slurm
+    "NoDevFiles,0",
+    "GPU-",
+    "GPU-1b2c",  # a prefix of a UUID could name another job's GPU
+    UUID + "0",
+    "gpu-" + UUID[4:],  # NVML writes GPU-
+    "MIG-GPU-1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901/1/0",
+    "0,1,all",
+    "gpu:0",
+    "node-1:0",
+]
+
+
+def make_recorder(where: Path) -> Path:
+    """A `gputui` that records each call's arguments (one file per call, NUL-separated) and answers
+    as the real one does when all is well: `wait` ready, `clean --slurm-job` finds nothing of the
+    job, `clean --gpu` clean."""
+    calls = where / "calls"
+    calls.mkdir()
+    fake = where / "fake-gputui"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f"printf '%s\\0' \"$@\" >{q(calls)}/call.$$\n"
+        'case " $* " in\n'
+        '    " wait "*) echo \'{"version": 1, "ready": true}\' ;;\n'
+        '    *" --slurm-job "*) echo "gputui: no Slurm job here" >&2; exit 2 ;;\n'
+        '    *) echo \'{"version": 2, "ok": true}\' ;;\n'
+        "esac\n"
+    )
+    fake.chmod(0o755)
+    return fake
+
+
+def calls_of(setup: dict[str, Any]) -> list[list[str]]:
+    files = sorted(setup["calls"].iterdir(), key=lambda p: p.stat().st_mtime_ns)
+    return [p.read_bytes().decode().split("\0")[:-1] for p in files]
+
+
+@pytest.fixture
+def recorded(tmp_path: Path) -> dict[str, Any]:
+    return {
+        "gputui": make_recorder(tmp_path),
+        "calls": tmp_path / "calls",
+        "log": tmp_path / "log" / "slurm.jsonl",
+        "audit": tmp_path / "log" / "actions.jsonl",
+    }
+
+
+# /bin/sh is dash on Debian and bash on the RPM distributions most Slurm sites run.
+SHELLS = [sh for sh in ("/bin/dash", "/bin/bash") if os.access(sh, os.X_OK)]
+
+
+def gpu_args(argv: list[str]) -> list[str]:
+    return [argv[i + 1] for i, a in enumerate(argv) if a == "--gpu"]
+
+
+def gpu_envs(value: str) -> list[dict[str, str]]:
+    """The ways a list reaches the scripts: as slurmd writes both variables, CUDA_VISIBLE_DEVICES
+    alone, and behind an empty SLURM_JOB_GPUS (which must not fall through to it)."""
+    return [
+        {"SLURM_JOB_GPUS": value, "CUDA_VISIBLE_DEVICES": value},
+        {"CUDA_VISIBLE_DEVICES": value},
+        {"SLURM_STEP_GPUS": value, "CUDA_VISIBLE_DEVICES": "0"},
+        {"SLURM_JOB_GPUS": "", "CUDA_VISIBLE_DEVICES": value or "0"},
+    ]
+
+
+@pytest.mark.parametrize("value", BAD_LISTS, ids=ascii)
+def test_a_gpu_list_slurm_did_not_write_waits_on_nothing_and_drains(
+    recorded: dict[str, Any], tmp_path: Path, value: str
+) -> None:
+    marker = tmp_path / "pwned"
+    value = value.replace("MARKER", str(marker))
+    for env, shell in itertools.product(gpu_envs(value), SHELLS):
+        before = len(calls_of(recorded))
+        code, line = run_script(PROLOG, recorded, shell=shell, SLURM_JOB_ID="301", **env)
+        assert calls_of(recorded)[before:] == [], env  # no `gputui wait`: not on any GPU
+        assert code == 1 and line["verdict"] == "error" and line["drain"] is True, (env, line)
+        assert line["detail"].startswith("GPU list not understood") and "nothing waited" in line["detail"]
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("value", BAD_LISTS, ids=ascii)
+def test_a_gpu_list_slurm_did_not_write_cleans_only_the_jobs_processes_and_drains(
+    recorded: dict[str, Any], tmp_path: Path, value: str
+) -> None:
+    marker = tmp_path / "pwned"
+    value = value.replace("MARKER", str(marker))
+    for env, shell in itertools.product(gpu_envs(value), SHELLS):
+        before = len(calls_of(recorded))
+        code, line = run_script(EPILOG, recorded, shell=shell, SLURM_JOB_ID="302", **env)
+        (call,) = calls_of(recorded)[before:]  # step 1 only, by the job's cgroup: never a GPU
+        assert call[:3] == ["clean", "--slurm-job", "302"] and "--gpu" not in call, (env, call)
+        assert code == 1 and line["verdict"] == "error" and line["drain"] is True, (env, line)
+        assert line["detail"].startswith("GPU list not understood") and "not cleaned" in line["detail"]
+        assert line["job_exit"] == 2 and line["gpus_exit"] is None
+    assert not marker.exists()
+
+
+GOOD_LISTS = [
+    ("0", ["0"]),
+    ("0,1", ["0", "1"]),
+    ("3,1", ["3", "1"]),
+    ("10,999", ["10", "999"]),
+    (UUID, [UUID]),
+    (UUID.upper(), [UUID.upper()]),
+    (f"{MIG},2", [MIG, "2"]),
+]
+
+
+@pytest.mark.parametrize(("value", "gpus"), GOOD_LISTS)
+def test_the_lists_slurm_writes_reach_gputui_item_by_item(
+    recorded: dict[str, Any], value: str, gpus: list[str]
+) -> None:
+    envs = ({"SLURM_JOB_GPUS": value, "CUDA_VISIBLE_DEVICES": value}, {"CUDA_VISIBLE_DEVICES": value})
+    for env, shell in itertools.product(envs, SHELLS):
+        before = len(calls_of(recorded))
+        code, line = run_script(PROLOG, recorded, shell=shell, SLURM_JOB_ID="303", **env)
+        (call,) = calls_of(recorded)[before:]
+        assert code == 0 and line["verdict"] == "ready" and call[0] == "wait" and gpu_args(call) == gpus
+        before = len(calls_of(recorded))
+        code, line = run_script(EPILOG, recorded, shell=shell, SLURM_JOB_ID="304", **env)
+        job, gpu = calls_of(recorded)[before:]
+        assert job[:3] == ["clean", "--slurm-job", "304"] and gpu_args(job) == []
+        assert gpu[0] == "clean" and gpu_args(gpu) == gpus and "--slurm-job" not in gpu
+        assert code == 0 and line["verdict"] == "clean"
+
+
+def test_slurm_job_gpus_wins_over_cuda_visible_devices(recorded: dict[str, Any]) -> None:
+    # In a Prolog, CUDA_VISIBLE_DEVICES may hold UUIDs where SLURM_JOB_GPUS holds the indexes.
+    code, line = run_script(
+        PROLOG, recorded, SLURM_JOB_ID="305", SLURM_JOB_GPUS="1", CUDA_VISIBLE_DEVICES="all"
+    )
+    (call,) = calls_of(recorded)
+    assert code == 0 and gpu_args(call) == ["1"] and line["gpus"] == "1"
+
+
+def test_a_job_without_gpus_touches_none(recorded: dict[str, Any]) -> None:
+    envs = ({}, {"CUDA_VISIBLE_DEVICES": "NoDevFiles"}, {"SLURM_JOB_GPUS": "NoDevFiles"})
+    for env, shell in itertools.product(envs, SHELLS):
+        code, line = run_script(PROLOG, recorded, shell=shell, SLURM_JOB_ID="306", **env)
+        assert code == 0 and line["verdict"] == "no-gpus"
+        code, line = run_script(EPILOG, recorded, shell=shell, SLURM_JOB_ID="307", **env)
+        assert code == 0 and line["verdict"] == "no-gpus"
+    assert all("--gpu" not in call and call[0] != "wait" for call in calls_of(recorded))
+
+
+def test_a_refused_list_is_logged_escaped(recorded: dict[str, Any]) -> None:
+    for shell in SHELLS:
+        code, line = run_script(
+            PROLOG, recorded, shell=shell, SLURM_JOB_ID="308", SLURM_JOB_GPUS='0\n1\x1b"\\'
+        )
+        assert code == 1 and line["gpus"] == '0\\n1\\e"\\'  # not "01": the newline shown, not dropped
+        assert 'SLURM_JOB_GPUS="0\\n1\\e"\\"' in line["detail"]
+        code, line = run_script(
+            EPILOG, recorded, shell=shell, SLURM_JOB_ID="308", SLURM_JOB_GPUS="\u0663\xe9"
+        )
+        assert code == 1 and line["gpus"] == "\\xd9\\xa3\\xc3\\xa9"  # ASCII only: bytes beyond as \\xNN
+
+
+def test_the_epilog_leaves_an_unused_list_alone_and_checks_its_switch(recorded: dict[str, Any]) -> None:
+    code, line = run_script(EPILOG, recorded, GPUTUI_EPILOG_GPUS="0", **job_env("309", "all"))
+    assert code == 0 and line["verdict"] == "clean"  # the site said: leave the GPUs to their jobs
+    code, line = run_script(EPILOG, recorded, GPUTUI_EPILOG_GPUS="no", **job_env("310", "0"))
+    assert code == 1 and line["verdict"] == "error" and "GPUTUI_EPILOG_GPUS" in line["detail"]
+    assert all("--gpu" not in call for call in calls_of(recorded))
 
 
 # -- under a real slurmctld and slurmd --------------------------------------------------------------
@@ -509,3 +717,19 @@ def test_under_slurm_the_epilog_drains_the_node_when_a_gpu_is_not_clean(slurm: S
     assert epilog["exit"] == 1 and epilog["gpus_clean"]["ok"] is False
     slurm.wait(lambda: "DRAIN" in slurm.node_state(), "the node drained", 120)
     slurm.settle()
+
+
+def test_under_slurm_the_lists_slurmd_writes_are_the_ones_accepted(slurm: Slurm) -> None:
+    # Two GPUs are "0,1"; a job without GPUs gets no variable at all (not an empty one, which the
+    # scripts refuse).
+    for gres, gpus, verdict in (["--gres=gpu:2"], "0,1", "busy"), ([], "", "no-gpus"):
+        r = slurm.slurm("srun", "-p", "busy", *gres, "sh", "-c", "echo $SLURM_JOB_ID")
+        assert r.returncode == 0, r.stderr
+        job = r.stdout.strip()
+        slurm.jobs.add(job)
+        prolog = slurm.logged(job, "prolog")
+        assert prolog is not None and prolog["gpus"] == gpus and prolog["verdict"] == verdict, prolog
+        slurm.wait(lambda: slurm.logged(job, "epilog") is not None, "the epilog's line")  # noqa: B023
+        epilog = slurm.logged(job, "epilog")
+        assert epilog is not None and epilog["gpus"] == gpus and epilog["exit"] == 0, epilog
+    assert "DRAIN" not in slurm.node_state()
