@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from ..config import Config
 from ..fleet import Fleet
 from ..idle import threshold
 from ..kill.auditlog import UnsafeLog
@@ -56,6 +57,7 @@ from .exits import (
 )
 from .gpuspec import UsageError, resolve_gpu_specs, split_targets
 from .jobspec import choose
+from .recheck import Recheck, snapshot_command
 from .reset import run_reset
 
 PARALLEL = 16  # hosts acting at once (--parallel): a fleet's plans do not all signal in one instant
@@ -333,11 +335,14 @@ async def run_clean(
     operator: str | None = None,
     kill: KillOptions | None = None,
     idle_after: float = DEFAULT_IDLE_AFTER,
+    recheck: Recheck | None = None,
 ) -> int:
     """Run `gputui clean` on the hosts of `fleet` (built by the caller, not started); return the exit code.
 
     Starts the fleet and stops it before returning. `kill`: the config's [kill] options;
-    `idle_after`: seconds at 0 % SM that make an idle holder (--idle)."""
+    `idle_after`: seconds at 0 % SM that make an idle holder (--idle); `recheck`: a host's name to
+    the command that shows it again, as the caller named it (recheck.py; default: the name, with
+    --demo if given)."""
     con = Console(stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin, bool(args.json))
     problem = _usage_problem(args)
     if problem is not None:
@@ -359,7 +364,8 @@ async def run_clean(
     try:
         if args.reset_gpu is not None:
             return await run_reset(args, ops, con)
-        return await _clean(args, ops, con, idle_after)
+        again = recheck or (lambda host: snapshot_command(host, {}, (), bool(args.demo), Config()))
+        return await _clean(args, ops, con, idle_after, again)
     except UsageError as exc:
         con.warn(str(exc))
         return EXIT_USAGE
@@ -381,7 +387,11 @@ def _report_unfinished(report: UnfinishedReport, ops: Operations, con: Console) 
 
 
 async def _clean(
-    args: argparse.Namespace, ops: Operations, con: Console, idle_after: float = DEFAULT_IDLE_AFTER
+    args: argparse.Namespace,
+    ops: Operations,
+    con: Console,
+    idle_after: float,
+    recheck: Recheck,
 ) -> int:
     fleet = ops.fleet
     await fleet.wait_first_samples(args.timeout)
@@ -443,7 +453,7 @@ async def _clean(
     try:
         results = await ops.run_all(plans, show, limit=args.parallel)
     except asyncio.CancelledError:  # Ctrl+C: each running plan's outcome-unknown line is written
-        _say_interrupted(con, [o for o in runnable if o.plan is not None], ops)
+        _say_interrupted(con, [o for o in runnable if o.plan is not None], ops, recheck)
         raise
     for plan, result in zip(plans, results, strict=True):
         outcome = outcomes[plan.host]
@@ -452,10 +462,11 @@ async def _clean(
     return _finish(con, outcomes.values(), ops, dry_run=False)
 
 
-def _say_interrupted(con: Console, running: Sequence[HostOutcome], ops: Operations) -> None:
+def _say_interrupted(con: Console, running: Sequence[HostOutcome], ops: Operations, recheck: Recheck) -> None:
     """Ctrl+C while plans ran: each plan's outcome-unknown `done` line in the audit log, saying what
     it sent (Operations.abandon: the dashboard's last words), then the same on stderr (which a
-    script's `2>` keeps apart from the JSON)."""
+    script's `2>` keeps apart from the JSON), with the command that shows the host again as this
+    command line named it (`recheck`)."""
     for o in running:
         if o.plan is None or any(e.stage == "done" for e in o.events):
             continue  # its verdict came before the Ctrl+C: printed as usual
@@ -463,12 +474,12 @@ def _say_interrupted(con: Console, running: Sequence[HostOutcome], ops: Operatio
         ops.abandon(
             o.host, o.plan.id, f"interrupted (Ctrl+C) after {sent}" if sent else "interrupted (Ctrl+C)"
         )
-        gpus = ",".join(str(g.index) for g in o.plan.gpus + o.plan.touched) or "-"
+        gpus = ",".join(str(i) for i in sorted({g.index for g in o.plan.gpus + o.plan.touched})) or "-"
         what = f"after {sent} was sent" if sent else "before any signal was seen sent"
         con.warn(
             f"interrupted (Ctrl+C) during plan {o.plan.id} on {o.host}, {what}: outcome unknown (the probe "
-            f"is ended now; what it did after is not known here). Check GPU {gpus} (`gputui snapshot "
-            f"{o.host}`); recorded as outcome unknown in {ops.audit.path}"
+            f"is ended now; what it did after is not known here). Check GPU {gpus} (`{recheck(o.host)}`); "
+            f"recorded as outcome unknown in {ops.audit.path}"
         )
 
 

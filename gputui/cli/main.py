@@ -270,6 +270,7 @@ def run_clean(argv: list[str]) -> int:
     import asyncio
 
     from . import clean
+    from .recheck import snapshot_commands  # here, as `clean`: imported after the probe's head start
 
     args = clean_parser().parse_args(argv)
     config = load(args.config)
@@ -287,7 +288,10 @@ def run_clean(argv: list[str]) -> int:
         hosts = ["local"]
     specs = resolve_hosts(hosts, args.demo, config)
     fleet = build_fleet(specs, interval=INTERVALS["clean"])
-    return asyncio.run(clean.run_clean(args, fleet, kill=config.kill, idle_after=idle_after(args, config)))
+    recheck = snapshot_commands(specs, hosts, args.demo, config)
+    return asyncio.run(
+        clean.run_clean(args, fleet, kill=config.kill, idle_after=idle_after(args, config), recheck=recheck)
+    )
 
 
 def export_parser() -> argparse.ArgumentParser:

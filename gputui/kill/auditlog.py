@@ -10,9 +10,9 @@ Every line carries: v, kind, action (the plan id), time (Unix seconds), at (loca
 owner_start, owner_boot (the process that wrote it: auditowner.py), operator, host, pid, start_time,
 user, command, signal, stage, result, message, memory_before, memory_after (null where they do not
 apply). Kinds: plan, intent, event, verdict, done, reported. A `done` whose result is
-outcome-unknown does not end an action: it is reported at the next start like one that never got a
-`done`. Appending after a torn line first ends it, so the torn bytes cannot glue themselves to the
-next record.
+outcome-unknown does not end an action: it is reported at the next start too, as outcome unknown
+with that line's reason (not as one that never got a `done`). Appending after a torn line first
+ends it, so the torn bytes cannot glue themselves to the next record.
 
 On a bad day (a full disk, a read-only filesystem, a directory or a symlink where the log should be)
 every write either lands whole or raises `AuditError`, an OSError whose message says what is wrong
@@ -41,7 +41,7 @@ from .auditowner import owner_fields
 from .auditpath import AuditError, UnsafeLog, audit_error, default_log_path, open_log
 from .plan.entries import Target
 from .plan.record import Plan
-from .unfinished import TAIL_BYTES, Intent, Unfinished, read_records, unfinished
+from .unfinished import TAIL_BYTES, Intent, Unfinished, read_records, unfinished, unfinished_headline
 
 __all__ = [
     "FIELDS",
@@ -59,6 +59,7 @@ __all__ = [
     "open_log",
     "read_records",
     "unfinished",
+    "unfinished_headline",
 ]
 
 LOG_VERSION = 1

@@ -4,7 +4,8 @@ themselves (`read_records`).
 
 An action is unfinished when it has a plan or intents but neither a `done` nor a `reported` line,
 and the process that wrote it is gone (auditowner.py). A `done` whose result is outcome-unknown does
-not end an action: it is reported at the next start like one that never got a `done`.
+not end an action: it is reported at the next start too, but as what the log says (its outcome
+recorded as unknown, and why), not as one that never got a `done` (`Unfinished.outcome`).
 
 Reading tolerates a torn last line (a crash mid-write), any line that does not parse and any record
 whose fields have the wrong types: such lines are counted or their fields ignored, never fatal, and
@@ -19,11 +20,13 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..textsafe import printable
+from ..words import count
 from .auditowner import Owner, owner_of, still_running
 from .auditpath import audit_error, open_log
 
@@ -46,7 +49,8 @@ class Intent:
 
 @dataclass(frozen=True, slots=True)
 class Unfinished:
-    """An action whose outcome was never recorded (gputui died while it ran)."""
+    """An action without a known outcome: gputui died while it ran (no `done` line), or recorded
+    the outcome as unknown as it ended (Ctrl+C, the hard exit, a probe gone silent)."""
 
     action: str
     host: str | None
@@ -54,14 +58,45 @@ class Unfinished:
     time: float
     pending: tuple[Intent, ...]  # intents without a verdict
     last_stage: str | None  # the last thing recorded for it
+    # Its outcome-unknown `done` line's message (why the outcome is unknown); None: no `done` line.
+    outcome: str | None = None
+
+    @property
+    def never_recorded(self) -> bool:
+        """No `done` line at all: gputui stopped mid-action without a word."""
+        return self.outcome is None
 
     def describe(self) -> str:
+        """One line, from the log's own text (escaped: a log is a file anyone with access could edit)."""
         when = _dt.datetime.fromtimestamp(self.time).strftime("%Y-%m-%d %H:%M:%S")
         pids = ", ".join(str(i.pid) for i in self.pending) or "none"
-        return (
-            f"action {self.action} on {self.host or '?'} by {self.operator or '?'} at {when}: outcome never "
-            f"recorded (last stage: {self.last_stage or 'plan'}); processes: {pids}"
+        if self.outcome is None:
+            state = f"outcome never recorded (last stage: {self.last_stage or 'plan'})"
+        else:
+            state = f"outcome unknown, as its done line says: {self.outcome or 'no reason given'}"
+        return printable(
+            f"action {self.action} on {self.host or '?'} by {self.operator or '?'} at {when}: {state}; "
+            f"processes: {pids}"
         )
+
+
+def unfinished_headline(actions: Sequence[Unfinished]) -> str:
+    """What a start says of `actions` in one sentence: never recorded (no `done` line), recorded as
+    unknown (a `done` saying so), or how many of each."""
+    never = sum(1 for a in actions if a.never_recorded)
+    unknown = len(actions) - never
+    n = count(len(actions), "kill action")
+    if not unknown:
+        return f"{n} of an earlier run never recorded an outcome (gputui stopped mid-action)."
+    if not never:
+        return (
+            f"{n} of an earlier run ended with the outcome unknown, as the log records (gputui stopped "
+            "before the verdict)."
+        )
+    return (
+        f"{n} of an earlier run have no known outcome: {never} never recorded one (gputui stopped "
+        f"mid-action), {unknown} recorded it as unknown (gputui stopped before the verdict)."
+    )
 
 
 def read_records(path: str | os.PathLike[str], tail: int | None = None) -> tuple[list[dict[str, Any]], int]:
@@ -117,7 +152,7 @@ def unfinished(
         if "reported" in kinds:
             continue
         # A done line ends an action, unless its outcome is unknown (the link broke, the probe went
-        # silent): then nobody knows what happened, and the next start must say so.
+        # silent): then nobody knows what happened, and the next start must say so, as the log does.
         ends = [r for r in lines if r.get("kind") == "done"]
         if ends and any(r.get("result") != "outcome-unknown" for r in ends):
             continue
@@ -141,6 +176,7 @@ def unfinished(
                 time=_seconds(first.get("time")),
                 pending=tuple(p for p in pending if p is not None),
                 last_stage=_text(lines[-1].get("stage")),
+                outcome=(_text(ends[-1].get("message")) or "") if ends else None,
             )
         )
     return sorted(out, key=lambda u: u.time)

@@ -53,6 +53,7 @@ from textual.timer import Timer
 
 from gputui.fleet import Fleet, HostView
 from gputui.idle import threshold
+from gputui.kill.auditlog import unfinished_headline
 from gputui.kill.operate import FRESH_TIMEOUT, Operations, Request, status_of
 from gputui.kill.plan import KillOptions, Plan
 from gputui.model import Event, PlanVerdict
@@ -736,7 +737,8 @@ class GpuTuiApp(App[None]):
         self.push_screen(HelpScreen(read_only=self.read_only))
 
     async def _report_unfinished(self) -> None:
-        """Actions an earlier gputui started and never saw finish (it died mid-action): said once."""
+        """Actions an earlier gputui started and never saw finish (it died mid-action, or ended before
+        the verdict and recorded the outcome as unknown): said once, as the log says it."""
         report = await self.ops.report_unfinished(refuse_unsafe=False)
         if report.read_problem is not None:  # `cannot read the audit log PATH: ...` as a sentence
             problem = report.read_problem
@@ -749,8 +751,7 @@ class GpuTuiApp(App[None]):
         self.log_note(APP_HOST, f"check those processes and GPUs; details in {self.audit.path}", "warn")
         self.show_log()
         self.notify(
-            f"{count(len(lost), 'kill action')} of an earlier run never recorded an outcome (gputui stopped "
-            "mid-action). Check those processes and GPUs: see the action log (l).",
+            f"{unfinished_headline(lost)} Check those processes and GPUs: see the action log (l).",
             title="Unfinished actions",
             severity="error",
             timeout=30,

@@ -15,7 +15,9 @@ import fcntl
 import json
 import os
 import pty
+import re
 import select
+import shlex
 import signal
 import subprocess
 import sys
@@ -23,7 +25,10 @@ import termios
 import time
 from pathlib import Path
 
+import pytest
+
 from gputui.kill.auditlog import read_records, unfinished
+from tests.support.livedemo import Live, private_env
 from tests.support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -137,3 +142,111 @@ def test_ctrl_c_at_the_prompt_exits_at_once_and_nothing_is_sent(tmp_path):
     text = rest.decode(errors="replace")
     assert "interrupted" in text and "nothing was sent" in text, text
     assert not log.exists() or not [r for r in read_records(log)[0] if r.get("kind") == "plan"]
+
+
+# -- the advice on stderr is a command that works as printed ------------------------------------
+
+
+def _sigtermed(log: Path) -> bool:
+    records, _ = read_records(log) if log.exists() else ([], 0)
+    return any(
+        r.get("stage") == "signal" and r.get("result") == "sent" and r.get("signal") == "SIGTERM"
+        for r in records
+    )
+
+
+def _interrupted_clean(args: list[str], env: dict[str, str], cwd: Path, log: Path) -> str:
+    """`gputui clean ARGS --yes --term-timeout 60 --log LOG` (the `gputui` on env's PATH), sent SIGINT
+    once its SIGTERM is in the log (its target ignores SIGTERM, so the plan waits there): its stderr."""
+    argv = ["gputui", "clean", *args, "--yes", "--term-timeout", "60", "--log", str(log)]
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        assert wait_until(lambda: _sigtermed(log), 120, step=0.05), (
+            proc.stderr.read1().decode() if proc.poll() is not None else "no SIGTERM"
+        )
+        # The wrapper execs python: the process started here is the clean itself.
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    stderr = err.decode()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    return stderr
+
+
+def _advice(stderr: str) -> list[str]:
+    """The command the interrupted clean says to check the GPUs with, as words."""
+    found = re.search(r"\(`(gputui snapshot [^`]*)`\)", stderr)
+    assert found, stderr
+    return shlex.split(found.group(1))
+
+
+def _run_as_printed(words: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(words, env=env, cwd=cwd, capture_output=True, text=True, timeout=300, check=False)
+
+
+def _plan_of(log: Path) -> dict[str, object]:
+    [done] = [r for r in read_records(log)[0] if r.get("kind") == "done"]
+    return done
+
+
+@pytest.mark.timeout(600)
+def test_the_advice_after_ctrl_c_runs_as_printed_on_the_demo_and_the_next_start_says_what_the_log_says(
+    live: Live,
+) -> None:
+    log = live.root / "actions.jsonl"
+    stderr = _interrupted_clean(["--demo", "demo-b:1"], live.env, live.cwd, log)
+    live.record()
+    words = _advice(stderr)
+    assert "--demo" in words and "demo-b" in words, stderr
+    r = _run_as_printed(words, live.env, live.cwd)
+    live.record()
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    assert "demo-b" in r.stdout
+    done = _plan_of(log)
+    assert done["result"] == "outcome-unknown"
+    # The next start reports what the log says: a done line with the outcome unknown, not "never
+    # recorded", through the function and through the next command's start.
+    [action] = unfinished(log)
+    said = action.describe()
+    assert "outcome unknown" in said and "never recorded" not in said, said
+    assert "interrupted (Ctrl+C)" in said and "SIGTERM" in said, said
+    nxt = live.gputui("clean", "--demo", "demo-b:1", "--dry-run", "--log", str(log))
+    live.record()
+    assert nxt.returncode == 0, nxt.stdout + nxt.stderr
+    assert f"action {done['action']} on demo-b" in nxt.stderr, nxt.stderr
+    assert "outcome unknown" in nxt.stderr and "never recorded" not in nxt.stderr, nxt.stderr
+
+
+@pytest.mark.timeout(600)
+def test_the_advice_after_ctrl_c_names_the_config_and_quotes_the_host(tmp_path: Path) -> None:
+    env, _run, _tmp = private_env(tmp_path)
+    env["GPUTUI_DEMO"] = "fresh"
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    name = "lab'1;$HOME|x"  # a host name a shell would read as code: the advice quotes it
+    config = tmp_path / "my config.toml"
+    config.write_text(
+        "[[hosts]]\n"
+        f"name = {json.dumps(name)}\n"
+        'address = "local"\nreader = "sim"\nsim_scenario = "demo"\nsim_variant = 1\nsim_seed = 2\n'
+    )
+    log = tmp_path / "actions.jsonl"
+    stderr = _interrupted_clean(["--config", str(config), name, "--gpu", "1"], env, cwd, log)
+    words = _advice(stderr)
+    assert words[:2] == ["gputui", "snapshot"] and name in words, stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    r = _run_as_printed(words, env, elsewhere)  # from another directory too: the path is absolute
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    assert name in r.stdout
