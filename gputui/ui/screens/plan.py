@@ -14,6 +14,13 @@ signal says so and cannot be confirmed. Every dialog starts from the plans as bu
 the configured signals): nothing chosen in an earlier, cancelled dialog carries over. The dialog
 returns the plans to run, or None.
 
+A plan is confirmed only while a target of it is on screen, whole, with the Kill button: what is
+not seen is not confirmed. In a small terminal the explanation gives way first (`fit_level`), the
+lists open scrolled to the first target, and below CARDS columns each process is a card (as a
+table row its command and why would get a few characters). A confirmation with no target in view
+(scrolled away) is refused and brings the targets back; where even the barest dialog cannot show
+a target with the warnings and the buttons, it shows no plan, only the size it needs.
+
 Posting's ConfirmationModal pattern: bindings call `dismiss`, the caller awaits `push_screen_wait`.
 Every process name, command line and user name is untrusted: built into `Text`, made safe first.
 """
@@ -21,9 +28,10 @@ Every process name, command line and user name is untrusted: built into `Text`, 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from rich.console import Group, RenderableType
+from rich.segment import Segment
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
@@ -31,6 +39,9 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.geometry import Region
+from textual.widget import Widget
 from textual.widgets import Button, Static
 
 from gputui.kill.plan import SIGNAL_PLANS  # the probe's ladders, as the kill layer passes them on
@@ -117,6 +128,71 @@ def _next(values: tuple[float, ...], now: float) -> float:
 
 
 WIDE = 100  # columns: from this width the why gets its own column; below, it goes under the command
+CARDS = 80  # ... and below this one each process is a card: its facts, its command, its why, a line each
+PID_WIDTH = 7  # the lists' PID column: a row's first line has its PID there, the lines under it none
+
+
+class TargetRow(NamedTuple):
+    """Where a process to signal is in the lists' lines: its first line, how many lines it takes
+    (the why may wrap under the command), and the first line of its table (the header)."""
+
+    start: int
+    lines: int
+    table: int
+
+    @property
+    def end(self) -> int:
+        return self.start + self.lines
+
+
+# How much of the dialog gives way in a small terminal, so that a target and the buttons show:
+FULL = 0  # everything, wrapped
+TIGHT = 1  # no blank lines; the summary, the stages and the options one line each, cut
+COMPACT = 2  # the buttons one line high
+BARE = 3  # no stages, no options (the summary, the warnings, the lists, the buttons)
+LEVELS = (FULL, TIGHT, COMPACT, BARE)
+TOO_SMALL = 4  # not even then: no plan shown, only why
+RETRY_S = 0.02  # seconds between two looks at whether the dialog is laid out as asked
+BUTTON_ROWS = 3  # a button's height, but compact
+EXPLAINED = ("#plan-summary", "#plan-stages", "#plan-options")  # the Statics that wrap at FULL
+
+
+def rows_needed(rows: Sequence[TargetRow]) -> int:
+    """The lists' rows that show the first target whole with its table's title and header."""
+    return rows[0].end - max(0, rows[0].table - 1) if rows else 0
+
+
+def fit_level(height: int, fixed: Sequence[int], rows: Sequence[TargetRow]) -> int:
+    """The least level (its rows but the lists' in `fixed`) at which the first target shows with
+    everything above it in `height` rows; else the least at which it shows with its title and
+    header, the lists scrolled to it; else TOO_SMALL. A plan with no target: FULL."""
+    if not rows:
+        return FULL
+    for need in (rows[0].end, rows_needed(rows)):
+        for level in LEVELS:
+            if height - fixed[level] >= need:
+                return level
+    return TOO_SMALL
+
+
+def row_in_view(row: TargetRow, top: int, height: int) -> bool:
+    """Whether lines top .. top + height show `row` whole, or its first line where it is taller."""
+    if row.lines > height:
+        return top <= row.start < top + height
+    return top <= row.start and row.end <= top + height
+
+
+def too_small_words(size: tuple[int, int], rows: int) -> str:
+    return (
+        f"This terminal ({size[0]}x{size[1]}) is too small to show this plan's targets with its warnings "
+        f"and buttons: it takes {rows} rows at this width. Make it larger, or esc to cancel."
+    )
+
+
+def _starts_row(line: list[Segment]) -> bool:
+    """A table line that starts a row: it has a PID (the header may wrap; no cell but the why
+    and the header's last one do)."""
+    return "".join(segment.text for segment in line)[:PID_WIDTH].strip().isdigit()
 
 
 class PlanText(StyledStatic):
@@ -136,6 +212,8 @@ class PlanText(StyledStatic):
 class PlanWarnings(PlanText):
     """Every plan's warnings, above the lists (which may scroll): they must be seen."""
 
+    text = Text()  # as shown
+
     def show(self, plans: Sequence[Plan]) -> None:
         text = Text()
         hosts = len({p.host for p in plans}) > 1
@@ -148,22 +226,48 @@ class PlanWarnings(PlanText):
                 where = f"{fmt.safe(plan.host, 40)}: " if hosts else ""
                 text.append(f"! {where}{fmt.safe(w.message, 300)}", style)
         self.display = bool(text)
+        self.text = text
         self.update(text)
 
 
 class PlanBody(PlanText):
     """The plans as tables, grouped by host; rebuilt on every change (sweep, theme, width)."""
 
-    _wide = True
+    _width = WIDE  # the terminal's columns: which layout of the lists (WIDE, CARDS)
+    _parts: tuple[tuple[RenderableType, bool], ...] = ()  # each part, and whether it lists targets
+    _marked: set[int]  # the ids of the tables of processes to signal, while the parts are built
+    _rows: tuple[int, tuple[TargetRow, ...]] | None = None  # target_rows at a width, kept
 
-    def show(self, plans: Sequence[Plan], samples: dict[str, Sample], operator: str, wide: bool) -> None:
-        self._wide = wide
+    def show(self, plans: Sequence[Plan], samples: dict[str, Sample], operator: str, width: int) -> None:
+        self._width = width
+        self._marked = set()
         parts: list[RenderableType] = []
         for i, plan in enumerate(plans):
             if i:
                 parts.append(Text(""))
             parts.extend(self._host(plan, samples.get(plan.host), operator))
+        self._parts = tuple((part, id(part) in self._marked) for part in parts)
+        self._rows = None
         self.update(Group(*parts))
+
+    def target_rows(self, width: int) -> tuple[TargetRow, ...]:
+        """Where the rows of the processes to signal are at `width` columns, in order: the lines
+        are rendered as the widget renders them, part by part."""
+        if self._rows is not None and self._rows[0] == width:
+            return self._rows[1]
+        console = self.app.console
+        options = self.app.console_options.update_width(max(1, width)).update(highlight=False)
+        rows: list[TargetRow] = []
+        at = 0
+        for part, targets in self._parts:
+            lines = console.render_lines(part, options, pad=False)
+            if targets:
+                starts = [i for i, line in enumerate(lines) if _starts_row(line)]
+                for start, end in zip(starts, [*starts[1:], len(lines)], strict=True):
+                    rows.append(TargetRow(at + start, end - start, at))
+            at += len(lines)
+        self._rows = (width, tuple(rows))
+        return self._rows[1]
 
     # -- one host --------------------------------------------------------------------------
 
@@ -244,17 +348,36 @@ class PlanBody(PlanText):
             pad_edge=False,
             expand=True,
         )
-        table.add_column(Text("PID", justify="right"), justify="right", width=7, no_wrap=True)
+        table.add_column(Text("PID", justify="right"), justify="right", width=PID_WIDTH, no_wrap=True)
         table.add_column("User", width=9, no_wrap=True, overflow="ellipsis")
         table.add_column("Kind", width=9, no_wrap=True)
         table.add_column("GPU", width=5, no_wrap=True, overflow="ellipsis")
         table.add_column(Text("GPU mem", justify="right"), justify="right", width=8, no_wrap=True)
         table.add_column("St", width=2, no_wrap=True)
-        if self._wide:
+        if self._width >= WIDE:
             table.add_column("Command", ratio=1, no_wrap=True, overflow="ellipsis")
             table.add_column("Why", ratio=1)
         else:
             table.add_column("Command · why", ratio=1)
+        return table
+
+    def _cards(self) -> Table:
+        """A narrow terminal's lists: the PID, then the rest of the process in one column, where
+        the command and the why get the whole width (as columns, they would get a few characters)."""
+        table = Table(
+            box=None,
+            show_header=True,
+            header_style=self.style_of("plan--muted"),
+            padding=(0, 1, 0, 0),
+            pad_edge=False,
+            expand=True,
+        )
+        table.add_column(Text("PID", justify="right"), justify="right", width=PID_WIDTH, no_wrap=True)
+        # The header is cut to the width; the why under the command wraps (its own Text says so).
+        table.add_column(
+            Text("User · kind · GPU · GPU mem · state · command · why", no_wrap=True, overflow="ellipsis"),
+            ratio=1,
+        )
         return table
 
     def _row(
@@ -267,14 +390,22 @@ class PlanBody(PlanText):
     ) -> None:
         cmd = Text(fmt.safe(command, 300), no_wrap=True, overflow="ellipsis")
         reason = Text(fmt.safe(why, 300), self.style_of("plan--why"))
-        if self._wide:
+        if self._width >= WIDE:
             table.add_row(*cells, cmd, reason, style=style)
+        elif self._width < CARDS:
+            pid, user, kind, gpus, memory, state = cells
+            facts = [user, kind, Text("GPU ") + gpus, memory, state]
+            line = Text(" · ", no_wrap=True, overflow="ellipsis").join(
+                f for f in facts if f.plain[-1:] != "-"
+            )
+            reason = Text("↳ ", self.style_of("plan--why")) + reason
+            table.add_row(pid, Group(line, cmd, reason), style=style)
         else:
             reason = Text("↳ ", self.style_of("plan--why")) + reason
             table.add_row(*cells, Group(cmd, reason), style=style)
 
     def _targets(self, targets: Sequence[Target], operator: str, off: bool = False) -> Table:
-        table = self._table()
+        table = self._table() if self._width >= CARDS else self._cards()
         warn, error = self.style_of("plan--warn"), self.style_of("plan--error")
         for t in targets:
             state = t.state or "-"
@@ -287,6 +418,8 @@ class PlanBody(PlanText):
                 Text(state, error if state == "D" else ""),
             ]
             self._row(table, cells, t.brief, t.why, self.style_of("plan--off") if off else None)
+        if not off:
+            self._marked.add(id(table))  # these will be signalled: the dialog keeps them in view
         return table
 
     def _kind(self, t: Target) -> Text:
@@ -297,7 +430,7 @@ class PlanBody(PlanText):
         return Text(kinds.label(t.kind), self.style_of(kinds.STYLE.get(t.kind, "kind--hidden")))
 
     def _excluded(self, excluded: Sequence[Excluded], sample: Sample | None) -> Table:
-        table = self._table()
+        table = self._table() if self._width >= CARDS else self._cards()
         by_pid = {p.pid: p for p in sample.processes} if sample is not None else {}
         for e in excluded:
             proc = by_pid.get(e.pid)
@@ -347,6 +480,10 @@ class PlanScreen(Dialog[tuple[Plan, ...] | None]):
         self.plans: tuple[Plan, ...] = tuple(plans)
         self.samples = dict(samples or {})
         self.operator = operator
+        self.fitted = False  # laid out for the terminal as it is now, the targets in view
+        self.level = FULL  # how much of the explanation gives way to the targets (fit_level)
+        self._floor = FULL  # the least level this size takes: where a guess of the rows fell short
+        self._texts: dict[str, Text] = {}  # the summary, stages and options as shown
 
     # -- what it shows ---------------------------------------------------------------------
 
@@ -362,6 +499,7 @@ class PlanScreen(Dialog[tuple[Plan, ...] | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="plan-box", classes=DANGER):
             yield Static("", id="plan-summary", markup=False)
+            yield Static("", id="plan-small", markup=False)
             yield PlanWarnings(id="plan-warnings")
             with VerticalScroll(id="plan-body", can_focus=False):
                 yield PlanBody(id="plan-text")
@@ -382,7 +520,8 @@ class PlanScreen(Dialog[tuple[Plan, ...] | None]):
     def redraw(self) -> None:
         if not self.is_attached:
             return
-        self.query_one(PlanBody).show(self.plans, self.samples, self.operator, self.size.width >= WIDE)
+        self.fitted = False
+        self.query_one(PlanBody).show(self.plans, self.samples, self.operator, self.size.width)
         self.query_one(PlanWarnings).show(self.plans)
         runnable = self.runnable
         n = sum(len(p.signalled) for p in runnable)
@@ -406,12 +545,12 @@ class PlanScreen(Dialog[tuple[Plan, ...] | None]):
         else:
             hint = "s adds the sweep" if any(p.sweep for p in self.plans) else "nothing to confirm"
             summary.append(f"Nothing to stop: no process to signal ({hint}).", body.style_of("plan--warn"))
-        self.query_one("#plan-summary", Static).update(summary)
+        self._show("#plan-summary", summary)
         stages = Text(no_wrap=False)
         stages.append("Stages: ", body.style_of("plan--section"))
         first = runnable[0] if runnable else (self.plans[0] if self.plans else None)
         stages.append(stages_line(first) if first is not None else "-")
-        self.query_one("#plan-stages", Static).update(stages)
+        self._show("#plan-stages", stages)
         options = Text(no_wrap=True, overflow="ellipsis")
         if first is not None and first.signal is not None:
             options.append("Signal: ", body.style_of("plan--section"))
@@ -423,7 +562,7 @@ class PlanScreen(Dialog[tuple[Plan, ...] | None]):
             if chosen.signals != "kill":
                 options.append(f"wait {chosen.term_timeout:g} s after each soft signal (w) · ")
             options.append(f"verify up to {chosen.verify_timeout:g} s (v)")
-        self.query_one("#plan-options", Static).update(options)
+        self._show("#plan-options", options)
         kill = self.query_one("#plan-kill", Button)
         if signal is not None:
             kill.label = f"Send {signal}" if n else "Nothing to send"
@@ -452,23 +591,115 @@ class PlanScreen(Dialog[tuple[Plan, ...] | None]):
             )
         return summary
 
+    def _show(self, selector: str, text: Text) -> None:
+        self._texts[selector] = text
+        self.query_one(selector, Static).update(text)
+
     def on_resize(self) -> None:
+        self._floor = FULL  # a new size: guess again
         self.redraw()
 
+    def on_screen_resume(self) -> None:
+        # On top again (the one-line screen of a too small terminal went): the size may be new.
+        self._floor = FULL
+        self.redraw()
+
+    # -- fitting the terminal: the targets and the buttons on screen ------------------------------
+
     def _fit(self) -> None:
-        """The lists scroll; the rest of the dialog (summary, warnings, stages, buttons) always
-        shows: CSS cannot cap an auto-height child at what its auto-height parent has left."""
+        """Choose how much explanation gives way (fit_level) from the rows each part takes at this
+        width, and give the lists the rest: they scroll, the rest of the dialog always shows (CSS
+        cannot cap an auto-height child at what its auto-height parent has left). Then check it
+        as laid out (_check_fit)."""
+        if not self.is_attached:
+            return
         box = self.query_one("#plan-box")
+        width = box.content_region.width
+        height = self.size.height - box.styles.gutter.height
+        fixed = [self._fixed_rows(level, width) for level in LEVELS]
+        # The lists' own width is one less where they scroll (their scrollbar): count them there.
+        rows = self.query_one(PlanBody).target_rows(max(1, width - 1))
+        level = fit_level(height, fixed, rows)
+        if level != TOO_SMALL:
+            level = max(level, self._floor)
+        self._apply(level, rows, fixed, height)
         body = self.query_one("#plan-body")
-        others = sum(
-            w.outer_size.height + w.styles.margin.top + w.styles.margin.bottom
-            for w in box.children
-            if w is not body and w.display
-        )
-        frame = box.outer_size.height - box.size.height + box.styles.padding.top + box.styles.padding.bottom
-        room = max(3, self.size.height - others - frame - body.styles.margin.top - body.styles.margin.bottom)
+        room = max(3, height - fixed[min(level, BARE)])
         if body.styles.max_height is None or body.styles.max_height.value != room:
             body.styles.max_height = room
+        self.call_after_refresh(self._check_fit)
+
+    def _fixed_rows(self, level: int, width: int) -> int:
+        """The rows of everything but the lists at `level`, at `width` columns."""
+
+        def wrapped(text: Text) -> int:
+            return len(Content.from_rich_text(text).wrap(max(1, width))) if text else 0
+
+        texts = self._texts
+        warnings = self.query_one(PlanWarnings)
+        shown = wrapped(warnings.text) if warnings.display else 0
+        if level == FULL:
+            summary, stages, options = (wrapped(texts.get(k, Text())) for k in EXPLAINED)
+            margins = 3 if shown else 2  # below the warnings, above the stages, above the buttons
+            return summary + shown + stages + options + margins + BUTTON_ROWS
+        one_line = 1 if level < BARE else 0  # the stages and the options, cut
+        buttons = BUTTON_ROWS if level == TIGHT else 1
+        return 1 + shown + 2 * one_line + buttons
+
+    def _apply(self, level: int, rows: Sequence[TargetRow], fixed: list[int], height: int) -> None:
+        self.level = level
+        self.set_class(level >= TIGHT, "-tight")
+        self.set_class(level >= COMPACT, "-compact")
+        self.set_class(level >= BARE, "-bare")
+        self.set_class(level == TOO_SMALL, "-too-small")
+        for button in self.query("#plan-buttons Button").results(Button):
+            button.compact = level >= COMPACT
+        if level == TOO_SMALL:
+            short = rows_needed(rows) - (height - fixed[BARE])
+            self.query_one("#plan-small", Static).update(too_small_words(self.size, self.size.height + short))
+
+    def _check_fit(self, tries: int = 10) -> None:
+        """As laid out: where the others took more rows than counted (the box runs off the screen),
+        the next level; else the targets scrolled into view. The layout of new styles may come a
+        refresh or two after this is asked for: until then, ask again."""
+        if not self.is_attached:
+            return
+        box = self.query_one("#plan-box")
+        if box.region.bottom > self.size.height and FULL <= self.level < BARE:
+            self._floor = self.level + 1
+            self._fit()
+        elif self.level == TOO_SMALL or self.targets_in_view() or not tries:
+            self.fitted = True
+        else:
+            self.scroll_to_targets()
+            self.set_timer(RETRY_S, lambda: self._check_fit(tries - 1))
+
+    def scroll_to_targets(self) -> None:
+        """The lists scrolled to the first target, with its table's title and header."""
+        rows = self._rows_shown()
+        if rows:
+            body = self.query_one("#plan-body", VerticalScroll)
+            body.scroll_to(y=max(0, rows[0].table - 1), animate=False, immediate=True)
+
+    def _rows_shown(self) -> tuple[TargetRow, ...]:
+        text = self.query_one(PlanBody)
+        return text.target_rows(text.size.width)
+
+    def targets_in_view(self) -> bool:
+        """Whether a process to signal is on screen, whole (its why too, unless it is taller than
+        the lists), with the Kill button: the one state in which the plan may be confirmed."""
+        if not self.is_attached or self.level == TOO_SMALL:
+            return False
+        body = self.query_one("#plan-body", VerticalScroll)
+        kill = self.query_one("#plan-kill", Button)
+        if not (self._on_screen(body) and self._on_screen(kill)):
+            return False
+        top, height = body.scroll_offset.y, body.scrollable_content_region.height
+        return any(row_in_view(row, top, height) for row in self._rows_shown())
+
+    def _on_screen(self, widget: Widget) -> bool:
+        region = widget.region
+        return widget.display and bool(region) and Region(0, 0, *self.size).contains_region(region)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "toggle_sweep":
@@ -490,8 +721,24 @@ class PlanScreen(Dialog[tuple[Plan, ...] | None]):
 
     def action_confirm(self) -> None:
         plans = self.runnable
-        if plans:
+        if not plans:
+            return
+        if self.targets_in_view():
             self.dismiss(plans)
+        elif self.level == TOO_SMALL:
+            self.notify(
+                "Not confirmed: the terminal is too small to show this plan's targets",
+                severity="warning",
+                markup=False,
+            )
+        else:
+            # Confirmed only what is seen: bring the targets back, and the next ctrl+k runs them.
+            self.scroll_to_targets()
+            self.notify(
+                "Not confirmed: the targets were not on screen. They are now; confirm again to run",
+                severity="warning",
+                markup=False,
+            )
 
     def action_toggle_sweep(self) -> None:
         on = not self.sweep_on
