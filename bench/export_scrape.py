@@ -118,7 +118,12 @@ async def measure(hosts: int, gpus: int, scrapes: int) -> dict[str, Any]:
     said: list[str] = []
     exportcmd.say = said.append  # the line that names the URL (the command prints it on stderr)
     args = argparse.Namespace(
-        listen=("127.0.0.1", 0), once=False, textfile=None, interval=HOLD, timeout=300.0
+        listen=("127.0.0.1", 0),
+        once=False,
+        textfile=None,
+        interval=HOLD,
+        timeout=300.0,
+        connections=exportcmd.CONNECTIONS,
     )
     task = asyncio.ensure_future(exportcmd.run_export(args, fleet))
     while not said and not task.done():

@@ -6,10 +6,10 @@
     gputui export --rules                                   print the alerting rules shipped with it
 
 The families are gputui.metrics', built from the fleet's latest state when they are asked for (a
-scrape, a write): nothing is cached between two. The HTTP side is the standard library's WSGI server
-(a thread per connection) with prometheus_client's WSGI app for /metrics (content negotiation, gzip);
-the fleet lives on the asyncio loop, and a scrape asks the loop for the families, so a scrape never
-reads a host's state while the loop is changing it.
+scrape, a write): nothing is cached between two. The HTTP side is gputui.cli.exportserver (a bounded
+server: requests read on a loop of its own, answered by a few threads) with prometheus_client's WSGI
+app for /metrics (content negotiation, gzip); the fleet lives on the asyncio loop, and a scrape asks
+the loop for the families, so a scrape never reads a host's state while the loop is changing it.
 """
 
 from __future__ import annotations
@@ -20,16 +20,13 @@ import concurrent.futures
 import contextlib
 import os
 import signal
-import socket
 import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from importlib import resources
 from pathlib import Path
-from socketserver import ThreadingMixIn
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import generate_latest, make_wsgi_app
 from prometheus_client.core import Metric
@@ -40,6 +37,7 @@ from ..metrics import FleetCollector, all_heard, registry
 from ..textsafe import printable
 from . import argtypes
 from .exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from .exportserver import CONNECTIONS, ExportServer, WsgiApp, bind
 from .streams import say
 
 # What asking the loop can end in: it is busy past the timeout (concurrent.futures' own TimeoutError
@@ -84,6 +82,13 @@ def add_export_arguments(p: argparse.ArgumentParser) -> None:
         type=listen_address,
         metavar="ADDR:PORT",
         help="serve /metrics and /-/ready on ADDR:PORT (port 0: a free one, said on stderr)",
+    )
+    p.add_argument(
+        "--connections",
+        type=argtypes.whole(1, 65536, "a number of connections"),
+        default=CONNECTIONS,
+        metavar="N",
+        help=f"--listen keeps at most N connections open; one more is answered 503 (default {CONNECTIONS})",
     )
     p.add_argument(
         "--interval",
@@ -173,20 +178,6 @@ def on_loop(loop: asyncio.AbstractEventLoop, make: Callable[[], Any]) -> Any:
     return asyncio.run_coroutine_threadsafe(make(), loop).result(ON_LOOP_TIMEOUT)
 
 
-class _Server(ThreadingMixIn, WSGIServer):
-    daemon_threads = True  # a connection left open never holds the exit
-
-
-class _Handler(WSGIRequestHandler):
-    timeout = 30  # seconds a connection may idle mid-request (a stalled client frees its thread)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Nothing: a scrape every few seconds is no news."""
-
-
-WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
-
-
 def make_app(metrics: WsgiApp, ready: Callable[[], bool]) -> WsgiApp:
     """/metrics (prometheus_client's app), /-/ready (200 once every host has been heard from, 503
     before), /-/healthy (200 while the process serves), / (what is where); anything else 404."""
@@ -227,14 +218,12 @@ def _answer(
     return [body]
 
 
-def serve(host: str, port: int, app: WsgiApp) -> WSGIServer:
+def serve(host: str, port: int, app: WsgiApp, connections: int = CONNECTIONS) -> ExportServer:
     """The server bound (not yet serving). Raises OSError: the address is taken, not this host's."""
-    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
-    server_class = type("ExportServer", (_Server,), {"address_family": family})
-    return make_server(host, port, app, server_class, handler_class=_Handler)
+    return ExportServer(bind(host, port), app, say, connections)
 
 
-def url(server: WSGIServer) -> str:
+def url(server: ExportServer) -> str:
     address = server.server_address
     host = address[0].decode() if isinstance(address[0], bytes) else str(address[0])
     port = address[1] if isinstance(address, tuple) else 0
@@ -277,13 +266,13 @@ async def run_export(args: argparse.Namespace, fleet: Fleet) -> int:
     loop = asyncio.get_running_loop()
     collector = FleetCollector(lambda: fleet.hosts)
     reg: CollectorRegistry = registry(collector)
-    server: WSGIServer | None = None
+    server: ExportServer | None = None
     ready = Ready(fleet)
     if args.listen is not None:
         host, port = args.listen
         app = make_app(make_wsgi_app(registry(OnLoop(collector, loop))), lambda: on_loop(loop, ready.check))
         try:
-            server = serve(host, port, app)
+            server = serve(host, port, app, args.connections)
         except OSError as exc:
             say(f"gputui: --listen {host}:{port}: {exc.strerror or exc}")
             return EXIT_USAGE

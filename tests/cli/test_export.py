@@ -105,6 +105,7 @@ def test_once_passes_promtool_check_metrics(once):
         (("--listen", "127.0.0.1:70000"), "is not ADDR:PORT"),
         (("--once", "--textfile", "/nonexistent-gputui-dir/gputui.prom"), "no directory"),
         (("--interval", "0"), "interval"),
+        (("--listen", "127.0.0.1:0", "--connections", "0"), "not a number of connections"),
     ],
 )
 def test_bad_usage_is_one_clear_message_and_exit_2(args, says):
