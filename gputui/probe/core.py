@@ -332,7 +332,7 @@ class Probe(object):
         if self.seq % every != 0:
             return None
         start = time.perf_counter()
-        util = self.reader.process_utilization()
+        util = self.reader.process_utilization(every * self.interval)  # the first covers one period
         if util is None:
             self._proc_util_supported = False
             self._proc_util = {}

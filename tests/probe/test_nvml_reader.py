@@ -9,17 +9,17 @@ import types
 
 import pytest
 
-from gputui.probe.core import Probe
+from gputui.probe.core import PROC_UTIL_S, Probe
 from gputui.probe.readers.base import ReaderError
 from gputui.probe.readers.nvml import NvmlReader
-from tests.support.fakenvml import NVMLError, fake_pynvml, load
+from tests.support.fakenvml import NVMLError, UtilBuffer, fake_pynvml, load
 
 
 @pytest.fixture
 def use(monkeypatch):
-    def install(nv):
+    def install(nv, **kwargs):
         monkeypatch.setitem(sys.modules, "pynvml", nv)
-        return NvmlReader()
+        return NvmlReader(**kwargs)
 
     return install
 
@@ -129,44 +129,73 @@ def test_probe_without_driver_still_streams_holders(use):
     assert sample["gpus"] == [] and isinstance(sample["processes"], list)
 
 
+NOW = 1_700_000_000.0  # the reader's clock in these tests (Unix seconds)
+
+
 def test_process_utilization_is_averaged_since_the_last_reading(use):
     """nvmlDeviceGetProcessUtilization returns the driver's samples newer than a timestamp; the
     reader averages each process's since its last call, asks from the newest it saw, and treats
     NOT_FOUND (no sample since) as "nothing ran" and NOT_SUPPORTED as final for that GPU."""
     nv = fake_pynvml(load("nvml_h200x2_job.json"))
-    nv.NVML_ERROR_NOT_FOUND = 6
-    asked: list[tuple[int, int]] = []
-    answers = {
-        0: [
-            [
-                types.SimpleNamespace(pid=7, timeStamp=100, smUtil=90, memUtil=40, encUtil=0, decUtil=0),
-                types.SimpleNamespace(
-                    pid=7, timeStamp=200, smUtil=70, memUtil=20, encUtil=0, decUtil=4294967295
-                ),
-                types.SimpleNamespace(pid=9, timeStamp=150, smUtil=10, memUtil=5, encUtil=3, decUtil=1),
-            ],
-            NVMLError(6),
-        ],
-        1: [NVMLError(3)],
-    }
+    buffer = UtilBuffer().install(nv)
+    buffer.add(0, 7, NOW - 3, sm=90, mem=40)
+    buffer.add(0, 7, NOW - 1, sm=70, mem=20, dec=4294967295)
+    buffer.add(0, 9, NOW - 2, sm=10, mem=5, enc=3, dec=1)
+    unsupported = buffer.query
 
     def query(handle, since):
-        asked.append((handle, since))
-        answer = answers[handle].pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
+        if handle == 1:
+            buffer.asked.append((handle, since))
+            raise NVMLError(3)
+        return unsupported(handle, since)
 
     nv.nvmlDeviceGetProcessUtilization = query
-    reader = use(nv)
+    reader = use(nv, clock=lambda: NOW)
     reader.open()
-    first = reader.process_utilization()
+    first = reader.process_utilization(5.0)
     assert first == {
         7: {0: {"sm": 80, "mem": 30, "enc": 0, "dec": 0}},  # the "not available" marker counts as 0
         9: {0: {"sm": 10, "mem": 5, "enc": 3, "dec": 1}},
     }
-    assert reader.process_utilization() == {}  # nothing newer on GPU 0; GPU 1 not asked again
-    assert asked == [(0, 0), (1, 0), (0, 200)]
+    assert reader.process_utilization(5.0) == {}  # nothing newer on GPU 0; GPU 1 not asked again
+    since = int((NOW - 5) * 1e6)
+    assert buffer.asked == [(0, since), (1, since), (0, int((NOW - 1) * 1e6))]
+
+
+def test_the_first_reading_covers_the_last_interval_not_the_whole_buffer(use):
+    """A process whose one start-up kernel ran a minute before the probe started is at 0 % in the
+    first reading (it was 1 % SM on a real H100 when the first call asked from timestamp 0 and got
+    the driver's whole buffer); one busy during the last interval is not."""
+    nv = fake_pynvml(load("nvml_h200x2_job.json"))
+    buffer = UtilBuffer().install(nv)
+    buffer.add(0, 7, NOW - 60, sm=1, mem=0)  # its start-up kernel, long before
+    for age in (4, 3, 2, 1):
+        buffer.add(0, 9, NOW - age, sm=95, mem=50)
+    reader = use(nv, clock=lambda: NOW)
+    reader.open()
+    assert reader.process_utilization(5.0) == {9: {0: {"sm": 95, "mem": 50, "enc": 0, "dec": 0}}}
+    assert all(since > 0 for _gpu, since in buffer.asked)
+
+
+def test_the_probe_bounds_the_first_reading_to_its_reading_period(use):
+    """Through the probe: per-process utilization is read every PROC_UTIL_S seconds (5 samples at
+    1 s), and the first reading covers that period. PID 610 holds GPU 0 in the recording; its only
+    kernel ran before the probe started: its record has no utilization share (nothing ran)."""
+    nv = fake_pynvml(load("nvml_h200x2_job.json"))
+    buffer = UtilBuffer().install(nv)
+    buffer.add(0, 610, NOW - 60, sm=1)
+    probe = Probe(use(nv, clock=lambda: NOW))
+    probe.start()
+    sample = probe.sample()
+    [record] = [r for r in sample["processes"] if r["pid"] == 610]
+    assert record["gpu_util"] is None
+    assert buffer.asked[0] == (0, int((NOW - PROC_UTIL_S) * 1e6))
+    buffer.add(0, 610, NOW + 1, sm=60, mem=10)  # it runs now: the next reading shows it
+    for _ in range(4):
+        probe.sample()
+    sample = probe.sample()
+    [record] = [r for r in sample["processes"] if r["pid"] == 610]
+    assert record["gpu_util"] == {"0": {"sm": 60, "mem": 10, "enc": 0, "dec": 0}}
 
 
 def test_process_utilization_unsupported_everywhere_is_none(use):

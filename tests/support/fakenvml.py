@@ -77,3 +77,36 @@ def fake_pynvml(recording, init_error=None, lost=()):
 def load(name):
     """A recording of NVML's answers from tests/fixtures (bench/record_nvml.py wrote them)."""
     return json.loads((FIXTURES / name).read_text())
+
+
+class UtilBuffer:
+    """The driver's per-process utilization samples, as nvmlDeviceGetProcessUtilization keeps and
+    returns them: each sample stamped with CPU time in microseconds since the epoch; a query returns
+    the GPU's samples newer than lastSeenTimeStamp (0: the whole buffer), NOT_FOUND when there is
+    none. `asked` records each query's (GPU, lastSeenTimeStamp)."""
+
+    NOT_FOUND = 6
+
+    def __init__(self):
+        self.samples = {}  # GPU index -> [sample]
+        self.asked = []
+
+    def add(self, gpu, pid, at, sm, mem=0, enc=0, dec=0):
+        """A sample of `pid` on `gpu` at Unix time `at` (seconds)."""
+        stamp = int(at * 1e6)
+        sample = types.SimpleNamespace(
+            pid=pid, timeStamp=stamp, smUtil=sm, memUtil=mem, encUtil=enc, decUtil=dec
+        )
+        self.samples.setdefault(gpu, []).append(sample)
+
+    def query(self, handle, last_seen):
+        self.asked.append((handle, last_seen))
+        newer = [s for s in self.samples.get(handle, []) if s.timeStamp > last_seen]
+        if not newer:
+            raise NVMLError(self.NOT_FOUND)
+        return newer
+
+    def install(self, nv):
+        nv.NVML_ERROR_NOT_FOUND = self.NOT_FOUND
+        nv.nvmlDeviceGetProcessUtilization = self.query
+        return self

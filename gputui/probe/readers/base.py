@@ -83,11 +83,13 @@ class Reader(object):
         request. A field the GPU does not support is None; never an exception."""
         return {}
 
-    def process_utilization(self):
-        # type: () -> Optional[Dict[int, Dict[int, Dict[str, Optional[int]]]]]
+    def process_utilization(self, window=None):
+        # type: (Optional[float]) -> Optional[Dict[int, Dict[int, Dict[str, Optional[int]]]]]
         """Each process's share of each GPU since the last call, in percent: {pid: {gpu index:
-        {"sm", "mem", "enc", "dec"}}} (a value the driver does not give is None). Slow on some
-        drivers (2.5 ms on 2 x H200): the probe reads it every few samples. None: not supported."""
+        {"sm", "mem", "enc", "dec"}}} (a value the driver does not give is None); the first call
+        covers the last `window` seconds (the time between two readings), not all the driver kept.
+        Slow on some drivers (2.5 ms on 2 x H200): the probe reads it every few samples. None: not
+        supported."""
         return None
 
     def reset(self, index):

@@ -7,7 +7,8 @@ called per sample. Static facts (name, UUID, minor, total memory, power limit) a
 Stdlib + pynvml only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
 
-from typing import Any, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
+import time
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
 from .base import Listed, Reader, ReaderError, Tags, instance_id  # noqa: F401  (type comments)
 
@@ -26,6 +27,9 @@ THROTTLE_BITS = (
     (0x100, "display-clocks"),
 )
 RESET_TIMEOUT_S = 120.0
+# The shortest span a first per-process utilization reading covers: the driver samples a process
+# every 1/6 s to 1 s (by GPU), so a shorter one could miss a process that is busy right now.
+MIN_UTIL_WINDOW_S = 1.0
 # MIG: the instances of a GPU (which exist, their ids, UUIDs and sizes) are read again every this
 # many readings (an operator may create or destroy one at any time); their memory every reading.
 MIG_LAYOUT_EVERY = 30
@@ -88,8 +92,11 @@ class NvmlReader(Reader):
     name = "nvml"
     device_prefix = "/dev/nvidia"
 
-    def __init__(self):
-        # type: () -> None
+    def __init__(self, clock=time.time):
+        # type: (Callable[[], float]) -> None
+        """`clock`: Unix time in seconds, the clock the driver stamps its utilization samples with
+        (CPU time in microseconds since the epoch)."""
+        self._clock = clock
         self._nv = None  # type: Any
         self._gpus = []  # type: List[Dict[str, Any]]
         self._memory_v2 = True
@@ -330,22 +337,30 @@ class NvmlReader(Reader):
         self._tags = tags
         return gpus, listed
 
-    def process_utilization(self):
-        # type: () -> Optional[Dict[int, Dict[int, Dict[str, Optional[int]]]]]
+    def process_utilization(self, window=None):
+        # type: (Optional[float]) -> Optional[Dict[int, Dict[int, Dict[str, Optional[int]]]]]
         """nvmlDeviceGetProcessUtilization on each GPU, averaged per process over the driver's
-        samples newer than the last call's (NVML_ERROR_NOT_FOUND: none since, nothing ran)."""
+        samples newer than the last call's (NVML_ERROR_NOT_FOUND: none since, nothing ran).
+
+        Until a GPU has given a sample, it is asked for the last `window` seconds only (the time
+        between two readings; at least MIN_UTIL_WINDOW_S), not from timestamp 0: 0 returns the
+        driver's whole buffer, and a process whose one start-up kernel ran long before the probe
+        started would show 1 % SM in the first reading and not be idle. The driver filters by the
+        timestamp (only samples newer than it come back), so nothing older is copied out."""
         nv = self._nv
         query = getattr(nv, "nvmlDeviceGetProcessUtilization", None)
         if query is None:
             return None
         out = {}  # type: Dict[int, Dict[int, Dict[str, Optional[int]]]]
         supported = False
+        span = max(MIN_UTIL_WINDOW_S, window if window is not None else MIN_UTIL_WINDOW_S)
+        since = max(0, int((self._clock() - span) * 1e6))  # the driver's clock: µs since the epoch
         for static in self._gpus:
             index = static["index"]
             if index in self._util_unsupported:
                 continue
             try:
-                samples = query(static["handle"], self._util_seen.get(index, 0))
+                samples = query(static["handle"], self._util_seen.get(index, since))
             except nv.NVMLError as exc:
                 code = getattr(exc, "value", None)
                 if code == nv.NVML_ERROR_NOT_FOUND:
@@ -355,7 +370,7 @@ class NvmlReader(Reader):
                 continue
             supported = True
             sums = {}  # type: Dict[int, List[int]]
-            newest = self._util_seen.get(index, 0)
+            newest = self._util_seen.get(index, since)
             for s in samples:
                 newest = max(newest, int(s.timeStamp))
                 acc = sums.setdefault(int(s.pid), [0, 0, 0, 0, 0])

@@ -308,10 +308,11 @@ class SimReader(Reader):
         with self._cond:
             return self._tags
 
-    def process_utilization(self):
-        # type: () -> Optional[Dict[int, Dict[int, Dict[str, Optional[int]]]]]
+    def process_utilization(self, window=None):
+        # type: (Optional[float]) -> Optional[Dict[int, Dict[int, Dict[str, Optional[int]]]]]
         """Each live context's utilization on its GPU (its `util`; memory utilization 3/5 of it, as
-        for the whole GPU; no encoder or decoder work in the sim)."""
+        for the whole GPU; no encoder or decoder work in the sim). It is a rate, not a history: every
+        reading is of now, whatever the `window`."""
         return self._contexts.utilization(self.host_pid_namespace is False)
 
     def wait_released(self, pid, timeout=5.0):
