@@ -45,7 +45,7 @@ from .procfs import (
     user_name,
 )
 from .readers.base import Listed, Reader, ReaderError, Tags  # noqa: F401  (type comments)
-from .wire import MAX_LINE, MAX_PROCESSES, VERSION, clip_list, clip_text, dumps, encode, error
+from .wire import MAX_LINE, MAX_PROCESSES, VERSION, clip_arg, clip_list, clip_text, dumps, encode, error
 
 # What one sample may carry (docs/PROTOCOL.md "Bounds"): a process with a megabyte of arguments, or
 # a host with thousands of holders, must not make every sample over-long (the app drops those).
@@ -75,8 +75,9 @@ _KEEP_FIRST = {USER: 0, GHOST: 1, HIDDEN: 2}
 
 def clip_command(argv):
     # type: (List[str]) -> List[str]
-    """A command line with at most MAX_ARGS arguments of at most MAX_ARG characters, marked where cut."""
-    return [clip_text(arg, MAX_ARG) for arg in clip_list(argv, MAX_ARGS)]  # type: ignore[misc]
+    """A command line with at most MAX_ARGS arguments of at most MAX_ARG characters, marked where cut
+    (a path keeps its name: clip_arg)."""
+    return [clip_arg(arg, MAX_ARG) for arg in clip_list(argv, MAX_ARGS)]
 
 
 def _keep_rank(record):
@@ -597,7 +598,7 @@ class Probe(object):
                     break
                 seen.add(ppid)
                 known = self._known_of(ppid, stat.start_time)
-                command = [clip_text(arg, PARENT_ARG) for arg in clip_list(known.cmdline, PARENT_ARGS)]
+                command = [clip_arg(arg, PARENT_ARG) for arg in clip_list(known.cmdline, PARENT_ARGS)]
                 out.append(
                     {
                         "pid": ppid,

@@ -22,7 +22,7 @@ import time
 from typing import Any, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
 from .procfs import CLOCK_TICKS, Stat, read_cmdline, read_container, read_stat, user_name  # noqa: F401
-from .wire import MAX_LINE, VERSION, clip_list, clip_text, dumps
+from .wire import MAX_LINE, VERSION, clip_arg, clip_list, clip_text, dumps
 
 MAX_DETAIL_ARG = 4096  # characters of one argument; more: "<first 4096>…(N bytes)"
 MAX_DETAIL_ARGS = 256  # arguments; more: a last entry "... (N more)"
@@ -50,7 +50,7 @@ def clip_long_command(argv):
     out = []  # type: List[str]
     used = 0
     for i, arg in enumerate(argv):
-        clipped = clip_text(arg, MAX_DETAIL_ARG) or ""
+        clipped = clip_arg(arg, MAX_DETAIL_ARG)
         if i == MAX_DETAIL_ARGS or used + len(clipped) > MAX_DETAIL_COMMAND:
             out.append("... (%d more)" % (len(argv) - i))
             break

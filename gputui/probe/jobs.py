@@ -27,6 +27,7 @@ from .procfs import (
     unit_in,
     user_name,
 )
+from .wire import clip_arg
 
 MAX_WALK = 64  # ancestors walked up from one GPU process (boundary "limit" past it)
 MAX_JOBS = 64  # jobs per sample (jobs_omitted counts the rest)
@@ -151,9 +152,10 @@ def clip(text, limit):
 
 def root_command(argv):
     # type: (Iterable[str]) -> List[str]
-    """A root's command line within ROOT_ARGS arguments of ROOT_ARG characters, marked where cut."""
+    """A root's command line within ROOT_ARGS arguments of ROOT_ARG characters, marked where cut (a
+    path keeps its name: clip_arg)."""
     args = list(argv)
-    out = [clip(a, ROOT_ARG) for a in args[:ROOT_ARGS]]
+    out = [clip_arg(a, ROOT_ARG) for a in args[:ROOT_ARGS]]
     if len(args) > ROOT_ARGS:
         out.append("... (%d more)" % (len(args) - ROOT_ARGS))
     return out

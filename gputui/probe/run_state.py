@@ -22,7 +22,7 @@ from .classify import HIDDEN
 from .orders import Settings  # noqa: F401  (type comments)
 from .procfs import close_quietly, read_stat_strict
 from .signals import Killer, Proc, pidfd_budget, signal_name  # noqa: F401  (type comments)
-from .wire import VERSION
+from .wire import VERSION, clip_arg
 
 FALLBACK_POLL_S = 0.01  # /proc polling when there is no pidfd to wait on
 # What a look reads (RunState.look): the steady-state scan, what can hold the plan's memory, everything.
@@ -354,7 +354,7 @@ class RunState(object):
 def short_command(command):
     # type: (List[str]) -> List[str]
     """A command line small enough to repeat in every event (some are kilobytes of arguments)."""
-    out = [arg if len(arg) <= 512 else arg[:509] + "..." for arg in command[:64]]
+    out = [clip_arg(arg, 512) for arg in command[:64]]
     if len(command) > 64:
         out.append("... (%d more)" % (len(command) - 64))
     return out

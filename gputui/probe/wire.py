@@ -2,7 +2,8 @@
 
 Also the protocol's limits, with one owner: the app's config and command line check a sample
 interval with `interval_problem`, as the probe does; the sample and the detail bound their strings
-with `clip_text` and `clip_list`, the one way a record marks what it cut.
+with `clip_text`, `clip_arg` (a command's argument: a path keeps its name) and `clip_list`, the
+one way a record marks what it cut.
 
 Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
@@ -59,6 +60,42 @@ def clip_text(text, limit=MAX_TEXT):
     if text is None or len(text) <= limit:
         return text
     return "%s\u2026(%d bytes)" % (text[:limit], len(text.encode("utf-8", "replace")))
+
+
+def clip_arg(text, limit):
+    # type: (str, int) -> str
+    """One command-line argument within `limit` characters, marked where cut. A path (a `/` before
+    its last component, no white space) gives up its directories and keeps its name, the script's or
+    the file's, whole: `/…/kernels/notebook_kernel_launcher.py`, `--config=/…/runs/a.yaml` (what
+    comes up to the first `/` kept where it fits, then as many directories next to the name as fit).
+    A name too long even alone keeps its start after `…/`, and the whole length in bytes, as
+    clip_text says it. Anything else keeps its start: clip_text."""
+    if len(text) <= limit:
+        return text
+    return _clip_path(text, limit) or clip_text(text, limit) or ""
+
+
+def _clip_path(text, limit):
+    # type: (str, int) -> Optional[str]
+    """clip_arg of a path; None when `text` is no path (no directory to give up, or white space)."""
+    end = len(text.rstrip("/"))  # `/data/runs/` names `runs`
+    last = text.rfind("/", 0, end)
+    if last <= 0 or any(ch.isspace() for ch in text):
+        return None  # no directory before the name (`/name`, `name`): nothing to give up
+    name = text[last:]
+    if len(name) + 1 > limit:
+        return "\u2026%s\u2026(%d bytes)" % (name[: max(limit - 1, 1)], len(text.encode("utf-8", "replace")))
+    first = text.find("/")
+    lead = text[: first + 1]
+    if first == last or len(lead) + 1 + len(name) > limit:
+        lead = ""  # nothing between it and the name, or no room for it: the mark starts the text
+    keep = last  # the leftmost `/` of the tail that fits
+    while True:
+        before = text.rfind("/", len(lead), keep)
+        if before < 0 or len(lead) + 1 + len(text) - before > limit:
+            break
+        keep = before
+    return "%s\u2026%s" % (lead, text[keep:])
 
 
 def clip_list(items, limit):

@@ -11,10 +11,13 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gputui.probe import core
-from gputui.probe.core import MAX_ARG, MAX_ARGS, clip_command, fit_line
-from gputui.probe.wire import MAX_LINE, MAX_TEXT, clip_text, decode
+from gputui.probe.core import MAX_ARG, MAX_ARGS, PARENT_ARG, clip_command, fit_line
+from gputui.probe.wire import MAX_LINE, MAX_TEXT, clip_arg, clip_text, decode
+from tests.support.fuzzing import FUZZ
 from tests.support.probeproc import ProbeProcess
 
 # Opens every device file of the sim whose prefix is argv[1] (as a CUDA process does), says so, and
@@ -150,6 +153,89 @@ def test_clip_text_and_command_mark_what_they_cut():
     assert clipped[0] == "a" * MAX_ARG + f"\u2026({MAX_ARG + 1} bytes)"
     assert clipped[-1] == "... (1 more)" and len(clipped) == MAX_ARGS + 1
     assert clip_command(["python", "train.py"]) == ["python", "train.py"]
+
+
+LAUNCHER = """
+import subprocess, sys
+child = subprocess.Popen([sys.executable, "-S", "-c", sys.argv[1], sys.argv[2]], stdin=subprocess.PIPE)
+sys.stdin.read()  # the test closes it: the holder below is ended, then this launcher
+child.stdin.close()
+child.wait()
+"""
+
+
+def test_a_long_path_keeps_its_name_whole_and_cuts_its_directories():
+    path = "/tmp/pytest-of-alice/pytest-1234/test_a_notebook_kernel0/work/kernels/notebook_kernel_launcher.py"
+    clipped = clip_arg(path, 64)
+    assert len(clipped) <= 64 and clipped != path
+    assert clipped.startswith("/\u2026/") and clipped.endswith("/kernels/notebook_kernel_launcher.py")
+    # The directories nearest the name are kept, as many as fit.
+    assert path.endswith(clipped[2:]) and len(clip_arg(path, 63)) <= 63
+    # What comes before a path (an option's name) is kept with its first `/`.
+    option = "--config=" + path
+    assert clip_arg(option, 64).startswith("--config=/\u2026/")
+    assert clip_arg(option, 64).endswith("/notebook_kernel_launcher.py")
+    # A relative path alike, its first directory kept.
+    relative = "experiments/" + "x" * 80 + "/train.py"
+    assert clip_arg(relative, 64) == "experiments/\u2026/train.py"
+    # A name that does not fit whole keeps its start after the mark; the bytes say how long it was.
+    huge = "/opt/" + "n" * 100 + ".py"
+    assert clip_arg(huge, 64).startswith("\u2026/nnnn") and clip_arg(huge, 64).endswith(
+        f"\u2026({len(huge)} bytes)"
+    )
+    # Not a path (white space, no `/`): its start, as every clipped text.
+    text = "a sentence / with a slash " * 5
+    assert clip_arg(text, 64) == clip_text(text, 64)
+    assert clip_arg("x" * 100, 64) == clip_text("x" * 100, 64)
+    assert clip_arg(path, len(path)) == path and clip_arg("train.py", 64) == "train.py"
+
+
+@FUZZ
+@given(st.text(st.sampled_from("ab/é\u00a0 .\x00"), max_size=200), st.integers(min_value=4, max_value=80))
+def test_a_clipped_argument_is_bounded_and_marked(text, limit):
+    clipped = clip_arg(text, limit)
+    if len(text) <= limit:
+        assert clipped == text
+        return
+    assert "\u2026" in clipped
+    assert len(clipped) <= limit + len(f"\u2026({4 * len(text)} bytes)")  # the wire's bound holds
+    name = text.rstrip("/").rsplit("/", 1)[-1]
+    path = text.rstrip("/").rfind("/") > 0 and not any(c.isspace() for c in text)
+    if path and len(name) + 2 <= limit:  # room for `…/` and the name: the name is whole
+        assert len(clipped) <= limit and clipped.endswith("/" + name + text[len(text.rstrip("/")) :])
+
+
+def test_a_launchers_long_script_path_keeps_its_name_in_the_parents_record(holders, tmp_path):
+    """The tree's parent row: a launcher below a deep directory, which started a GPU holder."""
+    script = tmp_path / ("d" * 40) / "kernels" / "notebook_kernel_launcher.py"
+    script.parent.mkdir(parents=True)
+    script.write_text(LAUNCHER)
+    probe, prefix = started_probe()
+    launcher = subprocess.Popen(
+        [sys.executable, "-S", str(script), HOLDER, prefix], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL
+    )
+    try:
+        record = None
+        for _ in range(100):  # until the holder below it holds the device files
+            line = sample_line(probe)
+            record, err = decode(line, ("sample",))
+            assert err is None, err
+            if any(p.get("ppid") == launcher.pid and p["kind"] == "hidden" for p in record["processes"]):
+                break
+        assert record is not None
+        parent = next(p for p in record["parents"] if p["pid"] == launcher.pid)
+        shown = parent["command"][2]
+        assert len(str(script)) > PARENT_ARG and len(shown) <= PARENT_ARG
+        assert shown.endswith("/kernels/notebook_kernel_launcher.py") and "\u2026" in shown
+        assert probe.quit()[0] == 0
+    finally:
+        launcher.stdin.close()
+        try:
+            launcher.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            launcher.kill()  # this PID only: the launcher this test started
+            launcher.wait()
+        probe.close()
 
 
 def test_over_long_events_and_other_records_never_leave_as_over_long_lines():

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gputui.probe.jobs import MAX_JOBS, JobFinder, Node, interactive_shell
+from gputui.probe.jobs import MAX_JOBS, ROOT_ARG, JobFinder, Node, interactive_shell
 from gputui.probe.procfs import container_of, slurm_job_in, unit_in
 
 GiB = 1 << 30
@@ -112,6 +112,23 @@ def test_a_launcher_below_a_login_shell_is_the_root_of_its_ranks_and_their_worke
     assert job["uid"] == 1000 and job["command"][1] == "/usr/local/bin/torchrun"
     assert job["slurm_job"] is None and job["container"] is None and job["unit"] is None
     assert job_of == {801: "800", 802: "800", 803: "800"}
+
+
+def test_a_roots_long_script_path_keeps_the_scripts_name_whole(tree):
+    """A job's command (the job table, `jobs[].command` in JSON) gives up the directories of a long
+    path, never the script's name: `/…/kernels/notebook_kernel_launcher.py`, not `/tmp/…(68 bytes)`."""
+    script = "/home/alice/projects/2025-notebooks/runtime/kernels/notebook_kernel_launcher.py"
+    config = "--connection-file=/home/alice/.local/share/jupyter/runtime/kernel-4f1c9d2e.json"
+    assert len(script) > ROOT_ARG and len(config) > ROOT_ARG
+    tree.add(700, 1, "bash", ["-bash"])
+    tree.add(800, 700, "python", ["/usr/bin/python3", script, config])
+    tree.add(801, 800, "python", ["/usr/bin/python3", "-m", "ipykernel_launcher"])
+    jobs, _, _ = jobs_of(tree, [gpu_proc(801, [0])])
+    command = jobs["800"]["command"]
+    assert command[0] == "/usr/bin/python3"
+    assert command[1].endswith("/kernels/notebook_kernel_launcher.py") and "\u2026" in command[1]
+    assert command[2].startswith("--connection-file=/") and command[2].endswith("/kernel-4f1c9d2e.json")
+    assert all(len(arg) <= ROOT_ARG for arg in command)
 
 
 def test_a_bash_loop_in_tmux_is_the_root_of_the_runs_it_starts(tree):
