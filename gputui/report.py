@@ -29,7 +29,7 @@ from .fleet import DOWN, REASONS, HostView
 from .idle import span, threshold
 from .kill.plan.mps import mps_clients
 from .model import IDLE_SLACK, NO_GPU_CODES, Gpu, Proc, Sample
-from .textsafe import printable
+from .textsafe import fit, pad, printable
 from .units import fmt_bytes, fmt_bytes_of, fmt_duration, fmt_gpus, fmt_percent
 from .words import MPS_NAMES, count, gpu_places, host_metrics_parts, joined, kind_word, mig_profile
 
@@ -131,11 +131,6 @@ def _sm(p: Proc) -> str:
     return "-" if sm is None else f"{sm}%"
 
 
-def _cut(text: str, width: int) -> str:
-    """`text` in at most `width` characters, an ellipsis where it was cut."""
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def render(views: list[HostView], out: TextIO, width: int = 120, idle_after: float | None = None) -> None:
     after = threshold(None) if idle_after is None else idle_after
     for v in views:
@@ -178,7 +173,7 @@ def render(views: list[HostView], out: TextIO, width: int = 120, idle_after: flo
                 )
                 state += f", {fmt_bytes(size)} {part}"
             print(
-                f"   {g.index:>3}  {_cut(printable(g.name or '-'), 22):<22} {used:>18} "
+                f"   {g.index:>3}  {pad(g.name or '-', 22)} {used:>18} "
                 f"{fmt_percent(g.util_gpu):>5} {temp:>5} {power:>11}  {state}",
                 file=out,
             )
@@ -200,12 +195,11 @@ def render(views: list[HostView], out: TextIO, width: int = 120, idle_after: flo
                 note = f"{words}; {note}" if note else words
             head = (
                 f"   {p.pid:>7} {kind_word(p):<8} {places[p.pid]:<{wide}} {mem:>8} {_sm(p):>4} "
-                f"{_cut(printable(p.user or '-'), 10):<10} {fmt_duration(p.elapsed):>8}  "
+                f"{pad(p.user or '-', 10)} {fmt_duration(p.elapsed):>8}  "
             )
             tail = f"  ({note})" if note else ""
             # Numbers and the note stay whole; the command gives way, with an ellipsis.
-            room = max(width, 60) - len(head) - len(tail)
-            print(head + _cut(printable(p.command_line), max(room, 12)) + tail, file=out)
+            print(fit(head, p.command_line, tail, max(width, 60), 12), file=out)
         _render_jobs(sample, out, width)
         if sample.scan_unreadable:
             print(
@@ -231,7 +225,7 @@ def _render_mig(gpu: Gpu, sample: Sample, out: TextIO) -> None:
         who = "  ".join(f"{kinds[k]} {k}" for k in ("user", "ghost", "hidden") if kinds[k]) or "· idle"
         # Under the GPU's row, its columns kept: the driver gives no utilization, temperature or
         # power per instance, so those are left blank, as in the dashboard.
-        print(f"     {label:<5} {_cut(name, 19):<19} {used:>18} {'':>5} {'':>5} {'':>11}  {who}", file=out)
+        print(f"     {label:<5} {pad(name, 19)} {used:>18} {'':>5} {'':>5} {'':>11}  {who}", file=out)
 
 
 def _render_jobs(sample: Sample, out: TextIO, width: int) -> None:
@@ -245,13 +239,12 @@ def _render_jobs(sample: Sample, out: TextIO, width: int) -> None:
     )
     for job in sample.jobs:
         head = (
-            f"   {_cut(job.id, 7):>7} {_cut(printable(job.user or '-'), 10):<10} {fmt_gpus(job.gpus):<6} "
+            f"   {pad(job.id, 7, right=True)} {pad(job.user or '-', 10)} {fmt_gpus(job.gpus):<6} "
             f"{fmt_bytes(job.memory):>8} {len(job.members):>7}  "
         )
         where = job.where
         tail = f"  ({printable(where)})" if where else ""
-        room = max(width, 60) - len(head) - len(tail)
-        print(head + _cut(printable(job.command_line), max(room, 12)) + tail, file=out)
+        print(fit(head, job.command_line, tail, max(width, 60), 12), file=out)
     if sample.jobs_omitted:
         print(f"   ({count(sample.jobs_omitted, 'more job')} not sent by the probe)", file=out)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import time
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import TextIO
@@ -28,7 +27,7 @@ from .model import (
 )
 from .probe.common import count as count  # one owner: the probe words counts the same way
 from .probe.common import took as _took
-from .textsafe import printable
+from .textsafe import cut, fit, printable
 from .units import (
     fmt_bytes,
     fmt_duration,
@@ -167,6 +166,11 @@ HEADS = {
 }
 
 
+# The fewest cells a command is cut to in a verdict's process line and in a restart warning: a
+# narrower terminal wraps the line rather than cut the command shorter.
+VERDICT_COMMAND = 60
+RESTART_COMMAND = 80
+
 # What memory nothing here holds is, from inside a container (MemoryAccount.outside).
 OUTSIDE = "used outside this container: another container or the host (no process here holds it)"
 
@@ -293,7 +297,7 @@ def restart_words(r: Restart) -> str:
     """A parent that outlived what the plan stopped: `parent 4242 `python supervisor.py` still runs
     and may start it again: `clean --pid 4242``; once it has, `... has started 5252 again (GPU 2)`.
     The same words in `clean`'s text, its JSON (`restarts[].words`) and the dashboard's verdict."""
-    who = f"parent {r.pid} `{printable(r.brief)[:80]}` still runs"
+    who = f"parent {r.pid} `{cut(r.brief, RESTART_COMMAND)}` still runs"
     if r.new:
         on = f" on GPU {','.join(map(str, r.new_gpus))}" if r.new_gpus else ""
         what = f"and has started {pids(r.new[:8])}{' and more' if len(r.new) > 8 else ''}{on} since"
@@ -362,8 +366,12 @@ def toast_title(status: str, cleans_gpus: bool, signal: str | None = None) -> st
     return "NOT clean" if cleans_gpus else "NOT stopped"
 
 
-def verdict_lines(host: str, status: str, message: str | None, verdict: PlanVerdict | None) -> list[str]:
-    """The verdict as `gputui clean` prints it: a head line, then a line per GPU and per process."""
+def verdict_lines(
+    host: str, status: str, message: str | None, verdict: PlanVerdict | None, width: int = 0
+) -> list[str]:
+    """The verdict as `gputui clean` prints it: a head line, then a line per GPU and per process. A
+    process's command takes the room a terminal `width` cells wide leaves it, never fewer than
+    VERDICT_COMMAND cells (all that a `width` of 0 gives it), cut with a mark where it must be."""
     spent = (
         f" in {took(verdict.elapsed_ms)}" if verdict is not None and verdict.elapsed_ms is not None else ""
     )
@@ -382,10 +390,8 @@ def verdict_lines(host: str, status: str, message: str | None, verdict: PlanVerd
         note = p.why or ""
         if p.allow:
             note = f"{note}; {p.allow}" if note else p.allow
-        lines.append(
-            f"   {p.pid:>7}  {printable(p.result):<18} {signals:<16} {printable(p.brief)[:60]}"
-            + (f"  ({printable(note)})" if note else "")
-        )
+        lead = f"   {p.pid:>7}  {printable(p.result):<18} {signals:<16} "
+        lines.append(fit(lead, p.brief, f"  ({printable(note)})" if note else "", width, VERDICT_COMMAND))
     for problem in verdict.problems:
         lines.append(f"   ! {printable(problem)}")
     for r in verdict.restarts:
@@ -422,9 +428,9 @@ def gpu_places(proc: Proc) -> str:
 def mig_profile(instance: MigInstance) -> str:
     """`3g.71gb`, what tells a GPU's instances apart, from the driver's name of the instance
     ("NVIDIA H200 MIG 3g.71gb"); the whole name where it has no "MIG", empty where none. Made safe."""
-    name = printable((instance.name or "")[:40])
+    name = printable(instance.name or "")
     at = name.find("MIG")
-    return name[at + 3 :].strip() if at >= 0 else name
+    return cut(name[at + 3 :].strip() if at >= 0 else name, 40)
 
 
 # -- the reset ladder (`gputui clean --reset-gpu N`) ------------------------------------------
@@ -495,35 +501,6 @@ def terminal_size(stream: TextIO) -> tuple[int, int]:
 def columns(stream: TextIO) -> int:
     """The width of the terminal `stream` writes to (terminal_size)."""
     return terminal_size(stream)[0]
-
-
-def cells(text: str) -> int:
-    """How many terminal cells `text` takes (wide characters two, combining ones none)."""
-    if text.isascii():
-        return len(text)
-    return sum(_cell(ch) for ch in text)
-
-
-def _cell(ch: str) -> int:
-    if unicodedata.combining(ch):
-        return 0
-    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
-
-
-def cut(text: str, width: int) -> str:
-    """`text` in at most `width` cells, an ellipsis where it was cut (empty for a width below 1)."""
-    if cells(text) <= width:
-        return text
-    if width < 1:
-        return ""
-    out, used = [], 0
-    for ch in text:
-        w = _cell(ch)
-        if used + w > width - 1:
-            break
-        out.append(ch)
-        used += w
-    return "".join(out) + "…"
 
 
 def shares(sizes: Sequence[int], room: int) -> list[int]:

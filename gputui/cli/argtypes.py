@@ -19,19 +19,27 @@ from collections.abc import Callable
 from ..config import MAX_IDLE_MINUTES
 from ..probe.common import MAX_TIMEOUT
 from ..probe.wire import interval_problem
+from ..textsafe import cut
 
 MAX_SECONDS = MAX_TIMEOUT  # the longest timeout (a kill plan's term_timeout and verify_timeout too)
 MAX_INDEX_DIGITS = 18  # an index or PID this long is no index, and int() of thousands of digits fails
 MAX_SIZE = 1 << 60  # bytes: an exbibyte, the model's bound on any size a probe reports
 _DECIMAL = re.compile(r"[+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]i?B?|B)?\s*", re.IGNORECASE)
+SHOWN = 40  # cells of a bad value quoted back in its error (cut with a mark past that)
+
+
+def shown(text: str) -> str:
+    """A bad value as its error quotes it: `'8 parsecs'`, control characters escaped, a long one cut
+    with a mark (the user's own text, never a silent slice of it)."""
+    return f"'{cut(text, SHOWN)}'"
 
 
 def _float(text: str, what: str = "a number of seconds") -> float:
     """`text` as a finite number >= 0 written in ASCII decimal (a huge one is infinite: refused)."""
     value = float(text) if _DECIMAL.fullmatch(text) else math.nan
     if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not {what}")
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not {what}")
     return value
 
 
@@ -86,7 +94,7 @@ def whole(low: int, high: int, what: str) -> Callable[[str], int]:
     def parse(text: str) -> int:
         value = parse_index(text)
         if value is None or not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not {what} from {low} to {high}")
+            raise argparse.ArgumentTypeError(f"{shown(text)} is not {what} from {low} to {high}")
         return value
 
     return parse
@@ -97,12 +105,12 @@ def size(text: str) -> int:
     0, at most MAX_SIZE."""
     match = _SIZE.fullmatch(text) if text.isascii() else None
     if not match:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a size (e.g. 8GiB, 512MiB)")
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a size (e.g. 8GiB, 512MiB)")
     unit = (match.group(2) or "B").upper()[:1]
     scale = {"B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[unit]
     value = float(match.group(1)) * scale  # 400 digits: infinite, refused below (int() would raise)
     if not 1 <= value <= MAX_SIZE:
-        raise argparse.ArgumentTypeError(f"{text[:40]} is out of range (1 byte to 1 EiB)")
+        raise argparse.ArgumentTypeError(f"{cut(text, SHOWN)} is out of range (1 byte to 1 EiB)")
     return int(value)
 
 

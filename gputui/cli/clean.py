@@ -35,9 +35,10 @@ from ..kill.plan.record import SIGNAL_WORDS, Plan
 from ..killoptions import KillOptions
 from ..model import Event, Job, PlanVerdict, Sample
 from ..probe.common import SIGNAL_PLANS
-from ..textsafe import printable
+from ..textsafe import fit, pad, printable
 from ..units import fmt_bytes, fmt_bytes_of
 from ..words import (
+    DEFAULT_COLUMNS,
     count,
     restart_words,
     signals_sent,
@@ -557,20 +558,27 @@ def _idle_holders(
 
 # -- printing ----------------------------------------------------------------------------------
 
+# The fewest cells a plan's command is cut to (a target's, one left alone's): a narrower terminal
+# wraps the row rather than cut the command shorter.
+PLAN_COMMAND = 70
+LEFT_COMMAND = 60
+
 
 def _print_plan(con: Console, outcome: HostOutcome) -> None:
     plan = outcome.plan
     if plan is None:
         return  # a host without a plan (down, no GPU, read-only) is reported with the verdicts
-    for line in plan_lines(plan):
+    for line in plan_lines(plan, con.width):
         con.say(line)
     if outcome.status == "refused":
         con.say(f"   REFUSED: {printable(outcome.message or '')}")
     con.say()
 
 
-def plan_lines(plan: Plan) -> list[str]:
-    """The plan as a readable table (the dashboard's dialog shows the same, in its own layout)."""
+def plan_lines(plan: Plan, width: int = DEFAULT_COLUMNS) -> list[str]:
+    """The plan as a readable table (the dashboard's dialog shows the same, in its own layout), a
+    terminal of `width` cells wide: each command takes the room its row leaves (at least
+    PLAN_COMMAND cells; a narrower terminal wraps the row), cut with a mark where it must be."""
     gpus = ", ".join(
         f"GPU {g.index}: {fmt_bytes_of(g.memory_used, g.memory_total)}" for g in plan.gpus + plan.touched
     )
@@ -586,7 +594,7 @@ def plan_lines(plan: Plan) -> list[str]:
     if plan.signalled:
         lines.append(f"   {'PID':>7}  {'user':<10} {'GPUs':<6} {'GPU mem':>8}  command  (why)")
     for t in plan.targets:
-        lines.append(_target_line(t.pid, t.user, t.gpus, t.memory, t.brief, t.why))
+        lines.append(_target_line(t.pid, t.user, t.gpus, t.memory, t.brief, t.why, width))
     if plan.sweep:
         head = (
             "sweep (included)"
@@ -595,13 +603,12 @@ def plan_lines(plan: Plan) -> list[str]:
         )
         lines.append(f"   {head}:")
         for t in plan.sweep:
-            lines.append(_target_line(t.pid, t.user, t.gpus, t.memory, t.brief, t.why))
+            lines.append(_target_line(t.pid, t.user, t.gpus, t.memory, t.brief, t.why, width))
     if plan.excluded:
         lines.append("   left alone:")
         for e in plan.excluded:
-            lines.append(
-                f"   {e.pid:>7}  {printable(e.user or '-')[:10]:<10} {printable(e.brief)[:60]}  ({printable(e.why)})"
-            )
+            lead = f"   {e.pid:>7}  {pad(e.user or '-', 10)} "
+            lines.append(fit(lead, e.brief, f"  ({printable(e.why)})", width, LEFT_COMMAND))
     for w in plan.warnings:
         lines.append(f"   ! {printable(w.message)}")
     lines.append(f"   signals: {SIGNAL_WORDS[plan.kill.signals]}")
@@ -631,14 +638,12 @@ def job_line(plan: Plan, job: Job) -> str:
 
 
 def _target_line(
-    pid: int, user: str | None, gpus: tuple[int, ...], memory: int, command: str, why: str
+    pid: int, user: str | None, gpus: tuple[int, ...], memory: int, command: str, why: str, width: int
 ) -> str:
     where = ",".join(map(str, gpus)) or "-"
     mem = fmt_bytes(memory) if memory else "-"
-    return (
-        f"   {pid:>7}  {printable(user or '-')[:10]:<10} {where:<6} {mem:>8}  "
-        f"{printable(command)[:70]}  ({printable(why)})"
-    )
+    lead = f"   {pid:>7}  {pad(user or '-', 10)} {where:<6} {mem:>8}  "
+    return fit(lead, command, f"  ({printable(why)})", width, PLAN_COMMAND)
 
 
 def _finish(
@@ -648,7 +653,7 @@ def _finish(
     code = exit_code(items) if code is None else code
     for o in items:
         if o.status not in ("planned", "skipped"):  # a dry run's plans were printed already
-            for line in verdict_lines(o.host, o.status, o.message, o.verdict):
+            for line in verdict_lines(o.host, o.status, o.message, o.verdict, con.width):
                 con.say(line)
     if not dry_run:
         done = [o for o in items if o.verdict is not None]

@@ -11,14 +11,14 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..textsafe import printable
+from ..textsafe import cells, cut, pad, printable
 from ..units import fmt_bytes
 from ..words import count, head, took
 
 if TYPE_CHECKING:
     from .clean import HostOutcome
 
-NOTE_CHARS = 70
+NOTE_CELLS = 70  # a host's note (the whole message is in its verdict above, and in the JSON)
 
 
 def wanted(outcomes: Sequence[HostOutcome]) -> bool:
@@ -33,11 +33,11 @@ def summary_lines(outcomes: Sequence[HostOutcome], dry_run: bool) -> list[str]:
     outcomes = [o for o in outcomes if o.status != "skipped"]
     rows = [_row(o, dry_run) for o in outcomes]
     heads = ("HOST", "RESULT", "GPUS", "PROCESSES", "MEMORY", "TIME", "NOTE")
-    widths = [max(len(r[i]) for r in [heads, *rows]) for i in range(len(heads) - 1)]
+    widths = [max(cells(r[i]) for r in [heads, *rows]) for i in range(len(heads) - 1)]
     lines = [f"== summary: {count(len(outcomes), 'host')}" + (" (dry run: nothing done)" if dry_run else "")]
     for r in [heads, *rows]:
-        cells = [v.ljust(w) for v, w in zip(r[:-1], widths, strict=True)]
-        lines.append("   " + "  ".join([*cells, r[-1]]).rstrip())
+        shown = [pad(v, w) for v, w in zip(r[:-1], widths, strict=True)]
+        lines.append("   " + "  ".join([*shown, r[-1]]).rstrip())
     totals = _totals(outcomes, dry_run)
     if skipped:
         totals += f"; {count(len(skipped), 'host')} with nothing asked"
@@ -67,10 +67,7 @@ def _row(o: HostOutcome, dry_run: bool) -> tuple[str, ...]:
         held = sum(t.memory for t in plan.targets)
         memory = fmt_bytes(held) if held else "-"
     result = "PLANNED" if o.status == "planned" and dry_run else head(o.status)
-    note = printable(o.message or "")
-    if len(note) > NOTE_CHARS:
-        note = note[: NOTE_CHARS - 1] + "…"
-    return (printable(o.host), result, gpus, procs, memory, spent, note)
+    return (printable(o.host), result, gpus, procs, memory, spent, cut(o.message or "", NOTE_CELLS))
 
 
 def _totals(outcomes: Sequence[HostOutcome], dry_run: bool) -> str:

@@ -12,7 +12,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from ..textsafe import printable
+from ..textsafe import encodable, printable
+from ..words import columns
 from . import streams
 
 JSON_VERSION = 2  # of `gputui clean --json`'s document
@@ -41,8 +42,17 @@ class Console:
         """Where the plan and the stages go: stdout, or stderr when stdout carries the JSON."""
         return self.err if self.json else self.out
 
+    @property
+    def width(self) -> int:
+        """How many cells wide the lines for people may be: the terminal's (or $COLUMNS), 80 where
+        neither says (a pipe, a file): the width a plan's and a verdict's commands are cut to."""
+        return columns(self.human)
+
     def _write(self, stream: TextIO, text: str) -> None:
-        print(text, file=stream, flush=True)
+        # In what the stream's encoding takes (an ASCII locale): a character it cannot take would
+        # otherwise fail the write, and the guard would drop every line after it.
+        guard = self.out_guard if stream is self.out else self.err_guard
+        print(encodable(text, getattr(guard.stream, "encoding", None)), file=stream, flush=True)
 
     def say(self, text: str = "") -> None:
         # Every line may carry text from a host: escape once more as a last guard (idempotent).

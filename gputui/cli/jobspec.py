@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from ..kill.plan.jobs import above_jobs, job_for_pid
 from ..model import Job, Sample
-from ..textsafe import printable
+from ..textsafe import cut, printable
 from .gpuspec import UsageError
 
 SHOWN = 12  # names listed in a "no such ..." message
@@ -140,7 +140,7 @@ def _jobs_seen(samples: dict[str, Sample]) -> str:
     parts = []
     for host, sample in samples.items():
         if sample.jobs:
-            shown = ", ".join(f"{j.id} ({printable(j.command_line)[:40]})" for j in sample.jobs[:SHOWN])
+            shown = ", ".join(f"{printable(j.id)} ({cut(j.command_line, 40)})" for j in sample.jobs[:SHOWN])
             more = f" and {len(sample.jobs) - SHOWN} more" if len(sample.jobs) > SHOWN else ""
             parts.append(f"{printable(host)}: {shown}{more}")
     return "jobs: " + "; ".join(parts) if parts else "no job there"

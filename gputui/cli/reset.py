@@ -14,7 +14,7 @@ from typing import Any
 
 from ..kill.operate import Operations
 from ..model import Event, Gpu, Sample
-from ..textsafe import printable
+from ..textsafe import cut, printable
 from ..units import fmt_bytes
 from ..words import count, head, part_words, reset_advice, stage_line, unaccounted_words
 from .console import JSON_VERSION, Console
@@ -56,8 +56,8 @@ def reset_blockers(
     for item in raw[:MAX_BLOCKERS]:
         if not isinstance(item, dict):
             continue
-        kind = printable(item["kind"][:40]) if isinstance(item.get("kind"), str) else "?"
-        words = printable(item["words"][:400]) if isinstance(item.get("words"), str) else "?"
+        kind = cut(item["kind"], 40) if isinstance(item.get("kind"), str) else "?"
+        words = cut(item["words"], 400) if isinstance(item.get("words"), str) else "?"
         pid = item.get("pid")
         pid = pid if isinstance(pid, int) and not isinstance(pid, bool) and 0 < pid < 1 << 31 else None
         advice = reset_advice(kind, host, gpu, pid, procs.get(pid) if pid is not None else None)

@@ -18,7 +18,8 @@ from typing import TextIO
 from ..fleet import DOWN, Fleet, HostView
 from ..model import NO_GPU_CODES
 from ..report import SCHEMA_VERSION, as_json, dumps, host_status, render
-from ..words import cut, terminal_size
+from ..textsafe import cut
+from ..words import terminal_size
 from .exits import EXIT_DOWN, EXIT_NO_GPU, EXIT_OK, killed_by
 
 __all__ = [

@@ -28,8 +28,8 @@ from ..fleet import DOWN, Fleet, HostView
 from ..idle import threshold
 from ..model import NO_GPU_CODES, Preflight, Sample
 from ..readiness import DEFAULT_UTIL_BELOW, Conditions, Unready, unready
-from ..textsafe import printable
-from ..words import cells, columns, count, cut, shares
+from ..textsafe import cells, cut, printable
+from ..words import columns, count, shares
 from . import argtypes
 from .exits import EXIT_NO_GPU, EXIT_READY, EXIT_TIMEOUT, EXIT_USAGE
 from .gpuspec import UsageError, resolve_gpu_specs
