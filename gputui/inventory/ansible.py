@@ -5,20 +5,30 @@ A host's address, user and port come from `ansible_host`, `ansible_user` and `an
 old `ansible_ssh_*` names); a jump host from `-J HOST` or `-o ProxyJump=HOST` in
 `ansible_ssh_common_args` / `ansible_ssh_extra_args`; `ansible_connection=local` is this machine.
 GROUP (default `all`) includes its child groups' hosts.
+
+`ansible-inventory` runs an executable inventory (a script, a plugin), as the user running gputui;
+gputui runs only `ansible-inventory`, within gputui/inventory/tool.py's bounds, and checks every value
+of its answer that it uses: names, addresses, users and jump hosts are words (tool.word), ports are
+1-65535 in ASCII digits, the groups' lists are lists of names, at most MAX_HOSTS hosts.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ..config import LOCAL
-from .base import InventoryError, ResolvedHost, checked, last_line, run_tool
+from ..hostlist import MAX_HOSTS
+from .base import InventoryError, ResolvedHost, checked
+from .tool import MAX_WORD, described, parse_json, port, run_tool, shown, word
 
 INSTALL = "install Ansible (Debian: ansible-core)"
+TOOL = "ansible-inventory"
+MAX_ARGS = 4096  # characters of ansible_ssh_common_args / _extra_args read for a jump host
+_GROUPS_SHOWN = 20  # groups named when the one asked for is not there
 
 
 def split_spec(arg: str) -> tuple[str, str | None]:
@@ -36,74 +46,113 @@ def inventory_hosts(arg: str, source: str | None = None) -> list[ResolvedHost]:
         raise InventoryError(f"{where}: name the inventory: @ansible:PATH or @ansible:PATH:GROUP")
     inventory = Path(path).expanduser()
     if not inventory.exists():
-        raise InventoryError(f"{where}: no inventory at {inventory}")
+        raise InventoryError(f"{where}: no inventory at {shown(str(inventory), 300, quote=False)}")
     env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="False")
-    out = run_tool(["ansible-inventory", "-i", str(inventory), "--list"], where, install=INSTALL, env=env)
-    try:
-        data = json.loads(out)
-    except ValueError:
-        why = last_line(out.encode())
-        raise InventoryError(
-            f"{where}: ansible-inventory did not print JSON ({why})", unavailable=True
-        ) from None
+    out = run_tool([TOOL, "-i", str(inventory), "--list"], where, install=INSTALL, env=env)
+    data = parse_json(out, where, TOOL)
+    del out  # up to 64 MiB, not kept while the hosts are made
     if not isinstance(data, dict):
-        raise InventoryError(f"{where}: ansible-inventory printed no inventory", unavailable=True)
+        raise InventoryError(f"{where}: {TOOL} printed no inventory", unavailable=True)
     wanted = group or "all"
     if wanted not in data or wanted == "_meta":
-        groups = sorted(k for k in data if k not in ("_meta", "all", "ungrouped"))
-        known = f"its groups: {', '.join(groups)}" if groups else "it has no groups"
-        raise InventoryError(f"{where}: the inventory has no group {wanted!r} ({known})")
-    meta = data.get("_meta")
-    hostvars = meta.get("hostvars", {}) if isinstance(meta, dict) else {}
-    names = _hosts_of(data, wanted, set())
+        raise InventoryError(f"{where}: the inventory has no group {shown(wanted)} ({_known(data)})")
+    hostvars = _hostvars(data, where)
+    names = _hosts_of(data, wanted, where)
     if not names:
-        raise InventoryError(f"{where}: no hosts in {'group ' + repr(group) if group else 'the inventory'}")
+        raise InventoryError(f"{where}: no hosts in {'group ' + shown(group) if group else 'the inventory'}")
     return [checked(_host(name, hostvars.get(name), group, where), where) for name in names]
 
 
-def _hosts_of(data: dict[str, Any], group: str, seen: set[str]) -> list[str]:
-    """The group's hosts, then its children's, each once (a cycle is cut)."""
-    if group in seen:
-        return []
-    seen.add(group)
-    entry = data.get(group)
-    if not isinstance(entry, dict):
-        return []
+def _known(data: dict[str, Any]) -> str:
+    """The inventory's groups for a message: the first few, escaped, and how many more."""
+    groups = sorted(k for k in data if k not in ("_meta", "all", "ungrouped"))
+    if not groups:
+        return "it has no groups"
+    named = ", ".join(shown(g, quote=False) for g in groups[:_GROUPS_SHOWN])
+    more = f" and {len(groups) - _GROUPS_SHOWN:,} more" if len(groups) > _GROUPS_SHOWN else ""
+    return f"its groups: {named}{more}"
+
+
+def _hostvars(data: dict[str, Any], where: str) -> dict[str, Any]:
+    meta = data.get("_meta") or {}
+    hostvars = (meta.get("hostvars") or {}) if isinstance(meta, dict) else None
+    if not isinstance(hostvars, dict):
+        raise InventoryError(f"{where}: {TOOL}'s _meta.hostvars is not a table of hosts")
+    return hostvars
+
+
+def _hosts_of(data: dict[str, Any], group: str, where: str) -> list[str]:
+    """The group's hosts, then its children's, depth first, each once (a cycle is cut): iterative,
+    so that a chain of 100,000 child groups is no deeper in Python than one."""
     out: dict[str, None] = {}
-    for name in entry.get("hosts", []) or []:
-        if isinstance(name, str):
-            out.setdefault(name, None)
-    for child in entry.get("children", []) or []:
-        if isinstance(child, str):
-            out.update(dict.fromkeys(_hosts_of(data, child, seen)))
+    seen: set[str] = set()
+    stack: list[Iterator[str]] = [iter((group,))]
+    while stack:
+        name = next(stack[-1], None)
+        if name is None:
+            stack.pop()
+            continue
+        if name in seen:
+            continue
+        seen.add(name)
+        entry = data.get(name)
+        if not isinstance(entry, dict):
+            continue
+        for host in _names(entry, "hosts", name, where):
+            out.setdefault(host, None)
+            if len(out) > MAX_HOSTS:
+                raise InventoryError(f"{where}: the inventory lists more than {MAX_HOSTS:,} hosts")
+        stack.append(iter(_names(entry, "children", name, where)))
     return list(out)
 
 
-def _host(name: str, hostvars: Any, group: str | None, where: str) -> ResolvedHost:
-    vars_ = hostvars if isinstance(hostvars, dict) else {}
+def _names(entry: dict[str, Any], key: str, group: str, where: str) -> list[str]:
+    """A group's `hosts` or `children`: a list of names (none if absent)."""
+    listed = entry.get(key)
+    if listed is None:
+        return []
+    if not isinstance(listed, list) or not all(isinstance(n, str) for n in listed):
+        raise InventoryError(f"{where}: {TOOL}: the {key} of group {shown(group)} are not a list of names")
+    return listed
 
-    def text(*keys: str) -> str | None:
+
+def _host(name: str, hostvars: Any, group: str | None, where: str) -> ResolvedHost:
+    label = f"host {shown(name)}"
+    word(name, "host name", where)
+    if hostvars is not None and not isinstance(hostvars, dict):
+        raise InventoryError(f"{where}: {label}: its vars are not a table")
+    vars_: dict[str, Any] = hostvars or {}
+
+    def text(*keys: str, most: int = MAX_WORD) -> str | None:
+        """The first of `keys` that is set, as text; a value that is no text is refused."""
         for key in keys:
             value = vars_.get(key)
-            if isinstance(value, str | int) and not isinstance(value, bool) and str(value).strip():
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, str | int):
+                raise InventoryError(f"{where}: {label}: {key} {described(value)} is not text")
+            if len(str(value)) > most:
+                raise InventoryError(f"{where}: {label}: {key} is longer than {most:,} characters")
+            if str(value).strip():
                 return str(value).strip()
         return None
 
     address = text("ansible_host", "ansible_ssh_host") or name
     if text("ansible_connection") == "local":
         address = LOCAL
-    port_text = text("ansible_port", "ansible_ssh_port")
-    port = None
-    if port_text is not None:
-        if not port_text.isdigit():
-            raise InventoryError(f"{where}: host {name!r}: ansible_port {port_text!r} is not a number")
-        port = int(port_text)
+    user = text("ansible_user", "ansible_ssh_user", "ansible_remote_user")
+    port_key, port_value = next(
+        ((k, v) for k in ("ansible_port", "ansible_ssh_port") if (v := vars_.get(k)) not in (None, "")),
+        ("", None),
+    )
+    args = [text(k, most=MAX_ARGS) for k in ("ansible_ssh_common_args", "ansible_ssh_extra_args")]
+    jump = _jump(" ".join(filter(None, args)))
     return ResolvedHost(
         name=name,
-        address=address,
-        user=text("ansible_user", "ansible_ssh_user", "ansible_remote_user"),
-        port=port,
-        jump=_jump(" ".join(filter(None, (text("ansible_ssh_common_args"), text("ansible_ssh_extra_args"))))),
+        address=word(address, f"{label}: ansible_host", where),
+        user=None if user is None else word(user, f"{label}: ansible_user", where),
+        port=None if port_value is None else port(port_value, f"{label}: {port_key}", where),
+        jump=None if jump is None else word(jump, f"{label}: the jump host", where),
         group=group,
         source=where,
     )
@@ -115,13 +164,13 @@ def _jump(args: str) -> str | None:
         words = shlex.split(args)
     except ValueError:
         return None
-    for i, word in enumerate(words):
+    for i, arg in enumerate(words):
         following = words[i + 1] if i + 1 < len(words) else ""
-        if word == "-J":
+        if arg == "-J":
             return following or None
-        if word.startswith("-J"):
-            return word[2:]
-        option = following if word == "-o" else word[2:] if word.startswith("-o") else None
+        if arg.startswith("-J"):
+            return arg[2:]
+        option = following if arg == "-o" else arg[2:] if arg.startswith("-o") else None
         if option is None:
             continue
         key, _, value = option.replace("=", " ", 1).partition(" ")

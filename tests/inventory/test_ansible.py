@@ -143,3 +143,30 @@ def test_gputui_hosts_prints_prometheus_targets_from_an_inventory(ansible_home: 
         "labels": {"gputui_host": "gpu-a", "gputui_group": "gpus", "gputui_source": f"@ansible:{inv}:gpus"},
     }
     assert len(groups) == 5
+
+
+@needs_ansible
+@pytest.mark.parametrize(
+    "port", ["²", "-1", "70000", "9" * 5000], ids=["superscript", "-1", "70000", "5000-digits"]
+)
+def test_a_port_that_is_no_port_is_refused_in_one_line(ansible_home: Path, port: str) -> None:
+    """Through the real ansible-inventory: INI gives `²` as text, `70000` as a number."""
+    inv = ansible_home / "hosts.ini"
+    inv.write_text(f"[gpus]\ngpu-a ansible_port={port}\n")
+    with pytest.raises(InventoryError) as caught:
+        inventory_hosts(str(inv))
+    assert not caught.value.unavailable  # bad usage (exit 2)
+    message = caught.value.message
+    assert "ansible_port" in message and "gpu-a" in message and "\n" not in message and len(message) < 400
+
+
+@needs_ansible
+def test_an_executable_inventory_is_run_by_ansible_inventory(ansible_home: Path) -> None:
+    """A script inventory: ansible-inventory runs it (gputui runs only ansible-inventory), and what it
+    says is checked like any other inventory's answer."""
+    script = ansible_home / "inventory.py"
+    hosts = {"all": {"hosts": ["gpu-ok", "ev\x1b[2Jil"]}, "_meta": {"hostvars": {}}}
+    script.write_text(f"#!{sys.executable}\nimport json\nprint(json.dumps({hosts!r}))\n")
+    script.chmod(0o755)
+    with pytest.raises(InventoryError, match=r"host name 'ev\\e\[2Jil' contains control characters"):
+        inventory_hosts(str(script))
