@@ -202,6 +202,7 @@ WARNING_KINDS = (
     "stale-scan",  # planned on an incremental sample
     "protected-included",  # a monitor is included
     "mps-server",  # an MPS server or control daemon is a target: its clients end with it
+    "restart",  # a target's parent, of the same job, is not in the plan: it may start the target again
 )
 SEVERE = frozenset({"other-user", "uninterruptible", "permission", "protected-included", "mps-server"})
 

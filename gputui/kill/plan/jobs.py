@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from ...model import Job, Proc, Sample
+from ...model import Job, Parent, Proc, Sample
+from ...probe.common import brief_command
 from ...probe.jobs import INIT_COMMS, SESSION_COMMS, SHELLS, Node, interactive_shell
-from .entries import Excluded, Target, head_excluded, head_target, target_entry
+from ...words import pids
+from .entries import Excluded, PlanWarning, Target, head_excluded, head_target, target_entry
 from .mps import mps_clients
 from .reasons import PROTECTED_WORDS, why
 
@@ -241,6 +243,50 @@ def job_part(sample: Sample, host: str, job: Job) -> JobPart:
         what = f"between the root and the members of job {job.id}"
         heads.append(head_target(host, pid, start, parents.get(pid), what, "between", job.id))
     return JobPart(job, tuple(heads), members)
+
+
+# -- who may start a target again -----------------------------------------------------------------
+
+
+def restart_warnings(targets: Iterable[Target], sample: Sample) -> list[PlanWarning]:
+    """A warning per parent that may start targets of the plan again: a target's parent that is of
+    the same job (its root, or a process between the root and the members) and is not signalled
+    itself. The verdict names such a parent once it has outlived the plan (probe: supervisor_of,
+    boundary); the plan says it before, with the job that stopping takes: `X` in the dashboard,
+    `clean --job` from the shell. A job of one process, or a parent above its job (a shell, an
+    init), is no such parent."""
+    items = list(targets)
+    signalled = {t.pid for t in items}
+    ppids = _ppids(sample)
+    children: dict[int, list[int]] = {}
+    jobs: dict[int, Job] = {}
+    for t in items:
+        parent = ppids.get(t.pid)
+        if parent is None or parent in signalled:
+            continue
+        job = next((j for j in sample.jobs if {t.pid, parent} <= {pid for pid, _ in j.processes}), None)
+        if job is not None:
+            children.setdefault(parent, []).append(t.pid)
+            jobs[parent] = job
+    return [_restart_warning(sample, parent, kids, jobs[parent]) for parent, kids in children.items()]
+
+
+def _restart_warning(sample: Sample, parent: int, children: list[int], job: Job) -> PlanWarning:
+    """`parent 4242 `python supervisor.py` of 5252 is not in the plan and may start it again: X stops
+    job 4242 whole (clean --job 4242)`: the verdict's words (words.restart_words), said before."""
+    known: list[Parent | Proc] = [*sample.parents, *sample.processes]
+    info = next((p for p in known if p.pid == parent), None)
+    brief = "?"
+    if info is not None:
+        brief = brief_command(list(info.command)) or (f"[{info.name}]" if info.name else "?")
+    them = "it" if len(children) == 1 else "them"
+    kids = pids(children[:8]) + (" and more" if len(children) > 8 else "")
+    return PlanWarning(
+        "restart",
+        f"parent {parent} `{brief[:80]}` of {kids} is not in the plan and may start {them} "
+        f"again: X stops job {job.id} whole (clean --job {job.id})",
+        children[0],
+    )
 
 
 def _ppids(sample: Sample) -> dict[int, int]:

@@ -18,7 +18,7 @@ from ...killoptions import KillOptions, PlanError
 from ...model import Job, Proc, Sample
 from ...words import count, gpus_words
 from .entries import Excluded, GpuBefore, PlanWarning, Target, excluded_entry, target_entry
-from .jobs import JobPart, job_for_pid, job_part, not_a_gpu_process
+from .jobs import JobPart, job_for_pid, job_part, not_a_gpu_process, restart_warnings
 from .mps import mps_clients, mps_warning, mps_words
 from .reasons import UNATTRIBUTED_WORDS, exclusion, why, zombie_words
 from .record import Plan, sweep_warning
@@ -305,6 +305,8 @@ def plan_warnings(plan: Plan, sample: Sample, indexes: set[int], opts: PlanOptio
                     t.pid,
                 )
             )
+    if plan.signal is None:  # one signal by name (SIGSTOP, SIGHUP) ends no process: nothing to restart
+        out += restart_warnings(plan.signalled, sample)
     if plan.sweep and not plan.sweep_included:
         out.append(sweep_warning(len(plan.sweep)))
     if sample.scan_unreadable:
