@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .hostlist import SOURCES, HostlistError, expand, is_hostlist
+from .hostlist import MAX_HOSTS, SOURCES, HostlistError, is_hostlist, quoted, size
 from .killoptions import KillOptions
 from .ownership import UNTRUSTED, ownership_problem
 from .probe.common import DEFAULT_SIGNALS, MAX_TIMEOUT, SIGNAL_PLANS, TERM_TIMEOUT, VERIFY_TIMEOUT
@@ -339,7 +339,7 @@ def _split_host_port(arg: str, rest: str) -> tuple[str, int | None]:
             raise _arg_error(arg, "'[' without a closing ']' (write IPv6 as [::1] or [::1]:2222)")
         address, tail = rest[1:end], rest[end + 1 :]
         if tail and not tail.startswith(":"):
-            raise _arg_error(arg, f"unexpected {tail!r} after ']' (expected ':PORT')")
+            raise _arg_error(arg, f"unexpected {quoted(tail)} after ']' (expected ':PORT')")
         port_text = tail[1:] if tail else None
     elif rest.count(":") > 1:
         address, port_text = rest, None  # a bare IPv6 address; a port needs brackets
@@ -352,12 +352,12 @@ def _split_host_port(arg: str, rest: str) -> tuple[str, int | None]:
     if port_text is None:
         return address, None
     if not _PORT_RE.match(port_text) or not 1 <= int(port_text) <= 65535:
-        raise _arg_error(arg, f"port {port_text!r} is not a number from 1 to 65535")
+        raise _arg_error(arg, f"port {quoted(port_text)} is not a number from 1 to 65535")
     return address, int(port_text)
 
 
 def _arg_error(arg: str, message: str) -> ConfigError:
-    return ConfigError(None, None, f"host {arg!r}: {message}")
+    return ConfigError(None, None, f"host {quoted(arg)}: {message}")
 
 
 # --------------------------------------------------------------------------- where the config is
@@ -537,9 +537,11 @@ def _spec_problem(spec: str) -> str | None:
         return None
     if is_hostlist(spec):
         try:
-            expand(spec)
+            count = size(spec)  # counted, not expanded: a config is read by every command
         except HostlistError as exc:
             return f"is not a hostlist: {exc}"
+        if count > MAX_HOSTS:
+            return f"names more than {MAX_HOSTS:,} hosts"
     return None
 
 

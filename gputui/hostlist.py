@@ -10,20 +10,48 @@ table with it) and the inventory (gputui/inventory: where hosts are listed) that
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from typing import TypeAlias
 
 # The sources a host spec may name, `@KIND:ARG` (gputui/inventory/sources.py).
 SOURCES = ("file", "ssh", "slurm", "slurm-job", "ansible", "group")
 
-MAX_HOSTS = 100_000  # one expression; `[0-999999999]` is a typo, not a fleet
+# The hosts of one command, all its specs together (gputui/inventory/sources.py keeps the count);
+# `[0-999999999]` is a typo, not a fleet. An expression is counted before any name is made.
+MAX_HOSTS = 100_000
+MAX_DIGITS = 18  # of a number in brackets: no node is numbered past 10**18 (int() of 4,300 digits raises)
+MAX_NAME = 1024  # characters of a name an expression makes, `user@` and `:port` included
+SHOWN = 60  # characters of the user's text that a message quotes
+SHOWN_PATH = 256  # of a path (its last part says most)
+
+_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+))?")  # ASCII digits only: '²' is a digit to str.isdigit
+_Range: TypeAlias = tuple[int, int, int]  # low, high, width (the zero padding)
+_Piece: TypeAlias = str | list[_Range]
 
 
 class HostlistError(ValueError):
     """An expression that is not a hostlist; the message says where and what."""
 
 
-_RANGE = re.compile(r"^([0-9]+)(?:-([0-9]+))?$")
+def quoted(text: str, most: int = SHOWN) -> str:
+    """The user's text as a message quotes it: escaped as a Python literal (no control character
+    reaches the terminal), its first `most` characters and how long it was."""
+    if len(text) <= most:
+        return repr(text)
+    return f"{text[:most]!r}... ({len(text):,} characters)"
+
+
+def quoted_path(path: object) -> str:
+    """A path as a message quotes it (`quoted`), up to SHOWN_PATH characters."""
+    return quoted(str(path), SHOWN_PATH)
+
+
+def shortened(text: str) -> str:
+    """The user's text as a message names it (a spec before its colon), cut as `quoted` cuts it;
+    not escaped: the message is, as a whole (gputui.inventory.base.InventoryError)."""
+    return text if len(text) <= SHOWN else f"{text[:SHOWN]}... ({len(text):,} characters)"
 
 
 def is_hostlist(text: str) -> bool:
@@ -64,83 +92,126 @@ def split_top(text: str) -> list[str]:
     return parts
 
 
+def size(text: str, limit: int = MAX_HOSTS) -> int:
+    """How many names the expression makes (a name repeated counted each time), counted without
+    making them: the product of each part's bracket sizes, summed over its parts; anything past
+    `limit` reads as limit + 1. Raises HostlistError for an expression that is not one."""
+    return _count(_parts(text), limit)
+
+
 def expand(text: str, limit: int = MAX_HOSTS) -> list[str]:
-    """Every host name of the expression, in its order, each once. Raises HostlistError."""
+    """Every host name of the expression, in its order, each once. Raises HostlistError, also for
+    one that makes more than `limit` names (counted before any is made)."""
+    parts = _parts(text)
+    if _count(parts, limit) > limit:
+        raise HostlistError(f"{quoted(text)} names more than {limit:,} hosts")
     out: dict[str, None] = {}
-    for part in split_top(text.strip()):
-        if not part.strip():
-            raise HostlistError(f"{text!r}: an empty name between commas")
-        pieces = _pieces(part.strip())
-        total = 1
-        for piece in pieces:
-            total *= len(piece) if isinstance(piece, list) else 1
-        if total + len(out) > limit:
-            raise HostlistError(f"{text!r} names more than {limit:,} hosts")
-        for name in _product(pieces):
-            out.setdefault(name, None)
+    for pieces in parts:
+        out.update(dict.fromkeys(_names(pieces)))
     return list(out)
 
 
-def _pieces(part: str) -> list[str | list[str]]:
-    """`gpu[1-2]-ib` -> ["gpu", ["1", "2"], "-ib"]."""
-    pieces: list[str | list[str]] = []
-    rest = part
-    while rest:
-        open_at = rest.find("[")
-        close_at = rest.find("]")
+def _parts(text: str) -> list[list[_Piece]]:
+    parts: list[list[_Piece]] = []
+    for part in split_top(text.strip()):
+        if not part.strip():
+            raise HostlistError(f"{quoted(text)}: an empty name between commas")
+        pieces = _pieces(part.strip())
+        longest = sum(len(p) if isinstance(p, str) else max(_width(r) for r in p) for p in pieces)
+        if longest > MAX_NAME:
+            raise HostlistError(f"{quoted(part)} makes names longer than {MAX_NAME:,} characters")
+        parts.append(pieces)
+    return parts
+
+
+def _count(parts: list[list[_Piece]], limit: int) -> int:
+    total = 0
+    for pieces in parts:
+        product = 1
+        for piece in pieces:
+            if isinstance(piece, list):
+                product = min(product * sum(high - low + 1 for low, high, _ in piece), limit + 1)
+        total = min(total + product, limit + 1)
+    return total
+
+
+def _width(item: _Range) -> int:
+    _low, high, width = item
+    return max(width, len(str(high)))
+
+
+def _pieces(part: str) -> list[_Piece]:
+    """`gpu[1-2]-ib` -> ["gpu", [(1, 2, 1)], "-ib"], in one pass over the text."""
+    pieces: list[_Piece] = []
+    at = 0
+    while at < len(part):
+        open_at = part.find("[", at)
+        close_at = part.find("]", at)
         if open_at < 0:
             if close_at >= 0:
-                raise HostlistError(f"{part!r}: ']' without '['")
-            pieces.append(rest)
+                raise HostlistError(f"{quoted(part)}: ']' without '['")
+            pieces.append(part[at:])
             break
         if 0 <= close_at < open_at:
-            raise HostlistError(f"{part!r}: ']' without '['")
-        if open_at:
-            pieces.append(rest[:open_at])
-        end = rest.find("]", open_at)
-        if end < 0:
-            raise HostlistError(f"{part!r}: '[' without a closing ']'")
-        inside = rest[open_at + 1 : end]
+            raise HostlistError(f"{quoted(part)}: ']' without '['")
+        if open_at > at:
+            pieces.append(part[at:open_at])
+        if close_at < 0:
+            raise HostlistError(f"{quoted(part)}: '[' without a closing ']'")
+        inside = part[open_at + 1 : close_at]
         if "[" in inside:
-            raise HostlistError(f"{part!r}: brackets do not nest")
-        pieces.append(_numbers(part, inside))
-        rest = rest[end + 1 :]
+            raise HostlistError(f"{quoted(part)}: brackets do not nest")
+        pieces.append(_ranges_in(part, inside))
+        at = close_at + 1
     return pieces
 
 
-def _numbers(part: str, inside: str) -> list[str]:
+def _ranges_in(part: str, inside: str) -> list[_Range]:
     if not inside.strip():
-        raise HostlistError(f"{part!r}: empty brackets")
-    out: list[str] = []
+        raise HostlistError(f"{quoted(part)}: empty brackets")
+    out: list[_Range] = []
     for item in inside.split(","):
-        match = _RANGE.match(item.strip())
+        match = _RANGE.fullmatch(item.strip())
         if match is None:
             raise HostlistError(
-                f"{part!r}: {item.strip()!r} in brackets is not a number or a range like 001-128"
+                f"{quoted(part)}: {quoted(item.strip())} in brackets is not a number or a range like 001-128"
             )
         low_text, high_text = match.group(1), match.group(2)
+        if max(len(low_text), len(high_text or "")) > MAX_DIGITS:
+            raise HostlistError(f"{quoted(part)}: a number in brackets has more than {MAX_DIGITS} digits")
         low = int(low_text)
         high = low if high_text is None else int(high_text)
         if high < low:
-            raise HostlistError(f"{part!r}: the range {item.strip()} goes down")
-        if high - low >= MAX_HOSTS:
-            raise HostlistError(f"{part!r}: the range {item.strip()} names more than {MAX_HOSTS:,} hosts")
-        width = len(low_text)  # zero padding: the low bound's width, as Slurm does
-        out.extend(f"{n:0{width}d}" for n in range(low, high + 1))
+            raise HostlistError(f"{quoted(part)}: the range {item.strip()} goes down")
+        out.append((low, high, len(low_text)))  # zero padding: the low bound's width, as Slurm does
     return out
 
 
-def _product(pieces: list[str | list[str]]) -> Iterable[str]:
-    names = [""]
-    for piece in pieces:
-        if isinstance(piece, str):
-            names = [n + piece for n in names]
-        else:
-            names = [n + p for n in names for p in piece]
-    return names
+def _names(pieces: list[_Piece]) -> Iterator[str]:
+    """Every combination, the leftmost bracket varying slowest."""
+    choices = [[p] if isinstance(p, str) else list(_numbers(p)) for p in pieces]
+    for combination in itertools.product(*choices):
+        yield "".join(combination)
 
 
-_NUMBERED = re.compile(r"^(.*?)([0-9]+)([^0-9]*)$")
+def _numbers(ranges: list[_Range]) -> Iterator[str]:
+    for low, high, width in ranges:
+        for n in range(low, high + 1):
+            yield f"{n:0{width}d}"
+
+
+# A name's last number and what follows it, matched on the name reversed: one pass, not a search
+# from every position.
+_LAST_NUMBER_REVERSED = re.compile(r"([^0-9]*)([0-9]+)")
+
+
+def _last_number(name: str) -> tuple[str, str, str] | None:
+    """(prefix, digits, suffix) of `name`'s last number; None without one, or with one too long to
+    range (it is listed as it is)."""
+    match = _LAST_NUMBER_REVERSED.match(name[::-1])
+    if match is None or len(match.group(2)) > MAX_DIGITS:
+        return None
+    return name[: len(name) - match.end()], match.group(2)[::-1], match.group(1)[::-1]
 
 
 def collapse(names: Iterable[str]) -> str:
@@ -149,11 +220,11 @@ def collapse(names: Iterable[str]) -> str:
     numbered: dict[tuple[str, str], list[str]] = {}
     plain: list[str] = []
     for name in dict.fromkeys(names):
-        match = _NUMBERED.match(name)
-        if match is None:
+        numbered_as = _last_number(name)
+        if numbered_as is None:
             plain.append(name)
             continue
-        prefix, digits, suffix = match.groups()
+        prefix, digits, suffix = numbered_as
         numbered.setdefault((prefix, suffix), []).append(digits)
     groups: dict[tuple[str, str, int], set[int]] = {}
     for (prefix, suffix), texts in numbered.items():

@@ -1,21 +1,28 @@
-"""What every source gives (ResolvedHost), how it fails (InventoryError), and how a source runs the
-tool that knows its hosts (`run_tool`: an argv list, never a shell; bounded in time)."""
+"""What every source gives (ResolvedHost), how it fails (InventoryError), and how a source reads a
+file (`read_regular`: a regular file, within a byte bound). Running a source's tool: tool.py."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+import stat
 from dataclasses import dataclass
+from pathlib import Path
 
-TOOL_TIMEOUT = 30.0  # seconds for scontrol, sinfo or ansible-inventory to answer
+from ..hostlist import MAX_HOSTS, quoted, quoted_path, shortened
+from ..textsafe import printable
+
+MAX_WORD = 255  # characters of a host name, address or user (a DNS name is at most 253)
+_CHUNK = 1 << 20
 
 
 class InventoryError(Exception):
     """A host spec that names no hosts: one line for the user. `unavailable`: a tool that ran and
     could not answer (its controller down, a timeout), like a host that is down (exit 1); else a
-    spec the user must fix, or a tool that is not installed (bad usage, exit 2)."""
+    spec the user must fix, or a tool that is not installed (bad usage, exit 2). The message quotes
+    the user's specs and what sources said: it is escaped here, whoever made it."""
 
     def __init__(self, message: str, unavailable: bool = False) -> None:
+        message = printable(message)
         super().__init__(message)
         self.message = message
         self.unavailable = unavailable
@@ -51,6 +58,8 @@ def word_problem(value: str) -> str | None:
     commands: no control characters, no spaces, no leading dash (it would read as an option)."""
     if not value:
         return "is empty"
+    if len(value) > MAX_WORD:
+        return f"is longer than {MAX_WORD} characters"
     if any(ord(c) < 32 or ord(c) == 127 for c in value):
         return "contains control characters"
     if any(c.isspace() for c in value):
@@ -67,59 +76,50 @@ def checked(host: ResolvedHost, where: str) -> ResolvedHost:
             continue
         problem = word_problem(value)
         if problem:
-            raise InventoryError(f"{where}: host {what} {value!r} {problem}")
+            raise InventoryError(f"{shortened(where)}: host {what} {quoted(value)} {problem}")
     if host.port is not None and not 1 <= host.port <= 65535:
-        raise InventoryError(f"{where}: host {host.name!r}: port {host.port} is not from 1 to 65535")
+        raise InventoryError(
+            f"{shortened(where)}: host {quoted(host.name)}: port {host.port} is not from 1 to 65535"
+        )
     return host
 
 
-def run_tool(
-    argv: Sequence[str],
-    where: str,
-    *,
-    install: str,
-    env: Mapping[str, str] | None = None,
-    timeout: float = TOOL_TIMEOUT,
-    not_found: Sequence[str] = (),
-) -> str:
-    """The stdout of `argv` (a list: nothing is interpreted by a shell). InventoryError when the tool
-    is absent (usage, 2), fails or does not answer within `timeout` (unavailable, 1): its last stderr
-    line says why. `install`: what to install, for the message; `not_found`: words of the tool's
-    error output (lower case) that mean the spec names nothing there (usage, 2: "not found")."""
-    tool = argv[0]
-    # Imported here: every command loads this module (its error), few run a tool.
-    import shutil
-    import subprocess
+def over_cap(where: str) -> InventoryError:
+    """The error of a command whose specs, all together, name more hosts than it takes."""
+    return InventoryError(
+        f"{shortened(where)}: more than {MAX_HOSTS:,} hosts in all, the most one command takes"
+    )
 
-    if shutil.which(tool, path=(env or os.environ).get("PATH")) is None:
-        raise InventoryError(f"{where}: {tool} is not installed or not on PATH ({install})")
+
+def read_regular(path: Path, limit: int, where: str, too_large: str = "") -> bytes:
+    """The bytes of the regular file at `path` (a user's host file or ssh config), or InventoryError
+    (bad usage): it cannot be opened, it is something else (a FIFO would block the read until a
+    writer came, /dev/zero never ends, a directory has no lines), or it holds more than `limit`
+    bytes (`too_large`: what the message says then, after the path). Opened non-blocking, so that opening a
+    FIFO does not itself wait for a writer."""
     try:
-        done = subprocess.run(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=timeout,
-            env=dict(env) if env is not None else None,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise InventoryError(
-            f"{where}: {tool} did not answer within {timeout:g} s", unavailable=True
-        ) from None
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InventoryError(f"{shortened(where)}: cannot read {quoted_path(path)}: {why}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InventoryError(f"{shortened(where)}: {quoted_path(path)} is not a regular file")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, min(_CHUNK, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
     except OSError as exc:
-        raise InventoryError(f"{where}: cannot run {tool}: {exc.strerror or exc}", unavailable=True) from None
-    if done.returncode != 0:
-        why = last_line(done.stderr) or last_line(done.stdout) or f"exit status {done.returncode}"
-        if any(words in why.lower() for words in not_found):
-            raise InventoryError(f"{where}: {why}")
-        raise InventoryError(f"{where}: {tool} failed: {why}", unavailable=True)
-    return done.stdout.decode("utf-8", "replace")
-
-
-def last_line(data: bytes) -> str:
-    """The last non-empty line of a tool's output, printable, at most 300 characters."""
-    lines = [line.strip() for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
-    if not lines:
-        return ""
-    text = "".join(c if c.isprintable() else "?" for c in lines[-1])
-    return text[:300]
+        raise InventoryError(
+            f"{shortened(where)}: cannot read {quoted_path(path)}: {exc.strerror or exc}"
+        ) from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        bound = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit:,} bytes"
+        raise InventoryError(f"{shortened(where)}: {quoted_path(path)} {too_large or 'is over ' + bound}")
+    return b"".join(chunks)

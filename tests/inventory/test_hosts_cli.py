@@ -112,7 +112,7 @@ def test_prometheus_file_sd(env: dict[str, str]) -> None:
         (["snapshot", "gpu[001-"], "gputui: bad hostlist 'gpu[001-': '[' without a closing ']'"),
         (["node[2-1]"], "gputui: bad hostlist 'node[2-1]': the range 2-1 goes down"),  # the dashboard
         (["wait", "@file:/nonexistent/hosts"], "gputui: @file:/nonexistent/hosts: cannot read "
-         "/nonexistent/hosts: No such file or directory"),
+         "'/nonexistent/hosts': No such file or directory"),
         (["clean", "gpu[a-b]", "--all", "--dry-run"], "gputui: bad hostlist 'gpu[a-b]': 'a-b' in brackets "
          "is not a number or a range like 001-128"),
         (["hosts", "--json", "--format", "text"], None),
@@ -135,4 +135,4 @@ def test_a_group_name_as_the_first_word_is_no_mistyped_command(env: dict[str, st
     config.write_text(config.read_text() + 'waitt = ["@file:/nonexistent"]\n')
     done = gputui(env, "waitt")
     assert done.returncode == 2
-    assert "no command" not in done.stderr and "cannot read /nonexistent" in done.stderr
+    assert "no command" not in done.stderr and "cannot read '/nonexistent'" in done.stderr

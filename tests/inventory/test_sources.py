@@ -241,6 +241,7 @@ def test_an_unknown_group_lists_the_known_ones() -> None:
     [
         ('[groups]\nrack = ["gpu[3-1]"]\n', "goes down"),
         ('[groups]\nrack = ["@slrum:gpu"]\n', "names no source"),
+        ('[groups]\nrack = ["a[1-99999]b[0-9]"]\n', "names more than 100,000 hosts"),  # counted, not made
         ("[groups]\nrack = []\n", "must be a list of host specs"),
         ("[groups]\nrack = [1]\n", "must be a list of host specs"),
         ('[groups]\n"bad name" = ["a"]\n', "is not a group name"),
