@@ -23,7 +23,7 @@ from typing import Any
 from ..config import LOCAL
 from ..hostlist import MAX_HOSTS
 from .base import InventoryError, ResolvedHost, checked
-from .tool import MAX_WORD, described, parse_json, port, run_tool, shown, word
+from .tool import MAX_WORD, described, label, parse_json, port, run_tool, shown, word
 
 INSTALL = "install Ansible (Debian: ansible-core)"
 TOOL = "ansible-inventory"
@@ -33,19 +33,36 @@ _GROUPS_SHOWN = 20  # groups named when the one asked for is not there
 
 def split_spec(arg: str) -> tuple[str, str | None]:
     """`inv.yml:gpus` -> ("inv.yml", "gpus"); a path that exists as written keeps its colons."""
-    if not arg or Path(arg).expanduser().exists() or ":" not in arg:
+    if not arg or _exists(_path(arg)) or ":" not in arg:
         return arg, None
     path, _, group = arg.rpartition(":")
     return path, group or None
 
 
+def _path(text: str) -> Path:
+    """`~/inv.yml` expanded; `~nosuch/inv.yml` (no such user) as written, which then is not there."""
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:
+        return Path(text)
+
+
+def _exists(path: Path) -> bool:
+    """Whether something is at `path`; a path the system refuses (too long, a NUL) is nothing."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
 def inventory_hosts(arg: str, source: str | None = None) -> list[ResolvedHost]:
-    where = source or f"@ansible:{arg}"
+    spec = source or f"@ansible:{arg}"
+    where = label(spec)
     path, group = split_spec(arg)
     if not path:
         raise InventoryError(f"{where}: name the inventory: @ansible:PATH or @ansible:PATH:GROUP")
-    inventory = Path(path).expanduser()
-    if not inventory.exists():
+    inventory = _path(path)
+    if not _exists(inventory):
         raise InventoryError(f"{where}: no inventory at {shown(str(inventory), 300, quote=False)}")
     env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="False")
     out = run_tool([TOOL, "-i", str(inventory), "--list"], where, install=INSTALL, env=env)
@@ -60,7 +77,7 @@ def inventory_hosts(arg: str, source: str | None = None) -> list[ResolvedHost]:
     names = _hosts_of(data, wanted, where)
     if not names:
         raise InventoryError(f"{where}: no hosts in {'group ' + shown(group) if group else 'the inventory'}")
-    return [checked(_host(name, hostvars.get(name), group, where), where) for name in names]
+    return [checked(_host(name, hostvars.get(name), group, spec), where) for name in names]
 
 
 def _known(data: dict[str, Any]) -> str:
@@ -116,11 +133,12 @@ def _names(entry: dict[str, Any], key: str, group: str, where: str) -> list[str]
     return listed
 
 
-def _host(name: str, hostvars: Any, group: str | None, where: str) -> ResolvedHost:
-    label = f"host {shown(name)}"
+def _host(name: str, hostvars: Any, group: str | None, spec: str) -> ResolvedHost:
+    where = label(spec)
+    who = f"host {shown(name)}"
     word(name, "host name", where)
     if hostvars is not None and not isinstance(hostvars, dict):
-        raise InventoryError(f"{where}: {label}: its vars are not a table")
+        raise InventoryError(f"{where}: {who}: its vars are not a table")
     vars_: dict[str, Any] = hostvars or {}
 
     def text(*keys: str, most: int = MAX_WORD) -> str | None:
@@ -130,9 +148,9 @@ def _host(name: str, hostvars: Any, group: str | None, where: str) -> ResolvedHo
             if value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, str | int):
-                raise InventoryError(f"{where}: {label}: {key} {described(value)} is not text")
+                raise InventoryError(f"{where}: {who}: {key} {described(value)} is not text")
             if len(str(value)) > most:
-                raise InventoryError(f"{where}: {label}: {key} is longer than {most:,} characters")
+                raise InventoryError(f"{where}: {who}: {key} is longer than {most:,} characters")
             if str(value).strip():
                 return str(value).strip()
         return None
@@ -149,12 +167,12 @@ def _host(name: str, hostvars: Any, group: str | None, where: str) -> ResolvedHo
     jump = _jump(" ".join(filter(None, args)))
     return ResolvedHost(
         name=name,
-        address=word(address, f"{label}: ansible_host", where),
-        user=None if user is None else word(user, f"{label}: ansible_user", where),
-        port=None if port_value is None else port(port_value, f"{label}: {port_key}", where),
-        jump=None if jump is None else word(jump, f"{label}: the jump host", where),
+        address=word(address, f"{who}: ansible_host", where),
+        user=None if user is None else word(user, f"{who}: ansible_user", where),
+        port=None if port_value is None else port(port_value, f"{who}: {port_key}", where),
+        jump=None if jump is None else word(jump, f"{who}: the jump host", where),
         group=group,
-        source=where,
+        source=spec,
     )
 
 

@@ -19,14 +19,14 @@ import re
 from ..hostlist import MAX_HOSTS, HostlistError, expand
 from ..textsafe import printable
 from .base import InventoryError, ResolvedHost, checked
-from .tool import lines, run_tool, shown, word
+from .tool import MAX_WORD, label, lines, run_tool, shown, word
 
 INSTALL = "install Slurm's client tools (Debian: slurm-client) and set SLURM_CONF if needed"
 MAX_WORK = 10 * MAX_HOSTS  # names made from a source's node lists, repeats included
 MAX_NODE_LIST = 1 << 20  # characters of one node list: 100,000 irregular names fit
 _ARGUMENT = 100_000  # characters of node lists sent to `scontrol show hostnames` (Linux: 128 KiB)
 _NAME = re.compile(r"^[A-Za-z0-9_.+:-]+$")  # partition names and job ids as Slurm accepts them
-_JOB_ID = re.compile(r"^[0-9]+(?:[_+][0-9]+)?$")  # 1234, 1234_7 (array task), 1234+1 (het part)
+_JOB_ID = re.compile(r"^[0-9]{1,10}(?:[_+][0-9]{1,10})?$")  # 1234, 1234_7 (array task), 1234+1 (het part)
 _PARTITION = re.compile(r"(?:^|\s)PartitionName=(\S*)")
 _NODES = re.compile(r"(?:^|\s)Nodes=(\S*)")
 # A node list's parts (commas outside brackets part them), its brackets and their items, to count
@@ -39,8 +39,9 @@ _STATES = 4  # a job's states named when it has no nodes
 
 
 def partition_hosts(partition: str, source: str | None = None) -> list[ResolvedHost]:
-    where = source or f"@slurm:{partition}"
-    if not partition or partition.startswith("-") or not _NAME.match(partition):
+    spec = source or f"@slurm:{partition}"
+    where = label(spec)
+    if len(partition) > MAX_WORD or partition.startswith("-") or not _NAME.match(partition):
         raise InventoryError(f"{where}: {shown(partition)} is not a partition name")
     out = run_tool(
         ["scontrol", "--oneliner", "show", "partition", partition],
@@ -64,7 +65,7 @@ def partition_hosts(partition: str, source: str | None = None) -> list[ResolvedH
     names.finish()
     if not names.names:
         raise InventoryError(f"{where}: the partition has no nodes")
-    return [checked(ResolvedHost(n, n, group=partition, source=where), where) for n in names.names]
+    return [checked(ResolvedHost(n, n, group=partition, source=spec), where) for n in names.names]
 
 
 def _partition_nodes(out: str, partition: str, where: str) -> str:
@@ -80,7 +81,8 @@ def _partition_nodes(out: str, partition: str, where: str) -> str:
 
 
 def job_hosts(job: str, source: str | None = None) -> list[ResolvedHost]:
-    where = source or f"@slurm-job:{job}"
+    spec = source or f"@slurm-job:{job}"
+    where = label(spec)
     if not _JOB_ID.match(job):
         raise InventoryError(f"{where}: {shown(job)} is not a Slurm job id (like 1234, 1234_7 or 1234+1)")
     # squeue prints only the fields asked for: a job's name or comment (the submitter's text) can
@@ -110,7 +112,7 @@ def job_hosts(job: str, source: str | None = None) -> list[ResolvedHost]:
         said = shown("/".join(states), quote=False)
         raise InventoryError(f"{where}: the job has no nodes (it is {said})")
     group = f"job {job}"
-    return [checked(ResolvedHost(n, n, group=group, source=where), where) for n in names.names]
+    return [checked(ResolvedHost(n, n, group=group, source=spec), where) for n in names.names]
 
 
 class _Names:

@@ -23,6 +23,7 @@ TOOL_TIMEOUT = 30.0  # seconds for scontrol, sinfo, squeue or ansible-inventory 
 MAX_OUTPUT = 64 << 20  # bytes of stdout: 100,000 hosts with their vars fit many times over
 MAX_ERROR = 64 << 10  # the tail of stderr kept: its last line says why a tool failed
 MAX_WORD = 255  # characters of a host name, address or user (a DNS name is at most 253)
+MAX_LABEL = 200  # characters of a spec as an error message quotes it
 _CHUNK = 1 << 16
 _LONG_INT = 20  # digits: a JSON number longer than this stays text (Python refuses 4,300 and more)
 _PORT = re.compile(r"[0-9]{1,5}")  # ASCII digits only: '²' and '٢' are digits to str.isdigit
@@ -150,6 +151,11 @@ def parse_json(text: str, where: str, tool: str) -> Any:
 
 def _int(text: str) -> int | str:
     return int(text) if len(text) <= _LONG_INT else text
+
+
+def label(spec: str) -> str:
+    """The spec a message names its source by (the user's own text): escaped, cut if long."""
+    return shown(spec, MAX_LABEL, quote=False)
 
 
 def shown(value: str, most: int = 60, quote: bool = True) -> str:

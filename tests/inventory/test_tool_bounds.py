@@ -357,3 +357,28 @@ def test_an_unknown_group_among_a_million_names_a_few(tmp_path: Path) -> None:
 def test_an_inventory_of_the_wrong_shape_is_refused(tmp_path: Path, document: object) -> None:
     ansible(tmp_path, document)
     one_line(gputui_hosts(tmp_path, f"@ansible:{tmp_path}/inv.ini"), 2, "@ansible:")
+
+
+# --- the user's own spec -------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "@ansible:" + "a" * 5000,  # longer than a file name may be
+        "@ansible:~nosuchuser/inventory.ini",  # no such user: no home to expand
+        "@ansible:/tmp/ev\x1b[2Jil.ini",
+        "@slurm:" + "p" * 100_000,
+        "@slurm:gpu\x1b]0;x\x07",
+        "@slurm-job:" + "1" * 5000,
+        "@slurm-job:12\u202e34",
+    ],
+    ids=["long-path", "no-such-user", "esc-path", "long-partition", "esc-partition", "long-job", "bidi-job"],
+)
+def test_a_spec_that_names_nothing_is_quoted_escaped_and_short(tmp_path: Path, spec: str) -> None:
+    """Never reaches a tool: one line, the user's text escaped and cut, exit 2."""
+    for name in ("scontrol", "squeue", "ansible-inventory"):
+        fake(tmp_path / "bin", name, "sys.exit('the tool ran')\n")
+    line = one_line(gputui_hosts(tmp_path, spec), 2, spec[: spec.index(":") + 1])
+    assert "the tool ran" not in line and "\u202e" not in line
