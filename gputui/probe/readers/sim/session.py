@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple  # noqa: F401  (us
 
 from .client import start_time
 from .contexts import ContextTable  # noqa: F401  (used in type comments)
-from .directory import OwnerFile, script, user_dir
+from .directory import OwnerFile, reach_problem, script, user_dir
 from .files import is_process, number
 from .processes import descends_from, signal_checked
 from .roles import SimError, SimJob, checked_job
@@ -293,6 +293,16 @@ class JobSession(object):
             raise SimError("no such user: %r" % (user,)) from None
         if entry.pw_uid != os.getuid() and os.geteuid() != 0:
             raise SimError("only root can run a sim job as another user (%s)" % entry.pw_name)
+        # The job reaches its program, the device files and its contexts by their paths: refused
+        # here, in words, rather than dying at start-up on a directory it cannot enter.
+        if self.directory and entry.pw_uid != os.geteuid():
+            problem = reach_problem(self.directory, entry.pw_uid, entry.pw_gid)
+            if problem:
+                raise SimError(
+                    "a job of user %s cannot reach the sim directory %s: %s (make the sim where every "
+                    "user may search: TMPDIR or the sim's directory)"
+                    % (entry.pw_name, self.directory, problem)
+                )
         return entry
 
     def start_job(self, role, gpu, memory, util, name, argv, user, comm, workers, mig, child, lifetime):
