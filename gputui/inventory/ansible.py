@@ -22,8 +22,8 @@ from typing import Any
 
 from ..config import LOCAL
 from ..hostlist import MAX_HOSTS
-from .base import InventoryError, ResolvedHost, checked
-from .tool import MAX_WORD, described, label, parse_json, port, run_tool, shown, word
+from .base import MAX_WORD, InventoryError, ResolvedHost, checked
+from .tool import described, label, parse_json, port, run_tool, shown, word
 
 INSTALL = "install Ansible (Debian: ansible-core)"
 TOOL = "ansible-inventory"

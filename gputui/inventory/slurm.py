@@ -8,33 +8,29 @@ gputui/inventory/tool.py's bounds. A node is reached by its NodeName, as `ssh NO
 cluster (ssh config entries may match it).
 
 What the tools print is bounded before it is expanded: a source names at most MAX_HOSTS nodes, its
-node lists at most MAX_WORK names in all (the same node counted again on each line that names it),
-a node list is at most MAX_NODE_LIST characters; each is counted before any name is made.
+node lists at most MAX_WORK names in all (the same node counted again on each list that names it),
+a node list is at most MAX_NODE_LIST characters and all of them MAX_LISTS; each list is counted
+(hostlist.size) before any name is made.
 """
 
 from __future__ import annotations
 
 import re
 
-from ..hostlist import MAX_HOSTS, HostlistError, expand
+from ..hostlist import MAX_HOSTS, HostlistError, expand, size
 from ..textsafe import printable
-from .base import InventoryError, ResolvedHost, checked
-from .tool import MAX_WORD, label, lines, run_tool, shown, word
+from .base import MAX_WORD, InventoryError, ResolvedHost, checked
+from .tool import label, lines, run_tool, shown, word
 
 INSTALL = "install Slurm's client tools (Debian: slurm-client) and set SLURM_CONF if needed"
 MAX_WORK = 10 * MAX_HOSTS  # names made from a source's node lists, repeats included
 MAX_NODE_LIST = 1 << 20  # characters of one node list: 100,000 irregular names fit
+MAX_LISTS = 8 << 20  # characters of a source's distinct node lists in all (each is parsed)
 _ARGUMENT = 100_000  # characters of node lists sent to `scontrol show hostnames` (Linux: 128 KiB)
 _NAME = re.compile(r"^[A-Za-z0-9_.+:-]+$")  # partition names and job ids as Slurm accepts them
 _JOB_ID = re.compile(r"^[0-9]{1,10}(?:[_+][0-9]{1,10})?$")  # 1234, 1234_7 (array task), 1234+1 (het part)
 _PARTITION = re.compile(r"(?:^|\s)PartitionName=(\S*)")
 _NODES = re.compile(r"(?:^|\s)Nodes=(\S*)")
-# A node list's parts (commas outside brackets part them), its brackets and their items, to count
-# the names it makes without making them.
-_PART = re.compile(r"(?:[^,\[]|\[[^\]]*\]?)+")
-_BRACKET = re.compile(r"\[([^\]]*)\]?")
-_ITEM = re.compile(r"[^,]+")
-_RANGE = re.compile(r"\s*([0-9]+)(?:-([0-9]+))?\s*")
 _STATES = 4  # a job's states named when it has no nodes
 
 
@@ -125,7 +121,9 @@ class _Names:
         self.names: dict[str, None] = {}
         self.work = 0
         self.lists: set[str] = set()  # each node list is expanded once, however many lines repeat it
+        self.chars = 0  # of the distinct node lists
         self.unread: list[str] = []
+        self.unread_chars = 0
 
     def spend(self, count: int) -> None:
         self.work += count
@@ -146,77 +144,46 @@ class _Names:
     def add_list(self, node_list: str) -> None:
         if node_list in self.lists:
             return
-        if len(node_list) > MAX_NODE_LIST:
-            raise InventoryError(
-                f"{self.where}: {self.tool} printed a node list of {len(node_list):,} characters"
-                f" (gputui reads at most {MAX_NODE_LIST:,})"
-            )
         self.lists.add(node_list)
-        count = _count(node_list, MAX_WORK - self.work)
+        self.chars += len(node_list)
+        if len(node_list) > MAX_NODE_LIST or self.chars > MAX_LISTS:
+            raise InventoryError(
+                f"{self.where}: {self.tool} printed node lists longer than gputui reads"
+                f" ({MAX_NODE_LIST:,} characters a list, {MAX_LISTS:,} in all)"
+            )
+        try:
+            count = size(node_list, MAX_WORK - self.work)  # before a single name is made
+        except HostlistError:
+            # A form this parser does not know: Slurm's own expansion, at the end, in one call.
+            self._keep_unread(node_list)
+            return
         if count > MAX_HOSTS:
             raise InventoryError(
                 f"{self.where}: {self.tool} lists more than {MAX_HOSTS:,} nodes ({shown(node_list)})"
             )
         self.spend(count)
-        try:
-            expanded = expand(node_list)
-        except HostlistError:
-            # A form this parser does not know: Slurm's own expansion, at the end, in one call.
-            self._check_unread(node_list)
-            self.unread.append(node_list)
-            return
-        for name in expanded:
+        for name in expand(node_list):
             self._keep(name)
 
-    def _check_unread(self, node_list: str) -> None:
-        """A node list for `scontrol show hostnames`: one argument, never an option."""
+    def _keep_unread(self, node_list: str) -> None:
+        """A node list for `scontrol show hostnames`: one argument, never an option, within the
+        length Linux takes for one (128 KiB)."""
         if node_list.startswith("-") or printable(node_list) != node_list:
             raise InventoryError(
                 f"{self.where}: {self.tool} printed a node list {shown(node_list)} gputui cannot read"
+            )
+        self.unread.append(node_list)
+        self.unread_chars += len(node_list) + 1
+        if self.unread_chars > _ARGUMENT:
+            raise InventoryError(
+                f"{self.where}: {self.tool} printed node lists gputui cannot read ({shown(node_list)})"
             )
 
     def finish(self) -> None:
         if not self.unread:
             return
         joined = ",".join(self.unread)
-        if len(joined) > _ARGUMENT:
-            raise InventoryError(
-                f"{self.where}: {self.tool} printed node lists gputui cannot read ({shown(joined)})"
-            )
         out = run_tool(["scontrol", "show", "hostnames", joined], self.where, install=INSTALL)
         self.tool = "scontrol"
         for line in lines(out):
             self.add(line)
-
-
-def _count(node_list: str, most: int) -> int:
-    """How many names the node list makes, repeats included, or `most + 1` once it is more: the
-    bound is checked before hostlist makes a single name. A form it cannot read counts as one."""
-    total = 0
-    for part in _PART.finditer(node_list):
-        names = 1
-        for bracket in _BRACKET.finditer(part.group()):
-            names *= max(1, _bracket_count(bracket.group(1), most))
-            if names > most:
-                return most + 1
-        total += names
-        if total > most:
-            return most + 1
-    return total
-
-
-def _bracket_count(inside: str, most: int) -> int:
-    count = 0
-    for item in _ITEM.finditer(inside):
-        found = _RANGE.fullmatch(item.group())
-        if found is None:
-            count += 1
-        elif max(len(found.group(1)), len(found.group(2) or "")) > 4000:
-            return most + 1  # a number Python would not convert is no node's
-        else:
-            low = int(found.group(1))
-            high = int(found.group(2)) if found.group(2) else low
-            count += max(1, high - low + 1)
-        if count > most:
-            return most + 1
-    return count
