@@ -21,9 +21,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
-import asyncssh
-from asyncssh.config import SSHClientConfig
-
 from gputui.config import ConfigError, HostSpec, parse_host_arg
 from gputui.transport.base import TransportError
 from gputui.transport.bootstrap import (
@@ -35,6 +32,12 @@ from gputui.transport.bootstrap import (
 )
 from gputui.transport.dial import Report, dialer
 from gputui.transport.headstart import probe_argv
+from gputui.transport.quiet import quiet_asyncssh_warnings
+
+quiet_asyncssh_warnings()  # before asyncssh is imported: its modules warn as they load
+
+import asyncssh  # noqa: E402
+from asyncssh.config import SSHClientConfig  # noqa: E402
 
 DEFAULT_CONFIG = Path("~/.ssh/config")
 DEFAULT_KNOWN_HOSTS = (Path("~/.ssh/known_hosts"), Path("/etc/ssh/ssh_known_hosts"))
