@@ -16,6 +16,18 @@ log about the host: the plans, signals and verdicts of `gputui clean` or a dashb
 recording) and `end` (the last line of a recording closed in order: {"reason", "entries"}; its host
 is ""). Times are the recorder's clock (one clock for every host: no skew between them).
 
+Checkpoints (format 2). Every `checkpoint_every` bytes of entries (and at least four times the
+last checkpoint's own size apart) the writer ends the gzip member and begins another whose gzip header
+carries a mark (an extra field: MARK and the time as a double), then a `checkpoint` line (host "",
+{"last", "line", "entries"}) and each host's state restated: its last hello, last sample and the down
+status after it, each as the entry it was (same time) with `"again": true`. The checkpoint's time is
+the largest entry time before it, so marks never go back in time and every entry before a checkpoint
+is at or before its time: `--at` finds the last mark at or before the moment by a binary search over
+the file's bytes, checks the checkpoint line it points to (a mark that does not match is not used:
+the file is read from its start) and reads from there (`state_at`). A replay of the whole file skips
+checkpoints and restated entries (`entries()`). Any gzip reader reads the file (a gzip file may hold
+several members; the extra field is skipped). Format 1 (no checkpoints) is read as it always was.
+
 Bounds. The writer stops at `max_bytes` of compressed output, the end line and the gzip trailer
 included, and says so (`full`). It flushes the compressor after each entry: a recorder killed
 mid-way leaves a file readable up to its last entry. The reader holds one entry at a time (a line
@@ -37,6 +49,7 @@ import gzip
 import math
 import os
 import stat
+import struct
 import time
 import zlib
 from collections.abc import Iterator, Sequence
@@ -48,8 +61,9 @@ from .model import HOST_STATUSES
 from .probe import wire
 from .textsafe import printable
 
-FORMAT = 1  # the header's "gputui_recording": what this gputui writes and reads
-KINDS = ("probe", "status", "action", "end")
+FORMAT = 2  # the header's "gputui_recording": what this gputui writes
+FORMATS = (1, 2)  # what it reads (1: no checkpoints)
+KINDS = ("probe", "status", "action", "end", "checkpoint")
 # One entry: a probe line is at most wire.MAX_LINE bytes; written back as ASCII JSON it can grow to
 # three times that (a character of 2 or 3 bytes of UTF-8 becomes a 6-byte \\u escape), plus the
 # entry's own fields.
@@ -62,7 +76,26 @@ DEFAULT_MAX_BYTES = 256 << 20
 MIN_MAX_BYTES = 64 << 10
 RESERVE = 1024  # bytes kept for the end line and the gzip trailer
 READ_CHUNK = 1 << 16  # bytes read from a recording at a time
+MARK_CHUNK = 1 << 14  # bytes read at a time looking for a mark (a probe reads to the next one)
 GZIP_MAGIC = b"\x1f\x8b"
+# A gzip member's header as the writer makes it: no name, no time, OS unknown; a checkpoint's member
+# has an extra field (FLG.FEXTRA) of one subfield, "GT", that holds b"gputuick" and its time.
+PLAIN_MEMBER = GZIP_MAGIC + b"\x08\x00" + bytes(4) + b"\x00\xff"
+MARK = (
+    GZIP_MAGIC
+    + b"\x08\x04"
+    + bytes(4)
+    + b"\x00\xff"
+    + struct.pack("<H", 20)
+    + b"GT"
+    + struct.pack("<H", 16)
+    + b"gputuick"
+)
+CHECKPOINT_EVERY = 8 << 20  # bytes of entries between two checkpoints (at the least)
+CHECKPOINT_SHARE = 4  # ... and at least this many times the last checkpoint's own size
+# Bytes a replay's `--at` expands at most (GPUTUI_REPLAY_MAX_READ): a file with checkpoints needs
+# about one checkpoint's span; one without is read from its start, at roughly 50-100 MB a second.
+DEFAULT_MAX_READ = 1 << 30
 _NEWEST = 1e11  # seconds since 1970: a time past this (year 5138) is no recorder's clock
 
 
@@ -102,6 +135,7 @@ class Entry:
     kind: str
     record: dict[str, Any] = field(hash=False, compare=False)
     line: int = 0  # where it is in the file (1 is the header)
+    again: bool = False  # a checkpoint's restatement of an earlier entry
 
 
 def local_offset(now: float | None = None) -> int:
@@ -176,12 +210,50 @@ def parse_at(text: str, header: Header) -> float:
 # -- writing ---------------------------------------------------------------------------------------
 
 
+class _Members:
+    """gzip members written by hand (gzip.GzipFile writes one member, and no extra field): each write
+    flushed through (Z_SYNC_FLUSH), a member ended and the next begun wherever the writer asks."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self._begin(PLAIN_MEMBER)
+
+    def _begin(self, header: bytes) -> None:
+        self.raw.write(header)
+        self.deflate = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+        self.crc = 0
+        self.length = 0
+
+    def write(self, data: bytes) -> None:
+        self.raw.write(self.deflate.compress(data) + self.deflate.flush(zlib.Z_SYNC_FLUSH))
+        self.raw.flush()
+        self.crc = zlib.crc32(data, self.crc)
+        self.length += len(data)
+
+    def end(self) -> None:
+        self.raw.write(
+            self.deflate.flush(zlib.Z_FINISH) + struct.pack("<II", self.crc, self.length & 0xFFFFFFFF)
+        )
+        self.raw.flush()
+
+    def next(self, t: float) -> None:
+        """The member ended, and one marked with time `t` begun."""
+        self.end()
+        self._begin(MARK + struct.pack("<d", t))
+
+
+def _worst(n: int) -> int:
+    """Compressed bytes `n` bytes can take at the worst (deflate's stored blocks, a flush's own)."""
+    return n + 5 * (n // 16384 + 1) + 16
+
+
 class RecordingWriter:
     """Appends entries to a new recording at `path` (never an existing file, never through a
     symlink; mode 0600: it holds command lines and user names). Each `write` is flushed through the
     compressor; `write` returns False, writing nothing, once the next entry would take the file past
-    `max_bytes` (`full` is then set). `close` writes the end line and the gzip trailer. Raises
-    RecordingError when the file cannot be made or written."""
+    `max_bytes` (`full` is then set). A checkpoint follows an entry every `checkpoint_every` bytes
+    (None: never; the module's docstring says what it holds). `close` writes the end line and the
+    gzip trailer. Raises RecordingError when the file cannot be made or written."""
 
     def __init__(
         self,
@@ -191,10 +263,18 @@ class RecordingWriter:
         interval: float,
         max_bytes: int = DEFAULT_MAX_BYTES,
         clock: Any = time.time,
+        checkpoint_every: int | None = CHECKPOINT_EVERY,
     ) -> None:
         self.path = os.fspath(path)
         self.clock = clock
         self.max_bytes = max(max_bytes, MIN_MAX_BYTES)
+        self.checkpoint_every = checkpoint_every
+        self._next_checkpoint = checkpoint_every if checkpoint_every is not None else math.inf
+        self._since = 0  # bytes of entries since the last checkpoint
+        self._lines = 1  # lines written (the header's)
+        self._newest: float | None = None  # the largest entry time so far
+        self._last: float | None = None  # the last entry's time
+        self._hosts = {name: HostAt() for name in hosts}
         self.entries = 0
         self.full = False
         self.closed = False
@@ -209,7 +289,7 @@ class RecordingWriter:
         except OSError as exc:
             raise RecordingError(f"cannot create {printable(self.path)}: {exc.strerror or exc}") from None
         self._raw: BinaryIO = os.fdopen(fd, "wb")
-        self._gz = gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=6, mtime=0)
+        self._gz = _Members(self._raw)
         started = self.clock()
         self.header = Header(
             started=started,
@@ -229,8 +309,9 @@ class RecordingWriter:
     def write(self, host: str, kind: str, record: dict[str, Any], t: float | None = None) -> bool:
         if self.full or self.closed:
             return False
+        when = round(self.clock() if t is None else t, 3)
         entry = {
-            "t": round(self.clock() if t is None else t, 3),
+            "t": when,
             "host": host,
             "kind": kind,
             "record": record,
@@ -238,14 +319,44 @@ class RecordingWriter:
         data = wire.dumps(entry).encode("ascii") + b"\n"
         if len(data) > MAX_ENTRY:
             return True  # longer than any reader takes (a probe's line is bounded far below): dropped
-        # Deflate's worst case for incompressible data: 5 bytes a 16 KiB block, and the flush's own.
-        worst = len(data) + 5 * (len(data) // 16384 + 1) + 16
-        if self.size + worst + RESERVE > self.max_bytes:
+        if self.size + _worst(len(data)) + RESERVE > self.max_bytes:
             self.full = True
             return False
         self._put(data)
         self.entries += 1
+        self._lines += 1
+        self._since += len(data)
+        self._last = when
+        self._newest = when if self._newest is None else max(self._newest, when)
+        state = self._hosts.get(host)
+        if state is not None:
+            state.take(kind, record, when)
+        if self._since >= self._next_checkpoint:
+            self._checkpoint()
         return True
+
+    def _checkpoint(self) -> None:
+        """A new member, marked, that begins with each host's state (skipped when the cap is near)."""
+        newest = self._newest if self._newest is not None else self.header.started
+        lines = [
+            {
+                "t": newest,
+                "host": "",
+                "kind": "checkpoint",
+                "record": {"last": self._last, "line": self._lines + 1, "entries": self.entries},
+            }
+        ]
+        for name, state in self._hosts.items():
+            lines.extend(state.restated(name))
+        data = b"".join(wire.dumps(line).encode("ascii") + b"\n" for line in lines)
+        if self.size + len(MARK) + 16 + _worst(len(data)) + RESERVE > self.max_bytes:
+            self._next_checkpoint = math.inf  # the end of the file is near: no room for one
+            return
+        self._gz.next(newest)
+        self._put(data)
+        self._lines += len(lines)
+        self._since = 0
+        self._next_checkpoint = max(self.checkpoint_every or 0, CHECKPOINT_SHARE * len(data))
 
     def close(self, reason: str) -> None:
         """The end line (`reason`: seconds, interrupted, cap, signal...) and the gzip trailer."""
@@ -256,8 +367,7 @@ class RecordingWriter:
         end["record"] = {"reason": reason, "entries": self.entries}
         try:
             self._gz.write(wire.dumps(end).encode("ascii") + b"\n")
-            self._gz.close()
-            self._raw.flush()
+            self._gz.end()
             self._size = self._raw.tell()
             os.fsync(self._raw.fileno())
         except OSError as exc:
@@ -278,7 +388,6 @@ class RecordingWriter:
     def _put(self, data: bytes) -> None:
         try:
             self._gz.write(data)
-            self._gz.flush(zlib.Z_SYNC_FLUSH)
         except OSError as exc:
             self.abandon()
             raise RecordingError(f"cannot write {printable(self.path)}: {exc.strerror or exc}") from None
@@ -298,6 +407,8 @@ class RecordingReader:
         self.truncated = False  # the file ends mid-way: read to its last whole entry
         self.ended: Entry | None = None  # the end line, when the recorder closed the file in order
         self.last_t: float | None = None  # the time of the last entry read
+        self.expanded = 0  # bytes of lines read (decompressed), all told
+        self.scanned = 0  # bytes of the file read looking for checkpoints' marks
         self._buffer = bytearray()
         self._eof = False
         self._stream: Any = None
@@ -368,6 +479,7 @@ class RecordingReader:
             self._eof = True
         else:
             self._buffer += chunk
+            self.expanded += len(chunk)
 
     def _next_line(self, limit: int) -> bytes | None:
         """The next line without its newline; None at the end (a last line without its newline
@@ -428,10 +540,10 @@ class RecordingReader:
                 f"{self.name} is not a gputui recording (its first line is no recording header)"
             )
         version = doc.get("gputui_recording")
-        if type(version) is not int or version != FORMAT:
+        if type(version) is not int or version not in FORMATS:
             raise RecordingError(
                 f"{self.name}: recording format {printable(repr(version))[:40]}; this gputui reads "
-                f"format {FORMAT} (written by {printable(str(doc.get('created_by')))[:40]})"
+                f"formats {FORMATS[0]} to {FORMATS[-1]} (written by {printable(str(doc.get('created_by')))[:40]})"
             )
         started = _time(doc.get("started"))
         offset = doc.get("utc_offset")
@@ -460,6 +572,7 @@ class RecordingReader:
             interval=float(interval),  # type: ignore[arg-type]  # checked above
             created_by=printable(created)[:80] if isinstance(created, str) else "",
             max_bytes=cap if type(cap) is int and cap > 0 else None,
+            format=version,
         )
 
     def _bad_header(self, why: str) -> RecordingError:
@@ -467,10 +580,11 @@ class RecordingReader:
 
     # -- the entries
 
-    def entries(self) -> Iterator[Entry]:
+    def entries(self, checkpoints: bool = False) -> Iterator[Entry]:
         """Every entry, in the file's order, checked; RecordingError at the first damaged line. A
         file cut short ends at its last whole entry (`truncated`); the end line is kept in `ended`
-        and is the last entry given."""
+        and is the last entry given. Checkpoints and their restated entries only with
+        `checkpoints`."""
         hosts = set(self.header.hosts)
         while True:
             line = self._next_line(MAX_ENTRY)
@@ -489,6 +603,10 @@ class RecordingReader:
                     self.truncated = True  # the last line, cut short with the file
                     return
                 raise
+            if entry.kind == "checkpoint" or entry.again:
+                if checkpoints:
+                    yield entry
+                continue
             self.last_t = entry.t
             if entry.kind == "end":
                 self.ended = entry
@@ -505,9 +623,12 @@ class RecordingReader:
             raise self._bad(f"unknown kind {printable(repr(kind))[:40]}")
         if not isinstance(record, dict):
             raise self._bad("no record")
-        if kind == "end":
+        again = doc.get("again", False)
+        if kind == "checkpoint" or again is not False:
+            self._checkpoint_entry(kind, host, record, again)
+        if kind in ("end", "checkpoint"):
             if host != "":
-                raise self._bad("the end line names a host")
+                raise self._bad(f"the {kind} line names a host")
         elif not isinstance(host, str) or host not in hosts:
             shown = printable(repr(host))[:60]
             raise self._bad(f"host {shown} is not one of the header's")
@@ -516,7 +637,97 @@ class RecordingReader:
             record = checked if checked is not None else (problem or {})  # as a probe's link hands it on
         elif kind == "status":
             record = self._status(record)
-        return Entry(t=t, host=host, kind=kind, record=record, line=self.line)
+        return Entry(t=t, host=host, kind=kind, record=record, line=self.line, again=again)
+
+    def _checkpoint_entry(self, kind: Any, host: Any, record: dict[str, Any], again: Any) -> None:
+        """A checkpoint line or a restated entry is checked as what it must be."""
+        if self.header.format < 2:
+            raise self._bad(f"format {self.header.format} has no checkpoints")
+        if kind == "checkpoint":
+            line, count = record.get("line"), record.get("entries")
+            if again is not False or type(line) is not int or type(count) is not int or line < 2 or count < 0:
+                raise self._bad("a damaged checkpoint")
+            if record.get("last") is not None and _time(record.get("last")) is None:
+                raise self._bad("a damaged checkpoint")
+        elif again is not True or kind not in ("probe", "status"):
+            raise self._bad("a damaged restated entry")
+
+    # -- seeking
+
+    def seek_before(self, at: float) -> Entry | None:
+        """Moves the reader to the last checkpoint at or before `at` and returns its line (the
+        entries after it are read next); None, the reader where it was, when there is none to use:
+        a format-1 or plain file, `at` before the first checkpoint, or a mark that does not match
+        the checkpoint it points to (a damaged or lying file: it is read from its start instead)."""
+        if not self.compressed or self.header.format < 2 or self.line != 1:
+            return None
+        mark = self._find_mark(at, os.fstat(self._raw.fileno()).st_size)
+        if mark is None:
+            return None
+        offset, t = mark
+        try:
+            self._restart(offset)
+            line = self._next_line(MAX_ENTRY)
+            entry = self._entry(line, set(self.header.hosts)) if line is not None else None
+        except RecordingError:
+            entry = None
+        if entry is None or entry.kind != "checkpoint" or entry.t != t or self.truncated:
+            self._restart(0)
+            self._header()
+            return None
+        self.line = entry.record["line"]
+        return entry
+
+    def _restart(self, offset: int) -> None:
+        """Decompress from the gzip member at `offset` on."""
+        try:
+            self._raw.seek(offset)
+        except OSError as exc:
+            raise RecordingError(f"{self.name}: cannot read it: {exc.strerror or exc}") from None
+        self._stream = gzip.GzipFile(fileobj=self._raw, mode="rb")
+        self._buffer.clear()
+        self._eof = self.truncated = False
+        self.line = 0
+
+    def _find_mark(self, at: float, size: int) -> tuple[int, float] | None:
+        """The last mark at or before `at`: (its offset, its time), by a binary search over the file's
+        bytes (marks never go back in time in a file gputui wrote; a file whose do is caught when
+        the checkpoint is checked, or reads more than it needs)."""
+        lo, hi = 1, size  # the first member has no mark
+        best = None
+        while lo < hi:
+            mid = (lo + hi) // 2
+            mark = self._next_mark(mid, hi)
+            if mark is not None and mark[1] <= at:
+                best = mark
+                lo = mark[0] + 1
+            else:
+                hi = mid
+        return best
+
+    def _next_mark(self, start: int, end: int) -> tuple[int, float] | None:
+        """The first mark that begins in [start, end) with a time a recorder could have written."""
+        keep = len(MARK) + 8 - 1
+        position, tail = start, b""
+        while position < end:  # OSError: a file that cannot be read is no file to seek in
+            # pread: the stream being read keeps its place when no mark is used
+            chunk = os.pread(self._raw.fileno(), min(MARK_CHUNK, end - position + keep), position)
+            if not chunk:
+                return None
+            self.scanned += len(chunk)
+            data, base = tail + chunk, position - len(tail)
+            found = data.find(MARK)
+            while found >= 0 and base + found < end:
+                stamp = data[found + len(MARK) : found + len(MARK) + 8]
+                if len(stamp) < 8:
+                    break  # read it whole with the next chunk
+                t = _time(struct.unpack("<d", stamp)[0])
+                if t is not None:
+                    return base + found, t
+                found = data.find(MARK, found + 1)
+            tail = data[-keep:]
+            position += len(chunk)
+        return None
 
     def _status(self, record: dict[str, Any]) -> dict[str, Any]:
         status = record.get("status")
@@ -556,6 +767,35 @@ class HostAt:
     sample_t: float | None = None
     down: tuple[str | None, str | None] | None = None  # (reason, detail) when down since the sample
     down_t: float | None = None
+    hello_t: float | None = None
+
+    def take(self, kind: str, record: dict[str, Any], t: float) -> None:
+        """What one entry of this host changes."""
+        if kind == "probe":
+            what = record.get("type")
+            if what == "hello":  # (re)connected: the sample before stays until the next one
+                self.hello, self.hello_t, self.down, self.down_t = record, t, None, None
+            elif what == "sample":
+                self.sample, self.sample_t, self.down, self.down_t = record, t, None, None
+        elif kind == "status" and record.get("status") == "down":
+            self.down, self.down_t = (record.get("reason"), record.get("detail")), t
+
+    def restated(self, host: str) -> list[dict[str, Any]]:
+        """The entries that, taken in order, give this state again (a checkpoint's)."""
+        out = []
+        if self.hello is not None:
+            out.append(
+                {"t": self.hello_t, "host": host, "kind": "probe", "record": self.hello, "again": True}
+            )
+        if self.sample is not None:
+            out.append(
+                {"t": self.sample_t, "host": host, "kind": "probe", "record": self.sample, "again": True}
+            )
+        if self.down is not None:
+            reason, detail = self.down
+            down = {"status": "down", "reason": reason, "detail": detail}
+            out.append({"t": self.down_t, "host": host, "kind": "status", "record": down, "again": True})
+        return out
 
 
 @dataclass
@@ -566,27 +806,42 @@ class StateAt:
     past_end: bool  # every entry was read and `at` is after the last one
 
 
-def state_at(reader: RecordingReader, at: float) -> StateAt:
+def state_at(
+    reader: RecordingReader, at: float, *, seek: bool = True, max_read: int = DEFAULT_MAX_READ
+) -> StateAt:
     """The hosts at `at`: each one's last sample at or before it (file order; reading stops at the
-    first entry after `at`). RecordingError as `entries` raises it."""
+    first entry after `at`), read from the last checkpoint at or before it where the file has one
+    (`seek`). RecordingError as `entries` raises it, and when more than `max_read` bytes of lines
+    would be read."""
     hosts = {name: HostAt() for name in reader.header.hosts}
     last: float | None = None
-    for entry in reader.entries():
-        if entry.t > at:
-            return StateAt(at, hosts, last, past_end=False)
-        last = entry.t
+    checkpoint = reader.seek_before(at) if seek else None
+    if checkpoint is not None:
+        last = checkpoint.record.get("last")
+    for entry in reader.entries(checkpoints=True):
+        if reader.expanded > max_read:
+            raise RecordingError(
+                f"{reader.name}: {size_words(max_read)} read without reaching {clock_words(at, reader.header)}: "
+                "the most --at reads (GPUTUI_REPLAY_MAX_READ=SIZE reads more)"
+            )
+        if entry.kind == "checkpoint":
+            continue  # what it restates follows
+        if not entry.again:
+            if entry.t > at:
+                return StateAt(at, hosts, last, past_end=False)
+            last = entry.t
         state = hosts.get(entry.host)
-        if state is None:
-            continue  # the end line
-        if entry.kind == "probe":
-            kind = entry.record.get("type")
-            if kind == "hello":  # (re)connected: the sample before stays until the next one
-                state.hello, state.down = entry.record, None
-            elif kind == "sample":
-                state.sample, state.sample_t, state.down = entry.record, entry.t, None
-        elif entry.kind == "status" and entry.record["status"] == "down":
-            state.down, state.down_t = (entry.record["reason"], entry.record["detail"]), entry.t
+        if state is not None:  # not the end line
+            state.take(entry.kind, entry.record, entry.t)
     return StateAt(at, hosts, last, past_end=last is None or at > last)
+
+
+def size_words(n: int) -> str:
+    """`1 MiB`, `1.5 GiB`, `640 KiB`, `100 bytes`."""
+    for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.4g} {unit}"
+    return f"{n} bytes"
 
 
 def action_event(record: dict[str, Any]) -> dict[str, Any] | None:

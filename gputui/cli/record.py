@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..recording import (
     DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_READ,
     MIN_MAX_BYTES,
     Header,
     RecordingError,
@@ -51,6 +52,7 @@ MAX_RECORD_SECONDS = 366 * 24 * 3600.0
 AUDIT_CHUNK = 4 << 20  # bytes of new audit log read at a time
 AUDIT_LINE = 1 << 20  # an audit line longer than this is no line gputui wrote: skipped
 REPLAY_INTERVAL = 3600.0  # a replayed host is never judged stale by the wall clock: paused is paused
+MAX_READ_VARIABLE = "GPUTUI_REPLAY_MAX_READ"  # bytes `--at` may expand (docs/RECORDING.md "Seeking")
 
 
 def _say(text: str) -> None:
@@ -359,6 +361,10 @@ def run_snapshot_replay(args: argparse.Namespace) -> int:
     if args.demo or args.watch is not None:
         _say("--replay shows a recording: it does not combine with --demo or --watch")
         return EXIT_USAGE
+    max_read = _max_read()
+    if isinstance(max_read, str):
+        _say(max_read)
+        return EXIT_USAGE
     try:
         with RecordingReader(args.replay) as reader:
             header = reader.header
@@ -373,7 +379,7 @@ def run_snapshot_replay(args: argparse.Namespace) -> int:
                     f"{_moment(at, header)} is before {reader.name} starts ({_moment(header.started, header)})"
                 )
                 return EXIT_USAGE
-            state = state_at(reader, at)
+            state = state_at(reader, at, max_read=max_read)
             truncated = reader.truncated
             name = reader.name
     except ValueError as exc:
@@ -409,6 +415,17 @@ def run_snapshot_replay(args: argparse.Namespace) -> int:
         _say(f"{name} at {_moment(at, header)} ({offset_words(at - header.started)} into the recording)")
         snapshot.render(views, sys.stdout)
     return snapshot.exit_code(views)
+
+
+def _max_read() -> int | str:
+    """The bytes `--at` may read (GPUTUI_REPLAY_MAX_READ, a size), or what is wrong with the value."""
+    text = os.environ.get(MAX_READ_VARIABLE)
+    if text is None or not text.strip():
+        return DEFAULT_MAX_READ
+    try:
+        return argtypes.size(text.strip())
+    except argparse.ArgumentTypeError as exc:
+        return f"{MAX_READ_VARIABLE}: {exc}"
 
 
 def _moment(t: float, header: Header) -> str:

@@ -48,7 +48,7 @@ def test_every_entry_has_its_host_and_time_and_the_header_its_version(tmp_path: 
     demo_recording(path, seconds=3)
     with gzip.open(path, "rt") as f:
         header, *rest = (json.loads(line) for line in f)
-    assert header["gputui_recording"] == 1 and header["hosts"] == ["demo-a", "demo-b"]
+    assert header["gputui_recording"] == 2 and header["hosts"] == ["demo-a", "demo-b"]
     assert header["started"] == START and isinstance(header["utc_offset"], int)
     assert all(isinstance(e["t"], float | int) and isinstance(e["host"], str) for e in rest)
     got = entries(path)
@@ -231,7 +231,7 @@ def line_of_100_mb(tmp_path: Path, path: Path) -> None:
 def wrong_version(tmp_path: Path, path: Path) -> None:
     lines = _recorded(tmp_path)
     head = json.loads(lines[0])
-    head["gputui_recording"] = 2
+    head["gputui_recording"] = 3
     gzip_lines(path, [json.dumps(head).encode() + b"\n", *lines[1:]])
 
 
@@ -281,7 +281,7 @@ def a_fifo(tmp_path: Path, path: Path) -> None:
 HOSTILE: dict[str, tuple[Callable[[Path, Path], None], str]] = {
     "garbage line": (garbage_line, "line 4: the entry is not JSON"),
     "a line of 100 MB": (line_of_100_mb, "line 2 is longer than 3 MiB"),
-    "wrong version": (wrong_version, "recording format 2; this gputui reads format 1"),
+    "wrong version": (wrong_version, "recording format 3; this gputui reads formats 1 to 2"),
     # Zeroed bytes in a deflate stream: an error of the stream, or lines of garbage, as they fall.
     "corrupt compressed stream": (corrupt_stream, "a corrupt compressed stream|the entry is not JSON"),
     "cut in its header": (cut_in_its_header, "cut short before its header"),
