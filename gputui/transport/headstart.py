@@ -21,7 +21,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-MARKER = "gputui-probe"  # argv[1] of the probe's interpreter: names the process in `ps`
+# argv[1] of the probe's interpreter: names the process in `ps` (and another gputui's probe in ours).
+from gputui.probe.peers import MARKER
+
 # The probe of this very installation, from its modules (compiled once installed): nothing to send,
 # decompress and compile first. `-S`: no site-packages processing (their .pth files cost tens of ms
 # on hosts with big Python environments); the probe needs only the stdlib, its own package and

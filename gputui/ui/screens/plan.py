@@ -54,6 +54,7 @@ from gputui.units import fmt_bytes, fmt_bytes_of, fmt_gpus, index_runs
 from gputui.words import count, gpus_words
 
 from .. import fmt, kinds
+from ..widgets.action_log import PID_WIDTH  # the lists' PID column: a row's first line has it
 from ..widgets.status import StyledStatic
 from .dialog import DANGER, SCROLL_BINDINGS, Confirm, Dialog, answer_bindings
 
@@ -129,7 +130,6 @@ def _next(values: tuple[float, ...], now: float) -> float:
 
 WIDE = 100  # columns: from this width the why gets its own column; below, it goes under the command
 CARDS = 80  # ... and below this one each process is a card: its facts, its command, its why, a line each
-PID_WIDTH = 7  # the lists' PID column: a row's first line has its PID there, the lines under it none
 
 
 class TargetRow(NamedTuple):
