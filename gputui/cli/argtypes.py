@@ -14,12 +14,14 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import sys
 from collections.abc import Callable
+from typing import NoReturn
 
 from ..config import MAX_IDLE_MINUTES
 from ..probe.common import MAX_TIMEOUT
 from ..probe.wire import interval_problem
-from ..textsafe import cut
+from ..textsafe import cut, printable
 
 MAX_SECONDS = MAX_TIMEOUT  # the longest timeout (a kill plan's term_timeout and verify_timeout too)
 MAX_INDEX_DIGITS = 18  # an index or PID this long is no index, and int() of thousands of digits fails
@@ -33,6 +35,16 @@ def shown(text: str) -> str:
     """A bad value as its error quotes it: `'8 parsecs'`, control characters escaped, a long one cut
     with a mark (the user's own text, never a silent slice of it)."""
     return f"'{cut(text, SHOWN)}'"
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors show the user's words escaped, as every message does:
+    argparse quotes an unknown option as it was typed (`unrecognized arguments: --x\x1b[2J`), and an
+    ESC there would reach the terminal."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {printable(message)}\n")
 
 
 def _float(text: str, what: str = "a number of seconds") -> float:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -21,15 +22,18 @@ from ..hostlist import collapse
 from ..inventory.base import ResolvedHost
 from ..inventory.sources import SPEC_HELP
 from ..inventory.specs import config_host, resolve_hosts, shown
+from .argtypes import Parser
+from .argtypes import shown as quoted
 
 HOSTS_JSON_VERSION = 1
 SD_PORT = 9842  # `gputui export --listen :9842` (docs/MONITORING.md); --sd-port says another
 FORMATS = ("text", "json", "prometheus-sd")
 COLUMNS = ("name", "address", "user", "port", "jump", "group", "source")
+_PORT = re.compile(r"[0-9]{1,5}")  # ASCII digits only: '²' is a digit to str.isdigit
 
 
 def parser(summary: str = "") -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="gputui hosts",
         description=summary,
         epilog=f"SPEC: {SPEC_HELP}. Without one: the config's hosts (else local). docs/FLEET.md has more.",
@@ -51,8 +55,8 @@ def parser(summary: str = "") -> argparse.ArgumentParser:
 
 
 def _port(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 65535:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number from 1 to 65535")
+    if not _PORT.fullmatch(text) or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not a port number from 1 to 65535")
     return int(text)
 
 

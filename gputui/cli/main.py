@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from .. import __version__
 from ..config import ENV_CONFIG, Config, ConfigError, HostSpec, default_config_path, load
 from ..inventory.base import InventoryError
+from ..textsafe import printable
 from ..transport import headstart
 from . import argtypes, streams
 from .demo import DemoError
@@ -86,7 +87,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def ui_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = argtypes.Parser(
         prog="gputui",
         description="Live GPU memory, utilization and device-file holders; staged kill-and-verify.",
         epilog=commands_help(),
@@ -125,7 +126,7 @@ def ui_parser() -> argparse.ArgumentParser:
 
 
 def snapshot_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gputui snapshot", description=SUBCOMMANDS["snapshot"].summary)
+    p = argtypes.Parser(prog="gputui snapshot", description=SUBCOMMANDS["snapshot"].summary)
     _common(p)
     p.add_argument("--json", action="store_true", help="print versioned JSON (schema in README)")
     p.add_argument(
@@ -202,7 +203,8 @@ def head_start(
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> int:
-    streams.say(f"gputui: {message}")
+    # Messages quote the user's words and what sources said: escaped here, whoever made them.
+    streams.say(f"gputui: {printable(message)}")
     return code
 
 
@@ -245,7 +247,7 @@ def run_snapshot(argv: list[str]) -> int:
 def clean_parser() -> argparse.ArgumentParser:
     from . import clean
 
-    p = argparse.ArgumentParser(prog="gputui clean", description=SUBCOMMANDS["clean"].summary)
+    p = argtypes.Parser(prog="gputui clean", description=SUBCOMMANDS["clean"].summary)
     _common(p)
     clean.add_clean_arguments(p)
     _idle_option(p)
@@ -255,7 +257,7 @@ def clean_parser() -> argparse.ArgumentParser:
 def wait_parser() -> argparse.ArgumentParser:
     from . import wait
 
-    p = argparse.ArgumentParser(
+    p = argtypes.Parser(
         prog="gputui wait",
         description=SUBCOMMANDS["wait"].summary,
         epilog="exit codes: 0 ready; 1 timeout (or every host down); 2 bad usage; 3 no NVIDIA driver or GPU",
@@ -297,7 +299,7 @@ def run_clean(argv: list[str]) -> int:
 def export_parser() -> argparse.ArgumentParser:
     from . import export as exportcmd
 
-    p = argparse.ArgumentParser(prog="gputui export", description=SUBCOMMANDS["export"].summary)
+    p = argtypes.Parser(prog="gputui export", description=SUBCOMMANDS["export"].summary)
     _common(p)
     exportcmd.add_export_arguments(p)
     return p

@@ -91,6 +91,15 @@ def over_cap(where: str) -> InventoryError:
     )
 
 
+def home_expanded(path: str) -> str:
+    """`~` and `~user` expanded, or the path as written where they cannot be (an unknown user: it is
+    then not found; a NUL: refused when it is opened). Not Path.expanduser: it raises for those."""
+    try:
+        return os.path.expanduser(path)
+    except ValueError:
+        return path
+
+
 def read_regular(path: Path, limit: int, where: str, too_large: str = "") -> bytes:
     """The bytes of the regular file at `path` (a user's host file or ssh config), or InventoryError
     (bad usage): it cannot be opened, it is something else (a FIFO would block the read until a

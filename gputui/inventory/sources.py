@@ -19,7 +19,6 @@ past the cap is refused. A host file is a regular file of at most MAX_FILE_BYTES
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -38,7 +37,7 @@ from ..hostlist import (
 )
 from ..textsafe import printable
 from . import ansible, slurm, sshconfig
-from .base import InventoryError, ResolvedHost, checked, over_cap, read_regular
+from .base import InventoryError, ResolvedHost, checked, home_expanded, over_cap, read_regular
 
 MAX_FILE_BYTES = 16 << 20  # a host file larger than this is not a host file
 SPEC_HELP = (
@@ -152,7 +151,7 @@ class Resolver:
     def _file(self, arg: str, source: str) -> list[ResolvedHost]:
         if not arg:
             raise InventoryError(f"{shortened(source)}: name the file: @file:PATH")
-        path = Path(os.path.expanduser(arg))  # (Path.expanduser raises for an unknown ~user)
+        path = Path(home_expanded(arg))
         data = read_regular(
             path, MAX_FILE_BYTES, source, f"is over {MAX_FILE_BYTES >> 20} MiB: not a host list"
         )

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..hostlist import MAX_HOSTS, quoted, quoted_path, shortened
-from .base import InventoryError, ResolvedHost, checked, over_cap, read_regular
+from .base import InventoryError, ResolvedHost, checked, home_expanded, over_cap, read_regular
 
 MAX_INCLUDE_DEPTH = 16  # OpenSSH's READCONF_MAX_DEPTH
 MAX_BYTES = 16 << 20  # read in all: the config and its includes, each as often as it is included
@@ -111,7 +111,7 @@ class _Reading:
 
 
 def default_path() -> Path:
-    return Path(os.path.expanduser("~/.ssh/config"))
+    return Path(home_expanded("~/.ssh/config"))
 
 
 def read_blocks(path: Path, where: str = "@ssh") -> list[_Block]:
@@ -119,7 +119,7 @@ def read_blocks(path: Path, where: str = "@ssh") -> list[_Block]:
     is not a regular file, or goes past a bound (MAX_INCLUDE_DEPTH, MAX_BYTES, MAX_INCLUDES)."""
     if not os.path.lexists(path):
         raise InventoryError(f"{shortened(where)}: no ssh config at {quoted_path(path)}")
-    reading = _Reading(where, Path(os.path.expanduser("~/.ssh")), [_Block(None)])
+    reading = _Reading(where, Path(home_expanded("~/.ssh")), [_Block(None)])
     _read(path, reading, 0, [])
     return reading.blocks
 
@@ -200,7 +200,7 @@ def _include(args: list[str], reading: _Reading, depth: int, guards: list[_Patte
         if reading.includes_left < 0:
             where = shortened(reading.where)
             raise InventoryError(f"{where}: the ssh config includes more than {MAX_INCLUDES:,} files")
-        full = os.path.expanduser(pattern)  # (Path.expanduser raises for an unknown ~user)
+        full = home_expanded(pattern)
         if not os.path.isabs(full):
             full = str(reading.base / full)  # OpenSSH: relative to ~/.ssh for a user's config
         try:

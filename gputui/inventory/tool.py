@@ -17,12 +17,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..textsafe import printable
-from .base import InventoryError, word_problem
+from .base import MAX_WORD, InventoryError, word_problem
 
 TOOL_TIMEOUT = 30.0  # seconds for scontrol, sinfo, squeue or ansible-inventory to answer
 MAX_OUTPUT = 64 << 20  # bytes of stdout: 100,000 hosts with their vars fit many times over
 MAX_ERROR = 64 << 10  # the tail of stderr kept: its last line says why a tool failed
-MAX_WORD = 255  # characters of a host name, address or user (a DNS name is at most 253)
 MAX_LABEL = 200  # characters of a spec as an error message quotes it
 _CHUNK = 1 << 16
 _LONG_INT = 20  # digits: a JSON number longer than this stays text (Python refuses 4,300 and more)
