@@ -20,6 +20,7 @@ import urllib.parse
 
 import pytest
 
+from gputui.cli.export import make_app, serve, url
 from gputui.cli.exportserver import HEAD_DEADLINE, WORKERS
 from tests.support.exporter import get, served_url, start, stop, wait_for
 
@@ -164,3 +165,27 @@ def test_clients_over_the_limit_are_refused_in_a_line_each_at_most():
     assert "Traceback" not in said, said[-3000:]
     refused = [line for line in said.splitlines() if "refused" in line]
     assert 1 <= len(refused) <= 5, said
+
+
+def test_an_oversized_head_or_a_bare_lf_request_in_process():
+    """The server alone, in this process, on a real socket: a request head over 64 KiB is answered
+    431 and closed; a request whose lines end in a bare LF is read as one ending in CRLF."""
+    app = make_app(lambda environ, start_response: [], lambda: True)
+    server = serve("127.0.0.1", 0, app)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        where = address(url(server))
+        with socket.create_connection(where, timeout=60) as client:
+            client.sendall(b"GET /-/ready HTTP/1.1\r\nX-Big: " + b"a" * (70 << 10) + b"\r\n\r\n")
+            assert client.recv(4096).startswith(b"HTTP/1.0 431 ")
+        with socket.create_connection(where, timeout=60) as client:
+            client.sendall(b"GET /-/healthy HTTP/1.0\nHost: x\n\n")
+            answer = b""
+            while chunk := client.recv(4096):
+                answer += chunk
+            assert answer.startswith(b"HTTP/1.0 200 ") and answer.endswith(b"healthy\n")
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(30)
