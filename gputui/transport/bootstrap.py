@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from gputui.probe import wire
+from gputui.probe.peers import MARKER
 from gputui.transport.base import TransportError
-from gputui.transport.headstart import MARKER
 
 BOOT_FORMAT = 1
 ENTRY = "gputui.probe.main"

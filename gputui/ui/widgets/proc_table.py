@@ -15,11 +15,12 @@ from textual.message import Message
 
 from gputui.idle import span
 from gputui.model import Job, Parent, Proc, Sample, brief_command
+from gputui.textsafe import ELLIPSIS
 from gputui.units import fmt_duration, fmt_memory, fmt_percent, index_runs
 from gputui.words import gpu_place
 
 from .. import fmt, jobs, kinds, tree
-from .cells import ELLIPSIS, Cell, Row, Styled, dim
+from .cells import Cell, Row, Styled, dim
 from .table import Column, KeyedTable
 
 ProcKey = tuple[int, int | None]
