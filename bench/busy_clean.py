@@ -11,7 +11,7 @@ holding fake device files: the load generator of bench/holder_scan.py). In each:
   planned "free GPU 0" from a full sample and executed by the probe's engine (bench/clean_time.py's
   run_gputui); the time is the probe's own elapsed to its `done` event, and "after release" is that
   less the moment NVML first showed the GPU idle. Runs alternate between the targeted rescans (as
-  built) and full ones (run_state.RESCAN_LOOK = FULL: every rescan and the confirmation a full scan,
+  built) and full ones (run/state.RESCAN_LOOK = FULL: every rescan and the confirmation a full scan,
   the way before issue 11);
 - cli: the whole `gputui clean --demo demo-a:0 --yes` command (own demo probes, its full-scan sample,
   the plan, the audit log): wall time, and the probe's elapsed it reports;
@@ -46,11 +46,7 @@ from holder_scan import DEVICES, start_load, stop_load  # noqa: E402
 from gputui.probe.core import Probe  # noqa: E402
 from gputui.probe.holders import HolderScanner  # noqa: E402
 from gputui.probe.readers.sim import SimReader  # noqa: E402
-
-try:  # the rescans' knob: in run_state.py since the kill engine was split (issue 20), reaper.py before
-    from gputui.probe import run_state as looks
-except ImportError:
-    from gputui.probe import reaper as looks
+from gputui.probe.run import state as looks  # noqa: E402  (the rescans' knob, RESCAN_LOOK)
 
 MODES = ("targeted", "full")
 

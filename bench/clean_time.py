@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from gputui.api import Sample
 from gputui.kill.plan import KillOptions, PlanOptions, plan_for_gpus
 from gputui.probe.core import IDLE_SLACK, Probe
-from gputui.probe.reaper import execute
+from gputui.probe.run.reaper import execute
 from tests.support.cudajob import CudaJob
 
 SCENARIOS = ("cooperative", "ignore-term", "ghost")

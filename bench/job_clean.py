@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 from gputui.api import Sample  # noqa: E402
 from gputui.kill.plan import KillOptions, PlanOptions, plan_for_pids  # noqa: E402
 from gputui.probe.core import Probe  # noqa: E402
-from gputui.probe.reaper import execute  # noqa: E402
+from gputui.probe.run.reaper import execute  # noqa: E402
 
 # A CUDA rank: allocates `gib` GiB on its GPU, says so, and lives until its stdin ends (the
 # benchmark's pipe: when the benchmark goes, so does every rank) or a signal ends it.

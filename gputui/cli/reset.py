@@ -1,6 +1,6 @@
 """`gputui clean --reset-gpu N`: the reset ladder of one GPU from the command line. A dry run first,
 always: whether a reset is needed at all, what blocks it (one line each, with what to do), the
-ladder's steps; then, confirmed and unblocked, the reset itself (gputui/probe/reset.py runs it;
+ladder's steps; then, confirmed and unblocked, the reset itself (gputui/probe/run/reset.py runs it;
 gputui.kill.operate logs it ahead like a plan).
 """
 
@@ -24,7 +24,7 @@ from .gpuspec import UsageError
 
 @dataclass(frozen=True, slots=True)
 class Blocker:
-    """One thing that blocks a reset, as the probe names it (gputui/probe/reset.py), with what to do."""
+    """One thing that blocks a reset, as the probe names it (gputui/probe/run/reset.py), with what to do."""
 
     kind: str  # process, mig, display, nvlink, outside, root
     words: str

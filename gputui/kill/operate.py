@@ -3,7 +3,7 @@ the fleet) -> the audit log, before and after -> typed verdicts.
 
 `gputui clean` and the dashboard both go through `Operations`: the CLI only parses arguments and
 prints, the dashboard only renders and takes keys. Nothing here prints, draws or touches a process;
-the probe of each host runs the plan (gputui/probe/reaper.py) and this side follows its events.
+the probe of each host runs the plan (gputui/probe/run/reaper.py) and this side follows its events.
 
 The order of a run is what makes it safe to trust:
 1. a sample after a full holder scan from each host (`scans`), since a plan trusts no incremental view;
@@ -317,7 +317,7 @@ class Operations:
     async def reset(
         self, host: str, gpu: int, *, dry_run: bool = False, on_event: Callable[[Event], None] | None = None
     ) -> PlanVerdict:
-        """The reset ladder for one GPU (gputui/probe/reset.py): blockers listed, refused while any
+        """The reset ladder for one GPU (gputui/probe/run/reset.py): blockers listed, refused while any
         remains, else persistence off, the driver's reset, memory verified back, persistence restored.
         Logged ahead like a plan (a log that cannot take it: a not-sent verdict, as `run`'s). Never
         automatic: the caller had the operator confirm it."""

@@ -41,7 +41,7 @@ second apart. `recheck_every` bounds both. Where schedstat is missing, zeroed (a
 CONFIG_SCHED_INFO) or unreadable, the rule never applies. tests/probe/test_holders.py proves it on
 real processes: a sleeper is skipped, and one that opens, closes or reuses an fd number is not.
 
-The targeted scan (a kill plan's rescans and its verification: run_state.RunState.look): every link of
+The targeted scan (a kill plan's rescans and its verification: run/state.RunState.look): every link of
 `also` (the plan's own PIDs and its targets' pre-signal descendants) and of every process new since
 the last scan; and, when `around` names PIDs, every process's /proc/PID/stat (cheap: no fd listed)
 to read in full those PIDs' process groups, sessions and subtrees too (`related`; `holders`: every

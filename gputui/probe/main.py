@@ -190,7 +190,7 @@ class Loop(object):
         elif kind == "cancel":
             pass  # for a plan that has ended already: nothing left to stop
         elif kind == "reset":
-            from .reset import execute as reset
+            from .run.reset import execute as reset
 
             reset(self.probe, record, self.emit)
         elif kind == "detail":
@@ -240,11 +240,11 @@ class Loop(object):
             self.emit(error("no-gpu", "no GPU reader: %s" % self.probe.reader_error.message, plan_id))
             return
         if record.get("type") == "signal":  # one signal to one process: no ladder, no verification
-            from .signal_run import execute_signal
+            from .run.signal_run import execute_signal
 
             execute_signal(self.probe, record, self.emit)
         else:
-            from .reaper import execute
+            from .run.reaper import execute
 
             execute(self.probe, record, self.emit, lambda: self.stop_requested(plan_id))
         deferred, self.deferred = self.deferred, []

@@ -10,7 +10,7 @@ from gputui.kill.plan import KillOptions, PlanOptions, plan_for_gpus
 from gputui.model import Sample
 from gputui.probe.core import Probe
 from gputui.probe.readers.nvml import NvmlReader
-from gputui.probe.reaper import execute
+from gputui.probe.run.reaper import execute
 
 
 @pytest.fixture

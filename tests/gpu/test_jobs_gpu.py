@@ -24,7 +24,7 @@ INSIDE = r"""
 import json, sys
 from gputui.probe.core import Probe
 from gputui.probe.readers.nvml import NvmlReader
-from gputui.probe.reset import execute
+from gputui.probe.run.reset import execute
 probe = Probe(NvmlReader(), hostname="in-a-namespace")
 hello = probe.start()
 sample = probe.sample(full=True)

@@ -19,7 +19,7 @@ from gputui.kill.plan import (
     sweep_candidates,
 )
 from gputui.model import brief_command
-from gputui.probe.orders import Settings
+from gputui.probe.run.orders import Settings
 from tests.support.samples import GiB, sample
 
 OPTS = PlanOptions(operator="alice", plan_id="p1")

@@ -11,7 +11,7 @@ from gputui.kill.operate import status_of
 from gputui.kill.plan import PlanError, PlanOptions, plan_for_signal
 from gputui.model import Event, PlanVerdict, done_event
 from gputui.probe.common import SIGNAL_CHOICES, signal_deadline
-from gputui.probe.orders import SignalSettings
+from gputui.probe.run.orders import SignalSettings
 from gputui.words import verdict_summary
 from tests.support.samples import launcher_sample, sample
 

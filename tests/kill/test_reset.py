@@ -1,4 +1,4 @@
-"""The reset ladder (gputui/probe/reset.py), never automatic and never on a real shared GPU.
+"""The reset ladder (gputui/probe/run/reset.py), never automatic and never on a real shared GPU.
 
 On the sim ("preflight" scenario: GPU 1 has 2.1 GiB no process holds): a dry run acts on nothing; a
 holder of the GPU's device file blocks it and is named; a confirmed reset turns persistence off,

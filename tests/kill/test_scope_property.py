@@ -4,7 +4,7 @@ Hypothesis builds a host: a process tree (parents, process groups, sessions, set
 holding the device files, some listed by NVML on GPUs, monitors, the probe and its ancestors. The
 real classification (gputui/probe/classify.py) turns it into the sample the operator sees; the real
 planner (gputui/kill/plan/) builds the plan for a generated selection (processes, or GPUs); then the
-probe's rounds are played out with the real rescan rule (gputui/probe/scope.py) on a model of the
+probe's rounds are played out with the real rescan rule (gputui/probe/run/scope.py) on a model of the
 driver after each kill (children re-parented, a dead parent still listed while a forked child holds
 its context). The property, in every case:
 
@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gputui.kill.plan import PlanOptions, plan_for_selection
-from gputui.probe import scope
 from gputui.probe.common import MAX_ROUNDS
+from gputui.probe.run import scope
 from tests.support.proctrees import GPUS, Host, Task, hosts
 
 

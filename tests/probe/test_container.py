@@ -90,7 +90,7 @@ INSIDE_RESET = r"""
 import json, sys
 from gputui.probe.core import Probe
 from gputui.probe.readers.sim import SimReader
-from gputui.probe.reset import execute
+from gputui.probe.run.reset import execute
 reader = SimReader(attach=True, base_dir=sys.argv[1])
 probe = Probe(reader, hostname="in-a-container")
 hello = probe.start()

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from gputui.probe.checks import drives_peer_probe
 from gputui.probe.classify import HIDDEN, MONITOR, USER, ProcFacts, classify, protection
 from gputui.probe.peers import is_gputui_probe, peer_probe
+from gputui.probe.run.checks import drives_peer_probe
 from gputui.transport.bootstrap import BOOT, boot_argv
 from gputui.transport.headstart import local_argv
 

@@ -1,4 +1,4 @@
-"""The kill engine (gputui/probe/reaper.py) on real processes: simulated GPUs, real jobs and signals.
+"""The kill engine (gputui/probe/run/reaper.py) on real processes: simulated GPUs, real jobs and signals.
 
 Every job is started by a sim the fixture closes (tests/probe/conftest.py); the tests themselves send no
 signal: the engine under test does, and only to those jobs.
@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
-from gputui.probe import reaper, signals
 from gputui.probe.main import Loop
-from gputui.probe.orders import Settings
 from gputui.probe.readers.sim import GiB
-from gputui.probe.reaper import Run, execute
-from gputui.probe.signals import Proc
+from gputui.probe.run import reaper, signals
+from gputui.probe.run.orders import Settings
+from gputui.probe.run.reaper import Run, execute
+from gputui.probe.run.signals import Proc
 from tests.support.pythons import PYTHON38
 from tests.support.reaping import done, gpu_verdict, make_plan, of, run, signals_to, target, verdict
 from tests.support.simprobe import alive
@@ -360,7 +360,7 @@ UNPRIVILEGED_RUNNER = textwrap.dedent(
     import json, sys
     from gputui.probe.core import Probe
     from gputui.probe.readers.sim import SimReader
-    from gputui.probe.reaper import execute
+    from gputui.probe.run.reaper import execute
 
     probe = Probe(SimReader(attach=True, base_dir=sys.argv[1]), hostname="unprivileged")
     hello = probe.start()
@@ -447,7 +447,7 @@ PY38_RUNNER = textwrap.dedent(
     import json
     from gputui.probe.core import Probe
     from gputui.probe.readers.sim import SimReader
-    from gputui.probe.reaper import execute
+    from gputui.probe.run.reaper import execute
 
     sim = SimReader(gpus=1, scenario="empty")
     probe = Probe(sim)
@@ -576,7 +576,7 @@ FD_RUNNER = textwrap.dedent(
     import json, os, resource, subprocess, sys
     from gputui.probe.core import Probe
     from gputui.probe.readers.sim import SimReader, open_devices, start_time
-    from gputui.probe.reaper import execute
+    from gputui.probe.run.reaper import execute
 
     n, headroom, sampled = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "sample"
     reader = SimReader(gpus=1, scenario="empty")

@@ -163,7 +163,7 @@ REUSE_RUNNER = textwrap.dedent(
     import json, os, select, sys, time
     from gputui.probe.core import Probe
     from gputui.probe.readers.sim import SimReader, start_time
-    from gputui.probe.reaper import execute
+    from gputui.probe.run.reaper import execute
 
     reader = SimReader(gpus=1, scenario="empty")
     probe = Probe(reader, hostname="reuse-test")

@@ -19,7 +19,7 @@ import pytest
 from gputui.probe.main import Loop
 from gputui.probe.procfs import read_stat
 from gputui.probe.readers.sim import GiB
-from gputui.probe.signal_run import execute_signal
+from gputui.probe.run.signal_run import execute_signal
 from tests.support.pythons import PYTHON38
 from tests.support.simprobe import alive
 
@@ -142,7 +142,7 @@ PY38_RUNNER = """
 import json, os
 from gputui.probe.core import Probe
 from gputui.probe.readers.sim import SimReader
-from gputui.probe.signal_run import execute_signal
+from gputui.probe.run.signal_run import execute_signal
 
 sim = SimReader(gpus=1, scenario="empty")
 probe = Probe(sim)

@@ -25,13 +25,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gputui.probe import reaper, run_state, scope
 from gputui.probe.classify import ProcFacts, classify
 from gputui.probe.holders import Entry, HolderScanner, descendants, related
-from gputui.probe.orders import Settings
 from gputui.probe.readers.sim import GiB
-from gputui.probe.reaper import Run
-from gputui.probe.run_state import FULL, TARGETED
+from gputui.probe.run import reaper, scope
+from gputui.probe.run import state as run_state
+from gputui.probe.run.orders import Settings
+from gputui.probe.run.reaper import Run
+from gputui.probe.run.state import FULL, TARGETED
 from tests.support.proctrees import PROBE, Host, hosts
 from tests.support.reaping import done, gpu_verdict, make_plan, of, run, signals_to, target, verdict
 from tests.support.simprobe import alive, wait_gone
@@ -373,7 +374,7 @@ def classified(host: Host, holders: set[int]) -> dict[int, Any]:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(host=hosts(), data=st.data())
 def test_a_holder_outside_the_targeted_set_is_linked_to_nothing_the_plan_is_about(host, data):
-    """For any process tree, listing and plan (run_state.RunState.around): the holders a targeted scan does
+    """For any process tree, listing and plan (run/state.RunState.around): the holders a targeted scan does
     not read get, from the real classification, no GPU the plan touches, no link to anything of the
     plan's and no place among the targets' descendants, whatever they hold; the ones it reads are
     classified as in a full view, and so is every PID of the plan's."""

@@ -26,7 +26,7 @@ from gputui.model import Sample
 from gputui.probe.core import Probe
 from gputui.probe.procfs import in_init_pid_namespace
 from gputui.probe.readers.sim import GiB, SimReader, signal_checked, start_time
-from gputui.probe.reset import execute
+from gputui.probe.run.reset import execute
 from gputui.readiness import Conditions, unready
 from gputui.words import unaccounted_words
 from tests.support.pythons import PYTHON38

@@ -1,4 +1,4 @@
-"""Running a plan on the reaper (gputui/probe/reaper.py) in-process, as the probe's loop does, and
+"""Running a plan on the reaper (gputui/probe/run/reaper.py) in-process, as the probe's loop does, and
 reading its events: a target record, a plan around the targets, the events of one stage or one
 process, the verdicts, the signals that were sent."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from gputui.probe.reaper import execute
+from gputui.probe.run.reaper import execute
 
 
 def target(pid: int, start: int | None, gpus: list[int], reason: str = "test") -> dict[str, Any]:

@@ -25,7 +25,7 @@ once). Every name callers used when this was one module is here.
 
 from ...killoptions import KillOptions, PlanError
 from ...probe.common import SIGNAL_CHOICES, SIGNAL_PLANS
-from ...probe.orders import JOB_ROLES
+from ...probe.run.orders import JOB_ROLES
 from .entries import (
     SCOPES,
     SEVERE,

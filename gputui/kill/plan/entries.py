@@ -101,7 +101,7 @@ class Target(Entry):
     uid: int | None = None
     state: str | None = None
     gpu_memory: tuple[tuple[int, int | None], ...] = ()  # (GPU index, bytes or None) from NVML
-    # In a job plan (probe.orders.JOB_ROLES): "root" (signalled first: a launcher forwards it to its ranks; it
+    # In a job plan (probe.run.orders.JOB_ROLES): "root" (signalled first: a launcher forwards it to its ranks; it
     # may hold no GPU), "between" (a process of the job between its root and members, no GPU
     # needed) or "member" (a GPU process of the job); None outside a job. `job`: the job's id.
     role: str | None = None

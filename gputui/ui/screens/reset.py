@@ -1,6 +1,6 @@
 """The reset confirmation: a GPU reset is a plan of its own, never automatic.
 
-The app first asks the probe for a dry run (gputui/probe/reset.py): what blocks a reset of this GPU
+The app first asks the probe for a dry run (gputui/probe/run/reset.py): what blocks a reset of this GPU
 (every process holding its device file or nvidiactl, monitors included; MIG; a display; NVLink peers;
 root) and the steps it would take. While anything blocks it, the dialog lists the blockers and
 offers only Close. Otherwise it names the GPU, the memory a reset would free, what a reset affects,

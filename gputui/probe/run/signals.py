@@ -14,9 +14,9 @@ import os
 import signal
 from typing import Any, Dict, List, Optional, Tuple  # noqa: F401  (type comments)
 
-from .common import brief_command
-from .pidfd import Syscalls, best_method
-from .procfs import read_stat_strict
+from ..common import brief_command
+from ..pidfd import Syscalls, best_method
+from ..procfs import read_stat_strict
 
 FD_RESERVE = 64  # descriptors a plan leaves free for /proc reads, scans and NVML
 # Set by tests to force a kill method ("pidfd", "pidfd-syscall" or "kill"); None picks the best.

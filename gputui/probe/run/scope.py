@@ -21,7 +21,7 @@ Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple  # noqa: F401
 
-from .classify import HIDDEN
+from ..classify import HIDDEN
 
 
 class Candidate(NamedTuple):

@@ -17,12 +17,12 @@ import errno
 import os
 from typing import Any, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
-from .classify import MONITOR, MONITOR_NAMES
-from .jobs import INIT_COMMS, SESSION_COMMS, boundary, interactive_shell, read_node
-from .peers import PROTECTED as PEER
-from .peers import peer_probe
-from .pidfd import EXITED, PINNED
-from .procfs import (
+from ..classify import MONITOR, MONITOR_NAMES
+from ..jobs import INIT_COMMS, SESSION_COMMS, boundary, interactive_shell, read_node
+from ..peers import PROTECTED as PEER
+from ..peers import peer_probe
+from ..pidfd import EXITED, PINNED
+from ..procfs import (
     PF_KTHREAD,
     PROC,
     holds_device,
@@ -32,8 +32,8 @@ from .procfs import (
     read_status,
     user_name,
 )
-from .run_state import RunState, View, short_command, zombie_words  # noqa: F401  (type comments)
 from .signals import Proc
+from .state import RunState, View, short_command, zombie_words  # noqa: F401  (type comments)
 
 NO_GPU_WORDS = "not signalled: holds no GPU now (no GPU device file, not listed by NVML); still running"
 

@@ -17,9 +17,9 @@ import os
 import time
 from typing import Any, Callable, Dict, List, Optional  # noqa: F401  (type comments)
 
-from .accounting import account, device_file
-from .common import POLL_S, count, took
-from .wire import VERSION, error
+from ..accounting import account, device_file
+from ..common import POLL_S, count, took
+from ..wire import VERSION, error
 
 VERIFY_S = 20.0  # seconds for the memory to be back after a reset
 

@@ -15,12 +15,12 @@ import signal
 import time
 from typing import Any, Callable, Dict, Optional  # noqa: F401  (type comments)
 
+from ..common import SIGNAL_LOOK_S
+from ..procfs import read_stat_strict
 from .checks import Checks
-from .common import SIGNAL_LOOK_S
 from .orders import SignalSettings, parse_or_refuse
-from .procfs import read_stat_strict
-from .run_state import FALLBACK_POLL_S, INCREMENTAL, run_to_the_end
 from .signals import METHOD_NOTE, Proc  # noqa: F401  (type comments)
+from .state import FALLBACK_POLL_S, INCREMENTAL, run_to_the_end
 from .verdicts import Verdicts
 
 QUICK_LOOK = ("SIGHUP", "SIGUSR1", "SIGUSR2")  # signals a process handles and lives on: one look

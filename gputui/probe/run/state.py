@@ -17,12 +17,12 @@ import signal
 import time
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
+from ..classify import HIDDEN
+from ..procfs import close_quietly, read_stat_strict
+from ..wire import VERSION, clip_arg
 from . import scope
-from .classify import HIDDEN
 from .orders import Settings  # noqa: F401  (type comments)
-from .procfs import close_quietly, read_stat_strict
 from .signals import Killer, Proc, pidfd_budget, signal_name  # noqa: F401  (type comments)
-from .wire import VERSION, clip_arg
 
 FALLBACK_POLL_S = 0.01  # /proc polling when there is no pidfd to wait on
 # What a look reads (RunState.look): the steady-state scan, what can hold the plan's memory, everything.

@@ -14,14 +14,15 @@ Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 
 from typing import Any, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
+from ..accounting import account
+from ..classify import GHOST, HIDDEN, MONITOR, USER
+from ..common import brief_command, took
+from ..core import Probe
+from ..holders import descendants
+from ..procfs import holds_device, read_cmdline, read_stat, read_stat_strict, read_status, user_name
 from . import scope
-from .accounting import account
-from .classify import GHOST, HIDDEN, MONITOR, USER
-from .common import brief_command, took
-from .core import Probe
-from .holders import descendants
-from .procfs import holds_device, read_cmdline, read_stat, read_stat_strict, read_status, user_name
-from .run_state import (  # noqa: F401  (type comments)
+from .signals import Proc  # noqa: F401  (type comments)
+from .state import (  # noqa: F401  (type comments)
     RunState,
     View,
     by_key,
@@ -30,7 +31,6 @@ from .run_state import (  # noqa: F401  (type comments)
     short_command,
     zombie_words,
 )
-from .signals import Proc  # noqa: F401  (type comments)
 
 MAX_RESTARTS = 16  # parents a verdict names as able to restart what the plan stopped
 
@@ -354,7 +354,7 @@ class Verdicts(RunState):
 
 def size_words(nbytes):
     # type: (int) -> str
-    """`2.1 GiB`, `615 MiB`: for the probe's own words (the app has gputui.units)."""
+    """`2.1 GiB`, `615 MiB`: for the probe's own words (the app has gputui.text.units)."""
     if nbytes >= 1 << 30:
         return "%.1f GiB" % (nbytes / float(1 << 30))
     return "%d MiB" % (nbytes >> 20)

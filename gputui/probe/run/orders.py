@@ -11,7 +11,7 @@ Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
-from .common import (
+from ..common import (
     MAX_TIMEOUT,
     SIGNAL_CHOICES,
     SIGNAL_LOOK_S,
@@ -20,7 +20,7 @@ from .common import (
     TERM_TIMEOUT,
     VERIFY_TIMEOUT,
 )
-from .wire import error
+from ..wire import error
 
 MAX_TARGETS = 100000
 SCOPES = ("processes", "gpus", "host")

@@ -19,7 +19,7 @@ docs/ARCHITECTURE.md "Staged kill-and-verify", grounded in docs/GPU_FACTS.md:
 Nothing sleeps for a fixed time: every wait is a poll() on the pidfds with the next deadline as its
 timeout (the NVML polling interval while verifying), so it ends the moment a process exits.
 
-What the rescans and the confirmation read (run_state.RunState.around; gputui/probe/holders.py, "The targeted
+What the rescans and the confirmation read (state.RunState.around; gputui/probe/holders.py, "The targeted
 scan"), all of it every link, no rule trusted:
 - the plan's own PIDs (targets, named ghosts, what it took on or sweeps) and the targets'
   descendants taken before any signal (a killed parent's children are re-parented at once);
@@ -46,7 +46,7 @@ Without pidfds (Python 3.8 on an architecture whose syscall numbers are unknown,
 os.kill, and to reading /proc every 10 ms while waiting.
 
 Where the rest is: the plan record's parsing (orders.py), the one place a signal leaves the probe
-(signals.py), what every stage uses: events, looks, delivery, the waits (run_state.py), the check
+(signals.py), what every stage uses: events, looks, delivery, the waits (state.py), the check
 stage (checks.py), the verdicts (verdicts.py); a `signal` record's run is signal_run.py.
 
 Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
@@ -57,15 +57,17 @@ import signal
 import time
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
+from ..classify import GHOST, HIDDEN, MONITOR, USER
+from ..common import KILL_WAIT_S, MAX_ROUNDS, POLL_S, job_grace
+from ..core import Probe
+from ..holders import descendants
+from ..procfs import holds_device, read_stat
+from ..wire import error
 from . import scope
 from .checks import Checks
-from .classify import GHOST, HIDDEN, MONITOR, USER
-from .common import KILL_WAIT_S, MAX_ROUNDS, POLL_S, job_grace
-from .core import Probe
-from .holders import descendants
 from .orders import Settings, parse_or_refuse
-from .procfs import holds_device, read_stat
-from .run_state import (
+from .signals import METHOD_NOTE, Proc, signal_name  # noqa: F401  (type comments)
+from .state import (
     FULL,
     INCREMENTAL,
     TARGETED,
@@ -76,9 +78,7 @@ from .run_state import (
     pid_list,
     run_to_the_end,
 )
-from .signals import METHOD_NOTE, Proc, signal_name  # noqa: F401  (type comments)
 from .verdicts import Verdicts
-from .wire import error
 
 
 def execute(probe, plan, emit, stop_requested=None):
@@ -345,7 +345,7 @@ class Run(Checks, Verdicts):
 
     def rescan(self, view, sweep):
         # type: (View, bool) -> List[Proc]
-        """Holders the kills uncovered that the plan's scope covers (gputui/probe/scope.py): hidden
+        """Holders the kills uncovered that the plan's scope covers (gputui/probe/run/scope.py): hidden
         holders now attributed to a GPU the plan cleans, holders tied to a target and, on the first
         round of a sweeping plan, the listed unattributed holders. Others on the same GPUs are
         reported, never signalled."""
