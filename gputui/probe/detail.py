@@ -224,13 +224,10 @@ def request_id(record):
     return rid if isinstance(rid, str) and 0 < len(rid) <= ID_CHARS else None
 
 
-def describe(record, prefix, probe_pid, stop, argv=None, proc="/proc", boot=0.0, euid=None):
-    # type: (Dict[str, Any], str, int, Set[int], Optional[List[str]], str, float, Optional[int]) -> Dict[str, Any]
-    """The `detail` answer to `record` (a request: pid, start_time, id; `environ` and `secrets`
-    to read the environment). `prefix`: the device files to list (the reader's); `probe_pid`,
-    `stop`: the probe and its chain (where the parents end); `argv`: the probe's own options (its
-    command line when asked about itself); `euid`: the probe's (os.geteuid() by default)."""
-    out = {
+def _answer(record):
+    # type: (Dict[str, Any]) -> Dict[str, Any]
+    """What every `detail` answer begins with: the request it answers, `ok` until found otherwise."""
+    return {
         "type": "detail",
         "v": VERSION,
         "id": request_id(record),
@@ -238,7 +235,16 @@ def describe(record, prefix, probe_pid, stop, argv=None, proc="/proc", boot=0.0,
         "start_time": record.get("start_time") if isinstance(record.get("start_time"), int) else None,
         "result": "ok",
         "message": None,
-    }  # type: Dict[str, Any]
+    }
+
+
+def describe(record, prefix, probe_pid, stop, argv=None, proc="/proc", boot=0.0, euid=None):
+    # type: (Dict[str, Any], str, int, Set[int], Optional[List[str]], str, float, Optional[int]) -> Dict[str, Any]
+    """The `detail` answer to `record` (a request: pid, start_time, id; `environ` and `secrets`
+    to read the environment). `prefix`: the device files to list (the reader's); `probe_pid`,
+    `stop`: the probe and its chain (where the parents end); `argv`: the probe's own options (its
+    command line when asked about itself); `euid`: the probe's (os.geteuid() by default)."""
+    out = _answer(record)
     problem = request_problem(record)
     if problem is not None:
         out.update(result="refused", message="detail: %s" % problem)
@@ -259,30 +265,14 @@ def describe(record, prefix, probe_pid, stop, argv=None, proc="/proc", boot=0.0,
         unreadable["status"] = why
     status = _status_fields(status_text or "")
     uid = _first_int(status.get("Uid"))
-    cwd, why = _link("%s/%d/cwd" % (proc, pid))
-    if why:
-        unreadable["cwd"] = why
-    exe, why = _link("%s/%d/exe" % (proc, pid))
-    if why:
-        unreadable["exe"] = why
-    cgroup_text, why = _read_text("%s/%d/cgroup" % (proc, pid))
-    if why:
-        unreadable["cgroup"] = why
-    cgroup = [clip_text(line, MAX_CGROUP_LINE) for line in (cgroup_text or "").splitlines() if line]
+    cwd, exe, cgroup = _places(pid, proc, unreadable)
     fds, more, fd_count, why = _device_fds(pid, prefix, proc)
     if why:
         unreadable["fds"] = why
     parents, end = _parents(stat, stop | {probe_pid}, proc)
     environ = None  # type: Optional[Dict[str, Any]]
     if record.get("environ") is True:
-        uids = tuple(int(u) for u in (status.get("Uid") or "").split() if u.isdigit())
-        why = environ_refusal(uids or None, os.geteuid() if euid is None else euid)
-        if why is None:
-            env, env_more, env_cut, why = read_environ(pid, proc, record.get("secrets") is True)
-            if env is not None:
-                environ = {"environ": env, "environ_more": env_more, "environ_cut": env_cut}
-        if why:
-            unreadable["environ"] = why
+        environ = _environ(pid, proc, status, record.get("secrets") is True, euid, unreadable)
     now = time.time()
     started = boot + stat.start_time / float(CLOCK_TICKS) if boot else None
     # Read last: a process that exited (and whose PID was taken) while it was read is not described.
@@ -321,6 +311,39 @@ def describe(record, prefix, probe_pid, stop, argv=None, proc="/proc", boot=0.0,
         out.update(environ)
         _fit(out)
     return out
+
+
+def _places(pid, proc, unreadable):
+    # type: (int, str, Dict[str, str]) -> Tuple[Optional[str], Optional[str], List[Optional[str]]]
+    """The process's working directory, executable and cgroup lines; what could not be read goes
+    to `unreadable`, with why."""
+    cwd, why = _link("%s/%d/cwd" % (proc, pid))
+    if why:
+        unreadable["cwd"] = why
+    exe, why = _link("%s/%d/exe" % (proc, pid))
+    if why:
+        unreadable["exe"] = why
+    cgroup_text, why = _read_text("%s/%d/cgroup" % (proc, pid))
+    if why:
+        unreadable["cgroup"] = why
+    cgroup = [clip_text(line, MAX_CGROUP_LINE) for line in (cgroup_text or "").splitlines() if line]
+    return cwd, exe, cgroup
+
+
+def _environ(pid, proc, status, secrets, euid, unreadable):
+    # type: (int, str, Dict[str, str], bool, Optional[int], Dict[str, str]) -> Optional[Dict[str, Any]]
+    """The environment asked for, when the probe may show it to this caller (environ_refusal);
+    else None, and why in `unreadable`."""
+    uids = tuple(int(u) for u in (status.get("Uid") or "").split() if u.isdigit())
+    why = environ_refusal(uids or None, os.geteuid() if euid is None else euid)
+    environ = None  # type: Optional[Dict[str, Any]]
+    if why is None:
+        env, env_more, env_cut, why = read_environ(pid, proc, secrets)
+        if env is not None:
+            environ = {"environ": env, "environ_more": env_more, "environ_cut": env_cut}
+    if why:
+        unreadable["environ"] = why
+    return environ
 
 
 def _gone(stat, start):

@@ -23,6 +23,7 @@ import pytest
 from gputui.probe.main import Loop
 from gputui.probe.readers.sim import GiB
 from gputui.probe.run import reaper, signals
+from gputui.probe.run.checks import protection
 from gputui.probe.run.orders import Settings
 from gputui.probe.run.reaper import Run, execute
 from gputui.probe.run.signals import Proc
@@ -175,13 +176,13 @@ def test_pid_1_the_probe_and_its_ancestors_are_refused_even_when_included(sim_pr
     settings = Settings(make_plan([], [], include_protected=everyone))
     run_ = Run(probe, settings, lambda record: None)
     me = Proc(probe.pid, 0, "", [], "plan")
-    assert run_.protection(me, None) == "probe"
-    assert run_.protection(Proc(1, 0, "", [], "plan"), None) == "pid-1"
+    assert protection(me, None, run_.probe, run_.plan) == "probe"
+    assert protection(Proc(1, 0, "", [], "plan"), None, run_.probe, run_.plan) == "pid-1"
     parent = os.getppid()
-    assert run_.protection(Proc(parent, 0, "", [], "plan"), None) == "probe-ancestor"
+    assert protection(Proc(parent, 0, "", [], "plan"), None, run_.probe, run_.plan) == "probe-ancestor"
     kthreadd = 2  # kernel threads are never signalled either
     if Path("/proc/2/stat").exists() and Path("/proc/2/stat").read_text().split()[1] == "(kthreadd)":
-        assert run_.protection(Proc(kthreadd, 0, "", [], "plan"), None) == "kernel-thread"
+        assert protection(Proc(kthreadd, 0, "", [], "plan"), None, run_.probe, run_.plan) == "kernel-thread"
 
 
 def test_a_reused_pid_is_not_signalled(sim_probe):

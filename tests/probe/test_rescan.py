@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from gputui.probe.classify import ProcFacts, classify
 from gputui.probe.holders import Entry, HolderScanner, descendants, related
 from gputui.probe.readers.sim import GiB
-from gputui.probe.run import reaper, scope
+from gputui.probe.run import goal, reaper, scope
 from gputui.probe.run import state as run_state
 from gputui.probe.run.orders import Settings
 from gputui.probe.run.reaper import Run
@@ -304,7 +304,7 @@ def decisions(run_: Run, view: Any) -> dict[str, Any]:
     return {
         "admissible": scope.admissible(records, run_.rule, done_),
         "untouched": scope.untouched(records, run_.rule, run_.touched, done_),
-        "blockers": run_.blockers(view),
+        "blockers": goal.blockers(run_.plan, run_.rule, run_.procs, view),
         "linked": linked,
         "verdicts": [run_.gpu_verdict(i, view)["held_by"] for i in run_.plan.gpus],
     }
@@ -334,7 +334,7 @@ def test_a_targeted_look_decides_what_a_full_look_decides(sim_probe, family, cro
     settings_ = Settings(make_plan([target(t_pid, t_start, [0])], gpus, scope=scope_name))
     run_ = Run(probe, settings_, lambda record: None)
     view = run_.look(run_state.INCREMENTAL)
-    run_.touched = run_.touched_gpus(view)
+    run_.touched = goal.touched_gpus(run_.plan, view)
     run_.rule.descendants.update(descendants([t_pid]))  # as remember_descendants does
     targeted_view = run_.look(TARGETED)
     full_view = run_.look(FULL)

@@ -32,8 +32,11 @@ from ..procfs import (
     read_status,
     user_name,
 )
+from .orders import Settings  # noqa: F401  (type comments)
 from .signals import Proc
-from .state import RunState, View, short_command, zombie_words  # noqa: F401  (type comments)
+from .state import RunState
+from .view import View  # noqa: F401  (type comments)
+from .words import short_command, zombie_words
 
 NO_GPU_WORDS = "not signalled: holds no GPU now (no GPU device file, not listed by NVML); still running"
 
@@ -49,8 +52,8 @@ class Checks(RunState):
             proc.role = self.plan.roles.get(pid)
         self.procs[pid] = proc
         record = view.records.get(pid)
-        self.fill(proc, record)
-        refusal = self.protection(proc, record)
+        fill(proc, record)
+        refusal = protection(proc, record, self.probe, self.plan)
         if refusal is not None:
             proc.verdict, proc.why = "protected", refusal
             self.event(
@@ -128,25 +131,9 @@ class Checks(RunState):
             holds = holds_device(pid, self.probe.scanner.prefix)
             if holds is False and pid not in view.listed and pid not in self.probe.read_gpus()[1]:
                 return self.mark_not_signalled(proc, "no-gpu", NO_GPU_WORDS)
-        proc.parent = self.supervisor_of(proc)
+        proc.parent = supervisor_of(proc, self.probe)
         self.event("check", "ok", "%s: %s" % (proc.label(), note), proc, data={"state": stat.state})
         return proc
-
-    def supervisor_of(self, proc):
-        # type: (Proc) -> Optional[Tuple[int, int]]
-        """The target's parent, when it is part of the same work (jobs.boundary: not an init, a
-        session, a unit's, Slurm job's or container's edge): one that outlives the plan may start
-        the target again (a supervisor, an elastic launcher, a `bash run.sh` loop)."""
-        if proc.ppid is None or proc.ppid <= 2:
-            return None
-        finder = getattr(self.probe, "jobs", None)
-        stop = finder.stop if finder is not None else set()  # type: Set[int]
-        child, parent = read_node(proc.pid), read_node(proc.ppid)
-        if child is None or parent is None or child.start != proc.start_time or child.ppid != parent.pid:
-            return None
-        if boundary(child, parent, stop | self.probe.protected_pids()) is not None:
-            return None
-        return (parent.pid, parent.start)
 
     def exited_since_scan(self, proc):
         # type: (Proc) -> Proc
@@ -177,76 +164,96 @@ class Checks(RunState):
         self.event("check", verdict, "%s: %s" % (proc.label(), words), proc, data=data)
         return proc
 
-    def fill(self, proc, record):
-        # type: (Proc, Optional[Dict[str, Any]]) -> None
-        """Name, command and owner for the log and the operator, from the scan or from /proc."""
-        if record is not None and record.get("start_time") == proc.start_time:
-            proc.name, proc.command = record.get("name"), short_command(record.get("command") or [])
-            proc.user, proc.uid = record.get("user"), record.get("uid")
-            if not proc.gpus:
-                proc.gpus = list(record.get("gpus") or [])
-            return
-        stat = read_stat(proc.pid)
-        if stat is None or stat.start_time != proc.start_time:
-            return
-        proc.name = stat.comm
-        proc.command = short_command(read_cmdline(proc.pid))
-        status = read_status(proc.pid)
-        proc.uid = status.uid if status else None
-        proc.user = user_name(proc.uid)
 
-    def protection(self, proc, record):
-        # type: (Proc, Optional[Dict[str, Any]]) -> Optional[str]
-        """Why `proc` must not be signalled, or None. PID 1, the probe, its ancestors and kernel
-        threads are never signalled; a monitor only when the operator included it explicitly."""
-        pid = proc.pid
-        if pid == 1:
-            return "pid-1"
-        if pid == self.probe.pid:
-            return "probe"
-        if pid in self.probe.protected_pids():
-            return "probe-ancestor"
-        stat = read_stat(pid)
-        if stat is not None and stat.flags & PF_KTHREAD:
-            return "kernel-thread"
-        if record is not None and record.get("protected") and record.get("protected") != "monitor":
-            reason = str(record["protected"])
-            return reason
-        # Another gputui's probe, read now: the scan's record may be older than the process, or the
-        # plan (a signal plan) may name a process the scan did not list. A process NVML lists on a
-        # GPU uses it, whatever its command line says.
-        listed = record is not None and record.get("kind") in ("user", "ghost")
-        if not listed and peer_probe(pid):
-            return PEER
-        # A monitor by the scan's classification or by name (one that holds no device file just now).
-        monitor = (record is not None and record.get("kind") == MONITOR) or (
-            stat is not None and stat.comm in MONITOR_NAMES
-        )
-        if monitor and pid not in self.plan.include_protected:
-            return "monitor"
-        if (proc.role in ("root", "between") or self.plan.scope == "signal") and stat is not None:
-            return self.head_protection(proc, stat)  # a signal plan's target needs no GPU: as a root
+def supervisor_of(proc, probe):
+    # type: (Proc, Any) -> Optional[Tuple[int, int]]
+    """The target's parent, when it is part of the same work (jobs.boundary: not an init, a
+    session, a unit's, Slurm job's or container's edge): one that outlives the plan may start
+    the target again (a supervisor, an elastic launcher, a `bash run.sh` loop)."""
+    if proc.ppid is None or proc.ppid <= 2:
         return None
+    finder = getattr(probe, "jobs", None)
+    stop = finder.stop if finder is not None else set()  # type: Set[int]
+    child, parent = read_node(proc.pid), read_node(proc.ppid)
+    if child is None or parent is None or child.start != proc.start_time or child.ppid != parent.pid:
+        return None
+    if boundary(child, parent, stop | probe.protected_pids()) is not None:
+        return None
+    return (parent.pid, parent.start)
 
-    def head_protection(self, proc, stat):
-        # type: (Proc, Any) -> Optional[str]
-        """A job's root (or a process between it and its members) is never an init or a person's
-        session, whatever the plan says: the app finds roots below them, and this is the check
-        that does not trust it. The processes that act as init here (the probe's ancestors, a
-        reader's subreaper such as the sim's session) are never a root either, nor the gputui that
-        owns another gputui's probe."""
-        finder = getattr(self.probe, "jobs", None)
-        stop = finder.stop if finder is not None else set()  # type: Set[int]
-        if proc.pid in stop or proc.pid <= 2 or stat.comm in INIT_COMMS:
-            return "init"
-        if stat.comm in SESSION_COMMS:
-            return "session"
-        if drives_peer_probe(proc.pid):
-            return PEER
-        node = read_node(proc.pid)
-        if node is not None and node.start == proc.start_time and interactive_shell(node):
-            return "session"
-        return None
+
+def fill(proc, record):
+    # type: (Proc, Optional[Dict[str, Any]]) -> None
+    """Name, command and owner for the log and the operator, from the scan or from /proc."""
+    if record is not None and record.get("start_time") == proc.start_time:
+        proc.name, proc.command = record.get("name"), short_command(record.get("command") or [])
+        proc.user, proc.uid = record.get("user"), record.get("uid")
+        if not proc.gpus:
+            proc.gpus = list(record.get("gpus") or [])
+        return
+    stat = read_stat(proc.pid)
+    if stat is None or stat.start_time != proc.start_time:
+        return
+    proc.name = stat.comm
+    proc.command = short_command(read_cmdline(proc.pid))
+    status = read_status(proc.pid)
+    proc.uid = status.uid if status else None
+    proc.user = user_name(proc.uid)
+
+
+def protection(proc, record, probe, plan):
+    # type: (Proc, Optional[Dict[str, Any]], Any, Settings) -> Optional[str]
+    """Why `proc` must not be signalled, or None. PID 1, the probe, its ancestors and kernel
+    threads are never signalled; a monitor only when the operator included it explicitly."""
+    pid = proc.pid
+    if pid == 1:
+        return "pid-1"
+    if pid == probe.pid:
+        return "probe"
+    if pid in probe.protected_pids():
+        return "probe-ancestor"
+    stat = read_stat(pid)
+    if stat is not None and stat.flags & PF_KTHREAD:
+        return "kernel-thread"
+    if record is not None and record.get("protected") and record.get("protected") != "monitor":
+        reason = str(record["protected"])
+        return reason
+    # Another gputui's probe, read now: the scan's record may be older than the process, or the
+    # plan (a signal plan) may name a process the scan did not list. A process NVML lists on a
+    # GPU uses it, whatever its command line says.
+    listed = record is not None and record.get("kind") in ("user", "ghost")
+    if not listed and peer_probe(pid):
+        return PEER
+    # A monitor by the scan's classification or by name (one that holds no device file just now).
+    monitor = (record is not None and record.get("kind") == MONITOR) or (
+        stat is not None and stat.comm in MONITOR_NAMES
+    )
+    if monitor and pid not in plan.include_protected:
+        return "monitor"
+    if (proc.role in ("root", "between") or plan.scope == "signal") and stat is not None:
+        return head_protection(proc, stat, probe)  # a signal plan's target needs no GPU: as a root
+    return None
+
+
+def head_protection(proc, stat, probe):
+    # type: (Proc, Any, Any) -> Optional[str]
+    """A job's root (or a process between it and its members) is never an init or a person's
+    session, whatever the plan says: the app finds roots below them, and this is the check
+    that does not trust it. The processes that act as init here (the probe's ancestors, a
+    reader's subreaper such as the sim's session) are never a root either, nor the gputui that
+    owns another gputui's probe."""
+    finder = getattr(probe, "jobs", None)
+    stop = finder.stop if finder is not None else set()  # type: Set[int]
+    if proc.pid in stop or proc.pid <= 2 or stat.comm in INIT_COMMS:
+        return "init"
+    if stat.comm in SESSION_COMMS:
+        return "session"
+    if drives_peer_probe(proc.pid):
+        return PEER
+    node = read_node(proc.pid)
+    if node is not None and node.start == proc.start_time and interactive_shell(node):
+        return "session"
+    return None
 
 
 def children(pid, proc=PROC):

@@ -57,28 +57,18 @@ import signal
 import time
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
-from ..classify import GHOST, HIDDEN, MONITOR, USER
+from ..classify import HIDDEN, USER
 from ..common import KILL_WAIT_S, MAX_ROUNDS, POLL_S, job_grace
-from ..core import Probe
 from ..holders import descendants
 from ..procfs import holds_device, read_stat
 from ..wire import error
-from . import scope
+from . import goal, scope, verdicts
 from .checks import Checks
 from .orders import Settings, parse_or_refuse
 from .signals import METHOD_NOTE, Proc, signal_name  # noqa: F401  (type comments)
-from .state import (
-    FULL,
-    INCREMENTAL,
-    TARGETED,
-    View,  # noqa: F401  (type comments)
-    by_key,
-    gpu_list,
-    gpus_words,
-    pid_list,
-    run_to_the_end,
-)
-from .verdicts import Verdicts
+from .state import FULL, INCREMENTAL, TARGETED, run_to_the_end
+from .view import View  # noqa: F401  (type comments)
+from .words import by_key, gpu_list, gpus_words, pid_list
 
 
 def execute(probe, plan, emit, stop_requested=None):
@@ -96,9 +86,10 @@ def execute(probe, plan, emit, stop_requested=None):
     return run_to_the_end(run, "plan", run.run_plan, "clean")
 
 
-class Run(Checks, Verdicts):
+class Run(Checks):
     """One plan, from its `accepted` event to its `done` event: the stages, the rescans, the
-    verification (the checks and the verdicts are the base classes')."""
+    verification, the verdicts (the checks are the base class's; what the verdicts and the goal
+    say, verdicts.py and goal.py)."""
 
     # -- the stages ----------------------------------------------------------------------------
 
@@ -121,12 +112,12 @@ class Run(Checks, Verdicts):
                 )
             )
             return None
-        self.touched = self.touched_gpus(view)
+        self.touched = goal.touched_gpus(plan, view)
         self.before = {i: g.get("memory_used") for i, g in view.gpus.items() if i in self.touched}
         self.event(
             "accepted",
             "accepted",
-            "plan %s: %s; %s" % (plan.id, self.goal_words(), METHOD_NOTE[self.killer.method]),
+            "plan %s: %s; %s" % (plan.id, goal.goal_words(plan), METHOD_NOTE[self.killer.method]),
             data={
                 "method": self.killer.method,
                 "scope": plan.scope,
@@ -165,33 +156,6 @@ class Run(Checks, Verdicts):
         finally:
             for proc in self.procs.values():
                 self.close(proc)
-
-    def goal_words(self):
-        # type: () -> str
-        """What this plan will prove, in words (the dialog said the same before it was confirmed)."""
-        plan = self.plan
-        n = len(plan.targets)
-        what = "%d target%s" % (n, "" if n == 1 else "s")
-        roots = sorted(pid for pid, role in plan.roles.items() if role == "root")
-        if roots:
-            what += " (job root%s %s first)" % ("" if len(roots) == 1 else "s", pid_list(roots))
-        if plan.sweep:
-            what += ", %d to sweep" % len(plan.sweep)
-        if plan.gpus:
-            return "%s; prove %s clean" % (what, gpus_words(plan.gpus))
-        return "%s; prove them gone and their memory released" % what
-
-    def touched_gpus(self, view):
-        # type: (View) -> Set[int]
-        """The GPUs whose memory the plan reports: those it cleans, those its targets use (by the
-        plan and by NVML now) and those holding the memory of the ghosts it names."""
-        out = set(self.plan.gpus)
-        for pid, _, _, gpus in self.plan.targets:
-            out.update(g for g in gpus if g in view.gpus)
-            out.update(view.listed.get(pid, {}))
-        for pid in self.plan.ghosts:
-            out.update(view.listed.get(pid, {}))
-        return out
 
     def remember_descendants(self, procs):
         # type: (List[Proc]) -> None
@@ -354,7 +318,7 @@ class Run(Checks, Verdicts):
         swept = scope.sweepable(view.records, self.rule, done) if sweep else []
         added = set(c.pid for c in found) | set(c.pid for c in swept)
         left = scope.untouched(view.records, self.rule, self.touched, done | added)
-        remaining = self.blockers(view)
+        remaining = goal.blockers(self.plan, self.rule, self.procs, view)
         words = "rescan: %d more to stop" % len(added)
         if left:
             words += "; not in the plan, left alone: %s" % pid_list(left)
@@ -381,26 +345,6 @@ class Run(Checks, Verdicts):
         self.remember_descendants(procs)
         return [p for p in procs if p.pending]
 
-    def blockers(self, view):
-        # type: (View) -> List[int]
-        """PIDs that keep the plan from its goal in `view`: live processes on a GPU it cleans, swept
-        holders still there, its own targets still alive, and holders tied to them not yet stopped."""
-        out = set()  # type: Set[int]
-        for index in self.plan.gpus:
-            for record in view.on_gpu(index):
-                if record["kind"] in (USER, HIDDEN, MONITOR):
-                    out.add(record["pid"])
-        for record in self.sweep_blockers(view):
-            out.add(record["pid"])
-        for proc in self.procs.values():
-            seen = view.records.get(proc.pid)
-            if seen is None or seen.get("start_time") != proc.start_time:
-                continue
-            if seen["kind"] != GHOST and proc.exited_ms is None and proc.verdict not in scope.MOOT:
-                out.add(proc.pid)
-        out.update(c.pid for c in scope.admissible(view.records, self.rule, set(self.procs)))
-        return sorted(out)
-
     # -- verification --------------------------------------------------------------------------
 
     def verify(self):
@@ -425,10 +369,14 @@ class Run(Checks, Verdicts):
             gpus, listed = self.probe.read_gpus()
             polls += 1
             now = time.monotonic()
-            ready = self.nvml_idle(gpus, listed) and self.released(listed)
+            ready = self.nvml_idle(gpus, listed) and goal.released(plan, self.procs, listed)
             if ready and now >= next_scan:
                 view = self.look(TARGETED)
-                if not self.blockers(view) and self.all_idle(view) and self.released(view.listed):
+                if (
+                    not goal.blockers(self.plan, self.rule, self.procs, view)
+                    and goal.all_idle(plan, view)
+                    and goal.released(plan, self.procs, view.listed)
+                ):
                     self.event(
                         "verify",
                         "confirmed",
@@ -452,37 +400,75 @@ class Run(Checks, Verdicts):
             "verify",
             "timeout",
             "not verified after %.1f s: %s" % (plan.verify_timeout, what),
-            data={"polls": polls, "blockers": self.blockers(view)},
+            data={"polls": polls, "blockers": goal.blockers(self.plan, self.rule, self.procs, view)},
         )
         return view
 
     def nvml_idle(self, gpus, listed):
         # type: (List[Dict[str, Any]], Dict[int, Dict[int, Optional[int]]]) -> bool
-        """NVML's side for the GPUs the plan cleans: each at its idle memory with no process listed."""
-        busy = set()  # type: Set[int]
-        for mem in listed.values():
-            busy.update(mem)
-        ok = True
-        for gpu in gpus:
-            index = gpu["index"]
-            if index not in self.plan.gpus:
-                continue
-            if index not in busy and Probe.gpu_is_idle(gpu):
-                if index not in self.idle_ms:
-                    self.idle_ms[index] = self.ms()
-                    self.event(
-                        "verify", "idle", "GPU %d: memory back at idle, nothing listed" % index, gpu=index
-                    )
-            else:
-                ok = False
-        return ok
+        """NVML's side for the GPUs the plan cleans: each at its idle memory with no process listed.
+        Says when each is first seen so (its `idle_ms`, in the GPU's verdict)."""
+        idle = goal.idle_gpus(self.plan, gpus, listed)
+        for index in idle:
+            if index not in self.idle_ms:
+                self.idle_ms[index] = self.ms()
+                self.event("verify", "idle", "GPU %d: memory back at idle, nothing listed" % index, gpu=index)
+        return all(g["index"] in idle for g in gpus if g["index"] in self.plan.gpus)
 
-    def all_idle(self, view):
-        # type: (View) -> bool
-        """The holder scan's side for the GPUs the plan cleans: each at its idle memory, none listed."""
-        busy = set()  # type: Set[int]
-        for mem in view.listed.values():
-            busy.update(mem)
-        return all(
-            i in view.gpus and i not in busy and Probe.gpu_is_idle(view.gpus[i]) for i in self.plan.gpus
+    # -- verdicts ------------------------------------------------------------------------------
+
+    def finish(self, view):
+        # type: (View) -> Dict[str, Any]
+        """Every verdict from the final `view` (verdicts.py), then the `done` event that sums them
+        up: `clean` (a plan of GPUs) or `stopped` (a plan of processes) only when the goal was
+        proved."""
+        plan = self.plan
+        processes = [self.process_verdict(p) for p in self.procs.values()]
+        found = verdicts.restarts(self.procs, view, self.probe)
+        again = verdicts.taken_again(found, plan.gpus)
+        gpus = {}  # type: Dict[str, Dict[str, Any]]
+        for index in sorted(self.touched):
+            if index in plan.gpus:
+                gpus[str(index)] = self.gpu_verdict(index, view, again.get(index, []))
+            else:
+                gpus[str(index)] = self.release_verdict(index, view)
+        released = goal.released(plan, self.procs, view.listed)
+        result, ok, words = verdicts.outcome(plan, gpus, processes, released)
+        taken = sorted(again)
+        left = verdicts.left_words(processes, taken, found)
+        after = {str(i): g.get("memory_used") for i, g in view.gpus.items() if i in self.touched}
+        return self.event(
+            "done",
+            result,
+            verdicts.done_words(plan.id, words, self.ms(), left),
+            data={
+                "ok": ok,
+                "scope": plan.scope,
+                "gpus": gpus,
+                "processes": processes,
+                "refused": verdicts.refused(processes),
+                "memory_before": by_key(self.before),
+                "memory_after": after,
+                "method": self.killer.method,
+                "link_lost": self.link_lost,
+                "cancelled": self.cancelled,
+                "restarts": found,
+                "taken_again": taken,
+            },
         )
+
+    def gpu_verdict(self, index, view, again=()):
+        # type: (int, View, verdicts.Again) -> Dict[str, Any]
+        """A GPU the plan cleans (verdicts.gpu_verdict), in a `verdict` event; its data."""
+        data, words = verdicts.gpu_verdict(
+            index, view, self.plan, self.probe, self.before, self.idle_ms, again
+        )
+        self.event("verdict", data["result"], "GPU %d: %s" % (index, words), gpu=index, data=data)
+        return data
+
+    def release_verdict(self, index, view):
+        # type: (int, View) -> Dict[str, Any]
+        """A GPU only the plan's processes used (verdicts.release_verdict), in a `verdict` event."""
+        data, words = verdicts.release_verdict(index, view, self.plan, self.rule, self.procs, self.before)
+        self.event("verdict", data["result"], "GPU %d: %s" % (index, words), gpu=index, data=data)
+        return data

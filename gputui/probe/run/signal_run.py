@@ -21,7 +21,6 @@ from .checks import Checks
 from .orders import SignalSettings, parse_or_refuse
 from .signals import METHOD_NOTE, Proc  # noqa: F401  (type comments)
 from .state import FALLBACK_POLL_S, INCREMENTAL, run_to_the_end
-from .verdicts import Verdicts
 
 QUICK_LOOK = ("SIGHUP", "SIGUSR1", "SIGUSR2")  # signals a process handles and lives on: one look
 STATE_WORDS = {"R": "running", "S": "sleeping", "D": "uninterruptible", "T": "stopped", "t": "stopped by a debugger",
@@ -39,7 +38,7 @@ def execute_signal(probe, record, emit):
     return run_to_the_end(run, "signal", run.run_signal, "ok")
 
 
-class SignalRun(Checks, Verdicts):
+class SignalRun(Checks):
     """One `signal` record, from its check to its `done` event."""
 
     VANISHED_WHY = "exited before the signal"

@@ -4,9 +4,9 @@ A run (reaper.Run for a plan, signal_run.SignalRun for one signal) keeps its tar
 their pidfds), the GPUs it reports on, their memory before, and the rule of what a rescan may take on
 (scope.py). Every stage emits events (`event`: one protocol record each, elapsed time included),
 looks at the host (`look`: NVML, a holder scan, classification), sends a signal and records why one
-did not go (`deliver`), and waits on the pidfds for its processes to exit (`wait`, `pause`). Those
-are here, below the stages (reaper.py), the checks (checks.py) and the verdicts (verdicts.py), which
-all build on them; with the few words their events share.
+did not go (`deliver`), waits on the pidfds for its processes to exit (`wait`, `pause`), and
+emits a process's verdict (verdicts.py words it). Those are here, below the stages (reaper.py) and
+the checks (checks.py), which build on them.
 
 Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
@@ -17,35 +17,18 @@ import signal
 import time
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
-from ..classify import HIDDEN
 from ..procfs import close_quietly, read_stat_strict
-from ..wire import VERSION, clip_arg
-from . import scope
+from ..wire import VERSION
+from . import scope, verdicts
 from .orders import Settings  # noqa: F401  (type comments)
 from .signals import Killer, Proc, pidfd_budget, signal_name  # noqa: F401  (type comments)
+from .view import View
 
 FALLBACK_POLL_S = 0.01  # /proc polling when there is no pidfd to wait on
 # What a look reads (RunState.look): the steady-state scan, what can hold the plan's memory, everything.
 INCREMENTAL, TARGETED, FULL = "incremental", "targeted", "full"
-# Set by benchmarks to FULL to time the way before issue 11 (every rescan and confirmation a full scan).
+# Set by benchmarks to FULL to time every rescan and the confirmation as a full scan.
 RESCAN_LOOK = TARGETED
-
-
-class View(object):
-    """One full look at the host: GPU records, NVML's lists, and every GPU process classified."""
-
-    __slots__ = ("gpus", "listed", "records", "time")
-
-    def __init__(self, gpus, listed, records):
-        # type: (List[Dict[str, Any]], Dict[int, Dict[int, Optional[int]]], Dict[int, Dict[str, Any]]) -> None
-        self.gpus = {g["index"]: g for g in gpus}  # type: Dict[int, Dict[str, Any]]
-        self.listed = listed
-        self.records = records
-        self.time = time.monotonic()
-
-    def on_gpu(self, index):
-        # type: (int) -> List[Dict[str, Any]]
-        return [r for r in self.records.values() if index in r["gpus"]]
 
 
 def run_to_the_end(run, what, steps, ok_key):
@@ -324,63 +307,12 @@ class RunState(object):
             proc.fd = None
             self.pidfds_left += 1
 
-    # -- what the plan is after ------------------------------------------------------------------
+    # -- verdicts ------------------------------------------------------------------------------------
 
-    def sweep_blockers(self, view):
-        # type: (View) -> List[Dict[str, Any]]
-        """A sweeping plan asked for every unattributed holder to go: those still there."""
-        if not self.plan.sweep:
-            return []
-        return [
-            r for r in view.records.values() if r["kind"] == HIDDEN and not r["gpus"] and not r["protected"]
-        ]
-
-    def own_pids(self):
-        # type: () -> Set[int]
-        """PIDs whose GPU memory the plan must see released: every process it took on, and the
-        ghosts the operator named."""
-        return set(self.procs) | set(self.plan.ghosts)
-
-    def released(self, listed):
-        # type: (Dict[int, Dict[int, Optional[int]]]) -> bool
-        """NVML's side for the plan's processes: none of them (nor a named ghost) is listed, so the
-        memory each held is back (the driver lists a PID until its memory is released)."""
-        return not (self.own_pids() & set(listed))
-
-
-# -- the words events share --------------------------------------------------------------------
-
-
-def short_command(command):
-    # type: (List[str]) -> List[str]
-    """A command line small enough to repeat in every event (some are kilobytes of arguments)."""
-    out = [clip_arg(arg, 512) for arg in command[:64]]
-    if len(command) > 64:
-        out.append("... (%d more)" % (len(command) - 64))
-    return out
-
-
-def zombie_words(ppid):
-    # type: (Optional[int]) -> str
-    return "zombie: exited, holds nothing; parent %s must reap it" % (ppid if ppid is not None else "?")
-
-
-def gpus_words(gpus):
-    # type: (List[int]) -> str
-    """`GPU 3`, `GPUs 0,1` in a sentence (the app's gputui.words.gpus_words, for the probe)."""
-    return ("GPU " if len(gpus) == 1 else "GPUs ") + gpu_list(gpus)
-
-
-def gpu_list(gpus):
-    # type: (List[int]) -> str
-    return ",".join(str(i) for i in gpus) if gpus else "-"
-
-
-def pid_list(pids):
-    # type: (List[int]) -> str
-    return ", ".join(str(p) for p in pids)
-
-
-def by_key(mapping):
-    # type: (Dict[int, Any]) -> Dict[str, Any]
-    return {str(k): v for k, v in sorted(mapping.items())}
+    def process_verdict(self, proc):
+        # type: (Proc) -> Dict[str, Any]
+        """The verdict on `proc` (verdicts.process_verdict), in a `verdict` event; its data, as the
+        `done` event lists it."""
+        data, words = verdicts.process_verdict(proc)
+        record = self.event("verdict", proc.verdict, words, proc, data=dict(data))
+        return dict(record["data"], pid=proc.pid, start_time=proc.start_time)
