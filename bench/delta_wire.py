@@ -4,7 +4,7 @@
 Starts `python -m gputui.probe` (the NVML reader on a GPU host, else `--reader sim`) as a child,
 reads N whole samples, then asks for deltas (`configure deltas: K`, as the app does) and reads N
 more. Each sample goes through what a link does with it (wire.decode) and the app's intake
-(gputui.deltas.SampleIntake); every delta merged is checked against the probe's own merge
+(gputui.fleet.deltas.SampleIntake); every delta merged is checked against the probe's own merge
 (probe.delta.apply, the same rules) and parsed the general way (Sample.from_wire of the merged
 record): the sample the intake made must be the same. Prints a table: bytes per line, decode and
 intake microseconds per sample (median), samples whole among the deltas. The child is ended by
@@ -28,7 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gputui.deltas import DELTAS_EVERY, SampleIntake  # noqa: E402
+from gputui.fleet.deltas import DELTAS_EVERY, SampleIntake  # noqa: E402
 from gputui.model import Sample  # noqa: E402
 from gputui.probe.delta import apply  # noqa: E402
 from gputui.probe.wire import PROBE_TYPES, decode  # noqa: E402

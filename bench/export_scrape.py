@@ -14,7 +14,7 @@ whole answer; after two warm-up scrapes, --scrapes timed ones.
 
 Measured per scrape:
 - scrape ms: from the request to the last byte read (p50, p99): what Prometheus' scrape_duration sees;
-- loop ms: the CPU the fleet's event loop spends building the families (gputui.metrics, timed alone
+- loop ms: the CPU the fleet's event loop spends building the families (gputui.views.metrics, timed alone
   in thread CPU time, median of 10): how long a scrape holds up the fleet's samples at the least;
 - CPU ms: the whole process's CPU (loop, HTTP thread, client) over the timed scrapes, per scrape;
 - bytes (the OpenMetrics text, and gzipped as sent), series (sample lines);
@@ -47,8 +47,8 @@ sys.path.insert(0, str(ROOT))
 
 from gputui.api import Fleet  # noqa: E402
 from gputui.cli import export as exportcmd  # noqa: E402
-from gputui.metrics import families  # noqa: E402
-from gputui.transport.replay import ReplayLink, load_recording  # noqa: E402
+from gputui.recording.player import ReplayLink, load_recording  # noqa: E402
+from gputui.views.metrics import families  # noqa: E402
 
 RECORDING = ROOT / "tests" / "fixtures" / "demo-a.jsonl"
 HOLD = 3600.0  # the fleet's interval: a replayed host that sent its one sample stays live

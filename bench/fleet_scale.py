@@ -209,8 +209,9 @@ async def measure(
     redraw_gap: float | None = None,
 ) -> dict[str, Any]:
     from gputui.cli.main import tune_gc
-    from gputui.config import HostSpec
-    from gputui.fleet import LIVE, Fleet
+    from gputui.config.file import HostSpec
+    from gputui.fleet.fleet import Fleet
+    from gputui.fleet.session import LIVE
     from gputui.transport.ssh import SshLink
     from gputui.ui import make_app
     from gputui.ui.widgets.fleet_table import split_row_key
@@ -552,7 +553,7 @@ def make_recordings(directory: Path, templates: int, count: int, wire_format: st
     them: every sample whole, or deltas as a probe sends them once the app asks): the demo
     recordings' hosts, varied (template_samples)."""
     from gputui.probe.core import fit_line
-    from gputui.transport.replay import load_recording
+    from gputui.recording.player import load_recording
 
     directory.mkdir(parents=True, exist_ok=True)
     demos = [load_recording(ROOT / "tests" / "fixtures" / f"{name}.jsonl") for name in ("demo-a", "demo-b")]
@@ -565,12 +566,12 @@ def make_recordings(directory: Path, templates: int, count: int, wire_format: st
         path = directory / f"template-{j:03d}.jsonl"
         with open(path, "wb") as out:
             if wire_format == "delta":
-                from gputui.deltas import DELTAS_EVERY
+                from gputui.fleet.deltas import DELTAS_EVERY
                 from gputui.probe.delta import SampleEncoder
 
                 hello["capabilities"] = sorted({*hello.get("capabilities", []), "delta"})
                 out.write(fit_line(hello))
-                encoder = SampleEncoder()  # asked as the app asks (gputui/deltas.py), each template's
+                encoder = SampleEncoder()  # asked as the app asks (gputui/fleet/deltas.py), each template's
                 # whole samples at a place of its own, spread over the period as a fleet's probes pick
                 # theirs (gputui/probe/main.py): one host in DELTAS_EVERY sends one each second
                 encoder.ask(DELTAS_EVERY, j * DELTAS_EVERY // templates % DELTAS_EVERY)
@@ -597,14 +598,15 @@ async def measure_decode(
     """`hosts` PlaybackLinks, host i playing recording i % len(recordings) at 1 Hz from a phase of
     its own in the second; the real app headless at 200x50 on the fleet view; a `j` every
     `key_every` seconds through the window. `pace`: as `gputui` does (its samples slower while it
-    cannot keep up: gputui/pacing.py), unless `--no-pace`."""
+    cannot keep up: gputui/fleet/pacing.py), unless `--no-pace`."""
     import random
 
     from flood import Frames, press  # bench/flood.py: a key as the driver sends it, timed to its frame
 
     from gputui.cli.main import tune_gc
-    from gputui.fleet import DOWN, LIVE, Fleet
-    from gputui.transport.playback import PlaybackLink, Recording
+    from gputui.fleet.fleet import Fleet
+    from gputui.fleet.session import DOWN, LIVE
+    from gputui.recording.playback import PlaybackLink, Recording
     from gputui.ui import make_app
     from tests.support.apps import scratch_log
 
@@ -654,7 +656,7 @@ async def measure_decode(
         result["links_made_again"] = sum(max(0, v.connects - 1) for v in fleet.hosts)
         result["why_down"] = dict(downs)  # why links went down while connecting (reason: times)
         # Every GPU's history full, as after five minutes (HISTORY samples): RSS is measured with it.
-        from gputui.fleet import HISTORY
+        from gputui.fleet.session import HISTORY
 
         for view in fleet.hosts:
             if view.sample is not None:
@@ -941,7 +943,7 @@ def main() -> int:
         choices=("whole", "delta"),
         default="delta",
         help="decode: what the recordings hold: every sample whole (what a probe sends until asked "
-        "for deltas, and an older probe always), or deltas (what the app asks for: gputui.deltas)",
+        "for deltas, and an older probe always), or deltas (what the app asks for: gputui.fleet.deltas)",
     )
     ap.add_argument("--templates", type=int, default=64, help="decode: recordings the hosts share")
     ap.add_argument("--key-every", type=float, default=0.2, help="decode: seconds between key presses")
@@ -949,7 +951,7 @@ def main() -> int:
         "--no-pace",
         action="store_true",
         help="decode: the app keeps 1 Hz however far behind it falls (gputui --no-pace); by default "
-        "it paces its hosts' samples as gputui does (gputui/pacing.py)",
+        "it paces its hosts' samples as gputui does (gputui/fleet/pacing.py)",
     )
     ap.add_argument(
         "--boost",

@@ -4,7 +4,7 @@
     python bench/replay_at.py [--expanded 6GiB] [--hosts 2] [--path /tmp/replay_at.gz] [--keep]
                               [--full-scan] [--name dev] [--out-dir bench/results]
 
-Writes a recording with gputui's own writer (gputui.recording.RecordingWriter, default checkpoint
+Writes a recording with gputui's own writer (gputui.recording.format.RecordingWriter, default checkpoint
 spacing): --hosts demo hosts, one sample each a second (the replay fixtures' samples over and over,
 the real sim probe's records), until the entries come to --expanded bytes. Then, for moments at 1 %,
 50 %, 90 % and 99.9 % of the recording and past its end, `state_at` as `--at` runs it: wall time, bytes
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gputui.cli.argtypes import size  # noqa: E402
-from gputui.recording import RecordingReader, RecordingWriter, size_words, state_at  # noqa: E402
+from gputui.recording.format import RecordingReader, RecordingWriter, size_words, state_at  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
 START = 1764554040.0

@@ -34,7 +34,8 @@ sys.path.insert(0, str(ROOT))
 import asyncssh  # noqa: E402
 
 from gputui.api import HostSpec  # noqa: E402
-from gputui.fleet import DOWN, LIVE, Fleet, HostView  # noqa: E402
+from gputui.fleet.fleet import Fleet  # noqa: E402
+from gputui.fleet.session import DOWN, LIVE, HostView  # noqa: E402
 from gputui.transport import dial  # noqa: E402
 from tests.support.sshcluster import NO_BASHRC, SshCluster  # noqa: E402
 

@@ -23,17 +23,18 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from .config import Config, ConfigError, HostSpec
-from .fleet import Fleet, HostView
+from .config.file import Config, ConfigError, HostSpec
+from .config.killoptions import KillOptions
+from .fleet.fleet import Fleet
+from .fleet.session import HostView
 from .inventory.specs import host_specs
 from .kill.auditlog import default_log_path
 from .kill.operate import Operations, Planned, Request, status_of
 from .kill.plan.planner import PlanOptions
 from .kill.plan.record import Plan
-from .killoptions import KillOptions
 from .model import Event, Gpu, PlanVerdict, Proc, Sample
-from .readiness import Conditions, unready
 from .transport import make_link
+from .views.readiness import Conditions, unready
 
 __all__ = [
     "Conditions",

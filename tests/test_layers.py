@@ -65,18 +65,22 @@ def test_the_probe_loads_nothing_of_the_app():
 # Wrong imports that once passed every contract (issue 20), seeded on a copy of the tree: the layers
 # contract must break on each, or it has rotted. (module to change, the line added, who should object)
 SEEDS = {
-    "probe imports the app's units": ("gputui/probe/common.py", "import gputui.units", "gputui.probe"),
+    "probe imports the app's units": ("gputui/probe/common.py", "import gputui.text.units", "gputui.probe"),
     "the UI imports CLI modules": (
         "gputui/ui/fmt.py",
         "import gputui.cli.wait, gputui.cli.gpuspec",
         "gputui.ui",
     ),
     "the fleet imports the kill flow (a circle)": (
-        "gputui/fleet.py",
+        "gputui/fleet/session.py",
         "import gputui.kill.operate",
         "gputui.fleet",
     ),
-    "the model imports readiness (a circle)": ("gputui/model", "import gputui.readiness", "gputui.model"),
+    "the model imports readiness (a circle)": (
+        "gputui/model",
+        "import gputui.views.readiness",
+        "gputui.model",
+    ),
     "a new module outside every floor": ("gputui/newroom.py", "import gputui.model", "gputui.newroom"),
 }
 

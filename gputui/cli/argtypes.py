@@ -18,10 +18,10 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
-from ..config import MAX_IDLE_MINUTES
+from ..config.file import MAX_IDLE_MINUTES
+from ..model.textsafe import cut, printable
 from ..probe.common import MAX_TIMEOUT
 from ..probe.wire import interval_problem
-from ..textsafe import cut, printable
 
 MAX_SECONDS = MAX_TIMEOUT  # the longest timeout (a kill plan's term_timeout and verify_timeout too)
 MAX_INDEX_DIGITS = 18  # an index or PID this long is no index, and int() of thousands of digits fails

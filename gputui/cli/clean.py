@@ -25,26 +25,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from ..config import Config
-from ..fleet import Fleet
-from ..idle import threshold
+from ..config.file import Config
+from ..config.killoptions import KillOptions
+from ..fleet.fleet import Fleet
+from ..fleet.idle import threshold
 from ..kill.auditlog import UnsafeLog
 from ..kill.operate import Operations, Request, UnfinishedReport, status_of
 from ..kill.plan.entries import Target
 from ..kill.plan.record import SIGNAL_WORDS, Plan
-from ..killoptions import KillOptions
 from ..model import Event, Job, PlanVerdict, Sample
+from ..model.textsafe import fit, pad, printable
 from ..probe.common import SIGNAL_PLANS
-from ..textsafe import fit, pad, printable
-from ..units import fmt_bytes, fmt_bytes_of
-from ..words import (
-    DEFAULT_COLUMNS,
-    count,
-    restart_words,
-    signals_sent,
-    stage_line,
-    verdict_lines,
-)
+from ..text.units import fmt_bytes, fmt_bytes_of
+from ..text.words import DEFAULT_COLUMNS, count, restart_words, signals_sent, stage_line, verdict_lines
 from . import argtypes
 from .cleansummary import summary_lines, wanted
 from .console import JSON_VERSION, Console
@@ -227,7 +220,7 @@ def hosts_problem(
 
 
 JOB_OPTIONS = ("job", "slurm_job", "container", "user")
-DEFAULT_IDLE_AFTER = threshold(None)  # seconds at 0 % SM that make an idle holder (gputui/idle.py)
+DEFAULT_IDLE_AFTER = threshold(None)  # seconds at 0 % SM that make an idle holder (gputui/fleet/idle.py)
 
 
 def _named_jobs(args: argparse.Namespace) -> bool:
@@ -532,7 +525,7 @@ def _requests(
 async def _watch_for_idle(fleet: Fleet, con: Console, idle_after: float) -> None:
     """Sample the hosts for `idle_after` seconds (and one interval more, so that a process idle all
     along has a streak that long): who holds GPU memory at 0 % SM is history, which a clean's one
-    scan does not have (gputui/idle.py)."""
+    scan does not have (gputui/fleet/idle.py)."""
     hosts = len(fleet.sessions)
     interval = max((v.interval for v in fleet.hosts), default=1.0)
     con.warn(

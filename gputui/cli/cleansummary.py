@@ -11,9 +11,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..textsafe import cells, cut, pad, printable
-from ..units import fmt_bytes
-from ..words import count, head, took
+from ..model.textsafe import cells, cut, pad, printable
+from ..text.units import fmt_bytes
+from ..text.words import count, head, took
 
 if TYPE_CHECKING:
     from .clean import HostOutcome

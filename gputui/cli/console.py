@@ -12,8 +12,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from ..textsafe import encodable, printable
-from ..words import columns
+from ..model.textsafe import encodable, printable
+from ..text.words import columns
 from . import streams
 
 JSON_VERSION = 2  # of `gputui clean --json`'s document

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from ..config import ConfigError, HostSpec
+from ..config.file import ConfigError, HostSpec
 from .exits import EXIT_FAILED, EXIT_USAGE
 
 DEMO_HOSTS = (

@@ -5,7 +5,7 @@
     gputui export [HOST...] --listen ADDR:PORT              serve /metrics, /-/ready and /-/healthy
     gputui export --rules                                   print the alerting rules shipped with it
 
-The families are gputui.metrics', built from the fleet's latest state when they are asked for (a
+The families are gputui.views.metrics', built from the fleet's latest state when they are asked for (a
 scrape, a write): nothing is cached between two. The HTTP side is gputui.cli.exportserver (a bounded
 server: requests read on a loop of its own, answered by a few threads) with prometheus_client's WSGI
 app for /metrics (content negotiation, gzip); the fleet lives on the asyncio loop, and a scrape asks
@@ -32,9 +32,9 @@ from prometheus_client import generate_latest, make_wsgi_app
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from ..fleet import Fleet
-from ..metrics import FleetCollector, all_heard, registry
-from ..textsafe import printable
+from ..fleet.fleet import Fleet
+from ..model.textsafe import printable
+from ..views.metrics import FleetCollector, all_heard, registry
 from . import argtypes
 from .exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from .exportserver import CONNECTIONS, ExportServer, WsgiApp, bind

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from wsgiref.simple_server import ServerHandler, WSGIRequestHandler
 
-from ..textsafe import printable
+from ..model.textsafe import printable
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..model import Sample
-from ..textsafe import printable
+from ..model.textsafe import printable
 from .argtypes import parse_index
 
 MAX_POSITIONAL_GPU = 64  # HOST:N with N below this is a GPU; a larger N is an SSH port

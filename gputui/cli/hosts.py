@@ -17,8 +17,8 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from ..config import LOCAL, load
-from ..hostlist import collapse
+from ..config.file import LOCAL, load
+from ..config.hostlist import collapse
 from ..inventory.base import ResolvedHost
 from ..inventory.sources import SPEC_HELP
 from ..inventory.specs import config_host, resolve_hosts, shown

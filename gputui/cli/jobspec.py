@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from ..kill.plan.jobs import above_jobs, job_for_pid
 from ..model import Job, Sample
-from ..textsafe import cut, printable
+from ..model.textsafe import cut, printable
 from .gpuspec import UsageError
 
 SHOWN = 12  # names listed in a "no such ..." message

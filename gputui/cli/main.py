@@ -20,17 +20,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .. import __version__
-from ..config import ENV_CONFIG, Config, ConfigError, HostSpec, default_config_path, load
+from ..config.file import ENV_CONFIG, Config, ConfigError, HostSpec, default_config_path, load
 from ..inventory.base import InventoryError
-from ..textsafe import printable
+from ..model.textsafe import printable
 from ..transport import headstart
 from . import argtypes, streams
 from .demo import DemoError
 from .exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_USAGE
 
 if TYPE_CHECKING:  # imported where used: `clean`, `wait` and `snapshot` import them while their probe starts
-    from ..fleet import Fleet, HostView
-    from ..transport.replay import ReplayPlayer
+    from ..fleet.fleet import Fleet
+    from ..fleet.session import HostView
+    from ..recording.player import ReplayPlayer
 
 # The sample interval of each command's fleet; a head start (below) starts the probe with it.
 INTERVALS = {"snapshot": 1.0, "clean": 1.0, "wait": 0.25}
@@ -69,8 +70,8 @@ def _idle_option(p: argparse.ArgumentParser) -> None:
 
 def idle_after(args: argparse.Namespace, config: Config) -> float:
     """Seconds at 0 % SM that make an idle holder: --idle-minutes, the config's [idle] minutes, 1 for
-    the demo, else the default (gputui/idle.py)."""
-    from ..idle import threshold
+    the demo, else the default (gputui/fleet/idle.py)."""
+    from ..fleet.idle import threshold
 
     minutes = getattr(args, "idle_minutes", None) or config.idle_minutes
     if minutes is None and getattr(args, "demo", False):
@@ -235,8 +236,8 @@ def run_snapshot(argv: list[str]) -> int:
         snapshot.render(views, sys.stdout, idle_after=after)
     code = snapshot.exit_code(views)
     if code == EXIT_NO_GPU:
-        from ..report import host_status
-        from ..words import no_gpu_words
+        from ..text.words import no_gpu_words
+        from ..views.report import host_status
 
         names = [v.name for v in views if host_status(v)[0] == "no-gpu"]
         where = no_gpu_words(names, {s.name for s in specs if s.is_local()})

@@ -15,10 +15,10 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from ..config import LOCAL, Config, ConfigError, HostSpec
+from ..config.file import LOCAL, Config, ConfigError, HostSpec
 from ..inventory.base import InventoryError
 from ..inventory.specs import host_specs
-from ..textsafe import printable
+from ..model.textsafe import printable
 
 # A host's name to the command that shows it again.
 Recheck = Callable[[str], str]

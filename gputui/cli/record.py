@@ -1,6 +1,6 @@
 """`gputui record`: every sample and plan event of the watched hosts into a recording; and the CLI's
 two ways to read one back: `gputui --replay FILE` (the dashboard) and `gputui snapshot --replay FILE
---at TIME` (docs/RECORDING.md; the format is gputui/recording.py's).
+--at TIME` (docs/RECORDING.md; the format is gputui/recording/format.py's).
 
     gputui record FILE [HOST ...] [--demo] [--seconds S] [--max-bytes SIZE] [--interval S] [--log PATH]
 
@@ -26,7 +26,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..recording import (
+from ..model.textsafe import printable
+from ..recording.format import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_READ,
     MIN_MAX_BYTES,
@@ -39,14 +40,14 @@ from ..recording import (
     parse_at,
     state_at,
 )
-from ..textsafe import printable
 from . import argtypes
 from .exits import EXIT_OK, EXIT_STOPPED, EXIT_USAGE, STOPS
 
 if TYPE_CHECKING:
-    from ..fleet import Fleet, HostView
+    from ..fleet.fleet import Fleet
+    from ..fleet.session import HostView
+    from ..recording.player import ReplayPlayer
     from ..transport.base import Link, TransportError
-    from ..transport.replay import ReplayPlayer
 
 MAX_RECORD_SECONDS = 366 * 24 * 3600.0
 AUDIT_CHUNK = 4 << 20  # bytes of new audit log read at a time
@@ -226,7 +227,7 @@ class AuditTail:
 
 
 def run_record(argv: list[str]) -> int:
-    from ..config import load
+    from ..config.file import load
     from .main import resolve_hosts
 
     args = record_parser().parse_args(argv)
@@ -255,7 +256,7 @@ def run_record(argv: list[str]) -> int:
 async def _record(
     args: argparse.Namespace, specs: list[Any], interval: float, recorder: Recorder, audit: AuditTail
 ) -> int:
-    from ..fleet import Fleet
+    from ..fleet.fleet import Fleet
     from ..transport import make_link
 
     writer = recorder.writer
@@ -352,7 +353,7 @@ def run_snapshot_replay(args: argparse.Namespace) -> int:
     """The snapshot document at a moment of a recording: each host's last sample at or before
     TIME, played through a fleet as a live host's records are. Exit codes as `gputui snapshot`'s;
     2 for a recording that cannot be read or a TIME it does not hold."""
-    from ..fleet import Fleet
+    from ..fleet.fleet import Fleet
     from . import snapshot
 
     if args.replay is None:
@@ -433,7 +434,7 @@ def _moment(t: float, header: Header) -> str:
 
 
 def _link_at(state: Any, at: float, header: Header) -> Link:
-    from ..transport.replay import DownLink, ReplayLink
+    from ..recording.player import DownLink, ReplayLink
 
     if state.hello is None:
         return DownLink("timeout", f"no hello recorded by {clock_words(at, header)}")
@@ -453,8 +454,8 @@ def _link_at(state: Any, at: float, header: Header) -> Link:
 def open_replay(path: str) -> tuple[ReplayPlayer, Fleet] | str:
     """The dashboard's fleet over a recording, and its player (the replay controls); or the one
     line that says why the recording cannot be replayed."""
-    from ..fleet import Fleet
-    from ..transport.replay import ReplayPlayer
+    from ..fleet.fleet import Fleet
+    from ..recording.player import ReplayPlayer
 
     try:
         reader = RecordingReader(path)

@@ -14,9 +14,9 @@ from typing import Any
 
 from ..kill.operate import Operations
 from ..model import Event, Gpu, Sample
-from ..textsafe import cut, printable
-from ..units import fmt_bytes
-from ..words import count, head, part_words, reset_advice, stage_line, unaccounted_words
+from ..model.textsafe import cut, printable
+from ..text.units import fmt_bytes
+from ..text.words import count, head, part_words, reset_advice, stage_line, unaccounted_words
 from .console import JSON_VERSION, Console
 from .exits import EXIT_DECLINED, EXIT_FAILED, EXIT_NO_GPU, EXIT_OK, EXIT_REFUSED, EXIT_USAGE
 from .gpuspec import UsageError

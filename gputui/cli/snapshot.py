@@ -1,7 +1,7 @@
 """`gputui snapshot`: one sample of every host, as a table for people or versioned JSON for scripts;
 with `--watch S`, again every S seconds until Ctrl+C (as `gpustat -i`).
 
-The text and the JSON document (schema version 1) are gputui.report's, which the dashboard's export
+The text and the JSON document (schema version 1) are gputui.views.report's, which the dashboard's export
 writes too.
 """
 
@@ -15,11 +15,12 @@ import signal
 import time
 from typing import TextIO
 
-from ..fleet import DOWN, Fleet, HostView
+from ..fleet.fleet import Fleet
+from ..fleet.session import DOWN, HostView
 from ..model import NO_GPU_CODES
-from ..report import SCHEMA_VERSION, as_json, dumps, host_status, render
-from ..textsafe import cut
-from ..words import terminal_size
+from ..model.textsafe import cut
+from ..text.words import terminal_size
+from ..views.report import SCHEMA_VERSION, as_json, dumps, host_status, render
 from .exits import EXIT_DOWN, EXIT_NO_GPU, EXIT_OK, killed_by
 
 __all__ = [
@@ -78,7 +79,7 @@ async def watch(
     each refresh is appended under a separator line. With `json_lines`, one JSON document a line (JSON
     lines), never a terminal code. Ends on Ctrl+C (exit 0), SIGTERM or SIGHUP, or when the output
     can no longer be written (exit 1). `idle_after`: seconds at 0 % SM that make an idle holder (the
-    streaks grow from frame to frame: gputui/idle.py)."""
+    streaks grow from frame to frame: gputui/fleet/idle.py)."""
     loop = asyncio.get_running_loop()
     stopped = asyncio.Event()
     code = 0

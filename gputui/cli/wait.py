@@ -5,7 +5,7 @@
                 [--interval S] [--json]
 
 Made for `gputui clean --all --yes && gputui wait --settle 5 && ./run_benchmark.sh`. Ready means
-(gputui.readiness): no process uses or holds the GPU (monitors aside), memory within the idle slack
+(gputui.views.readiness): no process uses or holds the GPU (monitors aside), memory within the idle slack
 of its baseline, no unaccounted memory, utilization 0; and, when asked, below a temperature, below a
 memory figure, under a utilization, not throttling, in persistence mode. On a terminal a line per
 host says what each GPU waits for and for how long.
@@ -24,12 +24,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from ..fleet import DOWN, Fleet, HostView
-from ..idle import threshold
+from ..fleet.fleet import Fleet
+from ..fleet.idle import threshold
+from ..fleet.session import DOWN, HostView
 from ..model import NO_GPU_CODES, Preflight, Sample
-from ..readiness import DEFAULT_UTIL_BELOW, Conditions, Unready, unready
-from ..textsafe import cells, cut, printable
-from ..words import columns, count, shares
+from ..model.textsafe import cells, cut, printable
+from ..text.words import columns, count, shares
+from ..views.readiness import DEFAULT_UTIL_BELOW, Conditions, Unready, unready
 from . import argtypes
 from .exits import EXIT_NO_GPU, EXIT_READY, EXIT_TIMEOUT, EXIT_USAGE
 from .gpuspec import UsageError, resolve_gpu_specs
@@ -41,7 +42,7 @@ MAX_WAIT = 24 * 3600.0
 Pending = tuple[str, str]
 NO_SAMPLE, NOT_JUDGED = "no_sample", "not_judged"
 READABLE = 24  # cells of a GPU's words below which the live line names its conditions instead
-# The conditions (gputui.readiness) in a word each, for the live line of a narrow terminal.
+# The conditions (gputui.views.readiness) in a word each, for the live line of a narrow terminal.
 TERSE = {"processes": "procs", "memory": "mem", "unaccounted": "unacc", "utilization": "util",
          "temperature": "temp", "persistence": "persist"}  # fmt: skip
 

@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..config import LOCAL
-from ..hostlist import MAX_HOSTS
+from ..config.file import LOCAL
+from ..config.hostlist import MAX_HOSTS
 from .base import MAX_WORD, InventoryError, ResolvedHost, checked
 from .tool import described, label, parse_json, port, run_tool, shown, word
 

@@ -8,8 +8,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..hostlist import MAX_HOSTS, quoted, quoted_path, shortened
-from ..textsafe import printable
+from ..config.hostlist import MAX_HOSTS, quoted, quoted_path, shortened
+from ..model.textsafe import printable
 
 MAX_WORD = 255  # characters of a host name, address or user (a DNS name is at most 253)
 _CHUNK = 1 << 20

@@ -1,7 +1,7 @@
 """`@slurm:PARTITION` and `@slurm-job:ID`: nodes as Slurm's own client tools list them.
 
 `scontrol --oneliner show partition P` gives the partition's `Nodes=` hostlist (expanded here by
-gputui/hostlist.py; `Nodes=ALL` is listed with `sinfo --Node`); `squeue --jobs ID --format %T|%N`
+gputui/config/hostlist.py; `Nodes=ALL` is listed with `sinfo --Node`); `squeue --jobs ID --format %T|%N`
 gives a job's node list (every task of an array or part of a heterogeneous job). Each is run as an
 argv list, never through a shell, with SLURM_CONF and the rest of the environment as they are, within
 gputui/inventory/tool.py's bounds. A node is reached by its NodeName, as `ssh NODE` is on a Slurm
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 
-from ..hostlist import MAX_HOSTS, HostlistError, expand, size
-from ..textsafe import printable
+from ..config.hostlist import MAX_HOSTS, HostlistError, expand, size
+from ..model.textsafe import printable
 from .base import MAX_WORD, InventoryError, ResolvedHost, checked
 from .tool import label, lines, run_tool, shown, word
 

@@ -23,8 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ..config import ConfigError, parse_host_arg
-from ..hostlist import (
+from ..config.file import ConfigError, parse_host_arg
+from ..config.hostlist import (
     MAX_HOSTS,
     SOURCES,
     HostlistError,
@@ -35,7 +35,7 @@ from ..hostlist import (
     shortened,
     size,
 )
-from ..textsafe import printable
+from ..model.textsafe import printable
 from . import ansible, slurm, sshconfig
 from .base import InventoryError, ResolvedHost, checked, home_expanded, over_cap, read_regular
 

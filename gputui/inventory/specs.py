@@ -14,7 +14,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..config import LOCAL, Config, HostSpec
+from ..config.file import LOCAL, Config, HostSpec
 from .base import ResolvedHost
 from .sources import Resolver
 

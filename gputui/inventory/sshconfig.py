@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..hostlist import MAX_HOSTS, quoted, quoted_path, shortened
+from ..config.hostlist import MAX_HOSTS, quoted, quoted_path, shortened
 from .base import InventoryError, ResolvedHost, checked, home_expanded, over_cap, read_regular
 
 MAX_INCLUDE_DEPTH = 16  # OpenSSH's READCONF_MAX_DEPTH

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from ..textsafe import printable
+from ..model.textsafe import printable
 from .base import MAX_WORD, InventoryError, word_problem
 
 TOOL_TIMEOUT = 30.0  # seconds for scontrol, sinfo, squeue or ansible-inventory to answer

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import Event, done_event
-from ..words import count
+from ..text.words import count
 from .auditowner import owner_fields
 from .auditpath import AuditError, UnsafeLog, audit_error, default_log_path, open_log
 from .plan.entries import Target

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..fleet import Fleet
-from ..killoptions import KillOptions, PlanError
+from ..config.killoptions import KillOptions, PlanError
+from ..fleet.fleet import Fleet
 from ..model import NO_GPU_CODES, Event, Job, PlanVerdict, Proc, Sample, done_event
 from ..transport.base import TransportError
 from .auditlog import ActionLog, AuditError

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..textsafe import printable
-from ..words import count
+from ..model.textsafe import printable
+from ..text.words import count
 from .auditowner import Owner, owner_of, still_running
 from .auditpath import audit_error, open_log
 

@@ -4,7 +4,7 @@ The probe speaks plain dicts (it must run on Python 3.8 with nothing installed);
 record into these frozen dataclasses once, at the edge, so the fleet, the kill flow and the UI never
 index dicts. A probe is not trusted: every field is checked on its own (gputui.model.decode), so one
 bad field costs that field, never the record or the host. Every string is made printable here
-(control and invisible reordering characters escaped: gputui.textsafe), so no output path can pass a
+(control and invisible reordering characters escaped: gputui.model.textsafe), so no output path can pass a
 host's escape sequence to the operator's terminal; the raw records are kept apart only for JSON
 output, which escapes them itself.
 

@@ -2,7 +2,7 @@
 
 A probe is not trusted: a field is checked for its type and domain (a NaN, an infinity, a negative
 size or a string where a number belongs becomes None), so one bad field costs that field, never the
-record or the host; every string is made printable (gputui.textsafe). The record modules of
+record or the host; every string is made printable (gputui.model.textsafe). The record modules of
 gputui.model build on this one: `wire_fields` reads the plain fields of a record by their declared
 types (BY_TYPE), so a record's `from_wire` names only what is special about it (a required PID, a
 percentage, a nested record). Separate from the records so that each of them reads a field alike.
@@ -16,7 +16,7 @@ from dataclasses import fields
 from functools import partial
 from typing import Any, TypeAlias, TypeVar
 
-from ..textsafe import printable
+from .textsafe import printable
 
 MAX_BYTES = 1 << 60  # sizes above this (an exbibyte) are nonsense from a broken or hostile probe
 MAX_PID = 1 << 22  # Linux's PID_MAX_LIMIT

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..textsafe import printable
 from .decode import (
     MAX_PID,
     Pids,
@@ -24,6 +23,7 @@ from .decode import (
     records,
     wire_fields,
 )
+from .textsafe import printable
 
 DETAIL_RESULTS = ("ok", "exited", "pid-reused", "refused")
 MAX_ENVIRON = 1024  # variables taken from one answer (the probe sends at most 512)

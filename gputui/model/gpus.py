@@ -224,4 +224,5 @@ _GPU = wire_fields(
     preflight=Preflight.from_wire,
     mig_instances=mig_instances,
 )
-GPU_WIRE = _GPU  # each field a GPU record carries, with what reads it (gputui/deltas.py: a changed one alone)
+# Each field a GPU record carries, with what reads it (gputui/fleet/deltas.py: a changed one alone).
+GPU_WIRE = _GPU

@@ -161,7 +161,8 @@ _PROC = wire_fields(
     mps=lambda value: value if value in MPS_ROLES else None,
     job=as_job_id,
 )
-PROC_WIRE = _PROC  # each field a process record carries, with what reads it (gputui/deltas.py, likewise)
+# Each field a process record carries, with what reads it (gputui/fleet/deltas.py, likewise).
+PROC_WIRE = _PROC
 
 
 @dataclass(frozen=True, slots=True)

@@ -190,9 +190,11 @@ class Loop(object):
         elif kind == "cancel":
             pass  # for a plan that has ended already: nothing left to stop
         elif kind == "reset":
-            from .run.reset import execute as reset
+            from .run.reset import execute as reset  # here: a probe that never resets never loads it
 
-            reset(self.probe, record, self.emit)
+            reset_id = record.get("id") if isinstance(record.get("id"), str) else None
+            reset(self.probe, record, self.emit, lambda: self.stop_requested(reset_id))
+            self.handle_deferred()
         elif kind == "detail":
             self.emit(self.probe.detail(record))
 
@@ -247,6 +249,11 @@ class Loop(object):
             from .run.reaper import execute
 
             execute(self.probe, record, self.emit, lambda: self.stop_requested(plan_id))
+        self.handle_deferred()
+
+    def handle_deferred(self):
+        # type: () -> None
+        """What came in while a plan or a reset ran (stop_requested kept it), in its order."""
         deferred, self.deferred = self.deferred, []
         for item in deferred:
             if item is _EOF:
@@ -256,9 +263,9 @@ class Loop(object):
 
     def stop_requested(self, plan_id):
         # type: (Optional[str]) -> Optional[str]
-        """While a plan runs: has the app cancelled it (its audit log failed)? The reason, or None.
-        Reads what came in without waiting; everything but a cancel for this plan waits for the
-        plan's end (a plan runs to its end, only its further signals can be stopped)."""
+        """While a plan (or a reset) runs: has the app cancelled it (its audit log failed)? The
+        reason, or None. Reads what came in without waiting; everything but a cancel for this plan
+        waits for the plan's end (a plan runs to its end, only its further steps can be stopped)."""
         while self.inbox is not None:
             try:
                 item = self.inbox.get_nowait()

@@ -207,7 +207,7 @@ def check(record, allowed=None, brackets=None):
     # type: (Any, Optional[Tuple[str, ...]], Optional[int]) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]
     """A parsed record checked as a line's is (an object, nested at most MAX_DEPTH, this protocol
     version, a known type): (record, None) or (None, error record). A recording's records are
-    checked with it when they are played back (gputui/recording.py). `brackets`: how many `[` and
+    checked with it when they are played back (gputui/recording/format.py). `brackets`: how many `[` and
     `{` the line held, where known: fewer than MAX_DEPTH cannot nest deeper, and the walk is skipped."""
     if not isinstance(record, dict):
         return None, error("bad-json", "a line must be a JSON object")

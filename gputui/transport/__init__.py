@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..config import HostSpec
+    from ..config.file import HostSpec
     from .base import Link
 
 

@@ -13,7 +13,7 @@ import functools
 import subprocess
 import sys
 
-from gputui.config import HostSpec
+from gputui.config.file import HostSpec
 from gputui.transport import headstart
 from gputui.transport.base import TransportError
 from gputui.transport.bootstrap import Pipes, ProbeLink, boot_argv, build_payload

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from gputui.config import ConfigError, HostSpec, parse_host_arg
+from gputui.config.file import ConfigError, HostSpec, parse_host_arg
 from gputui.transport.base import TransportError
 from gputui.transport.bootstrap import (
     Pipes,

@@ -51,15 +51,16 @@ from textual.driver import Driver
 from textual.notifications import SeverityLevel
 from textual.timer import Timer
 
-from gputui.fleet import Fleet, HostView
-from gputui.idle import threshold
+from gputui.fleet.fleet import Fleet
+from gputui.fleet.idle import threshold
+from gputui.fleet.pacing import Pacer
+from gputui.fleet.session import HostView
 from gputui.kill.auditlog import unfinished_headline
 from gputui.kill.operate import FRESH_TIMEOUT, Operations, Request, status_of
 from gputui.kill.plan import KillOptions, Plan
 from gputui.model import Event, PlanVerdict
-from gputui.pacing import Pacer
-from gputui.report import write_files
-from gputui.words import count, toast_title, verdict_summary
+from gputui.text.words import count, toast_title, verdict_summary
+from gputui.views.report import write_files
 
 from . import acyclic, fmt
 from . import spinner as actions
@@ -90,7 +91,7 @@ def redraw_gap(hosts: int) -> float:
 
 
 AGES_INTERVAL = 1.0  # seconds: sample ages move even when nothing arrives
-PACE_TICK = 1.0  # seconds between two looks at whether the app keeps up (gputui/pacing.py)
+PACE_TICK = 1.0  # seconds between two looks at whether the app keeps up (gputui/fleet/pacing.py)
 PROGRESS_INTERVAL = 0.1  # the log pane's status line while a plan runs
 APP_HOST = "gputui"  # the host column of the app's own log lines
 QUIT_AGAIN_WITHIN = 3.0  # seconds: quitting while a plan runs takes a second press
@@ -140,11 +141,11 @@ class GpuTuiApp(App[None]):
         name ("processes", "gpus", "fleet") -> column keys never shown. `export_dir`: where "Export
         snapshot" writes (None: the working directory). `lifeline`: what ends the app on SIGHUP,
         SIGTERM or a lost terminal (gputui/ui/terminal.py; the CLI installs one before the app runs).
-        `pace`: slow the probes' samples down while the app cannot keep up with them (gputui/pacing.py;
+        `pace`: slow the probes' samples down while the app cannot keep up with them (gputui/fleet/pacing.py;
         `gputui` does, unless `--no-pace`)."""
         acyclic.install()  # what Textual would leave as cyclic garbage each frame is freed at once (acyclic.py)
         super().__init__()
-        # Seconds at 0 % SM that make a process holding GPU memory an idle holder (gputui/idle.py).
+        # Seconds at 0 % SM that make a process holding GPU memory an idle holder (gputui/fleet/idle.py).
         self.idle_after = threshold(None) if idle_after is None else idle_after
         # SIGHUP, SIGTERM and a lost terminal end the app within a second (terminal.py); the CLI
         # installs it before anything starts. None (Pilot, a bench): nothing handled here.
@@ -159,7 +160,7 @@ class GpuTuiApp(App[None]):
         self.fleet = fleet
         self.read_only = read_only
         self.interval = interval
-        # Pacing (gputui/pacing.py): the interval the probes are asked for while the app cannot keep
+        # Pacing (gputui/fleet/pacing.py): the interval the probes are asked for while the app cannot keep
         # up at `interval` (None: as asked), checked once a second through the app's message queue
         # and the next frame, which is where a key waits too.
         self.pacer = Pacer(interval, len(fleet.hosts)) if pace else None
@@ -414,7 +415,7 @@ class GpuTuiApp(App[None]):
             self.received[view.name] = self.clock()
             main = self._main
             if not view.news and main is not None and not main.shows_in_full(view.name):
-                return  # nothing the fleet's views draw has changed (gputui/news.py)
+                return  # nothing the fleet's views draw has changed (gputui/fleet/news.py)
         elif what == "event" and isinstance(payload, Event) and payload.plan in self.running:
             self.running[payload.plan].heard = True  # its own worker renders it, as it comes
         elif what in ("event", "error"):

@@ -16,7 +16,7 @@ from typing import Any
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from gputui.words import count
+from gputui.text.words import count
 
 from . import fmt
 from .screens.main import MainScreen

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from gputui.fleet import Fleet
+from gputui.fleet.fleet import Fleet
 
 
 class Dashboard(Protocol):
@@ -19,7 +19,7 @@ class Dashboard(Protocol):
     exact_memory: bool  # memory in exact MiB (`m`), else GiB
     hidden_columns: Mapping[str, frozenset[str]]  # the config's [columns]: table -> column keys
     idle_after: float  # seconds at 0 % SM that make a process holding GPU memory an idle holder
-    paced: float | None  # the interval the app slowed the samples to (gputui/pacing.py); None: as asked
+    paced: float | None  # the interval the app slowed the samples to (gputui/fleet/pacing.py); None: as asked
 
     def age_of(self, host: str) -> float | None:
         """Seconds since `host`'s last sample arrived, by the app's clock (None: none yet)."""

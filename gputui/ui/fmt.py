@@ -1,6 +1,6 @@
 """Plain-text formatting for the UI: ages, meters, sparklines, and untrusted strings.
 
-Bytes, durations and percentages come from gputui.units, shared with the CLI.
+Bytes, durations and percentages come from gputui.text.units, shared with the CLI.
 
 Everything here returns `str`; widgets wrap the result in `rich.text.Text` (or `Content`) with a
 style from the theme, so nothing is ever parsed as markup.
@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from textual.content import Content
 from textual.widget import Widget
 
-from gputui.textsafe import printable
+from gputui.model.textsafe import printable
 
 
 def safe(text: str | None, limit: int = 400) -> str:
     """An untrusted string made displayable: control characters become visible escapes (`\\e`,
-    `\\x07`), as in the CLI (gputui.textsafe). Long strings are cut at `limit` characters.
+    `\\x07`), as in the CLI (gputui.model.textsafe). Long strings are cut at `limit` characters.
 
     `Text` alone would keep an ESC byte, which then reaches the terminal (or an SVG screenshot,
     making it invalid XML)."""

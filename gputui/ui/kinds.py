@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from gputui.kill.plan.mps import mps_clients
 from gputui.model import KINDS, Proc, Sample, brief_command
-from gputui.words import MPS_NAMES, kind_word
-from gputui.words import MPS_WORDS as MPS_WORDS  # the help lists them from here
+from gputui.text.words import MPS_NAMES, kind_word
+from gputui.text.words import MPS_WORDS as MPS_WORDS  # the help lists them from here
 
 from .fmt import safe
 
@@ -42,7 +42,7 @@ def label(kind: str) -> str:
 
 
 # CUDA MPS: the Kind column names a process's part in it in place of its kind (the glyph stays);
-# the words are gputui.words', which `gputui snapshot` says too.
+# the words are gputui.text.words', which `gputui snapshot` says too.
 MPS_MEANINGS = {
     "server": "the MPS server: its clients' work runs in its GPU contexts; stopping it ends them all "
     "(protected, like a monitor)",

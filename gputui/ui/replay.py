@@ -2,7 +2,7 @@
 where it is.
 
 The CLI gives the app a fleet whose hosts are played from the file, and the player's controls
-(`ReplayControls`, implemented by gputui.transport.replay.ReplayPlayer: the UI imports no transport);
+(`ReplayControls`, implemented by gputui.recording.player.ReplayPlayer: the UI imports no transport);
 the app's clock is the recorded time, so sample ages are as they were then. Everything else is the
 dashboard as it is live, read-only. Keys: p pause or play, n one sample on (pausing first), > and <
 speed (x1/4 to x64). The line above the dashboard says the file, the recorded time (on the
@@ -18,8 +18,8 @@ from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from gputui.fleet import Fleet
-from gputui.recording import clock_at, offset_words
+from gputui.fleet.fleet import Fleet
+from gputui.recording.format import clock_at, offset_words
 
 from . import fmt
 from .app import GpuTuiApp
@@ -28,7 +28,7 @@ BAR_INTERVAL = 0.25  # seconds between two updates of the line while playing
 
 
 class ReplayControls(Protocol):
-    """What the dashboard needs of a replay (gputui.transport.replay.ReplayPlayer)."""
+    """What the dashboard needs of a replay (gputui.recording.player.ReplayPlayer)."""
 
     name: str  # the file's name, made printable
     ended: bool  # every entry has been played (or a damaged one stopped it: `problem`)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from gputui.kill.plan.record import KILL_WAIT, Plan
 from gputui.model import Event
-from gputui.words import count, gpus_words
+from gputui.text.words import count, gpus_words
 
 from . import fmt
 

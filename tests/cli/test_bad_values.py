@@ -58,7 +58,7 @@ TOML_VALUES = [
 
 
 def config_texts() -> list[tuple[str, str]]:
-    from gputui import config
+    import gputui.config.file as config
 
     tables = {
         "": [*config.TOP_KEYS],
@@ -77,7 +77,7 @@ def config_texts() -> list[tuple[str, str]]:
 
 def test_every_config_value_of_every_type_is_a_config_error_or_fine() -> None:
     """`[kill] signals = ["SIGSTOP"]` (any list or inline table) was a TypeError traceback."""
-    from gputui.config import ConfigError, parse_config
+    from gputui.config.file import ConfigError, parse_config
 
     crashed = []
     for text, what in config_texts():
@@ -209,7 +209,7 @@ def views() -> list[Any]:
     import asyncio
 
     from gputui.cli import snapshot
-    from gputui.config import HostSpec
+    from gputui.config.file import HostSpec
     from tests.support.commands import fleet_of
 
     fleet = fleet_of([HostSpec(name="e", reader="sim", sim_scenario="empty", sim_seed=3)])
@@ -231,7 +231,7 @@ def stem() -> str:
 def test_a_planted_name_never_leaves_half_an_export(tmp_path: Path, views: list[Any], planted: str) -> None:
     """A dangling symlink planted at the .txt name (exists() is false for it) made the export fail
     after its .json was written: an orphan .json, and no export."""
-    from gputui.report import write_files
+    from gputui.views.report import write_files
 
     (tmp_path / f"{stem()}{planted}").symlink_to(tmp_path / "nowhere")
     json_path, text_path = write_files(views, tmp_path, NOW)
@@ -244,7 +244,7 @@ def test_a_planted_name_never_leaves_half_an_export(tmp_path: Path, views: list[
 
 def test_an_export_that_fails_midway_leaves_nothing(tmp_path: Path, views: list[Any]) -> None:
     """No room for the second file (a full disk): neither stays."""
-    from gputui.report import dumps, write_files
+    from gputui.views.report import dumps, write_files
 
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")

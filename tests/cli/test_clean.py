@@ -30,7 +30,7 @@ from gputui.cli.clean import (
 )
 from gputui.cli.demo import demo_specs
 from gputui.cli.exits import EXIT_CLEAN, EXIT_DECLINED, EXIT_NO_GPU, EXIT_NOT_CLEAN, EXIT_REFUSED, EXIT_USAGE
-from gputui.config import HostSpec
+from gputui.config.file import HostSpec
 from gputui.kill.auditlog import read_records, unfinished
 from gputui.kill.operate import status_of
 from gputui.kill.plan import PlanOptions, plan_for_gpus

@@ -22,8 +22,8 @@ import subprocess
 from pathlib import Path
 
 from gputui.cli.exits import EXIT_CLEAN, EXIT_REFUSED, EXIT_USAGE
-from gputui.config import HostSpec
-from gputui.fleet import Fleet
+from gputui.config.file import HostSpec
+from gputui.fleet.fleet import Fleet
 from gputui.model import Job, Sample
 from tests.support.cli import gputui as run_gputui
 from tests.support.commands import clean, fleet_of

@@ -9,8 +9,8 @@ import re
 
 import pytest
 
+from gputui.model.textsafe import printable
 from gputui.probe.common import brief_command
-from gputui.textsafe import printable
 from tests.support.livedemo import Live, snapshot
 
 # A demo (two sims, some twenty processes) and several commands at each width: more than the suite's

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from gputui.cli import main as cli
-from gputui.fleet import Fleet
+from gputui.fleet.fleet import Fleet
 from tests.support.apps import replay_fleet
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gputui.cli import main as cli
-from gputui.config import HostSpec
+from gputui.config.file import HostSpec
 from gputui.transport import headstart
 from gputui.transport.local import LocalLink
 from tests.support.hosts import probe_host

@@ -14,10 +14,10 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from gputui.fleet import GpuHistory
+from gputui.fleet.session import GpuHistory
 from gputui.model import Preflight
 from gputui.probe.readers.sim import GiB, SimReader
-from gputui.readiness import preflight_flags
+from gputui.views.readiness import preflight_flags
 from tests.support.commands import clean, fleet_of, wait
 from tests.support.hostile import HostileLink
 from tests.support.hosts import PREFLIGHT_HOST, preflight_spec

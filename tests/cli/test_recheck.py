@@ -10,7 +10,7 @@ from pathlib import Path
 from gputui.api import hosts as resolve
 from gputui.cli.main import snapshot_parser
 from gputui.cli.recheck import snapshot_commands
-from gputui.config import Config, HostSpec, load_config
+from gputui.config.file import Config, HostSpec, load_config
 
 
 def _means(command: str, config: Config) -> list[HostSpec]:

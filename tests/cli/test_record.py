@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from gputui.recording import Entry, RecordingError, RecordingReader, clock_words
+from gputui.recording.format import Entry, RecordingError, RecordingReader, clock_words
 from tests.support.livedemo import POLL, TIMEOUT, Live, processes, snapshot
 from tests.support.waiting import wait_until
 

@@ -1,4 +1,4 @@
-"""Recordings (gputui/recording.py) and the commands that read them: `gputui snapshot --replay FILE
+"""Recordings (gputui/recording/format.py) and the commands that read them: `gputui snapshot --replay FILE
 --at TIME` and `gputui --replay FILE`. A recording is untrusted input like any host: whatever is
 wrong with it gives one line and exit 2, never a traceback; a file cut short is read to its last
 whole entry. The round trip on the live demo is tests/cli/test_record.py."""
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.recording import (
+from gputui.recording.format import (
     MAX_ENTRY,
     Header,
     RecordingError,
@@ -155,7 +155,7 @@ def test_snapshot_at_is_the_last_sample_at_or_before(tmp_path: Path) -> None:
         (a,) = [x for x in doc["hosts"] if x["name"] == "demo-a"]
         with RecordingReader(path) as reader:
             state = state_at(reader, doc["time"])
-        # The document adds what no one sample says (the idle-holder streak: gputui/idle.py).
+        # The document adds what no one sample says (the idle-holder streak: gputui/fleet/idle.py).
         idle = ("idle_since", "idle_seconds", "idle_holder")
         shown = [{k: v for k, v in p.items() if k not in idle} for p in a["processes"]]
         assert shown == state.hosts["demo-a"].sample["processes"]  # type: ignore[index]

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from gputui.recording import MARK, RecordingReader, RecordingWriter, StateAt, state_at
+from gputui.recording.format import MARK, RecordingReader, RecordingWriter, StateAt, state_at
 from tests.support.recfile import START, Clock, fixture, gputui, gzip_lines, lines_of
 
 EVERY = 64 << 10  # bytes of entries between two checkpoints, for these tests

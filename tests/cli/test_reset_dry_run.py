@@ -14,8 +14,8 @@ import json
 import re
 
 from gputui.cli.demo import demo_specs
-from gputui.config import HostSpec
-from gputui.fleet import Fleet
+from gputui.config.file import HostSpec
+from gputui.fleet.fleet import Fleet
 from tests.support.commands import clean, fleet_of
 
 

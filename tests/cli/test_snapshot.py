@@ -89,8 +89,8 @@ def test_snapshot_carries_each_hosts_metrics_in_json_and_text():
 
 
 def test_the_dashboard_and_the_cli_write_one_json_document():
-    from gputui import report as export
     from gputui.cli import snapshot
+    from gputui.views import report as export
 
     assert snapshot.dumps is export.dumps and snapshot.as_json is export.as_json
 

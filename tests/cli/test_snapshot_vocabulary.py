@@ -17,8 +17,8 @@ from pathlib import Path
 
 from rich.style import Style
 
-from gputui import words
 from gputui.model import Proc
+from gputui.text import words
 from tests.support.cli import gputui as run_gputui
 
 REPO = Path(__file__).resolve().parents[2]

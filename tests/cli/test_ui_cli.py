@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from gputui.cli import main as cli
-from gputui.config import Config
+from gputui.config.file import Config
 
 
 def gputui(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
-from gputui.config import HostSpec
+from gputui.config.file import HostSpec
 from gputui.kill.plan import PlanOptions, plan_for_pids
 from tests.support.commands import fleet_of, wait
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gputui import config
-from gputui.config import Config, ConfigError, HostSpec, find_config, load, load_config, parse_host_arg
+import gputui.config.file as config
+from gputui.config.file import Config, ConfigError, HostSpec, find_config, load, load_config, parse_host_arg
 
 # ------------------------------------------------------------------------- command-line hosts
 

@@ -1,4 +1,4 @@
-"""Property-based fuzzing of the config parser and the host argument parser (gputui/config.py), which
+"""Property-based fuzzing of the config parser and the host argument parser (gputui/config/file.py), which
 read untrusted text.
 
 Properties: parse_config and parse_host_arg raise only ConfigError, and what they accept is within
@@ -13,7 +13,7 @@ import string
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gputui.config import ConfigError, parse_config, parse_host_arg
+from gputui.config.file import ConfigError, parse_config, parse_host_arg
 from gputui.probe.readers.scenarios import SCENARIOS
 from gputui.probe.wire import MAX_INTERVAL, MIN_INTERVAL
 from tests.support.fuzzing import FUZZ, SLOW_FUZZ

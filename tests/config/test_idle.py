@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gputui import config
-from gputui.config import ConfigError
+import gputui.config.file as config
+from gputui.config.file import ConfigError
 
 
 def test_the_idle_table_sets_the_minutes() -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.config import ConfigError, load, load_config
+from gputui.config.file import ConfigError, load, load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 NOBODY = 65534

@@ -5,8 +5,9 @@ import os
 import signal
 import time
 
-from gputui.config import HostSpec
-from gputui.fleet import DOWN, LIVE, STALE, Fleet, HostSession, HostView
+from gputui.config.file import HostSpec
+from gputui.fleet.fleet import Fleet
+from gputui.fleet.session import DOWN, LIVE, STALE, HostSession, HostView
 from gputui.transport.local import LocalLink
 from tests.support.waiting import eventually
 
@@ -16,7 +17,7 @@ def sim_host(name, interval=0.2, scenario="empty"):
 
 
 async def test_hosts_stream_then_go_stale_then_down_then_live_again(monkeypatch):
-    import gputui.fleet as fleet_mod
+    import gputui.fleet.session as fleet_mod
 
     monkeypatch.setattr(fleet_mod, "BACKOFF_FIRST", 0.1)
     links = []
@@ -142,7 +143,7 @@ async def test_request_detail_reads_one_process_on_a_real_probe():
 
 
 async def test_request_detail_gives_up_and_believes_no_answer_about_another_process():
-    from gputui.transport.replay import ReplayLink
+    from gputui.recording.player import ReplayLink
 
     hello = {"type": "hello", "v": 1, "pid": 9, "read_only": False, "host": {"hostname": "x"}}
     answers = []

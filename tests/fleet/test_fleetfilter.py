@@ -1,4 +1,4 @@
-"""The filter language (gputui/fleetfilter.py): what each term matches, and what a filter that cannot
+"""The filter language (gputui/views/filter.py): what each term matches, and what a filter that cannot
 be read says. Properties: parsing never raises anything but FilterError, a negated term matches
 exactly what the term does not, and terms are ANDed."""
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gputui.fleetfilter import STATES, FilterError, Subject, parse
+from gputui.views.filter import STATES, FilterError, Subject, parse
 
 GiB = 1 << 30
 

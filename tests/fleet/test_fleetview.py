@@ -1,4 +1,4 @@
-"""What the fleet view says is wrong, and where (gputui/fleetview.py): problems and their order,
+"""What the fleet view says is wrong, and where (gputui/views/problems.py): problems and their order,
 groups, the GPUs that differ from their siblings, GPUs and memory per user. From the recorded
 probe output of the sim's scenarios, and small samples where a case needs one."""
 
@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from gputui.fleet import CONNECTING, DOWN, LIVE, STALE, HostView
-from gputui.fleetfilter import parse
-from gputui.fleetview import (
+from gputui.fleet.session import CONNECTING, DOWN, LIVE, STALE, HostView
+from gputui.model import HostFacts, Sample
+from gputui.views.filter import parse
+from gputui.views.problems import (
     HEALTHY,
     RANKS,
     default_group,
@@ -24,7 +25,6 @@ from gputui.fleetview import (
     proc_subject,
     user_usage,
 )
-from gputui.model import HostFacts, Sample
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GiB = 1 << 30

@@ -18,10 +18,11 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from gputui.fleet import DOWN, LIVE, NOTES_PER_SECOND, PLAN_EVENTS_MAX, Fleet, HostView
+from gputui.fleet.fleet import Fleet
+from gputui.fleet.session import DOWN, LIVE, NOTES_PER_SECOND, PLAN_EVENTS_MAX, HostView
 from gputui.model import HostMetrics
+from gputui.model.textsafe import printable
 from gputui.probe.wire import HOST_LIMITS, MAX_LINE, MAX_PROCESSES
-from gputui.textsafe import printable
 from gputui.transport.bootstrap import RecordStream
 from tests.support.commands import clean_args
 from tests.support.hostile import (
@@ -39,7 +40,7 @@ from tests.support.hostile import (
 from tests.support.waiting import eventually
 from tests.support.wording import RAW
 
-# How the session's catch-all words an exception of the app's own code (gputui/fleet.py HostSession.run).
+# How the session's catch-all words an exception of the app's own code (gputui/fleet/session.py HostSession.run).
 APP_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*?: ")
 
 
@@ -158,7 +159,7 @@ async def test_escapes_reach_the_fleet_literally_and_nothing_breaks():
         )
         watch.contained()
         proc = view.sample.processes[0]
-        # Parsed once at the edge: every string made printable (gputui.textsafe), so no output path
+        # Parsed once at the edge: every string made printable (gputui.model.textsafe), so no output path
         # can pass a host's escape to the terminal; what is shown is still every character's trace.
         shown = printable(NASTY)
         assert "\x1b" not in shown and "\u202e" not in shown and "\\e]52" in shown

@@ -1,4 +1,4 @@
-"""The idle-holder tracker (gputui/idle.py) on synthetic samples: what one sample says of a process,
+"""The idle-holder tracker (gputui/fleet/idle.py) on synthetic samples: what one sample says of a process,
 and how streaks start, last and end."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from gputui.idle import HostIdle, IdleTracker, idle_keys, idle_now, sm_evidence, span
+from gputui.fleet.idle import HostIdle, IdleTracker, idle_keys, idle_now, sm_evidence, span
 from gputui.model import Sample
 
 GiB = 1 << 30

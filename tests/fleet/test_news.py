@@ -1,4 +1,4 @@
-"""News: a sample that changes nothing the fleet's views draw is not drawn (gputui/news.py).
+"""News: a sample that changes nothing the fleet's views draw is not drawn (gputui/fleet/news.py).
 
 Each rule is checked both ways on the demo's own records: what moves every second (the sample's
 number and time, the probe's costs, the host's uptime and load, each process's age, CPU and RSS)
@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from gputui.deltas import SampleIntake
-from gputui.fleet import HostView
+from gputui.fleet.deltas import SampleIntake
+from gputui.fleet.news import has_news
+from gputui.fleet.session import HostView
 from gputui.model import Sample
-from gputui.news import has_news
 from tests.support.apps import build_app, recording
 from tests.support.pilot import main_of, sampled, wait_for
 

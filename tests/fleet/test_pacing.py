@@ -1,4 +1,4 @@
-"""Pacing (gputui/pacing.py): the samples come slower while the app cannot keep up with its hosts,
+"""Pacing (gputui/fleet/pacing.py): the samples come slower while the app cannot keep up with its hosts,
 and at the asked rate again once it can. The rule on its own; the fleet asking its probes (and a
 link made again asking its new probe); a recording played at the interval the app asks for; and
 the real app driven by Pilot, its event loop held up by the test, paced and back."""
@@ -11,9 +11,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from gputui.fleet import LIVE, Fleet
-from gputui.pacing import Pacer
-from gputui.transport.playback import PlaybackLink, Recording
+from gputui.fleet.fleet import Fleet
+from gputui.fleet.pacing import Pacer
+from gputui.fleet.session import LIVE
+from gputui.recording.playback import PlaybackLink, Recording
 from gputui.ui import make_app
 from tests.support.apps import scratch_log
 from tests.support.paths import FIXTURES

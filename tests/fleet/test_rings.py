@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gputui.rings import REBASE, ROW, Readings
+from gputui.fleet.history import REBASE, ROW, Readings
 
 # A reading in range, or beyond it at either end, or missing (temperature and power only).
 READING = st.one_of(st.floats(-50, 7000, allow_nan=False), st.sampled_from([math.inf, -math.inf]))
@@ -90,7 +90,7 @@ def test_a_time_far_from_the_others_moves_the_base_and_keeps_them():
 def test_a_gpus_full_history_is_three_kilobytes_of_numbers():
     """What issue 21's 4,096 hosts keep per GPU: 300 rows of utilization (1 byte), memory (2),
     temperature (1), power (2) and time (4), in one block made at its full size."""
-    from gputui.fleet import HISTORY, GpuHistory
+    from gputui.fleet.session import HISTORY, GpuHistory
 
     history = GpuHistory()
     for i in range(HISTORY + 8):  # (the last one odd: a temperature)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.config import parse_config
+from gputui.config.file import parse_config
 from gputui.inventory.ansible import inventory_hosts
 from gputui.inventory.base import InventoryError
 from gputui.inventory.specs import host_specs

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gputui.hostlist import MAX_HOSTS, HostlistError, collapse, expand, is_hostlist
+from gputui.config.hostlist import MAX_HOSTS, HostlistError, collapse, expand, is_hostlist
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.config import ConfigError, HostSpec, parse_config
+from gputui.config.file import ConfigError, HostSpec, parse_config
 from gputui.inventory.base import InventoryError
 from gputui.inventory.sources import Resolver
 from gputui.inventory.specs import host_specs, resolve_hosts

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.config import parse_config
+from gputui.config.file import parse_config
 from gputui.inventory.specs import host_specs
 from gputui.transport.ssh import SshLink
 from tests.support.sshcluster import NO_BASHRC, SshCluster, running_cluster

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.config import HostSpec
+from gputui.config.file import HostSpec
 from gputui.kill import auditlog as actionlog
 from gputui.kill.auditlog import ActionLog, read_records
 from gputui.kill.auditpath import audit_error

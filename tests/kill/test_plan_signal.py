@@ -12,7 +12,7 @@ from gputui.kill.plan import PlanError, PlanOptions, plan_for_signal
 from gputui.model import Event, PlanVerdict, done_event
 from gputui.probe.common import SIGNAL_CHOICES, signal_deadline
 from gputui.probe.run.orders import SignalSettings
-from gputui.words import verdict_summary
+from gputui.text.words import verdict_summary
 from tests.support.samples import launcher_sample, sample
 
 OPTS = PlanOptions(operator="alice", plan_id="s1")

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from gputui.config import HostSpec
-from gputui.fleet import Fleet
+from gputui.config.file import HostSpec
+from gputui.fleet.fleet import Fleet
 from gputui.kill.auditlog import ActionLog
 from gputui.kill.operate import Operations
 from gputui.probe.readers.sim import GiB

@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 from gputui.cli.main import main
-from gputui.config import HostSpec
-from gputui.fleet import Fleet
+from gputui.config.file import HostSpec
+from gputui.fleet.fleet import Fleet
 from gputui.kill.auditlog import read_records, unfinished
 from gputui.model import Proc
 from gputui.transport.local import LocalLink

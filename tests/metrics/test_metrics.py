@@ -1,4 +1,4 @@
-"""gputui.metrics: the fleet's state as Prometheus families (docs/MONITORING.md), read back the way
+"""gputui.views.metrics: the fleet's state as Prometheus families (docs/MONITORING.md), read back the way
 Prometheus reads them: the text prometheus_client writes, parsed by its own parser.
 
 Host views are built as the fleet builds them (HostFacts.from_hello, Sample.from_wire, record), from
@@ -15,9 +15,9 @@ from typing import Any
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gputui.fleet import CONNECTING, DOWN, LIVE, HostView
-from gputui.metrics import FleetCollector, all_heard, families, idle_holders_now, registry
+from gputui.fleet.session import CONNECTING, DOWN, LIVE, HostView
 from gputui.model import HostFacts, Sample
+from gputui.views.metrics import FleetCollector, all_heard, families, idle_holders_now, registry
 from tests.support.hostile import NAME, hostile_fleet, stop_fleet
 from tests.support.wording import RAW
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from gputui.model import HostFacts, Job, MemoryAccount, Proc, Sample
 from gputui.probe.jobs import MAX_JOB_PROCESSES, MAX_JOBS, MAX_MEMBERS
-from gputui.words import part_words, unaccounted_words
+from gputui.text.words import part_words, unaccounted_words
 
 GiB = 1 << 30
 

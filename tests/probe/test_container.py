@@ -20,7 +20,7 @@ import pytest
 from gputui.model import Sample
 from gputui.probe.accounting import UNACCOUNTED
 from gputui.probe.readers.sim import GiB, SimReader
-from gputui.readiness import Conditions, unready
+from gputui.views.readiness import Conditions, unready
 
 INSIDE = r"""
 import json, sys

@@ -20,15 +20,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gputui.config import HostSpec
-from gputui.deltas import ALONE, DELTAS_EVERY, DeltaError, SampleIntake, _elapsed
-from gputui.fleet import LIVE, Fleet, HostView
+from gputui.config.file import HostSpec
+from gputui.fleet.deltas import ALONE, DELTAS_EVERY, DeltaError, SampleIntake, _elapsed
+from gputui.fleet.fleet import Fleet
+from gputui.fleet.session import LIVE, HostView
 from gputui.model import Gpu, Proc, Sample
 from gputui.probe.delta import SampleEncoder, apply, diff, elapsed_moved
 from gputui.probe.main import Loop
 from gputui.probe.wire import PROBE_TYPES, decode
+from gputui.recording.player import ReplayLink, load_recording
 from gputui.transport.local import LocalLink
-from gputui.transport.replay import ReplayLink, load_recording
 from tests.support.hostile import hostile_fleet
 from tests.support.hostile_probe import BAD_SEQ, DELTA_SEQ, HIDDEN_PID, USER_PID, WHOLE_SEQ, bad_deltas
 from tests.support.paths import FIXTURES

@@ -31,7 +31,7 @@ from gputui.cli.exits import EXIT_NOT_CLEAN
 from gputui.kill.operate import status_of
 from gputui.model import Event, PlanVerdict
 from gputui.probe.readers.sim import start_time
-from gputui.words import verdict_lines
+from gputui.text.words import verdict_lines
 from tests.support.pythons import PYTHON38
 from tests.support.reaping import done, of, run, signals_to, target, verdict
 from tests.support.simprobe import alive

@@ -12,7 +12,7 @@ from typing import Any
 
 from gputui.model import Event, PlanVerdict
 from gputui.probe.readers.sim import GiB
-from gputui.words import gpu_note, restart_words
+from gputui.text.words import gpu_note, restart_words
 from tests.support.procs import start_time
 from tests.support.reaping import done, gpu_verdict, of, run, signals_to, target, verdict
 from tests.support.simprobe import alive

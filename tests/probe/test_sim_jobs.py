@@ -27,8 +27,8 @@ from gputui.probe.core import Probe
 from gputui.probe.procfs import in_init_pid_namespace
 from gputui.probe.readers.sim import GiB, SimReader, signal_checked, start_time
 from gputui.probe.run.reset import execute
-from gputui.readiness import Conditions, unready
-from gputui.words import unaccounted_words
+from gputui.text.words import unaccounted_words
+from gputui.views.readiness import Conditions, unready
 from tests.support.pythons import PYTHON38
 from tests.support.simprobe import wait_gone
 

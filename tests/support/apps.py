@@ -10,11 +10,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from gputui.config import HostSpec
-from gputui.fleet import Fleet
+from gputui.config.file import HostSpec
+from gputui.fleet.fleet import Fleet
+from gputui.recording.player import ReplayLink, load_recording
 from gputui.transport.base import TransportError
 from gputui.transport.local import LocalLink
-from gputui.transport.replay import ReplayLink, load_recording
 from gputui.ui import GpuTuiApp, make_app
 from tests.support.paths import FIXTURES
 

@@ -14,8 +14,8 @@ from typing import Any
 from gputui.cli.clean import add_clean_arguments, run_clean, split_targets
 from gputui.cli.demo import demo_specs
 from gputui.cli.wait import add_wait_arguments, run_wait
-from gputui.config import HostSpec
-from gputui.fleet import Fleet
+from gputui.config.file import HostSpec
+from gputui.fleet.fleet import Fleet
 from gputui.transport.local import LocalLink
 from tests.support.hosts import preflight_spec
 

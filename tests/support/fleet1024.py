@@ -16,9 +16,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from gputui.fleet import Fleet
+from gputui.fleet.fleet import Fleet
+from gputui.recording.player import ReplayLink
 from gputui.transport.base import TransportError
-from gputui.transport.replay import ReplayLink
 from tests.support.apps import FROZEN, QUIET
 from tests.support.pilot import wait_for
 

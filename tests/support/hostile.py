@@ -25,8 +25,9 @@ import signal
 import sys
 from pathlib import Path
 
-from gputui.config import HostSpec
-from gputui.fleet import Fleet, HostView
+from gputui.config.file import HostSpec
+from gputui.fleet.fleet import Fleet
+from gputui.fleet.session import HostView
 from gputui.transport.bootstrap import build_payload
 from gputui.transport.local import LocalLink
 from tests.support.hostile_probe import BAD_SEQ, FORGED_PIDS, MODES, NASTY, USER_PID, USER_START  # noqa: F401

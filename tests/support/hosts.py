@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gputui.config import HostSpec
+from gputui.config.file import HostSpec
 
 PREFLIGHT_HOST = "p"  # the name of preflight_spec()'s host
 

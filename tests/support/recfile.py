@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gputui.recording import RecordingWriter
+from gputui.recording.format import RecordingWriter
 from tests.support.paths import FIXTURES, REPO
 
 START = 1764554040.0  # 2025-12-01 01:54:00 UTC

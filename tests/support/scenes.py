@@ -17,10 +17,11 @@ from typing import Any, Protocol
 
 from textual.pilot import Pilot
 
-from gputui.fleet import DOWN, Fleet
+from gputui.fleet.fleet import Fleet
+from gputui.fleet.session import DOWN
 from gputui.model import Proc, Sample
+from gputui.recording.player import ReplayLink
 from gputui.transport.base import TransportError
-from gputui.transport.replay import ReplayLink
 from gputui.ui import GpuTuiApp, make_app
 from gputui.ui.screens.gpu_detail import GpuDetailScreen
 from gputui.ui.screens.plan import PlanScreen

@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from gputui.config import HostSpec
+from gputui.config.file import HostSpec
 from gputui.transport.ssh import SshLink
 from tests.support.paths import REPO
 from tests.support.sshd import SshEnv, SshServer, have_sshd

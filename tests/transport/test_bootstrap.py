@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.config import HostSpec
+from gputui.config.file import HostSpec
 from gputui.probe import wire
 from gputui.transport import bootstrap, headstart
 from gputui.transport.base import TransportError

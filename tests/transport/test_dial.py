@@ -13,8 +13,9 @@ from pathlib import Path
 import asyncssh
 import pytest
 
-from gputui.config import HostSpec
-from gputui.fleet import LIVE, Fleet, HostView
+from gputui.config.file import HostSpec
+from gputui.fleet.fleet import Fleet
+from gputui.fleet.session import LIVE, HostView
 from gputui.transport import dial
 from gputui.transport.dial import BACKING_OFF, CONNECTING, QUEUED, Dialer, Dropped, Gate
 from tests.support.sshcluster import NO_BASHRC, SshCluster, running_cluster

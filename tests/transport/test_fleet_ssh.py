@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-import gputui.fleet as fleet_mod
-from gputui.config import HostSpec
-from gputui.fleet import DOWN, LIVE, STALE, Fleet
+import gputui.fleet.session as fleet_mod
+from gputui.config.file import HostSpec
+from gputui.fleet.fleet import Fleet
+from gputui.fleet.session import DOWN, LIVE, STALE
 from gputui.ui import make_app
 from tests.support.sshcluster import SshCluster, freeze, kill_sshd, running_cluster
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.config import HostSpec
+from gputui.config.file import HostSpec
 from gputui.transport.base import TransportError
 from gputui.transport.bootstrap import STAGE1
 from gputui.transport.ssh import SshLink

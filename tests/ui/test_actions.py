@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from gputui.kill.plan import plan_for_gpus, plan_for_pids
 from gputui.model import Event, GpuVerdict, PlanVerdict, Proc, Sample
+from gputui.text.words import gpu_words, verdict_summary
 from gputui.ui.selection import Selection
 from gputui.ui.spinner import Progress
-from gputui.words import gpu_words, verdict_summary
 
 
 def proc(pid: int, start: int | None = 100, command: tuple[str, ...] = ("python", "train.py")) -> Proc:

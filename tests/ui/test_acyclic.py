@@ -131,7 +131,7 @@ def test_the_app_installs_them(monkeypatch: Any) -> None:
     monkeypatch.setattr(LRUCache, "clear", ORIGINAL["clear"])
     monkeypatch.setattr(LRUCache, "discard", ORIGINAL["discard"])
     assert not acyclic.installed()
-    from gputui.fleet import Fleet
+    from gputui.fleet.fleet import Fleet
 
     GpuTuiApp(Fleet())
     assert acyclic.installed() and Strip.divide is acyclic._divide and LRUCache.clear is acyclic._clear

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from textual.widget import Widget
 
+from gputui.text.units import fmt_bytes
 from gputui.ui.widgets.cells import Cell, fit, fit_end
 from gputui.ui.widgets.proc_table import ProcTable
 from gputui.ui.widgets.table import KeyedTable
-from gputui.units import fmt_bytes
 from tests.support.apps import build_app
 from tests.support.longdata import HOSTS, long_fleet_records, long_pid
 from tests.support.pilot import redrawn, settle

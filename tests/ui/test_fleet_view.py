@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from textual.widgets import Input
 
-from gputui.fleet import Fleet
+from gputui.fleet.fleet import Fleet
 from gputui.ui import GpuTuiApp, make_app
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.plan import PlanScreen

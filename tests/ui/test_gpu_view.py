@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gputui.config import HostSpec
+from gputui.config.file import HostSpec
 from gputui.ui import GpuTuiApp
 from gputui.ui.screens.gpu_detail import GpuDetailScreen
 from gputui.ui.screens.reset import ResetScreen

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gputui.config import HostSpec
+from gputui.config.file import HostSpec
 from gputui.model import Job, MemoryAccount, Proc, Sample
 from gputui.ui import GpuTuiApp
 from gputui.ui import jobs as ui_jobs

@@ -15,14 +15,14 @@ from pathlib import Path
 
 from textual.widgets import Button
 
-from gputui.fleet import Fleet
+from gputui.fleet.fleet import Fleet
 from gputui.kill.auditlog import ActionLog, read_records, unfinished
 from gputui.kill.plan import KillOptions, plan_for_gpus
-from gputui.transport.replay import ReplayLink
+from gputui.recording.player import ReplayLink
+from gputui.text.units import fmt_bytes
 from gputui.ui import GpuTuiApp, make_app
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.plan import IncludeScreen, PlanScreen
-from gputui.units import fmt_bytes
 from tests.support.apps import FROZEN, QUIET, build_app, recording, sim_app
 from tests.support.pilot import (
     dialog,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from gputui.cli.demo import demo_specs
-from gputui.fleet import Fleet
+from gputui.fleet.fleet import Fleet
 from gputui.transport.local import LocalLink
 from gputui.ui import make_app
 from tests.support.pilot import redrawn, screen_text, wait_for

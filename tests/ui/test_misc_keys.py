@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gputui import config
+import gputui.config.file as config
 from gputui.ui import GpuTuiApp
 from gputui.ui.screens.gpu_detail import GpuDetailScreen
 from gputui.ui.screens.main import MainScreen

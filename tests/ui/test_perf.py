@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from gputui.fleet import Fleet
-from gputui.transport.replay import ReplayLink
+from gputui.fleet.fleet import Fleet
+from gputui.recording.player import ReplayLink
 from gputui.ui import make_app
 from tests.support.apps import recording
 from tests.support.pilot import wait_for

@@ -6,9 +6,10 @@ from typing import Any
 
 from rich.text import Text
 
-from gputui.fleet import CONNECTING, Fleet
+from gputui.fleet.fleet import Fleet
+from gputui.fleet.session import CONNECTING
 from gputui.kill.operate import Request
-from gputui.transport.replay import ReplayLink
+from gputui.recording.player import ReplayLink
 from gputui.ui import make_app
 from gputui.ui.fmt import key_name
 from gputui.ui.screens.help import HelpScreen

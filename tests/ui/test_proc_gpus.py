@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gputui.units import index_runs
+from gputui.text.units import index_runs
 from tests.support.apps import build_app
 from tests.support.pilot import redrawn, screen_text, settle
 

@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 
 from gputui.model import Proc, Sample
-from gputui.textsafe import printable
-from gputui.transport.replay import ReplayLink
+from gputui.model.textsafe import printable
+from gputui.recording.player import ReplayLink
+from gputui.text.units import fmt_mib
 from gputui.ui import GpuTuiApp
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.proc_detail import ProcDetailScreen
 from gputui.ui.widgets.proc_table import CONTEXT, ProcTable, proc_row_key
-from gputui.units import fmt_mib
 from tests.support.apps import build_app, recording
 from tests.support.pilot import procs_of, redrawn, sample_of, screen_text, wait_for
 from tests.support.scenes import HOSTILE_PID, family_app, launched

@@ -13,17 +13,17 @@ import types
 from pathlib import Path
 from typing import Any
 
-from gputui.fleet import HostView
+from gputui.fleet.session import HostView
 from gputui.kill.plan import PlanOptions, plan_for_gpus, plan_for_host, plan_for_pids, sweep_candidates
 from gputui.model import Event, HostFacts, PlanVerdict, done_event
 from gputui.probe.readers.nvml import NvmlReader
-from gputui.report import render
+from gputui.text.words import no_gpu_words, stage_text, verdict_lines, verdict_summary
 from gputui.ui import GpuTuiApp
 from gputui.ui.commands import GpuTuiCommands
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.proc_detail import ProcDetailScreen
 from gputui.ui.widgets.proc_table import proc_row_key
-from gputui.words import no_gpu_words, stage_text, verdict_lines, verdict_summary
+from gputui.views.report import render
 from tests.support.apps import build_app, sim_app
 from tests.support.pilot import dialog, dialog_text, log_text, ready, redrawn, screen_text, settle, wait_for
 from tests.support.samples import sample as plan_sample

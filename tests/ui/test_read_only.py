@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from gputui.fleet import Fleet
+from gputui.fleet.fleet import Fleet
 from gputui.kill.operate import Request
-from gputui.transport.replay import ReplayLink
+from gputui.recording.player import ReplayLink
 from gputui.ui import make_app
 from tests.support.apps import FROZEN, QUIET, Unreachable, build_app, recording, scratch_log
 from tests.support.pilot import redrawn, screen_text, settle, wait_for

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gputui.fleet import Fleet
+from gputui.fleet.fleet import Fleet
+from gputui.recording.player import ReplayLink, load_recording
 from gputui.transport.base import TransportError
-from gputui.transport.replay import ReplayLink, load_recording
 
 HELLO = {"type": "hello", "v": 1, "host": {"hostname": "h"}, "error": None}
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from gputui.cli.record import REPLAY_INTERVAL, open_replay
-from gputui.recording import clock_at, offset_words
-from gputui.transport.replay import ReplayPlayer
+from gputui.recording.format import clock_at, offset_words
+from gputui.recording.player import ReplayPlayer
 from gputui.ui import make_app
 from gputui.ui.replay import ReplayApp
 from tests.support.apps import scratch_log

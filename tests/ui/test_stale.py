@@ -8,7 +8,7 @@ sample is dimmed, says how old it is ("last seen 2m ago"), and is counted neithe
 
 from __future__ import annotations
 
-from gputui.fleet import CONNECTING
+from gputui.fleet.session import CONNECTING
 from gputui.ui.widgets.fleet_table import fleet_row_key
 from gputui.ui.widgets.table import KeyedTable
 from tests.support.pilot import redrawn, screen_text
@@ -108,7 +108,7 @@ async def test_a_down_host_is_dimmed_aged_and_not_counted() -> None:
         assert DOWN_FOR > 120
 
         # Between two attempts its link says "connecting" (and how it backs off), as its session
-        # sets it (gputui/fleet.py HostSession.run): the lists keep it down rather than flicker, and
+        # sets it (gputui/fleet/session.py HostSession.run): the lists keep it down rather than flicker, and
         # the header's counts say the same. Before, the header of a fleet whose every host was
         # unreachable said "43 connecting" over 43 rows of "down".
         main.select_host(None)

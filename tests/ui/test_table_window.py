@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
-from gputui.fleet import LIVE
+from gputui.fleet.session import LIVE
 from gputui.ui.widgets.cells import Cell, Row
 from gputui.ui.widgets.table import Column, KeyedTable
 from tests.support.apps import build_app, recording

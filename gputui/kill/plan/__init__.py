@@ -23,7 +23,7 @@ itself), planner.py (the ways to ask: GPUs, a host, processes, jobs) and signal.
 once). Every name callers used when this was one module is here.
 """
 
-from ...killoptions import KillOptions, PlanError
+from ...config.killoptions import KillOptions, PlanError
 from ...probe.common import SIGNAL_CHOICES, SIGNAL_PLANS
 from ...probe.run.orders import JOB_ROLES
 from .entries import (

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from ...model import Job, Parent, Proc, Sample
 from ...probe.common import brief_command
 from ...probe.jobs import INIT_COMMS, SESSION_COMMS, SHELLS, Node, interactive_shell
-from ...words import pids
+from ...text.words import pids
 from .entries import Excluded, PlanWarning, Target, head_excluded, head_target, target_entry
 from .mps import mps_clients
 from .reasons import PROTECTED_WORDS, why

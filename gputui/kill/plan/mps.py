@@ -1,12 +1,12 @@
 """CUDA MPS in a plan: which clients end with an MPS server or control daemon, and the words that
 warn of it (docs/GPU_FACTS.md). Apart because the planner, the plan's `including` and the dashboard
-(gputui.ui.kinds, gputui.report) all ask it, and none of them needs the rest of the planner.
+(gputui.ui.kinds, gputui.views.report) all ask it, and none of them needs the rest of the planner.
 """
 
 from __future__ import annotations
 
 from ...model import Proc, Sample
-from ...words import count
+from ...text.words import count
 from .entries import PlanWarning
 
 

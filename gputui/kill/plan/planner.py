@@ -14,9 +14,9 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from ...killoptions import KillOptions, PlanError
+from ...config.killoptions import KillOptions, PlanError
 from ...model import Job, Proc, Sample
-from ...words import count, gpus_words
+from ...text.words import count, gpus_words
 from .entries import Excluded, GpuBefore, PlanWarning, Target, excluded_entry, target_entry
 from .jobs import JobPart, job_for_pid, job_part, not_a_gpu_process, restart_warnings
 from .mps import mps_clients, mps_warning, mps_words

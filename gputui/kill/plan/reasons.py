@@ -7,8 +7,8 @@ Apart from the planner because the plans of jobs and of one signal judge a proce
 from __future__ import annotations
 
 from ...model import Proc
-from ...units import fmt_bytes
-from ...words import gpus_words
+from ...text.units import fmt_bytes
+from ...text.words import gpus_words
 
 PROTECTED_WORDS = {
     "monitor": "a GPU monitor: protected",

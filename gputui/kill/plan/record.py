@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ...killoptions import KillOptions
+from ...config.killoptions import KillOptions
 from ...model import Job
 from ...probe.common import (
     KILL_WAIT_S,
@@ -24,8 +24,8 @@ from ...probe.common import (
     plan_silence_limit,
     signal_deadline,
 )
-from ...units import fmt_gpus
-from ...words import count, gpus_words
+from ...text.units import fmt_gpus
+from ...text.words import count, gpus_words
 from .entries import Excluded, GpuBefore, PlanWarning, Target, included
 from .jobs import jobs_title
 from .mps import mps_warning

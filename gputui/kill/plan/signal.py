@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ...killoptions import PlanError
+from ...config.killoptions import PlanError
 from ...model import Sample
 from ...probe.common import SIGNAL_CHOICES
 from ...probe.jobs import Node

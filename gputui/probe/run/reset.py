@@ -8,6 +8,8 @@ mode is not a blocker but a step: turned off for the reset, turned back on after
 reset (`nvidia-smi --gpu-reset -i UUID` on a real host), a poll until the memory is back at its idle
 baseline, and the verdict. `dry_run` lists the ladder and acts on nothing. A probe outside the host's
 PID namespace (a container) never resets: it cannot see who else uses the GPU (blocker `outside`).
+The app may cancel the ladder (its audit log failed: what it cannot record must not happen): no step
+starts after that, and persistence mode, if turned off, is turned back on.
 
 Events as a plan's (docs/PROTOCOL.md "Reset"): blockers, persistence, reset, verify, done.
 Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
@@ -34,9 +36,11 @@ def _size(nbytes):
 
 
 class Reset(object):
-    def __init__(self, probe, record, emit):
-        # type: (Any, Dict[str, Any], Callable[[Dict[str, Any]], None]) -> None
+    def __init__(self, probe, record, emit, stop_requested=None):
+        # type: (Any, Dict[str, Any], Callable[[Dict[str, Any]], None], Optional[Callable[[], Optional[str]]]) -> None
         self.probe = probe
+        self._stop_requested = stop_requested
+        self.cancelled = None  # type: Optional[str]  # why the app cancelled the ladder
         self.id = record["id"]
         self.index = record["gpu"]
         self.dry_run = record.get("dry_run") is True
@@ -66,6 +70,16 @@ class Reset(object):
         except (OSError, ValueError):
             pass  # the app went away: the ladder finishes (it never stops half-way through a reset)
         return record
+
+    def cancel_requested(self):
+        # type: () -> bool
+        """Has the app cancelled the ladder? Says so once, in a `cancel` event."""
+        if self.cancelled is None and self._stop_requested is not None:
+            reason = self._stop_requested()
+            if reason:
+                self.cancelled = reason
+                self.event("cancel", "cancelled", "reset cancelled by the app (%s): no further step" % reason)
+        return self.cancelled is not None
 
     def blockers(self, gpu, preflight):
         # type: (Dict[str, Any], Dict[str, Any]) -> List[Dict[str, Any]]
@@ -149,6 +163,8 @@ class Reset(object):
             return self.done(
                 "refused", "refused: %s remain" % count(len(blockers), "blocker"), blockers=blockers
             )
+        if self.cancel_requested():
+            return self.done("not-reset", "cancelled by the app (%s): nothing done" % self.cancelled)
         changed = []  # type: List[str]
         if persistence:
             ok, words = self.probe.reader.set_persistence(self.index, False)
@@ -156,14 +172,19 @@ class Reset(object):
             if not ok:
                 return self.done("not-reset", "persistence mode could not be turned off: " + words)
             changed.append("persistence")
+        ok, words = False, ""
+        back = None  # type: Optional[float]
         try:
-            ok, words = self.probe.reader.reset(self.index)
-            self.event("reset", "done" if ok else "failed", words)
-            back = self.verify(gpu) if ok else None
+            if not self.cancel_requested():
+                ok, words = self.probe.reader.reset(self.index)
+                self.event("reset", "done" if ok else "failed", words)
+                back = self.verify(gpu) if ok else None
         finally:
             if "persistence" in changed:
                 restored, again = self.probe.reader.set_persistence(self.index, True)
                 self.event("persistence", "on" if restored else "failed", again)
+        if self.cancelled is not None and not ok:
+            return self.done("not-reset", "cancelled by the app (%s): no reset" % self.cancelled)
         if not ok:
             return self.done("not-reset", "the reset failed: " + words)
         if back is None:
@@ -199,9 +220,10 @@ class Reset(object):
         return self.event("done", result, message, data=data)
 
 
-def execute(probe, record, emit):
-    # type: (Any, Dict[str, Any], Callable[[Dict[str, Any]], None]) -> Optional[Dict[str, Any]]
-    """Run one `reset` record to its end (a read-only probe refuses it)."""
+def execute(probe, record, emit, stop_requested=None):
+    # type: (Any, Dict[str, Any], Callable[[Dict[str, Any]], None], Optional[Callable[[], Optional[str]]]) -> Optional[Dict[str, Any]]
+    """Run one `reset` record to its end (a read-only probe refuses it). `stop_requested` says why
+    the app has cancelled it, once it has (as a plan's)."""
     reset_id = record.get("id")
     if not isinstance(reset_id, str) or not 0 < len(reset_id) <= 64:
         emit(error("bad-message", "a reset needs an 'id' string of 1 to 64 characters"))
@@ -213,7 +235,7 @@ def execute(probe, record, emit):
     if probe.read_only:
         emit(error("read-only", "this probe runs read-only: resets are refused", reset_id))
         return None
-    run = Reset(probe, record, emit)
+    run = Reset(probe, record, emit, stop_requested)
     try:
         return run.run_ladder()
     except Exception as exc:  # a bug must end the ladder visibly, not kill the probe

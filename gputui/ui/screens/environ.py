@@ -18,9 +18,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 
-from gputui.fleet import DETAIL_TIMEOUT
+from gputui.fleet.fleet import DETAIL_TIMEOUT
 from gputui.model import ProcDetail
-from gputui.words import count
+from gputui.text.words import count
 
 from .. import fmt
 from .dialog import DIALOG, SCROLL_BINDINGS, Dialog

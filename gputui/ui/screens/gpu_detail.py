@@ -27,11 +27,11 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 
-from gputui.fleet import GpuHistory, HostView
+from gputui.fleet.session import GpuHistory, HostView
 from gputui.model import IDLE_SLACK, Gpu, GpuShare, Preflight, Sample
-from gputui.readiness import preflight_flags
-from gputui.units import fmt_memory, fmt_memory_of, fmt_percent
-from gputui.words import count, mig_profile, part_words
+from gputui.text.units import fmt_memory, fmt_memory_of, fmt_percent
+from gputui.text.words import count, mig_profile, part_words
+from gputui.views.readiness import preflight_flags
 
 from .. import fmt, kinds
 from ..context import Dashboard

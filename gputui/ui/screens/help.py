@@ -19,7 +19,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable
 
-from gputui.fleetfilter import help_lines
+from gputui.views.filter import help_lines
 
 from .. import kinds
 from ..fmt import key_name

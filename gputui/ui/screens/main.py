@@ -8,7 +8,7 @@ Why one module of about a thousand lines (issue 20 asks a room over ~700 to say 
 key's action is a method of the screen that has the focus' bindings, and every key here acts across
 the panes (select a process, fold a group, filter, follow, free a GPU, stop a job). The parts are
 sections of the one class (pause, refreshing, following, host selection, layout, filter, the
-kill-flow hooks); what they compute lives elsewhere (gputui.fleetview, gputui.fleetfilter,
+kill-flow hooks); what they compute lives elsewhere (gputui.views.problems, gputui.views.filter,
 ..selection, the widgets), and the kill flow itself is gputui.kill's. Splitting the class into
 mixins would only move the panes' declarations into a second place.
 """
@@ -30,13 +30,13 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import DataTable, Input, Static
 
-from gputui.fleet import LIVE, REASONS, HostView
-from gputui.fleetfilter import EVERYTHING, FilterError, Query, parse
-from gputui.fleetview import FleetProblems, group_of, proc_subject
+from gputui.fleet.session import LIVE, REASONS, HostView
 from gputui.kill.operate import Request
 from gputui.model import Job, Parent, Proc, ProcUtilState
-from gputui.units import fmt_memory
-from gputui.words import count
+from gputui.text.units import fmt_memory
+from gputui.text.words import count
+from gputui.views.filter import EVERYTHING, FilterError, Query, parse
+from gputui.views.problems import FleetProblems, group_of, proc_subject
 
 from .. import fmt, kinds
 from ..context import Dashboard
@@ -160,10 +160,10 @@ class MainScreen(Screen[None]):
         self.host: str | None = None  # None: the fleet ("All hosts")
         self.proc_filter = ""
         self.fleet_filter = ""
-        # The filters as the language reads them (gputui/fleetfilter.py): the last text that could be.
+        # The filters as the language reads them (gputui/views/filter.py): the last text that could be.
         self.proc_query: Query = EVERYTHING
         self.fleet_query: Query = EVERYTHING
-        # What is wrong with each host and GPU, and which groups fold (gputui/fleetview.py): shared by
+        # What is wrong with each host and GPU, and which groups fold (gputui/views/problems.py): shared by
         # the fleet table and the host list.
         self.problems = FleetProblems()
         self.free_only = False
@@ -298,7 +298,7 @@ class MainScreen(Screen[None]):
             changed = set()  # frozen: only the PAUSED time moves
         elif ages:
             # An idle holder's time moves with its host's samples, which may have no news (and not
-            # be drawn: gputui/news.py): the tick that moves ages draws the hosts that have one
+            # be drawn: gputui/fleet/news.py): the tick that moves ages draws the hosts that have one
             # (and one that just became one).
             after = self.dash.idle_after
             changed = changed | {v.name for v in views if v.idle.any_for(after)}
@@ -418,7 +418,7 @@ class MainScreen(Screen[None]):
 
     def shows_in_full(self, host: str) -> bool:
         """Whether `host` is shown in full: on its own screen or in the process pane, where what a
-        sample with no news changes (ages, CPU, sparklines: gputui/news.py) is drawn."""
+        sample with no news changes (ages, CPU, sparklines: gputui/fleet/news.py) is drawn."""
         scope = self._proc_scope
         return host == self.host or (scope is not None and scope.host == host)
 

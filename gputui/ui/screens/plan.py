@@ -44,14 +44,14 @@ from textual.geometry import Region
 from textual.widget import Widget
 from textual.widgets import Button, Static
 
+from gputui.config.killoptions import KillOptions
 from gputui.kill.plan import SIGNAL_PLANS  # the probe's ladders, as the kill layer passes them on
 from gputui.kill.plan.entries import Excluded, Target
 from gputui.kill.plan.record import SIGNAL_WORDS, Plan
 from gputui.kill.plan.signal import SIGNAL_MEANINGS
-from gputui.killoptions import KillOptions
 from gputui.model import Job, Sample
-from gputui.units import fmt_bytes, fmt_bytes_of, fmt_gpus, index_runs
-from gputui.words import count, gpus_words
+from gputui.text.units import fmt_bytes, fmt_bytes_of, fmt_gpus, index_runs
+from gputui.text.words import count, gpus_words
 
 from .. import fmt, kinds
 from ..widgets.action_log import PID_WIDTH  # the lists' PID column: a row's first line has it

@@ -28,12 +28,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 
-from gputui.fleet import DETAIL_TIMEOUT, HostView
+from gputui.fleet.fleet import DETAIL_TIMEOUT
+from gputui.fleet.session import HostView
 from gputui.kill.operate import Request
 from gputui.model import Event, GpuShare, Job, Parent, Proc, ProcDetail, Sample, brief_command
-from gputui.textsafe import printable
-from gputui.units import fmt_duration, fmt_memory, fmt_percent, index_runs
-from gputui.words import count
+from gputui.model.textsafe import printable
+from gputui.text.units import fmt_duration, fmt_memory, fmt_percent, index_runs
+from gputui.text.words import count
 
 from .. import fmt, kinds
 from ..messages import PlanRequested

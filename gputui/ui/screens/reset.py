@@ -16,7 +16,7 @@ from textual.binding import BindingType
 from textual.widgets import Static
 
 from gputui.model import MemoryAccount, PlanVerdict
-from gputui.words import part_words
+from gputui.text.words import part_words
 
 from .. import fmt
 from .dialog import Confirm, answer_bindings

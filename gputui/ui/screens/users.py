@@ -1,7 +1,7 @@
 """The users view (`U`): GPUs and memory per user across the fleet, with their idle holders.
 
 Who holds the fleet is the question at a thousand hosts ("who has 40 GPUs?", "whose memory sits
-idle?"). One row per user over the live hosts (gputui.fleetview.user_usage), redrawn every second;
+idle?"). One row per user over the live hosts (gputui.views.problems.user_usage), redrawn every second;
 enter on a user goes back to the fleet table filtered to that user's GPUs (`user:NAME`), escape
 goes back as it was."""
 
@@ -13,9 +13,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
-from gputui.fleetview import user_usage
-from gputui.units import fmt_memory
-from gputui.words import count
+from gputui.text.units import fmt_memory
+from gputui.text.words import count
+from gputui.views.problems import user_usage
 
 from .. import fmt
 from ..context import Dashboard

@@ -24,7 +24,7 @@ from textual.containers import Vertical
 from textual.widgets import RichLog, Static
 
 from gputui.model import Event, brief_command
-from gputui.words import event_message, where
+from gputui.text.words import event_message, where
 
 from .. import fmt
 from .cells import Cell, fit

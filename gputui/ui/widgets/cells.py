@@ -14,7 +14,7 @@ from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 
-from gputui.textsafe import ELLIPSIS
+from gputui.model.textsafe import ELLIPSIS
 
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 Part = tuple[str, "str | Style"] | tuple[str, "str | Style", bool]  # (text, style[, keep whole])

@@ -1,6 +1,6 @@
 """The `/` filter input: filters as you type; enter keeps the filter, escape clears it.
 
-The fleet and process tables read it in the filter language (gputui/fleetfilter.py: `user:alice
+The fleet and process tables read it in the filter language (gputui/views/filter.py: `user:alice
 state:idle-held mem>40G`; a plain word searches as before); the action log as plain text. A filter
 that cannot be read says why beside the box (`FilterProblem`), and the table keeps the last one that
 could, so typing `mem>` on the way to `mem>40G` never empties it."""
@@ -46,7 +46,7 @@ class FilterBar(Input):
 
 
 class FilterProblem(Static):
-    """Why the filter cannot be read (gputui.fleetfilter.FilterError's words), beside the box; empty
+    """Why the filter cannot be read (gputui.views.filter.FilterError's words), beside the box; empty
     and hidden while it can."""
 
     DEFAULT_CSS = """

@@ -1,12 +1,12 @@
 """The fleet table: every GPU of every host in one table, problems first, healthy hosts folded.
 
 Made for a thousand hosts (issue 21; docs/FLEET_VIEW.md): the State column says each GPU's worst
-problem (gputui/fleetview.py: a host down or stale, ghost or orphaned memory, an idle holder,
+problem (gputui/views/problems.py: a host down or stale, ghost or orphaned memory, an idle holder,
 throttling, ECC trouble, a GPU that differs from its siblings) and the table sorts by it, so what is
 wrong comes first, in rank order, then by host. The GPUs of a host with no problem are folded into
 one line per group (`▸ gpu · 1000 hosts`: their memory, utilization, busy and free GPUs), as long
 as the group has fleetview.FOLD_AT healthy hosts or more; enter or + unfolds a group, - folds it again. A
-filter (the language of gputui/fleetfilter.py) or "free only" lists the GPUs it finds, unfolded.
+filter (the language of gputui/views/filter.py) or "free only" lists the GPUs it finds, unfolded.
 Sorting by another column (1-9) sorts the group lines too.
 
 Only the hosts that changed are worked out again (their problems, their rows); a group line is
@@ -24,11 +24,11 @@ from rich.style import Style
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
-from gputui.fleet import CONNECTING, DOWN, LIVE, REASONS, STALE, HostView
-from gputui.fleetfilter import EVERYTHING, Query
-from gputui.fleetview import HEALTHY, RANKS, FleetProblems, HostState, Problem, gpu_subject, host_subject
+from gputui.fleet.session import CONNECTING, DOWN, LIVE, REASONS, STALE, HostView
 from gputui.model import Gpu, HostMetrics, Sample
-from gputui.units import fmt_memory_of, fmt_percent
+from gputui.text.units import fmt_memory_of, fmt_percent
+from gputui.views.filter import EVERYTHING, Query
+from gputui.views.problems import HEALTHY, RANKS, FleetProblems, HostState, Problem, gpu_subject, host_subject
 
 from .. import fmt
 from .cells import Cell, Row, dim
@@ -172,7 +172,7 @@ class FleetTable(KeyedTable):
         problems: FleetProblems | None = None,
     ) -> None:
         """Refresh the rows of `views` (only those hosts: the others keep their rows), and the lines
-        of their groups. `query`: the filter (gputui/fleetfilter.py); `free_only`: free GPUs only.
+        of their groups. `query`: the filter (gputui/views/filter.py); `free_only`: free GPUs only.
         `ages`: how old each host's sample is, said on the rows of a host that is not live.
         `fleet`: every host (default `views`); `problems`: what is wrong where, worked out by the
         caller for `views` (FleetProblems.update), else here.

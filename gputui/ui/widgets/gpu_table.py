@@ -8,12 +8,12 @@ from typing import ClassVar
 
 from textual.binding import Binding, BindingType
 
-from gputui.fleet import LIVE, GpuHistory, HostView
-from gputui.idle import span
+from gputui.fleet.idle import span
+from gputui.fleet.session import LIVE, GpuHistory, HostView
 from gputui.model import IDLE_SLACK, Gpu, MigInstance, Sample
-from gputui.readiness import preflight_flags
-from gputui.units import fmt_memory, fmt_memory_of, fmt_percent
-from gputui.words import count, mig_profile
+from gputui.text.units import fmt_memory, fmt_memory_of, fmt_percent
+from gputui.text.words import count, mig_profile
+from gputui.views.readiness import preflight_flags
 
 from .. import fmt, kinds
 from .cells import Cell, Row, Styled, dim
@@ -184,7 +184,7 @@ class GpuTable(KeyedTable):
             return
         self.live = view.status == LIVE
         flags = preflight_flags(view.preflight)
-        # An idle holder (gputui/idle.py) is the first thing said of its GPU: memory held for nothing.
+        # An idle holder (gputui/fleet/idle.py) is the first thing said of its GPU: memory held for nothing.
         idle = view.idle.durations(self.idle_after)
         for g in sample.gpus:
             held = [

@@ -1,6 +1,6 @@
 """The host list: "All hosts" (the fleet table) first, then each host with its status and busy GPUs.
 
-At a thousand hosts (issue 21): the hosts with a problem first, worst first (gputui/fleetview.py),
+At a thousand hosts (issue 21): the hosts with a problem first, worst first (gputui/views/problems.py),
 then each group's healthy hosts folded into the group's line (`▸ gpu · 1000`, their busy and total
 GPUs) where the group has enough of them; enter or + unfolds a group, - folds it again (the fleet
 table folds and unfolds with it)."""
@@ -13,8 +13,8 @@ from typing import ClassVar
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
-from gputui.fleet import CONNECTING, DOWN, LIVE, STALE, HostView
-from gputui.fleetview import FleetProblems
+from gputui.fleet.session import CONNECTING, DOWN, LIVE, STALE, HostView
+from gputui.views.problems import FleetProblems
 
 from .. import fmt
 from .cells import Cell, Row

@@ -13,11 +13,11 @@ from typing import Any, ClassVar
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
-from gputui.idle import span
+from gputui.fleet.idle import span
 from gputui.model import Job, Parent, Proc, Sample, brief_command
-from gputui.textsafe import ELLIPSIS
-from gputui.units import fmt_duration, fmt_memory, fmt_percent, index_runs
-from gputui.words import gpu_place
+from gputui.model.textsafe import ELLIPSIS
+from gputui.text.units import fmt_duration, fmt_memory, fmt_percent, index_runs
+from gputui.text.words import gpu_place
 
 from .. import fmt, jobs, kinds, tree
 from .cells import Cell, Row, Styled, dim
@@ -173,7 +173,7 @@ class ProcTable(KeyedTable):
         # The processes the list holds now (scope and filter; a folded family's included).
         self.in_view: tuple[Proc, ...] = ()
         self.containers = False  # a process of the host has a container: the column is offered
-        # The idle holders of the host in view (gputui/idle.py): their seconds at 0 % SM.
+        # The idle holders of the host in view (gputui/fleet/idle.py): their seconds at 0 % SM.
         self.idle: Mapping[ProcKey, float] = {}
 
     def action_scroll_command(self, direction: int) -> None:
@@ -205,7 +205,7 @@ class ProcTable(KeyedTable):
     ) -> None:
         """The processes of `scope` in `sample`; dimmed when it is not live (its host is down, stale or
         reconnecting: the title says how old they are). `keep`: the filter (the language's query,
-        gputui/fleetfilter.py), in place of the plain search of `filter_text`; `idle`: the idle
+        gputui/views/filter.py), in place of the plain search of `filter_text`; `idle`: the idle
         holders, flagged `idle 12m`."""
         self.idle = idle or {}
         procs = sample.processes if sample is not None else ()

@@ -9,8 +9,8 @@ from rich.style import Style
 from rich.text import Text
 from textual.widgets import Static
 
-from gputui.fleet import CONNECTING, DOWN, LIVE, REASONS, STALE, HostView
-from gputui.words import count, host_metrics_parts
+from gputui.fleet.session import CONNECTING, DOWN, LIVE, REASONS, STALE, HostView
+from gputui.text.words import count, host_metrics_parts
 
 from .. import fmt, kinds
 from .cells import Cell, fit_end
@@ -189,7 +189,7 @@ class StatusLine(OneLine):
         paced: float | None = None,
     ) -> None:
         """`paced`: the interval the app slowed the samples to, as it could not keep up (None: as
-        asked; gputui/pacing.py)."""
+        asked; gputui/fleet/pacing.py)."""
         muted = self.style_of("status--muted")
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(" All hosts", self.style_of("status--name"))

@@ -2,7 +2,7 @@
 
 One row per user: on how many hosts, how many GPUs, how much GPU memory, in how many processes and
 jobs, and their idle holders (memory held at 0 % SM for the idle minutes: how many, how much, the
-longest). From gputui.fleetview.user_usage, over the live hosts; most memory first."""
+longest). From gputui.views.problems.user_usage, over the live hosts; most memory first."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import ClassVar
 
 from textual.binding import Binding, BindingType
 
-from gputui.fleetview import NO_USER, UserUse
-from gputui.idle import span
-from gputui.units import fmt_memory
+from gputui.fleet.idle import span
+from gputui.text.units import fmt_memory
+from gputui.views.problems import NO_USER, UserUse
 
 from .. import fmt
 from .cells import Cell, Row

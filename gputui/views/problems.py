@@ -1,6 +1,6 @@
 """The fleet at its real size (issue 21): what is wrong where, hosts by group, GPUs by user. Pure:
 the dashboard's fleet table, host list and user view draw what these functions say, and the filter
-language (gputui/fleetfilter.py) matches the `Subject`s built here.
+language (gputui/views/filter.py) matches the `Subject`s built here.
 
 Problems first (docs/FLEET_VIEW.md "Problems first"): each host and GPU gets its problems, each with
 a rank; the fleet table sorts by the worst (lowest rank), then by the host's place and the GPU's
@@ -22,12 +22,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .fleet import DOWN, LIVE, STALE, HostView
-from .fleetfilter import Subject
-from .idle import ProcKey, span
-from .model import IDLE_SLACK, Gpu, Preflight, Proc, Sample
+from ..fleet.idle import ProcKey, span
+from ..fleet.session import DOWN, LIVE, STALE, HostView
+from ..model import IDLE_SLACK, Gpu, Preflight, Proc, Sample
+from ..text.units import fmt_bytes
+from .filter import Subject
 from .readiness import preflight_flags
-from .units import fmt_bytes
 
 # Problem states in rank order: the fleet table shows the first first.
 RANKS: dict[str, int] = {
@@ -172,7 +172,7 @@ _NOT_SETTINGS = ("throttling", "ECC", "remap", "retirement")  # preflight_flags'
 
 def sibling_settings(preflights: Mapping[int, Preflight]) -> dict[int, tuple[str, ...]]:
     """Settings of a GPU that differ from most of its siblings' (persistence, compute mode, MIG,
-    clocks, power limit, PCIe link: gputui.readiness.preflight_flags), per GPU index."""
+    clocks, power limit, PCIe link: gputui.views.readiness.preflight_flags), per GPU index."""
     out: dict[int, tuple[str, ...]] = {}
     for index, flags in preflight_flags(preflights).items():
         kept = tuple(f for f in flags if not any(word in f for word in _NOT_SETTINGS))

@@ -8,7 +8,7 @@ start time), with the request's id; a request for another process is answered `e
 Nothing here reads the clock: stale detection stays the fleet's job (give the fleet an interval
 longer than the test when a host must stay live after the recording ends).
 
-`ReplayPlayer` plays a recording that `gputui record` wrote (gputui/recording.py) into one link per
+`ReplayPlayer` plays a recording that `gputui record` wrote (gputui/recording/format.py) into one link per
 host, paced by the recorded times, for `gputui --replay FILE`; `DownLink` is a host that was down
 at the moment `gputui snapshot --replay FILE --at TIME` shows.
 """
@@ -24,9 +24,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from gputui.model.textsafe import printable
 from gputui.probe import wire
-from gputui.recording import Entry, RecordingError, RecordingReader, action_event
-from gputui.textsafe import printable
+from gputui.recording.format import Entry, RecordingError, RecordingReader, action_event
 from gputui.transport.base import TransportError
 
 
@@ -135,7 +135,7 @@ class ReplayLink:
         self._closed.set()
 
 
-# -- a recording played back: `gputui --replay FILE` (gputui/recording.py has the format) -----------
+# -- a recording played back: `gputui --replay FILE` (gputui/recording/format.py has the format) -----------
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)  # what `+` and `-` step through
 

@@ -2,7 +2,7 @@
 lines, the dashboard's action log and notifications show them.
 
 Everything here is plain text for a person. Text that came from a host (messages, command lines,
-names) is made printable here (gputui.textsafe), so every output path gets the same escaping.
+names) is made printable here (gputui.model.textsafe), so every output path gets the same escaping.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import TextIO
 
-from .model import (
+from ..model import (
     Event,
     GpuVerdict,
     HostMetrics,
@@ -25,9 +25,9 @@ from .model import (
     ProcessVerdict,
     Restart,
 )
-from .probe.common import count as count  # one owner: the probe words counts the same way
-from .probe.common import took as _took
-from .textsafe import cut, fit, printable
+from ..model.textsafe import cut, fit, printable
+from ..probe.common import count as count  # one owner: the probe words counts the same way
+from ..probe.common import took as _took
 from .units import (
     fmt_bytes,
     fmt_duration,

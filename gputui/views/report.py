@@ -25,13 +25,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, TextIO
 
-from .fleet import DOWN, REASONS, HostView
-from .idle import span, threshold
-from .kill.plan.mps import mps_clients
-from .model import IDLE_SLACK, NO_GPU_CODES, Gpu, Proc, Sample
-from .textsafe import fit, pad, printable
-from .units import fmt_bytes, fmt_bytes_of, fmt_duration, fmt_gpus, fmt_percent
-from .words import MPS_NAMES, count, gpu_places, host_metrics_parts, joined, kind_word, mig_profile
+from ..fleet.idle import span, threshold
+from ..fleet.session import DOWN, REASONS, HostView
+from ..kill.plan.mps import mps_clients
+from ..model import IDLE_SLACK, NO_GPU_CODES, Gpu, Proc, Sample
+from ..model.textsafe import fit, pad, printable
+from ..text.units import fmt_bytes, fmt_bytes_of, fmt_duration, fmt_gpus, fmt_percent
+from ..text.words import MPS_NAMES, count, gpu_places, host_metrics_parts, joined, kind_word, mig_profile
 
 SCHEMA_VERSION = 1
 

@@ -12,11 +12,11 @@ from collections import Counter
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
-from .idle import span
-from .model import IDLE_SLACK, Gpu, Preflight, Proc, Sample, brief_command
-from .textsafe import printable
-from .units import fmt_bytes
-from .words import count, unaccounted_words
+from ..fleet.idle import span
+from ..model import IDLE_SLACK, Gpu, Preflight, Proc, Sample, brief_command
+from ..model.textsafe import printable
+from ..text.units import fmt_bytes
+from ..text.words import count, unaccounted_words
 
 DEFAULT_UTIL_BELOW = 1  # percent: "utilization 0"
 
@@ -92,7 +92,7 @@ def unready(
     """Every condition `gpu` fails in `sample` (empty: ready). `preflight`: its latest preflight
     record (the sample carries one only now and then). `known`: the processes (pid, start time)
     there when the wait began; one that is not is named as new, with the parent that started it.
-    `idle`: the idle holders (gputui/idle.py) among them, with their seconds at 0 % SM: a GPU that
+    `idle`: the idle holders (gputui/fleet/idle.py) among them, with their seconds at 0 % SM: a GPU that
     waits on one says so (it frees nothing by itself: someone must stop it)."""
     out: list[Unready] = []
     if gpu.error:

@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from .model import Gpu, Proc, Sample
+from ..model import Gpu, Proc, Sample
 
 DEFAULT_MINUTES = 10.0  # the config's [idle] minutes: 0 % SM this long makes an idle holder
 MAX_GAP = 300.0  # seconds without a sample after which every streak starts again
@@ -170,7 +170,7 @@ class HostIdle:
         self.last: float | None = None  # the time of the latest sample observed
         self._since: dict[ProcKey, float] = {}
         # What the streaks were last worked out from: a sample's processes, GPUs and per-process
-        # reading. Samples hold unchanged records as the same objects (gputui/deltas.py), so a
+        # reading. Samples hold unchanged records as the same objects (gputui/fleet/deltas.py), so a
         # sample that brings the same three says the same of every process: its streaks go on.
         self._read: tuple[tuple[Proc, ...], object, object] | None = None
 

@@ -36,12 +36,12 @@ import math
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
-from .model import Gpu, HostMetrics, Parent, Proc, ProcUtilState, Sample
-from .model.decode import MAX_BYTES, MAX_GPUS  # more GPU records: parsed the slow way (and cut)
-from .model.gpus import GPU_WIRE
-from .model.samples import MAX_PARENTS, PROC_WIRE
-from .probe.delta import DeltaError, gpu_key, process_key, read
-from .probe.wire import MAX_PROCESSES
+from ..model import Gpu, HostMetrics, Parent, Proc, ProcUtilState, Sample
+from ..model.decode import MAX_BYTES, MAX_GPUS  # more GPU records: parsed the slow way (and cut)
+from ..model.gpus import GPU_WIRE
+from ..model.samples import MAX_PARENTS, PROC_WIRE
+from ..probe.delta import DeltaError, gpu_key, process_key, read
+from ..probe.wire import MAX_PROCESSES
 
 __all__ = ["ALONE", "DELTAS_EVERY", "DeltaError", "Held", "RawSample", "SampleIntake"]
 

@@ -1,6 +1,6 @@
 """A GPU's last N readings, as a deque(maxlen=N) of them keeps them, in one block of bytes.
 
-A GPU's history (gputui/fleet.py GpuHistory) keeps 300 samples of five readings: utilization,
+A GPU's history (gputui/fleet/session.py GpuHistory) keeps 300 samples of five readings: utilization,
 memory, temperature, power and the sample's time. In deques, each reading is a float object of its
 own (32 bytes with its slot): 48 KB a GPU, 790 MB for the 16,384 GPUs of 4,096 hosts (issue 21).
 Five arrays, each reading in steps of what it can say, were 3 KB a GPU, but five appends a sample

@@ -1,10 +1,10 @@
-"""gputui.units: numbers for people, shared by the CLI and the dashboard."""
+"""gputui.text.units: numbers for people, shared by the CLI and the dashboard."""
 
 from __future__ import annotations
 
 import pytest
 
-from gputui.units import (
+from gputui.text.units import (
     GIB,
     MIB,
     fmt_bytes,
@@ -86,7 +86,7 @@ def test_fmt_load_reads_as_uptime_writes_it() -> None:
 
 def test_host_metrics_words() -> None:
     from gputui.model import HostMetrics
-    from gputui.words import host_metrics_parts
+    from gputui.text.words import host_metrics_parts
 
     m = HostMetrics(37.5, 64, 12.25, 10.1, 9.8, 2048 * GIB, 1024 * GIB, 8 * GIB, GIB, 864000.5)
     assert host_metrics_parts(m) == [

@@ -16,18 +16,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..probe.common import DEFAULT_SIGNALS, MAX_TIMEOUT, SIGNAL_PLANS, TERM_TIMEOUT, VERIFY_TIMEOUT
 from .hostlist import MAX_HOSTS, SOURCES, HostlistError, is_hostlist, quoted, size
 from .killoptions import KillOptions
 from .ownership import UNTRUSTED, ownership_problem
-from .probe.common import DEFAULT_SIGNALS, MAX_TIMEOUT, SIGNAL_PLANS, TERM_TIMEOUT, VERIFY_TIMEOUT
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # Python 3.10: the same parser, as a package (tomli)
     import tomli as tomllib
 
-from .probe.readers.scenarios import SCENARIOS
-from .probe.wire import interval_problem
+from ..probe.readers.scenarios import SCENARIOS
+from ..probe.wire import interval_problem
 
 LOCAL = "local"
 READERS = ("nvml", "sim")
@@ -95,7 +95,7 @@ class Config:
     # The [groups] table: a name -> the host specs it stands for (gputui/inventory/sources.py).
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # The [idle] table: minutes at 0 % SM after which a process holding GPU memory is an idle holder
-    # (gputui/idle.py); None: the default.
+    # (gputui/fleet/idle.py); None: the default.
     idle_minutes: float | None = None
 
 

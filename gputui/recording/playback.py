@@ -1,6 +1,6 @@
 """A link that plays recorded probe output as bytes, through the reader and parser a real link uses.
 
-`ReplayLink` (replay.py) hands the fleet records that are already decoded: no line splitting, no
+`ReplayLink` (player.py) hands the fleet records that are already decoded: no line splitting, no
 JSON, no checks. A real link pays for those on every sample, and at a thousand hosts that is most of
 the app's work. `PlaybackLink` is a `ProbeLink` (bootstrap.py) whose pipes read a recording file
 instead of a probe's stdout: its lines go through `RecordStream` (the line reader, over-long lines
@@ -14,7 +14,7 @@ the hello is due `interval` seconds after line `k - 1`, from `phase` seconds aft
 (spread the hosts over the second, as probes started at different times are); after the last line
 the recording starts again from its first line after the hello (`loop`). A `configure` the app
 sends with an `interval` spaces the lines after it so, as a probe spaces its samples (the app's
-pacing, gputui/pacing.py); the lines' own times stay as recorded.
+pacing, gputui/fleet/pacing.py); the lines' own times stay as recorded.
 
 The lines come due through one clock for all the links of an event loop (`_Clock`), which wakes
 every due link at once, every TICK seconds, as the selector wakes every link whose bytes came: a

@@ -56,10 +56,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from . import __version__
-from .model import HOST_STATUSES
-from .probe import wire
-from .textsafe import printable
+from .. import __version__
+from ..model import HOST_STATUSES
+from ..model.textsafe import printable
+from ..probe import wire
 
 FORMAT = 2  # the header's "gputui_recording": what this gputui writes
 FORMATS = (1, 2)  # what it reads (1: no checkpoints)

@@ -4,7 +4,7 @@ At a thousand hosts the dashboard's redraw was mostly hosts whose new sample cha
 shows: a probe's sample moves its number, its time and its own costs every second, the host's
 uptime and load, each process's age, CPU and RSS; the fleet table, the host list, the problems and
 the per-user view show none of those. A sample with no news still feeds the GPU's history and the
-idle tracker (gputui/fleet.py `HostView.record`); the screens redraw the host only when it has news
+idle tracker (gputui/fleet/session.py `HostView.record`); the screens redraw the host only when it has news
 (issue 21), or when it is the host they show in full (its own screen, or the process pane's host:
 the figures above are shown there, and its sparklines move every sample).
 
@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from operator import attrgetter
 from typing import Any
 
-from .model import Gpu, HostMetrics, Preflight, Proc, Sample
+from ..model import Gpu, HostMetrics, Preflight, Proc, Sample
 
 __all__ = ["has_news"]
 

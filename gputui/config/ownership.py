@@ -1,5 +1,5 @@
 """Who may write a file gputui trusts with what to run: OpenSSH's rule ("Bad owner or
-permissions") for the file and every directory above it. The config (gputui/config.py) and what a
+permissions") for the file and every directory above it. The config (gputui/config/file.py) and what a
 local host's entry names to run (its python, its wrap command) are trusted only under it.
 """
 

@@ -13,7 +13,7 @@ it (`model:H200`, `cmd:train`) for longer texts. Double quotes keep spaces and t
 in one value or word (`cmd:"--model llama"`, `"http://x:8000"`). The fields and what they compare
 are FIELDS; the states STATES. docs/FLEET_VIEW.md has the grammar and examples.
 
-What a table row is, the caller says as a `Subject` (gputui/fleetview.py builds them from a GPU row,
+What a table row is, the caller says as a `Subject` (gputui/views/problems.py builds them from a GPU row,
 a process, a group): a GPU matches `user:alice` when one of its processes is alice's, `mem>40G`
 when 40 GiB of it are used; a process, when it is alice's, or holds more than 40 GiB. A value the
 row does not have (no temperature from the driver) matches no comparison, and so every negated one.
@@ -31,7 +31,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .model import KINDS
+from ..model import KINDS
 
 # The states a `state:` term may name (and the words the tables use for them).
 STATES: dict[str, str] = {

@@ -24,9 +24,9 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from . import __version__
-from .fleet import CONNECTING, DOWN, LIVE, STALE, HostView
-from .model import NO_GPU_CODES, Gpu, MemoryAccount, Sample
+from .. import __version__
+from ..fleet.session import CONNECTING, DOWN, LIVE, STALE, HostView
+from ..model import NO_GPU_CODES, Gpu, MemoryAccount, Sample
 from .readiness import Conditions, unready
 
 __all__ = [
@@ -88,7 +88,7 @@ def idle_holders_now(view: HostView, sample: Sample, gpu: Gpu) -> int | None:
     processes (user or hidden) with memory on the GPU, counted when the GPU's utilization reads 0
     (0 when it is busy; None where the driver gives no utilization, as in MIG mode).
 
-    The hook for idle-holder tracking over time (gputui/idle.py, where a branch adds it): pass
+    The hook for idle-holder tracking over time (gputui/fleet/idle.py, where a branch adds it): pass
     another IdleCount to `families` and this one gives way. Over a scrape interval, Prometheus'
     `for:` (the rules' 15 minutes) supplies the "for how long"."""
     if gpu.util_gpu is None:

@@ -11,7 +11,7 @@ import sys
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gputui.textsafe import ASCII_ELLIPSIS, ELLIPSIS, cells, cut, ellipsis_for, fit, pad, printable
+from gputui.model.textsafe import ASCII_ELLIPSIS, ELLIPSIS, cells, cut, ellipsis_for, fit, pad, printable
 from tests.support.fuzzing import FUZZ
 from tests.support.paths import REPO
 
@@ -87,7 +87,7 @@ def test_the_mark_is_ascii_only_where_the_output_cannot_take_the_ellipsis() -> N
 
 
 def test_a_process_whose_output_is_ascii_cuts_with_three_dots() -> None:
-    code = "from gputui.textsafe import cut; print(cut('x' * 50, 10))"
+    code = "from gputui.model.textsafe import cut; print(cut('x' * 50, 10))"
     for encoding, expected in (("utf-8", "x" * 9 + ELLIPSIS), ("ascii", "x" * 7 + ASCII_ELLIPSIS)):
         env = dict(os.environ, PYTHONIOENCODING=encoding, PYTHONPATH=str(REPO))
         done = subprocess.run(
