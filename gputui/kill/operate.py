@@ -264,16 +264,7 @@ class Operations:
             return self._not_logged(plan.id, exc)
         self.running[plan.id] = plan
         done: Event | None = None
-        failed: AuditError | None = None
-
-        def record(event: Event) -> None:
-            nonlocal failed
-            if failed is None:
-                try:
-                    self.audit.write_event(plan.host, event)
-                except AuditError as exc:
-                    failed = exc
-
+        guard = AuditGuard(self.audit, self.fleet, plan.host, plan.id, "plan")
         try:
             events = self.fleet.execute(
                 plan.host,
@@ -282,45 +273,32 @@ class Operations:
                 silence=plan.silence_limit,
                 kind="signal" if plan.signal is not None else "plan",
             )
-            cancelled = False
             async for event in events:
                 if event.stage == "done":
                     done = event
-                record(event)
-                if failed is not None and not cancelled:
-                    cancelled = True
-                    # What is not on disk must not happen: no further signal for this plan.
-                    await self.fleet.cancel(
-                        plan.host, plan.id, f"the app's audit log failed: {failed.strerror}"
-                    )
+                await guard.record(event)
                 if on_event is not None:
                     on_event(event)
         except TransportError as exc:
             done = done_event(plan.id, "not-sent", f"plan not sent: {exc.message}", error=exc.reason)
-            record(done)
+            guard.write(done)
             if on_event is not None:
                 on_event(done)
         finally:
             self.running.pop(plan.id, None)
         if done is None:  # the stream ended without a verdict: nobody knows what happened
             done = done_event(plan.id, "outcome-unknown", "the probe sent no verdict")
-            record(done)
-        verdict = PlanVerdict.from_event(done, allowed=plan.pids_allowed())
-        if failed is not None:
-            note = (
-                f"{failed.strerror}; the plan was cancelled: the probe sent no signal after that, and "
-                "what it did before is not all in the log"
-            )
-            verdict = replace(verdict, ok=False, problems=(*verdict.problems, note))
-        return verdict
+            guard.write(done)
+        return guard.verdict(PlanVerdict.from_event(done, allowed=plan.pids_allowed()))
 
     async def reset(
         self, host: str, gpu: int, *, dry_run: bool = False, on_event: Callable[[Event], None] | None = None
     ) -> PlanVerdict:
         """The reset ladder for one GPU (gputui/probe/run/reset.py): blockers listed, refused while any
         remains, else persistence off, the driver's reset, memory verified back, persistence restored.
-        Logged ahead like a plan (a log that cannot take it: a not-sent verdict, as `run`'s). Never
-        automatic: the caller had the operator confirm it."""
+        Logged ahead like a plan (a log that cannot take it: a not-sent verdict, as `run`'s; one that
+        fails on the way cancels the ladder, as `run`'s cancels a plan). Never automatic: the caller
+        had the operator confirm it."""
         reset_id = uuid.uuid4().hex[:12]
         view = self.fleet.view(host)
         if not dry_run:
@@ -341,6 +319,7 @@ class Operations:
             except OSError as exc:
                 return self._not_logged(reset_id, exc)
         done: Event | None = None
+        guard = AuditGuard(self.audit, self.fleet, host, reset_id, "reset", logged=not dry_run)
         try:
             record = {"id": reset_id, "gpu": gpu, "dry_run": dry_run, "operator": self.operator}
             async for event in self.fleet.execute(
@@ -348,8 +327,7 @@ class Operations:
             ):
                 if event.stage == "done":
                     done = event
-                if not dry_run:
-                    self.audit.write_event(host, event)
+                await guard.record(event)
                 if on_event is not None:
                     on_event(event)
         except TransportError as exc:
@@ -360,7 +338,7 @@ class Operations:
             raise
         if done is None:
             done = done_event(reset_id, "outcome-unknown", "the probe sent no verdict")
-        return PlanVerdict.from_event(done)
+        return guard.verdict(PlanVerdict.from_event(done))
 
     def abandon(self, host: str, action: str, why: str) -> None:
         """gputui ends before `action`'s verdict (Ctrl+C in `gputui clean`, a reset cancelled): its
@@ -449,6 +427,59 @@ class Operations:
                 tuple(lost), write_problem=f"cannot write the audit log {path}: {exc.strerror or exc}"
             )
         return UnfinishedReport(tuple(lost))
+
+
+# What a probe does not do once the app cancels an action, in the verdict's words.
+NO_FURTHER = {
+    "plan": "the probe sent no signal after that",
+    "reset": "the probe went no further down the ladder",
+}
+
+
+class AuditGuard:
+    """The audit log's side of a running plan or reset: what is not on disk must not happen. Each
+    event is written as it comes; the first write that fails stops the writing and cancels the
+    action at once (the probe takes no further step: no signal, no reset), and the verdict says
+    so. `logged` false (a dry run): nothing is written, nothing can fail."""
+
+    def __init__(
+        self, audit: ActionLog, fleet: Fleet, host: str, action: str, what: str, logged: bool = True
+    ):
+        self.audit = audit
+        self.fleet = fleet
+        self.host = host
+        self.action = action
+        self.what = what  # "plan" or "reset", for the verdict's words
+        self.logged = logged
+        self.failed: AuditError | None = None
+
+    def write(self, event: Event) -> None:
+        """`event` to the log, unless it has failed already (or nothing is logged)."""
+        if self.logged and self.failed is None:
+            try:
+                self.audit.write_event(self.host, event)
+            except AuditError as exc:
+                self.failed = exc
+
+    async def record(self, event: Event) -> None:
+        """`event` to the log; the first failure cancels the action on its host, once."""
+        if self.failed is not None:
+            return
+        self.write(event)
+        if self.failed is not None:
+            await self.fleet.cancel(
+                self.host, self.action, f"the app's audit log failed: {self.failed.strerror}"
+            )
+
+    def verdict(self, verdict: PlanVerdict) -> PlanVerdict:
+        """`verdict`, not ok and saying why when the log failed on the way."""
+        if self.failed is None:
+            return verdict
+        note = (
+            f"{self.failed.strerror}; the {self.what} was cancelled: {NO_FURTHER[self.what]}, and what "
+            "it did before is not all in the log"
+        )
+        return replace(verdict, ok=False, problems=(*verdict.problems, note))
 
 
 def _lost_job(host: str, job: Job, sample: Sample) -> Excluded:
