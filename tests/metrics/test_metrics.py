@@ -9,12 +9,14 @@ throttles, ECC errors, a Slurm job, a host down, no driver, hostile text).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from gputui import __version__
 from gputui.fleet.session import CONNECTING, DOWN, LIVE, HostView
 from gputui.model import HostFacts, Sample
 from gputui.views.metrics import FleetCollector, all_heard, families, idle_holders_now, registry
@@ -295,3 +297,74 @@ async def test_a_hostile_probes_escape_sequences_never_reach_the_exposition_raw(
         if s.name == "gputui_host_info"
     ]
     assert info and "\\e" in info[0]["hostname"]  # there, escaped
+
+
+# -- the exposition, byte for byte ------------------------------------------------------------------
+
+EXPOSITION = FIXTURES / "metrics-exposition.prom"
+AGE = re.compile(r"^(gputui_host_sample_age_seconds\{[^\n]*\}) \S+$", re.MULTILINE)
+
+
+def replayed_host(name: str) -> HostView:
+    """A live host that has seen every sample of a recorded fixture (its preflights kept)."""
+    records = [json.loads(line) for line in (FIXTURES / f"{name}.jsonl").read_text().splitlines() if line]
+    v = HostView(name=name)
+    v.facts = HostFacts.from_hello(records[0])
+    for record in records:
+        if record["type"] == "sample":
+            v.record(Sample.from_wire(record))
+    v.status = LIVE
+    v.connects = 2
+    return v
+
+
+def a_fleet_of_every_kind() -> list[HostView]:
+    """Recorded hosts (demo, jobs, MIG, MPS, preflight) and the cases written above: holders in a
+    Slurm job and a container, a throttling GPU with ECC errors, a host down, one without a driver,
+    one connecting, one trying again, hostile text."""
+    hosts = [replayed_host(n) for n in ("demo-a", "demo-b", "jobs", "mig", "mps", "preflight")]
+    preflight = {
+        "throttle": ["hw-slowdown", "sw-thermal", "hw-slowdown"],
+        "ecc_corrected": 12,
+        "ecc_uncorrected": 3,
+        "remap_pending": True,
+        "remap_failed": False,
+        "retired_pending": None,
+    }
+    held = {
+        "gpus": [gpu(0, util=80, used=20 * GiB, preflight=preflight), gpu(1, util=None, used=GiB),
+                 gpu(2, temperature=None, power_draw=None, error="gpu-lost")],
+        "processes": [
+            proc(4242, "user", {0: 20 * GiB}, job="4200", container="docker/abc",
+                 gpu_util={"0": {"sm": 75, "mem": 10}}),
+            proc(13, "hidden", {1: GiB}), proc(14, "monitor", {}, gpus=[0, 1]),
+            proc(15, "user", {1: 0}, user='mal"lory\\\n' + "x" * 1000),
+        ],
+        "jobs": [{"id": "4200", "root": 4200, "members": [4242], "gpus": [0], "slurm_job": "771"}],
+    }  # fmt: skip
+    nodriver = view("bare", None, status=DOWN)
+    nodriver.facts = HostFacts.from_hello({**hello(), "error": {"code": "no-driver", "message": "x"}})
+    retrying = view("again", None, status=CONNECTING)
+    retrying.last_down = "unreachable"
+    return [
+        *hosts,
+        view('n1"\n', held),
+        view("gone", held, status=DOWN),
+        nodriver,
+        view("new", None, status=CONNECTING),
+        retrying,
+    ]
+
+
+def exposition(views: list[HostView]) -> str:
+    """The text a scrape gets, the version and each sample's age (a clock's reading) made constant."""
+    text = generate_latest(registry(FleetCollector(lambda: views))).decode()
+    return AGE.sub(
+        r"\1 1.0", text.replace(f'build_info{{version="{__version__}"}}', 'build_info{version="VERSION"}')
+    )
+
+
+def test_the_exposition_of_a_fleet_of_every_kind_is_the_same_byte_for_byte():
+    """The families, their order, their samples' order and every value, as the file written when the
+    exposition was last meant to change: a refactoring of the collectors keeps it byte for byte."""
+    assert exposition(a_fleet_of_every_kind()) == EXPOSITION.read_text(encoding="utf-8")
