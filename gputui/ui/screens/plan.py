@@ -45,6 +45,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Static
 
 from gputui.config.killoptions import KillOptions
+from gputui.kill.operate import Request
 from gputui.kill.plan import SIGNAL_PLANS  # the probe's ladders, as the kill layer passes them on
 from gputui.kill.plan.entries import Excluded, Target
 from gputui.kill.plan.record import SIGNAL_WORDS, Plan
@@ -54,11 +55,13 @@ from gputui.text.units import fmt_bytes, fmt_bytes_of, fmt_gpus, index_runs
 from gputui.text.words import count, gpus_words
 
 from .. import fmt, kinds
+from ..messages import PlanRequested
 from ..widgets.action_log import PID_WIDTH  # the lists' PID column: a row's first line has it
 from ..widgets.status import StyledStatic
 from .dialog import DANGER, SCROLL_BINDINGS, Confirm, Dialog, answer_bindings
 
 KEYS_HINT = "ctrl+k kill · s sweep · i signals · w/v times · p monitor · esc cancel"
+JOB_KEY_HINT = " · X stop job"  # after the monitor's key, where a parent may start a target again
 SIGNAL_KEYS_HINT = "ctrl+k send · esc cancel"  # a signal plan: one signal, nothing to change
 TERM_WAITS = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)  # `w` cycles through these (seconds)
 VERIFY_WAITS = (5.0, 10.0, 30.0, 60.0, 120.0)  # `v`
@@ -468,6 +471,13 @@ class PlanScreen(Dialog[tuple[Plan, ...] | None]):
         Binding(
             "p", "include_protected", "Include monitor", tooltip="stop a chosen monitor too (asks again)"
         ),
+        Binding(
+            "X",
+            "stop_job",
+            "Stop job",
+            tooltip="where a warning says a parent may start a target again: close this plan and plan "
+            "the stop of that parent's whole job instead",
+        ),
         *SCROLL_BINDINGS,
     ]
     AUTO_FOCUS = "#plan-cancel"
@@ -508,8 +518,33 @@ class PlanScreen(Dialog[tuple[Plan, ...] | None]):
             with Horizontal(id="plan-buttons"):
                 yield Button("Cancel", id="plan-cancel", variant="primary")
                 yield Button("Kill", id="plan-kill", variant="error")
-                signal = any(p.signal for p in self.plans)
-                yield Static(SIGNAL_KEYS_HINT if signal else KEYS_HINT, id="plan-keys", markup=False)
+                yield Static(self._keys_hint(), id="plan-keys", markup=False)
+
+    def _keys_hint(self) -> str:
+        if any(p.signal for p in self.plans):
+            return SIGNAL_KEYS_HINT
+        if not self.restart_jobs():
+            return KEYS_HINT
+        cut = KEYS_HINT.index(" · esc")
+        return KEYS_HINT[:cut] + JOB_KEY_HINT + KEYS_HINT[cut:]
+
+    def restart_jobs(self) -> list[Request]:
+        """A request to stop, per host, the jobs whose parents the restart warnings name (the job
+        the warning's target and its parent share, in the sample the plan was built from)."""
+        requests: list[Request] = []
+        for plan in self.plans:
+            sample = self.samples.get(plan.host)
+            pids = [w.pid for w in plan.warnings if w.kind == "restart" and w.pid is not None]
+            if sample is None or not pids:
+                continue
+            jobs: dict[str, Job] = {}
+            for pid in pids:
+                job = next((j for j in sample.jobs if pid in {p for p, _ in j.processes}), None)
+                if job is not None:
+                    jobs.setdefault(job.id, job)
+            if jobs:
+                requests.append(Request(plan.host, "jobs", jobs=tuple(jobs.values())))
+        return requests
 
     def on_mount(self) -> None:
         box = self.query_one("#plan-box")
@@ -706,6 +741,8 @@ class PlanScreen(Dialog[tuple[Plan, ...] | None]):
             return any(p.sweep for p in self.plans)
         if action == "include_protected":
             return any(p.includable for p in self.plans)
+        if action == "stop_job":
+            return bool(self.restart_jobs())
         if action in ("cycle_signals", "cycle_term", "cycle_verify") and any(p.signal for p in self.plans):
             return False  # a signal plan sends its one signal: no ladder, no verification to change
         if action == "cycle_term":
@@ -774,6 +811,14 @@ class PlanScreen(Dialog[tuple[Plan, ...] | None]):
         monitors = [e for p in self.plans for e in p.includable]
         if monitors:
             self.app.push_screen(IncludeScreen(monitors), self._included)
+
+    def action_stop_job(self) -> None:
+        """X: this plan cancelled, and the jobs its restart warnings name planned instead, by the
+        path the main screen's X takes. Posted to the app: this screen is going away."""
+        requests = self.restart_jobs()
+        if requests:
+            self.dismiss(None)
+            self.app.post_message(PlanRequested(*requests))
 
     def _included(self, include: bool | None) -> None:
         if include:
