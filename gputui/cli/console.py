@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from ..model.textsafe import encodable, printable
+from ..model.textsafe import printable
 from ..text.words import columns
 from . import streams
 
@@ -49,10 +49,8 @@ class Console:
         return columns(self.human)
 
     def _write(self, stream: TextIO, text: str) -> None:
-        # In what the stream's encoding takes (an ASCII locale): a character it cannot take would
-        # otherwise fail the write, and the guard would drop every line after it.
-        guard = self.out_guard if stream is self.out else self.err_guard
-        print(encodable(text, getattr(guard.stream, "encoding", None)), file=stream, flush=True)
+        # Through the guard, which writes what the stream's encoding takes (an ASCII locale).
+        print(text, file=stream, flush=True)
 
     def say(self, text: str = "") -> None:
         # Every line may carry text from a host: escape once more as a last guard (idempotent).

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from ..probe.readers.sim import start_time
+from . import argtypes
 from .demo import DemoError
 from .exits import EXIT_NOT_RUNNING, EXIT_OK, EXIT_REFUSED
 
@@ -391,8 +392,6 @@ def _end(pid: int, started: Any, sig: int) -> bool | None:
 
 
 def schedule_arguments(p: argparse.ArgumentParser) -> None:
-    from . import argtypes
-
     seconds = argtypes.seconds
     p.add_argument(
         "--idle-timeout",
@@ -427,7 +426,7 @@ def options_of(args: argparse.Namespace) -> Options:
 
 
 def demo_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = argtypes.Parser(
         prog="gputui demo",
         description="The simulated cluster that every `--demo` command attaches to (one per user).",
         epilog="exit codes: start: 0 running, 1 did not start; stop: 0 stopped or not running, "

@@ -30,6 +30,7 @@ from ..probe.readers.sim.client import start_time
 from ..probe.readers.sim.files import watched
 from ..probe.readers.sim.reader import SimReader
 from ..probe.readers.sim.roles import SimError, SimJob
+from .argtypes import Parser
 from .demo import DEMO_HOSTS, DemoError
 from .democtl import (
     LOG_FILE,
@@ -233,7 +234,7 @@ class Daemon:
 
 
 def _daemon_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gputui.cli.demod")
+    p = Parser(prog="gputui.cli.demod")
     p.add_argument("--dir", required=True)
     p.add_argument("--ready-fd", type=int, required=True)
     schedule_arguments(p)

@@ -64,7 +64,7 @@ def _say(text: str) -> None:
 
 
 def record_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = argtypes.Parser(
         prog="gputui record",
         description="Record every sample and plan event of the hosts into FILE, for --replay.",
         epilog=(

@@ -18,6 +18,8 @@ import sys
 from collections.abc import Iterator
 from typing import TextIO, cast
 
+from ..model.textsafe import encodable
+
 
 class Guarded(io.TextIOBase):
     """A text stream over `stream` (None: closed at start) that never raises on write or flush."""
@@ -36,10 +38,20 @@ class Guarded(io.TextIOBase):
     def write(self, text: str) -> int:
         if self.trouble is None and self.stream is not None:
             try:
-                self.stream.write(text)
+                self._write(self.stream, text)
             except (OSError, ValueError) as exc:
                 self._failed(exc)
         return len(text)
+
+    @staticmethod
+    def _write(stream: TextIO, text: str) -> None:
+        """`text` as the stream's encoding takes it (`...` for `…`, an escape for any other character
+        it has not): a name or a mark it cannot take is no reason to call the stream closed. A text
+        stream encodes the whole text before it writes any of it, so nothing is written twice."""
+        try:
+            stream.write(text)
+        except UnicodeEncodeError:
+            stream.write(encodable(text, getattr(stream, "encoding", None)))
 
     def flush(self) -> None:
         if self.trouble is None and self.stream is not None:
