@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gputui.cli.main import build_fleet
 from gputui.config.file import HostSpec
-from gputui.ui.app import make_app
+from gputui.ui.factory import make_app
 from tests.support.cudajob import CudaJob
 
 

@@ -432,7 +432,7 @@ def run_ui(argv: list[str]) -> int:
                 return _fail(NO_TERMINAL.format(what=what))
     if replay is None:
         fleet = build_fleet(specs, interval)
-    from ..ui.app import make_app
+    from ..ui.factory import make_app
 
     app = make_app(
         fleet,

@@ -1,5 +1,6 @@
-"""The Textual app (see app.py). `make_app(fleet)` builds it."""
+"""The Textual app (see app.py). `make_app(fleet)` (factory.py) builds it."""
 
-from .app import GpuTuiApp, make_app
+from .app import GpuTuiApp
+from .factory import make_app
 
 __all__ = ["GpuTuiApp", "make_app"]

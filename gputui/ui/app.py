@@ -42,7 +42,7 @@ import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from textual import constants, events, work
 from textual.app import App, AutopilotCallbackType
@@ -74,9 +74,6 @@ from .screens.reset import ResetScreen
 from .screens.too_small import TooSmallScreen
 from .terminal import LOST_STATUS, Lifeline, TerminalDriver
 from .themes import DEFAULT_THEME, PREFIX, bundled_themes_dir, fallback_variables, load_themes
-
-if TYPE_CHECKING:
-    from .replay import ReplayControls
 
 REDRAW_GAP = 0.1  # seconds between two redraws, at least: at most 10 a second, however many hosts report
 REDRAW_GAP_HOSTS = 256  # above this many hosts the gap grows with the fleet (redraw_gap)
@@ -762,14 +759,3 @@ class GpuTuiApp(App[None]):
             problem = report.write_problem
             self.notify(problem[:1].upper() + problem[1:], severity="error", markup=False)
 
-
-def make_app(fleet: Fleet, *, replay: ReplayControls | None = None, **options: Any) -> GpuTuiApp:
-    """The app for `fleet`, not started: `GpuTuiApp(fleet, **options)` (its parameters are said
-    there). With `replay` (the fleet plays a recording, and these are its controls), the recording's
-    app (gputui/ui/replay.py): read-only, with the replay's keys and line; pass its recorded time as
-    `clock`."""
-    if replay is None:
-        return GpuTuiApp(fleet, **options)
-    from .replay import ReplayApp  # the app's subclass: imported only for a replay
-
-    return ReplayApp(fleet, replay=replay, **{**options, "read_only": True})

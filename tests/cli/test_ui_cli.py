@@ -74,9 +74,9 @@ def test_force_tty_draws_anyway(monkeypatch: pytest.MonkeyPatch) -> None:
         def run(self) -> None:
             ran.append(self)
 
-    import gputui.ui.app
+    import gputui.ui.factory
 
-    monkeypatch.setattr(gputui.ui.app, "make_app", lambda *a, **k: App())
+    monkeypatch.setattr(gputui.ui.factory, "make_app", lambda *a, **k: App())
     monkeypatch.setattr(cli, "tune_gc", lambda fleet=None: None)
     monkeypatch.setattr(cli, "load", lambda path=None: Config())
     assert cli.main(["--demo"]) == 2 and ran == []  # under pytest stdout is no terminal
