@@ -30,7 +30,7 @@ from textual.containers import VerticalScroll
 
 from gputui.fleet.fleet import DETAIL_TIMEOUT
 from gputui.fleet.session import HostView
-from gputui.kill.operate import Request
+from gputui.kill.operate import SignalRequest
 from gputui.model import Event, GpuShare, Job, Parent, Proc, ProcDetail, Sample, brief_command
 from gputui.model.textsafe import printable
 from gputui.text.units import fmt_duration, fmt_memory, fmt_percent, index_runs
@@ -65,6 +65,29 @@ def command_text(command: tuple[str, ...]) -> str:
     """A command line as one string, each argument quoted where a shell would need it (what `C`
     copies: the text, never run)."""
     return shlex.join(command)
+
+
+class Rows:
+    """The detail's rows as they are built: a label and its text, the text from plain and styled parts."""
+
+    def __init__(self, muted: Style, warn: Style, ok: ProcDetail | None) -> None:
+        self.muted, self.warn = muted, warn
+        self.ok = ok  # what /proc said just now, when it was read
+        self.rows: list[tuple[str, Text]] = []
+
+    def add(self, name: str, *parts: tuple[str, Style | str] | str) -> None:
+        text = Text(overflow="fold")
+        for part in parts:
+            if isinstance(part, str):
+                text.append(part)
+            else:
+                text.append(*part)
+        self.rows.append((name, text))
+
+    def unreadable(self, field: str) -> tuple[str, Style]:
+        """A value /proc did not give: why, or `-`."""
+        why = self.ok.unreadable.get(field) if self.ok is not None else None
+        return (f"not readable: {why}" if why else "-", self.muted)
 
 
 class DetailBody(StyledStatic):
@@ -210,7 +233,7 @@ class ProcDetailScreen(Dialog[None]):
         if name is not None and record.start_time is not None:
             target = (record.pid, record.start_time)
             self._awaiting = True
-            self.post_message(PlanRequested(Request(self.host, "signal", signal=name, target=target)))
+            self.post_message(PlanRequested(SignalRequest(self.host, name, target)))
 
     def on_screen_suspend(self) -> None:
         self._covered = True
@@ -245,45 +268,44 @@ class ProcDetailScreen(Dialog[None]):
 
     def redraw(self) -> None:
         body = self.body
-        label = body.style_of("pdetail--label")
-        muted = body.style_of("pdetail--muted")
-        warn = body.style_of("pdetail--warn")
-        record, detail = self.record, self.detail
+        detail = self.detail
         ok = detail if detail is not None and detail.ok else None
+        rows = Rows(body.style_of("pdetail--muted"), body.style_of("pdetail--warn"), ok)
         sample = self._sample()
-        rows: list[tuple[str, Text]] = []
+        self._who_rows(rows, sample)
+        self._time_rows(rows)
+        self._family_rows(rows, sample)
+        self._place_rows(rows)
+        body.show([self._status_line(body), Text(), _grid(rows.rows, body.style_of("pdetail--label"))])
 
-        def add(name: str, *parts: tuple[str, Style | str] | str) -> None:
-            text = Text(overflow="fold")
-            for part in parts:
-                if isinstance(part, str):
-                    text.append(part)
-                else:
-                    text.append(*part)
-            rows.append((name, text))
-
-        def unreadable(field: str) -> tuple[str, Style]:
-            why = ok.unreadable.get(field) if ok is not None else None
-            return (f"not readable: {why}" if why else "-", muted)
-
+    def _who_rows(self, rows: Rows, sample: Sample | None) -> None:
+        """Command, kind, user and state."""
+        record, ok, muted = self.record, rows.ok, rows.muted
         command = self._command()
-        add("Command", printable(command_text(command)) if command else ("-", muted))
+        rows.add("Command", printable(command_text(command)) if command else ("-", muted))
         if isinstance(record, Proc):
-            self._kind_rows(record, sample, add, muted, warn)
+            self._kind_rows(record, sample, rows)
         else:
-            add("Kind", ("not a GPU process: the parent of GPU processes, shown to join their family", muted))
+            rows.add(
+                "Kind", ("not a GPU process: the parent of GPU processes, shown to join their family", muted)
+            )
         user = (ok.user if ok else None) or record.user
         uid = ok.uid if ok and ok.uid is not None else record.uid
-        add("User", fmt.safe(user, 200) or "-", (f" (uid {uid})" if uid is not None else "", muted))
+        rows.add("User", fmt.safe(user, 200) or "-", (f" (uid {uid})" if uid is not None else "", muted))
         state = (ok.state if ok else None) or record.state
         if state:
-            add("State", (state, warn if state in ("D", "Z") else ""), f" {STATES.get(state, '')}".rstrip())
+            flagged = rows.warn if state in ("D", "Z") else ""
+            rows.add("State", (state, flagged), f" {STATES.get(state, '')}".rstrip())
         else:
-            add("State", ("-", muted))
+            rows.add("State", ("-", muted))
+
+    def _time_rows(self, rows: Rows) -> None:
+        """When it started, and what it costs: CPU, RSS, threads."""
+        record, ok, muted = self.record, rows.ok, rows.muted
         started = ok.started if ok else None
         elapsed = ok.elapsed if ok and ok.elapsed is not None else getattr(record, "elapsed", None)
         when = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(started)) if started else None
-        add(
+        rows.add(
             "Started",
             f"{when}, " if when else "",
             f"{fmt_duration(elapsed)} ago" if elapsed is not None else ("-", muted),
@@ -298,13 +320,17 @@ class ProcDetailScreen(Dialog[None]):
             cpu_time = f"{ok.cpu_time:.1f} s of CPU in all" if ok and ok.cpu_time is not None else ""
             if record.cpu_percent is not None:
                 now = f"{fmt_percent(record.cpu_percent)} of one core now"
-                add("CPU", now + (f" · {cpu_time}" if cpu_time else ""))
+                rows.add("CPU", now + (f" · {cpu_time}" if cpu_time else ""))
             else:  # a ghost, or a process the probe has not timed yet: no figure to give
-                add("CPU", cpu_time or ("-", muted))
+                rows.add("CPU", cpu_time or ("-", muted))
         rss = ok.rss if ok and ok.rss is not None else getattr(record, "rss", None)
-        add("RSS", fmt_memory(rss, self.dash.exact_memory) if rss is not None else ("-", muted))
+        rows.add("RSS", fmt_memory(rss, self.dash.exact_memory) if rss is not None else ("-", muted))
         if ok is not None:
-            add("Threads", str(ok.threads) if ok.threads is not None else unreadable("status"))
+            rows.add("Threads", str(ok.threads) if ok.threads is not None else rows.unreadable("status"))
+
+    def _family_rows(self, rows: Rows, sample: Sample | None) -> None:
+        """Its family and job, its parents up to init, where it runs from."""
+        record, ok, muted = self.record, rows.ok, rows.muted
         ppid = ok.ppid if ok else record.ppid
         group = [f"parent {ppid}" if ppid is not None else "parent -"]
         pgid = ok.pgid if ok else getattr(record, "pgid", None)
@@ -313,32 +339,36 @@ class ProcDetailScreen(Dialog[None]):
             group.append(f"process group {pgid}")
         if sid is not None:
             group.append(f"session {sid}")
-        add("Family", " · ".join(group))
+        rows.add("Family", " · ".join(group))
         job = job_of_record(sample, record)
         if job is not None:
-            add("Job", *self._job_words(job, record, muted))
-        if ok is not None:
-            if ok.parents:
-                chain = " ← ".join(f"{a.pid} {fmt.safe(a.name, 40) or '?'}" for a in ok.parents)
-                add("Parents", f"{ok.pid} ← {chain}", (CHAIN_ENDS.get(ok.parents_end or "", ""), muted))
-            else:
-                add("Parents", ("none", muted))
-            add("Working dir", fmt.safe(ok.cwd, 5000) if ok.cwd else unreadable("cwd"))
-            add("Executable", fmt.safe(ok.exe, 5000) if ok.exe else unreadable("exe"))
+            rows.add("Job", *self._job_words(job, record, muted))
+        if ok is None:
+            return
+        if ok.parents:
+            chain = " ← ".join(f"{a.pid} {fmt.safe(a.name, 40) or '?'}" for a in ok.parents)
+            rows.add("Parents", f"{ok.pid} ← {chain}", (CHAIN_ENDS.get(ok.parents_end or "", ""), muted))
+        else:
+            rows.add("Parents", ("none", muted))
+        rows.add("Working dir", fmt.safe(ok.cwd, 5000) if ok.cwd else rows.unreadable("cwd"))
+        rows.add("Executable", fmt.safe(ok.exe, 5000) if ok.exe else rows.unreadable("exe"))
+
+    def _place_rows(self, rows: Rows) -> None:
+        """Its container and cgroup, and the device files it holds."""
+        record, ok, muted = self.record, rows.ok, rows.muted
         container = (ok.container if ok else None) or getattr(record, "container", None)
         nspid = ok.nspid if ok else ()
         inner = nspid[-1] if len(nspid) > 1 else getattr(record, "nspid", None)
         where = fmt.safe(container, 300) if container else ""
         if inner is not None:
             where += f"{' · ' if where else ''}PID {inner} in its own PID namespace"
-        add("Container", where or ("none", muted))
+        rows.add("Container", where or ("none", muted))
         if ok is not None:
             cgroup = "\n".join(fmt.safe(line, 600) for line in ok.cgroup)
-            add("Cgroup", cgroup or unreadable("cgroup"))
-            self._fd_rows(ok, add, muted, unreadable)
+            rows.add("Cgroup", cgroup or rows.unreadable("cgroup"))
+            self._fd_rows(ok, rows)
         elif isinstance(record, Proc) and record.holds:
-            add("Holds", "\n".join(fmt.safe(h, 300) for h in record.holds))
-        body.show([self._status_line(body), Text(), _grid(rows, label)])
+            rows.add("Holds", "\n".join(fmt.safe(h, 300) for h in record.holds))
 
     def _job_words(
         self, job: Job, record: Proc | Parent, muted: Style
@@ -371,7 +401,8 @@ class ProcDetailScreen(Dialog[None]):
             )
         return parts
 
-    def _kind_rows(self, proc: Proc, sample: Sample | None, add: Any, muted: Style, warn: Style) -> None:
+    def _kind_rows(self, proc: Proc, sample: Sample | None, rows: Rows) -> None:
+        add, muted, warn = rows.add, rows.muted, rows.warn
         kind_style = self.body.style_of(kinds.STYLE.get(proc.kind, "kind--hidden"))
         why = kinds.note(proc, sample)
         add("Kind", (kinds.proc_label(proc), kind_style), f": {why}" if why else "")
@@ -411,7 +442,8 @@ class ProcDetailScreen(Dialog[None]):
         elif proc.gpu_memory:
             add("GPU util", (util_missing(sample), muted))
 
-    def _fd_rows(self, ok: ProcDetail, add: Any, muted: Style, unreadable: Any) -> None:
+    def _fd_rows(self, ok: ProcDetail, rows: Rows) -> None:
+        add, muted, unreadable = rows.add, rows.muted, rows.unreadable
         if "fds" in ok.unreadable:
             add("Device files", unreadable("fds"))
             return
