@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -20,6 +21,7 @@ from gputui import __version__
 from gputui.fleet.session import CONNECTING, DOWN, LIVE, HostView
 from gputui.model import HostFacts, Sample
 from gputui.views.metrics import FleetCollector, all_heard, families, idle_holders_now, registry
+from gputui.views.metrics.scrape import collector
 from tests.support.hostile import NAME, hostile_fleet, stop_fleet
 from tests.support.wording import RAW
 
@@ -368,3 +370,8 @@ def test_the_exposition_of_a_fleet_of_every_kind_is_the_same_byte_for_byte():
     """The families, their order, their samples' order and every value, as the file written when the
     exposition was last meant to change: a refactoring of the collectors keeps it byte for byte."""
     assert exposition(a_fleet_of_every_kind()) == EXPOSITION.read_text(encoding="utf-8")
+
+
+def test_a_collector_registers_only_under_a_group_with_a_place_in_the_exposition():
+    with pytest.raises(ValueError, match="no place in the exposition"):
+        collector("nvlink")

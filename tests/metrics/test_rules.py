@@ -103,7 +103,7 @@ def test_the_wheel_carries_the_rules(tmp_path):
     (wheel,) = builders.WheelBuilder(str(REPO)).build(directory=str(tmp_path), versions=["standard"])
     with zipfile.ZipFile(wheel) as z:
         assert z.read("gputui/rules/gputui.rules.yml").decode() == RULES.read_text()
-        assert "gputui/views/metrics.py" in z.namelist() and "gputui/cli/export.py" in z.namelist()
+        assert "gputui/views/metrics/__init__.py" in z.namelist() and "gputui/cli/export.py" in z.namelist()
 
 
 def test_every_metric_written_is_documented_and_every_documented_one_written():
