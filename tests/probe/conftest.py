@@ -4,11 +4,19 @@
 a SimReader alone. At the end every one is closed (which stops every process its sim started) and
 the test fails if any process a sim started is still alive. Tests signal nothing themselves: the
 reaper does, and only to sim jobs.
+
+Some tests run a sim job as another user (`nobody`), which reaches its sim by path: where the
+TMPDIR the suite runs under is private (mode 700, as a careful user sets it), their sims are made
+in a directory of this session's own that every user may search (`sim_base`), and the sim says in
+one line what it needs when a job's user cannot reach it.
 """
 
 from __future__ import annotations
 
 import os
+import pwd
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -17,15 +25,38 @@ import pytest
 
 from gputui.probe.core import Probe
 from gputui.probe.readers.sim import SimReader, start_time
+from gputui.probe.readers.sim.directory import reach_problem
 from tests.support.simprobe import all_processes, wait_gone
 
 
+@pytest.fixture(scope="session")
+def sim_base() -> Iterator[str | None]:
+    """Where the tests' sims go: the temporary directory (None) where `nobody` can reach it, else a
+    directory of this session's own in /tmp (root's, sticky) that every user may search."""
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        yield None
+        return
+    if os.geteuid() != 0 or reach_problem(tempfile.gettempdir(), nobody.pw_uid, nobody.pw_gid) is None:
+        yield None
+        return
+    base = tempfile.mkdtemp(prefix="gputui-test-sims-", dir="/tmp")
+    os.chmod(base, 0o755)
+    try:
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 @pytest.fixture
-def sim_probe() -> Iterator[Callable[..., tuple[Probe, SimReader]]]:
+def sim_probe(sim_base: str | None) -> Iterator[Callable[..., tuple[Probe, SimReader]]]:
     made: list[tuple[Probe, SimReader]] = []
 
     def make(gpus: int = 4, read_only: bool = False, **kwargs: Any) -> tuple[Probe, SimReader]:
         kwargs.setdefault("scenario", "empty")
+        if not kwargs.get("attach"):
+            kwargs.setdefault("base_dir", sim_base)
         reader = SimReader(gpus=gpus, **kwargs)
         probe = Probe(reader, read_only=read_only, hostname="sim-test")
         made.append((probe, reader))
@@ -46,12 +77,14 @@ def sim_probe() -> Iterator[Callable[..., tuple[Probe, SimReader]]]:
 
 
 @pytest.fixture
-def make_sim():
+def make_sim(sim_base):
     """Open SimReaders; close them all afterwards and check nothing they started is left."""
     readers = []
 
     def make(**kwargs):
         kwargs.setdefault("scenario", "empty")
+        if not kwargs.get("attach"):
+            kwargs.setdefault("base_dir", sim_base)
         reader = SimReader(**kwargs)
         readers.append(reader)
         reader.open()

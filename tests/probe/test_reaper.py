@@ -391,7 +391,7 @@ def _python_for(uid: int) -> str | None:
     return None
 
 
-def test_an_unprivileged_probe_gets_permission_denied_and_says_what_would_allow_it(sim_probe):
+def test_an_unprivileged_probe_gets_permission_denied_and_says_what_would_allow_it(sim_probe, sim_base):
     if os.geteuid() != 0:
         pytest.skip("needs root: the job must belong to another user than the probe")
     try:
@@ -404,7 +404,7 @@ def test_an_unprivileged_probe_gets_permission_denied_and_says_what_would_allow_
     _, sim = sim_probe(gpus=2)
     job = sim.spawn("busy", gpu=1, memory=GiB)  # root's
     # The probe package, where nobody can read it (the checkout may sit under /root).
-    code = tempfile.mkdtemp(prefix="gputui-test-probe-")
+    code = tempfile.mkdtemp(prefix="gputui-test-probe-", dir=sim_base)
     try:
         os.chmod(code, 0o755)
         shutil.copytree(REPO / "gputui" / "probe", Path(code) / "gputui" / "probe")

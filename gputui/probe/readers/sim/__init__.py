@@ -30,10 +30,11 @@ It behaves like docs/GPU_FACTS.md says the real driver does, using real processe
   the write end of a "lifeline" pipe every sim process watches: when the reader closes or its process
   dies, even by SIGKILL, every job exits (and the session removes the directory).
 - A job run as another user (root's sims only) reaches its program, the device files and its
-  contexts by their paths, so root's sim is made where every user may search: the temporary
-  directory, or where that is private (TMPDIR mode 700) a directory of its own in a sticky, root-owned
-  /tmp (directory.py `parent_for`); a sim placed elsewhere by its caller that such a user cannot
-  reach refuses that job in one line, before it starts.
+  contexts by their paths, so it runs only where every user may search the sim's directory (the
+  temporary directory, or a `base_dir` the caller chooses); under a private TMPDIR (mode 700) such a
+  job is refused before it starts, in one line that names the directory in the way
+  (directory.py `reach_problem`). Nothing else needs the directory to be searchable: the sim, the
+  demo and their probes stay in the TMPDIR they are given.
 - The sim signals only processes of its own sim (processes.py). Jobs report their PIDs on a status
   socket that every job inherits, even one run as another user, so a report is taken only from the
   process it is about (the kernel says who wrote it: SCM_CREDENTIALS), and a reported PID is

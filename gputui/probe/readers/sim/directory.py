@@ -28,12 +28,6 @@ META_FILE = "sim.json"
 OWNER_FILE = "owner.json"
 MAX_META_BYTES = 65536  # sim.json, read when attaching
 MAX_OWNER_BYTES = 1 << 20  # owner.json: what the owner vouches for (pruned to what is still there)
-# Where root's sim goes when the temporary directory is private (a careful user's TMPDIR, mode 700):
-# root may run jobs as other users, and those must reach every file of the sim (their program in
-# bin/, the device files, their ctx/<uid>/) by its path. The first of these that is root's own real
-# directory, searchable by every user all the way from /, and sticky if others may write it: there
-# nobody else can remove or replace the directory mkdtemp makes (a new name, made 0700, then opened).
-SHARED_TEMP = ("/tmp", "/var/tmp", "/dev/shm")
 
 # A process the owner's session reported, whose contexts are believed after it exited: (pid, start
 # time, uid).
@@ -52,11 +46,11 @@ def device_paths(base, gpus):
 
 def make_directory(base_dir, gpus, meta):
     # type: (Optional[str], int, Dict[str, Any]) -> str
-    """A new sim directory under `base_dir` (None: the temporary directory, or for root a shared
-    one where that is private: `parent_for`) for `gpus` GPUs, its sim.json saying `meta`; returns
-    its real path. Removed again if it cannot be made whole."""
+    """A new sim directory under `base_dir` (the temporary directory when None) for `gpus` GPUs,
+    its sim.json saying `meta`; returns its real path. Removed again if it cannot be made whole.
+    A job run as another user must reach it by path (`reach_problem` says when it cannot)."""
     # realpath: /proc/PID/fd links name the real path, and the holder scan matches on the prefix.
-    base = os.path.realpath(tempfile.mkdtemp(prefix="gputui-sim-", dir=parent_for(base_dir)))
+    base = os.path.realpath(tempfile.mkdtemp(prefix="gputui-sim-", dir=base_dir))
     try:
         os.chmod(base, 0o755)  # mkdtemp makes it 0700; jobs may run as another user
         for sub, mode in (("dev", 0o755), ("dev/nvidia-caps", 0o755), ("bin", 0o755), ("log", 0o755)):
@@ -77,27 +71,6 @@ def make_directory(base_dir, gpus, meta):
         shutil.rmtree(base, ignore_errors=True)
         raise
     return base
-
-
-def parent_for(base_dir):
-    # type: (Optional[str]) -> Optional[str]
-    """Where a new sim directory goes: `base_dir` when given; else the temporary directory
-    (None), unless this is root and every user cannot search it: then the first of SHARED_TEMP
-    that is safe to share (None again when none is: `reach_problem` then says so at the job)."""
-    if base_dir is not None or os.geteuid() != 0:
-        return base_dir
-    if searchable_by_all(tempfile.gettempdir()):
-        return None
-    for candidate in SHARED_TEMP:
-        if _safe_to_share(candidate):
-            return candidate
-    return None
-
-
-def searchable_by_all(path):
-    # type: (str) -> bool
-    """Whether every user may search `path` and every directory above it."""
-    return all(_searchable(info, -1, -1) for _name, info in _chain(path))
 
 
 def reach_problem(path, uid, gid):
@@ -144,21 +117,6 @@ def _searchable(info, uid, gid):
     if info.st_gid == gid:
         return bool(info.st_mode & stat.S_IXGRP)
     return bool(info.st_mode & stat.S_IXOTH)
-
-
-def _safe_to_share(path):
-    # type: (str) -> bool
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return False
-    writable_by_others = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-    return (
-        stat.S_ISDIR(info.st_mode)
-        and info.st_uid == 0
-        and (not writable_by_others or bool(info.st_mode & stat.S_ISVTX))
-        and searchable_by_all(path)
-    )
 
 
 def user_dir(base, uid):
