@@ -51,81 +51,89 @@ class GpuTuiCommands(Provider):
         return main if isinstance(main, MainScreen) and main.is_mounted else None
 
     def entries(self) -> Iterator[Entry]:
-        app: Any = self.app
         main = self._main()
-        on_main = main is not None and self.screen is main
-        if main is not None and on_main:
+        if main is not None and self.screen is main:
             yield from self._kill_entries(main)
-            act = partial(app.run_action, default_namespace=main)
-            scope = main.current_scope()
-            if scope is not None:
-                which = f"GPU {scope.gpu}" if scope.gpu is not None else "its first GPU"
-                yield Entry(
-                    f"GPU view: {which} on {fmt.safe(scope.host, 40)}",
-                    "memory, settings and history of one GPU (i)",
-                    partial(act, "gpu_detail"),
-                )
-            yield Entry.switch(
-                main.proc_table.tree_mode,
-                ("Processes as a list", "t: one row per process, in the sort's order (no families)"),
-                ("Processes as a tree", "t: each process under its parent; - and + fold and unfold a family"),
-                partial(act, "toggle_tree"),
-            )
-            yield Entry.switch(
-                main.proc_table.jobs_mode,
-                ("Processes as a list (not by job)", "J: one row per process, without the jobs' rows"),
-                (
-                    "Processes by job",
-                    "J: each job (a launcher, a supervisor, a service) a row above its members",
-                ),
-                partial(act, "toggle_jobs"),
-            )
+            yield from self._view_entries(main)
+            yield from self._host_entries(main)
+        yield from self._app_entries()
+
+    def _view_entries(self, main: MainScreen) -> Iterator[Entry]:
+        """What the main screen's keys switch or open: the GPU view, the process views, pause, the log."""
+        act = partial(self.app.run_action, default_namespace=main)
+        scope = main.current_scope()
+        if scope is not None:
+            which = f"GPU {scope.gpu}" if scope.gpu is not None else "its first GPU"
             yield Entry(
-                "Users: GPUs and memory per user",
-                "U: who holds the fleet, with their idle holders; enter filters the fleet to one",
-                partial(act, "users"),
+                f"GPU view: {which} on {fmt.safe(scope.host, 40)}",
+                "memory, settings and history of one GPU (i)",
+                partial(act, "gpu_detail"),
             )
-            if not app.read_only:
-                yield Entry(
-                    "Select the idle holders",
-                    "I: GPU memory held at 0 % SM for the idle minutes (the host in view, or the "
-                    "fleet); x then plans their kill",
-                    partial(act, "select_idle"),
-                )
-            at = main.proc_table.cursor_any_key
-            if scope is not None and at is not None:
-                yield Entry(
-                    f"Process detail: PID {at[0][0]}",
-                    "d: everything about the process under the process table's cursor",
-                    partial(act, "proc_detail"),
-                )
-            yield Entry.switch(
-                main.paused,
-                ("Resume (catch up)", "z: back to the live view, with what arrived meanwhile"),
-                ("Pause the view", "z: freeze the view to read it; samples still arrive and are kept"),
-                partial(act, "toggle_pause"),
+        yield Entry.switch(
+            main.proc_table.tree_mode,
+            ("Processes as a list", "t: one row per process, in the sort's order (no families)"),
+            ("Processes as a tree", "t: each process under its parent; - and + fold and unfold a family"),
+            partial(act, "toggle_tree"),
+        )
+        yield Entry.switch(
+            main.proc_table.jobs_mode,
+            ("Processes as a list (not by job)", "J: one row per process, without the jobs' rows"),
+            ("Processes by job", "J: each job (a launcher, a supervisor, a service) a row above its members"),
+            partial(act, "toggle_jobs"),
+        )
+        yield Entry(
+            "Users: GPUs and memory per user",
+            "U: who holds the fleet, with their idle holders; enter filters the fleet to one",
+            partial(act, "users"),
+        )
+        if not main.dash.read_only:
+            yield Entry(
+                "Select the idle holders",
+                "I: GPU memory held at 0 % SM for the idle minutes (the host in view, or the "
+                "fleet); x then plans their kill",
+                partial(act, "select_idle"),
             )
-            log = "l: every plan, signal and verdict"
-            yield Entry.switch(
-                bool(main.action_log.display),
-                ("Hide the action log", log),
-                ("Show the action log", log),
-                partial(act, "toggle_log"),
+        at = main.proc_table.cursor_any_key
+        if scope is not None and at is not None:
+            yield Entry(
+                f"Process detail: PID {at[0][0]}",
+                "d: everything about the process under the process table's cursor",
+                partial(act, "proc_detail"),
             )
-            hosts = main.dash.fleet.hosts
-            if len(hosts) > 1 and main.host is not None:
+        yield Entry.switch(
+            main.paused,
+            ("Resume (catch up)", "z: back to the live view, with what arrived meanwhile"),
+            ("Pause the view", "z: freeze the view to read it; samples still arrive and are kept"),
+            partial(act, "toggle_pause"),
+        )
+        log = "l: every plan, signal and verdict"
+        yield Entry.switch(
+            bool(main.action_log.display),
+            ("Hide the action log", log),
+            ("Show the action log", log),
+            partial(act, "toggle_log"),
+        )
+
+    def _host_entries(self, main: MainScreen) -> Iterator[Entry]:
+        """A switch to every host but the one in view, and to all hosts."""
+        hosts = main.dash.fleet.hosts
+        if len(hosts) > 1 and main.host is not None:
+            yield Entry(
+                "Switch to all hosts",
+                "the fleet table: every GPU of every host",
+                partial(main.select_host, None),
+            )
+        for view in hosts:
+            if view.name != main.host:
                 yield Entry(
-                    "Switch to all hosts",
-                    "the fleet table: every GPU of every host",
-                    partial(main.select_host, None),
+                    f"Switch to host {fmt.safe(view.name, 60)}",
+                    f"{view.status}: its GPUs and processes",
+                    partial(main.select_host, view.name),
                 )
-            for view in hosts:
-                if view.name != main.host:
-                    yield Entry(
-                        f"Switch to host {fmt.safe(view.name, 60)}",
-                        f"{view.status}: its GPUs and processes",
-                        partial(main.select_host, view.name),
-                    )
+
+    def _app_entries(self) -> Iterator[Entry]:
+        """The app's own, on every screen: memory units and the export."""
+        app: Any = self.app
         yield Entry.switch(
             bool(getattr(app, "exact_memory", False)),
             ("Memory in GiB", "m: GPU memory, RAM and RSS in GiB again"),

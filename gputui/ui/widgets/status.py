@@ -120,10 +120,27 @@ class StatusLine(OneLine):
             self._paused(text, paused)
             text.append("  ")
         live = view.status == LIVE
+        self._host_state(text, view, age, paced)
+        self._host_facts(text, view, live)
+        # The host's own load last: what is wrong (no driver), what its GPUs are and how many are
+        # free come first, and a narrow terminal cuts the end of the line (the fleet table has CPU
+        # and RAM columns too).
+        metrics = view.sample.host if view.sample is not None else None
+        parts = host_metrics_parts(metrics, exact) if metrics is not None else []
+        if parts:
+            text.append("  ·  ", muted)
+            text.append(" · ".join(parts), self.style_of("status--metrics") if live else muted)
+        self.set_text(text)
+
+    def _host_state(self, text: Text, view: HostView, age: float | None, paced: float | None) -> None:
+        """Live and how old its sample is; connecting, down or stale, and why."""
+        muted = self.style_of("status--muted")
+        shown = view.shown_status
+        status_style = self.style_of(f"host--{shown}")
         # What is shown below is this old when the host is not live: dimmed there, said here, before
         # the details a narrow terminal cuts.
-        old = f", {seen(age)}" if not live and view.sample is not None else ""
-        if live:
+        old = f", {seen(age)}" if view.status != LIVE and view.sample is not None else ""
+        if view.status == LIVE:
             text.append("live", status_style)
             text.append(f", sample {_age(age)} old", muted)
             if paced is not None:
@@ -147,6 +164,10 @@ class StatusLine(OneLine):
                 text.append(f" ({fmt.safe(view.detail, 120)})", muted)
             if view.status == DOWN:
                 text.append(", retrying", muted)
+
+    def _host_facts(self, text: Text, view: HostView, live: bool) -> None:
+        """What is wrong with its driver, or the driver, CUDA, its GPUs and how many are free."""
+        facts = view.facts
         if facts is not None and facts.error_code:
             text.append("  ")
             text.append(
@@ -168,16 +189,7 @@ class StatusLine(OneLine):
                 parts.append(f"holders ≤{sample.scan_age:.0f}s old")
             if facts.reader == "sim":
                 parts.append("simulated")
-            text.append("  ·  " + "  ·  ".join(parts), muted)
-        # The host's own load last: what is wrong (no driver), what its GPUs are and how many are
-        # free come first, and a narrow terminal cuts the end of the line (the fleet table has CPU
-        # and RAM columns too).
-        metrics = view.sample.host if view.sample is not None else None
-        parts = host_metrics_parts(metrics, exact) if metrics is not None else []
-        if parts:
-            text.append("  ·  ", muted)
-            text.append(" · ".join(parts), self.style_of("status--metrics") if live else muted)
-        self.set_text(text)
+            text.append("  ·  " + "  ·  ".join(parts), self.style_of("status--muted"))
 
     def show_fleet(
         self,
