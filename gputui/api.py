@@ -29,7 +29,7 @@ from .fleet.fleet import Fleet
 from .fleet.session import HostView
 from .inventory.specs import host_specs
 from .kill.auditlog import default_log_path
-from .kill.operate import Operations, Planned, Request, status_of
+from .kill.operate import Operations, Planned, Request, SignalRequest, status_of
 from .kill.plan.planner import PlanOptions
 from .kill.plan.record import Plan
 from .model import Event, Gpu, PlanVerdict, Proc, Sample
@@ -54,6 +54,7 @@ __all__ = [
     "Proc",
     "Request",
     "Sample",
+    "SignalRequest",
     "default_log_path",
     "fleet",
     "hosts",

@@ -30,7 +30,7 @@ from ..config.killoptions import KillOptions
 from ..fleet.fleet import Fleet
 from ..fleet.idle import threshold
 from ..kill.auditlog import UnsafeLog
-from ..kill.operate import Operations, Request, UnfinishedReport, status_of
+from ..kill.operate import Operations, Request, RequestScope, UnfinishedReport, status_of
 from ..kill.plan.entries import Target
 from ..kill.plan.record import SIGNAL_WORDS, Plan
 from ..model import Event, Job, PlanVerdict, Sample
@@ -507,7 +507,7 @@ def _requests(
         if args.all:
             out.append(Request(name, "host", sweep=args.sweep))
         elif name in gpus or pids or jobs:
-            scope = "gpus" if name in gpus else ("processes" if pids else "jobs")
+            scope: RequestScope = "gpus" if name in gpus else ("processes" if pids else "jobs")
             out.append(
                 Request(
                     name,

@@ -35,7 +35,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..model import Event, done_event
+from ..model import OUTCOME_UNKNOWN, Event, done_event
 from ..text.words import count
 from .auditowner import owner_fields
 from .auditpath import AuditError, UnsafeLog, audit_error, default_log_path, open_log
@@ -256,7 +256,7 @@ class ActionLog:
         clean`): an outcome-unknown `done` line says so and why, whole and fsync'd as every line is.
         It does not end the action: the next start still reports it as unfinished. Raises
         AuditError when the line cannot be written."""
-        self.write_event(host, done_event(action, "outcome-unknown", last_words_message(why)))
+        self.write_event(host, done_event(action, OUTCOME_UNKNOWN, last_words_message(why)))
 
     def acknowledge(self, actions: Iterable[Unfinished]) -> None:
         """Mark unfinished actions as reported, so the next start does not report them again."""
@@ -266,7 +266,7 @@ class ActionLog:
                 action.action,
                 host=action.host,
                 stage="startup",
-                result="outcome-unknown",
+                result=OUTCOME_UNKNOWN,
                 message=f"reported unfinished: {count(len(action.pending), 'process', 'processes')} without a recorded outcome",
             )
 

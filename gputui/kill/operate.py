@@ -26,11 +26,22 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..config.killoptions import KillOptions, PlanError
 from ..fleet.fleet import Fleet
-from ..model import NO_GPU_CODES, Event, Job, PlanVerdict, Proc, Sample, done_event
+from ..model import (
+    NO_GPU_CODES,
+    NOT_SENT,
+    OUTCOME_UNKNOWN,
+    Event,
+    Job,
+    PlanVerdict,
+    Proc,
+    Sample,
+    WireScope,
+    done_event,
+)
 from ..transport.base import TransportError
 from .auditlog import ActionLog, AuditError
 from .auditpath import UnsafeLog, default_log_path
@@ -47,13 +58,20 @@ AUDIT_LOG_ERROR = "audit-log"  # the error of a not-sent verdict: the log could 
 
 __all__ = [
     "FRESH_TIMEOUT",
+    "AnyRequest",
     "HostProblem",
     "Operations",
     "Planned",
     "Request",
+    "RequestScope",
+    "SignalRequest",
     "UnfinishedReport",
     "status_of",
 ]
+
+
+# What a Request may ask: the wire's scopes, and jobs (planned as a selection of processes).
+RequestScope = Literal[WireScope, "jobs"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,20 +83,29 @@ class Request:
     names another process is not a target), or "jobs" (`jobs`, as the dashboard shows them: each is
     stopped root first, then the members left; a job whose root's PID now names another process,
     or whose root has gone, is not a target). GPUs, processes and jobs may be asked together. A PID
-    that is a job's root (a launcher holding no GPU) chooses its job (plan.job_for_pid).
-    "signal": `signal` (a name of probe.common.SIGNAL_CHOICES), sent once to `target` (pid, start
-    time), with no ladder and no verification (plan.plan_for_signal)."""
+    that is a job's root (a launcher holding no GPU) chooses its job (plan.job_for_pid)."""
 
     host: str
-    scope: str
+    scope: RequestScope
     gpus: tuple[int, ...] = ()
     pids: tuple[int, ...] = ()
     processes: tuple[Proc, ...] = ()
     jobs: tuple[Job, ...] = ()
     sweep: bool = False
     include: tuple[int, ...] = ()  # protected monitors the operator includes explicitly
-    signal: str | None = None  # scope "signal": the signal
-    target: tuple[int, int | None] | None = None  # scope "signal": the process, by (pid, start time)
+
+
+@dataclass(frozen=True, slots=True)
+class SignalRequest:
+    """One signal on one host: `signal` (a name of probe.common.SIGNAL_CHOICES), sent once to
+    `target` (pid, start time), with no ladder and no verification (plan.plan_for_signal)."""
+
+    host: str
+    signal: str
+    target: tuple[int, int | None]
+
+
+AnyRequest = Request | SignalRequest  # what Operations.plan takes: requests of either shape
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +195,7 @@ class Operations:
         return await self.fleet.full_scans(list(hosts), timeout)
 
     def build(
-        self, requests: Sequence[Request], samples: dict[str, Sample], late: Iterable[str] = ()
+        self, requests: Sequence[AnyRequest], samples: dict[str, Sample], late: Iterable[str] = ()
     ) -> Planned:
         """One plan per request, from `samples`. Hosts in `late` got no full scan in time: their
         plan says it was built on the latest sample."""
@@ -194,12 +221,12 @@ class Operations:
             out.plans.append(plan)
         return out
 
-    async def plan(self, requests: Sequence[Request], timeout: float = FRESH_TIMEOUT) -> Planned:
+    async def plan(self, requests: Sequence[AnyRequest], timeout: float = FRESH_TIMEOUT) -> Planned:
         """`scans` then `build`, for the hosts of `requests`."""
         samples, late = await self.scans((r.host for r in requests), timeout)
         return self.build(requests, samples, late)
 
-    def _plan(self, request: Request, sample: Sample) -> Plan:
+    def _plan(self, request: AnyRequest, sample: Sample) -> Plan:
         view = self.fleet.view(request.host)
         options = PlanOptions(
             operator=self.operator,
@@ -207,9 +234,7 @@ class Operations:
             probe_uid=view.facts.uid if view.facts is not None else None,
         )
         host = request.host
-        if request.scope == "signal":
-            if request.signal is None or request.target is None:
-                raise PlanError("a signal request names the signal and the process")
+        if isinstance(request, SignalRequest):
             pid, start = request.target
             return plan_for_signal(sample, pid, start, request.signal, host=host, options=options)
         if request.scope == "host":
@@ -280,14 +305,14 @@ class Operations:
                 if on_event is not None:
                     on_event(event)
         except TransportError as exc:
-            done = done_event(plan.id, "not-sent", f"plan not sent: {exc.message}", error=exc.reason)
+            done = done_event(plan.id, NOT_SENT, f"plan not sent: {exc.message}", error=exc.reason)
             guard.write(done)
             if on_event is not None:
                 on_event(done)
         finally:
             self.running.pop(plan.id, None)
         if done is None:  # the stream ended without a verdict: nobody knows what happened
-            done = done_event(plan.id, "outcome-unknown", "the probe sent no verdict")
+            done = done_event(plan.id, OUTCOME_UNKNOWN, "the probe sent no verdict")
             guard.write(done)
         return guard.verdict(PlanVerdict.from_event(done, allowed=plan.pids_allowed()))
 
@@ -331,13 +356,13 @@ class Operations:
                 if on_event is not None:
                     on_event(event)
         except TransportError as exc:
-            done = done_event(reset_id, "not-sent", f"reset not sent: {exc.message}", error=exc.reason)
+            done = done_event(reset_id, NOT_SENT, f"reset not sent: {exc.message}", error=exc.reason)
         except asyncio.CancelledError:
             if done is None and not dry_run:
                 self.abandon(host, reset_id, f"interrupted during the reset of GPU {gpu}")
             raise
         if done is None:
-            done = done_event(reset_id, "outcome-unknown", "the probe sent no verdict")
+            done = done_event(reset_id, OUTCOME_UNKNOWN, "the probe sent no verdict")
         return guard.verdict(PlanVerdict.from_event(done))
 
     def abandon(self, host: str, action: str, why: str) -> None:
@@ -389,7 +414,7 @@ class Operations:
         words = exc.strerror or str(exc)
         if not words.startswith("audit log"):
             words = f"audit log {self.audit.path}: {words}"
-        done = done_event(action, "not-sent", f"{words}; nothing was sent", error=AUDIT_LOG_ERROR)
+        done = done_event(action, NOT_SENT, f"{words}; nothing was sent", error=AUDIT_LOG_ERROR)
         return PlanVerdict.from_event(done)
 
     # -- what an earlier run left --------------------------------------------------------------

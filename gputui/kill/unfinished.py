@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..model import OUTCOME_UNKNOWN
 from ..model.textsafe import printable
 from ..text.words import count
 from .auditowner import Owner, owner_of, still_running
@@ -154,7 +155,7 @@ def unfinished(
         # A done line ends an action, unless its outcome is unknown (the link broke, the probe went
         # silent): then nobody knows what happened, and the next start must say so, as the log does.
         ends = [r for r in lines if r.get("kind") == "done"]
-        if ends and any(r.get("result") != "outcome-unknown" for r in ends):
+        if ends and any(r.get("result") != OUTCOME_UNKNOWN for r in ends):
             continue
         # Another run, still going, will record its outcome: reporting (and acknowledging) it now
         # would hide it for good if that run then died mid-plan.

@@ -23,7 +23,18 @@ Callers import the records from here, the package's face.
 from ..probe.classify import KINDS
 from ..probe.common import IDLE_SLACK, brief_command
 from .detail import Ancestor, DeviceFd, EnvVar, ProcDetail
-from .events import Event, GpuVerdict, PlanVerdict, ProcessVerdict, Restart, done_event
+from .events import (
+    NOT_SENT,
+    OUTCOME_UNKNOWN,
+    DoneResult,
+    Event,
+    GpuVerdict,
+    PlanVerdict,
+    ProcessVerdict,
+    Restart,
+    WireScope,
+    done_event,
+)
 from .gpus import Gpu, MemoryAccount, MigInstance, MigPlace, Preflight
 from .host import HOST_STATUSES, NO_GPU_CODES, HostFacts, HostMetrics
 from .jobs import Job
@@ -33,9 +44,12 @@ __all__ = [
     "HOST_STATUSES",
     "IDLE_SLACK",
     "KINDS",
+    "NOT_SENT",
     "NO_GPU_CODES",
+    "OUTCOME_UNKNOWN",
     "Ancestor",
     "DeviceFd",
+    "DoneResult",
     "EnvVar",
     "Event",
     "Gpu",
@@ -56,6 +70,7 @@ __all__ = [
     "ProcessVerdict",
     "Restart",
     "Sample",
+    "WireScope",
     "brief_command",
     "done_event",
 ]

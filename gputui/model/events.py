@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, Literal
 
-from ..probe.common import brief_command
+from ..probe.common import CLEAN, DRY_RUN, RESET, SIGNALLED, STOPPED, brief_command
 from ..probe.jobs import MAX_MEMBERS
 from .decode import (
     Indexes,
@@ -36,8 +36,18 @@ MAX_RESTARTS = 64  # parents a verdict may warn about (the probe sends at most 1
 
 # A plan's `done` results: clean / not-clean (it cleans GPUs), stopped / not-stopped (it stops
 # processes), signalled / not-signalled (a `signal` plan: one signal, once), reset / not-reset /
-# dry-run (a GPU reset), and the app's own: refused, error, outcome-unknown, not-sent.
-SUCCESS = ("clean", "stopped", "signalled", "reset", "dry-run")
+# dry-run (a GPU reset), and the app's own: refused, error, outcome-unknown, not-sent. The probe's
+# are its words (gputui.probe.common.DONE_RESULTS); these types name them for mypy, and
+# tests/kill/test_vocabulary.py keeps the two the same.
+SUCCESS = (CLEAN, STOPPED, SIGNALLED, RESET, DRY_RUN)
+OUTCOME_UNKNOWN: Final = "outcome-unknown"  # the probe's verdict never came: nobody knows what happened
+NOT_SENT: Final = "not-sent"  # nothing reached the probe (the link, or the audit log, refused it)
+DoneResult = Literal[
+    "clean", "not-clean", "stopped", "not-stopped", "signalled", "not-signalled", "reset", "not-reset",
+    "refused", "dry-run", "error", "outcome-unknown", "not-sent",
+]  # fmt: skip
+# A plan record's scope as the wire has it (gputui.probe.common.SCOPES); a signal record's is "signal".
+WireScope = Literal["processes", "gpus", "host"]
 
 
 def _result(value: Any) -> str:
@@ -74,7 +84,7 @@ _EVENT = wire_fields(
 )
 
 
-def done_event(plan: str, result: str, message: str, error: str | None = None) -> Event:
+def done_event(plan: str, result: DoneResult, message: str, error: str | None = None) -> Event:
     """The `done` event the app makes itself when the probe's own cannot come: the plan was refused
     (an `error` record), the link broke, or the plan ran past its deadline. Never a success."""
     data: dict[str, Any] = {"ok": False}
@@ -231,7 +241,7 @@ class PlanVerdict:
 
     @property
     def unknown(self) -> bool:
-        return self.result in ("outcome-unknown", "not-sent")
+        return self.result in (OUTCOME_UNKNOWN, NOT_SENT)
 
     @property
     def refused(self) -> tuple[ProcessVerdict, ...]:

@@ -21,6 +21,19 @@ SCAN_ALLOWANCE_S = 10.0  # a full holder scan on a very busy host, with room to 
 JOB_GRACE_S = 1.0  # at most this long a job's members are left to exit on their root's signal
 
 
+# A plan record's scope (docs/PROTOCOL.md "Plans"), and a signal record's; the model types them.
+SCOPE_PROCESSES, SCOPE_GPUS, SCOPE_HOST, SCOPE_SIGNAL = "processes", "gpus", "host", "signal"
+SCOPES = (SCOPE_PROCESSES, SCOPE_GPUS, SCOPE_HOST)
+# The results of a `done` event (docs/PROTOCOL.md "Verdicts"): a plan of GPUs, of processes, a
+# signal, a reset; ERROR when a bug ended it inside the probe. The model types them (DoneResult),
+# with the app's own for a verdict that never came.
+CLEAN, NOT_CLEAN, STOPPED, NOT_STOPPED = "clean", "not-clean", "stopped", "not-stopped"
+SIGNALLED, NOT_SIGNALLED = "signalled", "not-signalled"
+RESET, NOT_RESET, REFUSED, DRY_RUN, ERROR = "reset", "not-reset", "refused", "dry-run", "error"
+DONE_RESULTS = (CLEAN, NOT_CLEAN, STOPPED, NOT_STOPPED, SIGNALLED, NOT_SIGNALLED, RESET, NOT_RESET, REFUSED,
+                DRY_RUN, ERROR)  # fmt: skip
+
+
 def job_grace(term_timeout):
     # type: (float) -> float
     """Seconds after a job root's soft signal before the members still running get it too: a

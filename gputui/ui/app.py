@@ -56,7 +56,7 @@ from gputui.fleet.idle import threshold
 from gputui.fleet.pacing import Pacer
 from gputui.fleet.session import HostView
 from gputui.kill.auditlog import unfinished_headline
-from gputui.kill.operate import FRESH_TIMEOUT, Operations, Request, status_of
+from gputui.kill.operate import FRESH_TIMEOUT, AnyRequest, Operations, Request, status_of
 from gputui.kill.plan import KillOptions, Plan
 from gputui.model import Event, PlanVerdict
 from gputui.text.words import count, toast_title, verdict_summary
@@ -487,11 +487,11 @@ class GpuTuiApp(App[None]):
     def on_plan_requested(self, message: PlanRequested) -> None:
         self.request_plans(message.requests)
 
-    def request_plans(self, requests: Sequence[Request]) -> None:
+    def request_plans(self, requests: Sequence[AnyRequest]) -> None:
         """Plan what the operator asked for (one plan per host) and open the confirmation dialog."""
         if self.read_only:
             return  # no key leads here; a stray message must not either
-        usable: list[Request] = []
+        usable: list[AnyRequest] = []
         for request in requests:
             trouble = self.ops.problem(request.host)
             if trouble is not None:
@@ -504,7 +504,7 @@ class GpuTuiApp(App[None]):
             self._plan_and_confirm(usable)
 
     @work(exclusive=True, group="planning", exit_on_error=False)
-    async def _plan_and_confirm(self, requests: list[Request]) -> None:
+    async def _plan_and_confirm(self, requests: list[AnyRequest]) -> None:
         try:
             await self._plan_and_confirm_now(requests)
         except Exception as exc:  # a bug must say so, not vanish with its worker
@@ -513,7 +513,7 @@ class GpuTuiApp(App[None]):
             )
             raise
 
-    async def _plan_and_confirm_now(self, requests: list[Request]) -> None:
+    async def _plan_and_confirm_now(self, requests: list[AnyRequest]) -> None:
         planned = await self.ops.plan(requests, self.fresh_timeout)
         for problem in planned.problems:
             self.notify(problem, title="Cannot plan", severity="warning", markup=False)
@@ -530,7 +530,8 @@ class GpuTuiApp(App[None]):
         confirmed = {p.host for p in chosen}
         if self._main is not None:
             for request in requests:
-                if request.host in confirmed:  # now in a plan: its verdict says what became of them
+                # Now in a plan: its verdict says what became of them (a signal selects nothing).
+                if isinstance(request, Request) and request.host in confirmed:
                     self._main.selection.discard(request.host, (p.key for p in request.processes))
         for plan in chosen:
             self.run_plan(plan)
@@ -758,4 +759,3 @@ class GpuTuiApp(App[None]):
         if report.write_problem is not None:
             problem = report.write_problem
             self.notify(problem[:1].upper() + problem[1:], severity="error", markup=False)
-

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from gputui.kill.operate import Request
+from gputui.kill.operate import AnyRequest
 
 
 class PlanRequested(Message):
@@ -19,12 +19,12 @@ class PlanRequested(Message):
     One request per host: a selection that spans hosts becomes one plan per host, shown in one
     dialog and run concurrently, each by its own probe."""
 
-    def __init__(self, *requests: Request) -> None:
+    def __init__(self, *requests: AnyRequest) -> None:
         super().__init__()
         self.requests = requests
 
     @property
-    def request(self) -> Request:
+    def request(self) -> AnyRequest:
         return self.requests[0]
 
 

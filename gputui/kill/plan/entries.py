@@ -11,9 +11,9 @@ writes (`describe`, `to_wire`) is its own, key by key: the audit log and the pro
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar, get_args
 
-from ...model import Job, Parent, Proc, brief_command
+from ...model import Job, Parent, Proc, WireScope, brief_command
 
 # -- the processes a plan names ---------------------------------------------------------------
 
@@ -239,6 +239,8 @@ class GpuBefore:
         return asdict(self)
 
 
-# selection: GPUs and processes chosen together; jobs: jobs (and processes) chosen, no GPU to clean;
-# signal: one signal, once, to one process (the detail screen's `k`: plan_for_signal)
-SCOPES = ("host", "gpus", "processes", "selection", "jobs", "signal")
+# What the operator asked for: the wire's scopes (the probe's), and the app's own. selection: GPUs
+# and processes chosen together; jobs: jobs (and processes) chosen, no GPU to clean; signal: one
+# signal, once, to one process (the detail screen's `k`: plan_for_signal).
+PlanScope = Literal[WireScope, "selection", "jobs", "signal"]
+SCOPES: tuple[PlanScope, ...] = get_args(PlanScope)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from ...config.killoptions import KillOptions, PlanError
 from ...model import Job, Proc, Sample
 from ...text.words import count, gpus_words
-from .entries import Excluded, GpuBefore, PlanWarning, Target, excluded_entry, target_entry
+from .entries import Excluded, GpuBefore, PlanScope, PlanWarning, Target, excluded_entry, target_entry
 from .jobs import JobPart, job_for_pid, job_part, not_a_gpu_process, restart_warnings
 from .mps import mps_clients, mps_warning, mps_words
 from .reasons import UNATTRIBUTED_WORDS, exclusion, why, zombie_words
@@ -119,6 +119,7 @@ def plan_for_selection(
     chosen += [p for part in parts for p in part.members]
     tied = set(plain) | {t.pid for part in parts for t in part.heads}
     chosen += [p for p in sample.processes if p.kind == "hidden" and set(p.links) & tied]
+    scope: PlanScope
     if chosen_jobs and not asked:
         scope = "jobs"
     else:
@@ -198,7 +199,7 @@ def _check_gpus(sample: Sample, gpu_indexes: Iterable[int], host: str) -> set[in
 def _build(
     sample: Sample,
     host: str,
-    scope: str,
+    scope: PlanScope,
     indexes: set[int],
     chosen: list[Proc],
     sweep: bool,
@@ -259,7 +260,9 @@ def _build(
     return replace(plan, warnings=tuple(plan_warnings(plan, sample, indexes, opts)))
 
 
-def _zombies_near(sample: Sample, indexes: set[int], targets: dict[int, Target], scope: str) -> list[Proc]:
+def _zombies_near(
+    sample: Sample, indexes: set[int], targets: dict[int, Target], scope: PlanScope
+) -> list[Proc]:
     """Zombies worth showing with this plan: all for a host-wide plan, else those whose parent,
     group or session is a process on the targeted GPUs (where the memory of a bench run went)."""
     zombies = [p for p in sample.processes if p.kind == "zombie"]

@@ -26,7 +26,7 @@ from ...probe.common import (
 )
 from ...text.units import fmt_gpus
 from ...text.words import count, gpus_words
-from .entries import Excluded, GpuBefore, PlanWarning, Target, included
+from .entries import Excluded, GpuBefore, PlanScope, PlanWarning, Target, included
 from .jobs import jobs_title
 from .mps import mps_warning
 
@@ -48,7 +48,7 @@ class Plan:
     id: str
     host: str
     operator: str
-    scope: str  # one of SCOPES: what the operator asked for
+    scope: PlanScope  # what the operator asked for
     gpus: tuple[GpuBefore, ...]  # the GPUs the plan proves clean (none for a plan of processes)
     targets: tuple[Target, ...]
     sweep: tuple[Target, ...]  # unattributed hidden holders; signalled only when sweep_included

@@ -18,6 +18,7 @@ import os
 from typing import Any, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
 from ..classify import MONITOR, MONITOR_NAMES
+from ..common import SCOPE_SIGNAL
 from ..jobs import INIT_COMMS, SESSION_COMMS, boundary, interactive_shell, read_node
 from ..peers import PROTECTED as PEER
 from ..peers import peer_probe
@@ -127,7 +128,7 @@ class Checks(RunState):
         # without a pin, a PID reused within one clock tick by a process holding no GPU is caught.
         # A job's root and the processes between need no GPU: a launcher holds none; nor does the
         # one process a signal plan names (identified by its pidfd and start time above).
-        if proc.role not in ("root", "between") and self.plan.scope != "signal":
+        if proc.role not in ("root", "between") and self.plan.scope != SCOPE_SIGNAL:
             holds = holds_device(pid, self.probe.scanner.prefix)
             if holds is False and pid not in view.listed and pid not in self.probe.read_gpus()[1]:
                 return self.mark_not_signalled(proc, "no-gpu", NO_GPU_WORDS)
@@ -230,7 +231,7 @@ def protection(proc, record, probe, plan):
     )
     if monitor and pid not in plan.include_protected:
         return "monitor"
-    if (proc.role in ("root", "between") or plan.scope == "signal") and stat is not None:
+    if (proc.role in ("root", "between") or plan.scope == SCOPE_SIGNAL) and stat is not None:
         return head_protection(proc, stat, probe)  # a signal plan's target needs no GPU: as a root
     return None
 

@@ -13,6 +13,10 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple  # noqa: F401
 
 from ..common import (
     MAX_TIMEOUT,
+    SCOPE_GPUS,
+    SCOPE_PROCESSES,
+    SCOPE_SIGNAL,
+    SCOPES,
     SIGNAL_CHOICES,
     SIGNAL_LOOK_S,
     SIGNAL_PLANS,
@@ -23,7 +27,6 @@ from ..common import (
 from ..wire import error
 
 MAX_TARGETS = 100000
-SCOPES = ("processes", "gpus", "host")
 # A target's part in a job (docs/PROTOCOL.md "Plans"): a root is signalled first and may hold no
 # GPU (a launcher); a process between a root and its members needs none either; members are GPU
 # processes, signalled once the root has had JOB_GRACE to pass the signal on.
@@ -122,7 +125,7 @@ class Settings(object):
             raise PlanError("a plan needs an 'id' string of 1 to 64 characters")
         self.id = plan_id
         self.operator = plan.get("operator") if isinstance(plan.get("operator"), str) else None
-        scope_name = plan.get("scope", "gpus")
+        scope_name = plan.get("scope", SCOPE_GPUS)
         if scope_name not in SCOPES:
             raise PlanError("scope must be one of %s" % ", ".join(SCOPES))
         self.scope = scope_name  # type: str
@@ -136,7 +139,7 @@ class Settings(object):
         self.signals = _signals(plan)
         self.term_timeout = _timeout(plan, "term_timeout", TERM_TIMEOUT)
         self.verify_timeout = _timeout(plan, "verify_timeout", VERIFY_TIMEOUT)
-        if self.scope != "processes" and not self.gpus:
+        if self.scope != SCOPE_PROCESSES and not self.gpus:
             raise PlanError("a %s plan names the GPUs it frees" % self.scope)
 
 
@@ -147,7 +150,7 @@ class SignalSettings(Settings):
 
     def __init__(self, record):  # not Settings.__init__: another record, other checks
         # type: (Dict[str, Any]) -> None
-        self.scope = "signal"
+        self.scope = SCOPE_SIGNAL
         plan_id = record.get("id")
         if not isinstance(plan_id, str) or not 0 < len(plan_id) <= 64:
             raise PlanError("a signal needs an 'id' string of 1 to 64 characters")

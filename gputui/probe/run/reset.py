@@ -20,7 +20,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional  # noqa: F401  (type comments)
 
 from ..accounting import account, device_file
-from ..common import POLL_S, count, took
+from ..common import DRY_RUN, ERROR, NOT_RESET, POLL_S, REFUSED, RESET, count, took
 from ..wire import VERSION, error
 
 VERIFY_S = 20.0  # seconds for the memory to be back after a reset
@@ -139,7 +139,7 @@ class Reset(object):
         gpus = dict((g["index"], g) for g in self.probe.read_gpus()[0])
         gpu = gpus.get(self.index)
         if gpu is None:
-            return self.done("refused", "no GPU %s here" % self.index, blockers=[])
+            return self.done(REFUSED, "no GPU %s here" % self.index, blockers=[])
         preflight = self.probe.reader.preflight().get(self.index) or {}
         blockers = self.blockers(gpu, preflight)
         persistence = preflight.get("persistence")
@@ -158,19 +158,19 @@ class Reset(object):
             data={"blockers": blockers, "ladder": ladder, "memory_before": gpu.get("memory_used")},
         )
         if self.dry_run:
-            return self.done("dry-run", "dry run: nothing done", blockers=blockers, ladder=ladder)
+            return self.done(DRY_RUN, "dry run: nothing done", blockers=blockers, ladder=ladder)
         if blockers:
             return self.done(
-                "refused", "refused: %s remain" % count(len(blockers), "blocker"), blockers=blockers
+                REFUSED, "refused: %s remain" % count(len(blockers), "blocker"), blockers=blockers
             )
         if self.cancel_requested():
-            return self.done("not-reset", "cancelled by the app (%s): nothing done" % self.cancelled)
+            return self.done(NOT_RESET, "cancelled by the app (%s): nothing done" % self.cancelled)
         changed = []  # type: List[str]
         if persistence:
             ok, words = self.probe.reader.set_persistence(self.index, False)
             self.event("persistence", "off" if ok else "failed", words)
             if not ok:
-                return self.done("not-reset", "persistence mode could not be turned off: " + words)
+                return self.done(NOT_RESET, "persistence mode could not be turned off: " + words)
             changed.append("persistence")
         ok, words = False, ""
         back = None  # type: Optional[float]
@@ -184,13 +184,13 @@ class Reset(object):
                 restored, again = self.probe.reader.set_persistence(self.index, True)
                 self.event("persistence", "on" if restored else "failed", again)
         if self.cancelled is not None and not ok:
-            return self.done("not-reset", "cancelled by the app (%s): no reset" % self.cancelled)
+            return self.done(NOT_RESET, "cancelled by the app (%s): no reset" % self.cancelled)
         if not ok:
-            return self.done("not-reset", "the reset failed: " + words)
+            return self.done(NOT_RESET, "the reset failed: " + words)
         if back is None:
-            return self.done("not-reset", "reset, but the memory is not back at idle after %g s" % VERIFY_S)
+            return self.done(NOT_RESET, "reset, but the memory is not back at idle after %g s" % VERIFY_S)
         return self.done(
-            "reset", "GPU %d reset: memory back at idle in %s" % (self.index, took(back)), memory_after=0
+            RESET, "GPU %d reset: memory back at idle in %s" % (self.index, took(back)), memory_after=0
         )
 
     def verify(self, before):
@@ -216,7 +216,7 @@ class Reset(object):
 
     def done(self, result, message, **data):
         # type: (str, str, Any) -> Dict[str, Any]
-        data["ok"] = result in ("reset", "dry-run")
+        data["ok"] = result in (RESET, DRY_RUN)
         return self.event("done", result, message, data=data)
 
 
@@ -240,5 +240,5 @@ def execute(probe, record, emit, stop_requested=None):
         return run.run_ladder()
     except Exception as exc:  # a bug must end the ladder visibly, not kill the probe
         return run.done(
-            "error", "reset %s failed inside the probe: %s: %s" % (reset_id, type(exc).__name__, exc)
+            ERROR, "reset %s failed inside the probe: %s: %s" % (reset_id, type(exc).__name__, exc)
         )

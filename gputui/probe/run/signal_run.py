@@ -15,7 +15,7 @@ import signal
 import time
 from typing import Any, Callable, Dict, Optional  # noqa: F401  (type comments)
 
-from ..common import SIGNAL_LOOK_S
+from ..common import NOT_SIGNALLED, SIGNAL_LOOK_S, SIGNALLED
 from ..procfs import read_stat_strict
 from .checks import Checks
 from .orders import SignalSettings, parse_or_refuse
@@ -78,7 +78,7 @@ class SignalRun(Checks):
             words = "%s NOT sent to %s: %s" % (name, proc.label(), proc.why or proc.verdict)
         return self.event(
             "done",
-            "signalled" if sent else "not-signalled",
+            SIGNALLED if sent else NOT_SIGNALLED,
             "signal %s: %s" % (plan.id, words),
             data={
                 "ok": sent,

@@ -17,6 +17,7 @@ import signal
 import time
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
+from ..common import ERROR
 from ..procfs import close_quietly, read_stat_strict
 from ..wire import VERSION
 from . import scope, verdicts
@@ -41,7 +42,7 @@ def run_to_the_end(run, what, steps, ok_key):
         failure = "%s: %s" % (type(exc).__name__, exc)
         return run.event(
             "done",
-            "error",
+            ERROR,
             "%s %s failed inside the probe: %s" % (what, run.plan.id, failure),
             data={ok_key: False, "gpus": {}, "processes": [], "error": failure},
         )

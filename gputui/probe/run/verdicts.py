@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple  # n
 
 from ..accounting import account
 from ..classify import GHOST, HIDDEN, MONITOR, USER
-from ..common import brief_command, took
+from ..common import CLEAN, NOT_CLEAN, NOT_STOPPED, STOPPED, brief_command, took
 from ..core import Probe
 from ..holders import descendants
 from ..procfs import holds_device, read_cmdline, read_stat, read_stat_strict, read_status, user_name
@@ -321,12 +321,12 @@ def outcome(plan, gpus, processes, memory_released):
     ok = clean and gone and memory_released
     if plan.gpus:
         return (
-            ("clean" if ok else "not-clean"),
+            (CLEAN if ok else NOT_CLEAN),
             ok,
             ("every targeted GPU verified clean" if ok else "NOT clean"),
         )
     return (
-        ("stopped" if ok else "not-stopped"),
+        (STOPPED if ok else NOT_STOPPED),
         ok,
         ("every target stopped, its memory released" if ok else "NOT every target stopped"),
     )

@@ -31,7 +31,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Input, Static
 
 from gputui.fleet.session import LIVE, REASONS, HostView
-from gputui.kill.operate import Request
+from gputui.kill.operate import Request, RequestScope
 from gputui.model import Job, Parent, Proc, ProcUtilState
 from gputui.text.units import fmt_memory
 from gputui.text.words import count
@@ -989,7 +989,7 @@ class MainScreen(Screen[None]):
         if record is not None:
             self.app.push_screen(ProcDetailScreen(scope.host, record))
 
-    def _request(self, scope: str, gpus: tuple[int, ...] = ()) -> None:
+    def _request(self, scope: RequestScope, gpus: tuple[int, ...] = ()) -> None:
         host = self._target_host()
         if host is None:
             return
