@@ -242,11 +242,11 @@ class Loop(object):
             self.emit(error("no-gpu", "no GPU reader: %s" % self.probe.reader_error.message, plan_id))
             return
         if record.get("type") == "signal":  # one signal to one process: no ladder, no verification
-            from .run.signal_run import execute_signal
+            from .run.signal_run import execute_signal  # here: a probe that only samples never loads it
 
             execute_signal(self.probe, record, self.emit)
         else:
-            from .run.reaper import execute
+            from .run.reaper import execute  # here: a probe that only samples never loads the kill run
 
             execute(self.probe, record, self.emit, lambda: self.stop_requested(plan_id))
         self.handle_deferred()
