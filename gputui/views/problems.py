@@ -309,24 +309,18 @@ def gpu_subject(view: HostView, state: HostState, gpu: Gpu) -> Subject:
         states.add("free" if sample.gpu_is_free(gpu) else "busy")
     states.add("problem" if state.gpu_worst(gpu.index) is not None else "healthy")
     idle = [state.idle[p.key] for p in procs if p.key in state.idle]
-    return Subject(
-        host=view.name,
-        group=state.group,
-        states=frozenset(states),
-        users=frozenset(p.user for p in procs if p.user),
-        kinds=frozenset(p.kind for p in procs),
+    return _rows_subject(
+        view,
+        state,
+        states,
+        procs,
         gpus=frozenset({gpu.index}),
         models=(gpu.name,) if gpu.name else (),
-        commands=tuple(" ".join(p.command) for p in procs if p.command),
-        pids=frozenset(p.pid for p in procs),
-        jobs=frozenset(p.job for p in procs if p.job),
-        containers=tuple(p.container for p in procs if p.container),
         memory=gpu.memory_used,
         memory_total=gpu.memory_total,
+        idle=max(idle) if idle else None,
         util=gpu.util_gpu,
         temp=gpu.temperature,
-        idle=max(idle) if idle else None,
-        words=tuple(p.name for p in procs if p.name),
     )
 
 
@@ -338,21 +332,52 @@ def host_subject(view: HostView, state: HostState) -> Subject:
     states.add("problem" if state.troubled else "healthy")
     used = [g.memory_used for g in sample.gpus if g.memory_used is not None] if sample else []
     total = [g.memory_total for g in sample.gpus if g.memory_total is not None] if sample else []
+    return _rows_subject(
+        view,
+        state,
+        states,
+        procs,
+        gpus=frozenset(g.index for g in sample.gpus) if sample else frozenset(),
+        models=tuple(dict.fromkeys(g.name for g in sample.gpus if g.name)) if sample else (),
+        memory=sum(used) if used else None,
+        memory_total=sum(total) if total else None,
+        idle=max(state.idle.values()) if state.idle else None,
+    )
+
+
+def _rows_subject(
+    view: HostView,
+    state: HostState,
+    states: set[str],
+    procs: Sequence[Proc],
+    *,
+    gpus: frozenset[int],
+    models: tuple[str, ...],
+    memory: int | None,
+    memory_total: int | None,
+    idle: float | None,
+    util: float | None = None,
+    temp: float | None = None,
+) -> Subject:
+    """A row over one or more GPUs (a GPU, a host): who and what its processes are, with the GPUs'
+    own figures."""
     return Subject(
         host=view.name,
         group=state.group,
         states=frozenset(states),
         users=frozenset(p.user for p in procs if p.user),
         kinds=frozenset(p.kind for p in procs),
-        gpus=frozenset(g.index for g in sample.gpus) if sample else frozenset(),
-        models=tuple(dict.fromkeys(g.name for g in sample.gpus if g.name)) if sample else (),
+        gpus=gpus,
+        models=models,
         commands=tuple(" ".join(p.command) for p in procs if p.command),
         pids=frozenset(p.pid for p in procs),
         jobs=frozenset(p.job for p in procs if p.job),
         containers=tuple(p.container for p in procs if p.container),
-        memory=sum(used) if used else None,
-        memory_total=sum(total) if total else None,
-        idle=max(state.idle.values()) if state.idle else None,
+        memory=memory,
+        memory_total=memory_total,
+        util=util,
+        temp=temp,
+        idle=idle,
         words=tuple(p.name for p in procs if p.name),
     )
 

@@ -94,92 +94,106 @@ def unready(
     there when the wait began; one that is not is named as new, with the parent that started it.
     `idle`: the idle holders (gputui/fleet/idle.py) among them, with their seconds at 0 % SM: a GPU that
     waits on one says so (it frees nothing by itself: someone must stop it)."""
-    out: list[Unready] = []
     if gpu.error:
         return [Unready("error", f"the GPU reports an error: {gpu.error}")]
+    found = [
+        _processes(gpu, sample, known, idle),
+        *_memory(gpu, conditions),
+        _unaccounted(gpu, conditions),
+        _under("utilization", gpu.util_gpu, conditions.util_below, "%", float),
+        _temperature(gpu, conditions),
+        *_preflight(preflight, conditions),
+    ]
+    return [u for u in found if u is not None]
+
+
+def _processes(
+    gpu: Gpu,
+    sample: Sample,
+    known: Collection[tuple[int, int | None]] | None,
+    idle: Mapping[tuple[int, int | None], float] | None,
+) -> Unready | None:
+    """Processes that use or hold the GPU: the new ones first (with the parent that started them),
+    then the others, four of each named."""
     users = [p for p in sample.on_gpu(gpu.index) if p.kind in ("user", "ghost", "hidden") and not p.protected]
-    if users:
-        fresh = [p for p in users if known is not None and p.key not in known and p.kind != "ghost"]
-        old = [p for p in users if p not in fresh]
-        parts = [new_process_words(sample, p, gpu.index) for p in fresh[:4]]
-        names = ", ".join(
-            f"{p.pid} ({p.kind}{': ' + p.command_line if p.kind != 'ghost' else ''}{_idle_note(p, idle)})"
-            for p in old[:4]
-        )
-        more = f" and {len(old) - 4} more" if len(old) > 4 else ""
-        if old:
-            parts.append(f"used or held by {names}{more}")
-        if len(fresh) > 4:
-            parts.append(f"and {len(fresh) - 4} more new")
-        out.append(Unready("processes", "; ".join(parts), float(len(users))))
+    if not users:
+        return None
+    fresh = [p for p in users if known is not None and p.key not in known and p.kind != "ghost"]
+    old = [p for p in users if p not in fresh]
+    parts = [new_process_words(sample, p, gpu.index) for p in fresh[:4]]
+    names = ", ".join(
+        f"{p.pid} ({p.kind}{': ' + p.command_line if p.kind != 'ghost' else ''}{_idle_note(p, idle)})"
+        for p in old[:4]
+    )
+    more = f" and {len(old) - 4} more" if len(old) > 4 else ""
+    if old:
+        parts.append(f"used or held by {names}{more}")
+    if len(fresh) > 4:
+        parts.append(f"and {len(fresh) - 4} more new")
+    return Unready("processes", "; ".join(parts), float(len(users)))
+
+
+def _memory(gpu: Gpu, conditions: Conditions) -> list[Unready]:
+    """Memory above the idle baseline (past the slack), and at or above an absolute bound if one is
+    asked."""
     used, base = gpu.memory_used, gpu.memory_baseline or 0
     if used is None:
-        out.append(Unready("memory", "no memory figure from the driver"))
-    else:
-        above = used - base
-        if above > conditions.memory_slack:
-            out.append(
-                Unready(
-                    "memory",
-                    f"{fmt_bytes(above)} above idle (idle {fmt_bytes(base)}, slack {fmt_bytes(conditions.memory_slack)})",
-                    float(above),
-                )
-            )
-        if conditions.memory_below is not None and used >= conditions.memory_below:
-            out.append(
-                Unready(
-                    "memory-below",
-                    f"{fmt_bytes(used)} used, not below {fmt_bytes(conditions.memory_below)}",
-                    float(used),
-                )
-            )
-    account = gpu.accounting
-    if conditions.accounted and account is not None and account.unaccounted > conditions.memory_slack:
-        out.append(Unready("unaccounted", unaccounted_words(account), float(account.unaccounted)))
-    if gpu.util_gpu is None:
-        out.append(Unready("utilization", "no utilization figure from the driver"))
-    elif gpu.util_gpu >= conditions.util_below:
+        return [Unready("memory", "no memory figure from the driver")]
+    out = []
+    above = used - base
+    if above > conditions.memory_slack:
+        slack = fmt_bytes(conditions.memory_slack)
+        words = f"{fmt_bytes(above)} above idle (idle {fmt_bytes(base)}, slack {slack})"
+        out.append(Unready("memory", words, float(above)))
+    below = conditions.memory_below
+    if below is not None and used >= below:
         out.append(
-            Unready(
-                "utilization",
-                f"{gpu.util_gpu}% (below {conditions.util_below}% wanted)",
-                float(gpu.util_gpu),
-            )
+            Unready("memory-below", f"{fmt_bytes(used)} used, not below {fmt_bytes(below)}", float(used))
         )
-    if conditions.temp_below is not None:
-        if gpu.temperature is None:
-            out.append(Unready("temperature", "no temperature figure from the driver"))
-        elif gpu.temperature >= conditions.temp_below:
-            out.append(
-                Unready(
-                    "temperature",
-                    f"{gpu.temperature}°C (below {conditions.temp_below}°C wanted)",
-                    float(gpu.temperature - conditions.temp_below + 1),
-                )
-            )
-    if conditions.needs_preflight and preflight is None:
-        out.append(Unready("preflight", "no preflight reading yet"))
-    elif preflight is not None:
-        if conditions.no_throttle:
-            if preflight.throttle is None:
-                out.append(Unready("throttle", "the driver does not report clock-event reasons"))
-            elif preflight.throttle:
-                out.append(
-                    Unready(
-                        "throttle",
-                        f"throttling: {', '.join(preflight.throttle)}",
-                        float(len(preflight.throttle)),
-                    )
-                )
-        if conditions.persistence and preflight.persistence is not True:
-            out.append(
-                Unready(
-                    "persistence",
-                    "persistence mode is off"
-                    if preflight.persistence is False
-                    else "persistence mode unknown",
-                )
-            )
+    return out
+
+
+def _unaccounted(gpu: Gpu, conditions: Conditions) -> Unready | None:
+    account = gpu.accounting
+    if not conditions.accounted or account is None or account.unaccounted <= conditions.memory_slack:
+        return None
+    return Unready("unaccounted", unaccounted_words(account), float(account.unaccounted))
+
+
+def _under(
+    condition: str, value: int | None, below: int, unit: str, excess: Callable[[int], float]
+) -> Unready | None:
+    """A reading that must stay below `below`: failed where the driver gives none, or where it is at
+    or above; `excess` says by how much."""
+    if value is None:
+        return Unready(condition, f"no {condition} figure from the driver")
+    if value < below:
+        return None
+    return Unready(condition, f"{value}{unit} (below {below}{unit} wanted)", excess(value))
+
+
+def _temperature(gpu: Gpu, conditions: Conditions) -> Unready | None:
+    """Only when a bound is asked; by how much: the degrees to shed to be just below it."""
+    below = conditions.temp_below
+    if below is None:
+        return None
+    return _under("temperature", gpu.temperature, below, "°C", lambda t: float(t - below + 1))
+
+
+def _preflight(preflight: Preflight | None, conditions: Conditions) -> list[Unready]:
+    """What the latest preflight reading fails (clock-event reasons, persistence mode), where asked."""
+    if preflight is None:
+        return [Unready("preflight", "no preflight reading yet")] if conditions.needs_preflight else []
+    out = []
+    if conditions.no_throttle:
+        if preflight.throttle is None:
+            out.append(Unready("throttle", "the driver does not report clock-event reasons"))
+        elif preflight.throttle:
+            reasons = ", ".join(preflight.throttle)
+            out.append(Unready("throttle", f"throttling: {reasons}", float(len(preflight.throttle))))
+    if conditions.persistence and preflight.persistence is not True:
+        state = "is off" if preflight.persistence is False else "unknown"
+        out.append(Unready("persistence", f"persistence mode {state}"))
     return out
 
 

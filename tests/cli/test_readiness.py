@@ -15,9 +15,9 @@ from dataclasses import replace
 from typing import Any
 
 from gputui.fleet.session import GpuHistory
-from gputui.model import Preflight
+from gputui.model import Gpu, Preflight, Sample
 from gputui.probe.readers.sim import GiB, SimReader
-from gputui.views.readiness import preflight_flags
+from gputui.views.readiness import Conditions, preflight_flags, unready
 from tests.support.commands import clean, fleet_of, wait
 from tests.support.hostile import HostileLink
 from tests.support.hosts import PREFLIGHT_HOST, preflight_spec
@@ -216,3 +216,33 @@ async def test_every_gpu_of_a_host_with_a_refused_gpu_record_cannot_be_judged():
     assert code == 1 and doc is not None, text
     [bare] = doc["hosts"]
     assert {u["condition"] for u in bare["gpus"]["0"]["unready"]} >= {"processes", "utilization"}
+
+
+def test_each_condition_says_what_fails_and_by_how_much():
+    """The words and excess of each condition a quiet GPU can still fail, one at a time."""
+    gpu = Gpu(index=0, memory_used=2 * GiB, memory_baseline=GiB // 2, util_gpu=3, temperature=71)
+    sample = Sample(seq=1, time=1.0, gpus=(gpu,), processes=())
+    asked = Conditions(temp_below=70, memory_below=GiB, no_throttle=True, persistence=True)
+
+    def failed(g: Gpu = gpu, preflight: Preflight | None = None, conditions: Conditions = asked):
+        return [(u.condition, u.words, u.excess) for u in unready(g, sample, conditions, preflight)]
+
+    assert failed(preflight=Preflight(throttle=("hw-slowdown", "sw-thermal"), persistence=False)) == [
+        ("memory", "1.5 GiB above idle (idle 512 MiB, slack 32.0 MiB)", 1.5 * GiB),
+        ("memory-below", "2.0 GiB used, not below 1.0 GiB", 2.0 * GiB),
+        ("utilization", "3% (below 1% wanted)", 3.0),
+        ("temperature", "71°C (below 70°C wanted)", 2.0),
+        ("throttle", "throttling: hw-slowdown, sw-thermal", 2.0),
+        ("persistence", "persistence mode is off", None),
+    ]
+    blank = replace(gpu, memory_used=None, util_gpu=None, temperature=None)
+    assert failed(blank, Preflight()) == [
+        ("memory", "no memory figure from the driver", None),
+        ("utilization", "no utilization figure from the driver", None),
+        ("temperature", "no temperature figure from the driver", None),
+        ("throttle", "the driver does not report clock-event reasons", None),
+        ("persistence", "persistence mode unknown", None),
+    ]
+    assert failed(blank)[-1] == ("preflight", "no preflight reading yet", None)
+    assert failed(blank, conditions=Conditions())[-1][0] == "utilization"  # no preflight asked for
+    assert failed(replace(gpu, error="gpu-lost")) == [("error", "the GPU reports an error: gpu-lost", None)]
