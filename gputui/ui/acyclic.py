@@ -35,6 +35,8 @@ from rich.style import Style
 from textual.cache import LRUCache
 from textual.strip import Strip
 
+from ._textual import lru_links
+
 __all__ = ["install", "installed"]
 
 _ORIGINAL: dict[str, Any] = {}
@@ -58,13 +60,13 @@ def _crop_extend(self: Strip, start: int, end: int, style: Style | None) -> Stri
 
 
 def _clear(self: LRUCache[Any, Any]) -> None:
-    links = list(self._cache.values())
+    links = list(lru_links(self).values())
     _ORIGINAL["clear"](self)
     deque(map(list.clear, links), maxlen=0)  # no ring left: each link and its value freed now
 
 
 def _discard(self: LRUCache[Any, Any], key: Any) -> None:
-    link = self._cache.get(key)
+    link = lru_links(self).get(key)
     _ORIGINAL["discard"](self, key)
     if link is not None:
         link.clear()  # out of the ring now; the last one referred to itself

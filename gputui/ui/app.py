@@ -64,6 +64,7 @@ from gputui.views.report import write_files
 
 from . import acyclic, fmt
 from . import spinner as actions
+from ._textual import app_driver, set_return_code
 from .commands import GpuTuiCommands
 from .messages import PlanRequested, ResetRequested
 from .screens.gpu_detail import GpuDetailScreen
@@ -231,7 +232,7 @@ class GpuTuiApp(App[None]):
         loop = self._run_loop = asyncio.get_running_loop()
         if lifeline is not None:
             if not lifeline.attach(lambda code: loop.call_soon_threadsafe(self._end, code)):
-                self._return_code = lifeline.code  # a signal came first: start nothing
+                set_return_code(self, lifeline.code)  # a signal came first: start nothing
                 return None
             lifeline.at_hard_exit(self._last_words)
         try:
@@ -250,7 +251,7 @@ class GpuTuiApp(App[None]):
         finally:
             if lifeline is not None:
                 if lifeline.reason is not None:
-                    self._return_code = lifeline.code
+                    set_return_code(self, lifeline.code)
                 lifeline.detach()
 
     def _end(self, code: int) -> None:
@@ -271,7 +272,7 @@ class GpuTuiApp(App[None]):
     def terminal_size(self, laid_out: tuple[int, int] | None = None) -> tuple[int, int]:
         """The terminal's size as it reports it (0x0 for some); the layout's where it says nothing
         more (Pilot, a terminal that cannot be asked)."""
-        driver = self._driver
+        driver = app_driver(self)
         reported = driver.reported if isinstance(driver, TerminalDriver) else None
         if reported is not None:
             return reported
@@ -310,7 +311,7 @@ class GpuTuiApp(App[None]):
         in the audit log, then the terminal restored if it is still there."""
         for plan in list(self.ops.running.values()):
             self._abandon(plan)
-        driver = self._driver
+        driver = app_driver(self)
         if isinstance(driver, TerminalDriver):
             driver.restore_now()
 

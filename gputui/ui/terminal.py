@@ -40,11 +40,9 @@ import threading
 import time
 from codecs import getincrementaldecoder
 from collections.abc import Callable
-from typing import IO, TYPE_CHECKING, Any, NoReturn, cast
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
-from textual._xterm_parser import XTermParser
-from textual.drivers._writer_thread import WriterThread
-from textual.drivers.linux_driver import LinuxDriver
+from ._textual import HookedDriver
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -235,7 +233,7 @@ class GuardedOutput:
         self._on_lost(f"the terminal closed: {words}")
 
 
-class TerminalDriver(LinuxDriver):
+class TerminalDriver(HookedDriver):
     """Textual's Linux driver for a terminal that can go away (the module's docstring).
 
     The loss goes to the app's `terminal_lost(why)`, when it has one."""
@@ -246,14 +244,14 @@ class TerminalDriver(LinuxDriver):
         super().__init__(app, debug=debug, mouse=mouse, size=size)
         self._gone = threading.Event()
         self._out: int | None = None
-        if self._file is not None:
+        if self.output is not None:
             with contextlib.suppress(OSError, ValueError):
-                self._out = self._file.fileno()
-            self._file = cast(Any, GuardedOutput(self._file, self.terminal_lost))
+                self._out = self.output.fileno()
+            self.output = GuardedOutput(self.output, self.terminal_lost)
 
     reported: tuple[int, int] | None = None  # the size the terminal itself gave last (0: none)
 
-    def _get_terminal_size(self) -> tuple[int, int]:
+    def layout_size(self) -> tuple[int, int]:
         """The size to lay the screen out in; what the terminal itself said is kept in `reported`.
 
         A terminal that reports 0 columns or rows (some `script` sessions, `docker exec -t`, serial
@@ -271,39 +269,38 @@ class TerminalDriver(LinuxDriver):
                 break
         self.reported = reported
         if reported is not None and min(reported) <= 0:
-            width, height = self._app.console.size
+            width, height = self.owner.console.size
             return width, height
-        return super()._get_terminal_size()
+        return self.textual_size()
 
     def terminal_lost(self, why: str) -> None:
         if self._gone.is_set():
             return
         self._gone.set()
-        report = getattr(self._app, "terminal_lost", None)
+        report = getattr(self.owner, "terminal_lost", None)
         if callable(report):
             report(why)
 
-    def _sigcont_application(self, *args: Any) -> None:
+    def continued(self, *args: Any) -> None:
         # A hang-up brings SIGCONT with SIGHUP: Textual would set up the dead terminal again (a
         # second input thread, a second writer) while the app is ending.
         if not self._gone.is_set() and not _hung_up(self.fileno):
-            super()._sigcont_application(*args)
+            self.textual_sigcont(*args)
 
     def start_application_mode(self) -> None:
         super().start_application_mode()  # type: ignore[no-untyped-call]  # Textual's is unannotated
-        if self._writer_thread is None and _hung_up(self.fileno):
+        if not self.writing and _hung_up(self.fileno):
             # Textual gave up on a terminal that refused its settings, and would then fail on its
             # first write: the terminal is gone, and the writes go nowhere until the app exits.
             self.terminal_lost("the terminal hung up")
-            self._writer_thread = WriterThread(cast(Any, self._file))
-            self._writer_thread.start()
+            self.start_writer()
 
     def run_input_thread(self) -> None:
         """Textual's input loop, ending when the input does (EOF, EIO, a hang-up)."""
         fileno = self.fileno
         poller = select.poll()
         poller.register(fileno, select.POLLIN)  # POLLHUP, POLLERR and POLLNVAL come unasked
-        parser = XTermParser(self._debug)
+        parser = self.input_parser()
         decode = getincrementaldecoder("utf-8")().decode
         try:
             while not self.exit_event.is_set():

@@ -15,7 +15,8 @@ from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
 from gputui.ui.widgets.cells import Cell
-from gputui.ui.widgets.table import Column, KeyedTable
+from gputui.ui.widgets.columns import Column
+from gputui.ui.widgets.table import KeyedTable
 
 STYLES = [
     Style(),

@@ -18,8 +18,9 @@ import pytest
 
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.widgets.cells import ELLIPSIS
+from gputui.ui.widgets.columns import SORT_KEYS
 from gputui.ui.widgets.proc_table import COMMAND_ROOM, ProcTable
-from gputui.ui.widgets.table import SORT_KEYS, KeyedTable
+from gputui.ui.widgets.table import KeyedTable
 from tests.support.apps import build_app
 from tests.support.longdata import HOSTS, long_fleet_records
 from tests.support.pilot import main_of, redrawn, screen_text, settle
@@ -184,6 +185,6 @@ async def test_a_sort_on_a_column_the_config_hides_is_said_where_it_is_never_cut
         assert table.width_of("rss") == 0  # the config hides it, at every width
         assert "sorted by RSS ▼ (column hidden)" in borders(app, table)
         await pilot.press("t")  # the tree: a longer title; the note is where it was
-        main.following = None
+        main.state.following.key = None
         await redrawn(pilot)
         assert "sorted by RSS ▼ (column hidden)" in borders(app, table)

@@ -11,9 +11,10 @@ import pytest
 from textual.app import App, ComposeResult
 
 from gputui.ui.widgets.cells import Cell
+from gputui.ui.widgets.columns import SORT_KEYS, Column
 from gputui.ui.widgets.fleet_table import FleetTable
 from gputui.ui.widgets.proc_table import ProcTable
-from gputui.ui.widgets.table import SORT_KEYS, Column, KeyedTable
+from gputui.ui.widgets.table import KeyedTable
 from tests.support.apps import build_app
 from tests.support.pilot import redrawn, settle
 

@@ -13,7 +13,8 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
 from gputui.ui.widgets.cells import Cell, Row
-from gputui.ui.widgets.table import Column, KeyedTable
+from gputui.ui.widgets.columns import Column
+from gputui.ui.widgets.table import KeyedTable
 
 
 class Table(KeyedTable):

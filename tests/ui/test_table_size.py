@@ -10,7 +10,8 @@ import pytest
 from textual.app import App, ComposeResult
 
 from gputui.ui.widgets.cells import Cell
-from gputui.ui.widgets.table import Column, KeyedTable
+from gputui.ui.widgets.columns import Column
+from gputui.ui.widgets.table import KeyedTable
 
 
 class Table(KeyedTable):

@@ -13,8 +13,10 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
 from gputui.fleet.session import LIVE
+from gputui.ui._textual import InPlaceTable
 from gputui.ui.widgets.cells import Cell, Row
-from gputui.ui.widgets.table import Column, KeyedTable
+from gputui.ui.widgets.columns import Column
+from gputui.ui.widgets.table import KeyedTable
 from tests.support.apps import build_app, recording
 from tests.support.pilot import redrawn, wait_for
 
@@ -193,7 +195,7 @@ async def test_a_cursor_that_scrolls_the_table_renders_again_only_the_rows_it_le
         await painted(pilot)
         assert table.scroll_y > 0
         rendered: list[Any] = []
-        original = KeyedTable.__mro__[1]._render_line_in_row  # DataTable's, below the override
+        original = InPlaceTable.__mro__[1]._render_line_in_row  # DataTable's, below the override
 
         def counting(self: Any, row_key: Any, *args: Any) -> Any:
             before = len(self._row_render_cache)
@@ -202,14 +204,14 @@ async def test_a_cursor_that_scrolls_the_table_renders_again_only_the_rows_it_le
                 rendered.append(row_key.value)
             return out
 
-        KeyedTable.__mro__[1]._render_line_in_row = counting  # type: ignore[method-assign]
+        InPlaceTable.__mro__[1]._render_line_in_row = counting  # type: ignore[method-assign]
         try:
             start = table.cursor_row
             for _ in range(3):
                 await pilot.press("j")
                 await painted(pilot)
         finally:
-            KeyedTable.__mro__[1]._render_line_in_row = original  # type: ignore[method-assign]
+            InPlaceTable.__mro__[1]._render_line_in_row = original  # type: ignore[method-assign]
         assert table.cursor_row == start + 3 and table.scroll_y > 0
         # Each move: the row it left, the row it reached (new in view as the table scrolled).
         rows = sorted({key for key in rendered if key is not None})  # (None: the header's line)

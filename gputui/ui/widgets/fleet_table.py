@@ -32,9 +32,10 @@ from gputui.views.problems import HEALTHY, RANKS, FleetProblems, HostState, Prob
 
 from .. import fmt
 from .cells import Cell, Row, dim
+from .columns import Column
 from .gpu_table import GPU_STYLES, holders_cell, holders_column, memory_cell, util_cell
 from .host_list import GROUP, HOST_STYLES, seen
-from .table import Column, KeyedTable
+from .table import KeyedTable
 
 SEVERE = RANKS["ecc"]  # problems up to this rank are drawn as errors, the rest as warnings
 FOLDED_RANK = HEALTHY + 1  # group lines come after every GPU row

@@ -21,8 +21,8 @@ from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.widget import Widget
 from textual.widgets import Footer as TextualFooter
-from textual.widgets._footer import FooterKey
 
+from .._textual import FooterKey
 from ..fmt import key_name
 
 

@@ -17,7 +17,8 @@ from gputui.views.readiness import preflight_flags
 
 from .. import fmt, kinds
 from .cells import Cell, Row, Styled, dim
-from .table import Column, KeyedTable
+from .columns import Column
+from .table import KeyedTable
 
 ALL = "all"  # the row key of the whole-host row
 HISTORY_WINDOW = 120  # samples a sparkline spans, whatever its width

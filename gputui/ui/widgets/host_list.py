@@ -18,7 +18,8 @@ from gputui.views.problems import FleetProblems
 
 from .. import fmt
 from .cells import Cell, Row
-from .table import Column, KeyedTable
+from .columns import Column
+from .table import KeyedTable
 
 ALL_HOSTS = "\x00all"  # row key of the fleet entry; no host name holds a NUL
 GROUP = (

@@ -21,7 +21,8 @@ from gputui.text.words import gpu_place
 
 from .. import fmt, jobs, kinds, tree
 from .cells import Cell, Row, Styled, dim
-from .table import Column, KeyedTable
+from .columns import Column
+from .table import KeyedTable
 
 ProcKey = tuple[int, int | None]
 CONTEXT = "~"  # the row key prefix of a tree's context rows (not in the list; see gputui.ui.tree)
@@ -353,7 +354,7 @@ class ProcTable(KeyedTable):
 
     def reveal_cursor(self) -> None:
         """Scroll so the cursor's row is in view (a followed process that moved)."""
-        self._scroll_cursor_into_view()
+        self.scroll_cursor_into_view()
 
     def action_fold(self) -> None:
         """Fold the family under the cursor (on a row without one: its parent's, the cursor going there)."""

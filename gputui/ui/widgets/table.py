@@ -54,62 +54,24 @@ not fit) is kept, and `hidden_sort` names it for the pane's title.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, ClassVar
 
-from rich._pick import pick_bool
-from rich.console import Console, ConsoleOptions, JustifyMethod
-from rich.segment import Segment
 from rich.style import Style
-from rich.text import DEFAULT_JUSTIFY, DEFAULT_OVERFLOW, Text
-from textual import events
-from textual._two_way_dict import TwoWayDict
+from rich.text import Text
 from textual.binding import Binding, BindingType
-from textual.cache import LRUCache
-from textual.coordinate import Coordinate
-from textual.geometry import Region, Size
 from textual.message import Message
-from textual.reactive import Reactive
-from textual.strip import Strip
 from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey, RowDoesNotExist, RowKey
+from textual.widgets.data_table import ColumnKey, RowDoesNotExist
 
+from .._textual import InPlaceTable
 from .cells import Cell, Row, fit, whole_width
-
-
-@dataclass(frozen=True, slots=True)
-class Column:
-    """A table column: how wide, which is dropped first, how it sorts, whether it may be cut."""
-
-    key: str
-    label: str
-    width: int | None = None  # None: as wide as the widest cell
-    priority: int = 0  # 0: always shown; higher numbers are dropped first when space runs out
-    nominal: int = 12  # the width to plan for when `width` is None
-    descending: bool = False  # the first sort on this column puts the largest values on top
-    justify: JustifyMethod = "left"
-    flex: bool = False  # takes the width the other columns leave (at least `nominal`); words only
-    sortable: bool = True  # counted by the 1-9 sort keys
-    cut: bool = False  # words, which give way with an ellipsis; False: numbers, never cut (it grows)
-    # A flex column: the width it grows to before the columns of priority `room_priority` come (at
-    # most what its cells need: their length, or, when `whole`, what keeps their numbers whole).
-    room: int | None = None
-    room_priority: int = 0
-    whole: bool = False
-
-    @property
-    def planned(self) -> int:
-        return self.width if self.width is not None else self.nominal
-
-
-SORT_KEYS = "1234567890"  # the tenth sortable column is 0
-
+from .columns import SORT_KEYS, Column, fit_columns
 
 WINDOW_MARGIN = 4  # rows built beyond those in view, above and below
 
 
-class KeyedTable(DataTable[Cell]):
+class KeyedTable(InPlaceTable[Cell]):
     """Subclasses define COLUMNS and call `sync()`; digits 1-9 (or a header click) sort."""
 
     class Refitted(Message):
@@ -159,8 +121,6 @@ class KeyedTable(DataTable[Cell]):
         self._content: dict[str, int] = {}  # the widest cell of each measured column (grows)
         self._palette: dict[str, Style] = {}
         self._palette_theme = ""
-        self._stale_rows: set[RowKey] = set()  # updated in place: their cache entries go before a render
-        self._cache_epoch = -1  # DataTable's _update_count when the render caches were last emptied
         self.changes = 0  # cells updated and rows added or removed since mounting (what a redraw did)
         self._applied_order: list[str] | None = None  # the last order `row_order` gave, as applied
         # Rows whose data changed while they were out of the window: built when they come into it.
@@ -210,81 +170,18 @@ class KeyedTable(DataTable[Cell]):
             return cell.cell_len
         return min(room, whole_width(cell)) if column.whole else room
 
-    def _label_width(self, column: Column) -> int:
-        arrow = 1 if self.SORTABLE and column.sortable else 0  # room for the sort arrow
-        return len(column.label) + arrow
-
-    def _bounds(self, column: Column) -> tuple[int, int]:
-        """(the least, the most) width `column` takes."""
-        label = self._label_width(column)
-        content = self._content.get(column.key, 0)
-        if column.flex:
-            least = max(column.nominal, label)
-            return least, least
-        if not column.cut:  # numbers: as wide as the widest, always
-            width = max(column.width or 0, content, label)
-            return width, width
-        if column.width is not None:
-            width = max(column.width, label)
-            return width, width
-        want = max(content or column.nominal, label)
-        return min(want, max(column.nominal, label)), want
-
     def _fit(self, width: int) -> tuple[Column, ...]:
-        """The columns that fit in `width` cells, most important first, each with its width: up to
-        the first column that does not fit, the sort column right after those that always show; a
-        flex column's room before the columns of its room's priority; then words without a fixed
-        width grow towards their widest cell, and a flex column takes the rest."""
-        columns = tuple(c for c in self.available_columns() if c.key not in self.hidden_columns)
-        budget = width - 1  # the vertical scrollbar
-        pad = 2 * self.cell_padding
-        bounds = {c.key: self._bounds(c) for c in columns}
-        widths: dict[str, int] = {}
-        sort = self._sort[0] if self.SORTABLE and self._sort is not None else None
+        """The columns that fit in `width` cells, each with its width (columns.fit_columns)."""
+        return fit_columns(
+            tuple(c for c in self.available_columns() if c.key not in self.hidden_columns),
+            width,
+            pad=2 * self.cell_padding,
+            content=self._content,
+            sort=self._sort[0] if self.SORTABLE and self._sort is not None else None,
+            sortable=self.SORTABLE,
+        )
 
-        def rank(column: Column) -> tuple[int, int]:
-            if column.priority == 0:
-                return (0, 0)
-            return (0, 1) if column.key == sort else (column.priority, 0)
-
-        # (rank, is a room, column), in order; a room comes after the columns of its priority.
-        steps = [(rank(c), False, c) for c in columns]
-        steps += [((c.room_priority, 2), True, c) for c in columns if c.flex and c.room is not None]
-        for _, room, column in sorted(steps, key=lambda step: (step[0], step[1])):
-            if room:
-                if column.key not in widths:
-                    continue
-                want = min(column.room or 0, self._content.get(column.key, 0)) - widths[column.key]
-                more = max(0, min(budget, want))
-                widths[column.key] += more
-                budget -= more
-                if more < want:
-                    break  # the room is not all there: no column after it fits
-                continue
-            need = bounds[column.key][0] + pad
-            if column.priority > 0 and need > budget:
-                if column.key == sort:
-                    continue  # even the sort column does not fit: the title says what sorts
-                break
-            widths[column.key] = bounds[column.key][0]
-            budget -= need
-        by_priority = sorted(columns, key=rank)
-        for column in by_priority:
-            if column.key in widths and budget > 0:
-                more = min(budget, bounds[column.key][1] - widths[column.key])
-                widths[column.key] += more
-                budget -= more
-        for column in columns:
-            if column.flex and column.key in widths:
-                # The rest; or, when even the columns that always show do not fit, less than its
-                # nominal width (down to its label) rather than a table wider than its pane.
-                least = self._label_width(column)
-                widths[column.key] = max(least, widths[column.key] + budget)
-                break
-        return tuple(replace(c, width=widths[c.key]) for c in columns if c.key in widths)
-
-    def _on_resize(self, event: events.Resize) -> None:
-        super()._on_resize(event)
+    def resized(self) -> None:
         self._measure()
         self.refit()
         self.build_window()
@@ -477,12 +374,11 @@ class KeyedTable(DataTable[Cell]):
         waiting: set[str] = set()
         steady = self._steady()
         window = self.window()
-        locations = self._row_locations  # (a row key is found by its string)
         known = self._rows
         for key in later:
             if key in out:
                 continue
-            index = locations.get(key) if steady and key in known else None  # type: ignore[arg-type]
+            index = self.row_index(key) if steady and key in known else None
             if index is None or index in window:
                 self._later.discard(key)
                 self.built += 1
@@ -514,23 +410,18 @@ class KeyedTable(DataTable[Cell]):
         """Build the waiting rows that are in the window now (after a scroll, a move, a resize)."""
         if not self._later or not self.is_mounted:
             return
-        locations = self._row_locations
-        keys = [
-            key.value
-            for key in (locations.get_key(i) for i in self.window())
-            if key is not None and key.value in self._later
-        ]
+        keys = [key for key in map(self.key_at, self.window()) if key is not None and key in self._later]
         if keys:
-            self.sync(self._take_later([k for k in keys if k is not None]), replace=())
+            self.sync(self._take_later(keys), replace=())
 
     def _thin_outside(self) -> None:
         """(LAZY, under a steady sort) Hold the rows out of the window thin: the cells that place
         them, and shared blanks as wide as the others were; they wait to be built again."""
         if not self.LAZY or not self._steady() or len(self._real) <= 2 * max(1, len(self.window())):
             return
-        window, locations, steady = self.window(), self._row_locations, self.STEADY_SORTS
+        window, steady = self.window(), self.STEADY_SORTS
         for key in list(self._real):
-            index = locations.get(key)  # type: ignore[arg-type]
+            index = self.row_index(key)
             row = self._rows.get(key)
             if index is None or row is None:
                 self._real.discard(key)
@@ -539,12 +430,7 @@ class KeyedTable(DataTable[Cell]):
                 continue
             thin = {k: cell if k in steady else _blank(cell.cell_len) for k, cell in row.items()}
             self._rows[key] = thin
-            cells = self._data.get(RowKey(key))
-            if cells is not None:
-                for column_key in cells:
-                    name = column_key.value
-                    if name is not None and name not in steady and name in thin:
-                        cells[column_key] = thin[name]
+            self.swap_cells(key, {k: cell for k, cell in thin.items() if k not in steady})
             self._real.discard(key)
             self._later.add(key)
 
@@ -552,6 +438,10 @@ class KeyedTable(DataTable[Cell]):
         super().watch_scroll_y(old_value, new_value)
         if self._later and round(old_value) != round(new_value):
             self.build_window()
+
+    def _put(self, key: str, column: str, cell: Cell) -> None:
+        self.put_cell(key, column, cell)
+        self.changes += 1
 
     def _widen(self, row: Row, columns: Mapping[str, Column]) -> bool:
         """Note the cells of `row` in `columns` that are wider than their column's widest so far."""
@@ -562,222 +452,6 @@ class KeyedTable(DataTable[Cell]):
                 self._content[key] = width
                 wider = True
         return wider
-
-    # -- the table's size --------------------------------------------------------------------
-
-    # Textual's `virtual_size` (the scrollable size: every row and column) lays the whole screen out
-    # again when it changes. A table whose box does not follow its rows (the process pane, `1fr`;
-    # the fleet table past its max-height) only needs its scrollbar told: at 1,024 hosts the
-    # process pane's rows changed with each move of the fleet's cursor to another host, and the
-    # layouts that followed were a tenth of the app's work (docs/BENCHMARKS.md).
-    virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=False)
-
-    def watch_virtual_size(self, old: Size, new: Size) -> None:
-        if self._box_follows(old, new):
-            self.refresh(layout=True)
-            return
-        self._scroll_update(new)
-
-    def _box_follows(self, old: Size, new: Size) -> bool:
-        """Whether a change of the virtual size from `old` to `new` changes the table's box (a size
-        set by its content, `auto`, or the vertical scrollbar coming or going): then a layout."""
-        styles = self.styles
-        if not self.is_mounted or not self.container_size or styles.height is None or styles.width is None:
-            return True
-        if styles.height.is_auto or styles.width.is_auto:
-            return True
-        height = self.container_size.height
-        return (old.height > height) != (new.height > height)
-
-    # -- updating cells in place -------------------------------------------------------------
-
-    def _put(self, key: str, column: str, cell: Cell) -> None:
-        """`update_cell` for a cell that keeps its width, at the cost of one row, not of the table."""
-        row_key = RowKey(key)
-        self._data[row_key][ColumnKey(column)] = cell
-        self.changes += 1
-        if row_key not in self._stale_rows:
-            self._stale_rows.add(row_key)
-            index = self._row_locations.get(row_key)
-            if index is not None:  # KeyedTable's rows are one line high: row i is line i below the header
-                y = index + (self.header_height if self.show_header else 0)
-                self._refresh_region(Region(0, y, max(self.size.width, self.virtual_size.width), 1))
-
-    def _forget_stale_rows(self) -> None:
-        """Drop the render cache entries of the rows updated in place since the last render.
-
-        The caches are keyed by row key (cells, rows), row index (renderables) or line (lines); one
-        pass over each, however many rows changed."""
-        stale, self._stale_rows = self._stale_rows, set()
-        indexes = {i for i in map(self._row_locations.get, stale) if i is not None}
-        header = self.header_height if self.show_header else 0
-        lines = {i + header for i in indexes}
-        # The four caches differ in key type; only each key's `part` is looked at.
-        passes: tuple[tuple[LRUCache[Any, Any], int, Collection[Hashable]], ...] = (
-            (self._cell_render_cache, 0, stale),
-            (self._row_render_cache, 0, stale),
-            (self._row_renderable_cache, 1, indexes),
-            (self._line_cache, 0, lines),
-        )
-        for cache, part, dropped in passes:
-            for cache_key in [k for k in cache.keys() if k[part] in dropped]:  # noqa: SIM118 (not iterable)
-                cache.discard(cache_key)
-
-    def _empty_caches(self) -> None:
-        """Every DataTable render cache key holds `_update_count`, which adding, removing and sorting
-        rows bump: from then on no old entry can be hit again, but each LRU cache keeps up to 10,000
-        of them until they are pushed out. Drop them at once, so the caches hold what is shown."""
-        self._cache_epoch = self._update_count
-        self._stale_rows.clear()
-        for cache in (
-            self._cell_render_cache,
-            self._row_render_cache,
-            self._row_renderable_cache,
-            self._line_cache,
-        ):
-            cache.clear()
-
-    def _render_cell(
-        self,
-        row_index: int,
-        column_index: int,
-        base_style: Style,
-        width: int,
-        cursor: bool = False,
-        hover: bool = False,
-    ) -> list[list[Segment]]:
-        # DataTable renders a cell through Rich's whole pipeline: Styled(Padding(cell)), each layer
-        # a generator, then cropped and split into lines twice. A table's cells are one-line Text
-        # (rows one line high), so this does the same steps on the cell directly: Text.wrap, its
-        # segments, the padding, the styles; the same segments at a quarter of the cost (a thousand
-        # hosts: the cells of the rows a key brings into view; tests/ui/test_cell_render.py holds
-        # it to DataTable's own, segment for segment). Anything else goes DataTable's way.
-        pad = self.cell_padding
-        header = row_index == -1  # (the header too: a table's rows changing renders it again)
-        row_key: RowKey | None
-        if header:
-            row_key = self._header_row_key if self.header_height == 1 else None
-        elif row_index < self.fixed_rows:
-            row_key = None
-        else:
-            row_key = self._row_locations.get_key(row_index)
-            row = self.rows.get(row_key) if row_key is not None else None
-            if row is None or row.height != 1:
-                row_key = None
-        if row_key is None or column_index < self.fixed_columns or width - 2 * pad < 1:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        column_key = self._column_locations.get_key(column_index)
-        if column_key is None:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        cache_key = (
-            row_key,
-            column_key,
-            base_style,
-            cursor,
-            hover,
-            self._show_hover_cursor,
-            self._update_count,
-            self._pseudo_class_state,
-        )
-        cached = self._cell_render_cache.get(cache_key)
-        if cached is not None:
-            return cached
-        cell = self._get_row_renderables(row_index)[1][column_index]
-        if not isinstance(cell, Text):
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        component_style, post_style = self._get_styles_to_render_cell(
-            header,
-            False,
-            False,
-            hover,
-            cursor,
-            self.show_cursor,
-            self._show_hover_cursor,
-            self.cursor_foreground_priority == "css",
-            self.cursor_background_priority == "css",
-        )
-        pre_style = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
-        lines = [
-            _cell_line(self.app.console, self.app.console_options, cell, width, pad, pre_style, post_style)
-        ]
-        self._cell_render_cache[cache_key] = lines
-        return lines
-
-    def _render_line_in_row(
-        self,
-        row_key: RowKey,
-        line_no: int,
-        base_style: Style,
-        cursor_location: Coordinate,
-        hover_location: Coordinate,
-    ) -> tuple[list[list[Segment]], list[list[Segment]]]:
-        # DataTable keys each row's rendered line by the cursor's and the mouse's coordinates: every
-        # move of the cursor made every row in view render again (a key held down at a thousand
-        # hosts: a fifth of the app's work). With a row cursor, a row the cursor (or the mouse) is
-        # not on is drawn the same wherever it is: one key for all of those places.
-        if self.cursor_type == "row":
-            index = self._row_locations.get(row_key)
-            if cursor_location.row != index:
-                cursor_location = _ELSEWHERE
-            if hover_location.row != index:
-                hover_location = _ELSEWHERE
-        return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
-
-    # KeyedTable's rows are one line high (it adds no other): line y below the header is row y.
-    # DataTable finds a line's row in a list of every line's (row, line) pair, made again after each
-    # sort: at a thousand hosts 4,096 pairs, young for every collection of the garbage collector.
-
-    @property
-    def _total_row_height(self) -> int:
-        return self.row_count
-
-    def _get_offsets(self, y: int) -> tuple[RowKey, int]:
-        if self.show_header:
-            if y < self.header_height:
-                return self._header_row_key, y
-            y -= self.header_height
-        row_key = self._row_locations.get_key(y) if y >= 0 else None
-        if row_key is None:
-            raise LookupError(f"Y coord {y!r} is greater than total height")
-        return row_key, 0
-
-    def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
-        # Its cache of whole lines is keyed by the cursor's and the mouse's coordinates as well: a
-        # key that scrolls the table made every line in view again from its row. Keyed here as the
-        # rows are: a line the cursor (or the mouse) is not on, as elsewhere.
-        if self.cursor_type != "row":
-            return super()._render_line(y, x1, x2, base_style)
-        try:
-            row_key, _ = self._get_offsets(y)
-        except LookupError:
-            return super()._render_line(y, x1, x2, base_style)
-        index = -1 if row_key == self._header_row_key else self._row_locations.get(row_key)
-        cursor, hover = self.cursor_coordinate, self.hover_coordinate
-        cache_key = (
-            y,
-            x1,
-            x2,
-            self.size.width,
-            cursor if cursor.row == index else _ELSEWHERE,
-            hover if hover.row == index else _ELSEWHERE,
-            base_style,
-            self.cursor_type,
-            self._show_hover_cursor,
-            self._update_count,
-            self._pseudo_class_state,
-        )
-        strip = self._line_cache.get(cache_key)
-        if strip is None:
-            strip = super()._render_line(y, x1, x2, base_style)
-            self._line_cache[cache_key] = strip
-        return strip
-
-    def render_lines(self, crop: Region) -> list[Strip]:
-        if self._update_count != self._cache_epoch:
-            self._empty_caches()
-        elif self._stale_rows:
-            self._forget_stale_rows()
-        return super().render_lines(crop)
 
     def forget(self) -> None:
         """Drop every row (a different host is shown now: this is a new table, not a refresh)."""
@@ -802,7 +476,7 @@ class KeyedTable(DataTable[Cell]):
         order = self.row_order() if self.row_count else None
         self._applied_order = order
         if order is not None:
-            self._place(order)
+            self.place_rows(order)
             return
         if self._sort is None or not self.row_count:
             return
@@ -813,21 +487,7 @@ class KeyedTable(DataTable[Cell]):
         # A column the width hides: its cells are in the rows kept here, not in DataTable's. Sorted as
         # DataTable.sort does it (tests/ui/test_sorting.py checks that these internals still hold).
         rows = self._rows
-        ordered = sorted(self._data, key=lambda k: rows[k.value][column].sort_key, reverse=reverse)  # type: ignore[index]
-        self._row_locations = TwoWayDict({key: index for index, key in enumerate(ordered)})
-        self._update_count += 1
-        self.refresh()
-
-    def _place(self, order: list[str]) -> None:
-        """Put the rows in `order` (rows it does not name keep their order, after it), as DataTable.sort
-        does (tests/ui/test_sorting.py checks that these internals still hold)."""
-        by_value = {key.value: key for key in self._data}
-        ordered = [by_value[k] for k in order if k in by_value]
-        named = set(order)
-        ordered += [key for key in self._data if key.value not in named]
-        self._row_locations = TwoWayDict({key: index for index, key in enumerate(ordered)})
-        self._update_count += 1
-        self.refresh()
+        self.place_rows(sorted(self.row_keys(), key=lambda k: rows[k][column].sort_key, reverse=reverse))
 
     def _column(self, key: str) -> Column | None:
         return next((c for c in self.available_columns() if c.key == key), None)
@@ -905,9 +565,6 @@ def _sort_key(cell: Cell) -> Any:
     return cell.sort_key
 
 
-# A cursor on no row (not even the header's, -1): where a row's cursor is when it is elsewhere.
-_ELSEWHERE = Coordinate(-2, -2)
-
 _BLANKS: dict[int, Cell] = {}
 
 
@@ -918,58 +575,3 @@ def _blank(width: int) -> Cell:
     if cell is None:
         cell = _BLANKS[width] = Cell(" " * width, sort_key="")
     return cell
-
-
-_NO_STYLE = Style.parse("none")  # what Padding pads with (its default style)
-
-
-def _cell_line(
-    console: Console,
-    options: ConsoleOptions,
-    cell: Text,
-    width: int,
-    pad: int,
-    pre: Style,
-    post: Style | None,
-) -> list[Segment]:
-    """The one line DataTable makes of `cell` in a row one line high, `width` cells wide with `pad`
-    cells of padding either side: what console.render_lines(Styled(Padding(cell, (0, pad)),
-    pre_style=pre, post_style=post), options at `width` x 1, no_wrap) gives, step by step."""
-    inner = width - 2 * pad
-    text_options = options.update(width=inner, height=1, no_wrap=True)
-    # Text.__rich_console__ at the padding's inner width:
-    tab_size = console.tab_size if cell.tab_size is None else cell.tab_size
-    wrapped = cell.wrap(
-        console,
-        inner,
-        justify=cell.justify or text_options.justify or DEFAULT_JUSTIFY,
-        overflow=cell.overflow or text_options.overflow or DEFAULT_OVERFLOW,
-        tab_size=tab_size or 8,
-        no_wrap=pick_bool(cell.no_wrap, text_options.no_wrap, False),
-    )
-    segments = Text("\n").join(wrapped).render(console, end=cell.end)
-    # console.render_lines at that width and a height of 1 (padded with the padding's style):
-    lines = iter(
-        Segment.split_and_crop_lines(segments, inner, include_new_lines=False, pad=True, style=_NO_STYLE)
-    )
-    first: list[Segment] | None = next(lines, None)
-    line = first if first is not None else [Segment(" " * inner, _NO_STYLE)]
-    # Padding either side, then Styled's styles before and after each segment's own:
-    if pad:
-        side = Segment(" " * pad, _NO_STYLE)
-        line = [side, *line, side]
-    styled = line
-    if pre:
-        add = pre.__add__
-        styled = [Segment(text, None if control else add(style), control) for text, style, control in styled]
-    if post:
-        styled = [
-            Segment(text, None if control else (style + post if style else post), control)
-            for text, style, control in styled
-        ]
-    # and console.render_lines at the cell's width, as DataTable calls it:
-    styled.append(Segment.line())
-    cropped: list[Segment] = next(
-        iter(Segment.split_and_crop_lines(styled, width, include_new_lines=False, pad=True))
-    )
-    return cropped

@@ -16,7 +16,8 @@ from gputui.views.problems import NO_USER, UserUse
 
 from .. import fmt
 from .cells import Cell, Row
-from .table import Column, KeyedTable
+from .columns import Column
+from .table import KeyedTable
 
 
 class UserTable(KeyedTable):
