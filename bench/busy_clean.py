@@ -43,9 +43,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from clean_time import SimJobs, run_gputui, settle  # noqa: E402
 from holder_scan import DEVICES, start_load, stop_load  # noqa: E402
 
-from gputui.probe.core import Probe  # noqa: E402
-from gputui.probe.holders import HolderScanner  # noqa: E402
-from gputui.probe.readers.sim import SimReader  # noqa: E402
+from gputui.api import HolderScanner, Probe, SimReader  # noqa: E402
 from gputui.probe.run import state as looks  # noqa: E402  (the rescans' knob, RESCAN_LOOK)
 
 MODES = ("targeted", "full")

@@ -28,10 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gputui.api import Sample
-from gputui.kill.plan import KillOptions, PlanOptions, plan_for_gpus
-from gputui.probe.core import IDLE_SLACK, Probe
-from gputui.probe.run.reaper import execute
+from gputui import api
+from gputui.api import IDLE_SLACK, KillOptions, PlanOptions, Probe, Sample, execute, plan_for_gpus
 from tests.support.cudajob import CudaJob
 
 SCENARIOS = ("cooperative", "ignore-term", "ghost")
@@ -159,14 +157,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
 
-    if args.reader == "nvml":
-        from gputui.probe.readers.nvml import NvmlReader
-
-        reader = NvmlReader()
-    else:
-        from gputui.probe.readers.sim import SimReader
-
-        reader = SimReader(gpus=1, scenario="empty")
+    reader = api.NvmlReader() if args.reader == "nvml" else api.SimReader(gpus=1, scenario="empty")
     probe = Probe(reader)
     hello = probe.start()
     if hello["error"]:

@@ -28,10 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gputui.fleet.deltas import DELTAS_EVERY, SampleIntake  # noqa: E402
-from gputui.model import Sample  # noqa: E402
-from gputui.probe.delta import apply  # noqa: E402
-from gputui.probe.wire import PROBE_TYPES, decode  # noqa: E402
+from gputui.api import DELTAS_EVERY, PROBE_TYPES, Sample, SampleIntake, apply, decode  # noqa: E402
 
 
 def samples(proc: subprocess.Popen[bytes], n: int) -> list[bytes]:

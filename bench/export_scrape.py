@@ -45,10 +45,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gputui.api import Fleet  # noqa: E402
+from gputui.api import Fleet, ReplayLink, families, load_recording  # noqa: E402
 from gputui.cli import export as exportcmd  # noqa: E402
-from gputui.recording.player import ReplayLink, load_recording  # noqa: E402
-from gputui.views.metrics import families  # noqa: E402
 
 RECORDING = ROOT / "tests" / "fixtures" / "demo-a.jsonl"
 HOLD = 3600.0  # the fleet's interval: a replayed host that sent its one sample stays live

@@ -42,10 +42,17 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gputui.api import Sample  # noqa: E402
-from gputui.kill.plan import KillOptions, PlanOptions, plan_for_pids  # noqa: E402
-from gputui.probe.core import Probe  # noqa: E402
-from gputui.probe.run.reaper import execute  # noqa: E402
+from gputui import api  # noqa: E402
+from gputui.api import (  # noqa: E402
+    KillOptions,
+    PlanOptions,
+    Probe,
+    Sample,
+    execute,
+    plan_for_gpus,
+    plan_for_pids,
+    signal_checked,
+)
 
 # A CUDA rank: allocates `gib` GiB on its GPU, says so, and lives until its stdin ends (the
 # benchmark's pipe: when the benchmark goes, so does every rank) or a signal ends it.
@@ -263,8 +270,6 @@ class SimJobs:
         return job
 
     def cleanup(self) -> None:
-        from gputui.probe.readers.sim import signal_checked
-
         for job in self.live:
             for pid, start in job.workers:
                 signal_checked(pid, start, signal.SIGKILL, job.session)
@@ -423,8 +428,6 @@ def check_sim(jobs: SimJobs, probe: Probe, term_timeout: float) -> list[dict[str
     supervisor = jobs.supervisor()
     [(worker, _)] = supervisor.workers
     sample = Sample.from_wire(probe.sample(full=True))
-    from gputui.kill.plan import plan_for_gpus
-
     plan = plan_for_gpus(sample, [0], host="bench", options=PlanOptions(operator="bench"))
     events: list[dict[str, Any]] = []
     done = execute(probe, plan.to_wire(), events.append)
@@ -444,13 +447,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     if args.reader == "nvml":
-        from gputui.probe.readers.nvml import NvmlReader
-
-        reader: Any = NvmlReader()
+        reader: Any = api.NvmlReader()
     else:
-        from gputui.probe.readers.sim import SimReader
-
-        reader = SimReader(gpus=2, scenario="empty")
+        reader = api.SimReader(gpus=2, scenario="empty")
     probe = Probe(reader)
     hello = probe.start()
     if hello["error"]:

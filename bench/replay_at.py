@@ -31,8 +31,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from gputui.api import RecordingReader, RecordingWriter, size_words, state_at  # noqa: E402
 from gputui.cli.argtypes import size  # noqa: E402
-from gputui.recording.format import RecordingReader, RecordingWriter, size_words, state_at  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
 START = 1764554040.0

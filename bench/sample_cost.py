@@ -24,7 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gputui.probe.core import Probe
+from gputui import api
+from gputui.api import Probe
 from tests.support.cudajob import CudaJob
 
 
@@ -126,14 +127,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
 
-    if args.reader == "nvml":
-        from gputui.probe.readers.nvml import NvmlReader
-
-        reader = NvmlReader()
-    else:
-        from gputui.probe.readers.sim import SimReader
-
-        reader = SimReader(scenario="demo")
+    reader = api.NvmlReader() if args.reader == "nvml" else api.SimReader(scenario="demo")
     probe = Probe(reader)
     hello = probe.start()
     if hello["error"]:

@@ -30,8 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gputui.api import HostSpec  # noqa: E402
-from gputui.transport.ssh import SshLink  # noqa: E402
+from gputui.api import HostSpec, SshLink  # noqa: E402
 from tests.support.sshd import SshEnv  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")

@@ -33,10 +33,8 @@ sys.path.insert(0, str(ROOT))
 
 import asyncssh  # noqa: E402
 
-from gputui.api import HostSpec  # noqa: E402
-from gputui.fleet.fleet import Fleet  # noqa: E402
-from gputui.fleet.session import DOWN, LIVE, HostView  # noqa: E402
-from gputui.transport import dial  # noqa: E402
+from gputui.api import DOWN, LIVE, Fleet, HostSpec, HostView  # noqa: E402
+from gputui.transport import dial  # noqa: E402  (the dialer's knob: a benchmark swaps it)
 from tests.support.sshcluster import NO_BASHRC, SshCluster  # noqa: E402
 
 TIGHT = "3:30:10"

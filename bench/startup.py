@@ -25,9 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gputui.api import HostSpec  # noqa: E402
-from gputui.transport.bootstrap import boot_argv, build_payload  # noqa: E402
-from gputui.transport.headstart import local_argv, probe_argv  # noqa: E402
+from gputui.api import HostSpec, boot_argv, build_payload, local_argv, probe_argv  # noqa: E402
 
 PY = sys.executable
 # The same command with the head start switched off (the probe started by the transport, after the

@@ -13,56 +13,142 @@ What `gputui clean` and the dashboard do, as calls (bench/ uses it the same way)
             print(api.status_of(verdict))
         await fleet.stop()
 
-Everything named in `__all__` is the API; the modules behind it may move.
+Everything named in `__all__` is the API; the modules behind it may move. Beside the fleet and the
+kill flow, it names what benchmarks and tools take apart: the probe in this process (`Probe` over a
+`SimReader` or `NvmlReader`, `HolderScanner`, the reaper's `execute`), the wire (`decode`,
+`SampleEncoder`, `apply`, `SampleIntake`), recordings, the links and their start-up, the metric
+families. Those load on first use, not with the API (the command line imports this module).
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .config.file import Config, ConfigError, HostSpec
 from .config.killoptions import KillOptions
+from .fleet.deltas import DELTAS_EVERY, SampleIntake
 from .fleet.fleet import Fleet
-from .fleet.session import HostView
+from .fleet.session import DOWN, HISTORY, LIVE, HostView
 from .inventory.specs import host_specs
 from .kill.auditlog import default_log_path
 from .kill.operate import Operations, Planned, Request, SignalRequest, status_of
-from .kill.plan.planner import PlanOptions
+from .kill.plan.planner import PlanOptions, plan_for_gpus, plan_for_pids
 from .kill.plan.record import Plan
-from .model import Event, Gpu, PlanVerdict, Proc, Sample
+from .model import IDLE_SLACK, Event, Gpu, PlanVerdict, Proc, Sample
+from .probe.delta import SampleEncoder, apply
+from .probe.wire import PROBE_TYPES, decode
 from .transport import make_link
 from .views.readiness import Conditions, unready
 
+if TYPE_CHECKING:
+    from .probe.core import Probe, fit_line
+    from .probe.holders import HolderScanner
+    from .probe.readers.nvml import NvmlReader
+    from .probe.readers.sim import SimReader, create_context, open_devices, signal_checked
+    from .probe.run.reaper import execute
+    from .recording.format import RecordingReader, RecordingWriter, size_words, state_at
+    from .recording.playback import PlaybackLink, Recording
+    from .recording.player import ReplayLink, load_recording
+    from .transport.bootstrap import boot_argv, build_payload
+    from .transport.headstart import local_argv, probe_argv
+    from .transport.ssh import SshLink
+    from .views.metrics import families
+
 __all__ = [
+    "DELTAS_EVERY",
+    "DOWN",
+    "HISTORY",
+    "IDLE_SLACK",
+    "LIVE",
+    "PROBE_TYPES",
     "Conditions",
     "Config",
     "ConfigError",
     "Event",
     "Fleet",
     "Gpu",
+    "HolderScanner",
     "HostSpec",
     "HostView",
     "KillOptions",
+    "NvmlReader",
     "Operations",
     "Plan",
     "PlanOptions",
     "PlanVerdict",
     "Planned",
+    "PlaybackLink",
+    "Probe",
     "Proc",
+    "Recording",
+    "RecordingReader",
+    "RecordingWriter",
+    "ReplayLink",
     "Request",
     "Sample",
+    "SampleEncoder",
+    "SampleIntake",
     "SignalRequest",
+    "SimReader",
+    "SshLink",
+    "apply",
+    "boot_argv",
+    "build_payload",
+    "create_context",
+    "decode",
     "default_log_path",
+    "execute",
+    "families",
+    "fit_line",
     "fleet",
     "hosts",
+    "load_recording",
+    "local_argv",
+    "open_devices",
     "operations",
+    "plan_for_gpus",
+    "plan_for_pids",
+    "probe_argv",
     "sample",
+    "signal_checked",
+    "size_words",
+    "state_at",
     "status_of",
     "unready",
 ]
+
+# Loaded on first use: the command line imports this module at every start, and these would cost it
+# SSH's crypto, prometheus_client, NVML's bindings, the sim's and the recordings' modules.
+_LAZY = {
+    ".probe.core": ("Probe", "fit_line"),
+    ".probe.holders": ("HolderScanner",),
+    ".probe.readers.nvml": ("NvmlReader",),
+    ".probe.readers.sim": ("SimReader", "create_context", "open_devices", "signal_checked"),
+    ".probe.run.reaper": ("execute",),
+    ".recording.format": ("RecordingReader", "RecordingWriter", "size_words", "state_at"),
+    ".recording.playback": ("PlaybackLink", "Recording"),
+    ".recording.player": ("ReplayLink", "load_recording"),
+    ".transport.bootstrap": ("boot_argv", "build_payload"),
+    ".transport.headstart": ("local_argv", "probe_argv"),
+    ".transport.ssh": ("SshLink",),
+    ".views.metrics": ("families",),
+}
+_LAZY_FROM = {name: module for module, names in _LAZY.items() for name in names}
+
+
+def __getattr__(name: str) -> object:
+    """A name of `_LAZY`, imported when it is first asked for (PEP 562)."""
+    module = _LAZY_FROM.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __package__), name)
+    globals()[name] = value
+    return value
 
 
 def hosts(names: Sequence[str] = (), config: Config | None = None, read_only: bool = False) -> list[HostSpec]:
