@@ -208,7 +208,7 @@ async def measure(
     tuned_gc: bool = True,
     redraw_gap: float | None = None,
 ) -> dict[str, Any]:
-    from gputui.cli.main import tune_gc
+    from gputui.cli.dashboard import tune_gc
     from gputui.config.file import HostSpec
     from gputui.fleet.fleet import Fleet
     from gputui.fleet.session import LIVE
@@ -603,7 +603,7 @@ async def measure_decode(
 
     from flood import Frames, press  # bench/flood.py: a key as the driver sends it, timed to its frame
 
-    from gputui.cli.main import tune_gc
+    from gputui.cli.dashboard import tune_gc
     from gputui.fleet.fleet import Fleet
     from gputui.fleet.session import DOWN, LIVE
     from gputui.recording.playback import PlaybackLink, Recording

@@ -168,7 +168,7 @@ async def soak(
     samples: int, every: int, redraw: float, python_gc: bool = False, trace: bool = False
 ) -> dict[str, Any]:
     import gputui.ui.app as app_module
-    from gputui.cli.main import tune_gc
+    from gputui.cli.dashboard import tune_gc
     from gputui.ui import make_app
 
     app_module.REDRAW_GAP = redraw  # read at each redraw

@@ -38,7 +38,7 @@ def rss_mib() -> float:
 
 
 async def soak(switches: int, every: int) -> list[dict[str, Any]]:
-    from gputui.cli.main import tune_gc
+    from gputui.cli.dashboard import tune_gc
     from tests.support.apps import build_app
 
     app = build_app()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gputui.cli.main import build_fleet
+from gputui.api import fleet as build_fleet
 from gputui.config.file import HostSpec
 from gputui.ui.factory import make_app
 from tests.support.cudajob import CudaJob

@@ -1,6 +1,10 @@
-"""The command line: `gputui` and its commands (gputui.cli.main dispatches), each command in a module
-of its own, the argument types and host/GPU/job specs they share, every exit code (exits.py), the
-live demo (demo.py: its hosts; democtl.py: starting, attaching, stopping; demod.py: its daemon). The top layer: nothing below imports it.
+"""The command line, in pip's model: `main` (the registry's dispatch, gputui/cli/main.py) over
+`commands/` (one module a command: its options and its run, loaded only when it runs) over the
+machinery they run and share: the shared options (options.py), every exit status (exits.py), the
+hosts and their fleet (fleets.py), argument types and host/GPU/job specs, guarded output, the live
+demo (demo.py: its hosts; democtl.py: starting, attaching, stopping; demod.py: its daemon). The top
+layer of gputui: nothing below imports it; inside, the "CLI layers" contract (pyproject.toml) keeps
+each floor from importing the ones above it.
 
 Kept empty so that `gputui --version` and the quick commands import only what they use.
 """

@@ -84,11 +84,6 @@ def interval(text: str) -> float:
     return value
 
 
-def add_interval(p: argparse.ArgumentParser, default: float | None, help: str) -> None:
-    """The sample interval, an option of every command that watches hosts."""
-    p.add_argument("--interval", type=interval, default=default, metavar="S", help=help)
-
-
 def minutes(text: str) -> float:
     """Minutes for the idle-holder threshold (--idle-minutes): more than 0, at most a week, as the
     config's [idle] minutes."""

@@ -12,8 +12,8 @@ every plan did what it was for: every targeted GPU verified clean (--all, --gpu)
 process gone with its GPU memory released (--pid), or every chosen job gone, root first, then its
 members (--pid of a launcher, --job, --slurm-job, --container, --user; gputui/cli/jobspec.py).
 
-This module parses the arguments and prints; gputui.kill.operate does the rest (the same code the
-dashboard runs). Exit codes: README "Exit codes", and EPILOG below.
+This module prints and runs (its options are gputui/cli/commands/clean.py's); gputui.kill.operate does the rest (the same code the
+dashboard runs). Exit codes: README "Exit codes", and the EPILOG of gputui/cli/commands/clean.py.
 """
 
 from __future__ import annotations
@@ -22,10 +22,9 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TextIO
 
-from ..config.file import Config
+from ..config.file import Config, load
 from ..config.killoptions import KillOptions
 from ..fleet.fleet import Fleet
 from ..fleet.idle import threshold
@@ -33,158 +32,23 @@ from ..kill.auditlog import UnsafeLog
 from ..kill.operate import Operations, Request, RequestScope, UnfinishedReport, status_of
 from ..kill.plan.entries import Target
 from ..kill.plan.record import SIGNAL_WORDS, Plan
-from ..model import Event, Job, PlanVerdict, Sample
+from ..model import Event, Job, Sample
 from ..model.textsafe import fit, pad, printable
-from ..probe.common import SIGNAL_PLANS
 from ..text.units import fmt_bytes, fmt_bytes_of
-from ..text.words import DEFAULT_COLUMNS, count, restart_words, signals_sent, stage_line, verdict_lines
-from . import argtypes
+from ..text.words import DEFAULT_COLUMNS, count, signals_sent, stage_line, verdict_lines
 from .cleansummary import summary_lines, wanted
-from .console import JSON_VERSION, Console
-from .exits import (
-    EXIT_DECLINED,
-    EXIT_FAILED,
-    EXIT_NO_GPU,
-    EXIT_OK,
-    EXIT_REFUSED,
-    EXIT_USAGE,
-)
+from .console import Console
+from .demo import demo_names
+from .exits import Exit
+from .fleets import build_fleet, resolve_hosts
 from .gpuspec import UsageError, resolve_gpu_specs, split_targets
 from .jobspec import choose
-from .recheck import Recheck, snapshot_command
+from .options import INTERVALS, idle_after
+from .outcome import HostOutcome, exit_code
+from .recheck import Recheck, snapshot_command, snapshot_commands
 from .reset import run_reset
-
-PARALLEL = 16  # hosts acting at once (--parallel): a fleet's plans do not all signal in one instant
-__all__ = ["resolve_gpu_specs", "split_targets"]  # GPU specs are gputui.cli.gpuspec's; kept here for callers
-
-
-# -- arguments ---------------------------------------------------------------------------------
-
-
-EPILOG = """\
-HOST: name the hosts to act on (config names, ssh-style hosts, `local` for this machine). Without a
-HOST, clean acts on this machine; with a config that lists hosts, or with --demo, name them.
-
-JOBS: --pid of a job's root (a launcher or supervisor that holds no GPU itself) stops its job: the
-root first (it passes SIGTERM on to its ranks), then any member left, and proves every member gone
-with its memory released and the root gone too. --job ID (as `gputui snapshot` lists jobs),
---slurm-job ID, --container NAME and --user NAME choose jobs by exact name; --dry-run lists the
-members. A verdict names a parent that still runs and may start a stopped process again.
-
-GPU SPEC: an NVML index (on every named host), a GPU UUID (or a unique prefix), HOST:INDEX or
-HOST:all. A positional HOST:N with N < 64 is a GPU too (a larger N, or user@host:N, is an SSH port).
-
-exit codes: 0 done: every targeted GPU verified clean, or every chosen process stopped with its
-memory released; 1 not done (still held, ghost memory, survived), a host unreachable, or the outcome
-unknown; 2 bad usage (also: no terminal to confirm on and no --yes, an audit log path that is not safe); 3 no NVIDIA driver or GPU;
-4 refused (read-only host, protected process, permission denied); 5 not confirmed at the prompt:
-nothing done; 130 interrupted (Ctrl+C): what was sent is said on stderr, the outcome is unknown.
-With --json, "ok" is true exactly when the exit code is 0 (a dry run: every plan could be made).
-
-IDLE: --idle stops the idle holders: processes that hold GPU memory at 0% SM for --idle-minutes (the
-config's [idle] minutes, else 10). A clean has no history: it watches the hosts that long first,
-sampling once a second, and stops what stayed idle all that time (with --user, only that user's).
-
-RESET: --reset-gpu N says whether GPU N needs a reset at all (only orphaned memory does), each
-blocker on its own line with what to do about it, and the ladder's steps; exit 4 while anything
-blocks it (the dry run too), else 0.
-
-Every plan, signal and verdict is recorded in the audit log, before the signal is sent and after."""
-
-
-def add_clean_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of `gputui clean` (HOST, --demo and --config come from the caller)."""
-    if parser.epilog is None:
-        parser.epilog = EPILOG
-        if parser.formatter_class is argparse.HelpFormatter:
-            parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument(
-        "--gpu",
-        action="append",
-        metavar="SPEC",
-        help="a GPU to clean: NVML index, UUID, HOST:INDEX or HOST:all (repeatable)",
-    )
-    parser.add_argument(
-        "--pid", action="append", type=argtypes.pid, metavar="PID", help="a process to stop (repeatable)"
-    )
-    parser.add_argument(
-        "--job", action="append", metavar="ID", help="a job to stop, by id (its root's PID; repeatable)"
-    )
-    parser.add_argument(
-        "--slurm-job", action="append", metavar="ID", help="stop the jobs of this Slurm job (repeatable)"
-    )
-    parser.add_argument(
-        "--container",
-        action="append",
-        metavar="NAME",
-        help="stop the jobs of this container (LXC id, Docker name, pod; as snapshot shows it; repeatable)",
-    )
-    parser.add_argument(
-        "--user", action="append", metavar="NAME", help="stop this user's jobs and GPU processes (repeatable)"
-    )
-    parser.add_argument(
-        "--idle",
-        action="store_true",
-        help="stop the idle holders (GPU memory at 0%% SM for --idle-minutes): the hosts are watched "
-        "that long first",
-    )
-    parser.add_argument("--all", action="store_true", help="every GPU of the named hosts")
-    parser.add_argument("--sweep", action="store_true", help="also stop unattributed hidden holders")
-    parser.add_argument(
-        "--reset-gpu",
-        type=argtypes.parse_index_arg,
-        metavar="INDEX",
-        help="reset this GPU of the named host (for memory no process holds; lists what blocks it first)",
-    )
-    parser.add_argument(
-        "--include-monitor",
-        action="store_true",
-        help="stop the GPU monitors named by --pid too (protected otherwise)",
-    )
-    parser.add_argument(
-        "--signals",
-        choices=tuple(SIGNAL_PLANS),
-        default=None,
-        help="term: SIGTERM then SIGKILL (default); int: SIGINT first; kill: SIGKILL at once; "
-        "hup, usr1: SIGHUP or SIGUSR1 first (a server that shuts down on it)",
-    )
-    parser.add_argument(
-        "--sigint-first", action="store_true", help="send SIGINT before SIGTERM (same as --signals int)"
-    )
-    parser.add_argument(
-        "--term-timeout",
-        type=argtypes.seconds,
-        default=None,
-        metavar="S",
-        help="seconds to wait after each soft signal before the next (default 5, or [kill] in the config)",
-    )
-    parser.add_argument(
-        "--verify-timeout",
-        type=argtypes.seconds,
-        default=None,
-        metavar="S",
-        help="seconds to wait for the outcome to be verified (default 10, or [kill] in the config)",
-    )
-    parser.add_argument(
-        "--parallel",
-        type=argtypes.whole(1, 4096, "a number of hosts"),
-        default=PARALLEL,
-        metavar="N",
-        help=f"at most N hosts acting at once, the others waiting their turn (default {PARALLEL})",
-    )
-    parser.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
-    parser.add_argument("--dry-run", action="store_true", help="print the plan and stop")
-    parser.add_argument(
-        "--json", action="store_true", help=f"print one JSON document (version {JSON_VERSION})"
-    )
-    parser.add_argument("--log", metavar="PATH", help="audit log (default: the user state dir)")
-    parser.add_argument(
-        "--timeout",
-        type=argtypes.seconds,
-        default=20.0,
-        metavar="S",
-        help="wait this long for each host (default 20)",
-    )
+from .streams import fail
+from .versions import CLEAN_JSON
 
 
 def kill_options(args: argparse.Namespace, base: KillOptions) -> KillOptions:
@@ -260,63 +124,28 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
-# -- what the run produces ---------------------------------------------------------------------
-
-
-@dataclass
-class HostOutcome:
-    """One host's part of a clean, from planning to verdict."""
-
-    host: str
-    status: str = "pending"  # planned, clean, stopped, not-clean, not-stopped, refused, no-gpu, ...
-    message: str | None = None
-    plan: Plan | None = None
-    verdict: PlanVerdict | None = None
-    events: list[Event] = field(default_factory=list)
-
-    @property
-    def code(self) -> int:
-        return {
-            "clean": EXIT_OK,
-            "stopped": EXIT_OK,
-            "planned": EXIT_OK,
-            "skipped": EXIT_OK,
-            "no-gpu": EXIT_NO_GPU,
-            "refused": EXIT_REFUSED,
-            "aborted": EXIT_DECLINED,
-        }.get(self.status, EXIT_FAILED)
-
-    def describe(self) -> dict[str, Any]:
-        verdict = self.verdict.describe() if self.verdict is not None else {}
-        return {
-            "host": self.host,
-            "status": self.status,
-            "message": self.message,
-            "ok": self.code == EXIT_OK,  # as the exit code says: done, planned (dry run) or nothing asked
-            "plan": self.plan.describe() if self.plan is not None else None,
-            "gpus": verdict.get("gpus", {}),
-            "processes": verdict.get("processes", []),
-            "elapsed_ms": verdict.get("elapsed_ms"),
-            "memory_before": verdict.get("memory_before"),
-            "memory_after": verdict.get("memory_after"),
-            "problems": verdict.get("problems", []),
-            "restarts": [
-                dict(r.describe(), words=restart_words(r))
-                for r in (self.verdict.restarts if self.verdict is not None else ())
-            ],
-        }
-
-
-def exit_code(outcomes: Iterable[HostOutcome]) -> int:
-    """The worst of the hosts, in this order: no GPU, refused, not done, declined."""
-    codes = {o.code for o in outcomes}
-    for code in (EXIT_NO_GPU, EXIT_REFUSED, EXIT_FAILED, EXIT_DECLINED):
-        if code in codes:
-            return code
-    return EXIT_OK
-
-
 # -- the command -------------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> int:
+    """`gputui clean` with its parsed arguments: its hosts, their fleet, then the plans."""
+    config = load(args.config)
+    hosts, gpu_specs = split_targets(args.hosts)
+    args.gpu = list(args.gpu or []) + gpu_specs
+    if not hosts:
+        # A destructive command names its hosts: without one, this machine, unless a config (or
+        # the demo) lists hosts, which must then be named.
+        listed = demo_names() if args.demo else [s.name for s in config.hosts]
+        problem = hosts_problem(hosts, listed, args.demo, config.path)
+        if problem is not None:
+            return fail(problem)
+        hosts = ["local"]
+    specs = resolve_hosts(hosts, args.demo, config)
+    fleet = build_fleet(specs, interval=INTERVALS["clean"])
+    recheck = snapshot_commands(specs, hosts, args.demo, config)
+    return asyncio.run(
+        run_clean(args, fleet, kill=config.kill, idle_after=idle_after(args, config), recheck=recheck)
+    )
 
 
 async def run_clean(
@@ -341,19 +170,19 @@ async def run_clean(
     problem = _usage_problem(args)
     if problem is not None:
         con.warn(problem)
-        return EXIT_USAGE
+        return Exit.USAGE
     try:
         options = kill_options(args, kill or KillOptions())
     except UsageError as exc:
         con.warn(str(exc))
-        return EXIT_USAGE
+        return Exit.USAGE
     ops = Operations.open(fleet, args.log, kill=options, operator=operator)
     log = ops.audit
     try:
         _report_unfinished(await ops.report_unfinished(), ops, con)
     except UnsafeLog as exc:  # a log path that is not safe to use: refused before anything starts
         con.warn(exc.strerror or str(exc))
-        return EXIT_USAGE
+        return Exit.USAGE
     fleet.start()
     try:
         if args.reset_gpu is not None:
@@ -362,7 +191,7 @@ async def run_clean(
         return await _clean(args, ops, con, idle_after, again)
     except UsageError as exc:
         con.warn(str(exc))
-        return EXIT_USAGE
+        return Exit.USAGE
     finally:
         await fleet.stop()
         log.close()
@@ -435,7 +264,7 @@ async def _clean(
                 o.status, o.message = "aborted", "not confirmed: nothing done"
             if answer is None:
                 con.warn("refusing to act without confirmation: stdin is not a terminal (pass --yes)")
-                return _finish(con, outcomes.values(), ops, dry_run=False, code=EXIT_USAGE)
+                return _finish(con, outcomes.values(), ops, dry_run=False, code=Exit.USAGE)
             return _finish(con, outcomes.values(), ops, dry_run=False)
 
     def show(plan: Plan, event: Event) -> None:
@@ -661,9 +490,9 @@ def _finish(
     if con.json:
         con.document(
             {
-                "version": JSON_VERSION,
+                "version": CLEAN_JSON,
                 "dry_run": dry_run,
-                "ok": code == EXIT_OK,  # a dry run is ok when every plan could be made
+                "ok": code == Exit.OK,  # a dry run is ok when every plan could be made
                 "exit_code": code,
                 "log": str(ops.audit.path),
                 "hosts": [o.describe() for o in items],

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ..model.textsafe import cells, cut, pad, printable
 from ..text.units import fmt_bytes
 from ..text.words import count, head, took
-
-if TYPE_CHECKING:
-    from .clean import HostOutcome
+from .outcome import HostOutcome
 
 NOTE_CELLS = 70  # a host's note (the whole message is in its verdict above, and in the JSON)
 

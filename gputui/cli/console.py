@@ -1,5 +1,5 @@
 """Where `gputui clean` (and its `--reset-gpu`) writes and asks: the plan and the stages for people,
-one JSON document (version JSON_VERSION) for scripts, the confirmation prompt.
+one JSON document (versions.CLEAN_JSON) for scripts, the confirmation prompt.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ from typing import Any, TextIO
 from ..model.textsafe import printable
 from ..text.words import columns
 from . import streams
-
-JSON_VERSION = 2  # of `gputui clean --json`'s document
 
 
 @dataclass

@@ -19,7 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from ..config.file import ConfigError, HostSpec
-from .exits import EXIT_FAILED, EXIT_USAGE
+from . import democtl
+from .democtl import DemoError
+from .exits import Exit
 
 DEMO_HOSTS = (
     HostSpec(name="demo-a", reader="sim", sim_scenario="demo", sim_variant=0, sim_seed=1),
@@ -27,15 +29,6 @@ DEMO_HOSTS = (
 )
 ENV_DEMO = "GPUTUI_DEMO"
 DEMO_LIVE, DEMO_FRESH = "live", "fresh"  # the two values of GPUTUI_DEMO
-
-
-class DemoError(Exception):
-    """Why the live demo cannot be used: one line for the user, and the exit code (1: it did not
-    start or end; 2: bad usage; 4: its directory is not private, refused)."""
-
-    def __init__(self, message: str, code: int = EXIT_FAILED) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def demo_specs(read_only: bool = False) -> list[HostSpec]:
@@ -56,7 +49,7 @@ def demo_mode(environ: Mapping[str, str] = os.environ) -> str:
         raise DemoError(
             f"{ENV_DEMO}={mode!r} is neither {DEMO_LIVE!r} (one demo that every --demo command attaches to; "
             f"the default) nor {DEMO_FRESH!r} (each command runs its own)",
-            EXIT_USAGE,
+            Exit.USAGE,
         )
     return mode
 
@@ -76,8 +69,6 @@ def demo_hosts(names: Sequence[str]) -> list[HostSpec]:
     specs = [by_name[n] for n in names] if names else list(DEMO_HOSTS)
     if demo_mode() == DEMO_FRESH:
         return specs
-    from . import democtl
-
     directory = democtl.demo_directory()
     state, _ = democtl.ensure_running(directory, say=lambda line: print(line, file=sys.stderr))
     democtl.touch_used(directory)

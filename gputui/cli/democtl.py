@@ -36,6 +36,7 @@ Tests and screenshots want a fresh, deterministic demo each time: with GPUTUI_DE
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import select
@@ -52,8 +53,7 @@ from typing import Any
 
 from ..probe.readers.sim import start_time
 from . import argtypes
-from .demo import DemoError
-from .exits import EXIT_NOT_RUNNING, EXIT_OK, EXIT_REFUSED
+from .exits import Exit
 
 DIR_NAME = "gputui-demo"
 LOCK_FILE, STATE_FILE, USED_FILE, LOG_FILE = "lock", "demo.json", "used", "daemon.log"
@@ -87,6 +87,15 @@ class Options:
 # -- the directory ---------------------------------------------------------------------------------
 
 
+class DemoError(Exception):
+    """Why the live demo cannot be used: one line for the user, and the exit code (1: it did not
+    start or end; 2: bad usage; 4: its directory is not private, refused)."""
+
+    def __init__(self, message: str, code: int = Exit.FAILED) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 def private_problem(path: Path, what: str, mode_mask: int = 0o077) -> str | None:
     """Why `path` is not a real directory of this user that nobody else can open (or, with
     mode_mask 0o022, write); None when it is. lstat: a link is refused, not followed."""
@@ -116,7 +125,7 @@ def demo_directory(environ: Mapping[str, str] = os.environ, create: bool = True)
             raise DemoError(
                 f"{problem}: refusing to keep the demo there (unset it, or make it a private directory "
                 "of yours)",
-                EXIT_REFUSED,
+                Exit.REFUSED,
             )
         path = Path(runtime) / DIR_NAME
     else:
@@ -131,14 +140,14 @@ def demo_directory(environ: Mapping[str, str] = os.environ, create: bool = True)
             pass
         except OSError as exc:
             raise DemoError(
-                f"cannot make the demo's directory {path}: {exc.strerror}", EXIT_REFUSED
+                f"cannot make the demo's directory {path}: {exc.strerror}", Exit.REFUSED
             ) from None
     elif not os.path.lexists(path):
         return path
     problem = private_problem(path, "the demo's directory")
     if problem:
         fix = "remove it" if runtime else "remove it, or set XDG_RUNTIME_DIR to a private directory of yours"
-        raise DemoError(f"{problem}: refusing to use it ({fix})", EXIT_REFUSED)
+        raise DemoError(f"{problem}: refusing to use it ({fix})", Exit.REFUSED)
     return path
 
 
@@ -148,14 +157,12 @@ def open_private(path: Path, flags: int) -> int:
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
         os.close(fd)
-        raise DemoError(f"{path} is not a regular file of yours: refusing it", EXIT_REFUSED)
+        raise DemoError(f"{path} is not a regular file of yours: refusing it", Exit.REFUSED)
     return fd
 
 
 def take_lock(directory: Path, tries: int = LOCK_TRIES) -> int | None:
     """The demo's lock, taken (its fd: held for the daemon's life), or None when a daemon holds it."""
-    import fcntl
-
     fd = open_private(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT)
     for attempt in range(tries):
         try:
@@ -420,90 +427,3 @@ def schedule_arguments(p: argparse.ArgumentParser) -> None:
 
 def options_of(args: argparse.Namespace) -> Options:
     return Options(args.idle_timeout, args.refill_after, args.bench_run, args.bench_gap)
-
-
-# -- `gputui demo` ---------------------------------------------------------------------------------------
-
-
-def demo_parser() -> argparse.ArgumentParser:
-    p = argtypes.Parser(
-        prog="gputui demo",
-        description="The simulated cluster that every `--demo` command attaches to (one per user).",
-        epilog="exit codes: start: 0 running, 1 did not start; stop: 0 stopped or not running, "
-        "1 did not end; status: 0 running, 1 not running; any: 2 bad usage, 4 the demo's directory "
-        "is not private (refused)",
-    )
-    sub = p.add_subparsers(dest="action", metavar="start|stop|status")
-    start = sub.add_parser("start", help="start it (the first `--demo` command does too)")
-    schedule_arguments(start)
-    sub.add_parser("stop", help="end it and every process of it")
-    status = sub.add_parser("status", help="whether it runs, its PID, directory, hosts, uptime")
-    status.add_argument("--json", action="store_true", help="one JSON document")
-    return p
-
-
-def run_demo(argv: list[str]) -> int:
-    args = demo_parser().parse_args(argv)
-    action = args.action or "status"
-    try:
-        directory = demo_directory(create=action == "start")
-        if action == "start":
-            state, started = ensure_running(directory, options_of(args))
-            touch_used(directory)  # started to be used: the idle timeout counts from now
-            word = "started" if started else "already running"
-            print(f"gputui demo: {word} (PID {state['pid']}, in {directory})")
-            return EXIT_OK
-        if action == "stop":
-            _, words = stop(directory) if directory.exists() else (False, "not running")
-            print(f"gputui demo: {words}")
-            return EXIT_OK
-        return _status(directory, getattr(args, "json", False))
-    except DemoError as exc:
-        print(f"gputui: {exc}", file=sys.stderr)
-        return exc.code
-
-
-def _status(directory: Path, as_json: bool) -> int:
-    state = running(directory) if directory.exists() else None
-    if as_json:
-        doc: dict[str, Any] = {"running": state is not None, "directory": str(directory)}
-        if state is not None:
-            doc.update(
-                pid=state["pid"],
-                state=state.get("state"),
-                uptime_s=round(time.time() - float(state.get("started") or time.time()), 1),
-                hosts=state.get("hosts") or {},
-                idle_timeout_s=state.get("idle_timeout_s"),
-                refill_after_s=state.get("refill_after_s"),
-                bench=state.get("bench"),
-            )
-        print(json.dumps(doc, indent=2))
-        return EXIT_OK if state is not None else EXIT_NOT_RUNNING
-    if state is None:
-        print("gputui demo: not running (`gputui demo start`, or any `--demo` command, starts it)")
-        return EXIT_NOT_RUNNING
-    up = time.time() - float(state.get("started") or time.time())
-    print(f"gputui demo: running (PID {state['pid']}, up {_duration(up)})")
-    print(f"  directory  {directory}")
-    for name, host in (state.get("hosts") or {}).items():
-        print(f"  {name:<9}  {host.get('gpus')} GPUs, sim in {host.get('directory')}")
-    idle = float(state.get("idle_timeout_s") or IDLE_TIMEOUT)
-    print(f"  ends       after {_duration(idle)} with no client, or on `gputui demo stop`")
-    bench = state.get("bench") or {}
-    print(
-        f"  jobs       a freed GPU gets its jobs back after {_duration(float(state.get('refill_after_s') or 0))} "
-        f"free; {bench.get('host')} GPU {bench.get('gpu')} runs bench.py for {_duration(float(bench.get('run_s') or 0))}, "
-        f"then is free for {_duration(float(bench.get('gap_s') or 0))}"
-    )
-    return EXIT_OK
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    minutes, rest = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} min {rest} s" if rest else f"{minutes} min"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min"

@@ -31,11 +31,12 @@ from ..probe.readers.sim.files import watched
 from ..probe.readers.sim.reader import SimReader
 from ..probe.readers.sim.roles import SimError, SimJob
 from .argtypes import Parser
-from .demo import DEMO_HOSTS, DemoError
+from .demo import DEMO_HOSTS
 from .democtl import (
     LOG_FILE,
     STATE_FILE,
     USED_FILE,
+    DemoError,
     Options,
     open_private,
     options_of,
@@ -44,7 +45,7 @@ from .democtl import (
     take_lock,
     write_state,
 )
-from .exits import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
+from .exits import Exit
 
 BENCH_HOST = "demo-b"
 TICK = 0.5  # seconds between the daemon's looks at its sims
@@ -261,16 +262,16 @@ def daemon_main(argv: list[str]) -> int:
     try:
         problem = private_problem(directory, "the demo's directory")
         if problem:
-            raise DemoError(problem, EXIT_REFUSED)
+            raise DemoError(problem, Exit.REFUSED)
         # Held for the daemon's life (never closed; not inherited: O_CLOEXEC, and the sims' sessions
         # get only the fds they are passed). The log is the winner's: opened once the lock is ours.
         if take_lock(directory) is None:
             reply("running")
-            return EXIT_OK
+            return Exit.OK
         log = open_private(directory / LOG_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     except (DemoError, OSError) as exc:
         reply(f"error {exc}")
-        return EXIT_REFUSED
+        return Exit.REFUSED
     null = os.open(os.devnull, os.O_RDWR)
     for target, source in ((0, null), (1, null), (2, log)):
         os.dup2(source, target)
@@ -297,7 +298,7 @@ def _serve(directory: Path, options: Options, reply: Callable[[str], None]) -> i
         except (ReaderError, SimError, OSError, ValueError) as exc:
             _log(f"could not start: {exc}")
             reply(f"error {exc}")
-            return EXIT_FAILED
+            return Exit.FAILED
         write_state(directory, daemon.state())
         reply("ready")
         _log("ready: " + ", ".join(f"{h.name} {h.reader.directory}" for h in daemon.hosts))
@@ -310,4 +311,4 @@ def _serve(directory: Path, options: Options, reply: Callable[[str], None]) -> i
         except OSError:
             pass
         _log("ended")
-    return EXIT_OK
+    return Exit.OK

@@ -32,18 +32,18 @@ from prometheus_client import generate_latest, make_wsgi_app
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from ..config.file import load
 from ..fleet.fleet import Fleet
 from ..model.textsafe import printable
 from ..views.metrics import FleetCollector, all_heard, registry
-from . import argtypes
-from .exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from .exits import Exit
 from .exportserver import CONNECTIONS, ExportServer, WsgiApp, bind
-from .streams import say
+from .fleets import build_fleet, resolve_hosts
+from .streams import fail, say
 
 # What asking the loop can end in: it is busy past the timeout (concurrent.futures' own TimeoutError
 # on Python 3.10), it cancelled the request, or it has stopped.
 UNANSWERED = (TimeoutError, concurrent.futures.TimeoutError, concurrent.futures.CancelledError, RuntimeError)
-DEFAULT_INTERVAL = 5.0  # seconds between samples (and textfile writes): well under a scrape interval
 ON_LOOP_TIMEOUT = 10.0  # seconds a scrape waits for the loop to build the families
 # How an export ends: an orderly stop (the probes stopped) on SIGINT, SIGTERM (a service manager's
 # stop, the usual end of an exporter) and SIGHUP, all with exit 0.
@@ -51,59 +51,6 @@ STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 ROUTES = (
     "gputui export: /metrics (Prometheus text), /-/ready (200 once every host is heard from), /-/healthy\n"
 )
-
-
-def listen_address(text: str) -> tuple[str, int]:
-    """`HOST:PORT`, `[IPV6]:PORT` or `:PORT` (every interface); port 0 takes a free one."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isascii() or not port.isdecimal() or int(port) > 65535:
-        raise argparse.ArgumentTypeError(
-            f"{printable(text[:80])!r} is not ADDR:PORT (e.g. 127.0.0.1:9842, [::1]:9842, :9842)"
-        )
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    return host or "0.0.0.0", int(port)
-
-
-def add_export_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--rules",
-        action="store_true",
-        help="print the alerting rules shipped with gputui (for Prometheus' rule_files), then exit",
-    )
-    p.add_argument("--once", action="store_true", help="one sample of each host, written once, then exit")
-    p.add_argument(
-        "--textfile",
-        metavar="PATH",
-        help="rewrite PATH atomically every --interval (node_exporter's textfile collector reads *.prom)",
-    )
-    p.add_argument(
-        "--listen",
-        type=listen_address,
-        metavar="ADDR:PORT",
-        help="serve /metrics and /-/ready on ADDR:PORT (port 0: a free one, said on stderr)",
-    )
-    p.add_argument(
-        "--connections",
-        type=argtypes.whole(1, 65536, "a number of connections"),
-        default=CONNECTIONS,
-        metavar="N",
-        help=f"--listen keeps at most N connections open; one more is answered 503 (default {CONNECTIONS})",
-    )
-    p.add_argument(
-        "--interval",
-        type=argtypes.interval,
-        default=DEFAULT_INTERVAL,
-        metavar="S",
-        help=f"seconds between samples and textfile writes (default {DEFAULT_INTERVAL:g})",
-    )
-    p.add_argument(
-        "--timeout",
-        type=argtypes.seconds,
-        default=20.0,
-        metavar="S",
-        help="wait this long for each host's first sample before the first write",
-    )
 
 
 RULES = "rules/gputui.rules.yml"  # in the package: docs/MONITORING.md "Alert rules"
@@ -127,6 +74,20 @@ def usage_problem(args: argparse.Namespace) -> str | None:
         if not path.parent.is_dir():
             return f"--textfile {printable(args.textfile)}: no directory {printable(str(path.parent))}"
     return None
+
+
+def run(args: argparse.Namespace) -> int:
+    """`gputui export` with its parsed arguments."""
+    if args.rules:
+        print(rules_text(), end="")  # (nothing where stdout is closed: no traceback)
+        return 0
+    problem = usage_problem(args)
+    if problem is not None:
+        return fail(problem)
+    config = load(args.config)
+    specs = resolve_hosts(args.hosts, args.demo, config, read_only=True)
+    fleet = build_fleet(specs, interval=args.interval)
+    return asyncio.run(run_export(args, fleet))
 
 
 # -- the textfile ----------------------------------------------------------------------------------
@@ -275,7 +236,7 @@ async def run_export(args: argparse.Namespace, fleet: Fleet) -> int:
             server = serve(host, port, app, args.connections)
         except OSError as exc:
             say(f"gputui: --listen {host}:{port}: {exc.strerror or exc}")
-            return EXIT_USAGE
+            return Exit.USAGE
     stopped = asyncio.Event()
     textfile = Path(args.textfile) if args.textfile else None
     thread: threading.Thread | None = None
@@ -292,24 +253,24 @@ async def run_export(args: argparse.Namespace, fleet: Fleet) -> int:
             waiting.cancel()
             if stopped.is_set():
                 first.cancel()
-                return EXIT_OK
+                return Exit.OK
             if args.once:
                 data = generate_latest(reg)
                 if textfile is None:
                     if sys.stdout is None:  # started with stdout closed (`>&-`)
                         say("gputui: stdout is closed: the metrics have nowhere to go")
-                        return EXIT_FAILED
+                        return Exit.FAILED
                     sys.stdout.buffer.write(data)
                     sys.stdout.flush()
-                    return EXIT_OK
+                    return Exit.OK
                 try:
                     write_textfile(textfile, data)
                 except OSError as exc:
                     say(f"gputui: --textfile {printable(str(textfile))}: {exc.strerror or exc}")
-                    return EXIT_FAILED
-                return EXIT_OK
+                    return Exit.FAILED
+                return Exit.OK
             await _keep_writing(reg, textfile, args.interval, stopped)
-            return EXIT_OK
+            return Exit.OK
         finally:
             if server is not None:
                 if thread is not None:

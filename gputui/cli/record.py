@@ -1,8 +1,6 @@
-"""`gputui record`: every sample and plan event of the watched hosts into a recording; and the CLI's
-two ways to read one back: `gputui --replay FILE` (the dashboard) and `gputui snapshot --replay FILE
---at TIME` (docs/RECORDING.md; the format is gputui/recording/format.py's).
-
-    gputui record FILE [HOST ...] [--demo] [--seconds S] [--max-bytes SIZE] [--interval S] [--log PATH]
+"""`gputui record`: every sample and plan event of the watched hosts into a recording
+(docs/RECORDING.md; the format is gputui/recording/format.py's, and gputui/cli/replay.py reads one
+back for `--replay`).
 
 What is recorded, per host: each record its probe sends (hello, samples, events, errors), as its
 link decoded it; its link's status changes (down, with the reason); and every line the audit log
@@ -18,84 +16,29 @@ import argparse
 import asyncio
 import contextlib
 import functools
+import json
 import math
 import os
 import signal
-import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
+from ..config.file import HostSpec, load
+from ..fleet.fleet import Fleet
+from ..fleet.session import HostView
+from ..kill.auditpath import default_log_path, open_log
 from ..model.textsafe import printable
-from ..recording.format import (
-    DEFAULT_MAX_BYTES,
-    DEFAULT_MAX_READ,
-    MIN_MAX_BYTES,
-    Header,
-    RecordingError,
-    RecordingReader,
-    RecordingWriter,
-    clock_words,
-    offset_words,
-    parse_at,
-    state_at,
-)
-from . import argtypes
-from .exits import EXIT_OK, EXIT_STOPPED, EXIT_USAGE, STOPS
+from ..recording.format import MIN_MAX_BYTES, RecordingError, RecordingWriter, offset_words
+from ..transport import make_link
+from ..transport.base import Link, TransportError
+from .exits import STOPS, Exit
+from .fleets import resolve_hosts
+from .streams import warn
 
-if TYPE_CHECKING:
-    from ..fleet.fleet import Fleet
-    from ..fleet.session import HostView
-    from ..recording.player import ReplayPlayer
-    from ..transport.base import Link, TransportError
-
-MAX_RECORD_SECONDS = 366 * 24 * 3600.0
 AUDIT_CHUNK = 4 << 20  # bytes of new audit log read at a time
 AUDIT_LINE = 1 << 20  # an audit line longer than this is no line gputui wrote: skipped
-REPLAY_INTERVAL = 3600.0  # a replayed host is never judged stale by the wall clock: paused is paused
-MAX_READ_VARIABLE = "GPUTUI_REPLAY_MAX_READ"  # bytes `--at` may expand (docs/RECORDING.md "Seeking")
-
-
-def _say(text: str) -> None:
-    print(f"gputui: {text}", file=sys.stderr, flush=True)
-
-
-# -- gputui record -----------------------------------------------------------------------------------
-
-
-def record_parser() -> argparse.ArgumentParser:
-    p = argtypes.Parser(
-        prog="gputui record",
-        description="Record every sample and plan event of the hosts into FILE, for --replay.",
-        epilog=(
-            "exit codes: 0 recorded until --seconds or Ctrl+C; 1 stopped early (the size cap, or FILE "
-            "could not be written); 2 bad usage (FILE exists); 128+N ended by signal N"
-        ),
-    )
-    p.add_argument("file", metavar="FILE", help="the recording to write (gzip JSON lines; never overwritten)")
-    p.add_argument("hosts", nargs="*", metavar="HOST", help="local, a config name, alias, user@host[:port]")
-    p.add_argument("--demo", action="store_true", help="a simulated cluster: real processes, no GPU needed")
-    p.add_argument(
-        "--config", metavar="PATH", help="TOML config (default: $GPUTUI_CONFIG, then the user dir)"
-    )
-    p.add_argument(
-        "--seconds",
-        type=argtypes.seconds_upto(MAX_RECORD_SECONDS),
-        metavar="S",
-        help="stop after S seconds (default: at Ctrl+C)",
-    )
-    p.add_argument(
-        "--max-bytes",
-        type=argtypes.size,
-        default=DEFAULT_MAX_BYTES,
-        metavar="SIZE",
-        help=f"stop when FILE reaches SIZE (default {DEFAULT_MAX_BYTES >> 20}MiB, at least 64KiB)",
-    )
-    argtypes.add_interval(p, None, "seconds between samples (0.1 to 3600; default: the config's, else 1)")
-    p.add_argument(
-        "--log", metavar="PATH", help="the audit log whose new lines are recorded (default: the user's)"
-    )
-    return p
 
 
 class Recorder:
@@ -167,8 +110,6 @@ class AuditTail:
     (gputui.kill.auditpath.open_log) each time; a log that cannot be read is said once, not fatal."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        from pathlib import Path
-
         self.path = Path(path)
         self.inode: tuple[int, int] | None = None
         self.offset = 0
@@ -177,10 +118,6 @@ class AuditTail:
         self._read(first=True)
 
     def _read(self, first: bool = False) -> list[dict[str, Any]]:
-        import json
-
-        from ..kill.auditpath import open_log
-
         try:
             fd = open_log(self.path, write=False)
         except OSError as exc:
@@ -226,41 +163,48 @@ class AuditTail:
         return self._read()
 
 
-def run_record(argv: list[str]) -> int:
-    from ..config.file import load
-    from .main import resolve_hosts
-
-    args = record_parser().parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """`gputui record` with its parsed arguments."""
     config = load(args.config)
     specs = resolve_hosts(args.hosts, args.demo, config, read_only=True)
     interval = args.interval or config.interval or 1.0
     if args.max_bytes < MIN_MAX_BYTES:
-        _say(f"--max-bytes {args.max_bytes}: at least {MIN_MAX_BYTES >> 10}KiB")
-        return EXIT_USAGE
-    log_path = args.log
-    if log_path is None:
-        from ..kill.auditpath import default_log_path
-
-        log_path = default_log_path()
+        warn(f"--max-bytes {args.max_bytes}: at least {MIN_MAX_BYTES >> 10}KiB")
+        return Exit.USAGE
+    log_path = args.log if args.log is not None else default_log_path()
     try:
         writer = RecordingWriter(
             args.file, [s.name for s in specs], interval=interval, max_bytes=args.max_bytes
         )
     except RecordingError as exc:
-        _say(str(exc))
-        return EXIT_USAGE
+        warn(str(exc))
+        return Exit.USAGE
     recorder = Recorder(writer)
     return asyncio.run(_record(args, specs, interval, recorder, AuditTail(log_path)))
 
 
 async def _record(
-    args: argparse.Namespace, specs: list[Any], interval: float, recorder: Recorder, audit: AuditTail
+    args: argparse.Namespace, specs: list[HostSpec], interval: float, recorder: Recorder, audit: AuditTail
 ) -> int:
-    from ..fleet.fleet import Fleet
-    from ..transport import make_link
-
-    writer = recorder.writer
     names = [s.name for s in specs]
+    fleet = _recorded_fleet(specs, interval, recorder)
+    where = ", ".join(printable(n) for n in names)
+    until = f"for {args.seconds:g} s" if args.seconds is not None else "Ctrl+C stops"
+    stops = _Stops(recorder)
+    warn(f"recording {where} to {printable(args.file)} ({until})")
+    started = time.monotonic()
+    deadline = started + args.seconds if args.seconds is not None else math.inf
+    fleet.start()
+    try:
+        await _until_stopped(recorder, audit, names, deadline, interval)
+    finally:
+        stops.remove()
+        await fleet.stop()
+    return _finish(args.file, recorder, started) or stops.code
+
+
+def _recorded_fleet(specs: list[HostSpec], interval: float, recorder: Recorder) -> Fleet:
+    """A fleet whose links record what they read, and whose hosts' status changes are recorded."""
     fleet = Fleet()
     for spec in specs:
         fleet.add(
@@ -277,45 +221,57 @@ async def _record(
             )
 
     fleet.listen(status)
-    loop = asyncio.get_running_loop()
-    code = EXIT_OK
-    handled = []
+    return fleet
 
-    def on_signal(sig: signal.Signals) -> None:
-        nonlocal code
-        code = STOPS[sig]
-        recorder.stop("interrupted" if sig == signal.SIGINT else "signal")
 
-    for sig in STOPS:
-        with contextlib.suppress(ValueError, RuntimeError, OSError):
-            loop.add_signal_handler(sig, on_signal, sig)
-            handled.append(sig)
-    where = ", ".join(printable(n) for n in names)
-    until = f"for {args.seconds:g} s" if args.seconds is not None else "Ctrl+C stops"
-    _say(f"recording {where} to {printable(args.file)} ({until})")
-    started = time.monotonic()
-    deadline = started + args.seconds if args.seconds is not None else math.inf
-    fleet.start()
-    try:
-        said = False
-        while not recorder.stopped.is_set():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                recorder.stop("seconds")
-                break
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(recorder.stopped.wait(), min(left, max(0.25, min(interval, 1.0))))
-            for line in audit.new():
-                host = line.get("host")
-                if isinstance(host, str) and host in names:
-                    recorder.put(host, "action", line)
-            if audit.problem and not said:
-                said = True
-                _say(f"{audit.problem}: plans run elsewhere are not recorded")
-    finally:
-        for sig in handled:
-            loop.remove_signal_handler(sig)
-        await fleet.stop()
+class _Stops:
+    """SIGINT, SIGTERM and SIGHUP stop the recording from construction until `remove`; `code` is the
+    exit status the signal that stopped it gives (Exit.OK until one does)."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+        self.code = int(Exit.OK)
+        self.loop = asyncio.get_running_loop()
+        self.handled: list[signal.Signals] = []
+        for sig in STOPS:
+            with contextlib.suppress(ValueError, RuntimeError, OSError):
+                self.loop.add_signal_handler(sig, self._on_signal, sig)
+                self.handled.append(sig)
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        self.code = STOPS[sig]
+        self.recorder.stop("interrupted" if sig == signal.SIGINT else "signal")
+
+    def remove(self) -> None:
+        for sig in self.handled:
+            self.loop.remove_signal_handler(sig)
+
+
+async def _until_stopped(
+    recorder: Recorder, audit: AuditTail, names: list[str], deadline: float, interval: float
+) -> None:
+    """Record the audit log's new lines about `names` until the deadline or a stop."""
+    said = False
+    while not recorder.stopped.is_set():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            recorder.stop("seconds")
+            break
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(recorder.stopped.wait(), min(left, max(0.25, min(interval, 1.0))))
+        for line in audit.new():
+            host = line.get("host")
+            if isinstance(host, str) and host in names:
+                recorder.put(host, "action", line)
+        if audit.problem and not said:
+            said = True
+            warn(f"{audit.problem}: plans run elsewhere are not recorded")
+
+
+def _finish(file: str, recorder: Recorder, started: float) -> int:
+    """Close the file and say what was recorded: Exit.STOPPED when it stopped early, else 0 (the
+    signal's status, if one stopped it, is the caller's)."""
+    writer = recorder.writer
     reason = recorder.reason or "seconds"
     try:
         writer.close(reason)
@@ -324,18 +280,18 @@ async def _record(
         reason, recorder.problem = "failed", str(exc)
     took = offset_words(time.monotonic() - started)
     size = f"{writer.size / (1 << 20):.1f} MiB" if writer.size >= 1 << 20 else f"{writer.size >> 10} KiB"
-    summary = f"{printable(args.file)}: {writer.entries} entries, {size}, {took}"
+    summary = f"{printable(file)}: {writer.entries} entries, {size}, {took}"
     if reason == "cap":
-        _say(
+        warn(
             f"{summary}: reached its size cap of {_bytes(writer.max_bytes)}: recording stopped "
             "(--max-bytes SIZE records more)"
         )
-        return EXIT_STOPPED
+        return Exit.STOPPED
     if reason == "failed":
-        _say(f"{recorder.problem}: recording stopped ({summary}; readable to its last entry)")
-        return EXIT_STOPPED
-    _say(f"{summary} ({'interrupted' if reason in ('interrupted', 'signal') else 'done'})")
-    return code
+        warn(f"{recorder.problem}: recording stopped ({summary}; readable to its last entry)")
+        return Exit.STOPPED
+    warn(f"{summary} ({'interrupted' if reason in ('interrupted', 'signal') else 'done'})")
+    return Exit.OK
 
 
 def _tee(make_link: Callable[..., Link], spec: Any, interval: float, recorder: Recorder) -> TeeLink:
@@ -344,125 +300,3 @@ def _tee(make_link: Callable[..., Link], spec: Any, interval: float, recorder: R
 
 def _bytes(n: int) -> str:
     return f"{n / (1 << 20):g} MiB" if n >= 1 << 20 else f"{n / (1 << 10):g} KiB"
-
-
-# -- gputui snapshot --replay FILE --at TIME -----------------------------------------------------------
-
-
-def run_snapshot_replay(args: argparse.Namespace) -> int:
-    """The snapshot document at a moment of a recording: each host's last sample at or before
-    TIME, played through a fleet as a live host's records are. Exit codes as `gputui snapshot`'s;
-    2 for a recording that cannot be read or a TIME it does not hold."""
-    from ..fleet.fleet import Fleet
-    from . import snapshot
-
-    if args.replay is None:
-        _say("--at TIME reads a recording: name it with --replay FILE")
-        return EXIT_USAGE
-    if args.demo or args.watch is not None:
-        _say("--replay shows a recording: it does not combine with --demo or --watch")
-        return EXIT_USAGE
-    max_read = _max_read()
-    if isinstance(max_read, str):
-        _say(max_read)
-        return EXIT_USAGE
-    try:
-        with RecordingReader(args.replay) as reader:
-            header = reader.header
-            unknown = [h for h in args.hosts if h not in header.hosts]
-            if unknown:
-                listed = ", ".join(printable(h) for h in header.hosts[:12])
-                _say(f"{printable(unknown[0])} is not in {reader.name} (it recorded {listed})")
-                return EXIT_USAGE
-            at = parse_at(args.at, header) if args.at is not None else math.inf
-            if at < header.started:
-                _say(
-                    f"{_moment(at, header)} is before {reader.name} starts ({_moment(header.started, header)})"
-                )
-                return EXIT_USAGE
-            state = state_at(reader, at, max_read=max_read)
-            truncated = reader.truncated
-            name = reader.name
-    except ValueError as exc:
-        _say(f"--at {exc}")
-        return EXIT_USAGE
-    except RecordingError as exc:
-        _say(str(exc))
-        return EXIT_USAGE
-    last = state.last_t if state.last_t is not None else header.started
-    if truncated:
-        _say(
-            f"{name} is cut short after {_moment(last, header)} (its recorder was stopped before it closed the file)"
-        )
-    if math.isinf(at):
-        at = last
-    elif state.past_end and at > last:
-        words = "is cut short at" if truncated else "ends at"
-        _say(f"{_moment(at, header)} is not in {name}: it {words} {_moment(last, header)}")
-        return EXIT_USAGE
-    fleet = Fleet()
-    chosen = [h for h in header.hosts if not args.hosts or h in args.hosts]
-    for host in chosen:
-        fleet.add(
-            host,
-            functools.partial(_link_at, state.hosts[host], at, header),
-            read_only=True,
-            interval=REPLAY_INTERVAL,
-        )
-    views = asyncio.run(snapshot.take(fleet, args.timeout))
-    if args.json:
-        print(snapshot.dumps(views, now=at))
-    else:
-        _say(f"{name} at {_moment(at, header)} ({offset_words(at - header.started)} into the recording)")
-        snapshot.render(views, sys.stdout)
-    return snapshot.exit_code(views)
-
-
-def _max_read() -> int | str:
-    """The bytes `--at` may read (GPUTUI_REPLAY_MAX_READ, a size), or what is wrong with the value."""
-    text = os.environ.get(MAX_READ_VARIABLE)
-    if text is None or not text.strip():
-        return DEFAULT_MAX_READ
-    try:
-        return argtypes.size(text.strip())
-    except argparse.ArgumentTypeError as exc:
-        return f"{MAX_READ_VARIABLE}: {exc}"
-
-
-def _moment(t: float, header: Header) -> str:
-    return clock_words(t, header)
-
-
-def _link_at(state: Any, at: float, header: Header) -> Link:
-    from ..recording.player import DownLink, ReplayLink
-
-    if state.hello is None:
-        return DownLink("timeout", f"no hello recorded by {clock_words(at, header)}")
-    if state.down is not None:
-        reason, detail = state.down
-        return DownLink(reason or "closed", detail or f"down since {clock_words(state.down_t or at, header)}")
-    if state.sample is None:
-        if state.hello.get("error"):  # a host without a driver or GPU says so in its hello
-            return ReplayLink([state.hello], hold=False)
-        return DownLink("timeout", f"no sample recorded by {clock_words(at, header)}")
-    return ReplayLink([state.hello, state.sample])
-
-
-# -- gputui --replay FILE ----------------------------------------------------------------------------------
-
-
-def open_replay(path: str) -> tuple[ReplayPlayer, Fleet] | str:
-    """The dashboard's fleet over a recording, and its player (the replay controls); or the one
-    line that says why the recording cannot be replayed."""
-    from ..fleet.fleet import Fleet
-    from ..recording.player import ReplayPlayer
-
-    try:
-        reader = RecordingReader(path)
-    except RecordingError as exc:
-        return str(exc)
-    player = ReplayPlayer(reader)
-    fleet = Fleet()
-    for host in reader.header.hosts:
-        fleet.add(host, functools.partial(player.make_link, host), read_only=True, interval=REPLAY_INTERVAL)
-    return player, fleet

@@ -17,9 +17,10 @@ from ..model import Event, Gpu, Sample
 from ..model.textsafe import cut, printable
 from ..text.units import fmt_bytes
 from ..text.words import count, head, part_words, reset_advice, stage_line, unaccounted_words
-from .console import JSON_VERSION, Console
-from .exits import EXIT_DECLINED, EXIT_FAILED, EXIT_NO_GPU, EXIT_OK, EXIT_REFUSED, EXIT_USAGE
+from .console import Console
+from .exits import Exit
 from .gpuspec import UsageError
+from .versions import CLEAN_JSON
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,108 +94,131 @@ async def run_reset(args: argparse.Namespace, ops: Operations, con: Console) -> 
         raise UsageError("--reset-gpu resets a GPU of one host: name exactly one HOST")
     [host] = list(fleet.sessions)
     await fleet.wait_first_samples(args.timeout)
-    report: dict[str, Any] = {"host": host, "gpu": args.reset_gpu}
-
-    def finish(code: int, result: str, message: str) -> int:
-        if con.json:
-            report.update(result=result, message=message)
-            con.document(
-                {
-                    "version": JSON_VERSION,
-                    "dry_run": bool(args.dry_run),
-                    "ok": code == EXIT_OK,
-                    "exit_code": code,
-                    "log": str(ops.audit.path),
-                    "reset": report,
-                }
-            )
-        return code
-
+    run = _ResetRun(args, ops, con, host)
     trouble = ops.problem(host)
     if trouble is not None:
         con.say(f"== {printable(host)}: {trouble.status.upper()}: {printable(trouble.message)}")
         code = (
-            EXIT_NO_GPU
+            Exit.NO_GPU
             if trouble.status == "no-gpu"
-            else (EXIT_REFUSED if trouble.status == "refused" else EXIT_FAILED)
+            else (Exit.REFUSED if trouble.status == "refused" else Exit.FAILED)
         )
-        return finish(code, trouble.status, trouble.message)
+        return run.finish(code, trouble.status, trouble.message)
     sample = fleet.view(host).sample
     gpu = next((g for g in sample.gpus if g.index == args.reset_gpu), None) if sample else None
     if gpu is None or sample is None:
         raise UsageError(f"{host} has no GPU {args.reset_gpu}")
-    orphaned = gpu.accounting.orphaned if gpu.accounting is not None else 0
-    needed, need_words = reset_need(host, gpu, sample)
-    report.update(
-        name=gpu.name, memory_used=gpu.memory_used, orphaned=orphaned, needed=needed, why=need_words
-    )
-    con.say(
-        f"== {printable(host)}: reset GPU {gpu.index} ({printable(gpu.name or '?')}, {fmt_bytes(gpu.memory_used)} used, "
-        f"{fmt_bytes(orphaned)} orphaned)"
-    )
-    con.say(f"   {need_words}")
-
-    # The ladder and its blockers first, whatever was asked: nothing is done on a dry run.
-    seen: list[Event] = []
-    preview = await ops.reset(host, gpu.index, dry_run=True, on_event=seen.append)
-    blockers, more = reset_blockers(seen, host, gpu.index, sample)
-    report.update(
-        blockers=[b.describe() for b in blockers], blockers_omitted=more, ladder=list(preview.ladder)
-    )
-    if preview.result != "dry-run":  # the probe could not say (refused the request, link lost)
-        for event in seen:
-            con.say(stage_line(host, event))
-        con.say(f"== {printable(host)}: {head(preview.result)}: {printable(preview.message)}")
-        return finish(
-            EXIT_REFUSED if preview.result == "refused" else EXIT_FAILED, preview.result, preview.message
-        )
-    _print_ladder(con, blockers, more, preview.ladder)
-    tally = count(len(blockers) + more, "blocker")
-    if blockers or more:
-        if args.dry_run:
-            con.say(
-                f"== {printable(host)}: BLOCKED (dry run): {tally}; a reset now would be refused"
-                + ("" if needed else f"; GPU {gpu.index} needs none")
-                + "; nothing done"
-            )
-            return finish(EXIT_REFUSED, "blocked", f"{tally}; a reset now would be refused")
-        con.say(f"== {printable(host)}: REFUSED: {tally} remain (above: stop them first); nothing done")
-        return finish(EXIT_REFUSED, "refused", f"{tally} remain")
-    if args.dry_run:
-        con.say(
-            f"== {printable(host)}: DRY RUN: nothing blocks a reset of GPU {gpu.index}"
-            + ("" if needed else " (it needs none)")
-            + "; nothing done"
-        )
-        return finish(EXIT_OK, "dry-run", "nothing blocks a reset")
+    needed = run.say_need(gpu, sample)
+    stopped = await run.preview(gpu, sample, needed)
+    if stopped is not None:
+        return stopped
     if not args.yes:
         answer = await con.confirm()
         if answer is not True:
             con.say(f"== {printable(host)}: NOTHING DONE: not confirmed")
-            return finish(EXIT_USAGE if answer is None else EXIT_DECLINED, "aborted", "not confirmed")
+            return run.finish(Exit.USAGE if answer is None else Exit.DECLINED, "aborted", "not confirmed")
+    return await run.reset(gpu)
 
-    events: list[Event] = []
 
-    def show(event: Event) -> None:
-        events.append(event)
-        if not (event.stage == "blockers" and event.data.get("blockers")):
-            con.say(stage_line(host, event))
+class _ResetRun:
+    """One `--reset-gpu` run: what it prints, and the JSON report it ends with."""
 
-    try:
-        verdict = await ops.reset(host, gpu.index, on_event=show)
-    except asyncio.CancelledError:
-        con.warn(
-            f"interrupted (Ctrl+C) during the reset of GPU {gpu.index} on {host}: outcome unknown; "
-            f"recorded in {ops.audit.path}"
+    def __init__(self, args: argparse.Namespace, ops: Operations, con: Console, host: str) -> None:
+        self.args, self.ops, self.con, self.host = args, ops, con, host
+        self.report: dict[str, Any] = {"host": host, "gpu": args.reset_gpu}
+
+    def finish(self, code: int, result: str, message: str) -> int:
+        if self.con.json:
+            self.report.update(result=result, message=message)
+            self.con.document(
+                {
+                    "version": CLEAN_JSON,
+                    "dry_run": bool(self.args.dry_run),
+                    "ok": code == Exit.OK,
+                    "exit_code": code,
+                    "log": str(self.ops.audit.path),
+                    "reset": self.report,
+                }
+            )
+        return code
+
+    def say_need(self, gpu: Gpu, sample: Sample) -> bool:
+        """Say the GPU, its memory and whether it needs a reset at all (which is returned)."""
+        orphaned = gpu.accounting.orphaned if gpu.accounting is not None else 0
+        needed, need_words = reset_need(self.host, gpu, sample)
+        self.report.update(
+            name=gpu.name, memory_used=gpu.memory_used, orphaned=orphaned, needed=needed, why=need_words
         )
-        raise
-    late, more = reset_blockers(events, host, gpu.index, fleet.view(host).sample)
-    if late or more:  # something took the GPU between the dry run and the reset
-        _print_ladder(con, late, more, ())
-        report.update(blockers=[b.describe() for b in late], blockers_omitted=more)
-    con.say(f"== {printable(host)}: {verdict.result.upper()}: {printable(verdict.message)}")
-    code = EXIT_OK if verdict.ok else (EXIT_REFUSED if verdict.result == "refused" else EXIT_FAILED)
-    return finish(code, verdict.result, verdict.message)
+        self.con.say(
+            f"== {printable(self.host)}: reset GPU {gpu.index} ({printable(gpu.name or '?')}, "
+            f"{fmt_bytes(gpu.memory_used)} used, {fmt_bytes(orphaned)} orphaned)"
+        )
+        self.con.say(f"   {need_words}")
+        return needed
+
+    async def preview(self, gpu: Gpu, sample: Sample, needed: bool) -> int | None:
+        """The ladder and its blockers first, whatever was asked: nothing is done on a dry run. The
+        exit status where the run ends here (a dry run, a blocker, a probe that could not say), else
+        None."""
+        host, con = self.host, self.con
+        seen: list[Event] = []
+        preview = await self.ops.reset(host, gpu.index, dry_run=True, on_event=seen.append)
+        blockers, more = reset_blockers(seen, host, gpu.index, sample)
+        self.report.update(
+            blockers=[b.describe() for b in blockers], blockers_omitted=more, ladder=list(preview.ladder)
+        )
+        if preview.result != "dry-run":  # the probe could not say (refused the request, link lost)
+            for event in seen:
+                con.say(stage_line(host, event))
+            con.say(f"== {printable(host)}: {head(preview.result)}: {printable(preview.message)}")
+            code = Exit.REFUSED if preview.result == "refused" else Exit.FAILED
+            return self.finish(code, preview.result, preview.message)
+        _print_ladder(con, blockers, more, preview.ladder)
+        tally = count(len(blockers) + more, "blocker")
+        if blockers or more:
+            if self.args.dry_run:
+                con.say(
+                    f"== {printable(host)}: BLOCKED (dry run): {tally}; a reset now would be refused"
+                    + ("" if needed else f"; GPU {gpu.index} needs none")
+                    + "; nothing done"
+                )
+                return self.finish(Exit.REFUSED, "blocked", f"{tally}; a reset now would be refused")
+            con.say(f"== {printable(host)}: REFUSED: {tally} remain (above: stop them first); nothing done")
+            return self.finish(Exit.REFUSED, "refused", f"{tally} remain")
+        if self.args.dry_run:
+            con.say(
+                f"== {printable(host)}: DRY RUN: nothing blocks a reset of GPU {gpu.index}"
+                + ("" if needed else " (it needs none)")
+                + "; nothing done"
+            )
+            return self.finish(Exit.OK, "dry-run", "nothing blocks a reset")
+        return None
+
+    async def reset(self, gpu: Gpu) -> int:
+        """The reset itself, its stages as they come, then its verdict."""
+        host, con, ops = self.host, self.con, self.ops
+        events: list[Event] = []
+
+        def show(event: Event) -> None:
+            events.append(event)
+            if not (event.stage == "blockers" and event.data.get("blockers")):
+                con.say(stage_line(host, event))
+
+        try:
+            verdict = await ops.reset(host, gpu.index, on_event=show)
+        except asyncio.CancelledError:
+            con.warn(
+                f"interrupted (Ctrl+C) during the reset of GPU {gpu.index} on {host}: outcome unknown; "
+                f"recorded in {ops.audit.path}"
+            )
+            raise
+        late, more = reset_blockers(events, host, gpu.index, ops.fleet.view(host).sample)
+        if late or more:  # something took the GPU between the dry run and the reset
+            _print_ladder(con, late, more, ())
+            self.report.update(blockers=[b.describe() for b in late], blockers_omitted=more)
+        con.say(f"== {printable(host)}: {verdict.result.upper()}: {printable(verdict.message)}")
+        code = Exit.OK if verdict.ok else (Exit.REFUSED if verdict.result == "refused" else Exit.FAILED)
+        return self.finish(code, verdict.result, verdict.message)
 
 
 def _print_ladder(con: Console, blockers: Sequence[Blocker], more: int, ladder: Sequence[str]) -> None:

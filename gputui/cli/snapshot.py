@@ -7,21 +7,26 @@ writes too.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import io
 import json
 import signal
+import sys
 import time
 from typing import TextIO
 
+from ..config.file import load
 from ..fleet.fleet import Fleet
 from ..fleet.session import DOWN, HostView
 from ..model import NO_GPU_CODES
 from ..model.textsafe import cut
-from ..text.words import terminal_size
+from ..text.words import no_gpu_words, terminal_size
 from ..views.report import SCHEMA_VERSION, as_json, dumps, host_status, render
-from .exits import EXIT_DOWN, EXIT_NO_GPU, EXIT_OK, killed_by
+from .exits import Exit, killed_by
+from .fleets import build_fleet, resolve_hosts
+from .options import INTERVALS, idle_after
 
 __all__ = [
     "NO_GPU_CODES",
@@ -36,13 +41,36 @@ __all__ = [
 ]
 
 
+def run(args: argparse.Namespace) -> int:
+    """`gputui snapshot` of live hosts, with its parsed arguments."""
+    config = load(args.config)
+    specs = resolve_hosts(args.hosts, args.demo, config)
+    fleet = build_fleet(specs, interval=INTERVALS["snapshot"])
+    after = idle_after(args, config)
+    if args.watch is not None:
+        return asyncio.run(
+            watch(fleet, args.watch, args.timeout, json_lines=args.json, out=sys.stdout, idle_after=after)
+        )
+    views = asyncio.run(take(fleet, args.timeout))
+    if args.json:
+        print(dumps(views, idle_after=after))
+    else:
+        render(views, sys.stdout, idle_after=after)
+    code = exit_code(views)
+    if code == Exit.NO_GPU:
+        names = [v.name for v in views if host_status(v)[0] == "no-gpu"]
+        where = no_gpu_words(names, {s.name for s in specs if s.is_local()})
+        print(f"gputui: {where}; `gputui snapshot --demo` shows a simulated cluster", file=sys.stderr)
+    return code
+
+
 def exit_code(views: list[HostView]) -> int:
     statuses = [host_status(v)[0] for v in views]
     if any(s == DOWN for s in statuses):
-        return EXIT_DOWN
+        return Exit.DOWN
     if any(s == "no-gpu" for s in statuses):
-        return EXIT_NO_GPU
-    return EXIT_OK
+        return Exit.NO_GPU
+    return Exit.OK
 
 
 async def take(fleet: Fleet, timeout: float) -> list[HostView]:
@@ -57,7 +85,7 @@ async def take(fleet: Fleet, timeout: float) -> list[HostView]:
 # How a watch ends: SIGINT (Ctrl+C) is the usual way, and quiet (exit 0); SIGTERM and SIGHUP end it
 # the same orderly way (the probes stopped), with the shell's usual status for them.
 STOPS = {
-    signal.SIGINT: EXIT_OK,
+    signal.SIGINT: Exit.OK,
     signal.SIGTERM: killed_by(signal.SIGTERM),
     signal.SIGHUP: killed_by(signal.SIGHUP),
 }

@@ -18,7 +18,8 @@ import sys
 from collections.abc import Iterator
 from typing import TextIO, cast
 
-from ..model.textsafe import encodable
+from ..model.textsafe import encodable, printable
+from .exits import Exit
 
 
 class Guarded(io.TextIOBase):
@@ -133,6 +134,18 @@ def say(text: str) -> None:
     """One line on stderr, if stderr works (never on stdout: print(file=None) would go there)."""
     err = guarded(sys.stderr, "stderr")
     print(text, file=as_text(err), flush=True)
+
+
+def warn(text: str) -> None:
+    """`gputui: TEXT` on stderr, if stderr works (TEXT escaped by its maker)."""
+    say(f"gputui: {text}")
+
+
+def fail(message: str, code: int = Exit.USAGE) -> int:
+    """Say what went wrong on one line of stderr; `code`, the command's exit status. Messages quote
+    the user's words and what sources said: escaped here, whoever made them."""
+    say(f"gputui: {printable(message)}")
+    return code
 
 
 def sanitise_std_fds() -> None:

@@ -24,20 +24,20 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from ..config.file import load
 from ..fleet.fleet import Fleet
 from ..fleet.idle import threshold
 from ..fleet.session import DOWN, HostView
 from ..model import NO_GPU_CODES, Preflight, Sample
 from ..model.textsafe import cells, cut, printable
 from ..text.words import columns, count, shares
-from ..views.readiness import DEFAULT_UTIL_BELOW, Conditions, Unready, unready
-from . import argtypes
-from .exits import EXIT_NO_GPU, EXIT_READY, EXIT_TIMEOUT, EXIT_USAGE
+from ..views.readiness import Conditions, Unready, unready
+from .exits import Exit
+from .fleets import build_fleet, resolve_hosts
 from .gpuspec import UsageError, resolve_gpu_specs
+from .options import idle_after
+from .versions import WAIT_JSON
 
-JSON_VERSION = 1
-DEFAULT_INTERVAL = 0.25  # seconds between samples while waiting: ready is seen within one of them
-MAX_WAIT = 24 * 3600.0
 # A host waited for but not (yet) judged: (NO_SAMPLE or NOT_JUDGED, why). The kinds are the JSON's keys.
 Pending = tuple[str, str]
 NO_SAMPLE, NOT_JUDGED = "no_sample", "not_judged"
@@ -47,37 +47,17 @@ TERSE = {"processes": "procs", "memory": "mem", "unaccounted": "unacc", "utiliza
          "temperature": "temp", "persistence": "persist"}  # fmt: skip
 
 
-def add_wait_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--gpu", action="append", metavar="SPEC", help="a GPU to wait for (default: all of them)")
-    for flag, default, what in (
-        ("--timeout", 600.0, "give up after S (default 600; 0: judge once)"),
-        ("--settle", 0.0, "ready for S in a row (default 0)"),
-    ):
-        p.add_argument(flag, type=argtypes.seconds_upto(MAX_WAIT), default=default, metavar="S", help=what)
-    p.add_argument(
-        "--temp-below",
-        type=argtypes.whole(1, 149, "a temperature in whole degrees C"),
-        metavar="C",
-        help="also: temperature below C degrees (1 to 149)",
-    )
-    p.add_argument(
-        "--memory-below", type=argtypes.size, metavar="SIZE", help="also: used memory below SIZE (8GiB)"
-    )
-    p.add_argument(
-        "--util-below",
-        type=argtypes.whole(1, 100, "a percentage"),
-        default=DEFAULT_UTIL_BELOW,
-        metavar="PCT",
-        help="utilization below PCT, 1 to 100 (default 1: zero)",
-    )
-    p.add_argument("--no-throttle", action="store_true", help="also: no clock-event (throttle) reason active")
-    p.add_argument("--persistence", action="store_true", help="also: persistence mode on")
-    argtypes.add_interval(p, DEFAULT_INTERVAL, "seconds between samples (0.1 to 3600; default 0.25)")
-    p.add_argument("--json", action="store_true", help=f"print one JSON document (version {JSON_VERSION})")
-
-
 # The conditions the command line sets, each an option of the same name (--util-below: util_below).
 ASKED = ("util_below", "temp_below", "memory_below", "no_throttle", "persistence")
+
+
+def run(args: argparse.Namespace) -> int:
+    """`gputui wait` with its parsed arguments."""
+    config = load(args.config)
+    specs = resolve_hosts(args.hosts, args.demo, config, read_only=True)
+    fleet = build_fleet(specs, interval=args.interval)
+    args.idle_after = idle_after(args, config)
+    return asyncio.run(run_wait(args, fleet))
 
 
 def conditions_of(args: argparse.Namespace) -> Conditions:
@@ -117,7 +97,7 @@ async def run_wait(
         await fleet.wait_first_samples(min(args.timeout, 30.0) or 30.0)
         problem = _no_gpu(fleet)
         if problem:
-            return _refuse(out, err, args, EXIT_NO_GPU, problem, time.monotonic() - started)
+            return _refuse(out, err, args, Exit.NO_GPU, problem, time.monotonic() - started)
         samples = {v.name: v.sample for v in fleet.hosts if v.sample is not None}
         hosts = list(fleet.sessions)
         # Hosts whose sample lists every GPU it has, and each once: the GPU specs are checked
@@ -126,7 +106,7 @@ async def run_wait(
         try:
             chosen = _chosen(args.gpu or [], judged, hosts)
         except UsageError as exc:
-            return _refuse(out, err, args, EXIT_USAGE, str(exc), time.monotonic() - started)
+            return _refuse(out, err, args, Exit.USAGE, str(exc), time.monotonic() - started)
         if conditions.needs_preflight:
             await fleet.configure(args.interval, preflight_every=1)
         waits = {(h, i): GpuWait(h, i) for h, indexes in chosen.items() for i in indexes}
@@ -368,7 +348,7 @@ def _refuse(
     print(f"gputui: {message}", file=err)
     if args.json:
         doc = {
-            "version": JSON_VERSION,
+            "version": WAIT_JSON,
             "ready": False,
             "exit_code": code,
             "error": printable(message),
@@ -389,7 +369,7 @@ def _report(
     ready: bool,
     pending: dict[str, Pending] | None = None,
 ) -> int:
-    code = EXIT_READY if ready else EXIT_TIMEOUT
+    code = Exit.READY if ready else Exit.TIMEOUT
     now = time.monotonic()
     pending = pending or {}
     if args.json:
@@ -410,7 +390,7 @@ def _report(
                 entry[kind] = why
             entries.append(entry)
         doc = {
-            "version": JSON_VERSION,
+            "version": WAIT_JSON,
             "ready": ready,
             "exit_code": code,
             "waited_s": round(waited, 3),

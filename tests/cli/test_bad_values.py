@@ -124,13 +124,13 @@ ALSO_REFUSED = {
 def numeric_flags() -> list[tuple[str, Any, str]]:
     import argparse
 
-    from gputui.cli import main as cli
+    from gputui.cli.commands import clean, dashboard, snapshot, wait
 
     parsers = {
-        "": cli.ui_parser(),
-        "snapshot": cli.snapshot_parser(),
-        "clean": cli.clean_parser(),
-        "wait": cli.wait_parser(),
+        "": dashboard.parser(),
+        "snapshot": snapshot.parser(),
+        "clean": clean.parser(),
+        "wait": wait.parser(),
     }
     out = []
     for command, parser in parsers.items():

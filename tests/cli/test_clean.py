@@ -20,21 +20,17 @@ from typing import Any
 
 import pytest
 
-from gputui.cli.clean import (
-    HostOutcome,
-    exit_code,
-    plan_lines,
-    resolve_gpu_specs,
-    split_targets,
-    stage_line,
-)
+from gputui.cli.clean import plan_lines
 from gputui.cli.demo import demo_specs
-from gputui.cli.exits import EXIT_CLEAN, EXIT_DECLINED, EXIT_NO_GPU, EXIT_NOT_CLEAN, EXIT_REFUSED, EXIT_USAGE
+from gputui.cli.exits import Exit
+from gputui.cli.gpuspec import resolve_gpu_specs, split_targets
+from gputui.cli.outcome import HostOutcome, exit_code
 from gputui.config.file import HostSpec
 from gputui.kill.auditlog import read_records, unfinished
 from gputui.kill.operate import status_of
 from gputui.kill.plan import PlanOptions, plan_for_gpus
 from gputui.model import Event, PlanVerdict
+from gputui.text.words import stage_line
 from tests.support.commands import clean, fleet_of
 from tests.support.procs import descendants, end_probes, start_time
 from tests.support.samples import sample
@@ -60,7 +56,7 @@ async def test_the_demo_cluster_ends_clean(tmp_path):
     code, out, err = await clean(
         "--demo", "--all", "--sweep", "--yes", "--json", "--term-timeout", "0.5", "--log", str(log)
     )
-    assert code == EXIT_CLEAN, err
+    assert code == Exit.CLEAN, err
     doc = json.loads(out)
     assert doc["version"] == 2 and doc["ok"] is True and doc["exit_code"] == 0 and doc["log"] == str(log)
     assert [h["host"] for h in doc["hosts"]] == ["demo-a", "demo-b"]
@@ -98,7 +94,7 @@ async def test_the_demo_cluster_ends_clean(tmp_path):
 async def test_a_scoped_clean_prints_a_table_and_verdicts(tmp_path):
     log = tmp_path / "actions.jsonl"
     code, out, err = await clean("--demo", "demo-a:2", "--yes", "--log", str(log))
-    assert code == EXIT_CLEAN, err + out
+    assert code == Exit.CLEAN, err + out
     assert "== demo-a: plan" in out and "holds the memory of ghost" in out
     assert "already dead; its memory is held by" in out
     assert "proves: GPU 2 clean" in out
@@ -110,7 +106,7 @@ async def test_a_scoped_clean_prints_a_table_and_verdicts(tmp_path):
 async def test_a_dry_run_prints_the_plan_and_touches_nothing(tmp_path):
     log = tmp_path / "actions.jsonl"
     code, out, err = await clean("--demo", "--all", "--dry-run", "--json", "--log", str(log))
-    assert code == EXIT_CLEAN, err
+    assert code == Exit.CLEAN, err
     doc = json.loads(out)
     # A dry run is ok when every plan could be made: "ok" and the exit code always agree (issue 19).
     assert doc["dry_run"] is True and doc["ok"] is True and doc["exit_code"] == 0
@@ -125,7 +121,7 @@ async def test_a_dry_run_prints_the_plan_and_touches_nothing(tmp_path):
 async def test_without_a_terminal_or_yes_it_refuses(tmp_path):
     log = tmp_path / "actions.jsonl"
     code, _, err = await clean("--demo", "--all", "--log", str(log))
-    assert code == EXIT_USAGE
+    assert code == Exit.USAGE
     assert "stdin is not a terminal (pass --yes)" in err
     assert not log.exists()
 
@@ -134,7 +130,7 @@ async def test_answering_no_on_a_terminal_does_nothing(tmp_path):
     """Declining is its own exit code (5), not "not clean" (1): nothing was done, nothing failed."""
     log = tmp_path / "actions.jsonl"
     code, out, _ = await clean("--demo", "demo-a:0", "--log", str(log), stdin=Tty("n\n"))
-    assert code == EXIT_DECLINED == 5
+    assert code == Exit.DECLINED == 5
     assert "Proceed? [y/N]" in out and out.rstrip().endswith("NOTHING DONE: not confirmed")  # said once
     assert not log.exists()
 
@@ -142,7 +138,7 @@ async def test_answering_no_on_a_terminal_does_nothing(tmp_path):
 async def test_answering_yes_on_a_terminal_proceeds(tmp_path):
     log = tmp_path / "actions.jsonl"
     code, out, _ = await clean("--demo", "demo-b:0", "--log", str(log), stdin=Tty("y\n"))
-    assert code == EXIT_CLEAN, out
+    assert code == Exit.CLEAN, out
     assert "Proceed? [y/N]" in out and "== demo-b: CLEAN" in out
 
 
@@ -151,7 +147,7 @@ async def test_a_read_only_host_is_refused(tmp_path):
     code, out, _ = await clean(
         "--demo", "--all", "--yes", "--log", str(log), fleet=fleet_of(demo_specs(read_only=True))
     )
-    assert code == EXIT_REFUSED
+    assert code == Exit.REFUSED
     assert "== demo-a: REFUSED: read-only host: kill actions are disabled here" in out
     assert not log.exists()
 
@@ -185,7 +181,7 @@ async def test_naming_a_protected_process_is_refused(tmp_path):
     code, out, _err = await clean(
         "--demo", "--pid", str(monitor.pid), "--yes", "--log", str(tmp_path / "a"), fleet=fleet
     )
-    assert code == EXIT_REFUSED
+    assert code == Exit.REFUSED
     assert f"REFUSED: {monitor.pid} (nv-hostengine)" in out and "--include-monitor stops it anyway" in out
     assert not (tmp_path / "a").exists()
 
@@ -201,7 +197,7 @@ async def test_a_monitor_named_with_include_monitor_is_stopped(tmp_path):
         "demo-a", "--pid", str(monitor.pid), "--include-monitor", "--yes", "--json",
         "--log", str(tmp_path / "a"), fleet=fleet,
     )  # fmt: skip
-    assert code == EXIT_CLEAN, err
+    assert code == Exit.CLEAN, err
     [host] = json.loads(out)["hosts"]
     assert host["status"] == "stopped"
     assert host["plan"]["include_protected"] == [monitor.pid]
@@ -226,7 +222,7 @@ async def test_a_monitor_named_with_include_monitor_is_stopped(tmp_path):
 )
 async def test_bad_usage_is_exit_2(tmp_path, argv, words):
     code, _, err = await clean(*argv, "--log", str(tmp_path / "a.jsonl"))
-    assert code == EXIT_USAGE and words in err
+    assert code == Exit.USAGE and words in err
 
 
 async def test_no_driver_is_exit_3(tmp_path):
@@ -235,7 +231,7 @@ async def test_no_driver_is_exit_3(tmp_path):
     code, out, _ = await clean(
         "--all", "--yes", "--log", str(tmp_path / "a"), fleet=fleet_of([HostSpec(name="local")])
     )
-    assert code == EXIT_NO_GPU
+    assert code == Exit.NO_GPU
     assert "== local: NO GPU" in out and "gputui clean --demo demo-a --all" in out
 
 
@@ -332,16 +328,16 @@ def test_exit_codes_take_the_worst_host():
     def o(status: str) -> HostOutcome:
         return HostOutcome("h", status=status)
 
-    assert exit_code([o("clean"), o("skipped")]) == EXIT_CLEAN
-    assert exit_code([o("stopped"), o("clean")]) == EXIT_CLEAN
-    assert exit_code([o("clean"), o("not-clean")]) == EXIT_NOT_CLEAN
-    assert exit_code([o("not-stopped")]) == EXIT_NOT_CLEAN
-    assert exit_code([o("not-trusted")]) == EXIT_NOT_CLEAN
-    assert exit_code([o("aborted")]) == EXIT_DECLINED
-    assert exit_code([o("aborted"), o("not-clean")]) == EXIT_NOT_CLEAN
-    assert exit_code([o("outcome-unknown")]) == EXIT_NOT_CLEAN
-    assert exit_code([o("unreachable"), o("refused")]) == EXIT_REFUSED
-    assert exit_code([o("refused"), o("no-gpu")]) == EXIT_NO_GPU
+    assert exit_code([o("clean"), o("skipped")]) == Exit.CLEAN
+    assert exit_code([o("stopped"), o("clean")]) == Exit.CLEAN
+    assert exit_code([o("clean"), o("not-clean")]) == Exit.NOT_CLEAN
+    assert exit_code([o("not-stopped")]) == Exit.NOT_CLEAN
+    assert exit_code([o("not-trusted")]) == Exit.NOT_CLEAN
+    assert exit_code([o("aborted")]) == Exit.DECLINED
+    assert exit_code([o("aborted"), o("not-clean")]) == Exit.NOT_CLEAN
+    assert exit_code([o("outcome-unknown")]) == Exit.NOT_CLEAN
+    assert exit_code([o("unreachable"), o("refused")]) == Exit.REFUSED
+    assert exit_code([o("refused"), o("no-gpu")]) == Exit.NO_GPU
 
 
 def test_untrusted_text_is_escaped_in_stage_lines_and_plans():

@@ -21,7 +21,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from gputui.cli.exits import EXIT_CLEAN, EXIT_REFUSED, EXIT_USAGE
+from gputui.cli.exits import Exit
 from gputui.config.file import HostSpec
 from gputui.fleet.fleet import Fleet
 from gputui.model import Job, Sample
@@ -75,7 +75,7 @@ async def test_a_launchers_pid_stops_its_job_root_first_and_proves_every_member_
     code, out, err = await clean(
         HOST, "--pid", str(launcher.root), "--yes", "--json", "--log", str(tmp_path / "a"), fleet=fleet
     )
-    assert code == EXIT_CLEAN, err + out
+    assert code == Exit.CLEAN, err + out
     [host] = json.loads(out)["hosts"]
     assert host["status"] == "stopped" and host["ok"] is True
     plan = host["plan"]
@@ -106,7 +106,7 @@ async def test_a_dry_run_of_a_job_lists_its_members_and_touches_nothing(tmp_path
     code, out, err = await clean(
         HOST, "--job", launcher.id, "--dry-run", "--json", "--log", str(log), fleet=fleet
     )
-    assert code == EXIT_CLEAN, err
+    assert code == Exit.CLEAN, err
     [host] = json.loads(out)["hosts"]
     [job] = host["plan"]["jobs"]
     assert job["id"] == launcher.id and sorted(job["targets"]) == sorted([launcher.root, *launcher.members])
@@ -125,7 +125,7 @@ async def test_a_pid_above_the_jobs_is_refused_and_never_signalled(tmp_path):
     code, out, err = await clean(
         HOST, "--pid", str(session), "--yes", "--log", str(tmp_path / "a"), fleet=fleet
     )
-    assert code == EXIT_REFUSED, err + out
+    assert code == Exit.REFUSED, err + out
     assert f"REFUSED: {session}" in out and "never signalled" in out and "clean --job" in out
     assert not (tmp_path / "a").exists()  # no plan was sent: it is written ahead of sending
 
@@ -166,7 +166,7 @@ def test_names_that_match_nothing_are_exit_2_with_what_exists(tmp_path):
         ),
     ):
         run = gputui("clean", "--config", cfg, HOST, *argv, "--dry-run", "--log", str(tmp_path / "a"))
-        assert run.returncode == EXIT_USAGE, (argv, run.stderr)
+        assert run.returncode == Exit.USAGE, (argv, run.stderr)
         assert "Traceback" not in run.stderr
         lines = run.stderr.strip().splitlines()
         assert len(lines) == 1 and words in lines[0], (argv, lines)
@@ -179,7 +179,7 @@ def test_a_user_is_matched_exactly_and_the_monitor_is_left_alone(tmp_path):
     me = pwd.getpwuid(os.getuid()).pw_name
     run = gputui("clean", "--config", config(tmp_path), HOST, "--user", me, "--dry-run", "--json",
                  "--log", str(tmp_path / "a"))  # fmt: skip
-    assert run.returncode == EXIT_CLEAN, run.stderr
+    assert run.returncode == Exit.CLEAN, run.stderr
     [host] = json.loads(run.stdout)["hosts"]
     plan = host["plan"]
     assert plan["scope"] == "jobs" and len(plan["jobs"]) == 4
@@ -187,7 +187,7 @@ def test_a_user_is_matched_exactly_and_the_monitor_is_left_alone(tmp_path):
     assert all(t["role"] in ("root", "member", "between") for t in plan["targets"])
     # A prefix of the name is no match.
     short = gputui("clean", "--config", config(tmp_path), HOST, "--user", me[:-1] or "x", "--dry-run")
-    assert short.returncode == EXIT_USAGE and "users seen: " in short.stderr
+    assert short.returncode == Exit.USAGE and "users seen: " in short.stderr
 
 
 # -- the dashboard's way: Request(scope="jobs") with the Job objects it shows ------------------

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from gputui.cli import main as cli
+from gputui.cli import dashboard as cli
 from gputui.fleet.fleet import Fleet
 from tests.support.apps import replay_fleet
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from gputui.cli import main as cli
+from gputui.cli.commands import clean, snapshot, wait
+from gputui.cli.options import INTERVALS
 from gputui.config.file import HostSpec
 from gputui.transport import headstart
 from gputui.transport.local import LocalLink
@@ -22,16 +24,12 @@ def value_options(parser: argparse.ArgumentParser) -> set[str]:
 
 def test_the_value_options_are_those_of_the_parsers() -> None:
     """A word after one of these is its value, any other word a HOST: the list cannot drift."""
-    every = set()
-    for parser in (cli.snapshot_parser(), cli.clean_parser(), cli.wait_parser()):
-        every |= value_options(parser)
-    assert every == set(cli.VALUE_OPTIONS)
+    for parser in (snapshot.parser(), clean.parser(), wait.parser()):
+        assert value_options(parser) == set(cli.value_options(parser))
 
 
 def test_the_intervals_are_those_the_commands_use() -> None:
-    from gputui.cli import wait
-
-    assert cli.INTERVALS["wait"] == wait.DEFAULT_INTERVAL
+    assert INTERVALS["wait"] == wait.parser().get_default("interval")
 
 
 @pytest.fixture

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gputui.cli import commands
 from gputui.cli import main as cli
+from gputui.cli.options import INTERVALS
 from tests.support.cli import gputui
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -15,14 +17,14 @@ def test_top_level_help_lists_every_command_and_each_has_its_own_help() -> None:
     top = gputui("--help")
     assert top.returncode == 0, top.stderr
     listed = top.stdout[top.stdout.index("other commands") :]
-    for command in cli.COMMANDS:
+    for command in commands.COMMANDS:
         assert f"gputui {command}" in listed, (command, listed)
         own = gputui(command, "--help")
         assert own.returncode == 0 and f"gputui {command}" in own.stdout, (command, own.stderr)
-    assert "wait" in cli.COMMANDS
+    assert "wait" in commands.COMMANDS
 
 
 def test_the_commands_are_defined_once() -> None:
     # What main() runs, what --help lists and what a typo is matched against are one table.
-    assert tuple(cli.SUBCOMMANDS) == cli.COMMANDS
-    assert set(cli.QUICK_EXIT) <= set(cli.COMMANDS) and set(cli.INTERVALS) <= set(cli.COMMANDS)
+    assert tuple(commands.SUBCOMMANDS) == commands.COMMANDS
+    assert set(cli.QUICK_EXIT) <= set(commands.COMMANDS) and set(INTERVALS) <= set(commands.COMMANDS)

@@ -4,6 +4,7 @@ the terminal raw; one line of usage, one of error, exit 2, no traceback."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import subprocess
@@ -11,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from gputui.cli import argtypes, commands
 
 ROOT = Path(__file__).resolve().parents[2]
 ESC = "\x1b[2J"
@@ -60,3 +63,14 @@ def test_the_demo_daemon_s_usage_error_is_escaped(env: dict[str, str], args: lis
     assert done.returncode == 2, done.stderr
     assert RAW.search(done.stderr) is None, done.stderr
     assert "Traceback" not in done.stderr.decode()
+
+
+def test_every_command_parses_with_the_escaping_parser() -> None:
+    """The rule behind the cases above: every parser of every command (its subcommands' too) is an
+    argtypes.Parser, whose errors are escaped; the probe, which runs alone, keeps its own."""
+    names = [n for n in commands.COMMANDS if n != "probe"] + [commands.DASHBOARD]
+    for name in names:
+        parser = commands.parser_of(name)
+        subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        for each in [parser] + [p for a in subparsers for p in a.choices.values()]:
+            assert isinstance(each, argtypes.Parser), (name, each.prog)

@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from gputui.cli.exits import EXIT_REFUSED
+from gputui.cli.exits import Exit
 from tests.support.livedemo import Live, snapshot
 from tests.support.procs import start_time
 from tests.support.simprobe import alive
@@ -97,7 +97,7 @@ def test_another_gputui_beside_a_clean_is_a_monitor_and_never_signalled(live: Li
 
         chosen = live.gputui("clean", "--demo", HOST, "--pid", str(probe[0]), "--include-monitor", "--yes",
                              "--json", "--log", str(log))  # fmt: skip
-        assert chosen.returncode == EXIT_REFUSED, chosen.stdout + chosen.stderr
+        assert chosen.returncode == Exit.REFUSED, chosen.stdout + chosen.stderr
         assert "gputui" in chosen.stdout + chosen.stderr
 
         swept = live.gputui("clean", "--demo", HOST, "--all", "--sweep", "--yes", "--json", "--log", str(log))

@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 
 from gputui.api import hosts as resolve
-from gputui.cli.main import snapshot_parser
+from gputui.cli.commands.snapshot import parser as snapshot_parser
 from gputui.cli.recheck import snapshot_commands
 from gputui.config.file import Config, HostSpec, load_config
 

@@ -109,7 +109,7 @@ async def test_record_replay_snapshot_round_trip(live: Live, tmp_path: Path) -> 
     assert not holders(json.loads(r.stdout), "demo-a", 0) & on_gpu0
 
     # The dashboard on it.
-    from gputui.cli.record import REPLAY_INTERVAL, open_replay
+    from gputui.cli.replay import REPLAY_INTERVAL, open_replay
     from gputui.ui import make_app
     from tests.support.apps import scratch_log
     from tests.support.pilot import wait_for

@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
+from gputui.cli import dashboard, fleets
 from gputui.cli import main as cli
+from gputui.cli.commands import dashboard as dashboard_command
 from gputui.config.file import Config
 
 
@@ -74,14 +76,12 @@ def test_force_tty_draws_anyway(monkeypatch: pytest.MonkeyPatch) -> None:
         def run(self) -> None:
             ran.append(self)
 
-    import gputui.ui.factory
-
-    monkeypatch.setattr(gputui.ui.factory, "make_app", lambda *a, **k: App())
-    monkeypatch.setattr(cli, "tune_gc", lambda fleet=None: None)
-    monkeypatch.setattr(cli, "load", lambda path=None: Config())
+    monkeypatch.setattr(dashboard, "make_app", lambda *a, **k: App())
+    monkeypatch.setattr(dashboard, "tune_gc", lambda fleet=None: None)
+    monkeypatch.setattr(dashboard, "load", lambda path=None: Config())
     assert cli.main(["--demo"]) == 2 and ran == []  # under pytest stdout is no terminal
     assert cli.main(["--demo", "--force-tty"]) == 0 and len(ran) == 1
-    assert "--force-tty" in cli.ui_parser().format_help()
+    assert "--force-tty" in dashboard_command.parser().format_help()
 
 
 @pytest.mark.parametrize(
@@ -129,7 +129,7 @@ def test_demo_hosts_are_checked(tmp_path: Path) -> None:
     run = gputui("--demo", "nohost", tmp_path=tmp_path)
     assert run.returncode == 2
     assert "the demo has no host 'nohost' (its hosts: demo-a, demo-b)" in run.stderr
-    assert [s.name for s in cli.resolve_hosts(["demo-b"], True, Config())] == ["demo-b"]
+    assert [s.name for s in fleets.resolve_hosts(["demo-b"], True, Config())] == ["demo-b"]
 
 
 def test_columns_config_errors_exit_2_with_the_known_columns(tmp_path: Path) -> None:

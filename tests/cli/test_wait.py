@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from gputui.cli.exits import EXIT_NO_GPU, EXIT_READY, EXIT_TIMEOUT, EXIT_USAGE
+from gputui.cli.exits import Exit
 from tests.support.paths import REPO
 
 HELD = re.compile(r"used or held by (\d+) \(user: python -S \.\.\./vllm_serve\.py --model ")
@@ -57,15 +57,15 @@ def gpus_of(doc: dict[str, Any], host: str) -> dict[str, Any]:
 
 def test_a_free_gpu_is_ready_at_once(tmp_path: Path) -> None:
     code, doc, out, err, _ = gputui_wait("--demo", "demo-b", "--gpu", "demo-b:3", "--json", cwd=tmp_path)
-    assert code == EXIT_READY, out + err
+    assert code == Exit.READY, out + err
     assert doc is not None and doc["version"] == 1
-    assert doc["ready"] is True and doc["exit_code"] == EXIT_READY and doc["settle_s"] == 0.0
+    assert doc["ready"] is True and doc["exit_code"] == Exit.READY and doc["settle_s"] == 0.0
     assert [h["host"] for h in doc["hosts"]] == ["demo-b"]
     assert gpus_of(doc, "demo-b") == {"3": {"ready": True, "ready_for_s": 0.0, "unready": []}}
     assert doc["waited_s"] < 60  # at once: the first sample judged (its default timeout is 600 s)
 
     code, _, out, err, _ = gputui_wait("--demo", "demo-b", "--gpu", "demo-b:3", cwd=tmp_path)
-    assert code == EXIT_READY, out + err
+    assert code == Exit.READY, out + err
     assert re.fullmatch(r"ready: demo-b GPU 3 \(after \d+\.\d s\)\n", out), out
 
 
@@ -73,8 +73,8 @@ def test_a_held_gpu_times_out_and_the_reason_names_its_holder(tmp_path: Path) ->
     code, doc, out, err, took = gputui_wait(
         "--demo", "demo-a", "--gpu", "demo-a:0", "--timeout", "2", "--json", cwd=tmp_path
     )
-    assert code == EXIT_TIMEOUT, out + err
-    assert doc is not None and doc["ready"] is False and doc["exit_code"] == EXIT_TIMEOUT
+    assert code == Exit.TIMEOUT, out + err
+    assert doc is not None and doc["ready"] is False and doc["exit_code"] == Exit.TIMEOUT
     assert doc["waited_s"] >= 2.0 and took >= 2.0  # it waited out its timeout
     gpu = gpus_of(doc, "demo-a")["0"]
     assert gpu["ready"] is False and gpu["ready_for_s"] == 0.0
@@ -85,7 +85,7 @@ def test_a_held_gpu_times_out_and_the_reason_names_its_holder(tmp_path: Path) ->
     code, _, out, err, _ = gputui_wait(
         "--demo", "demo-a", "--gpu", "demo-a:0", "--timeout", "1", cwd=tmp_path
     )
-    assert code == EXIT_TIMEOUT, out + err
+    assert code == Exit.TIMEOUT, out + err
     assert out == "" and err.startswith("gputui wait: not ready after "), err
     [held] = [line for line in err.splitlines() if line.startswith("  demo-a GPU0: processes: ")]
     assert HELD.search(held), held
@@ -95,8 +95,8 @@ def test_a_gpu_the_host_does_not_have_is_bad_usage_at_once(tmp_path: Path) -> No
     code, doc, out, err, _ = gputui_wait(
         "--demo", "demo-a", "--gpu", "demo-a:7", "--timeout", "60", "--json", cwd=tmp_path
     )
-    assert code == EXIT_USAGE, out + err
-    assert doc is not None and doc["ready"] is False and doc["exit_code"] == EXIT_USAGE
+    assert code == Exit.USAGE, out + err
+    assert doc is not None and doc["ready"] is False and doc["exit_code"] == Exit.USAGE
     assert doc["error"] == "--gpu demo-a:7: demo-a has no GPU 7 (its GPUs: 0, 1, 2, 3)"
     assert doc["hosts"] == [] and doc["waited_s"] < 60  # refused, not waited for
     assert err == f"gputui: {doc['error']}\n"
@@ -106,7 +106,7 @@ def test_settle_waits_the_settle_time_and_a_timeout_shorter_than_it_is_not_ready
     code, doc, out, err, took = gputui_wait(
         "--demo", "demo-b", "--gpu", "demo-b:3", "--settle", "2", "--json", cwd=tmp_path
     )
-    assert code == EXIT_READY, out + err
+    assert code == Exit.READY, out + err
     assert doc is not None and doc["ready"] is True and doc["settle_s"] == 2.0
     assert doc["waited_s"] >= 2.0 and took >= 2.0
     assert gpus_of(doc, "demo-b")["3"]["ready_for_s"] >= 2.0  # ready all along the settle period
@@ -114,7 +114,7 @@ def test_settle_waits_the_settle_time_and_a_timeout_shorter_than_it_is_not_ready
     code, _, out, err, _ = gputui_wait(
         "--demo", "demo-b", "--gpu", "demo-b:3", "--settle", "30", "--timeout", "1.5", cwd=tmp_path
     )
-    assert code == EXIT_TIMEOUT, out + err
+    assert code == Exit.TIMEOUT, out + err
     assert re.search(r"^  demo-b GPU3: ready for \d+\.\d s of 30$", err, re.M), err
 
 
@@ -124,13 +124,13 @@ def test_a_config_of_sim_hosts_is_waited_for_gpu_by_gpu(tmp_path: Path) -> None:
         '[[hosts]]\nname = "p"\naddress = "local"\nreader = "sim"\nsim_scenario = "preflight"\nsim_seed = 7\n'
     )
     code, doc, out, err, _ = gputui_wait("--config", str(config), "p", "--gpu", "p:0", "--json", cwd=tmp_path)
-    assert code == EXIT_READY, out + err
+    assert code == Exit.READY, out + err
     assert doc is not None and gpus_of(doc, "p") == {"0": {"ready": True, "ready_for_s": 0.0, "unready": []}}
 
     code, doc, out, err, _ = gputui_wait(
         "--config", str(config), "p", "--gpu", "p:0", "--gpu", "p:1", "--timeout", "2", "--json", cwd=tmp_path
     )
-    assert code == EXIT_TIMEOUT, out + err
+    assert code == Exit.TIMEOUT, out + err
     assert doc is not None
     gpus = gpus_of(doc, "p")
     assert gpus["0"]["ready"] is True and gpus["0"]["unready"] == []
@@ -149,6 +149,6 @@ def test_this_machine_without_a_driver_is_exit_3(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "GPUTUI_CONFIG"}
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))  # no config: this machine
     code, doc, out, err, _ = gputui_wait("--timeout", "60", "--json", cwd=tmp_path, env=env)
-    assert code == EXIT_NO_GPU, out + err
-    assert doc is not None and doc["exit_code"] == EXIT_NO_GPU and doc["hosts"] == []
+    assert code == Exit.NO_GPU, out + err
+    assert doc is not None and doc["exit_code"] == Exit.NO_GPU and doc["hosts"] == []
     assert doc["error"].startswith("local: no NVIDIA driver") and "gputui wait --demo demo-b" in doc["error"]

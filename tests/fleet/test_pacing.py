@@ -167,7 +167,7 @@ def test_replays_and_tests_do_not_pace_unless_asked() -> None:
 
 @pytest.mark.parametrize("argv", [["--no-pace"]])
 def test_no_pace_is_a_flag_of_the_dashboard(argv: list[str]) -> None:
-    from gputui.cli.main import ui_parser
+    from gputui.cli.commands.dashboard import parser as ui_parser
 
     assert ui_parser().parse_args(argv).no_pace is True
     assert ui_parser().parse_args([]).no_pace is False

@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
-from gputui.cli.clean import HostOutcome
-from gputui.cli.exits import EXIT_NOT_CLEAN
+from gputui.cli.exits import Exit
+from gputui.cli.outcome import HostOutcome
 from gputui.kill.operate import status_of
 from gputui.model import Event, PlanVerdict
 from gputui.probe.readers.sim import start_time
@@ -82,7 +82,7 @@ def test_a_plan_of_processes_whose_target_holds_no_gpu_says_not_stopped(sim_prob
         assert [p.gone for p in plan_verdict.processes] == [False]
         status, _ = status_of(plan_verdict)
         assert status == "not-stopped"
-        assert HostOutcome("h", status=status, verdict=plan_verdict).code == EXIT_NOT_CLEAN
+        assert HostOutcome("h", status=status, verdict=plan_verdict).code == Exit.NOT_CLEAN
         text = "\n".join(verdict_lines("h", status, None, plan_verdict))
         assert "NOT STOPPED" in text and "still running" in text
     finally:

@@ -11,9 +11,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gputui.cli.clean import add_clean_arguments, run_clean, split_targets
+from gputui.cli.clean import run_clean
+from gputui.cli.commands.clean import add_clean_arguments
+from gputui.cli.commands.wait import add_wait_arguments
 from gputui.cli.demo import demo_specs
-from gputui.cli.wait import add_wait_arguments, run_wait
+from gputui.cli.gpuspec import split_targets
+from gputui.cli.wait import run_wait
 from gputui.config.file import HostSpec
 from gputui.fleet.fleet import Fleet
 from gputui.transport.local import LocalLink

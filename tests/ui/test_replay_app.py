@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gputui.cli.record import REPLAY_INTERVAL, open_replay
+from gputui.cli.replay import REPLAY_INTERVAL, open_replay
 from gputui.recording.format import clock_at, offset_words
 from gputui.recording.player import ReplayPlayer
 from gputui.ui import make_app

@@ -17,13 +17,14 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from ..config.file import LOCAL, load
-from ..config.hostlist import collapse
-from ..inventory.base import ResolvedHost
-from ..inventory.sources import SPEC_HELP
-from ..inventory.specs import config_host, resolve_hosts, shown
-from .argtypes import Parser
-from .argtypes import shown as quoted
+from ...config.file import LOCAL, load
+from ...config.hostlist import collapse
+from ...inventory.base import ResolvedHost
+from ...inventory.sources import SPEC_HELP
+from ...inventory.specs import config_host, resolve_hosts, shown
+from ..argtypes import Parser
+from ..argtypes import shown as quoted
+from . import summary
 
 HOSTS_JSON_VERSION = 1
 SD_PORT = 9842  # `gputui export --listen :9842` (docs/MONITORING.md); --sd-port says another
@@ -32,10 +33,10 @@ COLUMNS = ("name", "address", "user", "port", "jump", "group", "source")
 _PORT = re.compile(r"[0-9]{1,5}")  # ASCII digits only: '²' is a digit to str.isdigit
 
 
-def parser(summary: str = "") -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="gputui hosts",
-        description=summary,
+        description=summary("hosts"),
         epilog=f"SPEC: {SPEC_HELP}. Without one: the config's hosts (else local). docs/FLEET.md has more.",
     )
     p.add_argument("specs", nargs="*", metavar="SPEC", help="hosts, hostlists, @sources, group names")
@@ -60,10 +61,10 @@ def _port(text: str) -> int:
     return int(text)
 
 
-def run(argv: list[str], summary: str = "", out: TextIO | None = None) -> int:
-    args = parser(summary).parse_args(argv)
+def run(argv: list[str], out: TextIO | None = None) -> int:
+    args = parser().parse_args(argv)
     if args.json and args.format not in (None, "json"):
-        parser(summary).error(f"--json and --format {args.format} say different things")
+        parser().error(f"--json and --format {args.format} say different things")
     fmt = "json" if args.json else (args.format or "text")
     config = load(args.config)
     if args.specs:

@@ -1,0 +1,68 @@
+"""The commands of `gputui`, one module each (its options and its run), and the registry that names
+them: what `gputui.cli.main` dispatches to, what `gputui --help` lists, what a mistyped first word is
+matched against. A command's module is imported only when it runs (`load`): `gputui --help` and each
+command's start pay for no other command's imports.
+
+Every command module has `run(argv)` (its exit status) and, but `probe`, `parser()` (its argparse
+parser, an `argtypes.Parser`). `dashboard` is what `gputui` runs with no command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from dataclasses import dataclass
+from typing import Protocol, cast
+
+
+class Command(Protocol):
+    """What a command module offers (and, all but `probe`, whose options are the probe's own,
+    `parser()`)."""
+
+    def run(self, argv: list[str]) -> int: ...
+
+
+class ParsedCommand(Command, Protocol):
+    def parser(self) -> argparse.ArgumentParser: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CommandInfo:
+    module: str  # under gputui.cli.commands
+    summary: str  # the top-level --help's line, and the command's own --help description
+
+
+# Every command, in the one place (the dashboard, `gputui` alone, is not listed).
+SUBCOMMANDS: dict[str, CommandInfo] = {
+    "snapshot": CommandInfo("snapshot", "One sample of each host, then exit."),
+    "clean": CommandInfo("clean", "Free GPUs: staged kill, then verify."),
+    "wait": CommandInfo("wait", "Wait until every chosen GPU is ready for the next run."),
+    "record": CommandInfo("record", "Record the hosts' samples and plans to a file, for --replay."),
+    "export": CommandInfo("export", "The fleet in Prometheus' text format: once, a textfile, or /metrics."),
+    "demo": CommandInfo("demo", "The simulated cluster that --demo attaches to: start, stop, status."),
+    "hosts": CommandInfo("hosts", "List the hosts that specs name (gpu[001-128], @slurm:P...)."),
+    "probe": CommandInfo("probe", "The probe itself, as gputui runs it on each host (JSON lines)."),
+}
+COMMANDS = tuple(SUBCOMMANDS)
+DASHBOARD = "dashboard"
+
+
+def load(name: str) -> Command:
+    """The module of command `name` (a key of SUBCOMMANDS, or DASHBOARD), imported now."""
+    module = SUBCOMMANDS[name].module if name in SUBCOMMANDS else DASHBOARD
+    return cast(Command, importlib.import_module(f"{__name__}.{module}"))
+
+
+def parser_of(name: str) -> argparse.ArgumentParser:
+    """The parser of command `name` (any but `probe`)."""
+    return cast(ParsedCommand, load(name)).parser()
+
+
+def summary(name: str) -> str:
+    return SUBCOMMANDS[name].summary
+
+
+def commands_help() -> str:
+    width = max(map(len, COMMANDS))
+    lines = [f"  gputui {name:<{width}}  {c.summary}" for name, c in SUBCOMMANDS.items()]
+    return "\n".join(["other commands (each with --help):", *lines])

@@ -1,0 +1,108 @@
+"""`gputui demo start|stop|status`: the simulated cluster that every `--demo` command attaches to
+(gputui/cli/democtl.py starts, attaches to and stops it; gputui/cli/demod.py is its daemon)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from .. import argtypes
+from ..democtl import (
+    IDLE_TIMEOUT,
+    DemoError,
+    demo_directory,
+    ensure_running,
+    options_of,
+    running,
+    schedule_arguments,
+    stop,
+    touch_used,
+)
+from ..exits import Exit
+from ..streams import fail
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argtypes.Parser(
+        prog="gputui demo",
+        description="The simulated cluster that every `--demo` command attaches to (one per user).",
+        epilog="exit codes: start: 0 running, 1 did not start; stop: 0 stopped or not running, "
+        "1 did not end; status: 0 running, 1 not running; any: 2 bad usage, 4 the demo's directory "
+        "is not private (refused)",
+    )
+    sub = p.add_subparsers(dest="action", metavar="start|stop|status")
+    start = sub.add_parser("start", help="start it (the first `--demo` command does too)")
+    schedule_arguments(start)
+    sub.add_parser("stop", help="end it and every process of it")
+    status = sub.add_parser("status", help="whether it runs, its PID, directory, hosts, uptime")
+    status.add_argument("--json", action="store_true", help="one JSON document")
+    return p
+
+
+def run(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    action = args.action or "status"
+    try:
+        directory = demo_directory(create=action == "start")
+        if action == "start":
+            state, started = ensure_running(directory, options_of(args))
+            touch_used(directory)  # started to be used: the idle timeout counts from now
+            word = "started" if started else "already running"
+            print(f"gputui demo: {word} (PID {state['pid']}, in {directory})")
+            return Exit.OK
+        if action == "stop":
+            _, words = stop(directory) if directory.exists() else (False, "not running")
+            print(f"gputui demo: {words}")
+            return Exit.OK
+        return _status(directory, getattr(args, "json", False))
+    except DemoError as exc:
+        return fail(str(exc), exc.code)
+
+
+def _status(directory: Path, as_json: bool) -> int:
+    state = running(directory) if directory.exists() else None
+    if as_json:
+        doc: dict[str, Any] = {"running": state is not None, "directory": str(directory)}
+        if state is not None:
+            doc.update(
+                pid=state["pid"],
+                state=state.get("state"),
+                uptime_s=round(time.time() - float(state.get("started") or time.time()), 1),
+                hosts=state.get("hosts") or {},
+                idle_timeout_s=state.get("idle_timeout_s"),
+                refill_after_s=state.get("refill_after_s"),
+                bench=state.get("bench"),
+            )
+        print(json.dumps(doc, indent=2))
+        return Exit.OK if state is not None else Exit.NOT_RUNNING
+    if state is None:
+        print("gputui demo: not running (`gputui demo start`, or any `--demo` command, starts it)")
+        return Exit.NOT_RUNNING
+    up = time.time() - float(state.get("started") or time.time())
+    print(f"gputui demo: running (PID {state['pid']}, up {_duration(up)})")
+    print(f"  directory  {directory}")
+    for name, host in (state.get("hosts") or {}).items():
+        print(f"  {name:<9}  {host.get('gpus')} GPUs, sim in {host.get('directory')}")
+    idle = float(state.get("idle_timeout_s") or IDLE_TIMEOUT)
+    print(f"  ends       after {_duration(idle)} with no client, or on `gputui demo stop`")
+    bench = state.get("bench") or {}
+    print(
+        f"  jobs       a freed GPU gets its jobs back after {_duration(float(state.get('refill_after_s') or 0))} "
+        f"free; {bench.get('host')} GPU {bench.get('gpu')} runs bench.py for {_duration(float(bench.get('run_s') or 0))}, "
+        f"then is free for {_duration(float(bench.get('gap_s') or 0))}"
+    )
+    return Exit.OK
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, rest = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest} s" if rest else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"

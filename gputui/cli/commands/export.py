@@ -1,0 +1,72 @@
+"""`gputui export`: the fleet in Prometheus' text format, once, as a textfile or served on /metrics
+(gputui/cli/export.py runs it; docs/MONITORING.md)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ...model.textsafe import printable
+from .. import argtypes, options
+from ..exportserver import CONNECTIONS
+from . import summary
+
+DEFAULT_INTERVAL = 5.0  # seconds between samples (and textfile writes): well under a scrape interval
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argtypes.Parser(prog="gputui export", description=summary("export"))
+    options.add_hosts(p)
+    add_export_arguments(p)
+    return p
+
+
+def run(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    # Imported now, not at the top: prometheus_client, the fleet and the transport, which `--help`
+    # and a usage error do not need.
+    from .. import export
+
+    return export.run(args)
+
+
+def listen_address(text: str) -> tuple[str, int]:
+    """`HOST:PORT`, `[IPV6]:PORT` or `:PORT` (every interface); port 0 takes a free one."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isascii() or not port.isdecimal() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(
+            f"{printable(text[:80])!r} is not ADDR:PORT (e.g. 127.0.0.1:9842, [::1]:9842, :9842)"
+        )
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host or "0.0.0.0", int(port)
+
+
+def add_export_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--rules",
+        action="store_true",
+        help="print the alerting rules shipped with gputui (for Prometheus' rule_files), then exit",
+    )
+    p.add_argument("--once", action="store_true", help="one sample of each host, written once, then exit")
+    p.add_argument(
+        "--textfile",
+        metavar="PATH",
+        help="rewrite PATH atomically every --interval (node_exporter's textfile collector reads *.prom)",
+    )
+    p.add_argument(
+        "--listen",
+        type=listen_address,
+        metavar="ADDR:PORT",
+        help="serve /metrics and /-/ready on ADDR:PORT (port 0: a free one, said on stderr)",
+    )
+    p.add_argument(
+        "--connections",
+        type=argtypes.whole(1, 65536, "a number of connections"),
+        default=CONNECTIONS,
+        metavar="N",
+        help=f"--listen keeps at most N connections open; one more is answered 503 (default {CONNECTIONS})",
+    )
+    options.add_interval(
+        p, DEFAULT_INTERVAL, f"seconds between samples and textfile writes (default {DEFAULT_INTERVAL:g})"
+    )
+    options.add_timeout(p, "wait this long for each host's first sample before the first write")

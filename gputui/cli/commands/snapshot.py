@@ -1,0 +1,43 @@
+"""`gputui snapshot`: one sample of each host, then exit (gputui/cli/snapshot.py); from a recording
+with --replay (gputui/cli/replay.py)."""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import argtypes, options
+from . import summary
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argtypes.Parser(prog="gputui snapshot", description=summary("snapshot"))
+    options.add_hosts(p)
+    p.add_argument("--json", action="store_true", help="print versioned JSON (schema in README)")
+    options.add_timeout(p)
+    p.add_argument(
+        "--watch",
+        type=argtypes.interval,
+        metavar="S",
+        help="again every S seconds (0.1 to 3600) until Ctrl+C: in place on a terminal, else appended",
+    )
+    p.add_argument("--replay", metavar="FILE", help="from a recording (gputui record), not the hosts")
+    p.add_argument(
+        "--at",
+        metavar="TIME",
+        help="with --replay: the state at TIME (HH:MM[:SS], an ISO timestamp, +SECONDS; default: the end)",
+    )
+    options.add_idle_minutes(p)
+    return p
+
+
+def run(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    # Imported now, not at the top: the fleet, the transport and asyncio load while this machine's
+    # probe starts (the head start, gputui/cli/main.py), and a usage error needs none of them.
+    if args.replay is not None or args.at is not None:
+        from .. import replay
+
+        return replay.snapshot_at(args)
+    from .. import snapshot
+
+    return snapshot.run(args)

@@ -1,0 +1,63 @@
+"""`gputui wait`: until every chosen GPU is ready for the next run (gputui/cli/wait.py runs it)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ...views.readiness import DEFAULT_UTIL_BELOW
+from .. import argtypes, options
+from ..options import INTERVALS
+from ..versions import WAIT_JSON
+from . import summary
+
+MAX_WAIT = 24 * 3600.0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argtypes.Parser(
+        prog="gputui wait",
+        description=summary("wait"),
+        epilog="exit codes: 0 ready; 1 timeout (or every host down); 2 bad usage; 3 no NVIDIA driver or GPU",
+    )
+    options.add_hosts(p)
+    add_wait_arguments(p)
+    options.add_idle_minutes(p)
+    return p
+
+
+def run(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    # Imported now, not at the top: the fleet, the transport and asyncio load while this machine's
+    # probe starts (the head start, gputui/cli/main.py), and a usage error needs none of them.
+    from .. import wait
+
+    return wait.run(args)
+
+
+def add_wait_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--gpu", action="append", metavar="SPEC", help="a GPU to wait for (default: all of them)")
+    for flag, default, what in (
+        ("--timeout", 600.0, "give up after S (default 600; 0: judge once)"),
+        ("--settle", 0.0, "ready for S in a row (default 0)"),
+    ):
+        p.add_argument(flag, type=argtypes.seconds_upto(MAX_WAIT), default=default, metavar="S", help=what)
+    p.add_argument(
+        "--temp-below",
+        type=argtypes.whole(1, 149, "a temperature in whole degrees C"),
+        metavar="C",
+        help="also: temperature below C degrees (1 to 149)",
+    )
+    p.add_argument(
+        "--memory-below", type=argtypes.size, metavar="SIZE", help="also: used memory below SIZE (8GiB)"
+    )
+    p.add_argument(
+        "--util-below",
+        type=argtypes.whole(1, 100, "a percentage"),
+        default=DEFAULT_UTIL_BELOW,
+        metavar="PCT",
+        help="utilization below PCT, 1 to 100 (default 1: zero)",
+    )
+    p.add_argument("--no-throttle", action="store_true", help="also: no clock-event (throttle) reason active")
+    p.add_argument("--persistence", action="store_true", help="also: persistence mode on")
+    options.add_interval(p, INTERVALS["wait"], "seconds between samples (0.1 to 3600; default 0.25)")
+    p.add_argument("--json", action="store_true", help=f"print one JSON document (version {WAIT_JSON})")

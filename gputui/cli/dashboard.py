@@ -1,0 +1,146 @@
+"""The dashboard's start: its hosts or recording, its theme, a terminal to draw on, the garbage
+collector tuned for it, then the Textual app (gputui/ui/factory.py)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import logging
+import sys
+from typing import Any
+
+from ..config.file import load
+from ..fleet.fleet import Fleet
+from ..fleet.session import HostView
+from ..recording.player import ReplayPlayer
+from ..ui.factory import make_app
+from ..ui.terminal import Lifeline
+from ..ui.themes import bundled_themes_dir, load_themes, theme_problem
+from . import options
+from .fleets import build_fleet, resolve_hosts
+from .replay import REPLAY_INTERVAL, open_replay
+from .streams import fail
+
+NO_TERMINAL = (
+    "the dashboard draws on a terminal, and {what} is not one (a file or a pipe?): it would write "
+    "escape codes there until stopped. For the GPUs and processes as text, run `gputui snapshot` "
+    "(or `gputui snapshot --json`); to draw anyway, pass --force-tty."
+)
+
+
+def run(args: argparse.Namespace) -> int:
+    # SIGHUP, SIGTERM and a lost terminal end the dashboard within a second from here on, whatever
+    # it is doing (gputui/ui/terminal.py): installed before the app or any probe starts.
+    lifeline = Lifeline()
+    lifeline.install()
+    # Library warnings (asyncssh logs connection failures) must not print over the TUI: the UI
+    # shows each host's state and reason itself.
+    logging.getLogger("asyncssh").addHandler(logging.NullHandler())
+    logging.getLogger("asyncssh").propagate = False
+    return _run(args, lifeline)
+
+
+def _run(args: argparse.Namespace, lifeline: Lifeline) -> int:
+    config = load(args.config)
+    replay = None
+    if args.replay is not None:
+        if args.hosts or args.demo:
+            return fail("--replay shows a recording: it takes no HOST and no --demo")
+        opened = open_replay(args.replay)  # before the terminal is checked: a bad file says so first
+        if isinstance(opened, str):
+            return fail(opened)
+        replay, fleet = opened
+        args.interval = REPLAY_INTERVAL
+    else:
+        specs = resolve_hosts(args.hosts, args.demo, config, read_only=args.read_only)
+    interval = args.interval or config.interval or 1.0
+    theme = args.theme or config.theme
+    if theme:
+        problem = theme_problem(theme, load_themes(bundled_themes_dir()))
+        if problem is not None:
+            where = "--theme" if args.theme else f"theme in {config.path}" if config.path else "theme"
+            return fail(f"{where}: {problem}")
+    if not args.force_tty:
+        for what, stream in (("stdout", sys.stdout), ("stdin", sys.stdin)):
+            if stream is None or not stream.isatty():
+                return fail(NO_TERMINAL.format(what=what))
+    if replay is None:
+        fleet = build_fleet(specs, interval)
+    app = make_app(
+        fleet,
+        read_only=args.read_only or config.read_only or replay is not None,
+        interval=interval,
+        theme=theme,
+        log_path=args.log,
+        kill=config.kill,
+        hidden_columns=config.hidden_columns,
+        lifeline=lifeline,
+        **_replayed(replay),
+        idle_after=options.idle_after(args, config),
+        pace=replay is None and not args.no_pace,
+    )
+    tune_gc(fleet if replay is None else None)
+    app.run()
+    if replay is not None:
+        replay.reader.close()
+        if replay.problem and not app.return_code:
+            return fail(f"the replay stopped: {replay.problem}", 1)
+    return int(app.return_code or 0)
+
+
+def young_threshold(hosts: int) -> int:
+    """The young generation's threshold for a fleet of `hosts`: 100 objects a host (about what a
+    host's latest sample holds young), from 10,000 up to 100,000 (tune_gc says why)."""
+    return max(10_000, min(100_000, 100 * hosts))
+
+
+def tune_gc(fleet: Fleet | None = None) -> None:
+    """Fewer, shorter garbage-collector pauses for the dashboard (docs/BENCHMARKS.md, sections 4, 13).
+
+    At 128 hosts the app holds some 370,000 container objects, most of them Textual's render caches,
+    which it renews a few thousand at a time on every paint. With CPython's default thresholds
+    (700, 10, 10) that starts a full collection every 3-4 s: a pause of 0.1 s on an idle core (up to
+    0.7 s on a busy one), the largest part of the p99 sample-to-screen delay. What start-up made
+    (modules, classes, Textual's machinery) is frozen out of every collection.
+
+    The young generation may grow to 10,000 objects before it is collected, and with a fleet to
+    100 objects a host, up to 100,000 (`young_threshold`). Its count is what was allocated less
+    what was freed, old objects included; a fleet's samples replace what the last ones made, so it
+    grows with cyclic garbage alone (it was Textual's strips and caches, some 7,000 objects a second
+    at 1,024 hosts, until gputui/ui/acyclic.py: now next to none), while what the hosts' latest
+    samples hold stays young: at 1,024 hosts a young collection walked 25,000-95,000 objects
+    whatever the threshold. At 10,000 that was two collections a second, 44 ms of every
+    second (a ninth of the app's CPU); at 100,000, one every ten seconds or so, 15 ms a second, each
+    pause longer (0.15 s at 1,024 hosts; docs/BENCHMARKS.md section 13, "Fourth round"). Two hosts
+    have little young state to walk, and at 100,000 they would keep some 8 MiB more garbage waiting.
+
+    With `fleet`: once each host has sent its first sample, what the fleet holds for good (its
+    sessions and links, each GPU's history, the screens) is frozen out too, after one full
+    collection (so no garbage is frozen with it): at 1,024 hosts a full collection walked some
+    410,000 objects, 0.28-0.45 s in which no key is drawn; after, 270,000 (what changed since).
+    A frozen object is still freed when its last reference goes; one that later ends up in a cycle
+    of garbage (a link dropped for a new one) stays, so what is kept is at most what the fleet held
+    at that moment: memory that was in use then, not a leak that grows."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(young_threshold(len(fleet.hosts) if fleet is not None else 0), 10, 10)
+    if fleet is None or not fleet.hosts:
+        return
+    waiting = {v.name for v in fleet.hosts}
+
+    def heard(view: HostView, what: str, payload: object) -> None:
+        if what != "sample" or not waiting:
+            return
+        waiting.discard(view.name)
+        if not waiting:
+            gc.collect()
+            gc.freeze()
+            asyncio.get_running_loop().call_soon(fleet.unlisten, heard)  # (not while it is called)
+
+    fleet.listen(heard)
+
+
+def _replayed(replay: ReplayPlayer | None) -> dict[str, Any]:
+    """make_app's arguments for a replay: its controls, and its recorded time as the app's clock."""
+    return {} if replay is None else {"clock": replay.now, "replay": replay}
