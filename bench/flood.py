@@ -37,9 +37,8 @@ sys.path.insert(0, str(ROOT))
 
 from textual import events  # noqa: E402
 
-from gputui.api import Fleet  # noqa: E402
+from gputui.api import Fleet, ReplayLink  # noqa: E402
 from gputui.cli.dashboard import tune_gc  # noqa: E402
-from gputui.recording.player import ReplayLink  # noqa: E402
 from gputui.ui import make_app  # noqa: E402
 from tests.support.apps import recording, scratch_log  # noqa: E402
 from tests.support.hostile import HostileLink  # noqa: E402

@@ -39,8 +39,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gputui.api import Fleet  # noqa: E402
-from gputui.recording.player import load_recording  # noqa: E402
+from gputui.api import Fleet, load_recording  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -167,7 +166,7 @@ def table_sizes(app: Any) -> dict[str, int]:
 async def soak(
     samples: int, every: int, redraw: float, python_gc: bool = False, trace: bool = False
 ) -> dict[str, Any]:
-    import gputui.ui.app as app_module
+    import gputui.ui.intake as app_module
     from gputui.cli.dashboard import tune_gc
     from gputui.ui import make_app
 
