@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from gputui.api import HostSpec
 from gputui.api import fleet as build_fleet
-from gputui.config.file import HostSpec
-from gputui.ui.factory import make_app
+from gputui.ui import make_app
 from tests.support.cudajob import CudaJob
 
 
