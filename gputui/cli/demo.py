@@ -9,18 +9,18 @@ Two ways to run it (GPUTUI_DEMO):
   sims, so a clean's effect is what the next command sees, and its jobs come and go.
 - "fresh": each `--demo` command runs its own sims, with every job as the scenario starts it, and
   ends them when it exits: deterministic, for tests and screenshots.
+
+This module is what every command may need of the demo without starting it (its hosts, its mode, its
+error, which main catches); gputui/cli/democtl.py attaches the hosts to the live demo (demo_hosts).
 """
 
 from __future__ import annotations
 
 import os
-import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 
-from ..config.file import ConfigError, HostSpec
-from . import democtl
-from .democtl import DemoError
+from ..config.file import HostSpec
 from .exits import Exit
 
 DEMO_HOSTS = (
@@ -29,6 +29,15 @@ DEMO_HOSTS = (
 )
 ENV_DEMO = "GPUTUI_DEMO"
 DEMO_LIVE, DEMO_FRESH = "live", "fresh"  # the two values of GPUTUI_DEMO
+
+
+class DemoError(Exception):
+    """Why the live demo cannot be used: one line for the user, and the exit code (1: it did not
+    start or end; 2: bad usage; 4: its directory is not private, refused)."""
+
+    def __init__(self, message: str, code: int = Exit.FAILED) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def demo_specs(read_only: bool = False) -> list[HostSpec]:
@@ -52,32 +61,3 @@ def demo_mode(environ: Mapping[str, str] = os.environ) -> str:
             Exit.USAGE,
         )
     return mode
-
-
-def demo_hosts(names: Sequence[str]) -> list[HostSpec]:
-    """The demo hosts `names` (all of them when none), attached to the live demo (started if it
-    is not running) unless GPUTUI_DEMO=fresh. An unknown name is a ConfigError; a demo that cannot
-    run is a DemoError (gputui/cli/democtl.py)."""
-    by_name = {s.name: s for s in DEMO_HOSTS}
-    unknown = [n for n in names if n not in by_name]
-    if unknown:
-        raise ConfigError(
-            None,
-            None,
-            f"the demo has no host {', '.join(map(repr, unknown))} (its hosts: {', '.join(by_name)})",
-        )
-    specs = [by_name[n] for n in names] if names else list(DEMO_HOSTS)
-    if demo_mode() == DEMO_FRESH:
-        return specs
-    directory = democtl.demo_directory()
-    state, _ = democtl.ensure_running(directory, say=lambda line: print(line, file=sys.stderr))
-    democtl.touch_used(directory)
-    sims = state.get("hosts") or {}
-    out = []
-    for spec in specs:
-        sim = sims.get(spec.name) or {}
-        where = sim.get("directory")
-        if not isinstance(where, str) or os.path.dirname(where) != os.path.realpath(directory):
-            raise DemoError(f"the demo in {directory} runs no sim for {spec.name}")
-        out.append(replace(spec, sim_dir=where))
-    return out

@@ -46,13 +46,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..config.file import ConfigError, HostSpec
 from ..probe.readers.sim import start_time
 from . import argtypes
+from .demo import DEMO_FRESH, DEMO_HOSTS, DemoError, demo_mode
 from .exits import Exit
 
 DIR_NAME = "gputui-demo"
@@ -85,15 +87,6 @@ class Options:
 
 
 # -- the directory ---------------------------------------------------------------------------------
-
-
-class DemoError(Exception):
-    """Why the live demo cannot be used: one line for the user, and the exit code (1: it did not
-    start or end; 2: bad usage; 4: its directory is not private, refused)."""
-
-    def __init__(self, message: str, code: int = Exit.FAILED) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def private_problem(path: Path, what: str, mode_mask: int = 0o077) -> str | None:
@@ -427,3 +420,35 @@ def schedule_arguments(p: argparse.ArgumentParser) -> None:
 
 def options_of(args: argparse.Namespace) -> Options:
     return Options(args.idle_timeout, args.refill_after, args.bench_run, args.bench_gap)
+
+
+# -- the demo's hosts, attached to it ------------------------------------------------------------
+
+
+def demo_hosts(names: Sequence[str]) -> list[HostSpec]:
+    """The demo hosts `names` (all of them when none), attached to the live demo (started if it
+    is not running) unless GPUTUI_DEMO=fresh. An unknown name is a ConfigError; a demo that cannot
+    run is a DemoError."""
+    by_name = {s.name: s for s in DEMO_HOSTS}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise ConfigError(
+            None,
+            None,
+            f"the demo has no host {', '.join(map(repr, unknown))} (its hosts: {', '.join(by_name)})",
+        )
+    specs = [by_name[n] for n in names] if names else list(DEMO_HOSTS)
+    if demo_mode() == DEMO_FRESH:
+        return specs
+    directory = demo_directory()
+    state, _ = ensure_running(directory, say=lambda line: print(line, file=sys.stderr))
+    touch_used(directory)
+    sims = state.get("hosts") or {}
+    out = []
+    for spec in specs:
+        sim = sims.get(spec.name) or {}
+        where = sim.get("directory")
+        if not isinstance(where, str) or os.path.dirname(where) != os.path.realpath(directory):
+            raise DemoError(f"the demo in {directory} runs no sim for {spec.name}")
+        out.append(replace(spec, sim_dir=where))
+    return out

@@ -31,12 +31,11 @@ from ..probe.readers.sim.files import watched
 from ..probe.readers.sim.reader import SimReader
 from ..probe.readers.sim.roles import SimError, SimJob
 from .argtypes import Parser
-from .demo import DEMO_HOSTS
+from .demo import DEMO_HOSTS, DemoError
 from .democtl import (
     LOG_FILE,
     STATE_FILE,
     USED_FILE,
-    DemoError,
     Options,
     open_private,
     options_of,

@@ -9,7 +9,6 @@ from dataclasses import replace
 from .. import api
 from ..config.file import Config, HostSpec
 from ..fleet.fleet import Fleet
-from .demo import demo_hosts
 
 
 def resolve_hosts(
@@ -18,6 +17,10 @@ def resolve_hosts(
     """Hosts named on the command line (config names first, then ssh-style), else the config's, else
     local (gputui.api.hosts); with --demo, the live demo's."""
     if demo:
+        # Imported for --demo only: the live demo's control and its sims' modules are some 17 ms of
+        # every other command's start (`clean --all --dry-run`, python -X importtime).
+        from .democtl import demo_hosts
+
         specs = demo_hosts(names)  # attached to the live demo, started if need be (gputui/cli/demod.py)
         return [replace(s, read_only=True) for s in specs] if read_only or config.read_only else specs
     return api.hosts(names, config, read_only)

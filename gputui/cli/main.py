@@ -22,7 +22,7 @@ from ..inventory.base import InventoryError
 from ..transport import headstart
 from . import commands, streams
 from .commands import COMMANDS, DASHBOARD, SUBCOMMANDS
-from .democtl import DemoError
+from .demo import DemoError
 from .exits import Exit
 from .options import INTERVALS
 from .streams import fail

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import argtypes
+from ..demo import DemoError
 from ..democtl import (
     IDLE_TIMEOUT,
-    DemoError,
     demo_directory,
     ensure_running,
     options_of,
