@@ -7,12 +7,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from gputui.ui import app as app_module
+from gputui.ui import intake as app_module
+from gputui.ui.app import GpuTuiApp
 from tests.support.apps import build_app
 from tests.support.pilot import sampled, wait_for
 
 
-def count_redraws(app: app_module.GpuTuiApp, left: list[set[str]] | None = None) -> list[set[str]]:
+def count_redraws(app: GpuTuiApp, left: list[set[str]] | None = None) -> list[set[str]]:
     """What each redraw from now on drew: the hosts changed since the last one; `left`: what each
     left to draw as it ended. (The 1 s ages tick adds redraws of no host whenever it comes: a busy
     machine can fit one anywhere. The demo's hosts keep sampling: under load a new sample may mark
