@@ -145,7 +145,7 @@ def lower_autogroups(pids: list[int], how: str) -> int:
 JOBS = r"""
 import os, sys
 sys.path.insert(0, sys.argv[1])
-from gputui.probe.readers.sim import create_context, open_devices
+from gputui.api import create_context, open_devices
 r, w = os.pipe()
 kids = []
 for directory in sys.argv[2:]:
@@ -208,11 +208,8 @@ async def measure(
     tuned_gc: bool = True,
     redraw_gap: float | None = None,
 ) -> dict[str, Any]:
+    from gputui.api import LIVE, Fleet, HostSpec, SshLink
     from gputui.cli.dashboard import tune_gc
-    from gputui.config.file import HostSpec
-    from gputui.fleet.fleet import Fleet
-    from gputui.fleet.session import LIVE
-    from gputui.transport.ssh import SshLink
     from gputui.ui import make_app
     from gputui.ui.widgets.fleet_table import split_row_key
     from gputui.ui.widgets.host_list import GROUP
@@ -552,8 +549,7 @@ def make_recordings(directory: Path, templates: int, count: int, wire_format: st
     """One recording file per template host (its hello, then `count` samples, as the probe writes
     them: every sample whole, or deltas as a probe sends them once the app asks): the demo
     recordings' hosts, varied (template_samples)."""
-    from gputui.probe.core import fit_line
-    from gputui.recording.player import load_recording
+    from gputui.api import fit_line, load_recording
 
     directory.mkdir(parents=True, exist_ok=True)
     demos = [load_recording(ROOT / "tests" / "fixtures" / f"{name}.jsonl") for name in ("demo-a", "demo-b")]
@@ -566,8 +562,7 @@ def make_recordings(directory: Path, templates: int, count: int, wire_format: st
         path = directory / f"template-{j:03d}.jsonl"
         with open(path, "wb") as out:
             if wire_format == "delta":
-                from gputui.fleet.deltas import DELTAS_EVERY
-                from gputui.probe.delta import SampleEncoder
+                from gputui.api import DELTAS_EVERY, SampleEncoder
 
                 hello["capabilities"] = sorted({*hello.get("capabilities", []), "delta"})
                 out.write(fit_line(hello))
@@ -603,10 +598,8 @@ async def measure_decode(
 
     from flood import Frames, press  # bench/flood.py: a key as the driver sends it, timed to its frame
 
+    from gputui.api import DOWN, LIVE, Fleet, PlaybackLink, Recording
     from gputui.cli.dashboard import tune_gc
-    from gputui.fleet.fleet import Fleet
-    from gputui.fleet.session import DOWN, LIVE
-    from gputui.recording.playback import PlaybackLink, Recording
     from gputui.ui import make_app
     from tests.support.apps import scratch_log
 
@@ -656,7 +649,7 @@ async def measure_decode(
         result["links_made_again"] = sum(max(0, v.connects - 1) for v in fleet.hosts)
         result["why_down"] = dict(downs)  # why links went down while connecting (reason: times)
         # Every GPU's history full, as after five minutes (HISTORY samples): RSS is measured with it.
-        from gputui.fleet.session import HISTORY
+        from gputui.api import HISTORY
 
         for view in fleet.hosts:
             if view.sample is not None:

@@ -39,8 +39,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gputui.api import Fleet  # noqa: E402
-from gputui.recording.player import load_recording  # noqa: E402
+from gputui.api import Fleet, load_recording  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 FIXTURES = ROOT / "tests" / "fixtures"
