@@ -136,20 +136,17 @@ def _add_how(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--sigint-first", action="store_true", help="send SIGINT before SIGTERM (same as --signals int)"
     )
-    parser.add_argument(
-        "--term-timeout",
-        type=argtypes.seconds,
-        default=None,
-        metavar="S",
-        help="seconds to wait after each soft signal before the next (default 5, or [kill] in the config)",
-    )
-    parser.add_argument(
-        "--verify-timeout",
-        type=argtypes.seconds,
-        default=None,
-        metavar="S",
-        help="seconds to wait for the outcome to be verified (default 10, or [kill] in the config)",
-    )
+    for flag, what in (  # the config's [kill] timeouts, each a flag
+        ("--term-timeout", "after each soft signal before the next (default 5"),
+        ("--verify-timeout", "for the outcome to be verified (default 10"),
+    ):
+        parser.add_argument(
+            flag,
+            type=argtypes.seconds,
+            default=None,
+            metavar="S",
+            help=f"seconds to wait {what}, or [kill] in the config)",
+        )
     parser.add_argument(
         "--parallel",
         type=argtypes.whole(1, 4096, "a number of hosts"),
