@@ -101,7 +101,7 @@ class GpuTuiCommands(Provider):
                 partial(act, "proc_detail"),
             )
         yield Entry.switch(
-            main.paused,
+            main.state.pause.on,
             ("Resume (catch up)", "z: back to the live view, with what arrived meanwhile"),
             ("Pause the view", "z: freeze the view to read it; samples still arrive and are kept"),
             partial(act, "toggle_pause"),
@@ -117,14 +117,14 @@ class GpuTuiCommands(Provider):
     def _host_entries(self, main: MainScreen) -> Iterator[Entry]:
         """A switch to every host but the one in view, and to all hosts."""
         hosts = main.dash.fleet.hosts
-        if len(hosts) > 1 and main.host is not None:
+        if len(hosts) > 1 and main.state.host is not None:
             yield Entry(
                 "Switch to all hosts",
                 "the fleet table: every GPU of every host",
                 partial(main.select_host, None),
             )
         for view in hosts:
-            if view.name != main.host:
+            if view.name != main.state.host:
                 yield Entry(
                     f"Switch to host {fmt.safe(view.name, 60)}",
                     f"{view.status}: its GPUs and processes",
@@ -150,7 +150,7 @@ class GpuTuiCommands(Provider):
         """Only where the keys would act: check_action says whether kills are offered here."""
         if not main.check_action("free_gpu", ()):
             return
-        host = main._target_host()
+        host = main.gpus.target_host()
         if host is None:
             return
         act = partial(self.app.run_action, default_namespace=main)
@@ -167,7 +167,7 @@ class GpuTuiCommands(Provider):
             "F: every GPU of the host (a confirmation first)",
             partial(act, "free_host"),
         )
-        job = main.cursor_job()
+        job = main.procs.cursor_job()
         if job is not None:
             yield Entry(
                 f"Stop job {fmt.safe(job.id, 40)} on {name}: {fmt.safe(job.command_line, 60)}",
@@ -175,7 +175,7 @@ class GpuTuiCommands(Provider):
                 "confirmation first",
                 partial(act, "stop_job"),
             )
-        unattributed = main.sweep_candidates(host)
+        unattributed = main.kills.sweep_candidates(host)
         if unattributed:
             yield Entry(
                 f"Sweep: free host {name} and its {count(unattributed, 'unattributed holder')}",

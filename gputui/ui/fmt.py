@@ -10,9 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from textual.content import Content
-from textual.widget import Widget
-
 from gputui.model.textsafe import printable
 
 
@@ -90,11 +87,3 @@ def key_name(display: str) -> str:
     if display.startswith("^") and len(display) > 1:
         return "ctrl+" + display[1:]
     return display
-
-
-def set_title(widget: Widget, title: str) -> None:
-    """Set a border title as plain text (a str would be parsed as markup; a host name or a filter
-    may hold brackets), and only when it changed: a new title repaints the whole widget."""
-    if getattr(widget, "_gputui_title", None) != title:
-        widget._gputui_title = title  # type: ignore[attr-defined]  # a mark of ours on any widget
-        widget.border_title = Content(title)

@@ -133,7 +133,7 @@ async def test_a_host_whose_sample_has_no_news_is_not_redrawn_unless_shown_in_fu
     async with app.run_test(size=(160, 40)) as pilot:
         await sampled(pilot)
         main = main_of(app)
-        shown = main._proc_scope.host if main._proc_scope is not None else None
+        shown = main.procs.scope.host if main.procs.scope is not None else None
         assert shown in ("demo-a", "demo-b")
         other = "demo-b" if shown == "demo-a" else "demo-a"
         await wait_for(pilot, lambda: not app._redraw_due)
@@ -155,13 +155,13 @@ async def test_an_idle_holder_is_drawn_by_the_ages_tick_however_quiet_its_sample
         await sampled(pilot)
         main = main_of(app)
         drawn: list[set[str]] = []
-        original = main.problems.update
+        original = main.state.problems.update
 
         def update(touched: Any, *args: Any, **kwargs: Any) -> Any:
             drawn.append({v.name for v in touched})
             return original(touched, *args, **kwargs)
 
-        main.problems.update = update  # type: ignore[method-assign]
+        main.state.problems.update = update  # type: ignore[method-assign]
         after = main.dash.idle_after
         view = app.fleet.view("demo-b")
         assert not view.idle.any_for(after)

@@ -72,7 +72,7 @@ async def test_no_table_cuts_a_number(size: tuple[int, int]) -> None:
         main.host_list.display = True  # shown at every width here (b)
         await redrawn(pilot)
         check_table(app, main.host_list)
-        main._apply_width()  # back to what the width decides
+        main.apply_width()  # back to what the width decides
 
         main.select_host(host)
         await redrawn(pilot)

@@ -170,8 +170,8 @@ async def test_an_idle_holder_is_flagged_and_i_selects_it_for_the_plan_dialog() 
         main.fleet_table.focus()
         await pilot.press("I")  # every idle holder of the fleet
         await redrawn(pilot)
-        assert main.selection.hosts() == [name(17)]
-        assert main.selection.keys(name(17)) == {(10005, 5005)}
+        assert main.state.selection.hosts() == [name(17)]
+        assert main.state.selection.keys(name(17)) == {(10005, 5005)}
         assert any("Selected 1 idle holder on 1 host" in n.message for n in app._notifications)
         main.select_host(name(17))
         await redrawn(pilot)
@@ -185,7 +185,7 @@ async def test_an_idle_holder_is_flagged_and_i_selects_it_for_the_plan_dialog() 
         await wait_for(pilot, lambda: isinstance(app.screen, MainScreen), 30)
         await pilot.press("I")  # again: unselected
         await redrawn(pilot)
-        assert not main.selection
+        assert not main.state.selection
 
 
 async def test_the_users_view_and_enter_filters_the_fleet_to_a_user() -> None:
@@ -211,7 +211,7 @@ async def test_the_users_view_and_enter_filters_the_fleet_to_a_user() -> None:
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, MainScreen), 30)
         await redrawn(pilot)
-        assert main.fleet_filter == "user:grace"
+        assert main.state.fleet.text == "user:grace"
         assert keys(main) and all(
             any(p.user == "grace" for p in app.fleet.view(h).sample.on_gpu(g))  # type: ignore[union-attr]
             for h, g in map(split_row_key, keys(main))
@@ -234,7 +234,7 @@ async def test_a_thousand_hosts_one_screen() -> None:
         assert main.fleet_table.row_count < 200  # not 8,192
         await pilot.press("I")
         await redrawn(pilot)
-        assert sorted(main.selection.hosts()) == [name(i) for i in IDLE]
+        assert sorted(main.state.selection.hosts()) == [name(i) for i in IDLE]
 
 
 async def test_the_palette_offers_the_users_view_and_the_idle_holders() -> None:
@@ -254,4 +254,4 @@ async def test_the_palette_offers_the_users_view_and_the_idle_holders() -> None:
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, MainScreen), 30)
         await redrawn(pilot)
-        assert main.selection.hosts() == [name(IDLE[0])]
+        assert main.state.selection.hosts() == [name(IDLE[0])]

@@ -159,11 +159,11 @@ async def test_jobs_view_lists_the_launcher_as_a_job_with_its_two_ranks(tmp_path
         # The cursor on the job's row: it is the job's (d shows its root), never a selectable process.
         assert table.move_to(row)
         assert table.cursor_job == launcher and table.cursor_proc_key is None
-        assert main.cursor_job() == launcher
+        assert main.procs.cursor_job() == launcher
         app.clear_notifications()
         await pilot.press("space")  # a job's row is no process to select
         await pilot.pause()
-        assert main.selection.count() == 0
+        assert main.state.selection.count() == 0
         assert any("X stops the whole job" in n.message for n in app._notifications)
         await pilot.press("d")  # its root (the launcher, a parent of the ranks), with its job
         await wait_for(pilot, lambda: isinstance(app.screen, ProcDetailScreen))
@@ -186,11 +186,11 @@ async def test_jobs_view_lists_the_launcher_as_a_job_with_its_two_ranks(tmp_path
         main.refresh_procs()
         await redrawn(pilot)
         # A filter that names the job lists it with both ranks.
-        main.proc_filter = "torchrun"
+        main.state.procs.text = "torchrun"
         main.refresh_procs()
         await redrawn(pilot)
         assert set(table.rows_data()) == {row, *ranks}
-        main.proc_filter = ""
+        main.state.procs.text = ""
         # t and J take turns; J again: the list.
         await pilot.press("t")
         await redrawn(pilot)
@@ -334,11 +334,11 @@ async def test_container_column_shows_only_while_a_process_has_a_container() -> 
         # The column says the container; the note no longer does: the command has the room.
         assert "in container docker" not in line and "python -S .../eval.py" in line
         # The filter finds a container's processes.
-        main.proc_filter = "docker/3f2a"
+        main.state.procs.text = "docker/3f2a"
         main.refresh_procs()
         await redrawn(pilot)
         assert set(table.rows_data()) == {proc_row_key(docker)}
-        main.proc_filter = ""
+        main.state.procs.text = ""
         main.refresh_procs()
         await redrawn(pilot)
         # Narrow: the column gives way before the command, and the note names the container again.

@@ -62,7 +62,7 @@ async def test_select_cancel_then_confirm_runs_the_stages_and_shows_the_verdict(
         await pilot.press("space")
         await redrawn(pilot)
         assert "1 selected" in str(main.proc_table.border_title)
-        assert main.selection.keys("demo-a") == {server.key}
+        assert main.state.selection.keys("demo-a") == {server.key}
 
         # The dialog; focus on Cancel, so Enter cancels. Nothing is signalled, nothing logged.
         await pilot.press("x")
@@ -82,7 +82,7 @@ async def test_select_cancel_then_confirm_runs_the_stages_and_shows_the_verdict(
         assert alive(server.pid, server.start_time)
         assert "SIGTERM" not in log_text(main) and "cancelled: nothing signalled" in log_text(main)
         assert not log.exists()  # not even an intent
-        assert main.selection.keys("demo-a") == {server.key}  # the selection survives a cancel
+        assert main.state.selection.keys("demo-a") == {server.key}  # the selection survives a cancel
 
         # Escape cancels too; ctrl+k confirms.
         await pilot.press("x")
@@ -105,7 +105,7 @@ async def test_select_cancel_then_confirm_runs_the_stages_and_shows_the_verdict(
         # The pane's lines: a millisecond timestamp, the host, GPUs, the PID, the stage, the command.
         stage = re.compile(rf"^\d\d:\d\d:\d\d\.\d{{3}} demo-a GPU 0,1 +{server.pid} SIGTERM sent  python3? ")
         assert any(stage.match(line) for line in _log_lines(app)), _log_lines(app)
-        assert main.selection.count() == 0  # what was planned left the selection
+        assert main.state.selection.count() == 0  # what was planned left the selection
         await wait_for(pilot, lambda: not alive(server.pid, server.start_time), 10)
 
         # The pane filters (the plan id matches too).
@@ -236,10 +236,10 @@ async def test_a_selected_process_that_exits_drops_out_with_a_note(tmp_path: Pat
         main.proc_table.focus()
         assert main.proc_table.move_to(f"{notebook.pid}:{notebook.start_time}")
         await pilot.press("space")
-        assert main.selection.keys("demo-a") == {notebook.key}
+        assert main.state.selection.keys("demo-a") == {notebook.key}
         os.kill(notebook.pid, 15)  # a job of this test's own sim probe
         await wait_for(pilot, lambda: "dropped from the selection" in log_text(main), 15)
-        assert main.selection.count() == 0
+        assert main.state.selection.count() == 0
         assert f"selected {notebook.pid} python" in log_text(main)
 
 
@@ -260,7 +260,7 @@ async def test_read_only_opens_no_dialog() -> None:
         await pilot.press("space", "x", "enter")
         await pilot.pause(0.3)
         assert isinstance(app.screen, MainScreen)
-        assert main.selection.count() == 0
+        assert main.state.selection.count() == 0
         assert not any(isinstance(s, PlanScreen) for s in app.screen_stack)
 
 
@@ -313,7 +313,7 @@ async def test_one_dialog_for_a_selection_on_two_hosts() -> None:
         assert str(screen.query_one("#plan-box").border_title).startswith("Stop processes · confirm")
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
-        assert main.selection.count() == 2
+        assert main.state.selection.count() == 2
 
 
 async def test_nothing_to_signal_cannot_be_confirmed() -> None:
@@ -428,7 +428,7 @@ async def test_a_chosen_monitor_is_offered_behind_a_second_confirmation(tmp_path
         sample = app.fleet.view("demo-a").sample
         assert sample is not None
         [monitor] = [p for p in sample.processes if p.protected == "monitor"]
-        main.selection.toggle("demo-a", monitor)
+        main.state.selection.toggle("demo-a", monitor)
         await pilot.press("x")
         screen = await dialog(pilot)
         text = dialog_text(app)

@@ -53,7 +53,7 @@ async def test_mps_marks_and_the_plan_warns_that_the_server_ends_its_clients() -
         assert sample is not None
         [server] = [p for p in sample.processes if p.mps == "server"]
         clients = sorted(p.pid for p in sample.processes if p.mps == "client")
-        main.selection.toggle("s", server)
+        main.state.selection.toggle("s", server)
         await pilot.press("x")
         await wait_for(pilot, lambda: isinstance(app.screen, PlanScreen))
         screen: Any = app.screen

@@ -92,7 +92,7 @@ async def test_pause_freezes_the_view_keeps_the_samples_and_catches_up() -> None
         before = main.proc_table.rows_data()[key]["mem"].plain
         await pilot.press("z")
         await redrawn(pilot)
-        assert main.paused and "PAUSED 0s" in screen_text(app).splitlines()[0]
+        assert main.state.pause.on and "PAUSED 0s" in screen_text(app).splitlines()[0]
         # A new sample: the fleet has it, the screen does not show it.
         view = app.fleet.view("demo-a")
         sample = view.sample
@@ -117,7 +117,7 @@ async def test_pause_freezes_the_view_keeps_the_samples_and_catches_up() -> None
         assert "PAUSED 1m" in top and "sample 1m old" in top
         await pilot.press("z")
         await redrawn(pilot)
-        assert not main.paused and "PAUSED" not in screen_text(app).splitlines()[0]
+        assert not main.state.pause.on and "PAUSED" not in screen_text(app).splitlines()[0]
         assert main.proc_table.rows_data()[key]["mem"].plain != before  # caught up at once
 
 
@@ -210,9 +210,9 @@ async def test_palette_pause_mib_log_host_and_gpu_view() -> None:
     async with app.run_test(size=(120, 36)) as pilot:
         main = await to_host(pilot)
         await palette(pilot, "pause the view")
-        assert main.paused
+        assert main.state.pause.on
         await palette(pilot, "resume")
-        assert not main.paused
+        assert not main.state.pause.on
         await palette(pilot, "exact mib")
         assert app.exact_memory
         shown = main.action_log.display
@@ -220,9 +220,9 @@ async def test_palette_pause_mib_log_host_and_gpu_view() -> None:
         assert main.action_log.display != shown
         assert "Switch to host demo-a" not in await titles(pilot)
         await palette(pilot, "switch to host demo-b")
-        assert main.host == "demo-b"
+        assert main.state.host == "demo-b"
         await palette(pilot, "switch to all hosts")
-        assert main.host is None
+        assert main.state.host is None
         await palette(pilot, "gpu view")
         await wait_for(pilot, lambda: isinstance(app.screen, GpuDetailScreen))
 
@@ -244,7 +244,7 @@ async def test_palette_free_gpu_and_sweep_open_the_same_dialog_as_the_keys() -> 
         assert isinstance(dialog, PlanScreen) and [p.gpu_indexes for p in dialog.plans] == [(gpu,)]
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is main)
-        if main.sweep_candidates("demo-a"):
+        if main.kills.sweep_candidates("demo-a"):
             await palette(pilot, "sweep")
             await wait_for(pilot, lambda: isinstance(app.screen, PlanScreen))
             assert isinstance(app.screen, PlanScreen) and app.screen.sweep_on

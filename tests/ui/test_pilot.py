@@ -39,7 +39,7 @@ async def test_starts_on_the_fleet_and_drills_into_a_host() -> None:
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
         main = main_of(app)
-        assert main.host is None
+        assert main.state.host is None
         assert main.fleet_table.display and not main.gpu_table.display
         assert main.fleet_table.row_count == 8  # 4 GPUs on each host
         assert app.focused is main.fleet_table
@@ -52,7 +52,7 @@ async def test_starts_on_the_fleet_and_drills_into_a_host() -> None:
         assert keys == ["2@demo-a", "2@demo-b", "0@demo-a", "1@demo-a"]
         await pilot.press("down", "down", "down", "enter")  # into the host of the GPU under the cursor
         await redrawn(pilot)
-        assert main.host == "demo-a"
+        assert main.state.host == "demo-a"
         assert app.focused is main.gpu_table
         assert main.gpu_table.cursor_gpu == 1  # the GPU the fleet cursor was on
         assert "Processes · demo-a · GPU 1" in screen_text(app)
@@ -67,17 +67,17 @@ async def test_keyboard_navigation() -> None:
         assert app.focused is main.host_list
         await pilot.press("j")
         await redrawn(pilot)
-        assert main.host == "demo-a"
+        assert main.state.host == "demo-a"
         await pilot.press("down")
         await redrawn(pilot)
-        assert main.host == "demo-b"
+        assert main.state.host == "demo-b"
         await pilot.press("k", "k")
         await redrawn(pilot)
-        assert main.host is None
+        assert main.state.host is None
         await pilot.press("]", "]")
-        assert main.host == "demo-b"
+        assert main.state.host == "demo-b"
         await pilot.press("[")
-        assert main.host == "demo-a"
+        assert main.state.host == "demo-a"
 
         await pilot.press("tab")  # the host list -> the GPU table
         assert app.focused is main.gpu_table
@@ -98,7 +98,7 @@ async def test_keyboard_navigation() -> None:
         # The mouse works too: a click on demo-b in the host list opens it.
         await pilot.click(main.host_list, offset=(4, 4))
         await redrawn(pilot)
-        assert main.host == "demo-b"
+        assert main.state.host == "demo-b"
 
 
 async def test_filter_by_command_or_user() -> None:
@@ -110,13 +110,13 @@ async def test_filter_by_command_or_user() -> None:
         assert all_rows == 11
         main.proc_table.focus()
         await pilot.press("slash")
-        assert main.filter_row.display and app.focused is main.filter_bar
+        assert main.filters.row.display and app.focused is main.filters.bar
         await pilot.press(*"vllm")
         await redrawn(pilot)
         assert main.proc_table.row_count == 1
         assert "filter: vllm" in main.proc_table.border_title
         await pilot.press("enter")  # keep the filter, back to the table
-        assert not main.filter_row.display and app.focused is main.proc_table
+        assert not main.filters.row.display and app.focused is main.proc_table
         assert main.proc_table.row_count == 1
 
         await pilot.press("slash", "ctrl+u", *"mallory")  # by user
@@ -124,7 +124,7 @@ async def test_filter_by_command_or_user() -> None:
         assert proc_keys(main) == ["66666:4242"]
         await pilot.press("escape")  # clears the filter and closes the box
         assert main.proc_table.row_count == all_rows
-        assert not main.filter_row.display
+        assert not main.filters.row.display
 
 
 async def test_sort_by_a_key_per_column() -> None:

@@ -84,7 +84,7 @@ async def test_tree_draws_each_family_under_its_parent() -> None:
         assert table.move_to(context[0])
         assert table.cursor_proc_key is None
         await pilot.press("space")
-        assert main.selection.count() == 0
+        assert main.state.selection.count() == 0
 
         await pilot.press("t")  # a list again, in the sort's order
         await redrawn(pilot)
@@ -210,7 +210,7 @@ async def test_detail_shows_the_probe_answer_literally_and_copies() -> None:
         await pilot.press("enter", "space", "x")
         await pilot.pause()
         assert app.screen is screen
-        assert not [m for m in link.sent if m.get("type") == "plan"] and main.selection.count() == 0
+        assert not [m for m in link.sent if m.get("type") == "plan"] and main.state.selection.count() == 0
 
         await pilot.press("escape")
         await pilot.pause()
@@ -310,7 +310,7 @@ async def test_tag_user_selects_every_process_of_that_user_then_unselects() -> N
         assert main.proc_table.move_to(proc_row_key(mine))
         await pilot.press("u")
         await redrawn(pilot)
-        assert main.selection.keys("demo-a") == theirs
+        assert main.state.selection.keys("demo-a") == theirs
         assert f"{len(theirs)} selected" in title_of(main)
         assert any(n.startswith(f"Selected {len(theirs)} processes of {mine.user}") for n in notes(app))
         # Monitors and zombies of that user are left out, and the notification says so.
@@ -322,15 +322,15 @@ async def test_tag_user_selects_every_process_of_that_user_then_unselects() -> N
         assert main.proc_table.move_to(proc_row_key(hostile))
         await pilot.press("u")
         await redrawn(pilot)
-        assert main.selection.keys("demo-a") == theirs | {hostile.key}
-        requests = main._selected_requests()
+        assert main.state.selection.keys("demo-a") == theirs | {hostile.key}
+        requests = main.procs.selected_requests()
         assert [r.host for r in requests] == ["demo-a"]
         assert {p.key for p in requests[0].processes} == theirs | {hostile.key}
 
         assert main.proc_table.move_to(proc_row_key(mine))
         await pilot.press("u")  # again on a fully tagged user: unselected
         await redrawn(pilot)
-        assert main.selection.keys("demo-a") == {hostile.key}
+        assert main.state.selection.keys("demo-a") == {hostile.key}
 
 
 async def test_tag_user_is_refused_read_only() -> None:
@@ -341,7 +341,7 @@ async def test_tag_user_is_refused_read_only() -> None:
         assert main.proc_table.move_to(proc_row_key(mine))
         await pilot.press("u")
         await redrawn(pilot)
-        assert main.selection.count() == 0
+        assert main.state.selection.count() == 0
         assert any("read-only" in n for n in notes(app))
 
 
@@ -361,7 +361,7 @@ async def test_follow_keeps_the_cursor_on_the_process_across_sorts_and_refreshes
         assert table.move_to(key)
         await pilot.press("full_stop")
         await redrawn(pilot)
-        assert main.following == key
+        assert main.state.following.key == key
         assert f"following PID {target.pid}" in title_of(main)
 
         for sort in ("1", "1", "5", "0"):  # PID, reversed, GPU mem, command
@@ -378,26 +378,26 @@ async def test_follow_keeps_the_cursor_on_the_process_across_sorts_and_refreshes
 
         await pilot.press("t")  # into the tree and out: still on it
         await redrawn(pilot)
-        assert table.cursor_key == key and main.following == key
+        assert table.cursor_key == key and main.state.following.key == key
         main.refresh_data({"demo-a"}, everything=True)
         await redrawn(pilot)
         assert table.cursor_key == key and f"following PID {target.pid}" in title_of(main)
 
         # Filtered out of the list, it is still followed; listed again, the cursor is back on it.
-        main._set_filter("procs", "mallory")
+        main.set_filter("procs", "mallory")
         await redrawn(pilot)
         assert key not in row_keys(table) and table.row_count >= 1
-        assert main.following == key
+        assert main.state.following.key == key
         assert f"following PID {target.pid} (not in this list)" in title_of(main)
         await pilot.press("up")  # a move elsewhere does not end it here
-        main._set_filter("procs", "")
+        main.set_filter("procs", "")
         await redrawn(pilot)
-        assert table.cursor_key == key and main.following == key
+        assert table.cursor_key == key and main.state.following.key == key
         assert "(not in this list)" not in title_of(main)
 
         await pilot.press("full_stop")  # again: stop
         await redrawn(pilot)
-        assert main.following is None
+        assert main.state.following.key is None
         assert "following" not in title_of(main)
         assert f"No longer following PID {target.pid}." in notes(app)
 
@@ -442,11 +442,11 @@ async def test_follow_keeps_the_process_in_view_when_a_sample_moves_it() -> None
         await redrawn(pilot)
         assert row_keys(table).index(key) == 0  # sorted by GPU mem: now first
         assert table.cursor_key == key and in_view(table, key)
-        assert main.following == key
+        assert main.state.following.key == key
 
         session._dispatch(grown(last["seq"] + 2, None))  # it exits
         await redrawn(pilot)
-        assert main.following is None
+        assert main.state.following.key is None
         assert f"PID {target['pid']} has exited: no longer following it." in notes(app)
 
 
@@ -457,10 +457,10 @@ async def test_moving_the_cursor_stops_following() -> None:
         table = main.proc_table
         await pilot.press("full_stop")
         await redrawn(pilot)
-        assert main.following == table.cursor_key is not None
+        assert main.state.following.key == table.cursor_key is not None
         await pilot.press("down")
         await redrawn(pilot)
-        assert main.following is None
+        assert main.state.following.key is None
         assert "following" not in title_of(main)
 
 

@@ -140,7 +140,7 @@ async def test_u_leaves_unattributed_holders_to_the_sweep_and_the_dialog_says_wh
         assert main.proc_table.move_to(proc_row_key(holder))
         await pilot.press("u")
         await redrawn(pilot)
-        tagged = main.selection.keys("demo-a")
+        tagged = main.state.selection.keys("demo-a")
         assert holder.key in tagged and not tagged & unattributed, (tagged, unattributed)
         await pilot.press("x")
         screen = await dialog(pilot)

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from gputui.ui.app import MIN_SIZE
-from gputui.ui.screens.main import KILL_ACTIONS, MainScreen
+from gputui.ui.panels.kill import KILL_ACTIONS
+from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.too_small import TooSmallScreen
 from tests.support.apps import build_app
 from tests.support.pilot import redrawn, screen_text, settle

@@ -36,6 +36,7 @@ from gputui.views.readiness import preflight_flags
 from .. import fmt, kinds
 from ..context import Dashboard
 from ..messages import ResetRequested
+from ..widgets.borders import set_title
 from ..widgets.footer import Footer
 from ..widgets.gpu_table import instance_holders, memory_cell
 from ..widgets.proc_table import gpus_cell
@@ -180,7 +181,7 @@ class GpuDetailScreen(Screen[None]):
         gpu = self._gpu(view)
         name = gpu.name if gpu is not None else None
         title = f"GPU {self.gpu} · {self.host}" + (f" · {name}" if name else "")
-        fmt.set_title(self.box, fmt.safe(title, 120))
+        set_title(self.box, fmt.safe(title, 120))
         can_reset = self.can_reset()
         if can_reset != self._can_reset:  # the footer recomposes on each refresh: only on a change
             self._can_reset = can_reset

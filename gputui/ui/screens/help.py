@@ -23,6 +23,7 @@ from gputui.views.filter import help_lines
 
 from .. import kinds
 from ..fmt import key_name
+from ..panels.kill import KILL_ACTIONS
 from ..widgets.filter_bar import FilterBar
 from ..widgets.fleet_table import FleetTable
 from ..widgets.gpu_table import GpuTable
@@ -33,7 +34,7 @@ from ..widgets.table import KeyedTable
 from ..widgets.user_table import UserTable
 from .dialog import DIALOG, SCROLL_BINDINGS, Dialog
 from .gpu_detail import GpuDetailScreen
-from .main import KILL_ACTIONS, MainScreen
+from .main import MainScreen
 from .plan import PlanScreen
 from .proc_detail import ProcDetailScreen
 from .users import UsersScreen

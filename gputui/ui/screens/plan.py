@@ -57,6 +57,7 @@ from gputui.text.words import count, gpus_words
 from .. import fmt, kinds
 from ..messages import PlanRequested
 from ..widgets.action_log import PID_WIDTH  # the lists' PID column: a row's first line has it
+from ..widgets.borders import set_title
 from ..widgets.status import StyledStatic
 from .dialog import DANGER, SCROLL_BINDINGS, Confirm, Dialog, answer_bindings
 
@@ -342,7 +343,8 @@ class PlanBody(PlanText):
     def _section(self, title: str) -> Text:
         return Text(title, self.style_of("plan--section"), no_wrap=True)
 
-    def _table(self) -> Table:
+    def _pid_table(self) -> Table:
+        """A list's table with its PID column: the rest is a row's (`_table`) or a card's (`_cards`)."""
         table = Table(
             box=None,
             show_header=True,
@@ -352,6 +354,10 @@ class PlanBody(PlanText):
             expand=True,
         )
         table.add_column(Text("PID", justify="right"), justify="right", width=PID_WIDTH, no_wrap=True)
+        return table
+
+    def _table(self) -> Table:
+        table = self._pid_table()
         table.add_column("User", width=9, no_wrap=True, overflow="ellipsis")
         table.add_column("Kind", width=9, no_wrap=True)
         table.add_column("GPU", width=5, no_wrap=True, overflow="ellipsis")
@@ -367,15 +373,7 @@ class PlanBody(PlanText):
     def _cards(self) -> Table:
         """A narrow terminal's lists: the PID, then the rest of the process in one column, where
         the command and the why get the whole width (as columns, they would get a few characters)."""
-        table = Table(
-            box=None,
-            show_header=True,
-            header_style=self.style_of("plan--muted"),
-            padding=(0, 1, 0, 0),
-            pad_edge=False,
-            expand=True,
-        )
-        table.add_column(Text("PID", justify="right"), justify="right", width=PID_WIDTH, no_wrap=True)
+        table = self._pid_table()
         # The header is cut to the width; the why under the command wraps (its own Text says so).
         table.add_column(
             Text("User · kind · GPU · GPU mem · state · command · why", no_wrap=True, overflow="ellipsis"),
@@ -548,7 +546,7 @@ class PlanScreen(Dialog[tuple[Plan, ...] | None]):
 
     def on_mount(self) -> None:
         box = self.query_one("#plan-box")
-        fmt.set_title(box, dialog_title(self.plans))
+        set_title(box, dialog_title(self.plans))
         self.app.theme_changed_signal.subscribe(self, lambda _: self.redraw())
         self.redraw()
 
@@ -847,7 +845,7 @@ class IncludeScreen(Confirm):
         self.monitors = tuple(monitors)
 
     def on_mount(self) -> None:
-        fmt.set_title(self.query_one("#include-box"), "Include a protected monitor?")
+        set_title(self.query_one("#include-box"), "Include a protected monitor?")
         text = Text()
         for e in self.monitors:
             text.append(f"{e.pid} {fmt.safe(e.brief, 80)}", "bold")

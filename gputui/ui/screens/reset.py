@@ -19,6 +19,7 @@ from gputui.model import MemoryAccount, PlanVerdict
 from gputui.text.words import part_words
 
 from .. import fmt
+from ..widgets.borders import set_title
 from .dialog import Confirm, answer_bindings
 
 
@@ -48,7 +49,7 @@ class ResetScreen(Confirm):
         title = (
             f"Reset GPU {self.gpu} on {host}?" if not self.blocked else f"GPU {self.gpu} on {host}: no reset"
         )
-        fmt.set_title(self.query_one("#reset-box"), title)
+        set_title(self.query_one("#reset-box"), title)
         text = Text()
         if self.account is not None and self.account.orphaned:
             text.append(part_words(self.account, "orphaned") + "\n\n")

@@ -17,8 +17,8 @@ from gputui.text.units import fmt_memory
 from gputui.text.words import count
 from gputui.views.problems import user_usage
 
-from .. import fmt
 from ..context import Dashboard
+from ..widgets.borders import set_title
 from ..widgets.footer import Footer
 from ..widgets.user_table import UserTable
 
@@ -74,7 +74,7 @@ class UsersScreen(Screen[str | None]):
         idle = sum(u.idle_holders for u in users)
         if idle:
             title += f" · {count(idle, 'idle holder')} (I on the main screen selects them)"
-        fmt.set_title(self.table, title)
+        set_title(self.table, title)
 
     def action_back(self) -> None:
         self.dismiss(None)

@@ -27,6 +27,7 @@ from gputui.model import Event, brief_command
 from gputui.text.words import event_message, where
 
 from .. import fmt
+from .borders import set_title
 from .cells import Cell, fit
 
 MAX_ENTRIES = 5000
@@ -175,7 +176,7 @@ class ActionLog(Vertical):
             title += f" · filter: {fmt.safe(self.filter_text, 40)}"
         if self._progress:
             title += " · running"
-        fmt.set_title(self, title)
+        set_title(self, title)
 
     def add_event(self, host: str, event: Event) -> None:
         self.add(event_entry(host, event))

@@ -33,7 +33,7 @@ from gputui.views.problems import HEALTHY, RANKS, FleetProblems, HostState, Prob
 from .. import fmt
 from .cells import Cell, Row, dim
 from .columns import Column
-from .gpu_table import GPU_STYLES, holders_cell, holders_column, memory_cell, util_cell
+from .gpu_table import GPU_STYLES, gpu_cells, holders_cell, holders_column, memory_cell, util_cell
 from .host_list import GROUP, HOST_STYLES, seen
 from .table import KeyedTable
 
@@ -463,13 +463,7 @@ class FleetTable(KeyedTable):
             holders = self.aged(holders, self._ages.get(view.name))
         row: Row = {
             "host": Cell(fmt.safe(view.name, 40), sort_key=(position, gpu.index)),
-            "gpu": Cell(str(gpu.index), self.style_of("gpu--free") if free else "", sort_key=gpu.index),
-            "name": Cell(fmt.safe(gpu.name, 40) or "-"),
-            "memory": memory_cell(self, gpu.memory_used, gpu.memory_total),
-            "util": util_cell(self, gpu.util_gpu),
-            "temp": Cell(
-                f"{gpu.temperature}°C" if gpu.temperature is not None else "-", sort_key=gpu.temperature or 0
-            ),
+            **gpu_cells(self, gpu, free),
             "state": self.state_cell(view, position, gpu.index, free, state),
             "holders": holders,
             **self.host_cells(sample.host),
