@@ -19,7 +19,7 @@ from .core import Probe, fit_line
 from .delta import SampleEncoder
 from .readers.base import Reader  # noqa: F401  (type comments)
 from .readers.scenarios import SCENARIOS
-from .wire import APP_TYPES, MAX_LINE, decode, error, interval_problem
+from .wire import APP_TYPES, MAX_LINE, decode, error, interval_problem, printable
 
 _EOF = object()
 MAX_SIM_GPUS = 64
@@ -67,10 +67,20 @@ def _sim_gpus(text):
     return int(text)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its messages escaped as every other message of gputui: an option or a value
+    from the command line is shown literally, an ESC in it never reaches the terminal raw."""
+
+    def error(self, message):
+        # type: (str) -> Any
+        self.print_usage(sys.stderr)
+        self.exit(2, "%s: error: %s\n" % (self.prog, printable(message)))
+
+
 def parse_args(argv):
     # type: (Optional[List[str]]) -> argparse.Namespace
     """The probe's options; a bad one is a usage message and exit status 2 (argparse)."""
-    p = argparse.ArgumentParser(prog="gputui probe", description="Stream GPU state as JSON lines.")
+    p = _Parser(prog="gputui probe", description="Stream GPU state as JSON lines.")
     p.add_argument("--reader", choices=("nvml", "sim"), default="nvml")
     p.add_argument("--read-only", action="store_true", help="refuse every kill plan")
     p.add_argument("--interval", type=_interval, default=1.0, help="seconds between samples")

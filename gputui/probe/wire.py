@@ -10,6 +10,7 @@ Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 
 import json
 import math
+import re
 from typing import Any, Dict, List, Optional, Tuple  # noqa: F401  (type comments)
 
 VERSION = 1
@@ -52,6 +53,31 @@ def interval_problem(value):
     if not MIN_INTERVAL <= value <= MAX_INTERVAL:  # NaN fails every comparison
         return "must be from %g to %g seconds" % (MIN_INTERVAL, MAX_INTERVAL)
     return None
+
+
+# Control characters, and invisible format characters that reorder or hide text (bidi overrides and
+# isolates, zero-width characters, BOM): shown as escapes, so that a name can neither drive the
+# terminal nor disguise itself or what follows it. The one rule for untrusted text: the app's
+# gputui.model.textsafe takes it from here, and the probe's own messages use it too.
+_CONTROL = "\x00-\x1f\x7f-\x9f"
+_INVISIBLE = "\u200b-\u200f\u202a-\u202e\u2028\u2029\u2060-\u2069\ufeff"
+UNSAFE = re.compile("[" + _CONTROL + _INVISIBLE + "]")
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\x1b": "\\e"}
+
+
+def _escape(match):
+    # type: (Any) -> str
+    ch = match.group()
+    if ord(ch) > 0xFF:
+        return "\\u%04x" % ord(ch)
+    return _NAMED.get(ch, "\\x%02x" % ord(ch))
+
+
+def printable(text):
+    # type: (str) -> str
+    """`text` with every control character shown as an escape (\\e, \\x07, \\n) and every invisible
+    reordering or zero-width character as \\u202e."""
+    return UNSAFE.sub(_escape, text) if UNSAFE.search(text) else text
 
 
 def clip_text(text, limit=MAX_TEXT):

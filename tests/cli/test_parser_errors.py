@@ -1,5 +1,5 @@
 """Every command's usage errors show the user's words escaped, as remote text is: an ESC in an unknown
-option or a bad value of `record`, `demo` (and its subcommands) or the demo's daemon never reaches
+option or a bad value of `record`, `demo` (and its subcommands), `probe` or the demo's daemon never reaches
 the terminal raw; one line of usage, one of error, exit 2, no traceback."""
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ def run(env: dict[str, str], argv: list[str]) -> subprocess.CompletedProcess[byt
         ["demo", "status", f"--x{ESC}"],
         ["demo", "start", "--idle-timeout", ESC],
         ["demo", "stop", f"x{ESC}"],
+        ["probe", f"x{ESC}"],  # the probe's own parser (stdlib only): the wire's escaping
+        ["probe", f"--x{ESC}"],
     ],
 )
 def test_a_command_s_usage_error_is_escaped(env: dict[str, str], args: list[str]) -> None:
