@@ -23,7 +23,7 @@ import contextlib
 import getpass
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -288,7 +288,6 @@ class Operations:
         except OSError as exc:
             return self._not_logged(plan.id, exc)
         self.running[plan.id] = plan
-        done: Event | None = None
         guard = AuditGuard(self.audit, self.fleet, plan.host, plan.id, "plan")
         try:
             events = self.fleet.execute(
@@ -298,12 +297,8 @@ class Operations:
                 silence=plan.silence_limit,
                 kind="signal" if plan.signal is not None else "plan",
             )
-            async for event in events:
-                if event.stage == "done":
-                    done = event
-                await guard.record(event)
-                if on_event is not None:
-                    on_event(event)
+            await guard.follow(events, on_event)
+            done = guard.done
         except TransportError as exc:
             done = done_event(plan.id, NOT_SENT, f"plan not sent: {exc.message}", error=exc.reason)
             guard.write(done)
@@ -343,22 +338,18 @@ class Operations:
                 )
             except OSError as exc:
                 return self._not_logged(reset_id, exc)
-        done: Event | None = None
         guard = AuditGuard(self.audit, self.fleet, host, reset_id, "reset", logged=not dry_run)
         try:
             record = {"id": reset_id, "gpu": gpu, "dry_run": dry_run, "operator": self.operator}
-            async for event in self.fleet.execute(
+            events = self.fleet.execute(
                 host, record, deadline=RESET_DEADLINE, silence=RESET_DEADLINE, kind="reset"
-            ):
-                if event.stage == "done":
-                    done = event
-                await guard.record(event)
-                if on_event is not None:
-                    on_event(event)
+            )
+            await guard.follow(events, on_event)
+            done = guard.done
         except TransportError as exc:
             done = done_event(reset_id, NOT_SENT, f"reset not sent: {exc.message}", error=exc.reason)
         except asyncio.CancelledError:
-            if done is None and not dry_run:
+            if guard.done is None and not dry_run:
                 self.abandon(host, reset_id, f"interrupted during the reset of GPU {gpu}")
             raise
         if done is None:
@@ -477,6 +468,18 @@ class AuditGuard:
         self.what = what  # "plan" or "reset", for the verdict's words
         self.logged = logged
         self.failed: AuditError | None = None
+        self.done: Event | None = None  # the probe's verdict, once it has come
+
+    async def follow(self, events: AsyncIterator[Event], on_event: Callable[[Event], None] | None) -> None:
+        """Each event of the action as it comes: its verdict kept (`done`), written, then passed on.
+        `done` is kept before the write, so that an action cancelled from here on is known to have
+        its verdict."""
+        async for event in events:
+            if event.stage == "done":
+                self.done = event
+            await self.record(event)
+            if on_event is not None:
+                on_event(event)
 
     def write(self, event: Event) -> None:
         """`event` to the log, unless it has failed already (or nothing is logged)."""
