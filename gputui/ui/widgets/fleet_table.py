@@ -33,6 +33,7 @@ from gputui.views.problems import HEALTHY, RANKS, FleetProblems, HostState, Prob
 from .. import fmt
 from .cells import Cell, Row, dim
 from .columns import Column
+from .fold_keys import fold_key, unfold_key
 from .gpu_table import GPU_STYLES, gpu_cells, holders_cell, holders_column, memory_cell, util_cell
 from .host_list import GROUP, HOST_STYLES, seen
 from .table import KeyedTable
@@ -107,22 +108,8 @@ class FleetTable(KeyedTable):
             show=False,
             tooltip="open the GPU's host (a group's line: unfold it)",
         ),
-        Binding(
-            "plus",
-            "unfold",
-            "Unfold",
-            key_display="+",
-            show=False,
-            tooltip="unfold the group under the cursor: its hosts' GPUs",
-        ),
-        Binding(
-            "minus",
-            "fold",
-            "Fold",
-            key_display="-",
-            show=False,
-            tooltip="fold the healthy hosts of the group under the cursor into one line",
-        ),
+        unfold_key("unfold the group under the cursor: its hosts' GPUs"),
+        fold_key("fold the healthy hosts of the group under the cursor into one line"),
     ]
     DEFAULT_SORT = ("state", False)
     # Sorts under which rows out of view keep their place until they are built: by host or GPU (they

@@ -19,6 +19,7 @@ from gputui.views.problems import FleetProblems
 from .. import fmt
 from .cells import Cell, Row
 from .columns import Column
+from .fold_keys import fold_key, unfold_key
 from .table import KeyedTable
 
 ALL_HOSTS = "\x00all"  # row key of the fleet entry; no host name holds a NUL
@@ -86,22 +87,8 @@ class HostList(KeyedTable):
             show=False,
             tooltip="open the host (or the fleet table; a group: unfold it)",
         ),
-        Binding(
-            "plus",
-            "unfold",
-            "Unfold",
-            key_display="+",
-            show=False,
-            tooltip="unfold the group under the cursor",
-        ),
-        Binding(
-            "minus",
-            "fold",
-            "Fold",
-            key_display="-",
-            show=False,
-            tooltip="fold the group of the host under the cursor",
-        ),
+        unfold_key("unfold the group under the cursor"),
+        fold_key("fold the group of the host under the cursor"),
     ]
 
     class FoldChanged(Message):

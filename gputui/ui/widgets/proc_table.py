@@ -22,6 +22,7 @@ from gputui.text.words import gpu_place
 from .. import fmt, jobs, kinds, tree
 from .cells import Cell, Row, Styled, dim
 from .columns import Column
+from .fold_keys import fold_key, unfold_key
 from .table import KeyedTable
 
 ProcKey = tuple[int, int | None]
@@ -110,7 +111,7 @@ class ProcTable(KeyedTable):
             tooltip="select or unselect the process",
         ),
         Binding("enter", "screen.plan", "Plan", show=False, tooltip="kill the selected processes (x)"),
-        # Where kill keys are not offered, pressing them says why (MainScreen.kill_refusal).
+        # Where kill keys are not offered, pressing them says why (gputui/ui/panels/kill.py).
         Binding("space", "screen.refuse('toggle_select')", show=False),
         Binding("enter", "screen.refuse('plan')", show=False),
         Binding(
@@ -135,17 +136,8 @@ class ProcTable(KeyedTable):
             tooltip="keep the cursor on this process as rows move (again: stop)",
         ),
         Binding("u", "screen.refuse('tag_user')", show=False),
-        Binding(
-            "minus",
-            "fold",
-            "Fold",
-            key_display="-",
-            show=False,
-            tooltip="tree and jobs: fold the family (or job) under the cursor",
-        ),
-        Binding(
-            "plus", "unfold", "Unfold", key_display="+", show=False, tooltip="tree and jobs: unfold it again"
-        ),
+        fold_key("tree and jobs: fold the family (or job) under the cursor"),
+        unfold_key("tree and jobs: unfold it again"),
     ]
     COMMAND_STEP = 16  # characters per press of → or ←
 
