@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config.hostlist import MAX_HOSTS, quoted, quoted_path, shortened
+from ..model.decode import plain
 from ..model.textsafe import printable
 
 MAX_WORD = 255  # characters of a host name, address or user (a DNS name is at most 253)
@@ -42,15 +43,8 @@ class ResolvedHost:
     alias: bool = False  # an ~/.ssh/config entry: connect through its name, so every option applies
 
     def describe(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "address": self.address,
-            "user": self.user,
-            "port": self.port,
-            "jump": self.jump,
-            "group": self.group,
-            "source": self.source,
-        }
+        """Its fields as `gputui hosts --json` lists them; how it is connected to (`alias`) is not said."""
+        return plain(self, skip=("alias",))
 
 
 def word_problem(value: str) -> str | None:
