@@ -208,7 +208,7 @@ async def measure(
     tuned_gc: bool = True,
     redraw_gap: float | None = None,
 ) -> dict[str, Any]:
-    from gputui.api import LIVE, Fleet, HostSpec, SshLink
+    from gputui.api import LIVE, Fleet, FleetEvent, HostSpec, SampleArrived, SshLink
     from gputui.cli.dashboard import tune_gc
     from gputui.ui import make_app
     from gputui.ui.widgets.fleet_table import split_row_key
@@ -277,12 +277,12 @@ async def measure(
     dirty: dict[str, int] = {}
     recording = False
 
-    def on_fleet(view: Any, what: str, payload: Any) -> None:
-        if what == "sample":
+    def on_fleet(change: FleetEvent) -> None:
+        if isinstance(change, SampleArrived):
             now = time.time()
-            pending[view.name] = (payload.time, now)
+            pending[change.view.name] = (change.sample.time, now)
             if recording:
-                arrived.append(now - payload.time)
+                arrived.append(now - change.sample.time)
 
     fleet.listen(on_fleet)
     app = make_app(fleet, interval=1.0)
@@ -598,7 +598,16 @@ async def measure_decode(
 
     from flood import Frames, press  # bench/flood.py: a key as the driver sends it, timed to its frame
 
-    from gputui.api import DOWN, LIVE, Fleet, PlaybackLink, Recording
+    from gputui.api import (
+        DOWN,
+        LIVE,
+        Fleet,
+        FleetEvent,
+        PlaybackLink,
+        Recording,
+        SampleArrived,
+        StatusChanged,
+    )
     from gputui.cli.dashboard import tune_gc
     from gputui.ui import make_app
     from tests.support.apps import scratch_log
@@ -616,10 +625,10 @@ async def measure_decode(
 
     downs: collections.Counter[str] = collections.Counter()
 
-    def on_fleet(view: Any, what: str, payload: Any) -> None:
-        if what == "status" and view.status == DOWN:
-            downs[view.reason or "down"] += 1
-        if what == "sample":
+    def on_fleet(change: FleetEvent) -> None:
+        if isinstance(change, StatusChanged) and change.view.status == DOWN:
+            downs[change.view.reason or "down"] += 1
+        if isinstance(change, SampleArrived):
             taken[0] += 1
             if counting:
                 counted[0] += 1

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 import asyncssh  # noqa: E402
 
-from gputui.api import DOWN, LIVE, Fleet, HostSpec, HostView  # noqa: E402
+from gputui.api import DOWN, LIVE, Fleet, FleetEvent, HostSpec, StatusChanged  # noqa: E402
 from gputui.transport import dial  # noqa: E402  (the dialer's knob: a benchmark swaps it)
 from tests.support.sshcluster import NO_BASHRC, SshCluster  # noqa: E402
 
@@ -55,9 +55,10 @@ async def run_probe(cluster: SshCluster, names: list[str], dialer: dial.Dialer) 
     failures = 0
     last: dict[str, str] = {}
 
-    def listen(view: HostView, what: str, _payload: object) -> None:
+    def listen(change: FleetEvent) -> None:
         nonlocal failures
-        if what == "status" and view.status != last.get(view.name):
+        view = change.view
+        if isinstance(change, StatusChanged) and view.status != last.get(view.name):
             failures += view.status == DOWN  # a link that failed: the fleet backs off, tries again
             last[view.name] = view.status
 

@@ -13,7 +13,8 @@ What `gputui clean` and the dashboard do, as calls (bench/ uses it the same way)
             print(api.status_of(verdict))
         await fleet.stop()
 
-Everything named in `__all__` is the API; the modules behind it may move. Beside the fleet and the
+Everything named in `__all__` is the API; the modules behind it may move. Beside the fleet (what
+`fleet.listen` callbacks are given: one `FleetEvent`, `SampleArrived` and its siblings) and the
 kill flow, it names what benchmarks and tools take apart: the probe in this process (`Probe` over a
 `SimReader` or `NvmlReader`, `HolderScanner`, the reaper's `execute`), the wire (`decode`,
 `SampleEncoder`, `apply`, `SampleIntake`), recordings, the links and their start-up, the metric
@@ -33,7 +34,18 @@ from .config.file import Config, ConfigError, HostSpec
 from .config.killoptions import KillOptions
 from .fleet.deltas import DELTAS_EVERY, SampleIntake
 from .fleet.fleet import Fleet
-from .fleet.session import DOWN, HISTORY, LIVE, HostView
+from .fleet.session import (
+    DOWN,
+    HISTORY,
+    LIVE,
+    ErrorArrived,
+    EventArrived,
+    FleetEvent,
+    HelloArrived,
+    HostView,
+    SampleArrived,
+    StatusChanged,
+)
 from .inventory.specs import host_specs
 from .kill.auditlog import default_log_path
 from .kill.operate import Operations, Planned, Request, SignalRequest, status_of
@@ -69,9 +81,13 @@ __all__ = [
     "Conditions",
     "Config",
     "ConfigError",
+    "ErrorArrived",
     "Event",
+    "EventArrived",
     "Fleet",
+    "FleetEvent",
     "Gpu",
+    "HelloArrived",
     "HolderScanner",
     "HostSpec",
     "HostView",
@@ -91,11 +107,13 @@ __all__ = [
     "ReplayLink",
     "Request",
     "Sample",
+    "SampleArrived",
     "SampleEncoder",
     "SampleIntake",
     "SignalRequest",
     "SimReader",
     "SshLink",
+    "StatusChanged",
     "apply",
     "boot_argv",
     "build_payload",

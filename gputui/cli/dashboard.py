@@ -12,7 +12,7 @@ from typing import Any
 
 from ..config.file import load
 from ..fleet.fleet import Fleet
-from ..fleet.session import HostView
+from ..fleet.session import FleetEvent, SampleArrived
 from ..recording.player import ReplayPlayer
 from ..ui.factory import make_app
 from ..ui.terminal import Lifeline
@@ -129,10 +129,10 @@ def tune_gc(fleet: Fleet | None = None) -> None:
         return
     waiting = {v.name for v in fleet.hosts}
 
-    def heard(view: HostView, what: str, payload: object) -> None:
-        if what != "sample" or not waiting:
+    def heard(change: FleetEvent) -> None:
+        if not isinstance(change, SampleArrived) or not waiting:
             return
-        waiting.discard(view.name)
+        waiting.discard(change.view.name)
         if not waiting:
             gc.collect()
             gc.freeze()

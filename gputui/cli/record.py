@@ -27,7 +27,7 @@ from typing import Any
 
 from ..config.file import HostSpec, load
 from ..fleet.fleet import Fleet
-from ..fleet.session import HostView
+from ..fleet.session import FleetEvent, StatusChanged
 from ..kill.auditpath import default_log_path, open_log
 from ..model.textsafe import printable
 from ..recording.format import MIN_MAX_BYTES, RecordingError, RecordingWriter, offset_words
@@ -214,8 +214,9 @@ def _recorded_fleet(specs: list[HostSpec], interval: float, recorder: Recorder) 
             interval=interval,
         )
 
-    def status(view: HostView, what: str, payload: Any) -> None:
-        if what == "status":
+    def status(change: FleetEvent) -> None:
+        if isinstance(change, StatusChanged):
+            view = change.view
             recorder.put(
                 view.name, "status", {"status": view.status, "reason": view.reason, "detail": view.detail}
             )

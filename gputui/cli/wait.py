@@ -27,7 +27,7 @@ from typing import Any, TextIO
 from ..config.file import load
 from ..fleet.fleet import Fleet
 from ..fleet.idle import threshold
-from ..fleet.session import DOWN, HostView
+from ..fleet.session import DOWN, HostView, SampleArrived, StatusChanged
 from ..model import NO_GPU_CODES, Preflight, Sample
 from ..model.textsafe import cells, cut, printable
 from ..text.words import columns, count, shares
@@ -118,7 +118,9 @@ async def run_wait(
         }
         preflights: dict[tuple[str, int], Preflight] = {}
         changed = asyncio.Event()
-        fleet.listen(lambda view, what, payload: changed.set() if what in ("sample", "status") else None)
+        fleet.listen(
+            lambda change: changed.set() if isinstance(change, SampleArrived | StatusChanged) else None
+        )
         deadline = started + args.timeout
         while True:
             now = time.monotonic()

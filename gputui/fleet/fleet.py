@@ -19,14 +19,15 @@ from typing import Any
 from ..model import Event, ProcDetail, Sample, done_event
 from ..probe.common import TERM_TIMEOUT, VERIFY_TIMEOUT, plan_deadline, plan_silence_limit
 from ..transport.base import Link, TransportError
-from .session import DOWN, HostSession, HostView, Listener
+from .session import DOWN, FleetEvent, HostSession, HostView, Listener
 
 FULL_SCAN_FRESH = 0.5  # seconds a full-scan sample stays good enough to plan on
 DETAIL_TIMEOUT = 3.0  # seconds a probe has to answer a `detail` request (it reads one process)
 
 
 class Fleet:
-    """All host sessions. `listen` callbacks run on the event loop, after each change."""
+    """All host sessions. `listen` callbacks run on the event loop, after each change, and are given
+    one FleetEvent (gputui/fleet/session.py) that says what changed."""
 
     def __init__(self) -> None:
         self.sessions: dict[str, HostSession] = {}
@@ -59,9 +60,9 @@ class Fleet:
         with contextlib.suppress(ValueError):
             self.listeners.remove(listener)
 
-    def _notify(self, view: HostView, what: str, payload: Any) -> None:
+    def _notify(self, event: FleetEvent) -> None:
         for listener in self.listeners:
-            listener(view, what, payload)
+            listener(event)
 
     def start(self) -> None:
         for s in self.sessions.values():

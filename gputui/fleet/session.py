@@ -14,7 +14,7 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from ..model import HOST_STATUSES, Event, HostFacts, Preflight, Sample, done_event
 from ..probe.wire import MAX_PROCESSES
@@ -174,7 +174,53 @@ class HostView:
             )
 
 
-Listener = Callable[[HostView, str, Any], None]
+# What the fleet tells its listeners, one class per kind of change: a listener dispatches on the class
+# (match or isinstance), so a misspelt kind is a type error, not a branch that never runs. Frozen and
+# slotted: one is made per sample, thousands a second at a thousand hosts.
+
+
+@dataclass(frozen=True, slots=True)
+class StatusChanged:
+    """The host's status, reason, detail or connection phase changed: read them on `view`."""
+
+    view: HostView
+
+
+@dataclass(frozen=True, slots=True)
+class HelloArrived:
+    """The host's probe said hello: what it runs on, and what it can do."""
+
+    view: HostView
+    facts: HostFacts
+
+
+@dataclass(frozen=True, slots=True)
+class SampleArrived:
+    """A sample was taken and recorded on `view` (its history, idle tracker and `news` updated)."""
+
+    view: HostView
+    sample: Sample
+
+
+@dataclass(frozen=True, slots=True)
+class EventArrived:
+    """An event of a plan: one the fleet waits for, or (rate-limited) one of no plan it knows."""
+
+    view: HostView
+    event: Event
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorArrived:
+    """An error the probe sent (the record as it came, untrusted), or one the session says of the
+    probe's records (code "flood": lines dropped; "bad-delta": a sample refused). Rate-limited."""
+
+    view: HostView
+    record: dict[str, Any]
+
+
+FleetEvent: TypeAlias = StatusChanged | HelloArrived | SampleArrived | EventArrived | ErrorArrived
+Listener: TypeAlias = Callable[[FleetEvent], None]
 
 
 class HostSession:
@@ -218,13 +264,13 @@ class HostSession:
             v.last_down = None
         if (v.status, v.reason, v.detail) != (status, reason, detail):
             v.status, v.reason, v.detail = status, reason, detail
-            self.notify(v, "status", None)
+            self.notify(StatusChanged(v))
 
     def _phase(self, phase: str | None, detail: str | None = None) -> None:
         v = self.view
         if (v.phase, v.phase_detail) != (phase, detail):
             v.phase, v.phase_detail = phase, detail
-            self.notify(v, "status", None)
+            self.notify(StatusChanged(v))
 
     async def run(self) -> None:
         backoff = BACKOFF_FIRST
@@ -399,7 +445,7 @@ class HostSession:
         if now - self._window >= 1.0:
             if self._dropped:
                 message = f"{self._dropped} more lines from the probe dropped (more than {NOTES_PER_SECOND} a second)"
-                self.notify(self.view, "error", {"type": "error", "code": "flood", "message": message})
+                self.notify(ErrorArrived(self.view, {"type": "error", "code": "flood", "message": message}))
             self._window, self._notes, self._dropped = now, 0, 0
         self._notes += 1
         if self._notes > NOTES_PER_SECOND:
@@ -416,9 +462,9 @@ class HostSession:
             v.facts = HostFacts.from_hello(record)
             v.raw_hello = record
             self.hello.set()
-            self.notify(v, "hello", v.facts)
+            self.notify(HelloArrived(v, v.facts))
             if v.facts.error_code:
-                self.notify(v, "status", None)
+                self.notify(StatusChanged(v))
         elif kind == "sample":
             try:
                 sample = self.intake.take(record)
@@ -436,7 +482,7 @@ class HostSession:
                 for future in waiters:
                     if not future.done():
                         future.set_result(sample)
-            self.notify(v, "sample", v.sample)
+            self.notify(SampleArrived(v, sample))
         elif kind == "event":
             event = Event.from_wire(record)
             q = self.waiters.get(event.plan)
@@ -444,9 +490,9 @@ class HostSession:
                 awaited = True
                 if q.qsize() < PLAN_EVENTS_MAX or event.stage == "done":
                     q.put_nowait(event)
-                    self.notify(v, "event", event)
+                    self.notify(EventArrived(v, event))
             elif self._note():  # an event of no plan we wait for: informative, rate-limited
-                self.notify(v, "event", event)
+                self.notify(EventArrived(v, event))
         elif kind == "detail":
             rid = record.get("id")
             asked = self.detail_waiters.get(rid) if isinstance(rid, str) else None
@@ -465,7 +511,7 @@ class HostSession:
                 self.last_problem = message[:PROBLEM_CHARS]
             awaited = q is not None
             if q is not None or self._note():
-                self.notify(v, "error", record)
+                self.notify(ErrorArrived(v, record))
         return awaited
 
     async def _configure_link(self, link: Link) -> None:
@@ -488,7 +534,7 @@ class HostSession:
         self.last_problem = message[:PROBLEM_CHARS]
         self._want_whole = True
         if self._note():
-            self.notify(self.view, "error", {"type": "error", "code": "bad-delta", "message": message})
+            self.notify(ErrorArrived(self.view, {"type": "error", "code": "bad-delta", "message": message}))
 
     async def _ask_whole(self) -> None:
         now = time.monotonic()

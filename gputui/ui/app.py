@@ -21,7 +21,7 @@ import contextlib
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from textual import constants, events
 from textual.app import App, AutopilotCallbackType
@@ -42,7 +42,7 @@ from . import acyclic, fmt
 from . import spinner as actions
 from ._textual import app_driver, set_return_code
 from .commands import GpuTuiCommands
-from .intake import AGES_INTERVAL, APP_HOST
+from .intake import AGES_INTERVAL, APP_HOST, LogLine
 from .killflow import KillFlow
 from .pace import PACE_TICK, Pacing
 from .screens.gpu_detail import GpuDetailScreen
@@ -131,7 +131,7 @@ class GpuTuiApp(KillFlow, Pacing):
         self.received: dict[str, float] = {}  # host -> clock() when its last sample arrived
         self._changed: set[str] = set()
         self._restyle = False
-        self._pending_log: list[tuple[str, str, Any]] = []
+        self._pending_log: list[LogLine] = []
         self._pending_dropped = 0
         self._last_ages = 0.0
         self._last_redraw = 0.0  # time.monotonic() at the start of the last redraw

@@ -23,12 +23,20 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeAlias
 
 from textual.app import App
 
 from gputui.fleet.fleet import Fleet
-from gputui.fleet.session import HostView
+from gputui.fleet.session import (
+    ErrorArrived,
+    EventArrived,
+    FleetEvent,
+    HelloArrived,
+    SampleArrived,
+    StatusChanged,
+)
 from gputui.model import Event
 from gputui.text.words import count
 
@@ -52,6 +60,19 @@ APP_HOST = "gputui"  # the host column of the app's own log lines
 PENDING_MAX = 2000  # log lines kept for the next redraw (a dialog may be open); the rest are counted
 
 
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A line of the app's own for the action log (`log_note`), kept until the log is mounted."""
+
+    text: str
+    level: str
+    tag: str
+
+
+# A line kept for the action log: its host, and a plan's event, a probe's error record or a note.
+LogLine: TypeAlias = tuple[str, Event | dict[str, Any] | Note]
+
+
 class FleetIntake(App[None]):
     """What the fleet reports, recorded for the next redraw; the redraws, and the action log's lines
     (GpuTuiApp sets the attributes below in its __init__)."""
@@ -63,28 +84,34 @@ class FleetIntake(App[None]):
     _main: MainScreen | None
     _changed: set[str]
     _restyle: bool
-    _pending_log: list[tuple[str, str, Any]]
+    _pending_log: list[LogLine]
     _pending_dropped: int
     _last_ages: float
     _last_redraw: float  # time.monotonic() at the start of the last redraw
     _redraw_due: bool  # a redraw is scheduled (at once, or by a timer)
     _show_log_later: bool
 
-    def _on_fleet(self, view: HostView, what: str, payload: Any) -> None:
+    def _on_fleet(self, change: FleetEvent) -> None:
         """Runs on the event loop after every fleet change: record it, draw nothing."""
-        if what == "sample":
-            self.received[view.name] = self.clock()
-            main = self._main
-            if not view.news and main is not None and not main.shows_in_full(view.name):
-                return  # nothing the fleet's views draw has changed (gputui/fleet/news.py)
-        elif what == "event" and isinstance(payload, Event) and payload.plan in self.running:
-            self.running[payload.plan].heard = True  # its own worker renders it, as it comes
-        elif what in ("event", "error"):
-            self._queue_log((view.name, what, payload))
+        view = change.view
+        match change:
+            case SampleArrived():
+                self.received[view.name] = self.clock()
+                main = self._main
+                if not view.news and main is not None and not main.shows_in_full(view.name):
+                    return  # nothing the fleet's views draw has changed (gputui/fleet/news.py)
+            case EventArrived(event=event) if event.plan in self.running:
+                self.running[event.plan].heard = True  # its own worker renders it, as it comes
+            case EventArrived(event=event):
+                self._queue_log((view.name, event))
+            case ErrorArrived(record=record):
+                self._queue_log((view.name, record))
+            case StatusChanged() | HelloArrived():
+                pass  # drawn from the view
         self._changed.add(view.name)
         self.want_redraw()
 
-    def _queue_log(self, item: tuple[str, str, Any]) -> None:
+    def _queue_log(self, item: LogLine) -> None:
         """Keep a log line for the next redraw; past PENDING_MAX (a flood while a dialog is open),
         count it instead: the log says how many were dropped."""
         if len(self._pending_log) < PENDING_MAX:
@@ -136,14 +163,13 @@ class FleetIntake(App[None]):
             main.action_log.note(
                 APP_HOST, f"{count(dropped, 'log line')} dropped while the screen was busy", "warn"
             )
-        for host, what, payload in log:
-            if what == "event" and isinstance(payload, Event):
-                main.action_log.add_event(host, payload)
-            elif what == "note":
-                text, level, tag = payload
-                main.action_log.note(host, text, level, tag=tag)
-            elif isinstance(payload, dict):
-                text = f"probe error {payload.get('code')}: {payload.get('message')}"
+        for host, line in log:
+            if isinstance(line, Event):
+                main.action_log.add_event(host, line)
+            elif isinstance(line, Note):
+                main.action_log.note(host, line.text, line.level, tag=line.tag)
+            else:
+                text = f"probe error {line.get('code')}: {line.get('message')}"
                 main.action_log.note(host, text, "error")
 
     def show_log(self) -> None:
@@ -159,7 +185,7 @@ class FleetIntake(App[None]):
         if main is not None and main.is_mounted:
             main.action_log.note(host, text, level, tag=tag)
         else:
-            self._queue_log((host, "note", (text, level, tag)))
+            self._queue_log((host, Note(text, level, tag)))
             self.want_redraw()
 
     def log_event(self, host: str, event: Event) -> None:
@@ -167,5 +193,5 @@ class FleetIntake(App[None]):
         if main is not None and main.is_mounted:
             main.action_log.add_event(host, event)
         else:
-            self._queue_log((host, "event", event))
+            self._queue_log((host, event))
             self.want_redraw()

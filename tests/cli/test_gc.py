@@ -13,6 +13,7 @@ import pytest
 
 from gputui.cli import dashboard as cli
 from gputui.fleet.fleet import Fleet
+from gputui.fleet.session import SampleArrived, StatusChanged
 from tests.support.apps import replay_fleet
 
 
@@ -37,12 +38,12 @@ async def test_the_fleet_is_frozen_out_once_every_host_has_sent_a_sample(collect
         return any(o is kept for o in gc.get_objects())
 
     a, b = fleet.hosts
-    fleet._notify(a, "status", None)  # not a sample: nothing yet
-    fleet._notify(a, "sample", None)
-    fleet._notify(a, "sample", None)  # the same host again: demo-b has not spoken
+    fleet._notify(StatusChanged(a))  # not a sample: nothing yet
+    fleet._notify(SampleArrived(a, None))
+    fleet._notify(SampleArrived(a, None))  # the same host again: demo-b has not spoken
     await asyncio.sleep(0)
     assert collected() and len(fleet.listeners) == 1
-    fleet._notify(b, "sample", None)
+    fleet._notify(SampleArrived(b, None))
     assert not collected()
     await asyncio.sleep(0)
     assert fleet.listeners == []  # once: later samples cost nothing

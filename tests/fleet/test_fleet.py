@@ -1,13 +1,25 @@
 """The fleet on real probe subprocesses: status transitions, reconnects, plans cut by a lost link."""
 
 import asyncio
+import dataclasses
 import os
 import signal
 import time
 
+import pytest
+
 from gputui.config.file import HostSpec
 from gputui.fleet.fleet import Fleet
-from gputui.fleet.session import DOWN, LIVE, STALE, HostSession, HostView
+from gputui.fleet.session import (
+    DOWN,
+    LIVE,
+    STALE,
+    HelloArrived,
+    HostSession,
+    HostView,
+    SampleArrived,
+    StatusChanged,
+)
 from gputui.transport.local import LocalLink
 from tests.support.waiting import eventually
 
@@ -32,7 +44,9 @@ async def test_hosts_stream_then_go_stale_then_down_then_live_again(monkeypatch)
 
     fleet = Fleet()
     history = []
-    fleet.listen(lambda v, what, _: history.append((v.name, v.status)) if what == "status" else None)
+    fleet.listen(
+        lambda e: history.append((e.view.name, e.view.status)) if isinstance(e, StatusChanged) else None
+    )
     a = fleet.add("a", make(sim_host("a"), 0.2), interval=0.2)
     b = fleet.add("b", make(sim_host("b"), 0.2), interval=0.2)
     fleet.start()
@@ -55,6 +69,30 @@ async def test_hosts_stream_then_go_stale_then_down_then_live_again(monkeypatch)
         await fleet.stop()
     for link in links:  # every probe we started has been reaped
         assert link.pid is None or not os.path.exists(f"/proc/{link.pid}") or _is_zombie_free(link.pid)
+
+
+async def test_listeners_are_told_each_change_as_one_typed_event():
+    """A listener is given one event per change, its class saying what changed and carrying what
+    came with it: the hello's facts, the sample as recorded. Frozen and slotted: cheap, one per sample."""
+    fleet = Fleet()
+    seen = []
+    fleet.listen(seen.append)
+    a = fleet.add("a", lambda: LocalLink(sim_host("a"), interval=0.2), interval=0.2)
+    fleet.start()
+    try:
+        assert await eventually(lambda: sum(isinstance(e, SampleArrived) for e in seen) >= 2, 15)
+    finally:
+        await fleet.stop()
+    assert all(e.view is a for e in seen)
+    kinds = [type(e) for e in seen]
+    assert StatusChanged in kinds and kinds.index(HelloArrived) < kinds.index(SampleArrived)  # (live)
+    hello = next(e for e in seen if isinstance(e, HelloArrived))
+    assert hello.facts is a.facts
+    samples = [e.sample for e in seen if isinstance(e, SampleArrived)]
+    assert samples[-1] is a.sample and samples[0].seq < samples[-1].seq
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        hello.view = a
+    assert not hasattr(hello, "__dict__")
 
 
 def _is_zombie_free(pid):
@@ -222,7 +260,9 @@ async def test_an_app_that_stalls_past_the_silence_limit_does_not_call_its_strea
     app's lag, not the host's silence: the host stays live, its link is not made again."""
     fleet = Fleet()
     history = []
-    fleet.listen(lambda v, what, _: history.append((v.status, v.reason)) if what == "status" else None)
+    fleet.listen(
+        lambda e: history.append((e.view.status, e.view.reason)) if isinstance(e, StatusChanged) else None
+    )
     a = fleet.add("a", lambda: LocalLink(sim_host("a"), interval=0.2), interval=0.2)
     fleet.start()
     try:

@@ -19,7 +19,18 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from gputui.fleet.fleet import Fleet
-from gputui.fleet.session import DOWN, LIVE, NOTES_PER_SECOND, PLAN_EVENTS_MAX, HostView
+from gputui.fleet.session import (
+    DOWN,
+    LIVE,
+    NOTES_PER_SECOND,
+    PLAN_EVENTS_MAX,
+    ErrorArrived,
+    EventArrived,
+    FleetEvent,
+    HostView,
+    SampleArrived,
+    StatusChanged,
+)
 from gputui.model import HostMetrics
 from gputui.model.textsafe import printable
 from gputui.probe.wire import HOST_LIMITS, MAX_LINE, MAX_PROCESSES
@@ -58,15 +69,16 @@ class Watch:
         self.max_pending = 0  # records decoded and not yet handed on
         fleet.listen(self.on)
 
-    def on(self, view: HostView, what: str, payload: Any) -> None:
-        if what == "status":
+    def on(self, change: FleetEvent) -> None:
+        view = change.view
+        if isinstance(change, StatusChanged):
             self.statuses.append((view.status, view.reason, view.detail))
-        elif what == "sample":
-            self.samples.append(payload.seq)
-            self.hosts.append(payload.host)
-        elif what == "error":
-            self.errors.append(payload.get("code"))
-        elif what == "event":
+        elif isinstance(change, SampleArrived):
+            self.samples.append(change.sample.seq)
+            self.hosts.append(change.sample.host)
+        elif isinstance(change, ErrorArrived):
+            self.errors.append(change.record.get("code"))
+        elif isinstance(change, EventArrived):
             self.events += 1
         stream: RecordStream | None = self.links[-1]._stream if self.links else None
         if stream is not None:

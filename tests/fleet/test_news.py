@@ -17,7 +17,7 @@ import pytest
 
 from gputui.fleet.deltas import SampleIntake
 from gputui.fleet.news import has_news
-from gputui.fleet.session import HostView
+from gputui.fleet.session import HostView, SampleArrived
 from gputui.model import Sample
 from tests.support.apps import build_app, recording
 from tests.support.pilot import main_of, sampled, wait_for
@@ -143,7 +143,7 @@ async def test_a_host_whose_sample_has_no_news_is_not_redrawn_unless_shown_in_fu
             view.record(view.sample)  # the same sample again: no news
             assert not view.news
             app._changed.discard(name)
-            app._on_fleet(view, "sample", view.sample)
+            app._on_fleet(SampleArrived(view, view.sample))
         assert shown in app._changed  # its process pane shows its ages and CPU: drawn
         assert other not in app._changed  # nothing it shows changed: not drawn
         assert app.received[other] >= app.received[shown] - 1.0  # but its age is its newest sample's

@@ -13,7 +13,7 @@ import pytest
 
 from gputui.fleet.fleet import Fleet
 from gputui.fleet.pacing import Pacer
-from gputui.fleet.session import LIVE
+from gputui.fleet.session import LIVE, SampleArrived
 from gputui.recording.playback import PlaybackLink, Recording
 from gputui.ui import make_app
 from tests.support.apps import scratch_log
@@ -101,7 +101,9 @@ async def test_the_fleet_asks_its_probes_and_a_link_made_again_asks_its_new_one(
         # The recording now plays 0.3 s apart, as a probe would sample.
         seqs: list[tuple[float, int]] = []
         fleet.listen(
-            lambda v, what, p: seqs.append((time.monotonic(), v.sample.seq)) if what == "sample" else None
+            lambda e: (
+                seqs.append((time.monotonic(), e.view.sample.seq)) if isinstance(e, SampleArrived) else None
+            )
         )
         assert await eventually(lambda: len(seqs) >= 4, 30.0)
         gaps = [b[0] - a[0] for a, b in itertools.pairwise(seqs[1:])]  # (the first was due already)

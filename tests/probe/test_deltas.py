@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from gputui.config.file import HostSpec
 from gputui.fleet.deltas import ALONE, DELTAS_EVERY, DeltaError, SampleIntake, _elapsed
 from gputui.fleet.fleet import Fleet
-from gputui.fleet.session import LIVE, HostView
+from gputui.fleet.session import LIVE, ErrorArrived, FleetEvent, HostView, SampleArrived
 from gputui.model import Gpu, Proc, Sample
 from gputui.probe.delta import SampleEncoder, apply, diff, elapsed_moved
 from gputui.probe.main import Loop
@@ -450,12 +450,12 @@ async def test_garbled_deltas_are_refused_and_a_whole_sample_resyncs_the_host():
     seen: list[tuple[int, bool, bool, int | None]] = []
     errors: list[str] = []
 
-    def on(v: HostView, what: str, payload: Any) -> None:
-        if what == "sample":
-            pids = {p.pid for p in payload.processes}
-            seen.append((payload.seq, USER_PID in pids, HIDDEN_PID in pids, payload.gpus[0].util_gpu))
-        elif what == "error" and payload.get("code") == "bad-delta":
-            errors.append(payload.get("message", ""))
+    def on(e: FleetEvent) -> None:
+        if isinstance(e, SampleArrived):
+            pids = {p.pid for p in e.sample.processes}
+            seen.append((e.sample.seq, USER_PID in pids, HIDDEN_PID in pids, e.sample.gpus[0].util_gpu))
+        elif isinstance(e, ErrorArrived) and e.record.get("code") == "bad-delta":
+            errors.append(e.record.get("message", ""))
 
     fleet.listen(on)
     fleet.start()

@@ -15,7 +15,7 @@ import pytest
 
 from gputui.config.file import HostSpec
 from gputui.fleet.fleet import Fleet
-from gputui.fleet.session import LIVE, HostView
+from gputui.fleet.session import LIVE, FleetEvent, StatusChanged
 from gputui.transport import dial
 from gputui.transport.dial import BACKING_OFF, CONNECTING, QUEUED, Dialer, Dropped, Gate
 from tests.support.sshcluster import NO_BASHRC, SshCluster, running_cluster
@@ -194,8 +194,9 @@ async def test_a_fleet_shows_hosts_queued_then_every_one_live(cluster: SshCluste
         fleet.add(name, lambda spec=spec: cluster.link(spec, 0.5, connect_timeout=30.0), interval=0.5)
     seen: dict[str, list[str | None]] = {name: [] for name in HOSTS}
 
-    def listen(view: HostView, what: str, _payload: object) -> None:
-        if what == "status" and (not seen[view.name] or seen[view.name][-1] != view.phase):
+    def listen(e: FleetEvent) -> None:
+        view = e.view
+        if isinstance(e, StatusChanged) and (not seen[view.name] or seen[view.name][-1] != view.phase):
             seen[view.name].append(view.phase)
 
     fleet.listen(listen)

@@ -18,7 +18,7 @@ import pytest
 import gputui.fleet.session as fleet_mod
 from gputui.config.file import HostSpec
 from gputui.fleet.fleet import Fleet
-from gputui.fleet.session import DOWN, LIVE, STALE
+from gputui.fleet.session import DOWN, LIVE, STALE, StatusChanged
 from gputui.ui import make_app
 from tests.support.sshcluster import SshCluster, freeze, kill_sshd, running_cluster
 
@@ -113,7 +113,11 @@ async def test_sshd_killed_mid_stream_host_goes_stale_down_and_live_again_in_the
     a, b, c = (fleet.view(n) for n in ("gpu-a", "gpu-b", "gpu-c"))
     seen: list[tuple[str, str | None]] = []  # gpu-c's (status, reason) as the fleet reported them
     fleet.listen(
-        lambda v, what, _: seen.append((v.status, v.reason)) if v is c and what == "status" else None
+        lambda e: (
+            seen.append((e.view.status, e.view.reason))
+            if e.view is c and isinstance(e, StatusChanged)
+            else None
+        )
     )
     app = make_app(fleet, interval=INTERVAL)
     async with app.run_test(headless=True, size=(160, 50)) as pilot:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import gputui.config.file as config
+from gputui.fleet.session import SampleArrived
 from gputui.ui import GpuTuiApp
 from gputui.ui.screens.gpu_detail import GpuDetailScreen
 from gputui.ui.screens.main import MainScreen
@@ -104,7 +105,7 @@ async def test_pause_freezes_the_view_keeps_the_samples_and_catches_up() -> None
             for p in sample.processes
         ]
         view.record(type(sample)(**{**_fields(sample), "seq": sample.seq + 1, "processes": tuple(grown)}))
-        app._on_fleet(view, "sample", view.sample)
+        app._on_fleet(SampleArrived(view, view.sample))
         now[0] += 75
         await pilot.pause(1.2)  # the ages tick
         await redrawn(pilot)

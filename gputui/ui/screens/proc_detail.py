@@ -29,9 +29,9 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 
 from gputui.fleet.fleet import DETAIL_TIMEOUT
-from gputui.fleet.session import HostView
+from gputui.fleet.session import EventArrived, FleetEvent
 from gputui.kill.operate import SignalRequest
-from gputui.model import Event, GpuShare, Job, Parent, Proc, ProcDetail, Sample, brief_command
+from gputui.model import GpuShare, Job, Parent, Proc, ProcDetail, Sample, brief_command
 from gputui.model.textsafe import printable
 from gputui.text.units import fmt_duration, fmt_memory, fmt_percent, index_runs
 from gputui.text.words import count
@@ -148,12 +148,13 @@ class ProcDetailScreen(Dialog[None]):
     def on_unmount(self) -> None:
         self.dash.fleet.unlisten(self._on_fleet)
 
-    def _on_fleet(self, view: HostView, what: str, payload: object) -> None:
+    def _on_fleet(self, change: FleetEvent) -> None:
         """The `done` of a plan about this process (the signal chosen here): read it again, so
         its state (T after SIGSTOP) shows without `r`."""
-        if not (self._awaiting and what == "event" and view.name == self.host and isinstance(payload, Event)):
+        if not (self._awaiting and isinstance(change, EventArrived) and change.view.name == self.host):
             return
-        processes = payload.data.get("processes") if payload.stage == "done" else None
+        event = change.event
+        processes = event.data.get("processes") if event.stage == "done" else None
         if isinstance(processes, list) and any(
             isinstance(p, dict) and p.get("pid") == self.record.pid for p in processes
         ):
