@@ -140,6 +140,21 @@ def test_no_circle_inside_the_probe():
     assert circles == [], "\n".join(circles)
 
 
+def test_no_circle_anywhere_in_the_package():
+    """No module of gputui imports another that imports it back, directly or through others, a lazy
+    import inside a function included (grimp sees those): a circle hidden by a function-local import
+    is still a circle. Each wing's contract keeps them out between floors; this keeps them out inside a
+    floor's `|` too, and inside packages that have no contract of their own."""
+    graph = grimp.build_graph("gputui", cache_dir=None)
+    circles = set()
+    for importer in sorted(graph.modules):
+        for imported in sorted(graph.find_modules_directly_imported_by(importer)):
+            back = graph.find_shortest_chain(importer=imported, imported=importer)
+            if back is not None:
+                circles.add(" -> ".join((importer, *back)))
+    assert sorted(circles) == [], "\n".join(sorted(circles))
+
+
 # -- no constant defined twice ----------------------------------------------------------------------
 
 # What a module-level constant may be: literals, containers of them, arithmetic on them

@@ -23,8 +23,8 @@ from gputui.model import ProcDetail
 from gputui.text.words import count
 
 from .. import fmt
+from ..widgets.detail_body import DetailBody
 from .dialog import DIALOG, SCROLL_BINDINGS, Dialog
-from .proc_detail import DetailBody
 
 HIDDEN = "••••"  # a secret-looking value the probe kept back
 NAME_WIDTH = 28  # columns for the names; a longer one wraps

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import shlex
 import time
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from rich.console import Group, RenderableType
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
@@ -38,8 +37,9 @@ from gputui.text.words import count
 
 from .. import fmt, kinds
 from ..messages import PlanRequested
-from ..widgets.status import StyledStatic
+from ..widgets.detail_body import DetailBody
 from .dialog import DIALOG, Dialog
+from .environ import EnvironScreen
 from .signal import SignalScreen
 
 STATES = {
@@ -88,27 +88,6 @@ class Rows:
         """A value /proc did not give: why, or `-`."""
         why = self.ok.unreadable.get(field) if self.ok is not None else None
         return (f"not readable: {why}" if why else "-", self.muted)
-
-
-class DetailBody(StyledStatic):
-    COMPONENT_CLASSES: ClassVar[set[str]] = {
-        *kinds.STYLE.values(),
-        "pdetail--label",
-        "pdetail--muted",
-        "pdetail--warn",
-        "pdetail--status",
-    }
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._group = Group()
-
-    def show(self, parts: list[RenderableType]) -> None:
-        signature = tuple(str(p) for p in parts)
-        if signature != self._last:
-            self._last = signature
-            self._group = Group(*parts)
-            self.update(self._group)
 
 
 class ProcDetailScreen(Dialog[None]):
@@ -203,8 +182,6 @@ class ProcDetailScreen(Dialog[None]):
         if record.start_time is None:
             self.notify(f"PID {record.pid} is not in /proc: no environment to read.", severity="warning")
             return
-        from .environ import EnvironScreen  # it builds on this module's DetailBody
-
         self.app.push_screen(EnvironScreen(self.host, record.pid, record.start_time))
 
     def _can_signal(self) -> bool:
