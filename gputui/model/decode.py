@@ -11,7 +11,8 @@ percentage, a nested record). Separate from the records so that each of them rea
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import fields
 from functools import partial
 from typing import Any, TypeAlias, TypeVar
@@ -30,6 +31,7 @@ Indexes: TypeAlias = tuple[int, ...]
 
 Decoder = Callable[[Any], Any]
 Record = TypeVar("Record")
+Key = TypeVar("Key", bound=Hashable)
 
 
 # -- one field at a time -----------------------------------------------------------------------
@@ -157,6 +159,17 @@ def records(value: Any, decode: Callable[[dict[str, Any]], Record | None], limit
     not decode (no usable PID, index, id), is dropped."""
     items = (decode(v) for v in as_list(value)[:limit] if isinstance(v, dict))
     return tuple(r for r in items if r is not None)
+
+
+def listed_once(
+    items: Iterable[Record], key: Callable[[Record], Key]
+) -> tuple[tuple[Record, ...], dict[Key, int]]:
+    """The records whose key no other one has, in order; and how many times each key listed more
+    than once was. Of two records that say they are one GPU or one job, which one is cannot be
+    told: neither is taken (a plan or a wait built on either would be a guess)."""
+    kept = list(items)
+    times = Counter(key(r) for r in kept)
+    return tuple(r for r in kept if times[key(r)] == 1), {k: n for k, n in times.items() if n > 1}
 
 
 # -- a record's plain fields, by their declared types ---------------------------------------------

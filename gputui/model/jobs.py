@@ -19,8 +19,10 @@ from .decode import (
     as_pid,
     as_pids,
     gpu_set,
+    listed_once,
     plain,
     read_fields,
+    records,
     wire_fields,
 )
 
@@ -121,9 +123,8 @@ _JOB = wire_fields(
 def sample_jobs(value: Any) -> tuple[Job, ...]:
     """A sample's jobs, at most MAX_JOBS; a record without a usable id or root is dropped, and so is
     a second one with an id already taken (which of the two is meant cannot be told)."""
-    parsed = [Job.from_wire(item) for item in as_list(value)[:MAX_JOBS]]
-    times: dict[str, int] = {}
-    for job in parsed:
-        if job is not None:
-            times[job.id] = times.get(job.id, 0) + 1
-    return tuple(j for j in parsed if j is not None and times[j.id] == 1)
+    return listed_once(records(value, Job.from_wire, MAX_JOBS), _job_id)[0]
+
+
+def _job_id(job: Job) -> str:
+    return job.id

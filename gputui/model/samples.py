@@ -24,6 +24,7 @@ from .decode import (
     as_pid,
     as_total,
     index_key,
+    listed_once,
     read_fields,
     records,
     wire_fields,
@@ -205,14 +206,15 @@ def _gpus(value: Any) -> tuple[tuple[Gpu, ...], int, list[str]]:
             refused.append(f"GPU record #{number}: no usable index")
         else:
             parsed.append(gpu)
-    times: dict[int, int] = {}
-    for gpu in parsed:
-        times[gpu.index] = times.get(gpu.index, 0) + 1
-    if len(times) == len(parsed):
-        return tuple(parsed), len(refused), refused
-    refused += [f"GPU {index}: listed {n} times" for index, n in sorted(times.items()) if n > 1]
-    kept = tuple(g for g in parsed if times[g.index] == 1)
+    kept, repeated = listed_once(parsed, _gpu_index)
+    if not repeated:
+        return kept, len(refused), refused
+    refused += [f"GPU {index}: listed {n} times" for index, n in sorted(repeated.items())]
     return kept, len(as_list(value)[:MAX_GPUS]) - len(kept), refused
+
+
+def _gpu_index(gpu: Gpu) -> int:
+    return gpu.index
 
 
 @dataclass(frozen=True, slots=True)
