@@ -99,7 +99,7 @@ class KillFlow(FleetIntake):
             for request in requests:
                 # Now in a plan: its verdict says what became of them (a signal selects nothing).
                 if isinstance(request, Request) and request.host in confirmed:
-                    self._main.selection.discard(request.host, (p.key for p in request.processes))
+                    self._main.state.selection.discard(request.host, (p.key for p in request.processes))
         for plan in chosen:
             self.run_plan(plan)
 
