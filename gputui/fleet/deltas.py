@@ -16,7 +16,7 @@ equal to the last one's is not parsed again.
 What a host's last sample said is kept compact (`Held`): each GPU and process record as its JSON
 text, with the fields deltas changed since, beside what was parsed of it. As decoded JSON a host's
 records were some 70 KB and a thousand objects for the garbage collector to walk; as text, a
-fifth of that and one object each (issue 21: 4,096 hosts in 600 MB). The record itself is made
+fifth of that and one object each (4,096 hosts in 600 MB). The record itself is made
 again only where it is asked for (`raw`, what `snapshot --json` writes; a whole sample's changed
 records).
 
@@ -48,7 +48,7 @@ __all__ = ["ALONE", "DELTAS_EVERY", "DeltaError", "Held", "RawSample", "SampleIn
 # What the app asks of a probe that can: a whole sample in every 300 (five minutes at 1 Hz). A lost
 # or refused line is found by its `seq` at the next sample, whatever this is; the whole sample is the
 # floor under a bug nothing else finds, and it costs the app some 13 times a delta (at 4,096 hosts,
-# one in every 60 was a tenth of the app's intake: issue 21).
+# one in every 60 was a tenth of the app's intake).
 DELTAS_EVERY = 300
 
 
@@ -180,7 +180,7 @@ class Held:
 
     Of the changed fields, a list or an object (a GPU's preflight reading) is kept as its JSON
     text, in `nested`: decoded, a reading was a dozen objects that every collection of the garbage
-    collector walked, and a dict of plain values is not one it walks at all (issue 21)."""
+    collector walked, and a dict of plain values is not one it walks at all."""
 
     __slots__ = ("changed", "key", "nested", "parsed", "text")
 
@@ -502,7 +502,7 @@ class SampleIntake:
     def _remember(self, key: Any, record: dict[str, Any], gpu: Any, text: str | None = None) -> None:
         """Keep GPU `key`'s preflight reading, as JSON text (`text`, when made already) beside what
         was parsed of it: as decoded JSON it was a fifth of the objects a host's intake holds for
-        the garbage collector to walk (issue 21). The same reading again keeps what is kept (a new
+        the garbage collector to walk. The same reading again keeps what is kept (a new
         pair would be one more young object a GPU, every time the probe repeats it)."""
         if gpu is None or gpu.preflight is None or record.get("preflight") is None:
             return

@@ -2,7 +2,7 @@
 
 A GPU's history (gputui/fleet/session.py GpuHistory) keeps 300 samples of five readings: utilization,
 memory, temperature, power and the sample's time. In deques, each reading is a float object of its
-own (32 bytes with its slot): 48 KB a GPU, 790 MB for the 16,384 GPUs of 4,096 hosts (issue 21).
+own (32 bytes with its slot): 48 KB a GPU, 790 MB for the 16,384 GPUs of 4,096 hosts.
 Five arrays, each reading in steps of what it can say, were 3 KB a GPU, but five appends a sample
 and fifteen objects for each to touch: at 4,096 hosts each of them is out of the CPU's caches by
 the time its next sample comes. So a sample is one row of ten bytes (`ROW`), written in one call,
@@ -52,7 +52,7 @@ class Readings:
         """One sample's readings: utilization and memory in percent, temperature (°C) and power (W)
         or None where the driver gave none, and the sample's time (seconds since the epoch)."""
         # Each the nearest whole number of its steps within its range, written out here rather than
-        # by a helper a reading: every GPU takes one row a sample (issue 21). NaN fails every
+        # by a helper a reading: every GPU takes one row a sample. NaN fails every
         # comparison, so it is looked for first (round() refuses it).
         u = _U8 if util != util else 0 if util <= 0 else _U8 if util >= _U8 else round(util)
         hundredths = memory * 100.0

@@ -1,4 +1,4 @@
-"""Idle holders: processes that keep GPU memory while they run nothing on it (issue 21).
+"""Idle holders: processes that keep GPU memory while they run nothing on it.
 
 A notebook kernel left open, a server nobody calls, a job stopped with SIGSTOP: each keeps its
 memory, and the GPU looks busy in every memory column while it does nothing. Schedulers' trackers
@@ -96,7 +96,7 @@ def _same_to_idle(before: tuple[Proc, ...], now: tuple[Proc, ...], age: float | 
     per-process reading (of `age`) the same objects: the same processes in the same order, each the
     same object or one that differs only in what the rules do not read (its CPU, RSS, and its age
     unless the age crossed the reading's: `_evidence`). A young process's age moves every sample
-    (gputui/probe/delta.py), and that alone made every such sample worked out again (issue 21)."""
+    (gputui/probe/delta.py), and that alone made every such sample worked out again."""
     if len(before) != len(now):
         return False
     for p, q in zip(before, now, strict=True):
@@ -122,7 +122,7 @@ def _same_to_idle(before: tuple[Proc, ...], now: tuple[Proc, ...], age: float | 
 
 def idle_keys(sample: Sample) -> list[ProcKey]:
     """The keys of the processes `idle_now` says are idle in `sample`, in one pass: what a fleet's
-    every sample costs (issue 21), so the sample's GPUs are looked up by index once, and its
+    every sample costs, so the sample's GPUs are looked up by index once, and its
     per-process reading worked out once (tests/fleet/test_idle.py holds it to `idle_now`)."""
     out: list[ProcKey] = []
     gpus: dict[int, Gpu] | None = None

@@ -4,8 +4,8 @@ At a thousand hosts the dashboard's redraw was mostly hosts whose new sample cha
 shows: a probe's sample moves its number, its time and its own costs every second, the host's
 uptime and load, each process's age, CPU and RSS; the fleet table, the host list, the problems and
 the per-user view show none of those. A sample with no news still feeds the GPU's history and the
-idle tracker (gputui/fleet/session.py `HostView.record`); the screens redraw the host only when it has news
-(issue 21), or when it is the host they show in full (its own screen, or the process pane's host:
+idle tracker (gputui/fleet/session.py `HostView.record`); the screens redraw the host only when it has
+news, or when it is the host they show in full (its own screen, or the process pane's host:
 the figures above are shown there, and its sparklines move every sample).
 
 What is not news, and only that (everything else compared as the model holds it):

@@ -1,4 +1,4 @@
-"""Pacing: slower samples when the app cannot keep up with its hosts (issue 21).
+"""Pacing: slower samples when the app cannot keep up with its hosts.
 
 Each sample costs the app a little CPU to take and draw, so a fleet's cost grows with hosts x rate.
 Past what one core can do (some thousands of hosts at 1 Hz on a small machine) the event loop falls

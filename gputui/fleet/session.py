@@ -66,7 +66,7 @@ REASONS = {
 class GpuHistory(Readings):
     """A GPU's recent readings, for the sparklines and graphs: utilization and memory in percent,
     temperature in °C and power in W (None where the driver gave none), each with its time. One row
-    of ten bytes a sample (gputui/fleet/history.py): 3 KB a GPU, not the 48 of deques of floats (issue 21)."""
+    of ten bytes a sample (gputui/fleet/history.py): 3 KB a GPU, not the 48 of deques of floats."""
 
     __slots__ = ()
 
@@ -327,7 +327,7 @@ class HostSession:
         One task (`_read`) receives and takes the records, one receive at a time (a timeout never
         cuts a line in half); this one only wakes when that task ends or the link has been silent
         for its limit (`_alarm`, rung by `_look_for_silence`). A record costs no timer and no task
-        of its own, and a limit one timer (issue 21: a thousand hosts a second; an asyncio.wait
+        of its own, and a limit one timer (a thousand hosts a second; an asyncio.wait
         each limit was some twenty objects a host, always young, for every collection to walk). A
         plain future is awaited: cancelling this task (the fleet stopping) cancels it, nothing
         swallows that."""
@@ -403,7 +403,7 @@ class HostSession:
             began = time.perf_counter()
             awaited = self._dispatch(record)
             # Not kept while the next one is awaited: a whole sample decoded is a hundred objects,
-            # a second in this frame for the garbage collector to walk, at every host (issue 21).
+            # a second in this frame for the garbage collector to walk, at every host.
             del record
             self._check_samples()
             if self._want_whole:

@@ -88,7 +88,7 @@ class HostMetrics:
         get = d.get
         for name, (low, high, kind) in HOST_LIMITS.items():
             value = get(name)
-            if type(value) is kind:  # as JSON gives it (every sample of every host: issue 21)
+            if type(value) is kind:  # as JSON gives it (every sample of every host)
                 values[name] = value if low <= value <= high else None  # (NaN and infinities: None)
                 continue
             number = as_int(value, low, high) if kind is int else as_float(value, low)

@@ -20,7 +20,7 @@ unchanged host's delta says nothing of its processes, and costs the app nothing 
 A GPU's `preflight` reading comes in one sample of every few (docs/PROTOCOL.md): a delta carries it
 when it differs from the one the app holds, and a sample without one leaves the app's as it is
 (exact again in every whole sample). Sent as it changed in the whole record, the reading came and
-went twice a period on every GPU of every host at once (issue 21: 4,096 hosts' GPUs renewed in the
+went twice a period on every GPU of every host at once (4,096 hosts' GPUs renewed in the
 same second, every 10 s), and said nothing the app did not hold.
 
 Every `deltas`-th sample is whole again (and any sample the app asks `whole`, and whenever a delta
@@ -282,7 +282,7 @@ class SampleEncoder(object):
         """What the app asked (`configure` `deltas`): a whole sample every `deltas`, the next one
         `head_start` samples early (0 to deltas - 1). The probe picks it at random: a fleet that
         connected together would otherwise send its whole samples in the same second, every
-        `deltas` (issue 21: 4,096 at once held the app up for seconds)."""
+        `deltas` (4,096 at once held the app up for seconds)."""
         self.deltas = deltas
         head = min(max(0, head_start), max(0, deltas - 1)) if deltas > 0 else 0
         if self.base is None:

@@ -16,7 +16,7 @@ At a thousand hosts that was some 7,000 objects of garbage a second, and it was 
 young generation: the app's own objects replace one another and are freed at once, so the
 generation's count grows with that garbage alone. Each young collection then walks everything the
 hosts' latest samples hold (some 100 objects a host): a pause of 0.4 s at 4,096 hosts every ten
-seconds or so (issue 21; docs/BENCHMARKS.md section 13, "Sixth round").
+seconds or so (docs/BENCHMARKS.md section 13, "Sixth round").
 
 `install()` makes those answers without the cycles: the same strip (a new one-strip list for
 `divide`), the same cache contents, in every case what Textual's own methods return

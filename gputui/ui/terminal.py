@@ -257,7 +257,7 @@ class TerminalDriver(HookedDriver):
         A terminal that reports 0 columns or rows (some `script` sessions, `docker exec -t`, serial
         consoles) gets the size Textual's first frame was laid out in, the console's (Rich falls back
         to 80x25 there), not shutil's 80x24: with two sizes for one screen Textual laid it out again
-        and again, 100 % CPU and ~1 MB/s of redraws (issue 19). The app shows one line there."""
+        and again, 100 % CPU and ~1 MB/s of redraws. The app shows one line there."""
         reported = None
         for fd in (self._out, self.fileno):
             try:

@@ -1,4 +1,4 @@
-"""The filter language of the fleet and process tables (issue 21): `user:alice state:idle-held`,
+"""The filter language of the fleet and process tables: `user:alice state:idle-held`,
 `host:gpu0* -group:rack3 mem>40G`. Pure: a parser and a matcher, no UI.
 
     query  = term { " " term }          every term must match (AND)

@@ -1,4 +1,4 @@
-"""The fleet at its real size (issue 21): what is wrong where, hosts by group, GPUs by user. Pure:
+"""The fleet at its real size: what is wrong where, hosts by group, GPUs by user. Pure:
 the dashboard's fleet table, host list and user view draw what these functions say, and the filter
 language (gputui/views/filter.py) matches the `Subject`s built here.
 

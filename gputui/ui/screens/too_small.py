@@ -2,7 +2,7 @@
 
 Some `script` sessions, `docker exec -t` and serial consoles report 0x0; a window can also be
 dragged very small. The dashboard cannot be read there, and laying it out in no room at all cost
-100 % CPU (issue 19). The app puts this screen on top while the terminal is too small and takes it
+100 % CPU. The app puts this screen on top while the terminal is too small and takes it
 away when the terminal grows (gputui/ui/app.py, `GpuTuiApp.guard_size`). Samples still arrive;
 nothing is drawn from them until the dashboard shows again. `q` (and ctrl+c) quit.
 """

@@ -1,4 +1,4 @@
-"""What a table cell shows, and how it is cut to a width without lying (issue 12): a `Cell` is rich
+"""What a table cell shows, and how it is cut to a width without lying: a `Cell` is rich
 Text with a sort key, the numbers it must keep whole and an optional shorter form; `fit` cuts words
 with an ellipsis before any kept number and leaves a number out whole rather than cut it; `fit_end`
 keeps the end; `dim` greys a row (a host that is not live). KeyedTable (table.py) lays cells out.

@@ -1,6 +1,6 @@
 """The fleet table: every GPU of every host in one table, problems first, healthy hosts folded.
 
-Made for a thousand hosts (issue 21; docs/FLEET_VIEW.md): the State column says each GPU's worst
+Made for a thousand hosts (docs/FLEET_VIEW.md): the State column says each GPU's worst
 problem (gputui/views/problems.py: a host down or stale, ghost or orphaned memory, an idle holder,
 throttling, ECC trouble, a GPU that differs from its siblings) and the table sorts by it, so what is
 wrong comes first, in rank order, then by host. The GPUs of a host with no problem are folded into

@@ -9,7 +9,7 @@ alone. Re-setting `compact` after a recompose prunes the bindings of the keys ju
 
 The keys that do not fit before the command palette's key (docked right) are left out, from the
 end, whole: Textual drew them on under it, so `i GPU view` read `i GPU` and the keys after it were
-hidden beneath without a sign (issue 19). The help (?) lists every key.
+hidden beneath without a sign. The help (?) lists every key.
 
 Keys are written as the help and the README write them: `ctrl+p`, not `^p`; the palette's key in
 the same style as the others (its space after the key, not before the word).

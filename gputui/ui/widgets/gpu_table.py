@@ -25,7 +25,7 @@ HISTORY_WINDOW = 120  # samples a sparkline spans, whatever its width
 SPARK_WIDTH = 12
 BAR_WIDTH = 8
 # In exact MiB the numbers are 5 cells longer (`120832/143771 MiB`): the bar gives them its room, so
-# `m` changes units, not the columns shown (issue 19).
+# `m` changes units, not the columns shown.
 EXACT_BAR_WIDTH = 3
 HOLDERS_ROOM = 30  # the Holders column grows to this (or what its cells need) before Temp comes
 

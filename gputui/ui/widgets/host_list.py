@@ -1,6 +1,6 @@
 """The host list: "All hosts" (the fleet table) first, then each host with its status and busy GPUs.
 
-At a thousand hosts (issue 21): the hosts with a problem first, worst first (gputui/views/problems.py),
+At a thousand hosts: the hosts with a problem first, worst first (gputui/views/problems.py),
 then each group's healthy hosts folded into the group's line (`▸ gpu · 1000`, their busy and total
 GPUs) where the group has enough of them; enter or + unfolds a group, - folds it again (the fleet
 table folds and unfolds with it)."""
@@ -31,7 +31,7 @@ DOTS = {LIVE: "●", STALE: "◐", DOWN: "✕", CONNECTING: "◌"}
 
 def busy_total(view: HostView) -> tuple[int, int]:
     """(busy, total) GPUs of a host, as a live sample says; a host that is not live has none it can
-    say anything about now: its GPUs are `not_live`, neither busy nor free (issue 19)."""
+    say anything about now: its GPUs are `not_live`, neither busy nor free."""
     sample = view.sample
     if sample is None or view.status != LIVE:
         return 0, 0

@@ -12,7 +12,7 @@ visible cell at the next paint (at 128 hosts, 90 % of the app's paint time). `sy
 itself, drops that row's cache entries before the next render and marks only the row's line dirty.
 Adding, removing and sorting rows still go through DataTable (they change every row's place).
 
-A table of thousands of rows builds only what can be seen (issue 21). `sync` may be handed the
+A table of thousands of rows builds only what can be seen. `sync` may be handed the
 keys of rows that changed (`later`), which the subclass builds when asked (`build_later`): a row
 whose key is new, or that is in the window (the rows in view and WINDOW_MARGIN rows about), is
 built at once; the others keep their cells and are built when they come into the window (the table
@@ -34,9 +34,9 @@ first one that does not fit (never a later, smaller one in its place: a wider pa
 columns); the column the table is sorted by comes right after those that always show, so the sort
 is always in view, arrow and all. The flexible column (a command, the holders) takes what the others
 leave, and before the optional columns of its `room_priority` come it grows to `room`, or to what
-its cells need if that is less (issue 19).
+its cells need if that is less.
 
-What a cell shows is true or shows that it is cut (issue 12): a table is never wider than its pane, so
+What a cell shows is true or shows that it is cut: a table is never wider than its pane, so
 its right edge cuts nothing. A column of numbers (`cut=False`: PIDs, memory, GPU indexes) is as wide
 as its widest cell, and grows when a wider one comes; a column of words (`cut=True`) gives way with
 an ellipsis, and inside such a cell the numbers marked `keep` stay whole: the words before them give

@@ -1,4 +1,4 @@
-"""The user table (the users view, `U`): GPUs and memory per user across the fleet (issue 21).
+"""The user table (the users view, `U`): GPUs and memory per user across the fleet.
 
 One row per user: on how many hosts, how many GPUs, how much GPU memory, in how many processes and
 jobs, and their idle holders (memory held at 0 % SM for the idle minutes: how many, how much, the
