@@ -25,9 +25,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TextIO
 
 from ..config.file import Config, load
+from ..config.file import idle_threshold as threshold
 from ..config.killoptions import KillOptions
 from ..fleet.fleet import Fleet
-from ..fleet.idle import threshold
 from ..kill.auditlog import UnsafeLog
 from ..kill.operate import Operations, Request, RequestScope, UnfinishedReport, status_of
 from ..kill.plan.entries import Target

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from ..config.file import Config
-from ..fleet.idle import threshold
+from ..config.file import idle_threshold as threshold
 from . import argtypes
 
 # The sample interval of each command's fleet; a head start (gputui/cli/main.py) starts the probe

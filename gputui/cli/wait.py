@@ -24,9 +24,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from ..config.file import idle_threshold as threshold
 from ..config.file import load
 from ..fleet.fleet import Fleet
-from ..fleet.idle import threshold
 from ..fleet.session import DOWN, HostView, SampleArrived, StatusChanged
 from ..model import NO_GPU_CODES, Preflight, Sample
 from ..model.textsafe import cells, cut, printable

@@ -239,6 +239,14 @@ KILL_KEYS: dict[str, Check] = {
 
 
 MAX_IDLE_MINUTES = 7 * 24 * 60  # a week (--idle-minutes has the same bound)
+IDLE_MINUTES = 10.0  # [idle] minutes when nothing says: 0 % SM this long makes an idle holder
+
+
+def idle_threshold(minutes: float | None) -> float:
+    """The idle threshold in seconds (None: the default). Here, with the setting, rather than with
+    the idle tracker (gputui/fleet/idle.py): every command reads it at start-up, and the tracker
+    loads the model's records."""
+    return 60.0 * (IDLE_MINUTES if minutes is None else minutes)
 
 
 def _minutes(value: Any) -> str | None:

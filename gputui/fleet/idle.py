@@ -32,7 +32,6 @@ from dataclasses import dataclass
 
 from ..model import Gpu, Proc, Sample
 
-DEFAULT_MINUTES = 10.0  # the config's [idle] minutes: 0 % SM this long makes an idle holder
 MAX_GAP = 300.0  # seconds without a sample after which every streak starts again
 GAP_INTERVALS = 3.0  # ... or this many sample intervals, when the host samples more slowly
 
@@ -289,11 +288,6 @@ def span(seconds: float) -> str:
     if hours < 24:
         return f"{hours}h{minutes % 60:02d}m"
     return f"{hours // 24}d{hours % 24:02d}h"
-
-
-def threshold(minutes: float | None) -> float:
-    """The idle threshold in seconds (None: the default)."""
-    return 60.0 * (DEFAULT_MINUTES if minutes is None else minutes)
 
 
 def holder_keys(holders: Iterable[IdleHolder]) -> dict[str, set[ProcKey]]:

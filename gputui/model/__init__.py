@@ -17,28 +17,81 @@ The package, from the bottom up (the `layers` contract in pyproject.toml keeps t
   samples.py   the processes, their parents, and the sample that holds them all
   detail.py    one process in full: the answer to a `detail` request
   events.py    a running plan's events and the verdict its `done` event carries
-Callers import the records from here, the package's face.
+Callers import the records from here, the package's face. The face loads a module when one of its
+names is first asked for (PEP 562): a command that needs only the escaping (`textsafe`) or one
+field check does not pay for every record's module at start-up.
 """
 
-from ..probe.classify import KINDS
-from ..probe.common import IDLE_SLACK, brief_command
-from .detail import Ancestor, DeviceFd, EnvVar, ProcDetail
-from .events import (
-    NOT_SENT,
-    OUTCOME_UNKNOWN,
-    DoneResult,
-    Event,
-    GpuVerdict,
-    PlanVerdict,
-    ProcessVerdict,
-    Restart,
-    WireScope,
-    done_event,
-)
-from .gpus import Gpu, MemoryAccount, MigInstance, MigPlace, Preflight
-from .host import HOST_STATUSES, NO_GPU_CODES, HostFacts, HostMetrics
-from .jobs import Job
-from .samples import GpuShare, Parent, Proc, ProcUtilState, Sample
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..probe.classify import KINDS
+    from ..probe.common import IDLE_SLACK, brief_command
+    from .detail import Ancestor, DeviceFd, EnvVar, ProcDetail
+    from .events import (
+        NOT_SENT,
+        OUTCOME_UNKNOWN,
+        DoneResult,
+        Event,
+        GpuVerdict,
+        PlanVerdict,
+        ProcessVerdict,
+        Restart,
+        WireScope,
+        done_event,
+    )
+    from .gpus import Gpu, MemoryAccount, MigInstance, MigPlace, Preflight
+    from .host import HOST_STATUSES, NO_GPU_CODES, HostFacts, HostMetrics
+    from .jobs import Job
+    from .samples import GpuShare, Parent, Proc, ProcUtilState, Sample
+
+_HOME = {
+    "Ancestor": ".detail",
+    "brief_command": "..probe.common",
+    "DeviceFd": ".detail",
+    "done_event": ".events",
+    "DoneResult": ".events",
+    "EnvVar": ".detail",
+    "Event": ".events",
+    "Gpu": ".gpus",
+    "GpuShare": ".samples",
+    "GpuVerdict": ".events",
+    "HOST_STATUSES": ".host",
+    "HostFacts": ".host",
+    "HostMetrics": ".host",
+    "IDLE_SLACK": "..probe.common",
+    "Job": ".jobs",
+    "KINDS": "..probe.classify",
+    "MemoryAccount": ".gpus",
+    "MigInstance": ".gpus",
+    "MigPlace": ".gpus",
+    "NO_GPU_CODES": ".host",
+    "NOT_SENT": ".events",
+    "OUTCOME_UNKNOWN": ".events",
+    "Parent": ".samples",
+    "PlanVerdict": ".events",
+    "Preflight": ".gpus",
+    "Proc": ".samples",
+    "ProcDetail": ".detail",
+    "ProcessVerdict": ".events",
+    "ProcUtilState": ".samples",
+    "Restart": ".events",
+    "Sample": ".samples",
+    "WireScope": ".events",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home, __name__), name)
+    globals()[name] = value  # asked once: a plain attribute from then on
+    return value
+
 
 __all__ = [
     "HOST_STATUSES",

@@ -30,8 +30,8 @@ from textual.driver import Driver
 from textual.notifications import SeverityLevel
 from textual.timer import Timer
 
+from gputui.config.file import idle_threshold as threshold
 from gputui.fleet.fleet import Fleet
-from gputui.fleet.idle import threshold
 from gputui.fleet.pacing import Pacer
 from gputui.kill.auditlog import unfinished_headline
 from gputui.kill.operate import FRESH_TIMEOUT, Operations

@@ -25,7 +25,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..fleet.idle import span, threshold
+from ..config.file import idle_threshold as threshold
+from ..fleet.idle import span
 from ..fleet.session import DOWN, REASONS, HostView
 from ..kill.plan.mps import mps_clients
 from ..model import IDLE_SLACK, NO_GPU_CODES, Gpu, Proc, Sample
