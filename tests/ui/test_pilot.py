@@ -6,6 +6,7 @@ from typing import Any
 
 from rich.text import Text
 
+import gputui.fleet.session as session_mod
 from gputui.fleet.fleet import Fleet
 from gputui.fleet.session import CONNECTING
 from gputui.kill.operate import Request
@@ -339,7 +340,11 @@ async def test_no_driver_says_so_and_points_at_the_demo() -> None:
         assert "no NVIDIA driver" in text.splitlines()[0]  # the status line
 
 
-async def test_down_host_shows_the_reason_everywhere() -> None:
+async def test_down_host_shows_the_reason_everywhere(monkeypatch: Any) -> None:
+    # The session backs off for the whole test after its first failure: the test sets the state of
+    # an attempt itself below, and a real retry finishing meanwhile (on a busy machine) would undo it.
+    monkeypatch.setattr(session_mod, "BACKOFF_FIRST", 3600.0)
+    monkeypatch.setattr(session_mod, "BACKOFF_CAP", 3600.0)
     fleet = Fleet()
     fleet.add("demo-a", lambda: ReplayLink(recording("demo-a")), interval=QUIET)
     fleet.add("gpu-[9]", Unreachable, interval=QUIET)  # brackets: shown literally, not as markup
