@@ -21,29 +21,11 @@ from typing import Any
 
 from gputui.cli.exits import Exit
 from tests.support.livedemo import Live, snapshot
-from tests.support.procs import start_time
+from tests.support.procs import probes_below, start_time
 from tests.support.simprobe import alive
 from tests.support.waiting import wait_until
 
 HOST = "demo-a"
-
-
-def probes_below(pid: int) -> set[tuple[int, int | None]]:
-    """The probes the process `pid` started: its children whose command line names gputui-probe."""
-    found = set()
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                stat = f.read()
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if int(stat[stat.rindex(")") + 2 :].split()[1]) == pid and b"gputui-probe" in argv:
-            found.add((int(name), start_time(int(name))))
-    return found
 
 
 def record_of(doc: dict[str, Any], pid: int) -> dict[str, Any] | None:

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 
-from tests.support.procs import start_time
+from tests.support.procs import probes_below, start_time
 from tests.support.simprobe import alive
 from tests.support.waiting import wait_until
 
@@ -23,23 +23,6 @@ def gputui(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[st
     return subprocess.run(
         [sys.executable, "-m", "gputui", *args], capture_output=True, text=True, timeout=timeout, check=False
     )
-
-
-def probes_below(pid: int) -> set:
-    found = set()
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                stat = f.read()
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if int(stat[stat.rindex(")") + 2 :].split()[1]) == pid and b"gputui-probe" in argv:
-            found.add((int(name), start_time(int(name))))
-    return found
 
 
 def record_of(pid: int) -> dict | None:

@@ -21,6 +21,12 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def probes_below(pid: int) -> set[tuple[int, int | None]]:
+    """The probes process `pid` started, each by (PID, start time): its children whose command line
+    holds the launcher's word `gputui-probe`."""
+    return {(c, start_time(c)) for c in children(pid) if b"gputui-probe" in cmdline(c).split(b"\0")}
+
+
 def descendants(pid: int) -> list[int]:
     """Every PID below `pid` now."""
     out, todo = [], [pid]
