@@ -57,6 +57,9 @@ from .probe.wire import PROBE_TYPES, decode
 from .transport import make_link
 from .views.readiness import Conditions, unready
 
+# The names below load on first use (`__getattr__`, PEP 562): the command line imports this module at
+# every start, and these pull in the probe, recordings and links (measured: docs/BENCHMARKS.md §15).
+# Imported here for the type checker and the import contracts only.
 if TYPE_CHECKING:
     from .probe.core import Probe, fit_line
     from .probe.holders import HolderScanner
