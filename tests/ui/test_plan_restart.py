@@ -7,20 +7,30 @@ Now the plan's warning names the supervisor and points at `X`, which stops the w
 
 from __future__ import annotations
 
+from typing import Any
+
+from gputui.model import Job, Proc
+from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.plan import PlanScreen
 from gputui.ui.widgets.proc_table import proc_row_key
 from tests.support.pilot import dialog, dialog_text, log_text, procs_of, sample_of, wait_for
 from tests.support.scenes import JOBS_HOST, _jobs
 
 
+async def on_the_worker(app: Any, pilot: Any) -> tuple[MainScreen, Job, Proc]:
+    """The process table of the jobs host, its cursor on the supervisor's worker."""
+    main = await procs_of(pilot, JOBS_HOST)
+    sample = sample_of(app, JOBS_HOST)
+    [job] = [j for j in sample.jobs if "supervisor" in j.command_line]
+    [worker] = [p for p in sample.processes if p.pid in job.members]
+    assert main.proc_table.move_to(proc_row_key(worker), scroll=True)
+    return main, job, worker
+
+
 async def test_x_on_a_supervisors_worker_warns_that_the_supervisor_restarts_it() -> None:
     app = _jobs("gputui-dark")
     async with app.run_test(size=(120, 36)) as pilot:
-        main = await procs_of(pilot, JOBS_HOST)
-        sample = sample_of(app, JOBS_HOST)
-        [job] = [j for j in sample.jobs if "supervisor" in j.command_line]
-        [worker] = [p for p in sample.processes if p.pid in job.members]
-        assert main.proc_table.move_to(proc_row_key(worker), scroll=True)
+        _, job, worker = await on_the_worker(app, pilot)
         await pilot.press("space", "x")
         screen = await dialog(pilot)
         assert isinstance(screen, PlanScreen)
@@ -33,11 +43,7 @@ async def test_x_on_a_supervisors_worker_warns_that_the_supervisor_restarts_it()
 async def test_X_in_the_dialog_closes_the_plan_and_opens_the_plan_of_the_job_its_warning_names() -> None:
     app = _jobs("gputui-dark")
     async with app.run_test(size=(120, 36)) as pilot:
-        main = await procs_of(pilot, JOBS_HOST)
-        sample = sample_of(app, JOBS_HOST)
-        [job] = [j for j in sample.jobs if "supervisor" in j.command_line]
-        [worker] = [p for p in sample.processes if p.pid in job.members]
-        assert main.proc_table.move_to(proc_row_key(worker), scroll=True)
+        main, job, _ = await on_the_worker(app, pilot)
         await pilot.press("space", "x")
         first = await dialog(pilot)
         assert first.check_action("stop_job", ()) is True
@@ -53,12 +59,7 @@ async def test_X_in_the_dialog_closes_the_plan_and_opens_the_plan_of_the_job_its
 async def test_X_is_not_offered_in_a_dialog_without_a_restart_warning() -> None:
     app = _jobs("gputui-dark")
     async with app.run_test(size=(120, 36)) as pilot:
-        main = await procs_of(pilot, JOBS_HOST)
-        sample = sample_of(app, JOBS_HOST)
-        [job] = [j for j in sample.jobs if "supervisor" in j.command_line]
-        assert main.proc_table.move_to(
-            proc_row_key(next(p for p in sample.processes if p.pid in job.members))
-        )
+        await on_the_worker(app, pilot)
         await pilot.press("X")  # the whole job: no parent is left out, nothing to warn of
         screen = await dialog(pilot)
         assert not any(w.kind == "restart" for p in screen.plans for w in p.warnings)
