@@ -34,32 +34,34 @@ from tests.support.waiting import wait_until
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_ctrl_c_after_sigterm_says_what_was_sent_and_logs_outcome_unknown(tmp_path):
-    log = tmp_path / "actions.jsonl"
-    env = dict(os.environ, PYTHONPATH=str(REPO), TMPDIR=str(tmp_path))
-    argv = [sys.executable, "-m", "gputui", "clean", "--demo", "demo-a:3", "--yes", "--term-timeout", "60",
-            "--log", str(log)]  # fmt: skip
-    # SIGINT is not ignored in the child whatever this process does with it (a shell's `&` would).
+def _sigtermed(log: Path) -> bool:
+    records, _ = read_records(log) if log.exists() else ([], 0)
+    return any(
+        r.get("stage") == "signal" and r.get("result") == "sent" and r.get("signal") == "SIGTERM"
+        for r in records
+    )
+
+
+def _interrupted_clean(
+    args: list[str], env: dict[str, str], cwd: Path, log: Path, gputui: tuple[str, ...] = ("gputui",)
+) -> str:
+    """`gputui clean ARGS --yes --term-timeout 60 --log LOG` (`gputui`: the command, by default the
+    one on env's PATH), sent SIGINT once its SIGTERM is in the log (its target ignores SIGTERM, so the
+    plan waits there): its stderr, after checking it exited 130 without a traceback."""
+    argv = [*gputui, "clean", *args, "--yes", "--term-timeout", "60", "--log", str(log)]
     proc = subprocess.Popen(
         argv,
         env=env,
+        cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        cwd=REPO,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
-
-        def sigtermed() -> bool:
-            records, _ = read_records(log) if log.exists() else ([], 0)
-            return any(
-                r.get("stage") == "signal" and r.get("result") == "sent" and r.get("signal") == "SIGTERM"
-                for r in records
-            )
-
-        assert wait_until(sigtermed, 90, step=0.05), (
+        assert wait_until(lambda: _sigtermed(log), 120, step=0.05), (
             proc.stderr.read1().decode() if proc.poll() is not None else "no SIGTERM"
         )
+        # The process started here is the clean itself (the PATH wrapper execs python).
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=60)
     finally:
@@ -69,6 +71,15 @@ def test_ctrl_c_after_sigterm_says_what_was_sent_and_logs_outcome_unknown(tmp_pa
     stderr = err.decode()
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr
+    return stderr
+
+
+def test_ctrl_c_after_sigterm_says_what_was_sent_and_logs_outcome_unknown(tmp_path):
+    log = tmp_path / "actions.jsonl"
+    env = dict(os.environ, PYTHONPATH=str(REPO), TMPDIR=str(tmp_path))
+    stderr = _interrupted_clean(
+        ["--demo", "demo-a:3"], env, REPO, log, gputui=(sys.executable, "-m", "gputui")
+    )
     records = [json.loads(line) for line in log.read_bytes().splitlines()]
     sent = [r for r in records if r["stage"] == "signal" and r["result"] == "sent"]
     plan = sent[0]["action"]
@@ -145,43 +156,6 @@ def test_ctrl_c_at_the_prompt_exits_at_once_and_nothing_is_sent(tmp_path):
 
 
 # -- the advice on stderr is a command that works as printed ------------------------------------
-
-
-def _sigtermed(log: Path) -> bool:
-    records, _ = read_records(log) if log.exists() else ([], 0)
-    return any(
-        r.get("stage") == "signal" and r.get("result") == "sent" and r.get("signal") == "SIGTERM"
-        for r in records
-    )
-
-
-def _interrupted_clean(args: list[str], env: dict[str, str], cwd: Path, log: Path) -> str:
-    """`gputui clean ARGS --yes --term-timeout 60 --log LOG` (the `gputui` on env's PATH), sent SIGINT
-    once its SIGTERM is in the log (its target ignores SIGTERM, so the plan waits there): its stderr."""
-    argv = ["gputui", "clean", *args, "--yes", "--term-timeout", "60", "--log", str(log)]
-    proc = subprocess.Popen(
-        argv,
-        env=env,
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    try:
-        assert wait_until(lambda: _sigtermed(log), 120, step=0.05), (
-            proc.stderr.read1().decode() if proc.poll() is not None else "no SIGTERM"
-        )
-        # The wrapper execs python: the process started here is the clean itself.
-        proc.send_signal(signal.SIGINT)
-        _out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    stderr = err.decode()
-    assert proc.returncode == 130, stderr
-    assert "Traceback" not in stderr
-    return stderr
 
 
 def _advice(stderr: str) -> list[str]:
