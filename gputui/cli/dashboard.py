@@ -64,7 +64,9 @@ def _run(args: argparse.Namespace, lifeline: Lifeline) -> int:
     if not args.force_tty:
         for what, stream in (("stdout", sys.stdout), ("stdin", sys.stdin)):
             if stream is None or not stream.isatty():
-                return fail(NO_TERMINAL.format(what=what))
+                # A terminal that hung up is no terminal either: then the hangup is why it ends.
+                ending = lifeline.signalled()
+                return ending if ending is not None else fail(NO_TERMINAL.format(what=what))
     if replay is None:
         fleet = build_fleet(specs, interval)
     app = make_app(

@@ -77,6 +77,7 @@ class Lifeline:
         self._lock = threading.Lock()  # never taken in a signal handler
         self._exit_app: Callable[[int], object] | None = None
         self._ending = False
+        self._signalled: int | None = None  # the first SIGHUP or SIGTERM, as its handler saw it
         self._last_words: list[Callable[[], None]] = []
         self._thread = threading.Thread(target=self._watch, name="gputui-lifeline", daemon=True)
 
@@ -88,9 +89,16 @@ class Lifeline:
             signal.signal(sig, self._on_signal)
 
     def _on_signal(self, signum: int, frame: Any) -> None:
-        # Runs between two bytecodes of the main thread, wherever it is: one write, nothing else.
+        # Runs between two bytecodes of the main thread, wherever it is: one store and one write.
+        if self._signalled is None:
+            self._signalled = signum
         with contextlib.suppress(OSError):  # EAGAIN: a byte is pending already
             os.write(self._write, bytes([signum]))
+
+    def signalled(self) -> int | None:
+        """The exit status of the signal that is ending the process (128 + N), or None. A terminal
+        that hangs up during start-up also fails the start-up's checks; this says why first."""
+        return None if self._signalled is None else 128 + self._signalled
 
     def lost(self, why: str) -> None:
         """The terminal is gone (called from the driver's threads, never from a signal handler)."""
