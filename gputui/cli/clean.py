@@ -358,7 +358,7 @@ async def _watch_for_idle(fleet: Fleet, con: Console, idle_after: float) -> None
     hosts = len(fleet.sessions)
     interval = max((v.interval for v in fleet.hosts), default=1.0)
     con.warn(
-        f"watching {hosts} host{'s' if hosts != 1 else ''} for {idle_after / 60:g} min for idle holders "
+        f"watching {count(hosts, 'host')} for {idle_after / 60:g} min for idle holders "
         "(GPU memory at 0% SM all that time); Ctrl+C stops"
     )
     await asyncio.sleep(idle_after + 1.5 * interval)

@@ -41,10 +41,7 @@ from .versions import WAIT_JSON
 # A host waited for but not (yet) judged: (NO_SAMPLE or NOT_JUDGED, why). The kinds are the JSON's keys.
 Pending = tuple[str, str]
 NO_SAMPLE, NOT_JUDGED = "no_sample", "not_judged"
-READABLE = 24  # cells of a GPU's words below which the live line names its conditions instead
-# The conditions (gputui.views.readiness) in a word each, for the live line of a narrow terminal.
-TERSE = {"processes": "procs", "memory": "mem", "unaccounted": "unacc", "utilization": "util",
-         "temperature": "temp", "persistence": "persist"}  # fmt: skip
+READABLE = 24  # cells of a GPU's words below which the live line names its first condition instead
 
 
 # The conditions the command line sets, each an option of the same name (--util-below: util_below).
@@ -152,7 +149,7 @@ async def run_wait(
                 _finish_line(err, live)
                 return _report(out, err, args, waits, now - started, ready=False, pending=pending)
             if live:
-                _live_line(err, waits, pending, now, args.settle)
+                _live_line(err, waits, pending, now, args.settle, (now - started, args.timeout))
             changed.clear()
             # The next sample, or the moment a ready GPU will have settled, whichever comes first.
             settling = [args.settle - w.ready_for(now) for w in waits.values() if w.ready_since is not None]
@@ -282,24 +279,42 @@ def _all_down(fleet: Fleet, waits: dict[tuple[str, int], GpuWait], pending: dict
     return bool(hosts) and all(fleet.view(h).status == DOWN for h in hosts)
 
 
+# Seconds waited so far and the --timeout, for the live line.
+Spent = tuple[float, float]
+
+
 def _live_line(
-    err: TextIO, waits: dict[tuple[str, int], GpuWait], pending: dict[str, Pending], now: float, settle: float
+    err: TextIO,
+    waits: dict[tuple[str, int], GpuWait],
+    pending: dict[str, Pending],
+    now: float,
+    settle: float,
+    spent: Spent,
 ) -> None:
     """The one line a terminal shows while `wait` waits, redrawn in place (carriage return, erase to
     the end of the line): never wider than the terminal, else it wraps and each redraw leaves a copy
     of its first rows behind."""
-    print("\r\x1b[K" + live_text(waits, pending, now, settle, columns(err) - 1), end="", file=err, flush=True)
+    text = live_text(waits, pending, now, settle, columns(err) - 1, spent)
+    print("\r\x1b[K" + text, end="", file=err, flush=True)
 
 
 def live_text(
-    waits: dict[tuple[str, int], GpuWait], pending: dict[str, Pending], now: float, settle: float, width: int
+    waits: dict[tuple[str, int], GpuWait],
+    pending: dict[str, Pending],
+    now: float,
+    settle: float,
+    width: int,
+    spent: Spent | None = None,
 ) -> str:
-    """`1/4 ready | demo-a: GPU0 used or held by 4121 (user: python train.py) · GPU1 ready 1.5/5 s`
-    in at most `width` cells. When it does not fit, what each GPU waits for gives way, never the
-    hosts, the GPUs or the count: an equal share each, cut with an ellipsis, or where a share is too
-    short to read, the conditions it fails in a word each (`procs,mem,util`)."""
+    """`1/4 ready, 12 s of 600 s | demo-a: GPU 0 used or held by 4121 (user: python train.py) · GPU 1
+    ready 1.5/5 s` in at most `width` cells. When it does not fit, what each GPU waits for gives way,
+    never the hosts, the GPUs, the count or the time: an equal share each, cut with an ellipsis, or
+    where a share is too short to read, the first condition it fails by its name and how many more
+    (`processes +2`): whole words, never abbreviations a reader must guess."""
     ready = sum(1 for w in waits.values() if w.ready_since is not None)
     lead = f"{ready}/{len(waits)} ready"
+    if spent is not None:
+        lead += f", {spent[0]:.0f} s of {spent[1]:g} s"
     # Each host: its name, then per GPU (name, what it waits for, the same in a word or three).
     by_host: dict[str, list[tuple[str, str, str]]] = {
         h: [("", _pending_words(p), "no sample" if p[0] == NO_SAMPLE else "not judged")]
@@ -307,15 +322,12 @@ def live_text(
     }
     for (host, index), w in sorted(waits.items()):
         if w.ready_since is not None:
-            state = (f"GPU{index}", f"ready {w.ready_for(now):.1f}/{settle:g} s", "ready")
+            state = (f"GPU {index}", f"ready {w.ready_for(now):.1f}/{settle:g} s", "ready")
         elif w.last:
-            state = (
-                f"GPU{index}",
-                w.last[0].words,
-                ",".join(TERSE.get(u.condition, u.condition) for u in w.last),
-            )
+            more = f" +{len(w.last) - 1}" if len(w.last) > 1 else ""
+            state = (f"GPU {index}", w.last[0].words, w.last[0].condition + more)
         else:
-            state = (f"GPU{index}", "waiting", "waiting")
+            state = (f"GPU {index}", "waiting", "waiting")
         by_host.setdefault(host, []).append(state)
     states = [(printable(long), printable(short)) for parts in by_host.values() for _, long, short in parts]
     frame = cells(lead) + sum(
@@ -325,16 +337,27 @@ def live_text(
         for h, parts in by_host.items()
     )
     room = shares([cells(long) for long, _ in states], width - frame)
-    fitted = iter(
-        long if n >= cells(long) else cut(long, n) if n >= READABLE else cut(short, n) if n >= 2 else "…"
-        for (long, short), n in zip(states, room, strict=True)
-    )
+    fitted = iter(_fit_state(long, short, n) for (long, short), n in zip(states, room, strict=True))
     line = lead + "".join(
         f" | {printable(h)}: "
         + " · ".join(" ".join(x for x in (gpu, next(fitted)) if x) for gpu, _, _ in parts)
         for h, parts in by_host.items()
     )
     return cut(line, width)  # a terminal too narrow for even the GPUs' names: cut at its edge
+
+
+def _fit_state(long: str, short: str, room: int) -> str:
+    """What a GPU waits for in `room` cells: its words (cut with an ellipsis where `READABLE` cells
+    still say something), else its first condition whole (`processes +2`, then `processes`), else
+    `✗`: a word is shown whole or not at all."""
+    if room >= cells(long):
+        return long
+    if room >= READABLE:
+        return cut(long, room)
+    for form in (short, short.partition(" +")[0]):
+        if room >= cells(form):
+            return form
+    return "✗"
 
 
 def _finish_line(err: TextIO, live: bool) -> None:
@@ -416,9 +439,9 @@ def _report(
             continue
         if w.ready_since is not None:
             print(
-                f"  {printable(host)} GPU{index}: ready for {w.ready_for(now):.1f} s of {args.settle:g}",
+                f"  {printable(host)} GPU {index}: ready for {w.ready_for(now):.1f} s of {args.settle:g}",
                 file=err,
             )
         for u in w.last:
-            print(f"  {printable(host)} GPU{index}: {u.condition}: {printable(u.words)}", file=err)
+            print(f"  {printable(host)} GPU {index}: {u.condition}: {printable(u.words)}", file=err)
     return code

@@ -45,6 +45,27 @@ def took(ms: float | None) -> str:
     return "?" if ms is None else _took(ms)
 
 
+# Verbs whose plural is not the singular without its last `s`.
+_PLURAL_VERBS = {"is": "are", "was": "were", "has": "have", "does": "do"}
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """The noun `count` puts after `n`, alone (for a number styled apart): `host`, `hosts`."""
+    return count(n, one, many).partition(" ")[2]
+
+
+def count_does(n: int, one: str, verb: str, many: str | None = None) -> str:
+    """A number of things and a verb that agrees with it: `1 process holds`, `2 processes hold`,
+    `0 GPUs are`. `verb` in its singular form (`holds`, `is`, `ends`)."""
+    if n == 1:
+        return f"{count(n, one, many)} {verb}"
+    if verb in _PLURAL_VERBS:
+        return f"{count(n, one, many)} {_PLURAL_VERBS[verb]}"
+    # watches -> watch, passes -> pass, ends -> end
+    trim = 2 if verb.endswith(("sses", "shes", "ches", "xes", "zes")) else 1 if verb.endswith("s") else 0
+    return f"{count(n, one, many)} {verb[: len(verb) - trim]}"
+
+
 def pids(items: Iterable[int]) -> str:
     return ", ".join(str(p) for p in items)
 

@@ -32,7 +32,16 @@ from ..kill.plan.mps import mps_clients
 from ..model import IDLE_SLACK, NO_GPU_CODES, Gpu, Proc, Sample
 from ..model.textsafe import fit, pad, printable
 from ..text.units import fmt_bytes, fmt_bytes_of, fmt_duration, fmt_gpus, fmt_percent
-from ..text.words import MPS_NAMES, count, gpu_places, host_metrics_parts, joined, kind_word, mig_profile
+from ..text.words import (
+    MPS_NAMES,
+    count,
+    count_does,
+    gpu_places,
+    host_metrics_parts,
+    joined,
+    kind_word,
+    mig_profile,
+)
 
 SCHEMA_VERSION = 1
 
@@ -112,7 +121,7 @@ def _note(p: Proc, sample: Sample) -> str:
     """Why `p` has its kind, as the dashboard's note says it (gputui/ui/kinds.py)."""
     if p.mps in ("server", "control") and p.kind == "monitor":
         clients = len(mps_clients(sample, p))
-        return f"{MPS_NAMES[p.mps]}; {count(clients, 'client')} end{'s' if clients == 1 else ''} with it"
+        return f"{MPS_NAMES[p.mps]}; {count_does(clients, 'client', 'ends')} with it"
     if p.mps == "client" and p.kind == "user":
         return MPS_NAMES["client"]
     if p.kind == "ghost":

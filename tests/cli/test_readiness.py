@@ -76,7 +76,7 @@ async def test_wait_times_out_saying_which_condition_failed_and_by_how_much():
     code, _, text, _ = await wait(f"{HOST}", "--gpu", f"{HOST}:2", "--timeout", "1.5", "--no-throttle")
     assert code == 1 and "throttle: throttling: hw-thermal" in text
     code, _, text, _ = await wait(f"{HOST}", "--gpu", f"{HOST}:1", "--timeout", "1")
-    assert code == 1 and "GPU1: unaccounted: 2.1 GiB orphaned" in text  # each word once
+    assert code == 1 and "GPU 1: unaccounted: 2.1 GiB orphaned" in text  # each word once
 
 
 async def test_wait_for_a_cooling_gpu_returns_once_it_is_below_the_temperature():

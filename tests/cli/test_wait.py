@@ -87,7 +87,7 @@ def test_a_held_gpu_times_out_and_the_reason_names_its_holder(tmp_path: Path) ->
     )
     assert code == Exit.TIMEOUT, out + err
     assert out == "" and err.startswith("gputui wait: not ready after "), err
-    [held] = [line for line in err.splitlines() if line.startswith("  demo-a GPU0: processes: ")]
+    [held] = [line for line in err.splitlines() if line.startswith("  demo-a GPU 0: processes: ")]
     assert HELD.search(held), held
 
 
@@ -115,7 +115,7 @@ def test_settle_waits_the_settle_time_and_a_timeout_shorter_than_it_is_not_ready
         "--demo", "demo-b", "--gpu", "demo-b:3", "--settle", "30", "--timeout", "1.5", cwd=tmp_path
     )
     assert code == Exit.TIMEOUT, out + err
-    assert re.search(r"^  demo-b GPU3: ready for \d+\.\d s of 30$", err, re.M), err
+    assert re.search(r"^  demo-b GPU 3: ready for \d+\.\d s of 30$", err, re.M), err
 
 
 def test_a_config_of_sim_hosts_is_waited_for_gpu_by_gpu(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pty
+import re
 import select
 import struct
 import subprocess
@@ -79,4 +80,21 @@ def test_the_live_line_fits_the_width_and_leaves_no_stale_copies(columns):
     for frame in live.split(b"\r\x1b[K")[1:]:
         text = frame.decode()
         if text:
-            assert "demo-a" in text and all(f"GPU{i}" in text for i in range(4)), text
+            assert "demo-a" in text and all(f"GPU {i}" in text for i in range(4)), text
+
+
+# The condition names the live line once shortened (`procs,mem,unacc,u…`): a reader had to guess them.
+ABBREVIATIONS = re.compile(r"\b(procs|mem|unacc|util|temp|persist)\b|,u…")
+
+
+@pytest.mark.parametrize("columns", [80, 160])
+def test_the_live_line_says_how_long_it_has_waited_and_abbreviates_nothing(columns):
+    """Each redraw says the seconds waited of the --timeout; what a GPU waits for is whole words
+    (cut with an ellipsis only where enough of them is left to read), never abbreviations."""
+    code, out = run_on_pty(columns, "wait", "--demo", "demo-a", "--timeout", "6")
+    live = out.split(REPORT, 1)[0]
+    frames = [f.decode() for f in live.split(b"\r\x1b[K")[1:] if f.strip()]
+    assert code == 1 and frames, out.decode(errors="replace")
+    for text in frames:
+        assert re.search(r"ready, \d+ s of 6 s \| ", text), text
+        assert not ABBREVIATIONS.search(text), text

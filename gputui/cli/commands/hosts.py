@@ -22,6 +22,7 @@ from ...config.hostlist import collapse
 from ...inventory.base import ResolvedHost
 from ...inventory.sources import SPEC_HELP
 from ...inventory.specs import config_host, resolve_hosts, shown
+from ...text.words import count
 from ..argtypes import Parser
 from ..argtypes import shown as quoted
 from . import summary
@@ -109,7 +110,7 @@ def table(hosts: Sequence[ResolvedHost]) -> list[str]:
     lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in [head, *rows]]
     names = collapse(h.name for h in hosts)
     shown = names if len(names) <= 200 else names[:197] + "..."
-    lines.append(f"{len(hosts)} host{'s' if len(hosts) != 1 else ''}: {shown}")
+    lines.append(f"{count(len(hosts), 'host')}: {shown}")
     return lines
 
 

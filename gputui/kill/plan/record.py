@@ -25,7 +25,7 @@ from ...probe.common import (
     signal_deadline,
 )
 from ...text.units import fmt_gpus
-from ...text.words import count, gpus_words
+from ...text.words import count_does, gpus_words, plural
 from .entries import Excluded, GpuBefore, PlanScope, PlanWarning, Target, included
 from .jobs import jobs_title
 from .mps import mps_warning
@@ -199,7 +199,7 @@ class Plan:
         if self.jobs and self.signals:
             roots = ", ".join(str(j.root) for j in self.jobs)
             steps = [
-                f"{sig} -> the job root{'s' if len(self.jobs) > 1 else ''} ({roots}) -> "
+                f"{sig} -> the job {plural(len(self.jobs), 'root')} ({roots}) -> "
                 f"after {job_grace(t):g} s, {sig} to the members left -> wait up to {t:g} s"
                 for sig in self.signals
             ]
@@ -341,6 +341,6 @@ def sweep_warning(processes: int) -> PlanWarning:
     """The warning of a plan that leaves its unattributed holders (the sweep) alone."""
     return PlanWarning(
         "sweep-off",
-        f"unattributed holders not included: {count(processes, 'process', 'processes')} hold "
+        f"unattributed holders not included: {count_does(processes, 'process', 'holds', 'processes')} "
         "/dev/nvidia* with no link to a GPU (the sweep adds them)",
     )

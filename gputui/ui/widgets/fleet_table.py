@@ -27,6 +27,7 @@ from textual.message import Message
 from gputui.fleet.session import CONNECTING, DOWN, LIVE, REASONS, STALE, HostView
 from gputui.model import Gpu, HostMetrics, Sample
 from gputui.text.units import fmt_memory_of, fmt_percent
+from gputui.text.words import plural
 from gputui.views.filter import EVERYTHING, Query
 from gputui.views.problems import HEALTHY, RANKS, FleetProblems, HostState, Problem, gpu_subject, host_subject
 
@@ -288,7 +289,7 @@ class FleetTable(KeyedTable):
             (fmt.safe(group, 40), style),
             (" · ", muted),
             (str(len(hosts)), muted, True),
-            (f" host{'s' if len(hosts) != 1 else ''}", muted),
+            (" " + plural(len(hosts), "host"), muted),
             sort_key=(fleet_size + index, -1),
         )
         model = models.most_common(1)[0][0] if models else "-"
