@@ -23,6 +23,11 @@ from .session import DOWN, FleetEvent, HostSession, HostView, Listener
 
 FULL_SCAN_FRESH = 0.5  # seconds a full-scan sample stays good enough to plan on
 DETAIL_TIMEOUT = 3.0  # seconds a probe has to answer a `detail` request (it reads one process)
+# Processes' history (gputui/fleet/history.py ProcHistories) is kept on every host of a fleet of up
+# to PROCESS_HOSTS hosts; in a larger one, only on the FOLLOWED hosts whose processes were looked
+# at last (Fleet.follow): at most 64 hosts' 16 processes, 5 MB, however large the fleet.
+PROCESS_HOSTS = 64
+FOLLOWED = 4
 
 
 class Fleet:
@@ -32,6 +37,7 @@ class Fleet:
     def __init__(self) -> None:
         self.sessions: dict[str, HostSession] = {}
         self.listeners: list[Listener] = []
+        self.followed: list[str] = []  # the hosts whose processes' history a large fleet keeps, latest last
 
     def add(
         self,
@@ -43,7 +49,32 @@ class Fleet:
     ) -> HostView:
         view = HostView(name=name, read_only=read_only, interval=interval, group=group)
         self.sessions[name] = HostSession(view, make_link, self._notify)
+        if len(self.sessions) == PROCESS_HOSTS + 1:  # too large to keep every host's: only followed
+            for other in self.sessions.values():
+                self._keep(other.view, other.view.name in self.followed)
+        elif len(self.sessions) > PROCESS_HOSTS:
+            view.keep_processes = False
         return view
+
+    def follow(self, name: str) -> None:
+        """Keep the history of `name`'s processes from now on (a screen shows them), and of the
+        FOLLOWED-1 hosts followed before it; in a fleet of up to PROCESS_HOSTS it is kept anyway."""
+        if name not in self.sessions:
+            return
+        if name in self.followed:
+            self.followed.remove(name)
+        self.followed.append(name)
+        dropped, self.followed = self.followed[:-FOLLOWED], self.followed[-FOLLOWED:]
+        if len(self.sessions) > PROCESS_HOSTS:
+            for host in dropped:
+                self._keep(self.sessions[host].view, False)
+            self._keep(self.sessions[name].view, True)
+
+    @staticmethod
+    def _keep(view: HostView, keep: bool) -> None:
+        view.keep_processes = keep
+        if not keep:
+            view.processes.clear()
 
     @property
     def hosts(self) -> list[HostView]:

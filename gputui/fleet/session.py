@@ -20,11 +20,12 @@ from ..model import HOST_STATUSES, Event, HostFacts, Preflight, Sample, done_eve
 from ..probe.wire import MAX_PROCESSES
 from ..transport.base import Link, TransportError
 from .deltas import DELTAS_EVERY, DeltaError, SampleIntake
-from .history import Readings
+from .history import HostReadings, ProcHistories, Readings
 from .idle import HostIdle
 from .news import has_news
 
 HISTORY = 300  # samples kept per GPU: sparklines show >= 120, the rest is headroom for wide panes
+PROCS_KEPT = 16  # processes of one host whose history is kept (history.ProcHistories): 82 KB a host
 SLOPE_SPAN = 30.0  # seconds of temperature readings a slope is taken over
 BACKOFF_FIRST = 0.5
 BACKOFF_CAP = 30.0
@@ -107,6 +108,11 @@ class HostView:
     received: float = 0.0  # time.monotonic() of the last sample
     interval: float = 1.0
     history: dict[int, GpuHistory] = field(default_factory=dict)
+    # The host's CPU and memory, each sample; and its processes' GPU memory, SM, CPU and RSS, for
+    # the PROCS_KEPT that hold the most, while `keep_processes` (the fleet decides: Fleet.follow).
+    host_history: HostReadings = field(default_factory=lambda: HostReadings(HISTORY))
+    processes: ProcHistories = field(default_factory=lambda: ProcHistories(PROCS_KEPT, HISTORY))
+    keep_processes: bool = True
     connects: int = 0
     raw_hello: dict[str, Any] | None = None  # the records as received: `gputui snapshot --json`
     raw_sample: Mapping[str, Any] | None = None
@@ -158,6 +164,7 @@ class HostView:
         # The probe's clock: a slope is not bent by the link's jitter (or a replay's speed).
         stamp = sample.time if sample.time > 0 else time.time()
         self.idle.observe(sample, stamp, self.interval)
+        self._record_load(sample, stamp)
         for gpu in sample.gpus:
             if gpu.preflight is not None:
                 self.preflight[gpu.index] = gpu.preflight
@@ -170,6 +177,22 @@ class HostView:
                 100.0 * frac if frac is not None else 0.0,
                 gpu.temperature,
                 gpu.power_draw,
+                stamp,
+            )
+
+    def _record_load(self, sample: Sample, stamp: float) -> None:
+        """The host's CPU and memory, and (when kept) its processes' readings, into their rings."""
+        metrics = sample.host
+        if metrics is not None:
+            total, used = metrics.memory_total, metrics.memory_used
+            memory = 100.0 * used / total if used is not None and total else None
+            self.host_history.append(metrics.cpu_percent, memory, stamp)
+        if self.keep_processes:
+            self.processes.observe(
+                (
+                    (p.key, p.gpu_bytes if p.gpu_memory else None, p.sm_util(), p.cpu_percent, p.rss)
+                    for p in sample.processes
+                ),
                 stamp,
             )
 

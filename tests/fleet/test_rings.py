@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gputui.fleet.history import REBASE, ROW, Readings
+from gputui.fleet.history import REBASE, ROW, HostReadings, ProcHistories, ProcReadings, Readings
 
 # A reading in range, or beyond it at either end, or missing (temperature and power only).
 READING = st.one_of(st.floats(-50, 7000, allow_nan=False), st.sampled_from([math.inf, -math.inf]))
@@ -100,3 +100,47 @@ def test_a_gpus_full_history_is_three_kilobytes_of_numbers():
     assert history.util[-1] == 93 and history.temperature[-1] == 64 and history.temperature[-2] is None
     assert abs(history.memory[-1] - 84.04) < 1e-9 and abs(history.power[-1] - 635.1) < 1e-9
     assert history.times[0] == 1_800_000_008.0 and history.count == HISTORY
+
+
+@settings(max_examples=100, deadline=None, database=None)
+@given(st.integers(1, 8), st.lists(st.tuples(MAYBE, MAYBE), max_size=30))
+def test_a_hosts_cpu_and_memory_read_back_as_a_deque_keeps_them(size, rows):
+    ring = HostReadings(size)
+    for i, (cpu, memory) in enumerate(rows):
+        ring.append(cpu, memory, 1_800_000_000.0 + i)
+    last = deque(rows, maxlen=size)
+    for got_cpu, got_memory, (cpu, memory) in zip(ring.cpu, ring.memory, last, strict=True):
+        assert close(got_cpu, kept(cpu, 0.01, 65534), 0.01)
+        assert close(got_memory, kept(memory, 0.01, 65534), 0.01)
+    assert len(ring.times) == len(last)
+
+
+def test_a_process_ring_keeps_its_readings_in_mib_steps_and_missing_ones_as_none():
+    ring = ProcReadings(3)
+    ring.append(5 * 2**30, 87.0, 250.5, 3 * 2**20 + 7, 100.0)
+    ring.append(None, None, None, None, 101.0)
+    ring.append(-1, math.nan, -3.0, 2**60, 102.0)  # out of range: kept at its edges
+    assert ring.gpu_memory == [5 * 2**30, None, 0.0]
+    assert ring.sm == [87.0, None, None]
+    assert ring.cpu == [250.5, None, 0.0]
+    assert ring.rss == [3 * 2**20, None, (2**32 - 2) * 2**20]
+    assert ring.times == [100.0, 101.0, 102.0]
+
+
+def test_process_histories_keep_the_largest_gpu_holders_and_drop_the_longest_unseen():
+    rings = ProcHistories(limit=2, size=10)
+    # Three processes: the two with the most GPU memory are recorded, the third is not.
+    rings.observe(
+        [
+            ((1, 1), 2 * 2**30, 50, 1.0, 2**20),
+            ((2, 1), None, None, 90.0, 2**20),
+            ((3, 1), 4 * 2**30, 10, 0.0, 2**20),
+        ],
+        1.0,
+    )
+    assert rings.get((1, 1)) is not None and rings.get((3, 1)) is not None and rings.get((2, 1)) is None
+    # (3, 1) exits: its ring stays while there is room; a newcomer takes the longest unseen's place.
+    rings.observe([((1, 1), 2 * 2**30, 50, 1.0, 2**20)], 2.0)
+    rings.observe([((1, 1), 2 * 2**30, 50, 1.0, 2**20), ((4, 1), 2**30, 0, 0.0, 2**20)], 3.0)
+    assert len(rings) == 2 and rings.get((3, 1)) is None
+    assert rings.get((1, 1)).count == 3 and rings.get((4, 1)).count == 1  # type: ignore[union-attr]
