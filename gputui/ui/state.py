@@ -157,6 +157,8 @@ def frozen_copy(view: HostView) -> HostView:
     """`view` as it is now: the fleet replaces its sample and appends to its histories in place."""
     frozen = copy.copy(view)
     frozen.history = copy.deepcopy(view.history)
+    frozen.host_history = copy.deepcopy(view.host_history)
+    frozen.processes = copy.deepcopy(view.processes)
     frozen.preflight = dict(view.preflight)
     frozen.idle = view.idle.copy()
     return frozen
