@@ -91,7 +91,10 @@ class GpusPanel(Panel):
         if unknown:
             title += f", {unknown} not live"
         troubled = state.problems.troubled()
-        if troubled:
+        order = self.fleet_table.sorted_words()  # a sort by a column: problems are not first then
+        if order:
+            title += f" · {order}"
+        elif troubled:
             title += f" · {count(troubled, 'host')} with problems first"
         folded = self.fleet_table.folded_hosts
         if folded and not state.free_only and not state.fleet.query:

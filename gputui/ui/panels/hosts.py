@@ -26,7 +26,18 @@ class HostsPanel(Panel):
         self.table.show(listed, ages, self.state.busy, fleet, self.state.problems)
 
     def point_at(self, host: str | None) -> None:
+        """The list's cursor on `host`'s row, or on its group's line where it is folded into it."""
+        problems = self.state.problems
+        if host is not None and problems.folded(host):
+            self.table.move_to(GROUP + problems.group(host))
+            return
         self.table.move_to(ALL_HOSTS if host is None else host)
+
+    def on_line_of(self, host: str | None) -> bool:
+        """Whether the list's cursor is on the group line `host` is folded into (where `point_at`
+        put it): that line stands for the host in view, not for "All hosts"."""
+        problems = self.state.problems
+        return host is not None and problems.folded(host) and self.table.cursor_group == problems.group(host)
 
     def fit(self, width: int) -> None:
         show = self.state.hosts_toggled

@@ -229,7 +229,7 @@ class MainScreen(Screen[None]):
     def _host_highlighted(self) -> None:
         # The cursor as it is now, not as the (possibly stale) event says: adding the first rows
         # highlights whatever row came first before the screen put the cursor where it belongs.
-        if self._shown_once:
+        if self._shown_once and not self.hosts.on_line_of(self.state.host):
             self.select_host(self.host_list.cursor_host)
 
     @on(DataTable.RowHighlighted, "#gpus")
@@ -257,7 +257,9 @@ class MainScreen(Screen[None]):
         self.gpus.table().focus()
 
     def action_step_host(self, delta: int) -> None:
-        self.select_host(self.state.step_host([v.name for v in self.dash.fleet.hosts], delta))
+        """[ and ]: the previous or next host in the order the host list shows (problems first)."""
+        shown = self.host_list.shown_order(v.name for v in self.dash.fleet.hosts)
+        self.select_host(self.state.step_host(shown, delta))
 
     def on_fleet_table_fold_changed(self, event: FleetTable.FoldChanged) -> None:
         self._fold(event.group, event.folded)

@@ -33,7 +33,7 @@ from gputui.views.problems import HEALTHY, RANKS, FleetProblems, HostState, Prob
 
 from .. import fmt
 from .cells import Cell, Row, dim
-from .columns import Column
+from .columns import SORT_KEYS, Column
 from .fold_keys import fold_key, unfold_key
 from .gpu_table import GPU_STYLES, gpu_cells, holders_cell, holders_column, memory_cell, util_cell
 from .host_list import GROUP, HOST_STYLES, seen
@@ -244,6 +244,18 @@ class FleetTable(KeyedTable):
     def folded_hosts(self) -> int:
         """Healthy hosts folded into their groups' lines now."""
         return len(self._shares)
+
+    def sorted_words(self) -> str:
+        """The order the rows are in when it is not the default (problems first), for the title:
+        `sorted by Memory ▼ (7: problems first)`; "" in the default order."""
+        sort = self.sort_column
+        if sort is None or sort == self.DEFAULT_SORT:
+            return ""
+        columns = self.sortable_columns()
+        label = next((c.label for c in columns if c.key == sort[0]), sort[0])
+        back = next((i for i, c in enumerate(columns, 1) if c.key == self.DEFAULT_SORT[0]), None)
+        again = f" ({SORT_KEYS[back - 1]}: problems first)" if back is not None else ""
+        return f"sorted by {label} {'▼' if sort[1] else '▲'}{again}"
 
     def keys_of(self, host: str) -> set[str]:
         """The row keys of `host`'s GPUs shown now."""

@@ -181,6 +181,13 @@ class HostList(KeyedTable):
             return (1, problems.group_index(problems.group(host)), position)
         return (1, 0, position)
 
+    def shown_order(self, hosts: Iterable[str]) -> list[str]:
+        """`hosts` in the order this list shows them (`place`): a host folded into its group's line
+        at that line's place. A host not yet listed comes after the others, as the fleet has them."""
+        unlisted = len(self._position)
+        order = {h: self._position.get(h, unlisted + i) for i, h in enumerate(hosts)}
+        return sorted(order, key=lambda h: self.place(h, order[h]))
+
     def placed(self, row: Row, host: str, position: int) -> Row:
         """`row` sorted where it belongs (`place`)."""
         row["name"].sort_key = self.place(host, position)
