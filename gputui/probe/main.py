@@ -80,7 +80,11 @@ class _Parser(argparse.ArgumentParser):
 def parse_args(argv):
     # type: (Optional[List[str]]) -> argparse.Namespace
     """The probe's options; a bad one is a usage message and exit status 2 (argparse)."""
-    p = _Parser(prog="gputui probe", description="Stream GPU state as JSON lines.")
+    p = _Parser(
+        prog="gputui probe",
+        description="Stream GPU state as JSON lines.",
+        epilog="exit codes: 0 its input closed or --once printed; 2 bad usage",
+    )
     p.add_argument("--reader", choices=("nvml", "sim"), default="nvml")
     p.add_argument("--read-only", action="store_true", help="refuse every kill plan")
     p.add_argument("--interval", type=_interval, default=1.0, help="seconds between samples")

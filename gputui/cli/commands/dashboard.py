@@ -9,11 +9,16 @@ from .. import argtypes, options
 from . import commands_help
 
 
+DASHBOARD_EXITS = """\
+exit codes: 0 quit; 1 the demo did not start; 2 bad usage, a bad config, or not a terminal
+(--force-tty); 4 refused (the demo's directory is not private); 129 the terminal hung up"""
+
+
 def parser() -> argparse.ArgumentParser:
     p = argtypes.Parser(
         prog="gputui",
         description="Live GPU memory, utilization and device-file holders; staged kill-and-verify.",
-        epilog=commands_help(),
+        epilog=commands_help() + "\n\n" + DASHBOARD_EXITS,
         formatter_class=argparse.RawDescriptionHelpFormatter,  # the epilog's table as written
     )
     options.add_hosts(p)

@@ -14,7 +14,12 @@ DEFAULT_INTERVAL = 5.0  # seconds between samples (and textfile writes): well un
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argtypes.Parser(prog="gputui export", description=summary("export"))
+    p = argtypes.Parser(
+        prog="gputui export",
+        description=summary("export"),
+        epilog="exit codes: 0 written (--once), or stopped by Ctrl+C or SIGTERM; 1 the metrics could not "
+        "be written; 2 bad usage, or --listen could not take its address",
+    )
     options.add_hosts(p)
     add_export_arguments(p)
     return p

@@ -38,7 +38,9 @@ def parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="gputui hosts",
         description=summary("hosts"),
-        epilog=f"SPEC: {SPEC_HELP}. Without one: the config's hosts (else local). docs/FLEET.md has more.",
+        epilog=f"SPEC: {SPEC_HELP}. Without one: the config's hosts (else local). docs/FLEET.md has more. "
+        "Exit codes: 0 listed; 1 an inventory source did not answer; 2 bad usage (a spec that names no "
+        "host, a bad config).",
     )
     p.add_argument("specs", nargs="*", metavar="SPEC", help="hosts, hostlists, @sources, group names")
     p.add_argument(

@@ -10,7 +10,13 @@ from . import summary
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argtypes.Parser(prog="gputui snapshot", description=summary("snapshot"))
+    p = argtypes.Parser(
+        prog="gputui snapshot",
+        description=summary("snapshot"),
+        epilog="exit codes: 0 every host sampled (--watch: also ended by Ctrl+C); 1 a host down, or the "
+        "output could not be written; 2 bad usage; 3 no NVIDIA driver or GPU; 129 hang-up, 143 SIGTERM "
+        "(--watch)",
+    )
     options.add_hosts(p)
     p.add_argument("--json", action="store_true", help="print versioned JSON (schema in README)")
     options.add_timeout(p)
