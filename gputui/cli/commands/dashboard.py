@@ -8,7 +8,6 @@ from ... import __version__
 from .. import argtypes, options
 from . import commands_help
 
-
 DASHBOARD_EXITS = """\
 exit codes: 0 quit; 1 the demo did not start; 2 bad usage, a bad config, or not a terminal
 (--force-tty); 4 refused (the demo's directory is not private); 129 the terminal hung up"""
