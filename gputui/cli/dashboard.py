@@ -14,6 +14,7 @@ from ..config.file import load
 from ..fleet.fleet import Fleet
 from ..fleet.session import FleetEvent, SampleArrived
 from ..recording.player import ReplayPlayer
+from ..text.glyphs import shows_unicode
 from ..ui.factory import make_app
 from ..ui.terminal import Lifeline
 from ..ui.themes import bundled_themes_dir, load_themes, theme_problem
@@ -81,6 +82,7 @@ def _run(args: argparse.Namespace, lifeline: Lifeline) -> int:
         **_replayed(replay),
         idle_after=options.idle_after(args, config),
         pace=replay is None and not args.no_pace,
+        ascii_only=args.ascii or not shows_unicode(),
     )
     tune_gc(fleet if replay is None else None)
     app.run()

@@ -85,6 +85,7 @@ class GpuTuiApp(KillFlow, Pacing):
         lifeline: Lifeline | None = None,
         idle_after: float | None = None,
         pace: bool = False,
+        ascii_only: bool = False,
     ) -> None:
         """The app for `fleet` (not started yet: the app starts it on mount and stops it on exit).
 
@@ -100,11 +101,13 @@ class GpuTuiApp(KillFlow, Pacing):
         snapshot" writes (None: the working directory). `lifeline`: what ends the app on SIGHUP,
         SIGTERM or a lost terminal (gputui/ui/terminal.py; the CLI installs one before the app runs).
         `pace`: slow the probes' samples down while the app cannot keep up with them (gputui/fleet/pacing.py;
-        `gputui` does, unless `--no-pace`)."""
+        `gputui` does, unless `--no-pace`). `ascii_only`: every glyph written as ASCII (`--ascii`;
+        gputui/text/glyphs.py)."""
         acyclic.install()  # what Textual would leave as cyclic garbage each frame is freed at once (acyclic.py)
         super().__init__()
         # Seconds at 0 % SM that make a process holding GPU memory an idle holder (gputui/fleet/idle.py).
         self.idle_after = threshold(None) if idle_after is None else idle_after
+        self.ascii_only = ascii_only  # read by the terminal driver (terminal.py)
         # SIGHUP, SIGTERM and a lost terminal end the app within a second (terminal.py); the CLI
         # installs it before anything starts. None (Pilot, a bench): nothing handled here.
         self.lifeline = lifeline

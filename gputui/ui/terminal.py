@@ -42,6 +42,8 @@ from codecs import getincrementaldecoder
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
+from gputui.text.glyphs import to_ascii
+
 from ._textual import HookedDriver
 
 if TYPE_CHECKING:
@@ -208,17 +210,19 @@ def _parent(pid: int) -> int | None:
 class GuardedOutput:
     """Textual's output file, for its writer thread: the first failed write (EIO: the terminal is
     gone; EPIPE) reports the loss and every later write is dropped, so the writer never dies and the
-    app never blocks on its full queue."""
+    app never blocks on its full queue. `ascii`: every glyph written as its ASCII stand-in
+    (gputui/text/glyphs.py), for a terminal that cannot show them."""
 
-    def __init__(self, file: IO[str], on_lost: Callable[[str], None]) -> None:
+    def __init__(self, file: IO[str], on_lost: Callable[[str], None], *, ascii: bool = False) -> None:
         self._file = file
         self._on_lost = on_lost
         self.failed = False
+        self.ascii = ascii
 
     def write(self, text: str) -> None:
         if not self.failed:
             try:
-                self._file.write(text)
+                self._file.write(to_ascii(text) if self.ascii else text)
             except (OSError, ValueError) as exc:
                 self._fail(exc)
 
@@ -255,7 +259,9 @@ class TerminalDriver(HookedDriver):
         if self.output is not None:
             with contextlib.suppress(OSError, ValueError):
                 self._out = self.output.fileno()
-            self.output = GuardedOutput(self.output, self.terminal_lost)
+            # An app in ASCII mode (`--ascii`, or a locale that is not UTF-8) says so: `ascii_only`.
+            ascii = bool(getattr(app, "ascii_only", False))
+            self.output = GuardedOutput(self.output, self.terminal_lost, ascii=ascii)
 
     reported: tuple[int, int] | None = None  # the size the terminal itself gave last (0: none)
 

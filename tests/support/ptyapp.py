@@ -79,14 +79,20 @@ def descendants(root: int) -> dict[int, int]:
 
 class PtyApp:
     def __init__(
-        self, workdir: Path, *args: str, controlling: bool = True, size: tuple[int, int] = (120, 36)
+        self,
+        workdir: Path,
+        *args: str,
+        controlling: bool = True,
+        size: tuple[int, int] = (120, 36),
+        env: dict[str, str] | None = None,
     ):
         self.log = workdir / "actions.jsonl"
         self.tmpdir = workdir / "tmp"
         self.tmpdir.mkdir(parents=True, exist_ok=True)
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
-        env = dict(os.environ, TERM="xterm-256color", TMPDIR=str(self.tmpdir), GPUTUI_DEMO="fresh")
+        env = dict(env if env is not None else os.environ, TERM="xterm-256color", TMPDIR=str(self.tmpdir))
+        env["GPUTUI_DEMO"] = "fresh"
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
         argv = [sys.executable, "-c", CTTY if controlling else PLAIN, "-m", "gputui", "--demo"]
         self.proc = subprocess.Popen(

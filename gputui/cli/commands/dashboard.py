@@ -30,6 +30,12 @@ def parser() -> argparse.ArgumentParser:
         "come slower then, up to 8 times, and the status line says so; 64 hosts or more)",
     )
     p.add_argument("--theme", metavar="NAME", help="colour theme (see themes/)")
+    p.add_argument(
+        "--ascii",
+        action="store_true",
+        help="draw with ASCII only (no blocks, braille, box lines or marks); "
+        "automatic where the locale is not UTF-8 (LANG=C)",
+    )
     options.add_log(p, "audit log file (default: the user state dir)")
     p.add_argument(
         "--replay",
