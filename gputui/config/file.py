@@ -377,6 +377,14 @@ def default_config_path() -> Path:
     return Path(user_config_dir("gputui")) / "config.toml"
 
 
+def default_export_dir() -> Path:
+    """Where the dashboard's "Export snapshot" writes: beside the audit log, in the user's state dir
+    (`~/.local/state/gputui/snapshots`), never wherever the dashboard happened to be started."""
+    from platformdirs import user_state_dir  # loaded only when asked: the start-up pays nothing
+
+    return Path(user_state_dir("gputui")) / "snapshots"
+
+
 def find_config(cli_path: str | None = None, environ: Mapping[str, str] | None = None) -> Path | None:
     """The config file to read: --config, else $GPUTUI_CONFIG, else the user config dir.
 

@@ -30,6 +30,7 @@ from textual.driver import Driver
 from textual.notifications import SeverityLevel
 from textual.timer import Timer
 
+from gputui.config.file import default_export_dir
 from gputui.config.file import idle_threshold as threshold
 from gputui.fleet.fleet import Fleet
 from gputui.fleet.pacing import Pacer
@@ -98,7 +99,7 @@ class GpuTuiApp(KillFlow, Pacing):
         audit log carry (None: the local user). `kill`: the signals and timeouts of every plan (the
         config's [kill] table; None: the defaults). `hidden_columns`: the config's [columns] table, table
         name ("processes", "gpus", "fleet") -> column keys never shown. `export_dir`: where "Export
-        snapshot" writes (None: the working directory). `lifeline`: what ends the app on SIGHUP,
+        snapshot" writes (None: the user's state dir). `lifeline`: what ends the app on SIGHUP,
         SIGTERM or a lost terminal (gputui/ui/terminal.py; the CLI installs one before the app runs).
         `pace`: slow the probes' samples down while the app cannot keep up with them (gputui/fleet/pacing.py;
         `gputui` does, unless `--no-pace`). `ascii_only`: every glyph written as ASCII (`--ascii`;
@@ -372,9 +373,10 @@ class GpuTuiApp(KillFlow, Pacing):
 
     def action_export(self) -> None:
         """The fleet as the main screen shows it (frozen while paused), as `gputui snapshot` writes
-        it: JSON and text files in the export directory (the working directory by default)."""
+        it: JSON and text files in the export directory (the user's state dir by default), named by
+        their full paths in the log and the notification."""
         views = self._main.views() if self._main is not None else self.fleet.hosts
-        directory = self.export_dir if self.export_dir is not None else Path.cwd()
+        directory = (self.export_dir if self.export_dir is not None else default_export_dir()).absolute()
         try:
             json_path, text_path = write_files(views, directory, self.clock(), self.idle_after)
         except OSError as exc:
