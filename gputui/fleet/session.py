@@ -371,7 +371,7 @@ class HostSession:
                     self._set(STALE, "silent", f"no sample for {self._silence_limit():.1f} s")
                     continue
                 if self.waiters:
-                    continue  # a plan pauses sampling; its events will come
+                    continue  # a reset, or a plan's long scan, holds samples back; its events will come
                 raise TransportError("silent", "no data from the probe")
         finally:
             self._alarm = self._reader = None

@@ -214,6 +214,9 @@ class Probe(object):
         self._proc_util_supported = True
         self._tags = {}  # type: Tags  # the latest reading's MIG placements and MPS clients
         self.argv = []  # type: List[str]  # the probe's options, shown as its command line
+        # Set by the line loop: while a plan waits (for its processes to exit, for NVML), the
+        # loop's next sample is sent when it is due; returns the seconds until the one after.
+        self.while_waiting = None  # type: Optional[Callable[[], float]]
 
     # -- lifecycle ---------------------------------------------------------------------------
 

@@ -1,8 +1,9 @@
 """`gputui probe`: the line loop. Samples every interval on stdout, takes records from stdin.
 
 Stdin is read by a thread into a queue so the main thread can wait for "next record or next sample
-time, whichever comes first" without polling. Plans run on the main thread: sampling pauses while a
-plan runs and resumes right after its `done` event (the plan's own events carry the progress).
+time, whichever comes first" without polling. Plans run on the main thread; while one waits (for
+its processes to exit, for NVML to show the memory back) it sends the loop's samples as they fall
+due (`sample_if_due`), so the app sees the memory drain. A reset pauses sampling until it ends.
 Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
 
@@ -172,11 +173,23 @@ class Loop(object):
         self.deferred = []  # type: List[Any]  # records that came while a plan ran: handled after it
         self.cancelled = {}  # type: Dict[str, str]  # plan id -> why the app cancelled it
         self.samples = SampleEncoder()  # whole samples until the app asks for deltas
+        self.due = time.monotonic()  # when the next sample is to be sent
+        probe.while_waiting = self.sample_if_due
 
     def send_sample(self, full=False, preflight=False, whole=False):
         # type: (bool, bool, bool) -> None
         record = self.probe.sample(full=full, preflight=preflight)
         self.emit.line(self.samples.line(record, whole=whole))
+
+    def sample_if_due(self):
+        # type: () -> float
+        """Send a sample if one is due; the seconds until the next one is."""
+        now = time.monotonic()
+        if now >= self.due:
+            self.send_sample()
+            # Keep a steady rate; after a stall (a reset, a slow scan), start afresh, never burst.
+            self.due = self.due + self.interval if self.due + self.interval > now else now + self.interval
+        return self.due - time.monotonic()
 
     def handle(self, line):
         # type: (Any) -> None
@@ -303,16 +316,13 @@ class Loop(object):
     def run(self, inbox):
         # type: (Any) -> None
         self.inbox = inbox
-        due = time.monotonic()
+        self.due = time.monotonic()
         while self.running:
-            now = time.monotonic()
-            if now >= due:
-                self.send_sample()
-                # Keep a steady rate; after a stall (a plan ran), start afresh instead of bursting.
-                due = due + self.interval if due + self.interval > now else now + self.interval
+            left = self.sample_if_due()
+            if left <= 0:
                 continue
             try:
-                item = inbox.get(timeout=due - now)
+                item = inbox.get(timeout=left)
             except queue.Empty:
                 continue
             if item is _EOF:

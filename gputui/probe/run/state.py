@@ -62,6 +62,7 @@ class RunState(object):
         self._stop_requested = stop_requested
         self.cancelled = None  # type: Optional[str]  # why the app stopped the further signals
         self.link_lost = False
+        self.sampling_failed = False  # a sample during the plan failed: no more until its end
         self.killer = Killer()
         self.t0 = time.monotonic()
         self.procs = {}  # type: Dict[int, Proc]
@@ -246,7 +247,9 @@ class RunState(object):
 
     def pause(self, procs, timeout):
         # type: (List[Proc], float) -> None
-        """Block until one of `procs` exits or `timeout` passes; record the exits."""
+        """Block until one of `procs` exits, `timeout` passes or the host's next sample is due;
+        record the exits. Every caller loops until its own deadline, so an early return is safe."""
+        timeout = min(timeout, self.sample_if_due())
         with_fd = [p for p in procs if p.fd is not None and p.pending]
         without = [p for p in procs if p.fd is None and p.pending]
         if without:
@@ -270,6 +273,23 @@ class RunState(object):
                 continue  # cannot look just now: still running as far as anyone knows
             if stat is None or stat.start_time != proc.start_time or stat.state == "Z":
                 self.exited(proc)
+
+    def sample_if_due(self):
+        # type: () -> float
+        """The host's samples go on while the plan runs (the line loop is blocked in it): the
+        operator sees the memory drain and the host stays fresh. Read-only, from this thread, so
+        nothing races the plan's own looks; the verdict still comes from the verification. The
+        seconds until the next sample is due (infinity where there is none to send)."""
+        send = self.probe.while_waiting
+        if send is None or self.link_lost or self.sampling_failed:
+            return float("inf")
+        try:
+            return max(0.0, float(send()))
+        except (OSError, ValueError):
+            self.link_lost = True  # the app went away (broken pipe): the plan ends regardless
+        except Exception:  # a bug in sampling must not end a confirmed plan half-way
+            self.sampling_failed = True
+        return float("inf")
 
     def exited(self, proc):
         # type: (Proc) -> None
