@@ -2,10 +2,11 @@
 codes"). One number may carry a different word per command: the enum's aliases say which.
 
     0  OK         snapshot: every host sampled; clean: every chosen GPU/process verified (CLEAN);
-                  wait: ready (READY)
+                  wait: ready (READY); pick: GPUs picked (PICKED)
     1  FAILED     clean: something not verified (NOT_CLEAN); wait: timed out (TIMEOUT);
                   snapshot: a host down (DOWN); demo status: not running (NOT_RUNNING);
-                  record: stopped early, at its size cap or by a write error (STOPPED)
+                  record: stopped early, at its size cap or by a write error (STOPPED);
+                  pick: fewer GPUs ready than asked on every host, after --wait (TOO_FEW)
     2  USAGE      bad arguments, config or spec: one line on stderr, nothing done
     3  NO_GPU     a host has no usable driver or GPU: nothing to do there
     4  REFUSED    clean/reset/demo: refused by a safety rule (protected process, another user's
@@ -33,12 +34,14 @@ class Exit(enum.IntEnum):
     OK = 0
     READY = 0
     CLEAN = 0
+    PICKED = 0
     FAILED = 1
     NOT_CLEAN = 1
     TIMEOUT = 1
     DOWN = 1
     NOT_RUNNING = 1
     STOPPED = 1
+    TOO_FEW = 1
     USAGE = 2
     NO_GPU = 3
     REFUSED = 4

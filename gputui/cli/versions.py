@@ -3,3 +3,4 @@
 
 CLEAN_JSON = 2  # `gputui clean --json`, --reset-gpu's included
 WAIT_JSON = 1  # `gputui wait --json`
+PICK_JSON = 1  # `gputui pick --format json`

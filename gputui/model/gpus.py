@@ -8,14 +8,18 @@ accounts too.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, ClassVar
 
 from ..probe.accounting import UNACCOUNTED
+from ..probe.common import TOPOLOGY_LEVELS
 from .decode import (
+    MAX_GPUS,
     MAX_INDEX,
     Pids,
     as_int,
     as_percent,
+    index_key,
     plain,
     read_fields,
     records,
@@ -176,6 +180,24 @@ def mig_places(value: Any) -> tuple[MigPlace, ...]:
     return tuple(dict.fromkeys(records(value, MigPlace.from_wire, MAX_MIG)))
 
 
+# (peer GPU index, how close: one of TOPOLOGY_LEVELS), each peer once, by index.
+Topology = tuple[tuple[int, str], ...]
+
+
+def topology(value: Any) -> Topology | None:
+    """A GPU's `topology` ({"1": "nvlink", "2": "node"}): its links to the other GPUs of its host,
+    by peer index; None where the probe did not send one (an older probe, a driver that cannot
+    tell). A peer that is no index, or a level that is none of TOPOLOGY_LEVELS, is dropped."""
+    if not isinstance(value, dict):
+        return None
+    links: dict[int, str] = {}
+    for key, level in islice(value.items(), MAX_GPUS):
+        peer = index_key(key)
+        if peer is not None and peer <= MAX_INDEX and level in TOPOLOGY_LEVELS:
+            links[peer] = level
+    return tuple(sorted(links.items()))
+
+
 @dataclass(frozen=True, slots=True)
 class Gpu:
     """One GPU in a sample: memory, utilization, temperature, power; its accounting and, now and then, its preflight reading."""
@@ -200,6 +222,8 @@ class Gpu:
     preflight: Preflight | None = field(default=None, compare=False)  # in the sample only now and then
     # In MIG mode, its instances (maybe none); None where MIG is off or the probe cannot tell.
     mig_instances: tuple[MigInstance, ...] | None = None
+    # How close each other GPU of the host is (static: read once by the probe); None: not known.
+    topology: Topology | None = None
 
     @classmethod
     def from_wire(cls, d: dict[str, Any]) -> Gpu | None:
@@ -223,6 +247,7 @@ _GPU = wire_fields(
     accounting=MemoryAccount.from_wire,
     preflight=Preflight.from_wire,
     mig_instances=mig_instances,
+    topology=topology,
 )
 # Each field a GPU record carries, with what reads it (gputui/fleet/deltas.py: a changed one alone).
 GPU_WIRE = _GPU

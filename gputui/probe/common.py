@@ -80,6 +80,12 @@ def signal_deadline():
     return SCAN_ALLOWANCE_S + KILL_WAIT_S + SIGNAL_LOOK_S
 
 
+# How close two GPUs of a host are (a GPU record's `topology`, docs/PROTOCOL.md), closest first:
+# an NVLink between them, one board, one PCIe switch, several switches, one host bridge, one NUMA
+# node, across the CPUs' interconnect (nvidia-smi topo -m: NV#, -, PIX, PXB, PHB, NODE, SYS).
+TOPOLOGY_LEVELS = ("nvlink", "board", "switch", "switches", "bridge", "node", "system")
+
+
 # Memory within this of the idle baseline counts as idle: the driver's own bookkeeping moves a little.
 IDLE_SLACK = 32 << 20
 

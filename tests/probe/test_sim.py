@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[2]
 GPU_FIELDS = {
     "index", "minor", "uuid", "pci_bus_id", "name", "memory_total", "memory_used", "memory_reserved", "memory_version",
     "util_gpu", "util_mem", "temperature", "power_draw", "power_limit", "persistence", "error",
-    "mig_instances",
+    "mig_instances", "topology",
 }  # fmt: skip
 # GPU_FACTS: 0.10 to 0.18 s from exit to release. Only the lower bound is checked (a busy machine
 # can delay the poll that sees the release by any time, never make it come earlier).

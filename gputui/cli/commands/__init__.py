@@ -37,6 +37,7 @@ SUBCOMMANDS: dict[str, CommandInfo] = {
     "snapshot": CommandInfo("snapshot", "One sample of each host, then exit."),
     "clean": CommandInfo("clean", "Free GPUs: staged kill, then verify."),
     "wait": CommandInfo("wait", "Wait until every chosen GPU is ready for the next run."),
+    "pick": CommandInfo("pick", "Choose N GPUs ready for the next run: a CUDA_VISIBLE_DEVICES line."),
     "record": CommandInfo("record", "Record the hosts' samples and plans to a file, for --replay."),
     "export": CommandInfo("export", "The fleet in Prometheus' text format: once, a textfile, or /metrics."),
     "demo": CommandInfo("demo", "The simulated cluster that --demo attaches to: start, stop, status."),

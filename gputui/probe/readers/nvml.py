@@ -26,6 +26,11 @@ THROTTLE_BITS = (
     (0x80, "hw-power-brake"),
     (0x100, "display-clocks"),
 )
+# How close two GPUs are, by NVML's common-ancestor level (nvml.h nvmlGpuTopologyLevel_t: stable
+# values), in the words of common.TOPOLOGY_LEVELS; an NVLink between them (P2P over NVLink) is closer.
+TOPOLOGY_BY_LEVEL = {0: "board", 10: "switch", 20: "switches", 30: "bridge", 40: "node", 50: "system"}
+P2P_CAPS_NVLINK = 2  # NVML_P2P_CAPS_INDEX_NVLINK
+P2P_STATUS_OK = 0  # NVML_P2P_STATUS_OK
 RESET_TIMEOUT_S = 120.0
 # The shortest span a first per-process utilization reading covers: the driver samples a process
 # every 1/6 s to 1 s (by GPU), so a shorter one could miss a process that is busy right now.
@@ -126,6 +131,7 @@ class NvmlReader(Reader):
         if count == 0:
             raise ReaderError("no-gpu", "the NVIDIA driver is loaded but sees no GPU")
         self._gpus = [self._static(i) for i in range(count)]
+        self._read_topology()
         return {
             "driver_version": self._call(nv.nvmlSystemGetDriverVersion, _text),
             "nvml_version": self._call(nv.nvmlSystemGetNVMLVersion, _text),
@@ -167,6 +173,27 @@ class NvmlReader(Reader):
             "name": self._call(nv.nvmlDeviceGetName, _text, handle),
             "power_limit": limit / 1000.0 if limit is not None else None,
         }
+
+    def _read_topology(self):
+        # type: () -> None
+        """Each GPU's `topology` ({"peer index": level}) into its static facts: read once, as the
+        layout of a host's GPUs does not change while the driver is loaded (a pair costs two NVML
+        calls). None on every GPU where the driver or pynvml tells nothing of any pair."""
+        nv = self._nv
+        ancestor = getattr(nv, "nvmlDeviceGetTopologyCommonAncestor", None)
+        p2p = getattr(nv, "nvmlDeviceGetP2PStatus", None)
+        links = {}  # type: Dict[int, Dict[str, str]]
+        for i, a in enumerate(self._gpus):
+            for b in self._gpus[i + 1 :]:
+                status = self._call(p2p, None, a["handle"], b["handle"], P2P_CAPS_NVLINK)
+                level = "nvlink" if status == P2P_STATUS_OK else None
+                level = level or TOPOLOGY_BY_LEVEL.get(self._call(ancestor, None, a["handle"], b["handle"]))
+                if level is not None:
+                    links.setdefault(a["index"], {})[str(b["index"])] = level
+                    links.setdefault(b["index"], {})[str(a["index"])] = level
+        known = bool(links) or (len(self._gpus) == 1 and ancestor is not None)
+        for static in self._gpus:
+            static["topology"] = links.get(static["index"], {}) if known else None
 
     def _memory(self, handle):
         # type: (Any) -> Tuple[Optional[int], Optional[int], Optional[int], int]

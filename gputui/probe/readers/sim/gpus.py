@@ -31,6 +31,19 @@ JITTER_LEN = 97  # utilization jitter repeats after this many reads
 STATE_FILE = "state.json"
 
 
+def sim_topology(index, gpus):
+    # type: (int, int) -> Dict[str, str]
+    """How close GPU `index` of `gpus` is to each other one (docs/PROTOCOL.md `topology`), laid out
+    as a PCIe server: pairs (0-1, 2-3, ...) share a switch, four GPUs a NUMA node, the rest are
+    across the CPUs' interconnect."""
+    out = {}  # type: Dict[str, str]
+    for peer in range(gpus):
+        if peer != index:
+            same = "switch" if peer // 2 == index // 2 else "node" if peer // 4 == index // 4 else "system"
+            out[str(peer)] = same
+    return out
+
+
 def _uuid(prefix, bits):
     # type: (str, int) -> str
     """A UUID as NVML writes one ("GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"), from 128 random bits."""
@@ -53,6 +66,7 @@ class GpuLooks(object):
             self.uuids.append(_uuid("GPU", rng.getrandbits(128)))
             self.offsets.append(rng.randint(0, 3))
             self.jitter.append([rng.randint(-3, 3) for _ in range(JITTER_LEN)])
+        self.topology = [sim_topology(i, gpus) for i in range(gpus)]
 
     def record(self, index, used, util, reads, knobs):
         # type: (int, int, int, int, Dict[str, Any]) -> Dict[str, object]
@@ -85,6 +99,7 @@ class GpuLooks(object):
             "power_limit": POWER_LIMIT,
             "persistence": knobs.get("persistence", True),
             "error": None,
+            "topology": self.topology[index],
         }
 
     def mig_layout(self, state, index):
