@@ -37,6 +37,7 @@ from .. import fmt, kinds
 from ..context import Dashboard
 from ..messages import ResetRequested
 from ..widgets.borders import set_title
+from ..widgets.chart import Scale, chart, nice_top, time_lines
 from ..widgets.footer import Footer
 from ..widgets.gpu_table import instance_holders, memory_cell
 from ..widgets.proc_table import gpus_cell
@@ -44,6 +45,7 @@ from ..widgets.status import StyledStatic
 
 REFRESH_S = 0.25  # how often the screen looks for a new sample of its host
 LABEL = 9  # cells of the graphs' labels
+GUTTER = 4  # cells of the graphs' scale labels (`100%`, `700W`)
 WIDE = 110  # columns: from this width "now" and "settings" sit side by side
 PART_STYLE = {
     "baseline": "gpu-view--baseline",
@@ -320,44 +322,58 @@ class GpuDetailScreen(Screen[None]):
         return grid
 
     def _graphs(self, t: GpuText, gpu: Gpu, view: HostView, width: int) -> RenderableType:
+        """Utilization, memory, temperature and power over time: a chart each, two rows high, with
+        its scale's ends at the left and one time axis under them all."""
         history = view.history.get(gpu.index)
-        span = max(width - LABEL - 8, 10)  # a cell per sample, as many as fit
+        span = max(width - LABEL - 8 - GUTTER - 2, 10)  # a cell per sample, as many as fit
         grid = Table.grid(padding=(0, 1))
         grid.add_column(width=LABEL, style=t.style_of("gpu-view--label"))
-        grid.add_column(width=span, no_wrap=True)
+        grid.add_column(width=span + GUTTER + 2, no_wrap=True)
         grid.add_column(width=6, justify="right")
         if history is None or not history.times:
             heading = Text("History", t.style_of("gpu-view--section"))
             return Group(heading, Text("no samples yet", t.style_of("gpu-view--muted")))
-        shown = min(span, len(history.times))
-        seconds = history.times[-1] - history.times[-shown]
-        covers = f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
+        times = history.times
+        shown = min(span, len(times))
         heading = Text(
-            f"History, the last {covers} ({count(shown, 'sample')}, one a cell)",
+            f"History, the last {_covers(times[-1] - times[-shown])} ({count(shown, 'sample')}, one a cell)",
             t.style_of("gpu-view--section"),
         )
         power_top = gpu.power_limit or max((w for w in history.power if w is not None), default=0.0) or 1.0
-        rows = (
-            ("Util %", list(history.util), 100.0, "meter--util", fmt_percent(gpu.util_gpu)),
-            ("Memory %", list(history.memory), 100.0, "meter--memory", fmt_percent(_fraction(gpu))),
+        percent = Scale(100.0, lambda v: f"{v:.0f}%")
+        rows: tuple[tuple[str, list[float | None], Scale, str, str], ...] = (
+            ("Util", list(history.util), percent, "meter--util", fmt_percent(gpu.util_gpu)),
+            ("Memory", list(history.memory), percent, "meter--memory", fmt_percent(_fraction(gpu))),
             (
-                "Temp °C",
-                [c or 0.0 for c in history.temperature],
-                100.0,
+                "Temp",
+                list(history.temperature),
+                Scale(nice_top(max((c or 0.0 for c in history.temperature), default=0.0), 100.0), _degrees),
                 "gpu--warn",
-                _or_dash(gpu.temperature),
+                f"{_or_dash(gpu.temperature)}°C",
             ),
             (
-                "Power W",
-                [w or 0.0 for w in history.power],
-                power_top,
+                "Power",
+                list(history.power),
+                Scale(power_top, lambda w: f"{w:.0f}W"),
                 "kind--user",
-                _or_dash(gpu.power_draw, "{:.0f}"),
+                f"{_or_dash(gpu.power_draw, '{:.0f}')} W",
             ),
         )
-        for label, values, top, style, now in rows:
-            graph = fmt.sparkline(values, span, span, top=top)
-            add(grid, label, Text(graph, t.style_of(style)), now)
+        axis = t.style_of("gpu-view--muted")
+        for label, values, scale, style, now in rows:
+            graph = chart(
+                values,
+                times,
+                span,
+                2,
+                scale,
+                style=t.style_of(style),
+                axis=axis,
+                gutter=GUTTER,
+                time_axis=False,
+            )
+            add(grid, label, graph, now)
+        add(grid, "", Text("\n".join(time_lines(times, shown, span, GUTTER)), axis, no_wrap=True), "")
         return Group(heading, grid)
 
     def _processes(self, t: GpuText, sample: Sample, gpu: Gpu, width: int) -> RenderableType:
@@ -476,6 +492,14 @@ def preflight_rows(p: Preflight) -> list[tuple[str, str]]:
         ("Display", flag(p.display_active, "active", "none")),
         ("NVLink peers", peers),
     ]
+
+
+def _covers(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
+
+
+def _degrees(value: float) -> str:
+    return f"{value:.0f}°"
 
 
 def _or_dash(value: float | int | None, form: str = "{}") -> str:
