@@ -47,7 +47,7 @@ from .options import INTERVALS, idle_after
 from .outcome import HostOutcome, exit_code
 from .recheck import Recheck, snapshot_command, snapshot_commands
 from .reset import run_reset
-from .streams import fail
+from .streams import fail, for_a_person
 from .versions import CLEAN_JSON
 
 
@@ -228,7 +228,7 @@ async def _clean(
             usable.append(name)
         else:
             outcome.status, outcome.message = trouble.status, trouble.message
-            if trouble.status == "no-gpu":
+            if trouble.status == "no-gpu" and for_a_person(con.err_guard, con.json):
                 outcome.message = f"{trouble.message} (try `gputui clean --demo demo-a --all`)"
     samples, late = await ops.scans(usable)
     idle = _idle_holders(fleet, samples, idle_after, args.user or ()) if args.idle else None

@@ -60,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
     if code == Exit.NO_GPU:
         names = [v.name for v in views if host_status(v)[0] == "no-gpu"]
         where = no_gpu_words(names, {s.name for s in specs if s.is_local()})
-        print(f"gputui: {where}; `gputui snapshot --demo` shows a simulated cluster", file=sys.stderr)
+        person = for_a_person(sys.stderr, args.json)
+        hint = "; `gputui snapshot --demo` shows a simulated cluster" if person else ""
+        print(f"gputui: {where}{hint}", file=sys.stderr)
     return code
 
 

@@ -130,6 +130,13 @@ def guard_std() -> Iterator[tuple[Guarded, Guarded]]:
         sys.stdout, sys.stderr = real
 
 
+def for_a_person(stream: object, json_output: bool) -> bool:
+    """Whether a hint for a person (`try --demo`) belongs in what goes to `stream`: a terminal, and
+    no JSON asked for. A Slurm prolog, a cron job or a script on a real node reads the output as
+    data: a suggestion to try the simulated cluster there is noise, and misleads in a log."""
+    return not json_output and bool(getattr(stream, "isatty", lambda: False)())
+
+
 def say(text: str) -> None:
     """One line on stderr, if stderr works (never on stdout: print(file=None) would go there)."""
     err = guarded(sys.stderr, "stderr")

@@ -36,6 +36,7 @@ from .exits import Exit
 from .fleets import build_fleet, resolve_hosts
 from .gpuspec import UsageError, resolve_gpu_specs
 from .options import idle_after
+from .streams import for_a_person
 from .versions import WAIT_JSON
 
 # A host waited for but not (yet) judged: (NO_SAMPLE or NOT_JUDGED, why). The kinds are the JSON's keys.
@@ -94,6 +95,10 @@ async def run_wait(
         await fleet.wait_first_samples(min(args.timeout, 30.0) or 30.0)
         problem = _no_gpu(fleet)
         if problem:
+            if for_a_person(err, args.json):
+                problem += (
+                    " (`gputui wait --demo demo-b --gpu 3` waits on a simulated GPU that a benchmark frees)"
+                )
             return _refuse(out, err, args, Exit.NO_GPU, problem, time.monotonic() - started)
         samples = {v.name: v.sample for v in fleet.hosts if v.sample is not None}
         hosts = list(fleet.sessions)
@@ -168,10 +173,7 @@ def _no_gpu(fleet: Fleet) -> str | None:
     if bad and len(bad) == len(fleet.hosts):
         v = bad[0]
         assert v.facts is not None
-        return (
-            f"{v.name}: {v.facts.error_message or v.facts.error_code} (`gputui wait --demo demo-b --gpu 3` "
-            "waits on a simulated GPU that a benchmark frees now and then)"
-        )
+        return f"{v.name}: {v.facts.error_message or v.facts.error_code}"
     return None
 
 

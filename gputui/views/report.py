@@ -158,8 +158,6 @@ def render(views: list[HostView], out: TextIO, width: int = 120, idle_after: flo
         if status != "live":
             words = REASONS.get(reason or "", reason)
             print(f"   {joined(status, words, printable(message or ''))}", file=out)  # each said once
-            if status == "no-gpu":
-                print("   (try `gputui snapshot --demo` for a simulated cluster)", file=out)
         sample = v.sample
         if sample is None:
             print(file=out)

@@ -232,7 +232,8 @@ async def test_no_driver_is_exit_3(tmp_path):
         "--all", "--yes", "--log", str(tmp_path / "a"), fleet=fleet_of([HostSpec(name="local")])
     )
     assert code == Exit.NO_GPU
-    assert "== local: NO GPU" in out and "gputui clean --demo demo-a --all" in out
+    # Not a terminal: no hint to try the demo (tests/cli/test_demo_hints.py)
+    assert "== local: NO GPU" in out and "--demo" not in out
 
 
 # -- killed in the middle of an action ----------------------------------------------------------
