@@ -119,7 +119,8 @@ def _refusal(fleet: Fleet, count: int) -> tuple[Exit, str] | None:
     if no_gpu and len(no_gpu) == len(views):
         v = no_gpu[0]
         assert v.facts is not None
-        return Exit.NO_GPU, f"{v.name}: {v.facts.error_message or v.facts.error_code}"
+        why = v.facts.error_message or v.facts.error_code
+        return Exit.NO_GPU, f"{v.name}: {why} (`gputui pick 1 --demo` picks on a simulated cluster)"
     sizes = {v.name: len(v.sample.gpus) for v in views if v.sample is not None}
     if len(sizes) + len(no_gpu) < len(views) or any(n >= count for n in sizes.values()):
         return None

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pynvml
 import pytest
 
 from gputui.cli.exits import Exit
@@ -28,6 +29,15 @@ from tests.support.procs import cmdline, descendants, start_time
 
 LINE = re.compile(r"export CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=([0-9,]+)\n")
 UUIDS = re.compile(r"export CUDA_VISIBLE_DEVICES=(GPU-[0-9a-f-]+(,GPU-[0-9a-f-]+)*)\n")
+
+
+def have_driver() -> bool:
+    try:
+        pynvml.nvmlInit()
+        pynvml.nvmlShutdown()
+        return True
+    except Exception:
+        return False
 
 
 def env_of(tmp_path: Path) -> dict[str, str]:
@@ -174,6 +184,20 @@ def test_bad_usage_is_one_line_and_exit_2(tmp_path: Path, args: list[str], says:
     assert done.returncode == Exit.USAGE, done.stdout + done.stderr
     assert done.stdout == "" and "Traceback" not in done.stderr and "\x1b" not in done.stderr
     assert says in done.stderr, done.stderr
+
+
+@pytest.mark.skipif(have_driver(), reason="this machine has an NVIDIA driver")
+def test_no_driver_is_exit_3_with_the_demo_suggested_and_json_says_it_too(tmp_path: Path) -> None:
+    for args in ([], ["--format", "json"]):
+        done = gputui_pick("1", *args, cwd=tmp_path)
+        assert done.returncode == Exit.NO_GPU, done.stdout + done.stderr
+        [line] = done.stderr.splitlines()
+        assert line.startswith("gputui pick: local: no NVIDIA driver") and "`gputui pick 1 --demo`" in line
+        if args:
+            doc = json.loads(done.stdout)
+            assert doc["ok"] is False and doc["exit_code"] == Exit.NO_GPU and doc["error"] == line[13:]
+        else:
+            assert done.stdout == ""
 
 
 def test_help_lists_the_exit_codes_and_the_formats(tmp_path: Path) -> None:
