@@ -53,8 +53,13 @@ def _run(args: argparse.Namespace, lifeline: Lifeline) -> int:
             return fail(opened)
         replay, fleet = opened
         args.interval = REPLAY_INTERVAL
+        hosts = [v.name for v in fleet.hosts]
     else:
         specs = resolve_hosts(args.hosts, args.demo, config, read_only=args.read_only)
+        hosts = [s.name for s in specs]
+    problem = options.unknown_gpu_host(args, hosts)
+    if problem is not None:
+        return fail(problem)
     interval = args.interval or config.interval or 1.0
     theme = args.theme or config.theme
     if theme:
@@ -83,6 +88,7 @@ def _run(args: argparse.Namespace, lifeline: Lifeline) -> int:
         idle_after=options.idle_after(args, config),
         pace=replay is None and not args.no_pace,
         ascii_only=args.ascii or not shows_unicode(),
+        start_filter=options.filter_text(args),
     )
     tune_gc(fleet if replay is None else None)
     app.run()

@@ -1,5 +1,6 @@
 """The options several commands share, each defined once: the hosts (HOST, --demo, --config),
---idle-minutes, --timeout, --interval and --log; and what the shared ones mean (`idle_after`).
+--idle-minutes, --timeout, --interval and --log, the filters (--user, --pid, --gpu/--only,
+--compute); and what the shared ones mean (`idle_after`, `filter_text`).
 
 Light on purpose: a command builds its parser from these before the probe's head start
 (gputui/cli/main.py), so nothing here may import the fleet, the transport or asyncio.
@@ -8,9 +9,12 @@ Light on purpose: a command builds its parser from these before the probe's head
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from ..config.file import Config
 from ..config.file import idle_threshold as threshold
+from ..model.textsafe import printable
+from ..views.filter import FilterError, parse
 from . import argtypes
 
 # The sample interval of each command's fleet; a head start (gputui/cli/main.py) starts the probe
@@ -66,3 +70,113 @@ def idle_after(args: argparse.Namespace, config: Config) -> float:
     if minutes is None and getattr(args, "demo", False):
         minutes = DEMO_IDLE_MINUTES
     return threshold(minutes)
+
+
+# -- the filters: nvitop's --user, --pid, --only and --compute, as terms of the filter language -------
+
+# A character no user name holds, and that the filter language would read as something else.
+_NOT_IN_A_NAME = frozenset(" \"'")
+COMPUTE_TERM = "kind:user"  # NVML lists it on a GPU, with memory there: it holds a GPU context
+
+
+def _listed(what: str, check: Callable[[str], bool]) -> Callable[[str], list[str]]:
+    """An argparse type: a comma list of values `check` accepts (each option may be repeated)."""
+
+    def parse_list(text: str) -> list[str]:
+        items = text.split(",")
+        if not all(items) or not all(check(item) for item in items):
+            raise argparse.ArgumentTypeError(f"{argtypes.shown(text)} is not {what}")
+        return items
+
+    return parse_list
+
+
+def _user(item: str) -> bool:
+    return item.isprintable() and not any(c in _NOT_IN_A_NAME or c.isspace() for c in item)
+
+
+def _pid(item: str) -> bool:
+    number = argtypes.parse_index(item)
+    return number is not None and 0 < number < 10**9  # the filter language's bound: 9 digits
+
+
+def _gpu(item: str) -> bool:
+    if not _user(item):  # no space or quote: the filter language would read it as more terms
+        return False
+    try:
+        parse(f"gpu:{item}")
+    except FilterError:
+        return False
+    return True
+
+
+USERS = _listed("a user name (or a comma list of them: alice,bob)", _user)
+PIDS = _listed("a PID (or a comma list of them: 4121,4122)", _pid)
+GPUS = _listed("a GPU: an index, a UUID, HOST:INDEX or HOST:all (or a comma list of them: 2,3)", _gpu)
+
+
+def add_filters(p: argparse.ArgumentParser) -> None:
+    """--user, --pid, --gpu (--only) and --compute: what is shown, as the filter box would show it."""
+    group = p.add_argument_group(
+        "filters",
+        "show only what matches (all of these; a list: any of it), as the filter box (/) reads "
+        "`user:alice,bob pid:4121 gpu:2,3 kind:user`",
+    )
+    group.add_argument(
+        "--user",
+        type=USERS,
+        action="extend",
+        metavar="NAME",
+        help="processes of this user (repeat it, or alice,bob; wildcards: 'a*'), and the GPUs they use",
+    )
+    group.add_argument(
+        "--pid", type=PIDS, action="extend", metavar="PID", help="these processes (repeat it, or 4121,4122)"
+    )
+    group.add_argument(
+        "--gpu",
+        "--only",
+        dest="gpu",
+        type=GPUS,
+        action="extend",
+        metavar="SPEC",
+        help="these GPUs and the processes on them: an index, a UUID, HOST:INDEX or HOST:all, as "
+        "clean --gpu takes them (repeat it, or 2,3; --only is nvitop's name for it)",
+    )
+    group.add_argument(
+        "--compute",
+        action="store_true",
+        help="processes with a GPU context (NVML lists them on a GPU: no monitor, device-file "
+        "holder, ghost or zombie), and the GPUs they run on",
+    )
+
+
+def filter_text(args: argparse.Namespace) -> str:
+    """The filters of `args` as the filter language writes them ("" for none): the one query the
+    snapshot prints by and the dashboard starts with, in its filter box."""
+    terms = []
+    for field, values in (("user", args.user), ("pid", args.pid), ("gpu", args.gpu)):
+        if values:
+            terms.append(f"{field}:{','.join(dict.fromkeys(values))}")
+    if args.compute:
+        terms.append(COMPUTE_TERM)
+    return " ".join(terms)
+
+
+def filter_words(args: argparse.Namespace) -> str:
+    """The filter options as typed (`--user alice --gpu 2`): what a message names."""
+    words = [
+        f"--{field} {printable(','.join(getattr(args, field)))}"
+        for field in ("user", "pid", "gpu")
+        if getattr(args, field)
+    ]
+    return " ".join([*words, *(["--compute"] if args.compute else [])])
+
+
+def unknown_gpu_host(args: argparse.Namespace, hosts: list[str]) -> str | None:
+    """A --gpu HOST:INDEX whose HOST is none of `hosts` (it names nothing: a typo), as its error says
+    it (not escaped: `streams.fail` escapes what it prints)."""
+    for spec in args.gpu or ():
+        host, sep, _ = spec.rpartition(":")
+        if sep and not any(c in host for c in "*?[") and host.casefold() not in {h.casefold() for h in hosts}:
+            return f"--gpu {spec}: {host} is not one of the hosts ({', '.join(hosts)})"
+    return None

@@ -27,7 +27,8 @@ from ..recording.format import (
 )
 from ..recording.player import DownLink, ReplayLink, ReplayPlayer
 from ..transport.base import Link
-from . import argtypes, snapshot
+from ..views.filter import parse
+from . import argtypes, options, snapshot
 from .exits import Exit
 from .streams import warn
 
@@ -96,11 +97,12 @@ def snapshot_at(args: argparse.Namespace) -> int:
             interval=REPLAY_INTERVAL,
         )
     views = asyncio.run(snapshot.take(fleet, args.timeout))
+    narrowing = snapshot.narrowed(views, parse(options.filter_text(args)), None)  # --user, --gpu...
     if args.json:
-        print(snapshot.dumps(views, now=at))
+        print(snapshot.dumps(views, now=at, narrowing=narrowing))
     else:
         warn(f"{name} at {_moment(at, header)} ({offset_words(at - header.started)} into the recording)")
-        snapshot.render(views, sys.stdout)
+        snapshot.render(views, sys.stdout, narrowing=narrowing)
     return snapshot.exit_code(views)
 
 

@@ -17,16 +17,20 @@ import sys
 import time
 from typing import TextIO
 
+from ..config.file import idle_threshold as threshold
 from ..config.file import load
 from ..fleet.fleet import Fleet
 from ..fleet.session import DOWN, HostView
 from ..model import NO_GPU_CODES
 from ..model.textsafe import cut
 from ..text.words import no_gpu_words, terminal_size
+from ..views.filter import Query, parse
+from ..views.narrow import Narrowing, narrow
 from ..views.report import SCHEMA_VERSION, as_json, dumps, host_status, render
 from .exits import Exit, killed_by
 from .fleets import build_fleet, resolve_hosts
-from .options import INTERVALS, idle_after
+from .options import INTERVALS, filter_text, filter_words, idle_after, unknown_gpu_host
+from .streams import fail, for_a_person, warn
 
 __all__ = [
     "NO_GPU_CODES",
@@ -45,17 +49,32 @@ def run(args: argparse.Namespace) -> int:
     """`gputui snapshot` of live hosts, with its parsed arguments."""
     config = load(args.config)
     specs = resolve_hosts(args.hosts, args.demo, config)
+    problem = unknown_gpu_host(args, [s.name for s in specs])
+    if problem is not None:
+        return fail(problem)
+    query = parse(filter_text(args))  # the options' types read each value: it reads
     fleet = build_fleet(specs, interval=INTERVALS["snapshot"])
     after = idle_after(args, config)
     if args.watch is not None:
         return asyncio.run(
-            watch(fleet, args.watch, args.timeout, json_lines=args.json, out=sys.stdout, idle_after=after)
+            watch(
+                fleet,
+                args.watch,
+                args.timeout,
+                json_lines=args.json,
+                out=sys.stdout,
+                idle_after=after,
+                query=query,
+            )
         )
     views = asyncio.run(take(fleet, args.timeout))
+    narrowing = narrowed(views, query, after)
     if args.json:
-        print(dumps(views, idle_after=after))
+        print(dumps(views, idle_after=after, narrowing=narrowing))
     else:
-        render(views, sys.stdout, idle_after=after)
+        render(views, sys.stdout, idle_after=after, narrowing=narrowing)
+    if narrowing is not None and narrowing.empty:
+        warn(f"nothing matches {filter_words(args)} (filter: {narrowing.text})")
     code = exit_code(views)
     if code == Exit.NO_GPU:
         names = [v.name for v in views if host_status(v)[0] == "no-gpu"]
@@ -64,6 +83,13 @@ def run(args: argparse.Namespace) -> int:
         hint = "; `gputui snapshot --demo` shows a simulated cluster" if person else ""
         print(f"gputui: {where}{hint}", file=sys.stderr)
     return code
+
+
+def narrowed(views: list[HostView], query: Query, idle_after: float | None) -> Narrowing | None:
+    """What `query` leaves of `views` (None: no filter, everything); `idle_after` None: the default."""
+    if not query:
+        return None
+    return narrow(views, query, threshold(None) if idle_after is None else idle_after)
 
 
 def exit_code(views: list[HostView]) -> int:
@@ -102,6 +128,7 @@ async def watch(
     json_lines: bool,
     out: TextIO,
     idle_after: float | None = None,
+    query: Query | None = None,
 ) -> int:
     """The snapshot every `every` seconds from one fleet, connected once and kept (no reconnection
     per refresh): on a terminal the screen is redrawn in place (home, each line erased to its end,
@@ -109,7 +136,8 @@ async def watch(
     each refresh is appended under a separator line. With `json_lines`, one JSON document a line (JSON
     lines), never a terminal code. Ends on Ctrl+C (exit 0), SIGTERM or SIGHUP, or when the output
     can no longer be written (exit 1). `idle_after`: seconds at 0 % SM that make an idle holder (the
-    streaks grow from frame to frame: gputui/fleet/idle.py)."""
+    streaks grow from frame to frame: gputui/fleet/idle.py). `query`: each frame shows only what it
+    matches (gputui/views/narrow.py)."""
     loop = asyncio.get_running_loop()
     stopped = asyncio.Event()
     code = 0
@@ -148,6 +176,7 @@ async def watch(
                 json_lines=json_lines,
                 first=frame == 0,
                 idle_after=idle_after,
+                narrowing=narrowed(fleet.hosts, query, idle_after) if query is not None else None,
             )
             frame += 1
             if getattr(out, "trouble", None) is not None:  # stdout closed, full, or its reader left
@@ -173,10 +202,12 @@ def _draw(
     json_lines: bool,
     first: bool,
     idle_after: float | None = None,
+    narrowing: Narrowing | None = None,
 ) -> None:
     if json_lines:
+        document = as_json(views, idle_after=idle_after, narrowing=narrowing)
         print(
-            json.dumps(as_json(views, idle_after=idle_after), separators=(",", ":"), ensure_ascii=True),
+            json.dumps(document, separators=(",", ":"), ensure_ascii=True),
             file=out,
             flush=True,
         )
@@ -184,13 +215,13 @@ def _draw(
     head = f"--- gputui snapshot {time.strftime('%Y-%m-%d %H:%M:%S')} (every {every:g} s; Ctrl+C stops) ---"
     if not tty:
         text = io.StringIO()
-        render(views, text, idle_after=idle_after)
+        render(views, text, idle_after=idle_after, narrowing=narrowing)
         print(head, file=out)
         print(text.getvalue(), end="", file=out, flush=True)
         return
     columns, lines = terminal_size(out)
     text = io.StringIO()
-    render(views, text, width=max(columns - 1, 60), idle_after=idle_after)
+    render(views, text, width=max(columns - 1, 60), idle_after=idle_after, narrowing=narrowing)
     rows = [head, *text.getvalue().rstrip("\n").splitlines()]
     if len(rows) > lines - 1:  # the frame's end would scroll its start away: say what is left out
         hidden = len(rows) - (lines - 2)

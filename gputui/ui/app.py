@@ -86,6 +86,7 @@ class GpuTuiApp(KillFlow, Pacing):
         lifeline: Lifeline | None = None,
         idle_after: float | None = None,
         pace: bool = False,
+        start_filter: str = "",
         ascii_only: bool = False,
     ) -> None:
         """The app for `fleet` (not started yet: the app starts it on mount and stops it on exit).
@@ -102,12 +103,15 @@ class GpuTuiApp(KillFlow, Pacing):
         snapshot" writes (None: the user's state dir). `lifeline`: what ends the app on SIGHUP,
         SIGTERM or a lost terminal (gputui/ui/terminal.py; the CLI installs one before the app runs).
         `pace`: slow the probes' samples down while the app cannot keep up with them (gputui/fleet/pacing.py;
-        `gputui` does, unless `--no-pace`). `ascii_only`: every glyph written as ASCII (`--ascii`;
+        `gputui` does, unless `--no-pace`). `start_filter`: the filter the fleet and process tables
+        start with, in the filter language (`gputui --user alice`: "user:alice"), shown and cleared
+        as one typed in the filter box. `ascii_only`: every glyph written as ASCII (`--ascii`;
         gputui/text/glyphs.py)."""
         acyclic.install()  # what Textual would leave as cyclic garbage each frame is freed at once (acyclic.py)
         super().__init__()
         # Seconds at 0 % SM that make a process holding GPU memory an idle holder (gputui/fleet/idle.py).
         self.idle_after = threshold(None) if idle_after is None else idle_after
+        self.start_filter = start_filter
         self.ascii_only = ascii_only  # read by the terminal driver (terminal.py)
         # SIGHUP, SIGTERM and a lost terminal end the app within a second (terminal.py); the CLI
         # installs it before anything starts. None (Pilot, a bench): nothing handled here.
@@ -156,7 +160,7 @@ class GpuTuiApp(KillFlow, Pacing):
     # -- life cycle --------------------------------------------------------------------------
 
     def get_default_screen(self) -> MainScreen:
-        self._main = MainScreen()
+        self._main = MainScreen(self.start_filter)
         return self._main
 
     def on_mount(self) -> None:

@@ -97,10 +97,14 @@ class Following:
 class DashboardState:
     """What the main screen shows, as the operator chose it."""
 
-    def __init__(self) -> None:
+    def __init__(self, start_filter: str = "") -> None:
+        """`start_filter`: what both tables are filtered by at the start (the command line's
+        --user, --pid, --gpu, --compute, gputui/cli/options.py); FilterError where it cannot be read."""
         self.host: str | None = None  # None: the fleet ("All hosts")
         self.procs = TableFilter()
         self.fleet = TableFilter()
+        self.procs.set(start_filter)
+        self.fleet.set(start_filter)
         # What is wrong with each host and GPU, and which groups fold (gputui/views/problems.py):
         # shared by the fleet table and the host list.
         self.problems = FleetProblems()

@@ -7,7 +7,10 @@
     word   = any other text: a piece of a host or GPU name, a command, a user, a PID, a container
              or a job id (what the filter box searched before the language)
 
-A leading `-` negates a term. Values are case-insensitive; `*` and `?` are wildcards (`host:gpu0*`),
+A leading `-` negates a term. A name may be a list, any of which matches (`user:alice,bob`,
+`pid:4121,4122`, `gpu:2,3`); `gpu:` takes the GPU SPECs `clean` and `wait` take (an index,
+HOST:INDEX, HOST:all, a UUID or a prefix of one), so the command line's filters (--user, --pid,
+--gpu, --compute) are this language too (gputui/cli/options.py). Values are case-insensitive; `*` and `?` are wildcards (`host:gpu0*`),
 and a value without them is the whole value (`host:gpu017`, `user:alice`) for names and a piece of
 it (`model:H200`, `cmd:train`) for longer texts. Double quotes keep spaces and the characters above
 in one value or word (`cmd:"--model llama"`, `"http://x:8000"`). The fields and what they compare
@@ -40,7 +43,7 @@ STATES: dict[str, str] = {
     "stale": "the host's samples stopped coming (its last one, dimmed)",
     "connecting": "the host is connecting (for the first time: one that went down is down while it tries again)",
     "no-gpu": "no NVIDIA driver or GPU on the host",
-    "free": "nothing holds the GPU, its memory is back at idle",
+    "free": "nothing holds the GPU, its memory is back at idle, and it has no error or ECC trouble",
     "busy": "a process uses or holds the GPU",
     "problem": "any of the problems below (what the fleet table shows first)",
     "healthy": "none of them",
@@ -60,10 +63,10 @@ STATE_ALIASES = {"idle": "idle-held", "idle-holder": "idle-held", "throttling": 
 FIELDS: dict[str, str] = {
     "host": "host name: host:gpu017, host:gpu0*",
     "group": "host group (the config's [groups], else the name without its number): group:rack3",
-    "user": "a process's user: user:alice",
+    "user": "a process's user: user:alice, user:alice,bob (either)",
     "state": "a state of the host, GPU or process: state:idle-held (see STATES)",
     "kind": "a process kind: kind:ghost (user, ghost, hidden, monitor, zombie)",
-    "gpu": "a GPU index: gpu:3",
+    "gpu": "a GPU as clean --gpu takes it: gpu:3, gpu:2,3, gpu:gpu017:3, gpu:gpu017:all, gpu:GPU-5a1b (a UUID)",
     "model": "the GPU's name: model:H200",
     "cmd": "a piece of a command line: cmd:train.py",
     "pid": "a process ID: pid:4121",
@@ -78,7 +81,12 @@ FIELD_ALIASES = {"command": "cmd", "name": "model", "hosts": "host", "users": "u
 NUMERIC = ("mem", "util", "temp", "idle")
 EXACT = ("host", "group", "user", "job")  # a name: the whole of it, unless it has wildcards
 PIECE = ("model", "cmd", "container")  # a longer text: a piece of it, unless it has wildcards
+# Fields whose value may be a list, any of which matches (`user:alice,bob`): names, which hold no
+# comma; not the longer texts, where a comma is part of the text (`cmd:--gpus=0,1`).
+LISTED = ("host", "group", "user", "job", "state", "kind", "gpu", "pid")
 OPS = (">=", "<=", ">", "<", "=")
+# What a table's title says beside a filter that matches none of its rows (not an empty table alone).
+NOTHING_MATCHES = "nothing matches"
 MAX_QUERY = 1000  # characters: a filter is typed, not pasted from a file
 _TERM = re.compile(r"([A-Za-z][A-Za-z_-]*)(>=|<=|>|<|=|:)(.*)", re.DOTALL)
 _AMOUNT = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z%°]*)")
@@ -105,6 +113,7 @@ class Subject:
     users: frozenset[str] = frozenset()
     kinds: frozenset[str] = frozenset()
     gpus: frozenset[int] = frozenset()
+    uuids: frozenset[str] = frozenset()  # the UUIDs of those GPUs
     models: tuple[str, ...] = ()
     commands: tuple[str, ...] = ()
     pids: frozenset[int] = frozenset()
@@ -214,6 +223,29 @@ def _term(raw: str, at: int) -> Term:
 
 
 def _match(name: str, value: str, negated: bool, at: int) -> Term:
+    if name not in LISTED:
+        return Term(name, ":", value, negated, test=_one(name, value, at))
+    # A list of names: any of them (`user:alice,bob`, `gpu:2,3`).
+    tests = []
+    for item in value.split(","):
+        if not item:
+            raise FilterError(f"an empty name in {name}:{value}: write {name}:a,b", at)
+        tests.append(_one(name, item, at))
+    if len(tests) == 1:
+        return Term(name, ":", _canonical(name, value), negated, test=tests[0])
+    return Term(name, ":", value, negated, test=lambda s: any(t(s) for t in tests))
+
+
+def _canonical(name: str, value: str) -> str:
+    """How a single value is kept: a state by its canonical name, a kind folded."""
+    folded = value.casefold()
+    if name == "state":
+        return STATE_ALIASES.get(folded, folded)
+    return folded if name in ("kind", "gpu", "pid") else value
+
+
+def _one(name: str, value: str, at: int) -> Callable[[Subject], bool]:
+    """The test of one value of field `name`."""
     folded = value.casefold()
     if name == "state":
         state = STATE_ALIASES.get(folded, folded)
@@ -221,18 +253,18 @@ def _match(name: str, value: str, negated: bool, at: int) -> Term:
             close = difflib.get_close_matches(state, [*STATES, *STATE_ALIASES], n=1, cutoff=0.6)
             hint = f"did you mean state:{STATE_ALIASES.get(close[0], close[0])}? " if close else ""
             raise FilterError(f"unknown state {value!r}: {hint}states are {', '.join(STATES)}", at)
-        return Term(name, ":", state, negated, test=lambda s: state in s.states)
+        return lambda s: state in s.states
     if name == "kind":
         if folded not in KINDS:
             raise FilterError(f"unknown kind {value!r}: kinds are {', '.join(KINDS)}", at)
-        return Term(name, ":", folded, negated, test=lambda s: folded in s.kinds)
-    if name in ("gpu", "pid"):
-        if not (folded.isascii() and folded.isdigit()) or len(folded) > 9:
-            raise FilterError(f"{name}:{value} is no {'GPU index' if name == 'gpu' else 'PID'}: {name}:3", at)
-        number = int(folded)
-        if name == "gpu":
-            return Term(name, ":", folded, negated, test=lambda s: number in s.gpus)
-        return Term(name, ":", folded, negated, test=lambda s: number in s.pids)
+        return lambda s: folded in s.kinds
+    if name == "gpu":
+        return _gpu(value, at)
+    if name == "pid":
+        number = _number(folded)
+        if number is None:
+            raise FilterError(f"pid:{value} is no PID: pid:4121", at)
+        return lambda s: number in s.pids
     wild = any(c in value for c in "*?[")
     if name in EXACT:
         texts: Callable[[Subject], tuple[str, ...] | frozenset[str]] = {
@@ -241,17 +273,48 @@ def _match(name: str, value: str, negated: bool, at: int) -> Term:
             "user": lambda s: s.users,
             "job": lambda s: s.jobs,
         }[name]
-        if wild:
-            return Term(name, ":", value, negated, test=lambda s: any(_glob(t, folded) for t in texts(s)))
-        return Term(name, ":", value, negated, test=lambda s: any(t.casefold() == folded for t in texts(s)))
+        return lambda s: any(_named(t, folded, wild) for t in texts(s))
     pieces: Callable[[Subject], tuple[str, ...]] = {
         "model": lambda s: s.models,
         "cmd": lambda s: s.commands,
         "container": lambda s: s.containers,
     }[name]
     if wild:
-        return Term(name, ":", value, negated, test=lambda s: any(_glob(t, folded) for t in pieces(s)))
-    return Term(name, ":", value, negated, test=lambda s: any(folded in t.casefold() for t in pieces(s)))
+        return lambda s: any(_glob(t, folded) for t in pieces(s))
+    return lambda s: any(folded in t.casefold() for t in pieces(s))
+
+
+def _number(text: str) -> int | None:
+    """An index or a PID: ASCII digits, at most 9 of them."""
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 9 else None
+
+
+def _gpu(value: str, at: int) -> Callable[[Subject], bool]:
+    """One GPU SPEC, as `clean --gpu` reads it (gputui/cli/gpuspec.py): an index, `all`, a GPU UUID
+    or a prefix of one, HOST:INDEX or HOST:all (the host as `host:` matches it)."""
+    folded = value.casefold()
+    if folded.startswith(("gpu-", "mig-")) and ":" not in folded:
+        return lambda s: any(u.casefold().startswith(folded) for u in s.uuids)
+    host, sep, index = folded.rpartition(":")
+    number = _number(index)
+    if (sep and not host) or (index != "all" and number is None):
+        raise FilterError(
+            f"gpu:{value} is no GPU index, HOST:INDEX, HOST:all or UUID (gpu:3, gpu:gpu017:3, gpu:GPU-5a1b)",
+            at,
+        )
+
+    def on(s: Subject) -> bool:
+        return bool(s.gpus) if number is None else number in s.gpus
+
+    if not sep:
+        return on
+    wild = any(c in host for c in "*?[")
+    return lambda s: _named(s.host, host, wild) and on(s)
+
+
+def _named(text: str, folded: str, wild: bool) -> bool:
+    """A name against a folded value: the whole of it, or as a wildcard pattern."""
+    return _glob(text, folded) if wild else text.casefold() == folded
 
 
 def _comparison(name: str, op: str, value: str, negated: bool, at: int) -> Term:

@@ -315,6 +315,7 @@ def gpu_subject(view: HostView, state: HostState, gpu: Gpu) -> Subject:
         states,
         procs,
         gpus=frozenset({gpu.index}),
+        uuids=frozenset({gpu.uuid}) if gpu.uuid else frozenset(),
         models=(gpu.name,) if gpu.name else (),
         memory=gpu.memory_used,
         memory_total=gpu.memory_total,
@@ -338,6 +339,7 @@ def host_subject(view: HostView, state: HostState) -> Subject:
         states,
         procs,
         gpus=frozenset(g.index for g in sample.gpus) if sample else frozenset(),
+        uuids=frozenset(g.uuid for g in sample.gpus if g.uuid) if sample else frozenset(),
         models=tuple(dict.fromkeys(g.name for g in sample.gpus if g.name)) if sample else (),
         memory=sum(used) if used else None,
         memory_total=sum(total) if total else None,
@@ -352,6 +354,7 @@ def _rows_subject(
     procs: Sequence[Proc],
     *,
     gpus: frozenset[int],
+    uuids: frozenset[str],
     models: tuple[str, ...],
     memory: int | None,
     memory_total: int | None,
@@ -368,6 +371,7 @@ def _rows_subject(
         users=frozenset(p.user for p in procs if p.user),
         kinds=frozenset(p.kind for p in procs),
         gpus=gpus,
+        uuids=uuids,
         models=models,
         commands=tuple(" ".join(p.command) for p in procs if p.command),
         pids=frozenset(p.pid for p in procs),
@@ -398,6 +402,7 @@ def proc_subject(
         users=frozenset({proc.user}) if proc.user else frozenset(),
         kinds=frozenset({proc.kind}),
         gpus=frozenset(proc.gpus),
+        uuids=_uuids(view, proc.gpus),
         commands=(" ".join(proc.command),) if proc.command else (),
         pids=frozenset({proc.pid}),
         jobs=frozenset({proc.job}) if proc.job else frozenset(),
@@ -407,6 +412,15 @@ def proc_subject(
         idle=idle,
         words=(proc.name,) if proc.name else (),
     )
+
+
+def _uuids(view: HostView, indexes: Iterable[int]) -> frozenset[str]:
+    """The UUIDs of the GPUs `indexes` of `view`'s sample (`gpu:GPU-5a1b` on a process)."""
+    sample = view.sample
+    if sample is None or not indexes:
+        return frozenset()
+    wanted = set(indexes)
+    return frozenset(g.uuid for g in sample.gpus if g.index in wanted and g.uuid)
 
 
 # -- GPUs and memory per user --------------------------------------------------------------------

@@ -12,6 +12,8 @@ the app's (docs/FLEET_VIEW.md "Idle holders"): "idle_since" (the sample time tha
 samples at 0 % SM while it holds GPU memory, as this gputui saw them; null: not idle now),
 "idle_seconds" (how long, to the host's latest sample) and "idle_holder" (idle for "idle_minutes" or
 more, a top-level field). A single snapshot has seen one sample: `--watch` sees the streaks grow.
+"filter" is the filter the document was narrowed by (`snapshot --user alice`: "user:alice"; null:
+none): then "gpus", "processes" and "jobs" hold what it matches (gputui/views/narrow.py).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import json
 import os
 import time
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -29,7 +32,7 @@ from ..config.file import idle_threshold as threshold
 from ..fleet.idle import span
 from ..fleet.session import DOWN, REASONS, HostView
 from ..kill.plan.mps import mps_clients
-from ..model import IDLE_SLACK, NO_GPU_CODES, Gpu, Proc, Sample
+from ..model import IDLE_SLACK, NO_GPU_CODES, Gpu, Job, Proc, Sample
 from ..model.textsafe import fit, pad, printable
 from ..text.units import fmt_bytes, fmt_bytes_of, fmt_duration, fmt_gpus, fmt_percent
 from ..text.words import (
@@ -42,8 +45,11 @@ from ..text.words import (
     kind_word,
     mig_profile,
 )
+from .narrow import Narrowing, Shown
+from .problems import gpu_free, severe_problems
 
 SCHEMA_VERSION = 1
+NOTHING_MATCHES = "no GPU or process here matches the filter"
 
 
 def host_status(view: HostView) -> tuple[str, str | None, str | None]:
@@ -56,14 +62,22 @@ def host_status(view: HostView) -> tuple[str, str | None, str | None]:
 
 
 def as_json(
-    views: list[HostView], now: float | None = None, idle_after: float | None = None
+    views: list[HostView],
+    now: float | None = None,
+    idle_after: float | None = None,
+    narrowing: Narrowing | None = None,
 ) -> dict[str, Any]:
-    """The document; `idle_after`: seconds at 0 % SM that make an idle holder (None: the default)."""
+    """The document; `idle_after`: seconds at 0 % SM that make an idle holder (None: the default);
+    `narrowing`: a filter's GPUs, processes and jobs only (its text is the document's `filter`)."""
     after = threshold(None) if idle_after is None else idle_after
     hosts = []
     for v in views:
         status, reason, message = host_status(v)
-        raw = v.raw_sample or {}
+        raw = (
+            _narrowed(v.raw_sample or {}, narrowing.of(v.name))
+            if narrowing is not None
+            else v.raw_sample or {}
+        )
         hosts.append(
             {
                 "name": v.name,
@@ -75,7 +89,7 @@ def as_json(
                 "gpus": raw.get("gpus", []),
                 "processes": [_with_idle(p, v, after) for p in raw.get("processes", [])],
                 # Checked field by field (model.Job): what a script acts on by id must be well-formed.
-                "jobs": [job.describe() for job in v.sample.jobs] if v.sample is not None else [],
+                "jobs": [job.describe() for job in _jobs(v.sample, narrowing, v.name)],
                 "jobs_omitted": v.sample.jobs_omitted if v.sample is not None else 0,
                 "scan": raw.get("scan"),
             }
@@ -84,8 +98,30 @@ def as_json(
         "version": SCHEMA_VERSION,
         "time": time.time() if now is None else now,
         "idle_minutes": after / 60,
+        "filter": narrowing.text if narrowing is not None else None,
         "hosts": hosts,
     }
+
+
+def _narrowed(raw: Mapping[str, Any], shown: Shown) -> dict[str, Any]:
+    """A raw sample with the GPU and process records `shown` leaves (the records as they came)."""
+    gpus = [g for g in raw.get("gpus", []) if isinstance(g, dict) and g.get("index") in shown.gpus]
+    processes = [
+        p
+        for p in raw.get("processes", [])
+        if isinstance(p, dict) and (p.get("pid"), p.get("start_time")) in shown.procs
+    ]
+    return {**raw, "gpus": gpus, "processes": processes}
+
+
+def _jobs(sample: Sample | None, narrowing: Narrowing | None, host: str) -> list[Job]:
+    """The sample's jobs, or those of the processes a filter leaves."""
+    if sample is None:
+        return []
+    if narrowing is None:
+        return list(sample.jobs)
+    kept = narrowing.of(host).jobs
+    return [job for job in sample.jobs if job.id in kept]
 
 
 def _with_idle(record: Any, view: HostView, after: float) -> Any:
@@ -104,9 +140,14 @@ def _with_idle(record: Any, view: HostView, after: float) -> Any:
     }
 
 
-def dumps(views: list[HostView], now: float | None = None, idle_after: float | None = None) -> str:
+def dumps(
+    views: list[HostView],
+    now: float | None = None,
+    idle_after: float | None = None,
+    narrowing: Narrowing | None = None,
+) -> str:
     """The document as text (ASCII: a host's control characters stay escaped)."""
-    return json.dumps(as_json(views, now, idle_after), indent=2, ensure_ascii=True)
+    return json.dumps(as_json(views, now, idle_after, narrowing), indent=2, ensure_ascii=True)
 
 
 KIND_NOTE = {
@@ -141,8 +182,17 @@ def _sm(p: Proc) -> str:
     return "-" if sm is None else f"{sm}%"
 
 
-def render(views: list[HostView], out: TextIO, width: int = 120, idle_after: float | None = None) -> None:
+def render(
+    views: list[HostView],
+    out: TextIO,
+    width: int = 120,
+    idle_after: float | None = None,
+    narrowing: Narrowing | None = None,
+) -> None:
+    """The text report; with `narrowing`, a filter's GPUs, processes and jobs only (said first)."""
     after = threshold(None) if idle_after is None else idle_after
+    if narrowing is not None:
+        print(f"filter: {printable(narrowing.text)}", file=out)
     for v in views:
         status, reason, message = host_status(v)
         facts = v.facts
@@ -162,17 +212,26 @@ def render(views: list[HostView], out: TextIO, width: int = 120, idle_after: flo
         if sample is None:
             print(file=out)
             continue
-        if sample.gpus:
+        shown = narrowing.of(v.name) if narrowing is not None else None
+        if shown is not None and not shown:
+            print(f"   {NOTHING_MATCHES}", file=out)
+            print(file=out)
+            continue
+        gpus = [g for g in sample.gpus if shown is None or g.index in shown.gpus]
+        procs = [p for p in sample.processes if shown is None or p.key in shown.procs]
+        if gpus:
             print(
                 f"   {'GPU':>3}  {'name':<22} {'memory used/total':>18} {'util':>5} {'temp':>5} "
                 f"{'power':>11}  state",
                 file=out,
             )
-        for g in sample.gpus:
+        for g in gpus:
             used = fmt_bytes_of(g.memory_used, g.memory_total)
             power = f"{g.power_draw or 0:.0f}/{g.power_limit or 0:.0f}W" if g.power_draw is not None else "-"
             temp = f"{g.temperature}C" if g.temperature is not None else "-"
-            state = g.error or ("free" if sample.gpu_is_free(g) else "busy")
+            state = g.error or ("free" if gpu_free(v, g) else "busy")
+            # Why a GPU nothing holds is not free: its memory trouble (an error is said already).
+            state += "".join(f", {p.words}" for p in severe_problems(v, g) if p.state != "error")
             account = g.accounting
             if account is not None and account.unaccounted > IDLE_SLACK:
                 # As the GPU table marks it: the largest part nobody listed holds (orphaned, outside...).
@@ -189,12 +248,12 @@ def render(views: list[HostView], out: TextIO, width: int = 120, idle_after: flo
         # The GPU column is as wide as its widest place (`0:1.0,1:2.0` in MIG): never cut.
         places = {p.pid: gpu_places(p) for p in sample.processes}
         wide = max([6, *map(len, places.values())])
-        if sample.processes:
+        if procs:
             print(
                 f"   {'PID':>7} {'kind':<8} {'GPUs':<{wide}} {'GPU mem':>8} {'SM%':>4} {'user':<10} {'elapsed':>8}  command",
                 file=out,
             )
-        for p in sample.processes:
+        for p in procs:
             mem = fmt_bytes(p.gpu_bytes) if p.gpu_memory else "-"
             note = _note(p, sample)
             idle = v.idle.seconds(p.key)
@@ -208,7 +267,7 @@ def render(views: list[HostView], out: TextIO, width: int = 120, idle_after: flo
             tail = f"  ({note})" if note else ""
             # Numbers and the note stay whole; the command gives way, with an ellipsis.
             print(fit(head, p.command_line, tail, max(width, 60), 12), file=out)
-        _render_jobs(sample, out, width)
+        _render_jobs(sample, _jobs(sample, narrowing, v.name), out, width)
         if sample.scan_unreadable:
             print(
                 f"   (the open files of {count(sample.scan_unreadable, 'process', 'processes')} unreadable: run as root to see every holder)",
@@ -236,16 +295,16 @@ def _render_mig(gpu: Gpu, sample: Sample, out: TextIO) -> None:
         print(f"     {label:<5} {pad(name, 19)} {used:>18} {'':>5} {'':>5} {'':>11}  {who}", file=out)
 
 
-def _render_jobs(sample: Sample, out: TextIO, width: int) -> None:
-    """The jobs section: one line per job (its id, the root's user, GPUs, memory, members, the
-    root's command, and where it runs: Slurm job, container, unit)."""
-    if not sample.jobs:
+def _render_jobs(sample: Sample, jobs: list[Job], out: TextIO, width: int) -> None:
+    """The jobs section: one line per job of `jobs` (its id, the root's user, GPUs, memory, members,
+    the root's command, and where it runs: Slurm job, container, unit)."""
+    if not jobs:
         return
     print(
         f"   {'job':>7} {'user':<10} {'GPUs':<6} {'GPU mem':>8} {'members':>7}  root command",
         file=out,
     )
-    for job in sample.jobs:
+    for job in jobs:
         head = (
             f"   {pad(job.id, 7, right=True)} {pad(job.user or '-', 10)} {fmt_gpus(job.gpus):<6} "
             f"{fmt_bytes(job.memory):>8} {len(job.members):>7}  "

@@ -48,6 +48,7 @@ def parser() -> argparse.ArgumentParser:
         help="draw even when stdin or stdout is not a terminal (it is refused otherwise, exit 2)",
     )
     options.add_idle_minutes(p)
+    options.add_filters(p)
     p.add_argument("--version", action="version", version=f"gputui {__version__}")
     return p
 

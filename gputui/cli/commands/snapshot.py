@@ -33,6 +33,7 @@ def parser() -> argparse.ArgumentParser:
         help="with --replay: the state at TIME (HH:MM[:SS], an ISO timestamp, +SECONDS; default: the end)",
     )
     options.add_idle_minutes(p)
+    options.add_filters(p)
     return p
 
 

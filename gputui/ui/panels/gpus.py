@@ -7,6 +7,7 @@ from textual.screen import Screen
 
 from gputui.fleet.session import HostView
 from gputui.text.words import count
+from gputui.views.filter import NOTHING_MATCHES
 
 from .. import fmt
 from ..context import Dashboard
@@ -103,6 +104,8 @@ class GpusPanel(Panel):
             title += f" · showing free only ({self.fleet_table.row_count})"
         if state.fleet.text:
             title += f" · filter: {fmt.safe(state.fleet.text, 30)}"
+            if not self.fleet_table.row_count:
+                title += f" · {NOTHING_MATCHES}"
         set_title(self.fleet_table, title)
         set_subtitle(self.fleet_table, self.fleet_table.hidden_sort())
 

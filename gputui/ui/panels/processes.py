@@ -13,6 +13,7 @@ from gputui.kill.operate import Request
 from gputui.model import Job, Parent, Proc, ProcUtilState
 from gputui.text.units import fmt_memory
 from gputui.text.words import count
+from gputui.views.filter import NOTHING_MATCHES
 from gputui.views.problems import group_of, proc_subject
 
 from .. import fmt, kinds
@@ -109,8 +110,12 @@ class ProcessesPanel(Panel):
         set_subtitle(self.table, self.table.hidden_sort())
 
     def _modes(self, view: HostView) -> str:
-        """Tree, jobs, following: what the operator switched on."""
+        """The filter, tree, jobs, following: what the operator switched on."""
         table, words = self.table, ""
+        if self.state.procs.text:
+            words += f" · filter: {fmt.safe(self.state.procs.text, 30)}"
+            if not table.in_view:
+                words += f" · {NOTHING_MATCHES}"
         if table.tree_mode:
             words += " · tree"
         if table.jobs_mode:
@@ -124,14 +129,12 @@ class ProcessesPanel(Panel):
         return words
 
     def _notes(self, view: HostView, scope: ProcScope) -> str:
-        """SM%, the jobs left out, the filter, the selection, the commands' offset."""
+        """SM%, the jobs left out, the selection, the commands' offset."""
         table, sample, words = self.table, view.sample, ""
         if sample is not None and table.width_of("sm"):
             words += " · " + sm_words(sample.proc_util, scope.gpu is None)
         if sample is not None and sample.jobs_omitted and table.jobs_mode:
             words += f" · {count(sample.jobs_omitted, 'job')} left out by the probe (the smallest)"
-        if self.state.procs.text:
-            words += f" · filter: {fmt.safe(self.state.procs.text, 30)}"
         selection = self.state.selection
         selected = selection.count(scope.host)
         if selected:

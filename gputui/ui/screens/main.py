@@ -53,9 +53,9 @@ from .users import UsersScreen
 class MainScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = MAIN_KEYS
 
-    def __init__(self) -> None:
+    def __init__(self, start_filter: str = "") -> None:
         super().__init__()
-        self.state = DashboardState()
+        self.state = DashboardState(start_filter)
         self._widgets_cached = False  # on_mount makes the panels (check_action needs them)
         self._shown_once = False
         self._kills_offered: bool | None = None  # what the footer shows now
