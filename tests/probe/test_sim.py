@@ -240,11 +240,11 @@ def test_zombie_holds_nothing_and_names_its_parent(make_sim):
 def test_demo_shows_every_kind_at_once(make_sim):
     reader = make_sim(gpus=4, scenario="demo", variant=0, seed=1)
     other = make_sim(gpus=4, scenario="demo", variant=1, seed=2)
+    # Between its two hosts, every role but MPS's and the neighbour's (the "mps" and "neighbour"
+    # scenarios' own); each host every kind of process.
+    own = {"mps-control", "mps-server", "mps-client", "neighbour"}
+    assert sorted({job.role for sim in (reader, other) for job in sim.jobs}) == sorted(set(ROLES) - own)
     for sim in (reader, other):
-        # Every role but "workers", MPS's and the jobs' (the "workers", "mps", "jobs" and
-        # "neighbour" scenarios' own).
-        own = {"workers", "mps-control", "mps-server", "mps-client", "launcher", "supervisor", "neighbour"}
-        assert sorted({job.role for job in sim.jobs}) == sorted(set(ROLES) - own)
         gpus, listed = sim.read()
         by_role = {job.role: job for job in sim.jobs}
         ghost, zombie = by_role["ghost"], by_role["zombie"]
@@ -349,6 +349,25 @@ def test_attach_to_nothing_is_a_reader_error(tmp_path):
         SimReader(scenario="nope")
 
 
+def test_a_stopped_job_holds_its_memory_in_state_t_until_sigterm_and_sigcont_end_it(make_sim):
+    reader = make_sim(gpus=2)
+    job = reader.spawn("stopped", gpu=1, memory=8 * GiB, name="sweep.py")
+    assert wait_until(lambda: stat(job.pid)["state"] == "T", 10.0, step=0.01)  # Ctrl+Z: stopped
+    assert reader.read()[1] == {job.pid: {1: 8 * GiB}}
+    assert job.signal(signal.SIGTERM)  # pending while stopped: what a kill plan's SIGCONT is for
+    assert stat(job.pid)["state"] == "T" and reader.read()[1] == {job.pid: {1: 8 * GiB}}
+    _, gpus = measure_release(reader, job.pid, job.start_time, lambda: job.signal(signal.SIGCONT))
+    assert gpus[1]["memory_used"] == 0
+
+
+def test_a_stopped_job_ends_with_its_sim(make_sim):
+    reader = make_sim(gpus=1)
+    job = reader.spawn("stopped", gpu=0, memory=GiB)
+    assert wait_until(lambda: stat(job.pid)["state"] == "T", 10.0, step=0.01)
+    reader.close()  # make_sim checks that nothing of the sim is left
+    assert not alive(job.pid, job.start_time)
+
+
 def test_spawn_rejects_bad_requests(make_sim):
     reader = make_sim(gpus=2)
     with pytest.raises(ValueError):
@@ -357,6 +376,9 @@ def test_spawn_rejects_bad_requests(make_sim):
         reader.spawn("idle", gpu=2)
     with pytest.raises(ValueError):
         reader.spawn("idle", name="../evil.py")
+    for role, restart in (("launcher", 5.0), ("supervisor", 0), ("supervisor", -1.0)):
+        with pytest.raises(ValueError, match="restart_s"):
+            reader.spawn(role, gpu=0, child={"name": "w.py", "restart_s": restart})
 
 
 def test_busy_jobs_burn_only_a_little_cpu(make_sim):
@@ -397,7 +419,8 @@ def test_close_leaves_no_process_and_no_directory():
     reader.open()
     reader.test_session_start = start_time(reader.session_pid)
     processes = all_processes(reader)
-    assert len(processes) == 10 and all(started is not None for _, started in processes)
+    # demo-a's session and jobs, a launcher's ranks and a ghost's child included
+    assert len(processes) == 14 and all(started is not None for _, started in processes)
     reader.close()
     assert [pid for pid, started in processes if start_time(pid) == started] == []
     assert not os.path.exists(reader.directory)
@@ -443,7 +466,7 @@ def test_sigkill_of_the_owner_leaves_no_job_behind():
         owner_start = start_time(owner)
         state = json.loads(wrapper.stdout.readline())
         processes = [tuple(p) for p in state["pids"]]
-        assert len(processes) == 10
+        assert len(processes) == 14  # demo-a's session and jobs, a launcher's ranks, a ghost's child
         session, session_start = processes[0]
         assert start_time(session) == session_start and start_time(owner) == owner_start
         os.kill(owner, signal.SIGKILL)
@@ -497,8 +520,8 @@ def test_the_sim_runs_under_python_3_8():
     ).stdout
     result = json.loads(out)
     assert result["python"] == [3, 8] and result["interpreter"] == str(PYTHON38)
-    # The demo runs every role but the "workers", "mps", "jobs" and "neighbour" scenarios' own.
-    own = {"workers", "mps-control", "mps-server", "mps-client", "launcher", "supervisor", "neighbour"}
+    # demo-b runs every role but MPS's and the neighbour's (their scenarios' own) and demo-a's own.
+    own = {"mps-control", "mps-server", "mps-client", "neighbour", "launcher", "stopped"}
     assert result["roles"] == sorted(set(ROLES) - own)
     assert result["ghost_listed"] and result["ghost_dead"]
     assert result["before"] == {"3": GiB} and result["released"] and result["used"] == 0

@@ -17,6 +17,11 @@ MIG_NAME = "NVIDIA H200 MIG %dg.%dgb (sim)"
 DEFAULT_GPUS = 4
 SCENARIO_GPUS = {"jobs": 8}
 
+# demo-b's supervisor waits this long before it starts a new worker (supervisord's back-off): longer
+# than a clean of its host takes (a job there ignores SIGTERM for the 5 s wait), so a clean is
+# verified before the worker comes back, and `J` and the dashboard show it back soon after.
+SUPERVISOR_RESTART_S = 15.0
+
 # A scenario's jobs: [(role, SimReader.spawn's keyword arguments)], from (variant, number of GPUs).
 JobSpecs = List[Tuple[str, Dict[str, Any]]]
 
@@ -35,8 +40,15 @@ def no_jobs(variant, gpus):
 
 def demo_jobs(variant, gpus):
     # type: (int, int) -> JobSpecs
-    """The demo scenario: every kind of process at once. Variant 0 and 1 look like two different
-    hosts; variant 1 leaves GPU 3 free. Fewer than 4 GPUs: the jobs share them."""
+    """The demo scenario: every kind of process, and every family of them, at once (the "jobs"
+    scenario's folded in). Variant 0 (demo-a): a model served on GPUs 0-1 beside a torchrun-like
+    launcher's two ranks, a ghost and an idle notebook kernel on GPU 2, a service that ignores
+    SIGTERM, a zombie's parent and a job stopped by Ctrl+Z on GPU 3. Variant 1 (demo-b): a training
+    on GPUs 0-1, a data-loader family (three workers holding their parent's context) and an idle
+    kernel on GPU 0, a ghost, a zombie's parent and a supervisor's worker on GPU 2, and GPU 3 free.
+    Every job on demo-a ends for good when cleaned (the README's `clean && wait` rehearsal); demo-b's
+    supervisor starts a new worker SUPERVISOR_RESTART_S after one ends. Fewer than 4 GPUs: the jobs
+    share them."""
 
     def on(*indexes):
         # type: (*int) -> List[int]
@@ -55,6 +67,11 @@ def demo_jobs(variant, gpus):
                                  argv=["--model", "BAAI/bge-large-en-v1.5", "--port", "9000"])),
             ("zombie", dict(gpu=on(3), memory=22 * GiB, util=97, name="bench.py",
                             argv=["--suite", "matmul", "--dtype", "bf16"])),
+            ("launcher", dict(gpu=on(0, 1), memory=12 * GiB, util=91, name="torchrun",
+                              argv=["--nproc-per-node", "2", "train.py", "--config", "llama-8b.yaml"],
+                              child={"name": "train.py", "argv": ["--local-rank", "{rank}", "--config",
+                                                                  "llama-8b.yaml"]})),
+            ("stopped", dict(gpu=on(3), memory=8 * GiB, name="sweep.py", argv=["--trial", "7", "--lr", "1e-4"])),
             ("hidden", dict(name="probe_cuda.py", argv=["--check", "all"])),
             ("monitor", dict(name="nv_hostengine.py", argv=["-n", "--service-account", "nvidia-dcgm"])),
         ]  # fmt: skip
@@ -69,6 +86,12 @@ def demo_jobs(variant, gpus):
                        argv=["--model", "qwen2.5-32b", "--lora", "--num-workers", "2"])),
         ("zombie", dict(gpu=on(2), memory=16 * GiB, util=88, name="bench.py",
                         argv=["--suite", "attention", "--seq-len", "8192"])),
+        ("workers", dict(gpu=on(0), memory=10 * GiB, util=82, name="pretrain.py", workers=3,
+                         argv=["--data", "/data/c4", "--num-workers", "3"])),
+        ("supervisor", dict(gpu=on(2), memory=6 * GiB, util=30, name="supervisor.py",
+                            argv=["--program", "embedder", "--autorestart", "true"],
+                            child={"name": "embed_worker.py", "argv": ["--queue", "embeddings"],
+                                   "restart_s": SUPERVISOR_RESTART_S})),
         ("hidden", dict(name="probe_cuda.py", argv=["--device", "all", "--loop"])),
         ("monitor", dict(name="nv_hostengine.py", argv=["-n", "--service-account", "nvidia-dcgm"])),
     ]  # fmt: skip

@@ -420,11 +420,13 @@ class SimReader(Reader):
         launcher (like torchrun: holds no device file; starts one CUDA-like rank per GPU of `gpu` as a
         new program, `child`'s script; forwards SIGTERM, SIGINT and SIGHUP to them and exits once
         they have, stopping the rest when one ends; the ranks are the job's `workers`), supervisor
-        (holds no device file; runs one worker on the first GPU of `gpu` and starts a new one 0.5 s
-        after it ends; a signal is passed on to the worker, then it exits), neighbour (another
-        guest's job: a context and nothing else; listed by nobody where the reader plays a
-        container's probe, the "neighbour" scenario). child: {"name": script, "argv": [...]} of a
-        launcher's ranks or a supervisor's workers ("{rank}" in an argument: the rank's number).
+        (holds no device file; runs one worker on the first GPU of `gpu` and starts a new one 0.5 s,
+        or its child's restart_s, after it ends; a signal is passed on to the worker, then it exits),
+        neighbour (another guest's job: a context and nothing else; listed by nobody where the reader
+        plays a container's probe, the "neighbour" scenario), stopped (allocates like an idle job,
+        then stops itself with SIGSTOP: a job left stopped by Ctrl+Z, state T, its memory held).
+        child: {"name": script, "argv": [...]} of a launcher's ranks or a supervisor's workers
+        ("{rank}" in an argument: the rank's number; "restart_s": a supervisor's wait).
         lifetime: seconds after which a busy, idle or ignore-term job exits by itself (a benchmark
         that ends; None: it lives until stopped or the sim closes)."""
         job = self._start_job(role, gpu, memory, util, name, argv, user, comm, workers, mig, child, lifetime)

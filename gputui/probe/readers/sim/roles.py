@@ -17,7 +17,7 @@ from .processes import signal_checked
 
 ROLES = (
     "busy", "idle", "ignore-term", "ghost", "hidden", "zombie", "monitor", "workers",
-    "mps-control", "mps-server", "mps-client", "launcher", "supervisor", "neighbour",
+    "mps-control", "mps-server", "mps-client", "launcher", "supervisor", "neighbour", "stopped",
 )  # fmt: skip
 # Roles that hold no GPU themselves but run CUDA-like children on their GPUs (one each).
 PARENT_ROLES = ("launcher", "supervisor")
@@ -43,6 +43,7 @@ DEFAULT_NAMES = {
     "launcher": "torchrun",
     "supervisor": "supervisor.py",
     "neighbour": "train.py",
+    "stopped": "train.py",
 }
 MONITOR_COMM = "nv-hostengine"
 
@@ -151,7 +152,12 @@ def checked_job(role, gpu, util, name, comm, child, lifetime, mig, sim_gpus, rng
     kid = dict(child or DEFAULT_CHILD.get(role) or {}) if role in PARENT_ROLES else None
     if kid is not None:
         kid_name = _plain_name(str(kid.get("name") or ""), "a child's name")
+        restart = kid.get("restart_s")
         kid = {"name": kid_name, "argv": [str(a) for a in kid.get("argv") or []]}
+        if restart is not None:  # a supervisor's wait before it starts a new worker
+            if role != "supervisor" or not 0 < float(restart) < 1e6:
+                raise ValueError("restart_s is a supervisor's child's, in seconds > 0")
+            kid["restart_s"] = float(restart)
     util = max(0, min(100, int(util)))
     name = _plain_name(name or DEFAULT_NAMES[role], "a job name")
     if comm is None and role == "monitor":

@@ -41,8 +41,10 @@ PR_SET_CHILD_SUBREAPER = 36
 DEVICE_SIZE = 4096
 # Interpreters to try when the one we were given cannot be run by the job's user (e.g. under /root).
 FALLBACK_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3")
-CONTEXT_ROLES = ("busy", "idle", "ignore-term", "ghost", "zombie", "workers", "mps-server", "mps-client")
-RESTART_S = 0.5  # a supervisor starts a new worker this long after the last one ended
+CONTEXT_ROLES = (
+    "busy", "idle", "ignore-term", "ghost", "zombie", "workers", "stopped", "mps-server", "mps-client",
+)
+RESTART_S = 0.5  # a supervisor starts a new worker this long after the last one ended (its child's restart_s)
 
 _keep = []  # fds and mappings held for the life of the process: that is what "holding" means
 
@@ -291,7 +293,7 @@ def launcher_main(cfg, lifeline, status, message):
 
 def supervisor_main(cfg, lifeline, status, message):
     """Like supervisord or a `Restart=always` unit: holds no device file; runs one worker and starts
-    a new one RESTART_S after it ends. SIGTERM, SIGINT or SIGHUP: passed to the worker, then exit
+    a new one its child's `restart_s` (else RESTART_S) after it ends. SIGTERM, SIGINT or SIGHUP: passed to the worker, then exit
     once it has ended (no restart)."""
     current = [start_child(cfg, cfg["gpus"][0], 0, lifeline)]
     message["workers"] = [[current[0], start_time(current[0])]]
@@ -306,6 +308,7 @@ def supervisor_main(cfg, lifeline, status, message):
                 pass
 
     ended_at = [0.0]
+    restart_s = float(cfg["child"].get("restart_s") or RESTART_S)
 
     def step():
         if current[0] is not None and reap(current[0]):
@@ -314,7 +317,7 @@ def supervisor_main(cfg, lifeline, status, message):
         if current[0] is None:
             if stopping[0]:
                 return True
-            if time.monotonic() - ended_at[0] >= RESTART_S:
+            if time.monotonic() - ended_at[0] >= restart_s:
                 current[0] = start_child(cfg, cfg["gpus"][0], 0, lifeline)
         return False
 
@@ -371,6 +374,10 @@ def job_main(cfg, lifeline, status):
         kids = [fork_ghost_child(lifeline) for _ in range(int(cfg.get("workers") or 3))]
         message["workers"] = [[kid, start_time(kid)] for kid in kids]
     report(status, message)
+    if role == "stopped":
+        # A job left stopped (Ctrl+Z, SIGSTOP) with its memory held: it acts on nothing until
+        # SIGCONT (a SIGKILL still ends it: the sim's stop and its session rely on that).
+        os.kill(os.getpid(), signal.SIGSTOP)
     burn_ms = max(0.5, 2.0 * cfg["util"] / 100.0) if uses_gpu and cfg["util"] > 0 else 0.0
     live_until_eof(lifeline, burn_ms, cfg.get("lifetime"))
 
