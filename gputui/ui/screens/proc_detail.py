@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections.abc import Callable
 from typing import ClassVar
 
+from rich.console import RenderableType
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
@@ -28,7 +30,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 
 from gputui.fleet.fleet import DETAIL_TIMEOUT
-from gputui.fleet.session import EventArrived, FleetEvent
+from gputui.fleet.history import ProcReadings
+from gputui.fleet.session import EventArrived, FleetEvent, SampleArrived
 from gputui.kill.operate import SignalRequest
 from gputui.model import GpuShare, Job, Parent, Proc, ProcDetail, Sample, brief_command
 from gputui.model.textsafe import printable
@@ -37,6 +40,7 @@ from gputui.text.words import count
 
 from .. import fmt, kinds
 from ..messages import PlanRequested
+from ..widgets.chart import Scale, Series, nice_bytes, nice_top, stacked
 from ..widgets.detail_body import DetailBody
 from .dialog import DIALOG, Dialog
 from .environ import EnvironScreen
@@ -121,6 +125,7 @@ class ProcDetailScreen(Dialog[None]):
     def on_mount(self) -> None:
         self.body = self.query_one(DetailBody)
         self._awaiting = False  # a signal was asked for: read the process again once it is sent
+        self.dash.fleet.follow(self.host)  # its processes' history is kept from now on, in any fleet
         self.dash.fleet.listen(self._on_fleet)
         self.action_reread()
 
@@ -129,7 +134,10 @@ class ProcDetailScreen(Dialog[None]):
 
     def _on_fleet(self, change: FleetEvent) -> None:
         """The `done` of a plan about this process (the signal chosen here): read it again, so
-        its state (T after SIGSTOP) shows without `r`."""
+        its state (T after SIGSTOP) shows without `r`. A sample of its host: the charts move on."""
+        if isinstance(change, SampleArrived) and change.view.name == self.host:
+            self.redraw()
+            return
         if not (self._awaiting and isinstance(change, EventArrived) and change.view.name == self.host):
             return
         event = change.event
@@ -254,7 +262,49 @@ class ProcDetailScreen(Dialog[None]):
         self._time_rows(rows)
         self._family_rows(rows, sample)
         self._place_rows(rows)
-        body.show([self._status_line(body), Text(), _grid(rows.rows, body.style_of("pdetail--label"))])
+        grid = _grid(rows.rows, body.style_of("pdetail--label"))
+        body.show([self._status_line(body), Text(), grid, Text(), *self._history(body)])
+
+    def _history(self, body: DetailBody) -> list[RenderableType]:
+        """Its GPU memory, SM, CPU and RSS over time, as the host's rings kept them."""
+        section = body.style_of("pdetail--label")
+        muted = body.style_of("pdetail--muted")
+        try:
+            ring = self.dash.fleet.view(self.host).processes.get(self.record.key)
+        except KeyError:
+            ring = None
+        if ring is None or not ring.count:
+            why = "no samples of it yet (kept for the 16 processes that hold the most GPU memory)"
+            return [Text("History", section), Text(why, muted)]
+        times = ring.times
+        shown = min(len(times), max(body.size.width - 40, 10))
+        seconds = times[-1] - times[-shown]
+        heading = f"History, the last {fmt_duration(seconds)} ({count(shown, 'sample')}, one a cell)"
+        width = max(body.size.width, 60)
+        charts = stacked(
+            self._series(body, ring), times, width, label=section, axis=muted, label_width=LABEL_WIDTH
+        )
+        return [Text(heading, section), charts]
+
+    def _series(self, body: DetailBody, ring: ProcReadings) -> list[Series]:
+        exact = self.dash.exact_memory
+
+        def memory(value: float) -> str:
+            return fmt_memory(int(value), exact)
+
+        gpu, sm, cpu, rss = ring.gpu_memory, ring.sm, ring.cpu, ring.rss
+        top_gpu = nice_bytes(max((v or 0.0 for v in gpu), default=0.0))
+        top_rss = nice_bytes(max((v or 0.0 for v in rss), default=0.0))
+        percent = Scale(100.0, _percent)
+        cpu_scale = Scale(nice_top(max((v or 0.0 for v in cpu), default=0.0), 100.0), _percent)
+        return [
+            Series(
+                "GPU memory", gpu, Scale(top_gpu, memory), body.style_of("pdetail--gpu"), _now(gpu, memory)
+            ),
+            Series("SM", sm, percent, body.style_of("pdetail--sm"), _now(sm, _percent)),
+            Series("CPU", cpu, cpu_scale, body.style_of("pdetail--cpu"), _now(cpu, _percent)),
+            Series("RSS", rss, Scale(top_rss, memory), body.style_of("pdetail--rss"), _now(rss, memory)),
+        ]
 
     def _who_rows(self, rows: Rows, sample: Sample | None) -> None:
         """Command, kind, user and state."""
@@ -464,6 +514,16 @@ class ProcDetailScreen(Dialog[None]):
             )
             return Text(f"PID {pid} {what}{words}. What the last sample said:", warn)
         return Text(f"Read from /proc on {host} just now (r: again).", status)
+
+
+def _now(values: list[float | None], say: Callable[[float], str]) -> str:
+    """The latest reading, as the chart's scale says it; `-` where none was read."""
+    value = values[-1] if values else None
+    return "-" if value is None else say(value)
+
+
+def _percent(value: float) -> str:
+    return f"{value:.0f}%"
 
 
 def job_of_record(sample: Sample | None, record: Proc | Parent) -> Job | None:

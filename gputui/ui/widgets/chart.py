@@ -19,11 +19,22 @@ import math
 from collections.abc import Callable, Sequence
 
 from rich.style import Style
+from rich.table import Table
 from rich.text import Text
 
 from gputui.text.units import fmt_duration
 
-__all__ = ["Scale", "chart", "chart_lines", "nice_top", "span_words", "time_lines"]
+__all__ = [
+    "Scale",
+    "Series",
+    "chart",
+    "chart_lines",
+    "nice_bytes",
+    "nice_top",
+    "span_words",
+    "stacked",
+    "time_lines",
+]
 
 _BLOCKS = "▁▂▃▄▅▆▇█"
 
@@ -50,6 +61,15 @@ def nice_top(peak: float, floor: float = 0.0) -> float:
         if step * power >= peak * (1 - 1e-9):
             return step * power
     return 10.0 * power
+
+
+def nice_bytes(peak: float) -> float:
+    """`nice_top` in the unit the size is said in (a round number of GiB, MiB or KiB), so the
+    scale reads `500 GiB`, not `466 GiB`."""
+    for unit in (1 << 40, 1 << 30, 1 << 20, 1 << 10):
+        if peak >= unit:
+            return nice_top(peak / unit) * unit
+    return nice_top(peak, 1.0)
 
 
 def span_words(seconds: float) -> str:
@@ -141,3 +161,47 @@ def chart(
         else:
             text.append(line, axis)
     return text
+
+
+class Series:
+    """One chart of a stack: its label, readings, scale and style, and what it reads now."""
+
+    __slots__ = ("label", "now", "scale", "style", "values")
+
+    def __init__(
+        self, label: str, values: Sequence[float | None], scale: Scale, style: Style | str, now: str = ""
+    ) -> None:
+        self.label, self.values, self.scale, self.style, self.now = label, values, scale, style, now
+
+
+def stacked(
+    series: Sequence[Series],
+    times: Sequence[float],
+    width: int,
+    *,
+    label: Style | str = "",
+    axis: Style | str = "",
+    label_width: int = 10,
+    gutter: int = 6,
+    height: int = 2,
+) -> Table:
+    """Charts over one time axis, each `height` rows, its label at the left and its reading now at
+    the right; `width`: the cells of the whole, labels included."""
+    now_width = max((len(s.now) for s in series), default=0)
+    ends = [s.scale.label(end) for s in series for end in (s.scale.top, s.scale.bottom)]
+    gutter = max([gutter, *(len(end) for end in ends)])  # every chart's columns line up
+    span = max(width - label_width - gutter - 2 - now_width - 3, 10)
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(width=label_width, style=label, no_wrap=True)
+    grid.add_column(width=span + gutter + 2, no_wrap=True)
+    grid.add_column(width=now_width, justify="right", no_wrap=True)
+    shown = min(span, len(times))
+    for s in series:
+        drawn = chart(
+            s.values, times, span, height, s.scale, style=s.style, axis=axis, gutter=gutter, time_axis=False
+        )
+        grid.add_row(Text(s.label), drawn, Text(s.now))
+    grid.add_row(
+        Text(""), Text("\n".join(time_lines(times, shown, span, gutter)), axis, no_wrap=True), Text("")
+    )
+    return grid

@@ -18,6 +18,11 @@ class DetailBody(StyledStatic):
         "pdetail--muted",
         "pdetail--warn",
         "pdetail--status",
+        # The process's history charts (proc_detail.py).
+        "pdetail--gpu",
+        "pdetail--sm",
+        "pdetail--cpu",
+        "pdetail--rss",
     }
 
     def __init__(self, **kwargs: Any) -> None:
