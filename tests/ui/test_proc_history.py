@@ -58,3 +58,24 @@ async def test_the_process_detail_charts_its_gpu_memory_sm_cpu_and_rss(tmp_path:
         box.scroll_end(animate=False)
         await pilot.pause(0.3)
         assert chart_lines(app) != lines
+
+
+async def test_the_main_screen_shows_the_hosts_cpu_and_ram_over_time_at_80x24(tmp_path: Path) -> None:
+    app = sim_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.fleet.view("demo-a")
+        await wait_for(pilot, lambda: view.host_history.count >= 3, 60)
+        assert app._main is not None
+        app._main.select_host("demo-a")
+        await redrawn(pilot)
+        await pilot.pause(0.3)
+        legend = next(line for line in screen_text(app).splitlines() if "CPU " in line and "RAM " in line)
+        cpu, ram = view.host_history.cpu[-1], view.host_history.memory[-1]
+        assert cpu is not None and ram is not None
+        assert re.search(r"CPU [▁▂▃▄▅▆▇█ ]{12} \d+%", legend) and re.search(
+            r"RAM [▁▂▃▄▅▆▇█ ]{12} \d+%", legend
+        )
+        app._main.select_host(None)  # "All hosts": no one host's load
+        await redrawn(pilot)
+        await pilot.pause(0.3)
+        assert not re.search(r"(CPU|RAM) [▁▂▃▄▅▆▇█ ]{12} \d+%", screen_text(app))

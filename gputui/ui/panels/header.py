@@ -1,4 +1,5 @@
-"""The header: the status line (the host in view, or the fleet's counts), and the legend."""
+"""The header: the status line (the host in view, or the fleet's counts), and the legend (with the
+host's CPU and RAM over its last samples first)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ class HeaderPanel(Panel):
         self.status_line.show_fleet(
             views, self.state.busy, self.dash.read_only, paused=self.paused_for(), paced=self.dash.paced
         )
+        self.legend.show_load(None)
 
     def show_host(self, view: HostView) -> None:
         self.status_line.show_host(
@@ -33,3 +35,4 @@ class HeaderPanel(Panel):
             exact=self.dash.exact_memory,
             paced=self.dash.paced,
         )
+        self.legend.show_load(view.host_history)  # the host's CPU and RAM over the last samples

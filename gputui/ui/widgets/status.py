@@ -9,6 +9,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.widgets import Static
 
+from gputui.fleet.history import HostReadings
 from gputui.fleet.session import CONNECTING, DOWN, LIVE, REASONS, STALE, HostView
 from gputui.text.words import count, host_metrics_parts
 
@@ -231,15 +232,51 @@ class StatusLine(OneLine):
         self.set_text(text)
 
 
+LOAD_CELLS = 12  # samples of the host's CPU and RAM the legend line draws, one a cell
+
+
 class Legend(OneLine):
-    COMPONENT_CLASSES: ClassVar[set[str]] = {*kinds.STYLE.values(), "gpu--free", "status--muted"}
+    """The kinds' legend; with a host in view, its CPU and RAM over the last LOAD_CELLS samples
+    first (`CPU ▂▃▅▇ 38%  RAM ▅▅▅▆ 61%`), so the main screen shows the host's load over time at
+    80x24 (the legend gives way at the end of the line: `?` says what the kinds mean)."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        *kinds.STYLE.values(),
+        "gpu--free",
+        "status--muted",
+        "meter--util",
+        "meter--memory",
+    }
+
+    _load: HostReadings | None = None
 
     def on_mount(self) -> None:
         self.redraw()
 
+    def show_load(self, load: HostReadings | None) -> None:
+        """The host's CPU and RAM history (None: the fleet is in view, or nothing known)."""
+        self._load = load
+        self.redraw()
+
+    def _load_parts(self, text: Text) -> None:
+        load = self._load
+        if load is None or not load.count:
+            return
+        muted = self.style_of("status--muted")
+        for name, values, style in (("CPU", load.cpu, "meter--util"), ("RAM", load.memory, "meter--memory")):
+            now = values[-1] if values else None
+            if now is None:
+                continue
+            text.append(f"{name} ", muted)
+            line = fmt.sparkline([v or 0.0 for v in values], LOAD_CELLS, LOAD_CELLS)
+            text.append(line, self.style_of(style))
+            text.append(f" {now:.0f}%  ", muted)
+        text.append("  ")
+
     def redraw(self) -> None:
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(" ")
+        self._load_parts(text)
         for kind, style in kinds.STYLE.items():
             text.append(kinds.label(kind), self.style_of(style))
             text.append("  ")
