@@ -234,10 +234,11 @@ def joined(*parts: str | None) -> str:
     return ": ".join(kept)
 
 
-def part_words(account: MemoryAccount, part: str) -> str:
+def part_words(account: MemoryAccount, part: str, exact: bool = False) -> str:
     """One part of a GPU's memory account, for a person: `2.1 GiB orphaned, no process holds it; a
-    reset would free it`. The same words in `gputui wait`, a clean's verdict and the GPU view."""
-    size = fmt_bytes(getattr(account, part))
+    reset would free it`. The same words in `gputui wait`, a clean's verdict and the GPU view
+    (`exact`: its size in exact MiB, the dashboard's `m`)."""
+    size = fmt_memory(getattr(account, part), exact)
     if part == "ghost":
         held = f"; suspected holders: {pids(account.suspects)}" if account.suspects else ""
         return f"{size} listed for dead PIDs {pids(account.ghosts) or '?'}{held}"

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from ..fleet.idle import ProcKey, span
 from ..fleet.session import DOWN, LIVE, STALE, HostView
 from ..model import IDLE_SLACK, Gpu, Preflight, Proc, Sample
-from ..text.units import fmt_bytes
+from ..text.units import fmt_bytes, fmt_memory
 from .filter import Subject
 from .readiness import preflight_flags
 
@@ -54,10 +54,17 @@ class Problem:
     state: str
     words: str
     short: str = ""
+    size: int | None = None  # bytes, for a problem of memory: its words are the state and this size
 
     @property
     def rank(self) -> int:
         return RANKS.get(self.state, HEALTHY)
+
+    def text(self, exact: bool = False) -> str:
+        """Its words, a size in them in GiB or in exact MiB (the dashboard's `m`)."""
+        if self.size is None:
+            return self.words
+        return f"{self.state} {fmt_memory(self.size, exact)}"
 
 
 def default_group(name: str) -> str:
@@ -119,7 +126,7 @@ def gpu_problems(
             ("unaccounted", other),
         ):
             if size > IDLE_SLACK:
-                out.append(Problem(state, f"{state} {fmt_bytes(size)}", state))
+                out.append(Problem(state, f"{state} {fmt_bytes(size)}", state, size=size))
     if idle:
         held = [
             s for p in sample.processes if gpu.index in p.gpu_memory and (s := idle.get(p.key)) is not None

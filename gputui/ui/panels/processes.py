@@ -325,10 +325,10 @@ class ProcessesPanel(Panel):
             for host, proc in found:
                 selection.add(host, proc)
             hosts = len({host for host, _ in found})
-            memory = sum(proc.gpu_bytes for _, proc in found)
+            memory = fmt_memory(sum(proc.gpu_bytes for _, proc in found), self.dash.exact_memory)
             self.screen.notify(
                 f"Selected {count(len(found), 'idle holder')} on {count(hosts, 'host')} "
-                f"({fmt_memory(memory)}): x plans their kill, with the confirmation dialog.",
+                f"({memory}): x plans their kill, with the confirmation dialog.",
                 timeout=6,
                 markup=False,
             )

@@ -246,7 +246,7 @@ class GpuDetailScreen(Screen[None]):
             for part, _ in account.parts():
                 if part in account.UNACCOUNTED:
                     style = t.style_of(PART_STYLE.get(part, "gpu--warn"))
-                    lines.append(Text("! " + part_words(account, part), style))
+                    lines.append(Text("! " + part_words(account, part, self.dash.exact_memory), style))
             if account.orphaned > IDLE_SLACK:
                 hint = "r: the reset ladder (a dry run first, then a confirmation)"
                 lines.append(Text(hint, t.style_of("gpu-view--muted")))

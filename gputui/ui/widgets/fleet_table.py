@@ -430,7 +430,7 @@ class FleetTable(KeyedTable):
             style = self._problem_style(worst)
             more = state.gpu_count(gpu) - 1 if state is not None else 0
             tail = f" +{more}" if more else ""
-            cell = Cell(fmt.safe(worst.words, 60) + tail, style, sort_key=sort_key)
+            cell = Cell(fmt.safe(worst.text(self.exact_memory), 60) + tail, style, sort_key=sort_key)
             return cell.with_short(
                 Cell(fmt.safe(worst.short or worst.words, 20) + tail, style, sort_key=sort_key)
             )

@@ -23,10 +23,7 @@ from .table import KeyedTable
 ALL = "all"  # the row key of the whole-host row
 HISTORY_WINDOW = 120  # samples a sparkline spans, whatever its width
 SPARK_WIDTH = 12
-BAR_WIDTH = 8
-# In exact MiB the numbers are 5 cells longer (`120832/143771 MiB`): the bar gives them its room, so
-# `m` changes units, not the columns shown.
-EXACT_BAR_WIDTH = 3
+BAR_WIDTH = 8  # in GiB and in exact MiB alike: the Memory column grows by the longer numbers
 HOLDERS_ROOM = 30  # the Holders column grows to this (or what its cells need) before Temp comes
 
 
@@ -85,14 +82,13 @@ def unaccounted(gpu: Gpu) -> bool:
 def marks_cell(cell: Cell, table: KeyedTable, gpu: Gpu, flags: tuple[str, ...]) -> Cell:
     """After the holders: `◌ 2.1 GiB orphaned` when memory is unaccounted for (its largest part),
     `⚑ persistence off +1` when the preflight reading flags something (the GPU view, i, says all).
-    In the short form too, one space apart. The mark's size is a summary, in GiB whatever `m` says
-    (the Memory column and the GPU view have it exact): `m` changes no column's width here."""
+    In the short form too, one space apart. The size is in the unit `m` chose, as every figure."""
     style = table.style_of("gpu--warn")
     account = gpu.accounting
     marks: list[list[tuple[str, bool]]] = []
     if account is not None and unaccounted(gpu):
         part, size = max(((p, b) for p, b in account.parts() if p in account.UNACCOUNTED), key=lambda x: x[1])
-        marks.append([("◌ ", False), (fmt_memory(size), True), (f" {part}", False)])
+        marks.append([("◌ ", False), (fmt_memory(size, table.exact_memory), True), (f" {part}", False)])
     if flags:
         more = f" +{len(flags) - 1}" if len(flags) > 1 else ""
         marks.append([(f"⚑ {flags[0]}{more}", False)])
@@ -109,10 +105,10 @@ def marks_cell(cell: Cell, table: KeyedTable, gpu: Gpu, flags: tuple[str, ...]) 
 
 
 def memory_cell(table: Styled, used: int | None, total: int | None, width: int | None = None) -> Cell:
-    """A bar and `59.7/140 GiB`, or a shorter bar and `61234/143771 MiB` in exact memory (the column
+    """A bar and `59.7/140 GiB`, or the same bar and `61234/143771 MiB` in exact memory (the column
     is as wide as its widest: the numbers are never cut)."""
     if width is None:
-        width = EXACT_BAR_WIDTH if table.exact_memory else BAR_WIDTH
+        width = BAR_WIDTH
     fraction = used / total if used is not None and total else None
     filled, empty = fmt.meter(fraction, width)
     return Cell.parts(
@@ -272,7 +268,7 @@ class GpuTable(KeyedTable):
             for form, gap in ((cell, "  "), (cell.short, " ")):
                 assert form is not None
                 form.add(gap if form.plain else "").add("◌ ", style)
-                form.add(fmt_memory(total), style, keep=True).add(" unaccounted", style)
+                form.add(fmt_memory(total, self.exact_memory), style, keep=True).add(" unaccounted", style)
         return cell
 
     @property
