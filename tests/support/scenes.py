@@ -416,6 +416,14 @@ def _detail_of(pick: Callable[[GpuTuiApp], str]) -> Callable[[Pilot[Any]], Await
     return run
 
 
+async def _proc_history(pilot: Pilot[Any]) -> None:
+    """The process detail of the largest GPU user, scrolled to its history charts."""
+    await _detail_of(_widest_user_row)(pilot)
+    app: GpuTuiApp = pilot.app  # type: ignore[assignment]
+    app.screen.query_one("#pdetail-box").scroll_end(animate=False)
+    await pilot.pause()
+
+
 def _hostile_row(app: GpuTuiApp) -> str:
     sample = app.fleet.view("demo-a").sample
     assert sample is not None
@@ -544,6 +552,8 @@ SCENES = {
         Scene("proc-detail", (120, 36), _demo, _detail_of(_hostile_row)),  # literal, every field
         Scene("proc-detail-narrow", (80, 24), _demo, _detail_of(_tied_holder_row)),
         Scene("proc-detail-wide", (200, 50), _demo, _detail_of(_widest_user_row)),
+        # Its GPU memory, SM, CPU and RSS over time (the detail's charts, scrolled to).
+        Scene("proc-history", (120, 40), _demo, _proc_history),
         Scene("gpu-view-mig", (120, 40), _mig, _gpu_view(1)),  # GPU 0 in MIG mode: three instances
         # The host header with the host's load; the fleet table's CPU and RAM columns when wide.
         Scene("host-metrics", (120, 36), _metrics, _host),
