@@ -4,9 +4,10 @@ Each host is a real probe subprocess running the `sim` reader (gputui/probe/read
 through the same local transport and bootstrap as any host, so the demo exercises the real paths.
 
 Two ways to run it (GPUTUI_DEMO):
-- "live" (the default): one cluster per user, run by a daemon (gputui/cli/demod.py) that the first
-  `--demo` command (or `gputui demo start`) starts; every `--demo` command's probes attach to its
-  sims, so a clean's effect is what the next command sees, and its jobs come and go.
+- "live" (the default): one cluster per name (GPUTUI_DEMO_NAME, else one per installation:
+  gputui/cli/democtl.py), run by a daemon (gputui/cli/demod.py) that the first `--demo` command (or
+  `gputui demo start`) starts; every `--demo` command's probes attach to its sims, so a clean's
+  effect is what the next command sees, and its jobs come and go.
 - "fresh": each `--demo` command runs its own sims, with every job as the scenario starts it, and
   ends them when it exits: deterministic, for tests and screenshots.
 

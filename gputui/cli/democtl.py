@@ -3,22 +3,32 @@ the daemon (gputui/cli/demod.py) or attaching to the one running, stopping it, a
 (start, stop, status). Every `--demo` command comes through here (gputui/cli/demo.py demo_hosts).
 
 
-    gputui demo start [--idle-timeout S] [--refill-after S] [--bench-run S] [--bench-gap S]
-    gputui demo stop
-    gputui demo status [--json]
+    gputui demo start [--name NAME] [--idle-timeout S] [--refill-after S] [--bench-run S] [--bench-gap S]
+    gputui demo stop [--name NAME]
+    gputui demo status [--name NAME] [--json]
 
 A daemon (gputui/cli/demod.py, `daemon_main`) runs the two demo hosts' sims (gputui/cli/demo.py
 DEMO_HOSTS): it owns their sessions and jobs, and every `--demo` command's probes attach to their
 directories (the sim reader's attach mode), so what `clean` does is what the next `snapshot` or
 `wait` sees.
 
-Where it lives: `$XDG_RUNTIME_DIR/gputui-demo`, or without XDG_RUNTIME_DIR `gputui-demo-<uid>` in the
-temporary directory ($TMPDIR, else /tmp). That directory must be a real directory (not a link) of
-this user that nobody else can open (mode 700), and XDG_RUNTIME_DIR one that only this user can
-write; anything else is refused with one line saying why (exit 4), never used or repaired. In it:
-`lock` (flock, held by the daemon for its life: one daemon per directory, so one per user),
-`demo.json` (its PID, start time, sims; written by the daemon), `used` (touched by each client when
-it attaches), `daemon.log` (the last daemon's log) and one `gputui-sim-*` directory per host.
+Which demo: each has a name, so that two people working as one Unix user (root on a GPU box), or
+two installations of gputui, run demos apart: `--name` of `gputui demo`, else GPUTUI_DEMO_NAME (for
+every `--demo` command), else this installation's (`default_name`: a hash of the interpreter's
+prefix and the package's directory, after the login name of whoever logged in when that is not this
+user, as /proc/self/loginuid says: two operators who `sudo -i` get two demos). Not one per terminal:
+the demo outlives commands so that a dashboard in one terminal sees what a clean in another did. The
+daemon records the installation that started it; a command of another installation that attaches
+to it (one name given to both) says so on stderr, and `demo status` shows it.
+
+Where it lives: `$XDG_RUNTIME_DIR/gputui-demo/<name>`, or without XDG_RUNTIME_DIR
+`gputui-demo-<uid>/<name>` in the temporary directory ($TMPDIR, else /tmp). Both must be real
+directories (not links) of this user that nobody else can open (mode 700), and XDG_RUNTIME_DIR one
+that only this user can write; anything else is refused with one line saying why (exit 4), never
+used or repaired. In it: `lock` (flock, held by the daemon for its life: one daemon per directory,
+so one per name), `demo.json` (its PID, start time, name, installation, sims; written by the
+daemon), `used` (touched by each client when it attaches), `daemon.log` (the last daemon's log) and
+one `gputui-sim-*` directory per host.
 
 When it ends: on `gputui demo stop`, SIGTERM, SIGHUP or SIGINT, or after `--idle-timeout` (30 min)
 with no client: no probe attached (each attached sim reader holds flock(LOCK_SH) on its sim's
@@ -37,8 +47,11 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import hashlib
 import json
 import os
+import pwd
+import re
 import select
 import signal
 import stat
@@ -52,12 +65,17 @@ from pathlib import Path
 from typing import Any
 
 from ..config.file import ConfigError, HostSpec
+from ..model.textsafe import printable
 from ..probe.readers.sim import start_time
 from . import argtypes
 from .demo import DEMO_FRESH, DEMO_HOSTS, DemoError, demo_mode
 from .exits import Exit
 
 DIR_NAME = "gputui-demo"
+ENV_NAME = "GPUTUI_DEMO_NAME"  # which demo every command of this environment means
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")  # a demo's name: one plain directory name
+NAME_RULE = "1 to 40 letters, digits, '.', '_' or '-', the first a letter or a digit"
+NO_LOGIN_UID = 4294967295  # /proc/self/loginuid when no login set it ((uid_t) -1)
 LOCK_FILE, STATE_FILE, USED_FILE, LOG_FILE = "lock", "demo.json", "used", "daemon.log"
 IDLE_TIMEOUT = 30 * 60.0  # seconds with no client before the daemon ends by itself
 REFILL_AFTER = 60.0  # a freed GPU gets its jobs back after this long free
@@ -108,9 +126,81 @@ def private_problem(path: Path, what: str, mode_mask: int = 0o077) -> str | None
     return None
 
 
-def demo_directory(environ: Mapping[str, str] = os.environ, create: bool = True) -> Path:
-    """The user's demo directory (module docstring), made if missing (with `create`), checked always.
-    Raises DemoError (exit 4) when it, or XDG_RUNTIME_DIR, is not private."""
+# -- which demo -------------------------------------------------------------------------------------
+
+
+def installation() -> str:
+    """This installation of gputui, as a demo records it: the interpreter's prefix (a venv) and the
+    package's directory (a checkout)."""
+    return f"{os.path.realpath(sys.prefix)} {Path(__file__).resolve().parent.parent}"
+
+
+def _login_uid() -> int | None:
+    """Who logged in (the audit login uid, kept across sudo and su), where a login set it."""
+    try:
+        with open("/proc/self/loginuid", "rb") as f:
+            uid = int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+    return None if uid == NO_LOGIN_UID else uid
+
+
+def default_name() -> str:
+    """This installation's demo (module docstring): a short hash of `installation()`, after the login
+    name of whoever logged in when that is not this user."""
+    digest = hashlib.sha256(installation().encode()).hexdigest()[:8]
+    uid = _login_uid()
+    if uid is None or uid == os.geteuid():
+        return digest
+    try:
+        who = re.sub(r"[^A-Za-z0-9_.-]", "_", pwd.getpwuid(uid).pw_name)[:24]
+    except KeyError:
+        who = ""
+    return f"{who if NAME.fullmatch(who) else f'uid{uid}'}-{digest}"
+
+
+def demo_name(option: str | None = None, environ: Mapping[str, str] = os.environ) -> str:
+    """The demo a command means: `option` (--name), else GPUTUI_DEMO_NAME, else `default_name()`.
+    A name that is not one is a DemoError (exit 2)."""
+    name, source = (option, "--name") if option is not None else (environ.get(ENV_NAME), ENV_NAME)
+    if name is None or (option is None and not name.strip()):
+        return default_name()
+    if not NAME.fullmatch(name):
+        raise DemoError(f"{source}: '{printable(name)}' is not a demo name ({NAME_RULE})", Exit.USAGE)
+    return name
+
+
+# -- the directory ---------------------------------------------------------------------------------
+
+
+def demo_directory(name: str, environ: Mapping[str, str] = os.environ, create: bool = True) -> Path:
+    """The directory of the demo `name` (module docstring), in the user's demo root; both made if
+    missing (with `create`), checked always. Raises DemoError (exit 4) when either, or
+    XDG_RUNTIME_DIR, is not private."""
+    root = demo_root(environ, create)
+    path = root / name
+    if create:
+        _make_private(path)
+    elif not os.path.lexists(path):
+        return path
+    problem = private_problem(path, "the demo's directory")
+    if problem:
+        raise DemoError(f"{problem}: refusing to use it (remove it)", Exit.REFUSED)
+    return path
+
+
+def _make_private(path: Path) -> None:
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise DemoError(f"cannot make the demo's directory {path}: {exc.strerror}", Exit.REFUSED) from None
+
+
+def demo_root(environ: Mapping[str, str] = os.environ, create: bool = True) -> Path:
+    """The user's directory of demos (module docstring), made if missing (with `create`), checked
+    always. Raises DemoError (exit 4) when it, or XDG_RUNTIME_DIR, is not private."""
     runtime = environ.get("XDG_RUNTIME_DIR", "")
     if runtime and os.path.isabs(runtime):  # the spec: a relative path is ignored
         problem = private_problem(Path(runtime), "XDG_RUNTIME_DIR", 0o022)
@@ -127,14 +217,7 @@ def demo_directory(environ: Mapping[str, str] = os.environ, create: bool = True)
         base = tmp if os.path.isabs(tmp) else tempfile.gettempdir()
         path = Path(base) / f"{DIR_NAME}-{os.geteuid()}"
     if create:
-        try:
-            os.mkdir(path, 0o700)
-        except FileExistsError:
-            pass
-        except OSError as exc:
-            raise DemoError(
-                f"cannot make the demo's directory {path}: {exc.strerror}", Exit.REFUSED
-            ) from None
+        _make_private(path)
     elif not os.path.lexists(path):
         return path
     problem = private_problem(path, "the demo's directory")
@@ -263,8 +346,26 @@ def _started_words(directory: Path) -> str:
     state = read_state(directory) or {}
     minutes = float(state.get("idle_timeout_s") or IDLE_TIMEOUT) / 60
     return (
-        f"gputui: started the demo cluster (PID {state.get('pid')}, in {directory}); it runs until "
-        f"`gputui demo stop`, or {minutes:g} min with no client"
+        f"gputui: started the demo cluster '{directory.name}' (PID {state.get('pid')}, in {directory}); it "
+        f"runs until `gputui demo stop`, or {minutes:g} min with no client"
+    )
+
+
+def foreign(state: Mapping[str, Any]) -> str | None:
+    """The installation that started the demo `state` says of itself, where that is not this one."""
+    theirs = state.get("installation")
+    return theirs if isinstance(theirs, str) and theirs != installation() else None
+
+
+def foreign_words(directory: Path, state: Mapping[str, Any]) -> str | None:
+    """What a command of this installation says before it uses a demo another one started."""
+    theirs = foreign(state)
+    if theirs is None:
+        return None
+    return (
+        f"gputui: the demo '{directory.name}' was started by another installation ({printable(theirs)}; "
+        f"this one: {printable(installation())}), PID {state.get('pid')}: attaching to it; another "
+        f"{ENV_NAME} runs one of this installation's own"
     )
 
 
@@ -330,7 +431,7 @@ def stop(directory: Path) -> tuple[bool, str]:
     deadline = time.monotonic() + START_TIMEOUT
     while True:
         if not lock_held(directory):
-            return False, "not running"
+            return False, f"the demo '{directory.name}' is not running (in {directory})"
         state = running(directory)
         if state is not None:
             break
@@ -348,7 +449,7 @@ def stop(directory: Path) -> tuple[bool, str]:
         time.sleep(0.05)
     if lock_held(directory) or any(s.exists() for s in sims):
         raise DemoError(f"the demo (PID {pid}) did not end in time")
-    return True, f"stopped the demo (PID {pid})"
+    return True, f"stopped the demo '{directory.name}' (PID {pid}, in {directory})"
 
 
 def _exited(pid: int, started: Any) -> bool:
@@ -389,6 +490,14 @@ def _end(pid: int, started: Any, sig: int) -> bool | None:
     finally:
         if fd is not None:
             os.close(fd)
+
+
+def name_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--name",
+        metavar="NAME",
+        help=f"which demo (default: ${ENV_NAME}, else this installation's: `demo status` says its name)",
+    )
 
 
 def schedule_arguments(p: argparse.ArgumentParser) -> None:
@@ -440,8 +549,11 @@ def demo_hosts(names: Sequence[str]) -> list[HostSpec]:
     specs = [by_name[n] for n in names] if names else list(DEMO_HOSTS)
     if demo_mode() == DEMO_FRESH:
         return specs
-    directory = demo_directory()
+    directory = demo_directory(demo_name())
     state, _ = ensure_running(directory, say=lambda line: print(line, file=sys.stderr))
+    words = foreign_words(directory, state)
+    if words is not None:
+        print(words, file=sys.stderr)
     touch_used(directory)
     sims = state.get("hosts") or {}
     out = []

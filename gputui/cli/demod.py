@@ -1,4 +1,4 @@
-"""The live demo's daemon: one process per user that runs the two demo hosts' sims and keeps their
+"""The live demo's daemon: one process per demo (per name, gputui/cli/democtl.py) that runs the two demo hosts' sims and keeps their
 jobs coming and going (below); started, found and stopped by gputui/cli/democtl.py, whose directory
 rules (private, locked, one daemon per user) it follows. `daemon_main` is its program (democtl.BOOT).
 
@@ -37,6 +37,7 @@ from .democtl import (
     STATE_FILE,
     USED_FILE,
     Options,
+    installation,
     open_private,
     options_of,
     private_problem,
@@ -153,6 +154,8 @@ class Daemon:
             "start_time": start_time(os.getpid()),
             "started": self.started,
             "directory": str(self.directory),
+            "name": self.directory.name,
+            "installation": installation(),
             "hosts": {
                 h.name: {"directory": h.reader.directory, "gpus": h.reader.gpus, "scenario": h.reader.scenario}
                 for h in self.hosts

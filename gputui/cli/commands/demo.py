@@ -5,16 +5,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
 
+from ...model.textsafe import printable
 from .. import argtypes
 from ..demo import DemoError
 from ..democtl import (
     IDLE_TIMEOUT,
     demo_directory,
+    demo_name,
+    demo_root,
     ensure_running,
+    foreign,
+    installation,
+    name_argument,
     options_of,
     running,
     schedule_arguments,
@@ -28,16 +35,19 @@ from ..streams import fail
 def parser() -> argparse.ArgumentParser:
     p = argtypes.Parser(
         prog="gputui demo",
-        description="The simulated cluster that every `--demo` command attaches to (one per user).",
+        description="The simulated cluster that every `--demo` command attaches to: one per name "
+        "(--name, $GPUTUI_DEMO_NAME, else one per installation).",
         epilog="exit codes: start: 0 running, 1 did not start; stop: 0 stopped or not running, "
         "1 did not end; status: 0 running, 1 not running; any: 2 bad usage, 4 the demo's directory "
         "is not private (refused)",
     )
     sub = p.add_subparsers(dest="action", metavar="start|stop|status")
     start = sub.add_parser("start", help="start it (the first `--demo` command does too)")
+    name_argument(start)
     schedule_arguments(start)
-    sub.add_parser("stop", help="end it and every process of it")
-    status = sub.add_parser("status", help="whether it runs, its PID, directory, hosts, uptime")
+    name_argument(sub.add_parser("stop", help="end it and every process of it"))
+    status = sub.add_parser("status", help="whether it runs, its name, PID, directory, hosts, uptime")
+    name_argument(status)
     status.add_argument("--json", action="store_true", help="one JSON document")
     return p
 
@@ -46,15 +56,18 @@ def run(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     action = args.action or "status"
     try:
-        directory = demo_directory(create=action == "start")
+        directory = demo_directory(demo_name(getattr(args, "name", None)), create=action == "start")
         if action == "start":
             state, started = ensure_running(directory, options_of(args))
             touch_used(directory)  # started to be used: the idle timeout counts from now
             word = "started" if started else "already running"
-            print(f"gputui demo: {word} (PID {state['pid']}, in {directory})")
+            theirs = foreign(state)
+            whose = f", started by another installation: {theirs}" if theirs else ""
+            print(f"gputui demo: {word}: '{directory.name}' (PID {state['pid']}, in {directory}{whose})")
             return Exit.OK
         if action == "stop":
-            _, words = stop(directory) if directory.exists() else (False, "not running")
+            missing = f"the demo '{directory.name}' is not running (in {directory})"
+            _, words = stop(directory) if directory.exists() else (False, missing)
             print(f"gputui demo: {words}")
             return Exit.OK
         return _status(directory, getattr(args, "json", False))
@@ -65,10 +78,17 @@ def run(argv: list[str]) -> int:
 def _status(directory: Path, as_json: bool) -> int:
     state = running(directory) if directory.exists() else None
     if as_json:
-        doc: dict[str, Any] = {"running": state is not None, "directory": str(directory)}
+        doc: dict[str, Any] = {
+            "running": state is not None,
+            "name": directory.name,
+            "directory": str(directory),
+        }
+        doc["others"] = _others(directory)
         if state is not None:
             doc.update(
                 pid=state["pid"],
+                installation=state.get("installation"),
+                foreign=foreign(state) is not None,
                 state=state.get("state"),
                 uptime_s=round(time.time() - float(state.get("started") or time.time()), 1),
                 hosts=state.get("hosts") or {},
@@ -78,12 +98,22 @@ def _status(directory: Path, as_json: bool) -> int:
             )
         print(json.dumps(doc, indent=2))
         return Exit.OK if state is not None else Exit.NOT_RUNNING
+    others = ", ".join(_others(directory)) or "none"
     if state is None:
-        print("gputui demo: not running (`gputui demo start`, or any `--demo` command, starts it)")
+        print(
+            f"gputui demo: '{directory.name}' is not running, in {directory} (`gputui demo start`, or any "
+            f"`--demo` command, starts it); other demos of yours running: {others}"
+        )
         return Exit.NOT_RUNNING
     up = time.time() - float(state.get("started") or time.time())
-    print(f"gputui demo: running (PID {state['pid']}, up {_duration(up)})")
+    print(f"gputui demo: '{directory.name}' running (PID {state['pid']}, up {_duration(up)})")
     print(f"  directory  {directory}")
+    theirs = foreign(state)
+    if theirs is not None:
+        print(
+            f"  started by another installation: {printable(theirs)} (this one: {printable(installation())})"
+        )
+    print(f"  others     {others} (other demos of yours running)")
     for name, host in (state.get("hosts") or {}).items():
         print(f"  {name:<9}  {host.get('gpus')} GPUs, sim in {host.get('directory')}")
     idle = float(state.get("idle_timeout_s") or IDLE_TIMEOUT)
@@ -95,6 +125,16 @@ def _status(directory: Path, as_json: bool) -> int:
         f"then is free for {_duration(float(bench.get('gap_s') or 0))}"
     )
     return Exit.OK
+
+
+def _others(directory: Path) -> list[str]:
+    """The names of the user's other demos that run now."""
+    root = demo_root(create=False)
+    try:
+        names = sorted(entry.name for entry in os.scandir(root) if entry.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
+    return [n for n in names if n != directory.name and running(root / n) is not None]
 
 
 def _duration(seconds: float) -> str:
