@@ -844,22 +844,43 @@ def size_words(n: int) -> str:
     return f"{n} bytes"
 
 
-def action_event(record: dict[str, Any]) -> dict[str, Any] | None:
-    """An audit-log line (an `action` entry) as the probe event record a replay shows in the action
-    log; None for a line that is no plan's. Every field goes on to gputui.model.Event's checks."""
-    action = record.get("action")
-    if not isinstance(action, str):
-        return None
-    kind = record.get("kind")
-    stage = record.get("stage")
-    out: dict[str, Any] = {
-        "type": "event",
-        "v": wire.VERSION,
-        "plan": action,
-        "time": record.get("time"),
-        "stage": stage if isinstance(stage, str) else kind if isinstance(kind, str) else "?",
-        "data": {"recorded": True},
-    }
-    for key in ("result", "pid", "start_time", "gpu", "signal", "message"):
-        out[key] = record.get(key)
-    return out
+PROCESS_FIELDS = ("name", "command", "gpus")  # what a live event says of its process (Proc.identity)
+
+
+class ActionEvents:
+    """Audit-log lines (`action` entries) as the probe events a replay shows in the action log, each
+    with what the live event said of its process: its name, command and GPUs. The audit log keeps
+    the command on every line but the GPUs only on the plan's line for the process (its intent) and
+    on verdicts, so what an intent said is kept for the plan's later lines of that process, until
+    the plan's `done` (a bounded memory: only plans under way)."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, int], dict[str, Any]] = {}
+
+    def event(self, record: dict[str, Any]) -> dict[str, Any] | None:
+        """The event record of one line; None for a line that is no plan's. Every field goes on to
+        gputui.model.Event's checks."""
+        action = record.get("action")
+        if not isinstance(action, str):
+            return None
+        kind, stage, pid = record.get("kind"), record.get("stage"), record.get("pid")
+        data = record.get("data")
+        process = {k: v for k, v in (data if isinstance(data, dict) else {}).items() if k in PROCESS_FIELDS}
+        process.update({k: record[k] for k in PROCESS_FIELDS if record.get(k) is not None})
+        if isinstance(pid, int) and not isinstance(pid, bool):
+            known = self._known.setdefault((action, pid), {})
+            known.update(process)
+            process = dict(known)
+        if stage == "done" or kind == "done":
+            self._known = {k: v for k, v in self._known.items() if k[0] != action}
+        out: dict[str, Any] = {
+            "type": "event",
+            "v": wire.VERSION,
+            "plan": action,
+            "time": record.get("time"),
+            "stage": stage if isinstance(stage, str) else kind if isinstance(kind, str) else "?",
+            "data": {**(data if isinstance(data, dict) else {}), **process, "recorded": True},
+        }
+        for key in ("result", "pid", "start_time", "gpu", "signal", "message"):
+            out[key] = record.get(key)
+        return out

@@ -26,7 +26,7 @@ from typing import Any
 
 from gputui.model.textsafe import printable
 from gputui.probe import wire
-from gputui.recording.format import Entry, RecordingError, RecordingReader, action_event
+from gputui.recording.format import ActionEvents, Entry, RecordingError, RecordingReader
 from gputui.transport.base import TransportError
 
 
@@ -299,6 +299,7 @@ class ReplayPlayer:
         self.ended = False
         self.problem: str | None = None
         self.played = 0  # entries handed on
+        self._actions = ActionEvents()  # the audit log's lines as the events the live dashboard had
 
     # -- what the dashboard asks (gputui.ui.replay.ReplayControls)
 
@@ -435,7 +436,7 @@ class ReplayPlayer:
                 TransportError(record["reason"] or "closed", record["detail"] or "down (as recorded)")
             )
         elif entry.kind == "action":
-            event = action_event(record)
+            event = self._actions.event(record)
             checked, _ = wire.check(event, wire.PROBE_TYPES) if event is not None else (None, None)
             if checked is not None:
                 channel.put(checked)

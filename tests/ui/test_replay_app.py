@@ -11,10 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from gputui.cli.replay import REPLAY_INTERVAL, open_replay
+from gputui.kill.auditlog import ActionLog, read_records
+from gputui.model import Event, brief_command
 from gputui.recording.format import clock_at, offset_words
 from gputui.recording.player import ReplayPlayer
 from gputui.ui import make_app
 from gputui.ui.replay import ReplayApp
+from gputui.ui.widgets.action_log import event_entry
 from tests.support.apps import scratch_log
 from tests.support.pilot import redrawn, screen_text, wait_for
 from tests.support.recfile import START, demo_recording, fixture, gzip_lines, lines_of
@@ -173,3 +176,49 @@ async def test_the_speed_keys_leave_a_typed_filter_alone(tmp_path: Path) -> None
         await redrawn(pilot)
         box = app.screen.query_one(Input)
         assert box.value == "-user:x+>" and player.speed == 2.0
+
+
+async def test_a_replayed_plan_reads_as_the_live_dashboard_wrote_it(tmp_path: Path) -> None:
+    """The audit log's lines, replayed, make the same action-log lines as the probe's events did
+    live: the GPU column kept (from the plan's line for the process), the PID once, the command in
+    its column. The lines are written by gputui's own audit log writer."""
+    plan, pid = "be7a11", 8120
+    command = ["python3", "train.py", "--lr", "3e-4"]
+    label = f"{pid} {brief_command(command)}"
+    identity = {"name": "python3", "command": command, "user": "root", "uid": 0, "gpus": [2]}
+
+    def event(stage: str, result: str, message: str, t: float, **more: Any) -> Event:
+        return Event.from_wire(
+            {"type": "event", "v": 1, "plan": plan, "time": t, "stage": stage, "pid": pid,
+             "start_time": 777, "gpu": None, "signal": more.pop("signal", None), "result": result,
+             "message": message, "data": {"elapsed_ms": 1.0, **identity, **more}}
+        )  # fmt: skip
+
+    live = [
+        event("signal", "sent", f"SIGTERM -> {label}", START + 3.3, signal="SIGTERM"),
+        event("wait", "exited", f"{label} exited after SIGTERM", START + 3.4, signal="SIGTERM"),
+        event("verdict", "exited", f"{label}: exited", START + 3.5),
+    ]
+    audit = ActionLog(tmp_path / "actions.jsonl", operator="root")
+    audit.write(
+        "intent", plan, host="demo-a", pid=pid, start_time=777, user="root", command=command,
+        signal="SIGTERM", stage="plan", result="intent", message="chosen", gpus=[2],
+    )  # fmt: skip
+    for e in live:
+        audit.write_event("demo-a", e)
+    audit.close()
+    path = tmp_path / "r.gz"
+    writer = demo_recording(path, seconds=3, close=False)
+    for i, line in enumerate(read_records(tmp_path / "actions.jsonl")[0]):  # written now: put at 3.2 s on
+        writer.write("demo-a", "action", {**line, "time": START + 3.2 + i / 10}, t=START + 3.2 + i / 10)
+    writer.close("seconds")
+    app, player = replay_app(path)
+    async with app.run_test(size=(160, 40)) as pilot:
+        main = app._main
+        assert main is not None
+        await wait_for(pilot, lambda: player.ended, 30)
+        await wait_for(pilot, lambda: len([e for e in main.action_log.entries if e.tag == plan]) == 4)
+        replayed = [e.plain() for e in main.action_log.entries if e.tag == plan and e.pid == pid][1:]
+        assert replayed == [event_entry("demo-a", e).plain() for e in live]
+        assert all(line.startswith(f"demo-a GPU 2 {pid} ") for line in replayed), replayed
+        assert all(line.count(str(pid)) == 1 for line in replayed), replayed
