@@ -112,10 +112,7 @@ def gpu_problems(
     """What is wrong with one GPU, worst first. `settings`: what its preflight reading says that
     differs from its siblings (`sibling_settings`); `siblings`: how its model or memory differs
     (`sibling_models`); `idle`: the host's idle holders with their seconds (HostIdle.durations)."""
-    out: list[Problem] = []
-    if gpu.error:
-        out.append(Problem("error", f"error: {gpu.error}", "error"))
-    out += ecc_problems(view.preflight.get(gpu.index))
+    out = severe_problems(view, gpu)
     account = gpu.accounting
     if account is not None:
         other = sum(getattr(account, part) for part in ("container", "unreported", "hidden", "unknown"))
@@ -151,6 +148,21 @@ def gpu_problems(
             )
         )
     return sorted(out, key=lambda p: p.rank)
+
+
+def severe_problems(view: HostView, gpu: Gpu) -> list[Problem]:
+    """The GPU's problems at rank "ecc" or worse: an error, memory trouble (`ecc_problems`). Such a
+    GPU wants a reset or a look, not a job: it is never free (`gpu_free`), whoever holds it."""
+    out = [Problem("error", f"error: {gpu.error}", "error")] if gpu.error else []
+    return out + ecc_problems(view.preflight.get(gpu.index))
+
+
+def gpu_free(view: HostView, gpu: Gpu) -> bool:
+    """Free for the next job: nothing holds it, its memory is at its baseline (Sample.gpu_is_free),
+    and it has no problem at rank "ecc" or worse (`severe_problems`). Whether the host is live is
+    the caller's to add: a host that is not live shows what its last sample had."""
+    sample = view.sample
+    return sample is not None and sample.gpu_is_free(gpu) and not severe_problems(view, gpu)
 
 
 def ecc_problems(preflight: Preflight | None) -> list[Problem]:
@@ -313,7 +325,7 @@ def gpu_subject(view: HostView, state: HostState, gpu: Gpu) -> Subject:
     procs = [p for p in sample.processes if gpu.index in p.gpus] if sample is not None else []
     states = set(host_states(view, state)) | {p.state for p in state.gpus.get(gpu.index, ())}
     if view.status == LIVE and sample is not None:
-        states.add("free" if sample.gpu_is_free(gpu) else "busy")
+        states.add("free" if gpu_free(view, gpu) else "busy")
     states.add("problem" if state.gpu_worst(gpu.index) is not None else "healthy")
     idle = [state.idle[p.key] for p in procs if p.key in state.idle]
     return _rows_subject(

@@ -42,7 +42,8 @@ class Conditions:
 class Unready:
     """One condition a GPU does not meet now."""
 
-    condition: str  # processes, memory, unaccounted, utilization, temperature, throttle, persistence, ...
+    # processes, memory, unaccounted, utilization, temperature, ecc, throttle, persistence, ...
+    condition: str
     words: str  # what and by how much, for a person
     excess: float | None = None  # by how much (bytes, percent, degrees), where it is a number
 
@@ -181,10 +182,15 @@ def _temperature(gpu: Gpu, conditions: Conditions) -> Unready | None:
 
 
 def _preflight(preflight: Preflight | None, conditions: Conditions) -> list[Unready]:
-    """What the latest preflight reading fails (clock-event reasons, persistence mode), where asked."""
+    """What the latest preflight reading fails: memory trouble always (uncorrected ECC errors, a
+    row remap, a page retirement); clock-event reasons and persistence mode where asked."""
     if preflight is None:
         return [Unready("preflight", "no preflight reading yet")] if conditions.needs_preflight else []
     out = []
+    faults = memory_faults(preflight)
+    if faults:  # never ready, whatever was asked: the dashboard does not call such a GPU free either
+        words = f"{', '.join(faults)}: the GPU wants a reset, not a job"
+        out.append(Unready("ecc", words, float(len(faults))))
     if conditions.no_throttle:
         if preflight.throttle is None:
             out.append(Unready("throttle", "the driver does not report clock-event reasons"))
@@ -194,6 +200,21 @@ def _preflight(preflight: Preflight | None, conditions: Conditions) -> list[Unre
     if conditions.persistence and preflight.persistence is not True:
         state = "is off" if preflight.persistence is False else "unknown"
         out.append(Unready("persistence", f"persistence mode {state}"))
+    return out
+
+
+def memory_faults(p: Preflight) -> list[str]:
+    """The memory trouble a preflight reading shows, in words: uncorrected ECC errors, a row remap
+    failed or pending, a page retirement pending. A GPU with any wants a reset, not a job."""
+    out = []
+    if p.ecc_uncorrected:
+        out.append(count(p.ecc_uncorrected, "uncorrected ECC error"))
+    if p.remap_failed:
+        out.append("a row remap failed")
+    elif p.remap_pending:
+        out.append("row remap pending (a reset applies it)")
+    if p.retired_pending:
+        out.append("page retirement pending")
     return out
 
 
@@ -209,14 +230,7 @@ def preflight_flags(preflights: Mapping[int, Preflight]) -> dict[int, tuple[str,
         flags = out.setdefault(index, [])
         if p.throttle:
             flags.append("throttling: " + ", ".join(p.throttle))
-        if p.ecc_uncorrected:
-            flags.append(count(p.ecc_uncorrected, "uncorrected ECC error"))
-        if p.remap_failed:
-            flags.append("a row remap failed")
-        elif p.remap_pending:
-            flags.append("row remap pending (a reset applies it)")
-        if p.retired_pending:
-            flags.append("page retirement pending")
+        flags += memory_faults(p)
     settings: dict[str, Callable[[Preflight], object]] = {
         "persistence": lambda p: p.persistence,
         "compute": lambda p: p.compute_mode,

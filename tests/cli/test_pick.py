@@ -147,9 +147,9 @@ def test_the_first_host_in_order_with_n_ready_is_picked(tmp_path: Path) -> None:
 
 def test_a_throttled_gpu_is_not_ready_and_too_few_is_exit_1_with_every_reason(tmp_path: Path) -> None:
     path = config(tmp_path, ("p", "preflight"))
-    done = gputui_pick("2", "--config", str(path), "p", cwd=tmp_path)
+    done = gputui_pick("1", "--config", str(path), "p", cwd=tmp_path)
     assert done.returncode == Exit.PICKED, done.stdout + done.stderr
-    assert evaluated(done.stdout, tmp_path)["CUDA_VISIBLE_DEVICES"] == "0,3"
+    assert evaluated(done.stdout, tmp_path)["CUDA_VISIBLE_DEVICES"] == "0"
     assert "  p GPU 2: throttle: throttling: hw-thermal" in done.stderr.splitlines(), done.stderr
 
     done = gputui_pick("3", "--config", str(path), "p", "--format", "json", cwd=tmp_path)
@@ -157,9 +157,10 @@ def test_a_throttled_gpu_is_not_ready_and_too_few_is_exit_1_with_every_reason(tm
     doc = json.loads(done.stdout)
     assert doc["ok"] is False and doc["exit_code"] == Exit.TOO_FEW and "host" not in doc
     gpus = doc["hosts"][0]["gpus"]
-    assert [i for i, g in gpus.items() if g["ready"]] == ["0", "3"]
+    assert [i for i, g in gpus.items() if g["ready"]] == ["0"]  # GPU 3's ECC error: never ready
     assert {u["condition"] for u in gpus["1"]["unready"]} == {"memory", "unaccounted"}
     assert {u["condition"] for u in gpus["2"]["unready"]} == {"throttle"}
+    assert {u["condition"] for u in gpus["3"]["unready"]} == {"ecc"}
 
     done = gputui_pick("2", "--demo", "demo-a", "demo-b", cwd=tmp_path)
     assert done.returncode == Exit.TOO_FEW and done.stdout == "", done.stdout + done.stderr

@@ -72,7 +72,7 @@ async def test_wait_times_out_saying_which_condition_failed_and_by_how_much():
     assert "unaccounted" in reasons and "2.1 GiB orphaned" in reasons["unaccounted"]["words"]
     assert reasons["unaccounted"]["excess"] == int(2.1 * GiB)
     assert "memory" in reasons  # 2.1 GiB above idle too
-    assert {u["condition"] for u in gpus["3"]["unready"]} == {"persistence"}
+    assert {u["condition"] for u in gpus["3"]["unready"]} == {"persistence", "ecc"}  # ECC: never ready
     code, _, text, _ = await wait(f"{HOST}", "--gpu", f"{HOST}:2", "--timeout", "1.5", "--no-throttle")
     assert code == 1 and "throttle: throttling: hw-thermal" in text
     code, _, text, _ = await wait(f"{HOST}", "--gpu", f"{HOST}:1", "--timeout", "1")

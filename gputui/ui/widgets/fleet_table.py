@@ -29,7 +29,17 @@ from gputui.model import Gpu, HostMetrics, Sample
 from gputui.text.units import fmt_memory_of, fmt_percent
 from gputui.text.words import plural
 from gputui.views.filter import EVERYTHING, Query
-from gputui.views.problems import HEALTHY, RANKS, FleetProblems, HostState, Problem, gpu_subject, host_subject
+from gputui.views.problems import (
+    HEALTHY,
+    RANKS,
+    FleetProblems,
+    HostState,
+    Problem,
+    gpu_free,
+    gpu_subject,
+    host_subject,
+    severe_problems,
+)
 
 from .. import fmt
 from .cells import Cell, Row, dim
@@ -267,7 +277,7 @@ class FleetTable(KeyedTable):
         if sample is None:
             return share
         share.gpus = len(sample.gpus)
-        share.busy = sum(1 for g in sample.gpus if not sample.gpu_is_free(g))
+        share.busy = sum(1 for g in sample.gpus if not gpu_free(view, g))
         share.used = sum(g.memory_used or 0 for g in sample.gpus)
         share.total = sum(g.memory_total or 0 for g in sample.gpus)
         utils = [g.util_gpu for g in sample.gpus if g.util_gpu is not None]
@@ -386,7 +396,7 @@ class FleetTable(KeyedTable):
             return keys
         live = view.status == LIVE
         for gpu in sample.gpus:
-            if free_only and not (live and sample.gpu_is_free(gpu)):
+            if free_only and not (live and gpu_free(view, gpu)):
                 continue
             if query and not query.matches(gpu_subject(view, state, gpu)):
                 continue
@@ -404,7 +414,7 @@ class FleetTable(KeyedTable):
         gpu = next((g for g in sample.gpus if g.index == index), None) if sample is not None else None
         if sample is None or gpu is None:
             return None
-        free = view.status == LIVE and sample.gpu_is_free(gpu)
+        free = view.status == LIVE and gpu_free(view, gpu)
         return self.row(view, position, sample, gpu, free, state)
 
     def host_rows(
@@ -456,7 +466,8 @@ class FleetTable(KeyedTable):
         state: HostState | None = None,
     ) -> Row:
         live = view.status == LIVE
-        holders = holders_cell(self, sample, (gpu,), live=live)
+        unfit = (gpu.index,) if severe_problems(view, gpu) else ()
+        holders = holders_cell(self, sample, (gpu,), live=live, unfit=unfit)
         if gpu.error:
             holders = Cell(f"error: {fmt.safe(gpu.error, 40)}", self.style_of("gpu--error"), sort_key=(3, 0))
         if not live:

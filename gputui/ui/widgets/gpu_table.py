@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import replace
 from typing import ClassVar
 
@@ -13,6 +14,7 @@ from gputui.fleet.session import LIVE, GpuHistory, HostView
 from gputui.model import IDLE_SLACK, Gpu, MigInstance, Sample
 from gputui.text.units import fmt_memory, fmt_memory_of, fmt_percent
 from gputui.text.words import count, mig_profile
+from gputui.views.problems import gpu_free, severe_problems
 from gputui.views.readiness import preflight_flags
 
 from .. import fmt, kinds
@@ -39,23 +41,30 @@ def holders_column(priority: int) -> Column:
     return replace(HOLDERS, priority=priority, room_priority=priority)
 
 
-def holders_cell(table: KeyedTable, sample: Sample, gpus: tuple[Gpu, ...], live: bool = True) -> Cell:
+def holders_cell(
+    table: KeyedTable, sample: Sample, gpus: tuple[Gpu, ...], live: bool = True, unfit: Collection[int] = ()
+) -> Cell:
     """ "free", or who holds these GPUs: "2 user  1 ghost" in the kinds' styles, "■2 ◇1" where the
     column is narrow (the cell's short form; the legend explains the glyphs). `live`: from a live
-    sample; else a free GPU is only "was free": no one can say that it is free now."""
+    sample; else a free GPU is only "was free": no one can say that it is free now. `unfit`: the
+    indexes of GPUs with a severe problem (views/problems.py severe_problems): never free, so one
+    that nothing holds is "no holder", in the warning style (its marks or State say why)."""
     indexes = {g.index for g in gpus}
     counts = Counter(
         p.kind for p in sample.processes if p.kind in kinds.HOLDING and indexes.intersection(p.gpus)
     )
     if not counts:
-        if all(sample.gpu_is_free(g) for g in gpus):
+        warn = table.style_of("gpu--warn")
+        idle = all(sample.gpu_is_free(g) for g in gpus)
+        if idle and not indexes.intersection(unfit):
             if not live:
                 return Cell("was free", table.style_of("gpu--stale"), sort_key=(0, 1))
             return Cell("✓ free", table.style_of("gpu--free"), sort_key=(0, 0))
         if any(unaccounted(g) for g in gpus):
             return Cell(sort_key=(1, 0))  # the marks say whose it is: ghost, orphaned, ...
+        if idle:
+            return Cell("no holder", warn, sort_key=(1, 0))
         # Memory in use and nobody to blame: NVML lists nothing and no holder is attributed.
-        warn = table.style_of("gpu--warn")
         return Cell("in use, no holder", warn, sort_key=(1, 0)).with_short(Cell("no holder", warn))
     held = [k for k in kinds.HOLDING if counts.get(k)]
     cell = Cell(sort_key=(2, sum(counts.values())))
@@ -180,6 +189,8 @@ class GpuTable(KeyedTable):
             self.sync({})
             return
         self.live = view.status == LIVE
+        self.unfit = frozenset(g.index for g in sample.gpus if severe_problems(view, g))
+        self.free = frozenset(g.index for g in sample.gpus if gpu_free(view, g))
         flags = preflight_flags(view.preflight)
         # An idle holder (gputui/fleet/idle.py) is the first thing said of its GPU: memory held for nothing.
         idle = view.idle.durations(self.idle_after)
@@ -208,6 +219,8 @@ class GpuTable(KeyedTable):
             self.remeasure()
 
     live = True  # the sample shown is live
+    unfit: frozenset[int] = frozenset()  # its GPUs with a severe problem: never free
+    free: frozenset[int] = frozenset()  # its free GPUs (views/problems.py gpu_free)
     idle_after = 600.0  # seconds at 0 % SM that make an idle holder (the screen sets the app's)
     mig = False  # a GPU of the host is in MIG mode: the Name column names its instances' profiles
 
@@ -225,10 +238,11 @@ class GpuTable(KeyedTable):
         if gpu.power_draw is not None:
             limit = f"/{gpu.power_limit:.0f}" if gpu.power_limit else ""
             power = f"{gpu.power_draw:.0f}{limit}W"
-        holders = marks_cell(holders_cell(self, sample, (gpu,), self.live), self, gpu, flags)
+        holders = holders_cell(self, sample, (gpu,), self.live, self.unfit)
+        holders = marks_cell(holders, self, gpu, flags)
         if gpu.error:
             holders = Cell(f"error: {fmt.safe(gpu.error, 40)}", self.style_of("gpu--error"), sort_key=(3, 0))
-        free = self.live and sample.gpu_is_free(gpu)
+        free = self.live and gpu.index in self.free
         return {
             **gpu_cells(self, gpu, free),
             "power": Cell(power, sort_key=gpu.power_draw or 0.0),
@@ -244,7 +258,7 @@ class GpuTable(KeyedTable):
         total = sum(g.memory_total or 0 for g in gpus)
         utils = [g.util_gpu for g in gpus if g.util_gpu is not None]
         style = self.style_of("gpu--all")
-        free = sum(1 for g in gpus if sample.gpu_is_free(g))
+        free = len(self.free)
         top = -1  # before GPU 0
         name = count(len(gpus), "GPU") + (f", {free} free" if self.live else "")
         return {
@@ -256,7 +270,7 @@ class GpuTable(KeyedTable):
             "power": Cell(f"{sum(g.power_draw or 0 for g in gpus):.0f}W", sort_key=top),
             "util_hist": Cell("", sort_key=top),
             "mem_hist": Cell("", sort_key=top),
-            "holders": self.host_marks(holders_cell(self, sample, gpus, self.live), gpus),
+            "holders": self.host_marks(holders_cell(self, sample, gpus, self.live, self.unfit), gpus),
         }
 
     def host_marks(self, cell: Cell, gpus: tuple[Gpu, ...]) -> Cell:

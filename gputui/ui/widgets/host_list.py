@@ -14,7 +14,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 
 from gputui.fleet.session import CONNECTING, DOWN, LIVE, STALE, HostView
-from gputui.views.problems import FleetProblems
+from gputui.views.problems import FleetProblems, gpu_free
 
 from .. import fmt
 from .cells import Cell, Row
@@ -36,7 +36,7 @@ def busy_total(view: HostView) -> tuple[int, int]:
     if sample is None or view.status != LIVE:
         return 0, 0
     total = len(sample.gpus)
-    return total - sum(1 for g in sample.gpus if sample.gpu_is_free(g)), total
+    return total - sum(1 for g in sample.gpus if gpu_free(view, g)), total
 
 
 def not_live(view: HostView) -> int:
