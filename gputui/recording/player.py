@@ -17,16 +17,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from gputui.model.textsafe import printable
 from gputui.probe import wire
-from gputui.recording.format import ActionEvents, Entry, RecordingError, RecordingReader
+from gputui.recording.format import ActionEvents, Entry, HostAt, RecordingError, RecordingReader
 from gputui.transport.base import TransportError
 
 
@@ -137,7 +138,7 @@ class ReplayLink:
 
 # -- a recording played back: `gputui --replay FILE` (gputui/recording/format.py has the format) -----------
 
-SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)  # what `+` and `-` step through
+SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)  # what `>` and `<` step through
 
 
 class DownLink:
@@ -271,7 +272,11 @@ class ReplayPlayer:
     damaged line stops the replay there (`problem` says where).
 
     `now()` is the recorded time being shown: it moves with the wall clock times `speed` while
-    playing, stands still while paused, and steps to each sample's time with `step`."""
+    playing, stands still while paused, and steps to each sample's time with `step`. `seek` jumps:
+    on, by playing the entries up to the new time at once (every sample goes through the fleet, so
+    the histories and the action log have them); back, by reading the file again up to the new
+    time (from its last checkpoint before it, where it has one) and handing each host its state
+    there: its last sample, or its link down, or its probe not started yet."""
 
     def __init__(
         self,
@@ -285,6 +290,8 @@ class ReplayPlayer:
         self.header = reader.header
         self.name = printable(os.path.basename(reader.path) or reader.path)
         self.channels = {host: _Channel() for host in self.header.hosts}
+        self.links: dict[str, PlayerLink] = {}  # each host's latest link
+        self.rewound = 0  # how many times `seek` went back (the dashboard forgets its histories)
         self._entries = reader.entries()
         self._monotonic = monotonic
         self._position = self.header.started
@@ -296,6 +303,7 @@ class ReplayPlayer:
         self._pending: Entry | None = None
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
+        self._rushing = False  # playing every entry at once, to the end
         self.ended = False
         self.problem: str | None = None
         self.played = 0  # entries handed on
@@ -324,7 +332,7 @@ class ReplayPlayer:
         return self.reader.truncated
 
     def now(self) -> float:
-        if self._paused or self.ended:
+        if self._paused or self.ended or self._rushing:
             return self._position
         return self._position + (self._monotonic() - self._anchor) * self._speed
 
@@ -346,6 +354,24 @@ class ReplayPlayer:
             self._steps += 1
             self._poke()
 
+    def seek(self, seconds: float) -> None:
+        """Jump `seconds` on in the recorded time (back when negative), within the recording; the
+        replay plays on or stays paused as it was."""
+        self.seek_to(self.now() + seconds)
+
+    def seek_to(self, at: float) -> None:
+        """Show the recording at `at`: from its start at the earliest, its end at the latest."""
+        at = max(self.header.started, at)
+        if self.ended:
+            at = min(at, self._position)
+        if math.isinf(at):  # the end, whose time is known once it is read: every entry at once
+            self._position, self._rushing = self.now(), True
+        elif at < self.now():
+            self._rewind(at)
+        else:
+            self._position, self._anchor = at, self._monotonic()
+        self._poke()
+
     def faster(self) -> None:
         self._set_speed(+1)
 
@@ -360,7 +386,8 @@ class ReplayPlayer:
     # -- for the links
 
     def make_link(self, host: str) -> PlayerLink:
-        return PlayerLink(self, host)
+        link = self.links[host] = PlayerLink(self, host)
+        return link
 
     def begin(self) -> None:
         """Start playing, once: at the first link opened (on the fleet's event loop)."""
@@ -389,19 +416,26 @@ class ReplayPlayer:
                 if entry is None:
                     break
                 self._pending = entry
-                while not self._due(entry):
+                if not self._due(entry):
                     await self._sleep(entry)
+                    continue  # the entry to play may be another now (a seek back)
                 self._pending = None
                 self._play(entry)
                 await asyncio.sleep(0)  # the UI (and the hosts' sessions) between two entries
         except RecordingError as exc:
             self.problem = str(exc)
-        self._position = max(self.now(), self.reader.last_t or self._position)
+        last = self.reader.last_t
+        # At the end: the last entry's time (a seek past the end stops there too).
+        self._position = last if last is not None else self._position
         self.ended = True
 
     def _due(self, entry: Entry) -> bool:
+        if self._rushing:
+            return True
         if not self._paused:
             return entry.t <= self.now()
+        if entry.t <= self._position:
+            return True  # a seek on while paused: everything up to the new time is played now
         while self._steps > 0:
             if self._target is None:
                 self._target = max(self._position + self.header.interval, entry.t)
@@ -423,7 +457,7 @@ class ReplayPlayer:
 
     def _play(self, entry: Entry) -> None:
         self.played += 1
-        if self._paused:
+        if self._paused or self._rushing:
             self._position = max(self._position, entry.t)
         channel = self.channels.get(entry.host)
         if channel is None:
@@ -440,3 +474,62 @@ class ReplayPlayer:
             checked, _ = wire.check(event, wire.PROBE_TYPES) if event is not None else (None, None)
             if checked is not None:
                 channel.put(checked)
+
+    # -- seeking back
+
+    def _rewind(self, at: float) -> None:
+        """Read the file again up to `at` and hand each host its state there; play on from the
+        first entry after it. A damaged line before `at` stops the replay there, as playing does."""
+        reader = RecordingReader(self.reader.path)
+        hosts = {name: HostAt() for name in self.header.hosts}
+        pending: Entry | None = None
+        entries = reader.entries(checkpoints=True)
+        try:
+            reader.seek_before(at)
+            for entry in entries:
+                if entry.kind == "checkpoint":
+                    continue
+                if not entry.again and entry.t > at:
+                    pending = entry
+                    break
+                state = hosts.get(entry.host)
+                if state is not None:  # not the end line
+                    state.take(entry.kind, entry.record, entry.t)
+        except RecordingError as exc:
+            reader.close()
+            self.problem = str(exc)
+            return
+        self.reader.close()
+        self.reader, self._entries, self._pending = reader, _fresh(entries), pending
+        self._position, self._anchor = at, self._monotonic()
+        self._steps, self._target, self._rushing = 0, None, False
+        self._actions = ActionEvents()
+        self.rewound += 1
+        for name, state in hosts.items():
+            self._restate(name, state)
+        if self.ended:
+            self.ended, self.problem = False, None
+            self._task = None
+            self.begin()
+
+    def _restate(self, host: str, state: HostAt) -> None:
+        """Hand `host`'s link its state at the time sought: its last sample, on the link it has
+        when its probe is the same one (the same hello), else on a new link (the hello first)."""
+        channel = self.channels[host]
+        channel.items.clear()
+        if state.hello is None:
+            channel.put(TransportError("timeout", "not connected yet at this point of the recording"))
+            return
+        link = self.links.get(host)
+        if state.sample is None or link is None or link.hello != state.hello:
+            channel.put(state.hello)  # a link that has another hello takes it as its probe restarting
+        if state.sample is not None:
+            channel.put(state.sample)
+        if state.down is not None:
+            reason, detail = state.down
+            channel.put(TransportError(reason or "closed", detail or "down (as recorded)"))
+
+
+def _fresh(entries: Iterable[Entry]) -> Iterator[Entry]:
+    """The entries as played: without the checkpoints and what they restate."""
+    return (e for e in entries if e.kind != "checkpoint" and not e.again)

@@ -7,8 +7,12 @@ tests/cli/test_record.py opens one the real `gputui record` wrote of the live de
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
+
+from textual.binding import Binding
 
 from gputui.cli.replay import REPLAY_INTERVAL, open_replay
 from gputui.kill.auditlog import ActionLog, read_records
@@ -16,9 +20,10 @@ from gputui.model import Event, brief_command
 from gputui.recording.format import clock_at, offset_words
 from gputui.recording.player import ReplayPlayer
 from gputui.ui import make_app
-from gputui.ui.replay import ReplayApp
+from gputui.ui.replay import KEYS, ReplayApp
 from gputui.ui.widgets.action_log import event_entry
 from tests.support.apps import scratch_log
+from tests.support.paths import REPO
 from tests.support.pilot import redrawn, screen_text, wait_for
 from tests.support.recfile import START, demo_recording, fixture, gzip_lines, lines_of
 
@@ -77,7 +82,7 @@ async def test_pause_step_and_speed_keys_and_the_recorded_time(tmp_path: Path) -
         assert "▶ x2" in bar(app)
         await wait_for(pilot, lambda: player.now() >= paused_at + 5.0, 10)
         await wait_for(pilot, lambda: seq(app, "demo-a") >= seqs[seqs.index(held) + 5], 10)
-        await pilot.press("equals_sign")  # = is + without shift
+        await pilot.press("greater_than_sign")
         assert player.speed == 4.0
         # Sample ages run on the recorded clock: the app's clock is the player's.
         assert app.clock() == player.now() or not player.paused
@@ -222,3 +227,56 @@ async def test_a_replayed_plan_reads_as_the_live_dashboard_wrote_it(tmp_path: Pa
         assert replayed == [event_entry("demo-a", e).plain() for e in live]
         assert all(line.startswith(f"demo-a GPU 2 {pid} ") for line in replayed), replayed
         assert all(line.count(str(pid)) == 1 for line in replayed), replayed
+
+
+async def test_seek_back_and_on_and_rewind_at_the_end(tmp_path: Path) -> None:
+    """, and . jump 10 s back and on (paused or playing), } to the end, { back to the start: each
+    host shows its sample of that moment, and at the end the replay can be played again."""
+    path = tmp_path / "r.gz"
+    demo_recording(path, seconds=30)
+    records = fixture("demo-a")  # the hello, then the sample of second 1, 2, ... after START
+
+    def seq_at(t: float) -> int:
+        return int(records[int(t - START)]["seq"]) if t >= START + 1 else -1
+
+    app, player = replay_app(path)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_for(pilot, lambda: seq(app, "demo-a") == seq_at(START + 3), 30)
+        await pilot.press("p")
+        await pilot.press("full_stop")  # 10 s on, paused: the samples up to there are played
+        at = player.now()
+        assert player.paused and at >= START + 13
+        await wait_for(pilot, lambda: seq(app, "demo-a") == seq_at(at))
+        assert len(app.fleet.view("demo-a").history[0].times) >= 10  # each sample went through
+        await pilot.press("comma")  # 10 s back: the sample of that moment, read from the file again
+        assert player.now() == at - 10 and player.paused
+        await wait_for(pilot, lambda: seq(app, "demo-a") == seq_at(at - 10))
+        assert clock_at(player.now(), player.utc_offset) in bar(app)
+        assert all(
+            len(h.times) <= 1 for h in app.fleet.view("demo-a").history.values()
+        )  # later ones forgotten
+        await pilot.press("right_curly_bracket")  # the end
+        await wait_for(pilot, lambda: player.ended, 30)
+        await wait_for(pilot, lambda: seq(app, "demo-a") == seq_at(START + 30))
+        await wait_for(pilot, lambda: "■ end" in bar(app))
+        await pilot.press("left_curly_bracket", "p")  # from the start, playing
+        assert not player.ended and not player.paused and player.now() < START + 2
+        await wait_for(pilot, lambda: seq(app, "demo-a") == seq_at(START + 2), 10)
+        assert "▶" in bar(app)
+
+
+def test_the_replay_keys_are_said_the_same_everywhere() -> None:
+    """One set of keys: the line's words, the bindings, `gputui --help` and the README."""
+    bound = {b.key_display or b.key for b in ReplayApp.BINDINGS if isinstance(b, Binding)}
+    assert bound == {"p", "n", ",", ".", "{", "}", ">", "<"}
+    for key in bound - {"p", "n"}:
+        assert key in KEYS
+    run = subprocess.run(
+        [sys.executable, "-m", "gputui", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    readme = (REPO / "README.md").read_text()
+    for text in (" ".join(run.stdout.split()), " ".join(readme.split())):
+        assert "+ and - speed" not in text
+        for words in ("< and > speed", ", and . 10 s back and on", "{ and } the start and the end"):
+            assert words in text

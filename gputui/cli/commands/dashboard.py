@@ -30,17 +30,13 @@ def parser() -> argparse.ArgumentParser:
         "come slower then, up to 8 times, and the status line says so; 64 hosts or more)",
     )
     p.add_argument("--theme", metavar="NAME", help="colour theme (see themes/)")
-    p.add_argument(
-        "--ascii",
-        action="store_true",
-        help="draw with ASCII only (no blocks, braille, box lines or marks); "
-        "automatic where the locale is not UTF-8 (LANG=C)",
-    )
+    options.add_ascii(p)
     options.add_log(p, "audit log file (default: the user state dir)")
     p.add_argument(
         "--replay",
         metavar="FILE",
-        help="the dashboard on a recording (gputui record): p pause, n step, + and - speed",
+        help="the dashboard on a recording (gputui record): p pause, n step, , and . 10 s back and on, "
+        "{ and } the start and the end, < and > speed",
     )
     p.add_argument(
         "--force-tty",
