@@ -45,7 +45,7 @@ from .. import fmt
 from .cells import Cell, Row, dim
 from .columns import SORT_KEYS, Column
 from .fold_keys import fold_key, unfold_key
-from .gpu_table import GPU_STYLES, gpu_cells, holders_cell, holders_column, memory_cell, util_cell
+from .gpu_table import GPU_STYLES, gpu_cells, holders_cell, holders_column, memory_cell, sum_mark, util_cell
 from .host_list import GROUP, HOST_STYLES, seen
 from .table import KeyedTable
 
@@ -333,7 +333,7 @@ class FleetTable(KeyedTable):
             "host": name,
             "gpu": Cell("-", muted, sort_key=-1),
             "name": Cell(fmt.safe(model, 40), muted),
-            "memory": memory_cell(self, used, total),
+            "memory": memory_cell(self, used, total, mark=sum_mark(self)),
             "util": util_cell(self, util),
             "temp": Cell(f"{max(temps)}°C" if temps else "-", sort_key=max(temps) if temps else 0),
             "state": Cell("ok", self.style_of("gpu--free"), sort_key=(FOLDED_RANK, index, -1)).with_short(

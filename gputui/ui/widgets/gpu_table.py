@@ -27,6 +27,10 @@ HISTORY_WINDOW = 120  # samples a sparkline spans, whatever its width
 SPARK_WIDTH = 12
 BAR_WIDTH = 8  # in GiB and in exact MiB alike: the Memory column grows by the longer numbers
 HOLDERS_ROOM = 30  # the Holders column grows to this (or what its cells need) before Temp comes
+# Before a memory figure that adds GPUs up (the "all" row, a fleet group's line), so that it is not
+# read as one GPU's beside theirs; a word in ASCII mode, where one character would not say it.
+SUM = "Σ"
+SUM_ASCII = "sum"
 
 
 # The Holders column of the GPU and fleet tables: flexible, its numbers whole (glyphs for words when
@@ -113,9 +117,16 @@ def marks_cell(cell: Cell, table: KeyedTable, gpu: Gpu, flags: tuple[str, ...]) 
     return cell
 
 
-def memory_cell(table: Styled, used: int | None, total: int | None, width: int | None = None) -> Cell:
+def sum_mark(table: KeyedTable) -> str:
+    """What marks a sum over GPUs in `table`'s app: SUM, or SUM_ASCII in ASCII mode."""
+    return SUM_ASCII if getattr(table.app, "ascii_only", False) else SUM
+
+
+def memory_cell(
+    table: Styled, used: int | None, total: int | None, width: int | None = None, mark: str = ""
+) -> Cell:
     """A bar and `59.7/140 GiB`, or the same bar and `61234/143771 MiB` in exact memory (the column
-    is as wide as its widest: the numbers are never cut)."""
+    is as wide as its widest: the numbers are never cut). `mark`: before the numbers (`sum_mark`)."""
     if width is None:
         width = BAR_WIDTH
     fraction = used / total if used is not None and total else None
@@ -123,7 +134,7 @@ def memory_cell(table: Styled, used: int | None, total: int | None, width: int |
     return Cell.parts(
         (filled, table.style_of("meter--memory")),
         (empty, table.style_of("meter--empty")),
-        (" " + fmt_memory_of(used, total, table.exact_memory), ""),
+        (" " + (f"{mark} " if mark else "") + fmt_memory_of(used, total, table.exact_memory), ""),
         sort_key=fraction or 0.0,
     )
 
@@ -264,7 +275,7 @@ class GpuTable(KeyedTable):
         return {
             "gpu": Cell("all", style, sort_key=top),
             "name": Cell(name, style, sort_key=top),
-            "memory": memory_cell(self, used, total),
+            "memory": memory_cell(self, used, total, mark=sum_mark(self)),
             "util": util_cell(self, sum(utils) / len(utils) if utils else None),
             "temp": Cell("", sort_key=top),
             "power": Cell(f"{sum(g.power_draw or 0 for g in gpus):.0f}W", sort_key=top),
