@@ -93,6 +93,9 @@ class Request:
     jobs: tuple[Job, ...] = ()
     sweep: bool = False
     include: tuple[int, ...] = ()  # protected monitors the operator includes explicitly
+    # A ladder of SIGNAL_PLANS for this request alone (the dashboard's T, K, I and F9), else the
+    # configured one: the plan dialog shows it and can still change it.
+    signals: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,9 +231,12 @@ class Operations:
 
     def _plan(self, request: AnyRequest, sample: Sample) -> Plan:
         view = self.fleet.view(request.host)
+        kill = self.kill
+        if isinstance(request, Request) and request.signals is not None:
+            kill = replace(kill, signals=request.signals)
         options = PlanOptions(
             operator=self.operator,
-            kill=self.kill,
+            kill=kill,
             probe_uid=view.facts.uid if view.facts is not None else None,
         )
         host = request.host

@@ -86,4 +86,6 @@ def key_name(display: str) -> str:
         return "enter"
     if display.startswith("^") and len(display) > 1:
         return "ctrl+" + display[1:]
+    if len(display) > 1 and display[0] == "f" and display[1:].isdigit():
+        return display.upper()  # F1-F12, as htop and keyboards write them
     return display

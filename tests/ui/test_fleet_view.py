@@ -1,6 +1,6 @@
 """The fleet view at size (issue 21), driven through Pilot: problems first, healthy hosts folded by
 group (and unfolded), the filter language in the filter box (and what it says when it cannot read
-a filter), the users view, and idle holders: shown, selected with I, planned with x through the
+a filter), the users view, and idle holders: shown, selected with H, planned with x through the
 confirmation dialog.
 
 A generated fleet (tests/support/fleet1024.py), replayed: 130 hosts where the test needs no more (three
@@ -168,7 +168,7 @@ async def test_an_idle_holder_is_flagged_and_i_selects_it_for_the_plan_dialog() 
         main.select_host(None)
         await redrawn(pilot)
         main.fleet_table.focus()
-        await pilot.press("I")  # every idle holder of the fleet
+        await pilot.press("H")  # every idle holder of the fleet
         await redrawn(pilot)
         assert main.state.selection.hosts() == [name(17)]
         assert main.state.selection.keys(name(17)) == {(10005, 5005)}
@@ -183,7 +183,7 @@ async def test_an_idle_holder_is_flagged_and_i_selects_it_for_the_plan_dialog() 
         assert plan.host == name(17) and [t.pid for t in plan.targets] == [10005]
         await pilot.press("escape")  # cancelled: nothing signalled
         await wait_for(pilot, lambda: isinstance(app.screen, MainScreen), 30)
-        await pilot.press("I")  # again: unselected
+        await pilot.press("H")  # again: unselected
         await redrawn(pilot)
         assert not main.state.selection
 
@@ -232,7 +232,7 @@ async def test_a_thousand_hosts_one_screen() -> None:
         idle = [k for k in rows if main.fleet_table.rows_data()[k]["state"].plain.startswith("idle 15m")]
         assert [split_row_key(k) for k in idle] == [(name(i), 5) for i in IDLE]
         assert main.fleet_table.row_count < 200  # not 8,192
-        await pilot.press("I")
+        await pilot.press("H")
         await redrawn(pilot)
         assert sorted(main.state.selection.hosts()) == [name(i) for i in IDLE]
 

@@ -403,7 +403,7 @@ async def test_help_lists_the_jobs_keys() -> None:
         text = " ".join(app.screen.query_one(HelpBody).plain(110).split())
         assert "J processes grouped by job, each job a row above its members (again: a list)" in text
         assert "X stop the job under the cursor (a job's row, or a process's job)" in text
-        assert "Confirmation dialog (f, F, x, X)" in text
+        assert "Confirmation dialog (f, F, x, X, T, K, I, F9)" in text
     app = build_app((JOBS_HOST,), records={JOBS_HOST: list(recording("jobs"))}, read_only=True)
     async with app.run_test(size=(120, 60)) as pilot:
         await settle(pilot)

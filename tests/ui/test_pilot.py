@@ -301,7 +301,7 @@ async def test_theme_switch_restyles_live() -> None:
             return kind.style.color.name  # type: ignore[union-attr]
 
         assert user_color().lower() == "#61afef"
-        await pilot.press("T")  # t is the process tree, as in htop
+        await pilot.press("ctrl+t")  # T plans SIGTERM, as in nvitop
         await redrawn(pilot)
         assert app.theme == "gputui-light"
         assert user_color().lower() == "#1c65b3"

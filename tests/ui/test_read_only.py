@@ -16,7 +16,7 @@ from gputui.ui import make_app
 from tests.support.apps import FROZEN, QUIET, Unreachable, build_app, recording, scratch_log
 from tests.support.pilot import redrawn, screen_text, settle, wait_for
 
-KEYS = ("f", "F", "x", "X")
+KEYS = ("f", "F", "x", "X", "T", "K", "I", "f9")  # f9: the signal menu
 
 
 def footer(app: Any) -> str:

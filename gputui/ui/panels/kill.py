@@ -1,7 +1,9 @@
-"""The kill keys (f, F, x, X, and where they are not offered, why): they gather the targets from the
+"""The kill keys (f, F, x, X, T, K, I, and where they are not offered, why): they gather the targets from the
 panes and post a request; gputui.kill plans it and the app confirms it (gputui/ui/app.py)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from textual.screen import Screen
 
@@ -16,7 +18,17 @@ from .base import Panel
 from .gpus import GpusPanel
 from .processes import ProcessesPanel
 
-KILL_ACTIONS = ("toggle_select", "free_gpu", "free_host", "plan", "tag_user", "stop_job", "select_idle")
+KILL_ACTIONS = (
+    "toggle_select",
+    "free_gpu",
+    "free_host",
+    "plan",
+    "tag_user",
+    "stop_job",
+    "select_idle",
+    "signal_plan",
+    "signal_menu",
+)
 ACTION_NAMES = {
     "free_gpu": "Free GPU",
     "free_host": "Free host",
@@ -25,6 +37,8 @@ ACTION_NAMES = {
     "tag_user": "Tag user",
     "stop_job": "Stop job",
     "select_idle": "Idle holders",
+    "signal_plan": "Signal",
+    "signal_menu": "Signal",
 }
 
 
@@ -117,9 +131,16 @@ class KillPanel(Panel):
             return
         self.screen.post_message(PlanRequested(Request(scope.host, "jobs", jobs=(job,))))
 
-    def plan(self) -> None:
+    def plan(self, signals: str | None = None) -> None:
+        """x (and T, K, I with their ladder): the selection, or the process under the cursor, planned
+        in the confirmation dialog."""
+        requests = self.chosen()
+        if requests:
+            self.screen.post_message(PlanRequested(*(replace(r, signals=signals) for r in requests)))
+
+    def chosen(self) -> list[Request]:
+        """The requests for the selection (or the cursor's process); none: it says what to do."""
         requests = self.procs.selected_requests()
         if not requests:
             self.screen.notify("Select processes with space first (or put the cursor on one).")
-            return
-        self.screen.post_message(PlanRequested(*requests))
+        return requests

@@ -48,11 +48,11 @@ SECTIONS: tuple[tuple[str, tuple[type, ...]], ...] = (
     ("Process table", (ProcTable,)),
     ("Filter box", (FilterBar,)),
     ("Users view (U)", (UsersScreen, UserTable)),
-    ("Confirmation dialog (f, F, x, X)", (PlanScreen,)),
+    ("Confirmation dialog (f, F, x, X, T, K, I, F9)", (PlanScreen,)),
     ("GPU view (i)", (GpuDetailScreen,)),
     ("Process detail (d)", (ProcDetailScreen,)),
 )
-KILL_SECTIONS = {"Confirmation dialog (f, F, x, X)"}  # not shown read-only: there is no dialog
+KILL_SECTIONS = {"Confirmation dialog (f, F, x, X, T, K, I, F9)"}  # not shown read-only: there is no dialog
 EXTRA: dict[str, list[tuple[str, str]]] = {
     "Everywhere": [("ctrl+p", "command palette: gputui's commands (export, sweep…) and themes")],
     "In every table": [
@@ -69,7 +69,7 @@ EXTRA: dict[str, list[tuple[str, str]]] = {
     "Filter box": [(f"  {how}", words) for how, words in help_lines()],
     "Users view (U)": [("1-9, 0", UserTable.sort_keys_text())],
     "Process table": [("1-9, 0", ProcTable.sort_keys_text())],
-    "Confirmation dialog (f, F, x, X)": [
+    "Confirmation dialog (f, F, x, X, T, K, I, F9)": [
         ("tab, enter", "on the Kill button: kill (focus starts on Cancel: enter alone cancels)"),
         ("↑↓ pgup pgdn", "scroll the lists"),
     ],

@@ -25,7 +25,7 @@ from textual.widgets import DataTable, Input, Static
 from gputui.fleet.session import HostView
 
 from ..context import Dashboard
-from ..keys import MAIN_KEYS
+from ..keys import FOOTER_RANKS, MAIN_KEYS
 from ..panels.filter import FilterPanel, quoted
 from ..panels.gpus import GpusPanel
 from ..panels.header import HeaderPanel
@@ -45,6 +45,7 @@ from ..widgets.host_list import HostList
 from ..widgets.proc_table import ProcScope, ProcTable
 from ..widgets.status import HostNotice, Legend, StatusLine
 from ..widgets.table import KeyedTable
+from .choose import ChooseScreen, ladder_choices, sort_choices
 from .gpu_detail import GpuDetailScreen
 from .proc_detail import ProcDetailScreen
 from .users import UsersScreen
@@ -79,7 +80,7 @@ class MainScreen(Screen[None]):
             yield FilterBar(id="filter")
             yield FilterProblem(id="filter-problem")
         yield Legend(id="legend")
-        yield Footer()
+        yield Footer(FOOTER_RANKS)
 
     def on_mount(self) -> None:
         # Widget references are cached once: the refresh path never queries the DOM.
@@ -424,3 +425,28 @@ class MainScreen(Screen[None]):
 
     def action_plan(self) -> None:
         self.kills.plan()
+
+    def action_signal_plan(self, signals: str) -> None:
+        """T, K, I (nvitop's): the selection planned with that ladder, in the same dialog as x."""
+        self.kills.plan(signals)
+
+    def action_signal_menu(self) -> None:
+        """F9 (htop's): which signals for the selection; the plan dialog then confirms them."""
+        if not self.kills.chosen():
+            return
+        what = "the selection" if self.state.selection.count() else "the process under the cursor"
+        self.app.push_screen(ChooseScreen(f"Signal {what}", ladder_choices()), self._ladder_chosen)
+
+    def _ladder_chosen(self, signals: str | None) -> None:
+        if signals is not None:
+            self.kills.plan(signals)
+
+    def action_sort_menu(self) -> None:
+        """F6 (htop's): the focused table's columns by name; the one chosen sorts it."""
+        table = self.focused
+        if not isinstance(table, KeyedTable) or not table.sortable_columns():
+            self.notify("F6 sorts the table with the focus: the GPUs, the fleet or the processes (tab).")
+            return
+        sort = table.sort_column
+        chosen = ChooseScreen("Sort by", sort_choices(table), sort[0] if sort else None)
+        self.app.push_screen(chosen, lambda column: table.sort_by(column) if column else None)

@@ -11,11 +11,17 @@ The keys that do not fit before the command palette's key (docked right) are lef
 end, whole: Textual drew them on under it, so `i GPU view` read `i GPU` and the keys after it were
 hidden beneath without a sign. The help (?) lists every key.
 
+The keys are ranked per focused pane (`ranks`: the pane's id to its actions, most useful first;
+the main screen's are gputui/ui/keys.py's FOOTER_RANKS), so the ones that matter there come first
+and fit at 80 columns; a wider terminal shows more of the rest, in their own order.
+
 Keys are written as the help and the README write them: `ctrl+p`, not `^p`; the palette's key in
 the same style as the others (its space after the key, not before the word).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
 
 from rich.cells import cell_len
 from textual.app import ComposeResult
@@ -27,13 +33,37 @@ from ..fmt import key_name
 
 
 class Footer(TextualFooter):
+    def __init__(self, ranks: Mapping[str, Sequence[str]] | None = None) -> None:
+        super().__init__()
+        self.ranks = dict(ranks or {})
+
     def compose(self) -> ComposeResult:
-        for widget in super().compose():
+        widgets = list(super().compose())
+        for widget in widgets:
             if isinstance(widget, FooterKey):
                 widget.key_display = key_name(widget.key_display)
                 if widget.has_class("-command-palette"):
                     widget.set_reactive(FooterKey.compact, False)
-            yield widget
+        yield from self.ranked(widgets)
+
+    def ranked(self, widgets: list[Widget]) -> list[Widget]:
+        """The keys in the focused pane's order (the actions it ranks first, then the rest as bound);
+        the palette's key stays last."""
+        focused = self.screen.focused
+        rank = self.ranks.get(focused.id or "", ()) if focused is not None else ()
+        if not rank:
+            return widgets
+        place: dict[str, int] = {}
+        for action in rank:
+            place.setdefault(action, len(place))  # an action named twice keeps its first place
+        last = len(place)
+
+        def order(widget: Widget) -> int:
+            if widget.has_class("-command-palette"):
+                return last + 1
+            return place.get(widget.action, last) if isinstance(widget, FooterKey) else last
+
+        return sorted(widgets, key=order)
 
     async def recompose(self) -> None:
         await super().recompose()
