@@ -9,6 +9,13 @@ the real user's log.
 start or change the real user's demo, and needs the scenario's state as it starts, every time
 (snapshots). GPUTUI_DEMO=fresh gives each command its own sims; tests of the live demo
 (tests/cli/test_demo_live.py) unset it and give each test a runtime directory of its own.
+
+And every test runs in a UTF-8 locale: where the environment has none (a CI box, as root, with no
+LANG at all or LANG=C), the commands and the dashboard would be in ASCII mode (gputui/text/glyphs.py)
+and every test that looks for `✓`, `…` or `·` would fail. There LANG=C.UTF-8, and an LC_ALL or
+LC_CTYPE that would outrank it goes (Python's own LC_CTYPE=C.UTF-8 over no LANG included: it says
+nothing of the terminal). A UTF-8 locale already there is left as it is: the tests run as the person
+does. The tests of ASCII mode set their own locale (tests/cli/test_ascii_output.py).
 """
 
 from __future__ import annotations
@@ -18,9 +25,17 @@ from pathlib import Path
 
 import pytest
 
+from gputui.text.glyphs import shows_unicode
+
 # At import as well as in the fixture: an environment a test module copies when it is imported
 # (before any fixture runs) must not start the user's live demo either.
 os.environ["GPUTUI_DEMO"] = "fresh"
+
+# At import too, for the same reason: the locale every test and every command it runs sees.
+if not shows_unicode():
+    os.environ.pop("LC_ALL", None)
+    os.environ.pop("LC_CTYPE", None)
+    os.environ["LANG"] = "C.UTF-8"
 
 
 @pytest.fixture(autouse=True)

@@ -103,6 +103,13 @@ def _configured_hosts(args: Sequence[str]) -> set[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["probe"]:  # its stdout is its protocol, not text for a person: never ASCII mode
+        return _main(args)
+    with streams.output_mode(args):  # --ascii, or a locale that is not UTF-8
+        return _quick_or_not(args)
+
+
+def _quick_or_not(args: list[str]) -> int:
     if not args or args[0] not in QUICK_EXIT:
         return _main(args)
     # `clean`, `wait` and `snapshot` write through guarded streams (gputui/cli/streams.py): output

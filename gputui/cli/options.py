@@ -1,6 +1,6 @@
 """The options several commands share, each defined once: the hosts (HOST, --demo, --config),
 --idle-minutes, --timeout, --interval and --log, the filters (--user, --pid, --gpu/--only,
---compute); and what the shared ones mean (`idle_after`, `filter_text`).
+--compute), --ascii; and what the shared ones mean (`idle_after`, `filter_text`).
 
 Light on purpose: a command builds its parser from these before the probe's head start
 (gputui/cli/main.py), so nothing here may import the fleet, the transport or asyncio.
@@ -15,7 +15,7 @@ from ..config.file import Config
 from ..config.file import idle_threshold as threshold
 from ..model.textsafe import printable
 from ..views.filter import FilterError, parse
-from . import argtypes
+from . import argtypes, streams
 
 # The sample interval of each command's fleet; a head start (gputui/cli/main.py) starts the probe
 # with it, and `wait`'s --interval defaults to it.
@@ -36,6 +36,28 @@ def add_hosts(p: argparse.ArgumentParser) -> None:
 def add_config(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--config", metavar="PATH", help="TOML config (default: $GPUTUI_CONFIG, then the user dir)"
+    )
+
+
+class _AsciiAction(argparse.Action):
+    """--ascii: ASCII mode from the moment argparse reads it (streams.output_mode says the rest)."""
+
+    def __call__(
+        self, p: argparse.ArgumentParser, ns: argparse.Namespace, values: object, *_: object
+    ) -> None:
+        streams.use_ascii()
+        setattr(ns, self.dest, True)
+
+
+def add_ascii(p: argparse.ArgumentParser) -> None:
+    """--ascii, on every command that writes for a person: the dashboard's glyph table for its text."""
+    p.add_argument(
+        streams.ASCII_OPTION,
+        action=_AsciiAction,
+        nargs=0,
+        default=False,
+        help="write ASCII only (each block, box line or mark as one ASCII character); automatic where "
+        "the locale is not UTF-8 (LANG=C)",
     )
 
 

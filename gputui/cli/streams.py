@@ -6,6 +6,10 @@ plan, lose its verdict or change the exit code: a plan is bounded in time and lo
 each signal (gputui/kill/auditlog.py) whatever its printing does. So the commands write through `Guarded`
 streams: the first failure is kept, later writes are dropped, and the command says once, on stderr if
 stderr works, what happened to its output (docs/RELIABILITY.md "Output trouble").
+
+Every command's output also follows ASCII mode (`output_mode`): `--ascii`, or a locale that is not
+UTF-8, as the dashboard's (gputui/text/glyphs.py), so each glyph goes out as the dashboard's one-cell
+stand-in and nothing in a column moves.
 """
 
 from __future__ import annotations
@@ -15,11 +19,19 @@ import errno
 import io
 import os
 import sys
-from collections.abc import Iterator
-from typing import TextIO, cast
+from collections.abc import Iterator, Sequence
+from typing import Any, TextIO, cast
 
-from ..model.textsafe import encodable, printable
+from ..model.textsafe import ascii_only, encodable, printable, set_ascii_only
+from ..text.glyphs import shows_unicode, to_ascii
 from .exits import Exit
+
+ASCII_OPTION = "--ascii"
+
+
+def for_output(text: str) -> str:
+    """`text` as this process writes it: in ASCII mode each glyph as its stand-in (text/glyphs.py)."""
+    return to_ascii(text) if ascii_only() else text
 
 
 class Guarded(io.TextIOBase):
@@ -49,6 +61,7 @@ class Guarded(io.TextIOBase):
         """`text` as the stream's encoding takes it (`...` for `…`, an escape for any other character
         it has not): a name or a mark it cannot take is no reason to call the stream closed. A text
         stream encodes the whole text before it writes any of it, so nothing is written twice."""
+        text = for_output(text)
         try:
             stream.write(text)
         except UnicodeEncodeError:
@@ -102,6 +115,46 @@ def _to_devnull(stream: TextIO | None) -> None:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, fd)
         os.close(null)
+
+
+class AsciiWhenAsked:
+    """A text stream over `stream` that writes `for_output` of what it is given: unchanged but in
+    ASCII mode. Everything else (its encoding, fileno, isatty, the binary `buffer` that data goes
+    to) is the stream's own, failures included."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(for_output(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def output_mode(args: Sequence[str]) -> Iterator[bool]:
+    """ASCII mode for one command, whose words are `args`; after it, the mode as it was. On where the
+    locale is not UTF-8 (shows_unicode, the dashboard's rule) or the words hold --ascii before any
+    `--` (its action turns the mode on too, abbreviated, but only once argparse reaches it: a bad
+    value before it would be quoted first). Meanwhile sys.stdout and sys.stderr write through
+    `AsciiWhenAsked`. Yields whether the mode is on at start."""
+    words = args[: list(args).index("--")] if "--" in args else args
+    on = not shows_unicode() or ASCII_OPTION in words
+    before = set_ascii_only(on)
+    real = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = (None if s is None else cast(TextIO, AsciiWhenAsked(s)) for s in real)
+    try:
+        yield on
+    finally:
+        sys.stdout, sys.stderr = real
+        set_ascii_only(before)
+
+
+def use_ascii() -> None:
+    """ASCII mode on from now on (the --ascii option's action)."""
+    set_ascii_only(True)
 
 
 def guarded(stream: TextIO | Guarded | None, name: str) -> Guarded:

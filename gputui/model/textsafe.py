@@ -21,6 +21,7 @@ from gputui.probe.wire import printable
 __all__ = [
     "ASCII_ELLIPSIS",
     "ELLIPSIS",
+    "ascii_only",
     "cells",
     "cut",
     "ellipsis_for",
@@ -29,6 +30,7 @@ __all__ = [
     "output_ellipsis",
     "pad",
     "printable",
+    "set_ascii_only",
 ]
 
 
@@ -69,9 +71,28 @@ def ellipsis_for(encoding: str | None) -> str:
     return ELLIPSIS
 
 
+# Whether this process writes ASCII only: the CLI's ASCII mode (`--ascii`, or a locale that is not
+# UTF-8: gputui/cli/streams.py), which writes each glyph as one ASCII character as it goes out. A cut
+# must know it before: its mark is then `...`, three cells, not a `…` that would become one `~`.
+_ASCII_ONLY = [False]
+
+
+def ascii_only() -> bool:
+    """Whether this process's output is ASCII only (set_ascii_only)."""
+    return _ASCII_ONLY[0]
+
+
+def set_ascii_only(on: bool) -> bool:
+    """Say whether this process's output is ASCII only from now on; what it was before."""
+    before, _ASCII_ONLY[0] = _ASCII_ONLY[0], on
+    return before
+
+
 def output_ellipsis() -> str:
-    """The mark of a cut in this process's output: `...` where its stdout or stderr cannot take `…`
-    (both are read: `wait` draws on stderr, `clean --json` prints its plan there)."""
+    """The mark of a cut in this process's output: `...` in ASCII mode or where its stdout or stderr
+    cannot take `…` (both are read: `wait` draws on stderr, `clean --json` prints its plan there)."""
+    if ascii_only():
+        return ASCII_ELLIPSIS
     for stream in (sys.__stdout__, sys.__stderr__):
         if ellipsis_for(getattr(stream, "encoding", None)) != ELLIPSIS:
             return ASCII_ELLIPSIS

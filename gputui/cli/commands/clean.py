@@ -53,6 +53,7 @@ Every plan, signal and verdict is recorded in the audit log, before the signal i
 def parser() -> argparse.ArgumentParser:
     p = argtypes.Parser(prog="gputui clean", description=summary("clean"))
     options.add_hosts(p)
+    options.add_ascii(p)
     add_clean_arguments(p)
     options.add_idle_minutes(p)
     return p

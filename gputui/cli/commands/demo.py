@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ...model.textsafe import printable
-from .. import argtypes
+from .. import argtypes, options
 from ..demo import DemoError
 from ..democtl import (
     IDLE_TIMEOUT,
@@ -49,6 +49,8 @@ def parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="whether it runs, its name, PID, directory, hosts, uptime")
     name_argument(status)
     status.add_argument("--json", action="store_true", help="one JSON document")
+    for each in (p, *sub.choices.values()):
+        options.add_ascii(each)
     return p
 
 
@@ -96,7 +98,7 @@ def _status(directory: Path, as_json: bool) -> int:
                 refill_after_s=state.get("refill_after_s"),
                 bench=state.get("bench"),
             )
-        print(json.dumps(doc, indent=2))
+        print(json.dumps(doc, indent=2, ensure_ascii=True))  # data: the same in ASCII mode
         return Exit.OK if state is not None else Exit.NOT_RUNNING
     others = ", ".join(_others(directory)) or "none"
     if state is None:

@@ -25,6 +25,7 @@ from ...inventory.specs import config_host, resolve_hosts, shown
 from ...text.words import count
 from ..argtypes import Parser
 from ..argtypes import shown as quoted
+from ..options import add_ascii
 from . import summary
 
 HOSTS_JSON_VERSION = 1
@@ -47,6 +48,7 @@ def parser() -> argparse.ArgumentParser:
         "--config", metavar="PATH", help="TOML config (default: $GPUTUI_CONFIG, then the user dir)"
     )
     p.add_argument("--json", action="store_true", help="the same as --format json")
+    add_ascii(p)
     p.add_argument("--format", choices=FORMATS, default=None, help="text (default), json or prometheus-sd")
     p.add_argument(
         "--sd-port",

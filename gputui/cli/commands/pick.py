@@ -51,6 +51,7 @@ def parser() -> argparse.ArgumentParser:
         "count", type=argtypes.whole(1, MAX_GPUS, "a number of GPUs"), metavar="N", help="how many GPUs"
     )
     options.add_hosts(p)
+    options.add_ascii(p)
     p.add_argument(
         "--wait",
         type=argtypes.seconds_upto(MAX_WAIT),

@@ -25,6 +25,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("file", metavar="FILE", help="the recording to write (gzip JSON lines; never overwritten)")
     options.add_hosts(p)
+    options.add_ascii(p)
     p.add_argument(
         "--seconds",
         type=argtypes.seconds_upto(MAX_RECORD_SECONDS),
