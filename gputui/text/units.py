@@ -95,6 +95,29 @@ def fmt_duration(seconds: float | None) -> str:
     return f"{s // 86400}d{s % 86400 // 3600:02d}h"
 
 
+def elapsed_shown(seconds: float | None) -> tuple[str, float]:
+    """A process's age as the tables show it, and the seconds those words stand for (what a sort
+    by it compares: ages that read the same tie). At a resolution that holds still between two
+    refreshes: whole seconds below a minute, then minutes (`7m`), hours and minutes (`3h07m`), days
+    and hours (`2d03h`). Its age moves with every sample and is carried once it moved by a hundredth
+    of itself (gputui/probe/delta.py): seconds after the first minute would jump by several."""
+    if seconds is None:
+        return "-", -1.0
+    s = int(max(seconds, 0.0))
+    if s < 60:
+        return f"{s}s", float(s)
+    if s < 3600:
+        return f"{s // 60}m", float(s - s % 60)
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m", float(s - s % 60)
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h", float(s - s % 3600)
+
+
+def fmt_elapsed(seconds: float | None) -> str:
+    """A process's age at a resolution that holds still (`elapsed_shown`): `42s`, `7m`, `3h07m`."""
+    return elapsed_shown(seconds)[0]
+
+
 def fmt_percent(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f}%"
 

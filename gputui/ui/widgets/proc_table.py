@@ -16,7 +16,7 @@ from textual.message import Message
 from gputui.fleet.idle import span
 from gputui.model import Job, Parent, Proc, Sample, brief_command
 from gputui.model.textsafe import ELLIPSIS
-from gputui.text.units import fmt_duration, fmt_memory, fmt_percent, index_runs
+from gputui.text.units import elapsed_shown, fmt_memory, fmt_percent, index_runs
 from gputui.text.words import gpu_place
 
 from .. import fmt, jobs, kinds, tree
@@ -340,7 +340,7 @@ class ProcTable(KeyedTable):
             "cpu": Cell("-", muted, sort_key=0.0),
             "rss": Cell("-", muted, sort_key=0),
             "state": Cell(state, muted, sort_key=state),
-            "elapsed": Cell("-", muted, sort_key=0.0),
+            "elapsed": Cell("-", muted, sort_key=(-1.0, 0)),
             "command": Cell(command, muted, sort_key=command.casefold()),
         }
 
@@ -415,7 +415,7 @@ class ProcTable(KeyedTable):
             "cpu": Cell(fmt_percent(proc.cpu_percent), sort_key=proc.cpu_percent or 0.0),
             "rss": Cell(fmt_memory(proc.rss, self.exact_memory), sort_key=proc.rss or 0),
             "state": Cell(state, self.style_of("proc--warn") if state in ("D", "Z") else "", sort_key=state),
-            "elapsed": Cell(fmt_duration(proc.elapsed), sort_key=proc.elapsed or 0.0),
+            "elapsed": elapsed_cell(proc.elapsed, proc.pid),
             "command": cmd,
         }
 
@@ -466,7 +466,7 @@ class ProcTable(KeyedTable):
             "cpu": Cell(fmt_percent(sum(cpus)) if cpus else "-", sort_key=sum(cpus)),
             "rss": Cell(fmt_memory(sum(rsses), self.exact_memory) if rsses else "-", sort_key=sum(rsses)),
             "state": Cell(state, self.style_of("proc--warn") if state in ("D", "Z") else "", sort_key=state),
-            "elapsed": Cell(fmt_duration(elapsed), sort_key=elapsed or 0.0),
+            "elapsed": elapsed_cell(elapsed, job.root),
             "command": cmd,
         }
 
@@ -519,6 +519,13 @@ def safe_command(record: Proc | Parent) -> str:
     if record.command:
         return fmt.safe(brief_command(list(record.command)))
     return f"[{fmt.safe(record.name)}]" if record.name else ""
+
+
+def elapsed_cell(seconds: float | None, pid: int) -> Cell:
+    """A process's age at a resolution that holds still (`elapsed_shown`); sorted by what it shows,
+    ties by PID (the lower first, oldest first): ages that read the same never swap places."""
+    words, shown = elapsed_shown(seconds)
+    return Cell(words, sort_key=(shown, -pid))
 
 
 def gpus_cell(styled: Styled, proc: Proc, gpu: int | None) -> Cell:
