@@ -20,37 +20,8 @@ from typing import Any
 
 import pytest
 
-from gputui.recording.format import MARK, RecordingReader, RecordingWriter, StateAt, state_at
-from tests.support.recfile import START, Clock, fixture, gputui, gzip_lines, lines_of
-
-EVERY = 64 << 10  # bytes of entries between two checkpoints, for these tests
-SECONDS = 400
-
-
-def long_recording(path: Path, seconds: int = SECONDS, every: int | None = EVERY) -> None:
-    """Two demo hosts, a sample each a second (the fixtures' samples over and over); demo-b goes down
-    at +100 and comes back (a hello, then samples) at +200; demo-a reconnects at +300 and sends no
-    sample until +310."""
-    clock = Clock(START)
-    records = {h: fixture(h) for h in ("demo-a", "demo-b")}
-    writer = RecordingWriter(path, ["demo-a", "demo-b"], interval=1.0, clock=clock, checkpoint_every=every)
-    for host, rec in records.items():
-        writer.write(host, "status", {"status": "live", "reason": None, "detail": None})
-        writer.write(host, "probe", rec[0])
-    for i in range(seconds):
-        clock.now = START + 1 + i
-        for host, rec in records.items():
-            if host == "demo-b" and i == 100:
-                writer.write(host, "status", {"status": "down", "reason": "closed", "detail": "went away"})
-            if host == "demo-b" and 100 <= i < 200:
-                continue
-            if (host == "demo-b" and i == 200) or (host == "demo-a" and i == 300):
-                writer.write(host, "probe", rec[0])
-            if host == "demo-a" and 300 <= i < 310:
-                continue
-            writer.write(host, "probe", rec[1 + i % (len(rec) - 1)])
-    clock.now = START + seconds + 0.5
-    writer.close("seconds")
+from gputui.recording.format import MARK, RecordingReader, StateAt, state_at
+from tests.support.recfile import EVERY, SECONDS, START, gputui, gzip_lines, lines_of, long_recording
 
 
 def summary(state: StateAt) -> dict[str, Any]:

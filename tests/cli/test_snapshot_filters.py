@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.cli.test_recording_seek import long_recording
 from tests.support.cli import ROOT, gputui
 from tests.support.livedemo import Live, snapshot
+from tests.support.recfile import long_recording
 
 ME = pwd.getpwuid(os.getuid()).pw_name  # who the demo's processes run as
 
