@@ -51,7 +51,7 @@ def targets_shown(screen: PlanScreen, app: GpuTuiApp) -> set[int]:
 
 def buttons_shown(app: GpuTuiApp) -> bool:
     text = screen_text(app)
-    return "Cancel" in text and re.search(r"Kill \d+", text) is not None
+    return "Cancel" in text and re.search(r"(Stop|Free) \d+", text) is not None
 
 
 async def fitted(pilot: Any) -> PlanScreen:

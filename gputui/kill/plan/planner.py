@@ -234,9 +234,13 @@ def _build(
             targets[proc.pid] = target_entry(host, proc, why(proc, explicit), mps_clients(sample, proc))
     for zombie in _zombies_near(sample, indexes, targets, scope):
         excluded.setdefault(zombie.pid, excluded_entry(host, zombie, zombie_words(zombie)))
+    # The sweep is offered where it can add something: a plan that frees GPUs (a holder NVML does not
+    # list may keep their memory) or stops a ghost's holders (its memory's may be among them), or when
+    # asked. Beside chosen processes, the host's other unattributed holders are no part of the errand.
+    offered = sweep or bool(indexes) or bool(ghosts)
     sweep_targets = tuple(
         target_entry(host, p, UNATTRIBUTED_WORDS)
-        for p in sweep_candidates(sample)
+        for p in (sweep_candidates(sample) if offered else ())
         if p.pid not in targets and p.start_time is not None
     )
     ordered = tuple(sorted(targets.values(), key=lambda t: (min(t.gpus, default=1 << 20), -t.memory, t.pid)))

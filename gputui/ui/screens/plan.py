@@ -9,12 +9,14 @@ time). A monitor the operator chose by name is left alone, and `p` offers to inc
 second confirmation that names the risk. A plan that stops jobs (X) lists each job (its root,
 members, GPUs, memory, where it runs) with its processes under it, root first, each with what it
 holds. Focus starts on Cancel, so an accidental Enter cancels;
-killing takes ctrl+k, or Tab to the Kill button and Enter (or a click). A plan with nothing to
+confirming takes ctrl+k, or Tab to the confirm button and Enter (or a click); the button says the
+title's verb (`Stop 3`, `Free 1 GPU`) and the sweep is offered only where it adds something (a plan
+that frees GPUs or stops a ghost's holders). A plan with nothing to
 signal says so and cannot be confirmed. Every dialog starts from the plans as built (sweep off,
 the configured signals): nothing chosen in an earlier, cancelled dialog carries over. The dialog
 returns the plans to run, or None.
 
-A plan is confirmed only while a target of it is on screen, whole, with the Kill button: what is
+A plan is confirmed only while a target of it is on screen, whole, with the confirm button: what is
 not seen is not confirmed. In a small terminal the explanation gives way first (`fit_level`), the
 lists open scrolled to the first target, and below CARDS columns each process is a card (as a
 table row its command and why would get a few characters). A confirmation with no target in view
@@ -61,8 +63,11 @@ from ..widgets.borders import set_title
 from ..widgets.status import StyledStatic
 from .dialog import DANGER, SCROLL_BINDINGS, Confirm, Dialog, answer_bindings
 
-KEYS_HINT = "ctrl+k kill · s sweep · i signals · w/v times · p monitor · esc cancel"
-JOB_KEY_HINT = " · X stop job"  # after the monitor's key, where a parent may start a target again
+# The dialog's keys: ctrl+k's word is the title's verb (confirm_verb); `s` only where a plan offers
+# the sweep; `X` where a parent may start a target again.
+KEYS_HINT = "ctrl+k {verb} · i signals · w/v times · p monitor · esc cancel"
+SWEEP_KEY_HINT = " · s sweep"  # after ctrl+k's
+JOB_KEY_HINT = " · X stop job"  # after the monitor's key
 SIGNAL_KEYS_HINT = "ctrl+k send · esc cancel"  # a signal plan: one signal, nothing to change
 TERM_WAITS = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)  # `w` cycles through these (seconds)
 VERIFY_WAITS = (5.0, 10.0, 30.0, 60.0, 120.0)  # `v`
@@ -100,6 +105,21 @@ def dialog_title(plans: Sequence[Plan]) -> str:
     if len(what) > 60:
         what = what[:59] + "…"
     return f"{what} · confirm" + (f" · {len(hosts)} hosts" if len(hosts) > 1 else "")
+
+
+def confirm_verb(plans: Sequence[Plan]) -> str:
+    """The verb of the dialog's title (`Free GPU 3`, `Stop a job`, `Send SIGSTOP to ...`), which
+    its button and ctrl+k say too: taken from the title, so the two never disagree."""
+    return dialog_title(plans).split(" ", 1)[0] if plans else "Stop"
+
+
+def confirm_words(plans: Sequence[Plan], processes: int) -> str:
+    """The button's words: the title's verb and how many of what it frees or stops (`Free 1 GPU`,
+    `Stop 3`: the summary above says how many processes that is)."""
+    verb = confirm_verb(plans)
+    if verb == "Free":
+        return f"Free {count(sum(len(p.gpu_indexes) for p in plans), 'GPU')}"
+    return f"{verb} {processes}"
 
 
 def then_words(plans: Sequence[Plan]) -> str:
@@ -308,9 +328,9 @@ class PlanBody(PlanText):
                 f"included: s leaves {them} out" if plan.sweep_included else f"not included: s adds {them}"
             )
             line = Text(no_wrap=True, overflow="ellipsis")
-            line.append(f"{box} Sweep ({n}) ", self.style_of("plan--section"))
-            what = "unattributed hidden holder" if n == 1 else "unattributed hidden holders"
-            line.append(f"{what}, host-wide ({state})", muted)
+            line.append(f"{box} Sweep ({n}): ", self.style_of("plan--section"))
+            what = "the unattributed hidden holder" if n == 1 else f"the {n} unattributed hidden holders"
+            line.append(f"also stop {what}, host-wide ({state})", muted)
             out.append(line)
             out.append(self._targets(plan.sweep, operator, off=not plan.sweep_included))
         if plan.excluded:
@@ -456,7 +476,9 @@ class PlanScreen(Dialog[tuple[Plan, ...] | None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", key_display="esc", tooltip="close, signal nothing"),
-        Binding("ctrl+k", "confirm", "Kill", priority=True, tooltip="confirm: run the plan (stop, verify)"),
+        Binding(
+            "ctrl+k", "confirm", "Confirm", priority=True, tooltip="confirm: run the plan (stop, verify)"
+        ),
         Binding("s", "toggle_sweep", "Sweep", tooltip="add or leave out the unattributed holders"),
         Binding(
             "i",
@@ -515,16 +537,20 @@ class PlanScreen(Dialog[tuple[Plan, ...] | None]):
             yield Static("", id="plan-options", markup=False)
             with Horizontal(id="plan-buttons"):
                 yield Button("Cancel", id="plan-cancel", variant="primary")
-                yield Button("Kill", id="plan-kill", variant="error")
+                yield Button(confirm_verb(self.plans), id="plan-kill", variant="error")
                 yield Static(self._keys_hint(), id="plan-keys", markup=False)
 
     def _keys_hint(self) -> str:
         if any(p.signal for p in self.plans):
             return SIGNAL_KEYS_HINT
-        if not self.restart_jobs():
-            return KEYS_HINT
-        cut = KEYS_HINT.index(" · esc")
-        return KEYS_HINT[:cut] + JOB_KEY_HINT + KEYS_HINT[cut:]
+        hint = KEYS_HINT.format(verb=confirm_verb(self.plans).lower())
+        if any(p.sweep for p in self.plans):
+            cut = hint.index(" · i ")
+            hint = hint[:cut] + SWEEP_KEY_HINT + hint[cut:]
+        if self.restart_jobs():
+            cut = hint.index(" · esc")
+            hint = hint[:cut] + JOB_KEY_HINT + hint[cut:]
+        return hint
 
     def restart_jobs(self) -> list[Request]:
         """A request to stop, per host, the jobs whose parents the restart warnings name (the job
@@ -600,7 +626,9 @@ class PlanScreen(Dialog[tuple[Plan, ...] | None]):
         if signal is not None:
             kill.label = f"Send {signal}" if n else "Nothing to send"
         else:
-            kill.label = f"Kill {n}" if n else "Nothing to kill"
+            kill.label = (
+                confirm_words(self.plans, n) if n else f"Nothing to {confirm_verb(self.plans).lower()}"
+            )
         kill.disabled = not n
         self.refresh_bindings()
         self.call_after_refresh(self._fit)
@@ -720,7 +748,7 @@ class PlanScreen(Dialog[tuple[Plan, ...] | None]):
 
     def targets_in_view(self) -> bool:
         """Whether a process to signal is on screen, whole (its why too, unless it is taller than
-        the lists), with the Kill button: the one state in which the plan may be confirmed."""
+        the lists), with the confirm button: the one state in which the plan may be confirmed."""
         if not self.is_attached or self.level == TOO_SMALL:
             return False
         body = self.query_one("#plan-body", VerticalScroll)
