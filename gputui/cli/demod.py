@@ -6,9 +6,10 @@ Jobs that come and go, so that `wait` has something to wait for and a clean is n
 - each of the demo scenario's jobs is a slot; a slot whose job is gone (a clean, a kill) gets a new
   one once the job has been gone, and each GPU it uses has been free, for `--refill-after` (60 s):
   long enough for `clean ... && wait --settle 2 && ./run_benchmark.sh` to run in between;
-- demo-b's GPU 3 (the one its scenario leaves free) runs a benchmark (`bench.py`) for `--bench-run`
-  (20 s), which then ends on its own, and a new one starts once the GPU has been free for
-  `--bench-gap` (20 s): `gputui wait --demo demo-b:3` waits for the end of the current one.
+- demo-b's GPU 3 (DEMO_BENCH_GPU, one its scenario leaves free) runs a benchmark (`bench.py`) for
+  `--bench-run` (20 s), which then ends on its own, and a new one starts once the GPU has been free
+  for `--bench-gap` (20 s): `gputui wait --demo demo-b:3` waits for the end of the current one;
+- demo-b's GPUs 4-7 run nothing: `gputui pick 2 --demo` always has a pair to pick.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..probe.readers.base import ReaderError
-from ..probe.readers.scenarios import SCENARIO_JOBS, GiB
+from ..probe.readers.scenarios import DEMO_BENCH_GPU, SCENARIO_JOBS, GiB
 from ..probe.readers.sim.client import start_time
 from ..probe.readers.sim.files import watched
 from ..probe.readers.sim.reader import SimReader
@@ -134,7 +135,7 @@ class Daemon:
         slot = Slot(
             {
                 "role": "busy",
-                "gpu": bench.reader.gpus - 1,
+                "gpu": DEMO_BENCH_GPU,
                 "memory": 52 * GiB,
                 "util": 96,
                 "name": "bench.py",
@@ -162,7 +163,7 @@ class Daemon:
             },
             "idle_timeout_s": self.options.idle_timeout,
             "refill_after_s": self.options.refill_after,
-            "bench": {"host": BENCH_HOST, "gpu": self.hosts[-1].reader.gpus - 1 if self.hosts else None,
+            "bench": {"host": BENCH_HOST, "gpu": DEMO_BENCH_GPU,
                       "run_s": self.options.bench_run, "gap_s": self.options.bench_gap},
         }  # fmt: skip
 

@@ -95,7 +95,10 @@ def parse_args(argv):
     p.add_argument("--sim-variant", type=int, default=0)
     p.add_argument("--sim-seed", type=int, default=0)
     p.add_argument(
-        "--sim-gpus", type=_sim_gpus, default=None, help="1 to %d (default: 4; 8 for jobs)" % MAX_SIM_GPUS
+        "--sim-gpus",
+        type=_sim_gpus,
+        default=None,
+        help="1 to %d (default: 4; 8 for jobs and demo-b, demo variant 1)" % MAX_SIM_GPUS,
     )
     p.add_argument(
         "--sim-dir",

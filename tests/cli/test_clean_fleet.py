@@ -61,7 +61,7 @@ def test_parallel_1_runs_one_host_at_a_time_then_one_summary(tmp_path: Path) -> 
     start = lines.index("== summary: 2 hosts")
     assert lines[start + 1].split() == ["HOST", "RESULT", "GPUS", "PROCESSES", "MEMORY", "TIME", "NOTE"]
     rows = [line.split() for line in lines[start + 2 : start + 4]]
-    assert [r[:3] for r in rows] == [["demo-a", "CLEAN", "4/4"], ["demo-b", "CLEAN", "4/4"]]
+    assert [r[:3] for r in rows] == [["demo-a", "CLEAN", "4/4"], ["demo-b", "CLEAN", "8/8"]]
     assert lines[start + 4].strip() == "total: 2 clean, 18 processes stopped"
     assert lines[-1] == lines[start + 4]  # the table ends the output
 

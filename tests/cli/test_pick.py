@@ -3,10 +3,10 @@ evaluated by a real shell, its JSON document, its words on stderr and its exit c
 (gputui/cli/pick.py).
 
 On a fresh demo (tests/conftest.py sets GPUTUI_DEMO=fresh: each command runs sims of its own, ended
-when it exits): demo-b's GPU 3 is the one free GPU. On configs of sim hosts: the "workers" scenario
-leaves GPUs 2 and 3 free, "empty" all four, "jobs" (8 GPUs) 5, 6 and 7; the "preflight" scenario's
-GPU 0 and 3 are ready, GPU 1 has orphaned memory and GPU 2 throttles. The sim lays its GPUs out as
-a PCIe server: pairs (0-1, 2-3, ...) share a switch, four a NUMA node.
+when it exits): demo-a's 4 GPUs are all busy; of demo-b's 8, GPUs 3 to 7 are free. On configs of sim
+hosts: the "workers" scenario leaves GPUs 2 and 3 free, "empty" all four, "jobs" (8 GPUs) 5, 6 and 7;
+the "preflight" scenario's GPU 0 and 3 are ready, GPU 1 has orphaned memory and GPU 2 throttles. The
+sim lays its GPUs out as a PCIe server: pairs (0-1, 2-3, ...) share a switch, four a NUMA node.
 """
 
 from __future__ import annotations
@@ -92,12 +92,33 @@ def test_pick_one_on_the_demo_prints_a_line_a_shell_takes(tmp_path: Path) -> Non
         "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
     }
     lines = done.stderr.splitlines()
+    # GPU 3, whose switch partner is busy: a pair under one switch (4-5, 6-7) is kept for a pick of two.
     assert lines[0] == "# gputui pick: demo-b GPU 3", done.stderr  # which host: the variable is its
     # Why each other GPU is not ready, one line each, in wait's words.
     assert re.search(
         r"^  demo-a GPU 0: processes: used or held by \d+ \(user: .*vllm_serve\.py", done.stderr, re.M
     )
-    assert len([line for line in lines if line.startswith("  demo-")]) == 7, done.stderr
+    assert len([line for line in lines if line.startswith("  demo-")]) == 11, done.stderr
+
+
+def test_pick_two_on_the_demo_is_one_line_a_shell_takes_two_free_gpus_of_demo_b(tmp_path: Path) -> None:
+    """The README's example: demo-b (8 GPUs) has GPUs 4-7 free and ready; 4 and 5 share a switch."""
+    done = gputui_pick("2", "--demo", cwd=tmp_path)
+    assert done.returncode == Exit.PICKED, done.stdout + done.stderr
+    assert done.stdout.count("\n") == 1 and LINE.fullmatch(done.stdout), done.stdout
+    shell = subprocess.run(
+        ["bash", "-c", 'eval "$(cat)"; echo $CUDA_VISIBLE_DEVICES'],
+        input=done.stdout,
+        env={k: v for k, v in os.environ.items() if not k.startswith("CUDA_")},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    picked = [int(i) for i in shell.stdout.strip().split(",")]
+    assert len(picked) == 2 and set(picked) <= {3, 4, 5, 6, 7}, shell.stdout  # the GPUs demo-b has free
+    assert picked == [4, 5], shell.stdout  # a pair under one switch before the lowest indexes
+    assert done.stderr.splitlines()[0] == "# gputui pick: demo-b GPU 4, 5 (linked by switch or closer)"
 
 
 def test_two_gpus_a_host_has_free_are_one_line_and_the_shell_sees_both(tmp_path: Path) -> None:
@@ -162,9 +183,9 @@ def test_a_throttled_gpu_is_not_ready_and_too_few_is_exit_1_with_every_reason(tm
     assert {u["condition"] for u in gpus["2"]["unready"]} == {"throttle"}
     assert {u["condition"] for u in gpus["3"]["unready"]} == {"ecc"}
 
-    done = gputui_pick("2", "--demo", "demo-a", "demo-b", cwd=tmp_path)
+    done = gputui_pick("6", "--demo", "demo-a", "demo-b", cwd=tmp_path)  # demo-b has 5 ready
     assert done.returncode == Exit.TOO_FEW and done.stdout == "", done.stdout + done.stderr
-    assert done.stderr.startswith("gputui pick: no host has 2 GPUs ready (--wait S waits for them)\n")
+    assert done.stderr.startswith("gputui pick: no host has 6 GPUs ready (--wait S waits for them)\n")
     assert "  demo-b GPU 3: ready\n" in done.stderr
 
 
@@ -173,7 +194,7 @@ def test_a_throttled_gpu_is_not_ready_and_too_few_is_exit_1_with_every_reason(tm
     [
         (["0", "--demo"], "argument N: '0' is not a number of GPUs from 1 to 4096"),
         (["two", "--demo"], "argument N: 'two' is not a number of GPUs"),
-        (["5", "--demo"], "gputui pick: no host has 5 GPUs to pick from (demo-a has 4, demo-b has 4)"),
+        (["9", "--demo"], "gputui pick: no host has 9 GPUs to pick from (demo-a has 4, demo-b has 8)"),
         (["1", "--demo", "--format", "x\x1b[2J"], "invalid choice: 'x\\x1b[2J'"),
         (["1", "--demo", "--memory-below", "8 parsecs"], "--memory-below"),
         (["1", "--demo", "--wait", "-1"], "--wait"),
@@ -252,8 +273,8 @@ def test_wait_returns_once_a_gpu_becomes_free(tmp_path: Path) -> None:
 
 
 def test_wait_that_runs_out_says_so_and_exits_1(tmp_path: Path) -> None:
-    done = gputui_pick("2", "--demo", "demo-b", "--wait", "1", "--format", "json", cwd=tmp_path)
+    done = gputui_pick("6", "--demo", "demo-b", "--wait", "1", "--format", "json", cwd=tmp_path)
     assert done.returncode == Exit.TOO_FEW, done.stdout + done.stderr
     doc: dict[str, Any] = json.loads(done.stdout)
     assert doc["ok"] is False and [h["host"] for h in doc["hosts"]] == ["demo-b"]
-    assert "gputui pick: no host has 2 GPUs ready after 1 s\n" in done.stderr, done.stderr
+    assert "gputui pick: no host has 6 GPUs ready after 1 s\n" in done.stderr, done.stderr

@@ -146,8 +146,8 @@ def prometheus(tmp_path: Path, exporter: str) -> Iterator[Prometheus]:
 
 
 def test_prometheus_scrapes_the_demo_and_answers_queries_on_it(prometheus):
-    # Every GPU of the demo (2 hosts, 4 GPUs each), its memory as the exporter read it.
-    used = wait_for(lambda: len(prometheus.query("gputui_gpu_memory_used_bytes")) == 8, timeout=180)
+    # Every GPU of the demo (demo-a 4 GPUs, demo-b 8), its memory as the exporter read it.
+    used = wait_for(lambda: len(prometheus.query("gputui_gpu_memory_used_bytes")) == 12, timeout=180)
     assert used, "the GPUs never showed up: " + prometheus.logs()
     assert prometheus.query('up{job="gputui"} == 1')
     hosts = {r["metric"]["host"]: r["value"][1] for r in prometheus.query("gputui_host_up")}

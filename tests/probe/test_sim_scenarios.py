@@ -25,6 +25,24 @@ def test_the_reader_takes_every_scenario_name(scenario):
     assert reader.scenario == scenario and 1 <= reader.gpus <= 64
 
 
+@pytest.mark.parametrize(
+    ("scenario", "variant", "gpus"),
+    [
+        ("demo", 0, 4),
+        ("demo", 1, 8),
+        ("demo", 2, 4),
+        ("demo", 3, 8),
+        ("jobs", 0, 8),
+        ("jobs", 1, 8),
+        ("empty", 1, 4),
+    ],
+)
+def test_a_sims_gpu_count_is_its_scenarios_and_variants(scenario, variant, gpus):
+    # demo-a 4 GPUs, demo-b 8 (variants alternate, as the demo's jobs do); what the caller says wins.
+    assert SimReader(scenario=scenario, variant=variant).gpus == gpus
+    assert SimReader(scenario=scenario, variant=variant, gpus=2).gpus == 2
+
+
 def test_the_reader_refuses_a_name_that_is_no_scenario():
     with pytest.raises(ValueError, match="unknown sim scenario"):
         SimReader(scenario="demoo")

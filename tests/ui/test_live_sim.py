@@ -33,7 +33,7 @@ async def test_the_app_on_real_sim_probes() -> None:
         await redrawn(pilot)
         main = app._main
         assert main is not None
-        assert main.fleet_table.row_count == 8
+        assert main.fleet_table.row_count == 12  # a row a GPU: demo-a 4, demo-b 8
         assert "2 live" in screen_text(app)
 
         main.select_host("demo-a")

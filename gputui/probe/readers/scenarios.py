@@ -12,10 +12,18 @@ from typing import Any, Callable, Dict, List, Tuple  # noqa: F401  (used in type
 
 GiB = 1 << 30  # the scenarios' unit of memory (the sim's spawn takes bytes)
 MIG_NAME = "NVIDIA H200 MIG %dg.%dgb (sim)"
-# GPUs of a sim whose scenario wants more than the default 4 (the seed's 8-GPU guest), when the
-# caller does not say (a config has no sim_gpus).
+# GPUs of a sim when the caller does not say (a config has no sim_gpus): DEFAULT_GPUS, or what its
+# scenario lists here by variant (variant v: entry v % len, as the demo's jobs alternate by variant).
+# The demo's second host (demo-b) is an 8-GPU box, as the benchmarking machines people pick GPUs on:
+# its jobs keep GPUs 0-3 and leave 4-7 free.
 DEFAULT_GPUS = 4
-SCENARIO_GPUS = {"jobs": 8}
+SCENARIO_GPUS = {
+    "demo": (4, 8),
+    "jobs": (8,),
+}  # type: Dict[str, Tuple[int, ...]]
+# demo-b's GPU that the live demo's benchmark (gputui/cli/demod.py) comes and goes on: one its jobs
+# leave free, beside a pair that a two-GPU pick finds free.
+DEMO_BENCH_GPU = 3
 
 # demo-b's supervisor waits this long before it starts a new worker (supervisord's back-off): longer
 # than a clean of its host takes (a job there ignores SIGTERM for the 5 s wait), so a clean is
@@ -24,6 +32,13 @@ SUPERVISOR_RESTART_S = 15.0
 
 # A scenario's jobs: [(role, SimReader.spawn's keyword arguments)], from (variant, number of GPUs).
 JobSpecs = List[Tuple[str, Dict[str, Any]]]
+
+
+def scenario_gpus(scenario, variant):
+    # type: (str, int) -> int
+    """How many GPUs a sim of `scenario` and `variant` has when the caller does not say."""
+    counts = SCENARIO_GPUS.get(scenario, (DEFAULT_GPUS,))
+    return counts[variant % len(counts)]
 
 
 def _on(gpus, *indexes):
@@ -45,7 +60,8 @@ def demo_jobs(variant, gpus):
     launcher's two ranks, a ghost and an idle notebook kernel on GPU 2, a service that ignores
     SIGTERM, a zombie's parent and a job stopped by Ctrl+Z on GPU 3. Variant 1 (demo-b): a training
     on GPUs 0-1, a data-loader family (three workers holding their parent's context) and an idle
-    kernel on GPU 0, a ghost, a zombie's parent and a supervisor's worker on GPU 2, and GPU 3 free.
+    kernel on GPU 0, a ghost, a zombie's parent and a supervisor's worker on GPU 2, and GPU 3 free
+    (DEMO_BENCH_GPU), as every GPU past it (demo-b has 8: SCENARIO_GPUS).
     Every job on demo-a ends for good when cleaned (the README's `clean && wait` rehearsal); demo-b's
     supervisor starts a new worker SUPERVISOR_RESTART_S after one ends. Fewer than 4 GPUs: the jobs
     share them."""

@@ -14,7 +14,7 @@ import time
 from typing import Any, Dict, List, Optional, Tuple  # noqa: F401  (used in type comments)
 
 from ..base import Listed, Reader, ReaderError, Tags  # noqa: F401  (Listed, Tags: in type comments)
-from ..scenarios import DEFAULT_GPUS, SCENARIO_GPUS, SCENARIO_JOBS, SCENARIO_STATE, SCENARIOS, GiB
+from ..scenarios import SCENARIO_JOBS, SCENARIO_STATE, SCENARIOS, GiB, scenario_gpus
 from . import directory as sim_dir
 from .client import start_time
 from .contexts import ContextTable
@@ -48,7 +48,7 @@ class SimReader(Reader):
         if scenario not in SCENARIOS:
             raise ValueError("unknown sim scenario %r (known: %s)" % (scenario, ", ".join(SCENARIOS)))
         if gpus is None:
-            gpus = SCENARIO_GPUS.get(scenario, DEFAULT_GPUS)
+            gpus = scenario_gpus(scenario, int(variant or 0))
         if not 1 <= int(gpus) <= 64:
             raise ValueError("sim gpus must be 1 to 64, not %r" % (gpus,))
         if attach and not base_dir:
