@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import select
 import signal
 import struct
@@ -35,6 +36,7 @@ PLAIN = "import os, sys; os.execv(sys.executable, [sys.executable] + sys.argv[1:
 CTRL_K = b"\x0b"
 STARTED = 16  # processes below the app once both demo probes run their sims
 DIALOG = "Free every GPU (0-3) · confirm"  # the plan dialog's title (F on demo-a)
+REFUSED = "Not confirmed"  # the dialog's note on a confirmation that came before its targets showed
 
 
 def stat_of(pid: int) -> list[str] | None:
@@ -140,8 +142,15 @@ class PtyApp:
             if self.proc.poll() is not None:
                 raise AssertionError(f"gputui exited ({self.proc.returncode}) while waiting for {what}")
             if time.monotonic() > deadline:
-                raise AssertionError(f"no {what} within {timeout:g} s")
+                raise AssertionError(
+                    f"no {what} within {timeout:g} s; the terminal's last output:\n{self.tail()}"
+                )
             self.pause(0.05)
+
+    def tail(self, chars: int = 2000) -> str:
+        """The end of what the app wrote, escape sequences taken out: what a failure shows."""
+        text = bytes(self.output[-8 * chars :]).decode(errors="replace")
+        return re.sub(r"\x1b\[[0-9;?]*[@-~]|\x1b[()][0-9A-Za-z]", " ", text)[-chars:]
 
     def mark(self) -> int:
         """Where the output is now: `shows(text, since=mark)` looks only at what came after."""
@@ -188,7 +197,6 @@ class PtyApp:
 
         self.up()
         self.open_dialog()
-        self.send(CTRL_K)
 
         def signalled() -> bool:
             if not self.log.exists():
@@ -196,6 +204,14 @@ class PtyApp:
             records, _ = read_records(self.log)
             return any(r["kind"] == "event" and r.get("signal") == "SIGTERM" for r in records)
 
+        # A confirmation that comes before the dialog has drawn its targets is refused, and the
+        # dialog says so: a person reads them and presses again, and so does this.
+        mark = self.mark()
+        self.send(CTRL_K)
+        self.wait_for(lambda: signalled() or self.shows(REFUSED, since=mark), 60, "the plan's start")
+        if not signalled():
+            self.pause(0.5)
+            self.send(CTRL_K)
         self.wait_for(signalled, 60, "a SIGTERM event in the audit log")
         records, _ = read_records(self.log)
         [plan] = [r["action"] for r in records if r["kind"] == "plan"]
