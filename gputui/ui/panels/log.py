@@ -36,13 +36,18 @@ class LogPanel(Panel):
             focus_after.focus()
 
     def lift_toasts(self) -> None:
+        """The toasts inside the process table's pane: above its bottom border, left of its right
+        border and scroll bar, so they cover no border, nor the log below it (while it shows), the
+        legend or the footer. Without that pane laid out, Textual's own place: above the footer."""
         try:
             rack = self.screen.query_one("#textual-toastrack")
+            procs = self.screen.query_one("#procs")
         except NoMatches:  # notifications are off
             return
-        bottom = 1  # Textual's own: above the footer
-        log = self.action_log
-        if log.display and log.region.height:
-            bottom = max(bottom, self.screen.size.height - log.region.y)
-        if rack.styles.margin.bottom != bottom:
-            rack.styles.margin = (0, 0, bottom, 0)
+        size = self.screen.size
+        inside = procs.scrollable_content_region
+        margin = (0, 0, 1, 0)
+        if procs.display and inside.height:
+            margin = (0, max(size.width - inside.right, 0), max(size.height - inside.bottom, 1), 0)
+        if tuple(rack.styles.margin) != margin:
+            rack.styles.margin = margin
