@@ -52,7 +52,7 @@ job_exit=null job_clean=null gpus_exit=null gpus_clean=null
 text() {
     GPUTUI_TEXT=$1 LC_ALL=C awk 'BEGIN {
         for (i = 1; i < 256; i++) code[sprintf("%c", i)] = i
-        s = ENVIRON["GPUTUI_TEXT"]; n = length(s); if (n > 300) n = 300
+        s = ENVIRON["GPUTUI_TEXT"]; n = length(s); cut = n > 300; if (cut) n = 297
         for (i = 1; i <= n; i++) {
             c = substr(s, i, 1); b = code[c]
             if (c == "\\" || c == "\"") out = out "\\" c
@@ -63,8 +63,15 @@ text() {
             else if (b == 27) out = out "\\\\e"
             else out = out sprintf("\\\\x%02x", b)
         }
-        printf "%s", out
+        printf "%s%s", out, (cut ? "..." : "")
     }'
+}
+
+# At most 40 characters of a value the script could not read, "..." where it is cut: a message that
+# quotes one keeps room for what was decided.
+short() {
+    printf '%.40s' "$1"
+    if [ "${#1}" -gt 40 ]; then printf '...'; fi
 }
 
 # The job's GPUs: the first of these that is set, even when empty (an empty SLURM_JOB_GPUS must not
@@ -101,7 +108,7 @@ gpu_list_problem() {
         case $item in
             0 | [1-9] | [1-9][0-9] | [1-9][0-9][0-9] | GPU-$uuid | MIG-$uuid) ;;
             '') printf 'an empty item'; return ;;
-            *) printf '"%s" is not a GPU index (0 to 999) or a whole GPU-/MIG- UUID' "$item"; return ;;
+            *) printf '"%s" is not a GPU index (0 to 999) or a whole GPU-/MIG- UUID' "$(short "$item")"; return ;;
         esac
         case $seen in
             *",$item,"*) printf 'GPU %s twice' "$item"; return ;;
@@ -148,10 +155,10 @@ case $clean_gpus in
     1) if [ -n "$gpus_from" ]; then
            refused=$(gpu_list_problem)
            if [ -n "$refused" ]; then
-               refused="GPU list not understood: $gpus_from=\"$gpus\": $refused"
+               refused="GPU list not understood, the job's GPUs not cleaned nor proven clean: $gpus_from=\"$(short "$gpus")\": $refused"
            fi
        fi ;;
-    *) refused="GPUTUI_EPILOG_GPUS is \"$clean_gpus\", not 0 or 1" ;;
+    *) refused="GPUTUI_EPILOG_GPUS is \"$(short "$clean_gpus")\", not 0 or 1: the job's GPUs not cleaned nor proven clean" ;;
 esac
 
 # 1. The job's own processes, wherever they are.
@@ -168,7 +175,7 @@ esac
 
 # 2. The job's GPUs.
 if [ -n "$refused" ]; then
-    finish error 1 "$refused; the job's GPUs not cleaned nor proven clean; its processes: exit $job_exit"
+    finish error 1 "$refused; its processes: exit $job_exit"
 fi
 if [ -z "$gpus_from" ]; then
     finish no-gpus 0 "the job had no GPU; its processes: exit $job_exit"

@@ -56,7 +56,7 @@ node=${SLURMD_NODENAME:-$(uname -n)}
 text() {
     GPUTUI_TEXT=$1 LC_ALL=C awk 'BEGIN {
         for (i = 1; i < 256; i++) code[sprintf("%c", i)] = i
-        s = ENVIRON["GPUTUI_TEXT"]; n = length(s); if (n > 300) n = 300
+        s = ENVIRON["GPUTUI_TEXT"]; n = length(s); cut = n > 300; if (cut) n = 297
         for (i = 1; i <= n; i++) {
             c = substr(s, i, 1); b = code[c]
             if (c == "\\" || c == "\"") out = out "\\" c
@@ -67,8 +67,15 @@ text() {
             else if (b == 27) out = out "\\\\e"
             else out = out sprintf("\\\\x%02x", b)
         }
-        printf "%s", out
+        printf "%s%s", out, (cut ? "..." : "")
     }'
+}
+
+# At most 40 characters of a value the script could not read, "..." where it is cut: a message that
+# quotes one keeps room for what was decided.
+short() {
+    printf '%.40s' "$1"
+    if [ "${#1}" -gt 40 ]; then printf '...'; fi
 }
 
 # The job's GPUs: the first of these that is set, even when empty (an empty SLURM_JOB_GPUS must not
@@ -105,7 +112,7 @@ gpu_list_problem() {
         case $item in
             0 | [1-9] | [1-9][0-9] | [1-9][0-9][0-9] | GPU-$uuid | MIG-$uuid) ;;
             '') printf 'an empty item'; return ;;
-            *) printf '"%s" is not a GPU index (0 to 999) or a whole GPU-/MIG- UUID' "$item"; return ;;
+            *) printf '"%s" is not a GPU index (0 to 999) or a whole GPU-/MIG- UUID' "$(short "$item")"; return ;;
         esac
         case $seen in
             *",$item,"*) printf 'GPU %s twice' "$item"; return ;;
@@ -138,7 +145,7 @@ if [ -z "$gpus_from" ] || [ "$gpus" = NoDevFiles ]; then
 fi
 refused=$(gpu_list_problem)
 if [ -n "$refused" ]; then
-    finish error 1 "GPU list not understood: $gpus_from=\"$gpus\": $refused; nothing waited on" null null
+    finish error 1 "GPU list not understood, nothing waited on: $gpus_from=\"$(short "$gpus")\": $refused" null null
 fi
 case $drain_busy in
     0 | 1) ;;

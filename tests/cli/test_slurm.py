@@ -387,6 +387,26 @@ def test_a_gpu_list_slurm_did_not_write_cleans_only_the_jobs_processes_and_drain
     assert not marker.exists()
 
 
+LONG_ITEM = "x" * 500  # one bad item longer than the log keeps of a detail
+
+
+@pytest.mark.parametrize("script", [PROLOG, EPILOG], ids=["prolog", "epilog"])
+def test_a_long_bad_list_keeps_the_verdict_in_the_detail_and_marks_what_it_cut(
+    recorded: dict[str, Any], script: Path
+) -> None:
+    """What was decided comes first and whole; the value that could not be read is shown bounded,
+    with a mark where it is cut, so however long it is the line still says what was (not) done."""
+    for value in (LONG_ITEM, "0," + LONG_ITEM, LONG_ITEM + ",0"):
+        for env in (e for e in gpu_envs(value) if "" not in e.values()):  # an empty one is read first
+            code, line = run_script(script, recorded, SLURM_JOB_ID="303", **env)
+            detail = line["detail"]
+            assert code == 1 and line["verdict"] == "error", line
+            said = "nothing waited on" if script == PROLOG else "not cleaned nor proven clean"
+            assert detail.startswith("GPU list not understood") and said in detail, detail
+            assert "x" * 100 not in detail and "..." in detail, detail
+            assert line["gpus"].endswith("..."), line["gpus"]
+
+
 GOOD_LISTS = [
     ("0", ["0"]),
     ("0,1", ["0", "1"]),
