@@ -213,12 +213,15 @@ def test_hostile_values_reach_no_shell(scripts: dict[str, Any], tmp_path: Path) 
 
 
 def test_prolog_asks_wait_for_the_sites_conditions(scripts: dict[str, Any]) -> None:
-    # GPU 2 of the preflight scenario runs hot (78 °C, cooling slowly), GPU 3 has persistence off.
+    # GPU 2 of the preflight scenario runs hot (78 °C, cooling slowly), GPU 3 has persistence off
+    # and an uncorrected ECC error: that one is never ready, asked or not (it wants a reset).
     code, line = run_script(PROLOG, scripts, GPUTUI_WAIT_OPTIONS="--temp-below=50", **job_env("114", "2"))
     assert code == 1 and line["detail"] == "unusable GPU 2: temperature"
     code, line = run_script(PROLOG, scripts, GPUTUI_WAIT_OPTIONS="--persistence", **job_env("115", "3"))
-    assert code == 1 and line["detail"] == "unusable GPU 3: persistence"
-    code, line = run_script(PROLOG, scripts, **job_env("116", "2,3"))  # not asked: ready
+    assert code == 1 and line["detail"] == "unusable GPU 3: ecc persistence"
+    code, line = run_script(PROLOG, scripts, **job_env("116", "2,3"))
+    assert code == 1 and line["detail"] == "unusable GPU 3: ecc"
+    code, line = run_script(PROLOG, scripts, **job_env("117", "2"))  # not asked: ready
     assert code == 0 and line["verdict"] == "ready"
 
 
