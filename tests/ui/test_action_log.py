@@ -67,6 +67,22 @@ def test_what_happened_comes_from_the_fields() -> None:
     assert what_happened(odd) == ("something else entirely", "")  # not the probe's words: kept whole
 
 
+def test_a_command_with_control_characters_or_over_100_characters_is_named_once() -> None:
+    """The probe names the process by its raw command (cut at 100 characters) and the app makes the
+    whole message printable on arrival: the log still finds the PID and the command in it, so the line
+    says `SIGTERM sent` once beside the command, never the PID twice (`4121 4121 python3 -c \\n...`)."""
+    script = ["python3", "-c", "\nimport os, sys, signal\nimport torch\n" + "x = 1\n" * 40]
+    long = ["python3", "serve.py", *[f"--option-{i}=value" for i in range(20)]]
+    for command in (script, long):
+        words = brief_command(command)
+        label = f"{PID} {words[:97] + '...' if len(words) > 100 else words}"  # the probe's label
+        sent = event("signal", "sent", f"SIGTERM -> {label}", command=command)
+        exited = event("wait", "exited", f"{label} exited after SIGTERM", command=command)
+        assert what_happened(sent)[0] == "SIGTERM sent", what_happened(sent)
+        assert what_happened(exited)[0] == "exited after SIGTERM", what_happened(exited)
+        assert str(PID) not in what_happened(exited)[1]
+
+
 def log_lines(app: Any) -> list[str]:
     return [strip.text for strip in app._main.action_log.query_one("#log-lines").lines]
 

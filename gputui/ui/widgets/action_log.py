@@ -24,6 +24,7 @@ from textual.containers import Vertical
 from textual.widgets import RichLog, Static
 
 from gputui.model import Event, brief_command
+from gputui.model.textsafe import printable
 from gputui.text.words import event_message, where
 
 from .. import fmt
@@ -112,7 +113,9 @@ def what_happened(event: Event) -> tuple[str, str]:
     if event.pid is None:
         return message, ""
     words = _label_words(event)
-    label = f"{event.pid} {words}"
+    # The probe wrote the label from the raw command; the message was made printable on arrival,
+    # so the label is looked for as printable too (an escape is the same wherever it falls).
+    label = printable(f"{event.pid} {words}")
     if label not in message:
         return message, ""
     before, _, after = message.partition(label)
