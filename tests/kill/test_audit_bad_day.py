@@ -96,8 +96,11 @@ async def test_a_log_that_fails_at_any_point_never_lets_a_signal_go_unrecorded(t
     assert {pid for _, pid in sent} <= intents
     cancel = next((i for i, e in enumerate(seen) if e.stage == "cancel"), None)
     if cancel is None:
-        # The probe had no signal left to send when the cancel came (it was verifying): none after.
-        assert not [pid for i, pid in sent if i >= failed_after], [e.stage for e in seen]
+        # The cancel came when the probe had no batch left to start (it was verifying). Between the
+        # failed write and the cancel's arrival the probe may finish the one batch it had begun (the
+        # app reads its events late on a busy machine): at most that one, each signal's intent on disk.
+        late = {seen[i].stage for i, _ in sent if i >= failed_after}
+        assert len(late) <= 1, [e.stage for e in seen]
     else:
         assert not [pid for i, pid in sent if i > cancel]
     if failed_after <= next((i for i, e in enumerate(seen) if e.stage == "wait"), len(seen)):
