@@ -16,13 +16,14 @@ from ..fleet.session import FleetEvent, SampleArrived
 from ..recording.player import ReplayPlayer
 from ..text.glyphs import shows_unicode
 from ..ui.factory import make_app
-from ..ui.terminal import Lifeline
+from ..ui.terminal import LOST_STATUS, Lifeline, hung_up
 from ..ui.themes import bundled_themes_dir, load_themes, theme_problem
 from . import options
 from .fleets import build_fleet, resolve_hosts
 from .replay import REPLAY_INTERVAL, open_replay
 from .streams import fail
 
+HUNG_UP = "the terminal hung up ({what} is a terminal that is gone): nothing to draw on"
 NO_TERMINAL = (
     "the dashboard draws on a terminal, and {what} is not one (a file or a pipe?): it would write "
     "escape codes there until stopped. For the GPUs and processes as text, run `gputui snapshot` "
@@ -72,6 +73,8 @@ def _run(args: argparse.Namespace, lifeline: Lifeline) -> int:
             if stream is None or not stream.isatty():
                 # A terminal that hung up is no terminal either: then the hangup is why it ends.
                 ending = lifeline.signalled()
+                if ending is None and hung_up(stream):
+                    ending = fail(HUNG_UP.format(what=what), LOST_STATUS)
                 return ending if ending is not None else fail(NO_TERMINAL.format(what=what))
     if replay is None:
         fleet = build_fleet(specs, interval)

@@ -66,6 +66,20 @@ RESTORE = (
 )
 
 
+def hung_up(stream: IO[Any] | None) -> bool:
+    """`stream` is a terminal that has hung up. The kernel marks it so (its calls then fail with EIO)
+    before it sends SIGHUP, so for a moment it reads as no terminal at all; only the EIO tells it from
+    a file or a pipe (ENOTTY)."""
+    try:
+        fd = stream.fileno() if stream is not None else -1
+        termios.tcgetattr(fd)
+    except termios.error as e:
+        return bool(e.args) and e.args[0] == errno.EIO
+    except (OSError, ValueError):  # closed, or no file descriptor
+        return False
+    return False
+
+
 class Lifeline:
     """SIGHUP, SIGTERM and a lost terminal end the process (the module's docstring says how)."""
 

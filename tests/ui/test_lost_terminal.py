@@ -180,3 +180,29 @@ def test_tmux_kill_session_during_start_up(tmp_path: Path) -> None:
         for p, s in seen.items():
             if alive(p, s):
                 os.kill(p, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("which", ["stdin", "stdout", "both"])
+def test_a_terminal_that_hung_up_before_the_check_ends_as_the_hangup(tmp_path: Path, which: str) -> None:
+    """The kernel marks a terminal hung up before it sends SIGHUP: in between, the start-up's check
+    sees no terminal. A terminal that hung up is not "a file or a pipe": the dashboard ends as the
+    hangup (129) and says so, never exit 2 with advice about redirected output. Here the pty is not
+    the app's controlling terminal, so no SIGHUP comes at all: the check alone must tell."""
+    master, slave = os.openpty()
+    os.close(master)  # hung up before the app starts
+    env = dict(os.environ, TMPDIR=str(tmp_path), GPUTUI_DEMO="fresh")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    with open(tmp_path / "out", "wb") as out:
+        stdin = slave if which in ("stdin", "both") else subprocess.DEVNULL
+        stdout = slave if which in ("stdout", "both") else out
+        result = subprocess.run(
+            [sys.executable, "-m", "gputui", "--demo", "--log", str(tmp_path / "actions.jsonl")],
+            stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, env=env, cwd=tmp_path, timeout=120,
+        )  # fmt: skip
+    os.close(slave)
+    err = result.stderr.decode(errors="replace")
+    if which == "stdin":  # stdout is a file: that is what the check says first
+        assert result.returncode == 2 and "stdout is not one" in err, err
+        return
+    assert result.returncode == HUNG_UP[0], err
+    assert "hung up" in err and "Traceback" not in err and "a file or a pipe" not in err, err
