@@ -113,8 +113,25 @@ def _listed(what: str, check: Callable[[str], bool]) -> Callable[[str], list[str
     return parse_list
 
 
-def _user(item: str) -> bool:
+def _one_term(item: str) -> bool:
+    """No space or quote: the filter language would read `item` as more terms, or a quoted one."""
     return item.isprintable() and not any(c in _NOT_IN_A_NAME or c.isspace() for c in item)
+
+
+def _term(field: str, item: str) -> bool:
+    """`item` as the filter language takes a value of `field` (one rule for the box and the CLI)."""
+    if not _one_term(item):
+        return False
+    try:
+        parse(f"{field}:{item}")
+    except FilterError:
+        return False
+    return True
+
+
+def _user(item: str) -> bool:
+    """A user name, or a uid (a number below 2**32 - 1)."""
+    return _term("user", item)
 
 
 def _pid(item: str) -> bool:
@@ -123,16 +140,10 @@ def _pid(item: str) -> bool:
 
 
 def _gpu(item: str) -> bool:
-    if not _user(item):  # no space or quote: the filter language would read it as more terms
-        return False
-    try:
-        parse(f"gpu:{item}")
-    except FilterError:
-        return False
-    return True
+    return _term("gpu", item)
 
 
-USERS = _listed("a user name (or a comma list of them: alice,bob)", _user)
+USERS = _listed("a user name or uid (or a comma list of them: alice,bob,1000)", _user)
 PIDS = _listed("a PID (or a comma list of them: 4121,4122)", _pid)
 GPUS = _listed("a GPU: an index, a UUID, HOST:INDEX or HOST:all (or a comma list of them: 2,3)", _gpu)
 
@@ -149,7 +160,8 @@ def add_filters(p: argparse.ArgumentParser) -> None:
         type=USERS,
         action="extend",
         metavar="NAME",
-        help="processes of this user (repeat it, or alice,bob; wildcards: 'a*'), and the GPUs they use",
+        help="processes of this user, a name or a uid (repeat it, or alice,bob; wildcards: 'a*'), "
+        "and the GPUs they use",
     )
     group.add_argument(
         "--pid", type=PIDS, action="extend", metavar="PID", help="these processes (repeat it, or 4121,4122)"

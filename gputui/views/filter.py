@@ -63,7 +63,7 @@ STATE_ALIASES = {"idle": "idle-held", "idle-holder": "idle-held", "throttling": 
 FIELDS: dict[str, str] = {
     "host": "host name: host:gpu017, host:gpu0*",
     "group": "host group (the config's [groups], else the name without its number): group:rack3",
-    "user": "a process's user: user:alice, user:alice,bob (either)",
+    "user": "a process's user, a name or a uid: user:alice, user:alice,bob (either), user:1000",
     "state": "a state of the host, GPU or process: state:idle-held (see STATES)",
     "kind": "a process kind: kind:ghost (user, ghost, hidden, monitor, zombie)",
     "gpu": "a GPU as clean --gpu takes it: gpu:3, gpu:2,3, gpu:gpu017:3, gpu:gpu017:all, gpu:GPU-5a1b (a UUID)",
@@ -79,6 +79,8 @@ FIELDS: dict[str, str] = {
 }
 FIELD_ALIASES = {"command": "cmd", "name": "model", "hosts": "host", "users": "user", "memory": "mem"}
 NUMERIC = ("mem", "util", "temp", "idle")
+# uid_t's (uid_t)-1 means "no user" (setreuid's "unchanged"): every uid is below it.
+NO_UID = 2**32 - 1
 EXACT = ("host", "group", "user", "job")  # a name: the whole of it, unless it has wildcards
 PIECE = ("model", "cmd", "container")  # a longer text: a piece of it, unless it has wildcards
 # Fields whose value may be a list, any of which matches (`user:alice,bob`): names, which hold no
@@ -111,6 +113,7 @@ class Subject:
     group: str = ""
     states: frozenset[str] = frozenset()
     users: frozenset[str] = frozenset()
+    uids: frozenset[int] = frozenset()  # the users' uids: `user:1000` matches them as well as a name
     kinds: frozenset[str] = frozenset()
     gpus: frozenset[int] = frozenset()
     uuids: frozenset[str] = frozenset()  # the UUIDs of those GPUs
@@ -260,6 +263,8 @@ def _one(name: str, value: str, at: int) -> Callable[[Subject], bool]:
         return lambda s: folded in s.kinds
     if name == "gpu":
         return _gpu(value, at)
+    if name == "user":
+        return _user(value, at)
     if name == "pid":
         number = _number(folded)
         if number is None:
@@ -270,7 +275,6 @@ def _one(name: str, value: str, at: int) -> Callable[[Subject], bool]:
         texts: Callable[[Subject], tuple[str, ...] | frozenset[str]] = {
             "host": lambda s: (s.host,),
             "group": lambda s: (s.group,),
-            "user": lambda s: s.users,
             "job": lambda s: s.jobs,
         }[name]
         return lambda s: any(_named(t, folded, wild) for t in texts(s))
@@ -282,6 +286,21 @@ def _one(name: str, value: str, at: int) -> Callable[[Subject], bool]:
     if wild:
         return lambda s: any(_glob(t, folded) for t in pieces(s))
     return lambda s: any(folded in t.casefold() for t in pieces(s))
+
+
+def _user(value: str, at: int) -> Callable[[Subject], bool]:
+    """A user name (the whole name, or a wildcard pattern), or a uid: a number, which matches that
+    uid and the name a uid without a passwd entry is shown by (its number)."""
+    folded = value.casefold()
+    if folded.startswith("-"):  # POSIX names never start with one; `user:-1` is no uid either
+        raise FilterError(f"user:{value} is no user name or uid: user:alice, user:1000", at)
+    if folded.isascii() and folded.isdigit():
+        uid = int(folded) if len(folded) <= len(str(NO_UID)) else NO_UID
+        if uid >= NO_UID:
+            raise FilterError(f"user:{value[:20]} is no uid: a uid is below {NO_UID}", at)
+        return lambda s: uid in s.uids or folded in s.users
+    wild = any(c in value for c in "*?[")
+    return lambda s: any(_named(t, folded, wild) for t in s.users)
 
 
 def _number(text: str) -> int | None:

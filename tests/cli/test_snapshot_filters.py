@@ -77,6 +77,20 @@ def test_user_and_the_text_table() -> None:
     assert run.stdout.count("== demo-") == 2 and " user " in run.stdout
 
 
+def test_user_takes_a_uid_as_well_as_a_name() -> None:
+    """A user is a name or a uid (nvitop's --user takes either): the uid matches the processes of
+    that uid, named or not, as the name does."""
+
+    def kinds(doc: dict[str, Any]) -> set[str]:  # each snapshot starts its own demo: its own PIDs
+        return {p["kind"] for p in procs_of(doc)}
+
+    doc = doc_of("--user", str(os.getuid()))
+    assert doc["filter"] == f"user:{os.getuid()}"
+    assert procs_of(doc) and {p["user"] for p in procs_of(doc)} == {ME}
+    assert kinds(doc) == kinds(doc_of("--user", ME)) >= {"user", "monitor"}
+    assert procs_of(doc_of("--user", str(os.getuid() + 1))) == []
+
+
 def test_a_filter_that_matches_nothing_says_so() -> None:
     run = gputui("snapshot", "--demo", "--user", "nobody-here")
     assert run.returncode == 0, run.stderr
@@ -135,6 +149,10 @@ def test_watch_prints_each_frame_filtered() -> None:
         (["--user", ""], ["--user", "''", "is not a user name"]),
         (["--user", "al ice"], ["--user", "'al ice'"]),
         (["--user", "a\x1b[2Jb"], ["--user", "is not a user name"]),
+        # A number is a uid, and a uid is below 2**32 - 1 (uid_t's -1 is no user).
+        (["--user", "9" * 20], ["--user", "is not a user name or uid"]),
+        (["--user", str(2**32 - 1)], ["--user", "is not a user name or uid"]),
+        (["--user", "alice,-1"], ["--user", "'alice,-1'"]),  # no name starts with '-'
         (["--gpu", "demo-c:1"], ["--gpu", "demo-c", "is not one of the hosts"]),
     ],
 )

@@ -12,7 +12,8 @@ from gputui.views.filter import FilterError, Subject, parse
 UUID = "GPU-5a1b2c3d-0000-1111-2222-333344445555"
 GPU = Subject(
     host="gpu017",
-    users=frozenset({"alice"}),
+    users=frozenset({"alice", "1004"}),  # 1004: a uid with no passwd entry is shown by its number
+    uids=frozenset({1001, 1004}),
     kinds=frozenset({"user"}),
     gpus=frozenset({3}),
     uuids=frozenset({UUID}),
@@ -29,6 +30,13 @@ GPU = Subject(
         ("user:bob,ALICE", True),
         ("user:bob,carol", False),
         ("user:bob,al*", True),
+        # A number is a uid: alice's, or one without a name.
+        ("user:1001", True),
+        ("user:1002", False),
+        ("user:bob,1001", True),
+        ("user:1004", True),
+        ("user:100*", True),  # a pattern is of names: the nameless uid's
+        ("user:4294967294", False),
         ("-user:bob,alice", False),
         ("pid:1,4121", True),
         ("pid:1,2", False),
@@ -76,6 +84,9 @@ def test_a_longer_text_keeps_its_commas() -> None:
         ("gpu:gpu017:x", "gpu:gpu017:x is no GPU index"),
         ("gpu::3", "gpu::3 is no GPU index"),
         ("kind:user,ghosts", "unknown kind 'ghosts'"),
+        ("user:" + "9" * 20, "is no uid: a uid is below 4294967295"),
+        ("user:4294967295", "is no uid"),
+        ("user:alice,-1", "user:-1 is no user name or uid"),
     ],
 )
 def test_what_a_bad_list_says(text: str, says: str) -> None:
