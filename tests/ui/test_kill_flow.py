@@ -23,6 +23,7 @@ from gputui.text.units import fmt_bytes
 from gputui.ui import GpuTuiApp, make_app
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.plan import IncludeScreen, PlanScreen
+from gputui.ui.widgets.proc_table import proc_row_key
 from tests.support.apps import FROZEN, QUIET, build_app, recording, sim_app
 from tests.support.pilot import (
     dialog,
@@ -53,12 +54,13 @@ async def test_select_cancel_then_confirm_runs_the_stages_and_shows_the_verdict(
     log = tmp_path / "actions.jsonl"
     app = sim_app(tmp_path)
     async with app.run_test(size=(120, 36)) as pilot:
-        main = await ready(pilot, gpu_row=1)  # GPU 0: the vLLM server (GPUs 0 and 1)
+        main = await ready(pilot, gpu_row=1)  # GPU 0: the vLLM server (GPUs 0 and 1), a launcher's ranks
         main.proc_table.focus()
         sample = app.fleet.view("demo-a").sample
         assert sample is not None
-        [server] = sample.on_gpu(0)
+        [server] = [p for p in sample.on_gpu(0) if any(a.endswith("vllm_serve.py") for a in p.command)]
         assert server.kind == "user"
+        assert main.proc_table.move_to(proc_row_key(server), scroll=True)
         await pilot.press("space")
         await redrawn(pilot)
         assert "1 selected" in str(main.proc_table.border_title)
