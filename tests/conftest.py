@@ -27,6 +27,8 @@ import pytest
 
 from gputui.text.glyphs import shows_unicode
 
+SLOW = Path(__file__).with_name("slow.txt")  # what `--quick` leaves out (scripts/slow-tests writes it)
+
 # At import as well as in the fixture: an environment a test module copies when it is imported
 # (before any fixture runs) must not start the user's live demo either.
 os.environ["GPUTUI_DEMO"] = "fresh"
@@ -44,3 +46,23 @@ def private_state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
     monkeypatch.setenv("XDG_STATE_HOME", str(state))
     monkeypatch.setenv("GPUTUI_DEMO", "fresh")
     return state
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--quick",
+        action="store_true",
+        help="leave out the tests listed in tests/slow.txt (0.5 s or more in a whole run): the day's loop",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("--quick"):
+        return
+    slow = {
+        line.strip() for line in SLOW.read_text().splitlines() if line.strip() and not line.startswith("#")
+    }
+    kept = [item for item in items if item.nodeid not in slow]
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item.nodeid in slow])
+        items[:] = kept
