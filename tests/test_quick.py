@@ -6,8 +6,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.conftest import SLOW
 from tests.support.paths import REPO
+
+SLOW = REPO / "tests" / "slow.txt"
 
 
 def collected(*args: str) -> set[str]:

@@ -177,15 +177,19 @@ def demo_directory(name: str, environ: Mapping[str, str] = os.environ, create: b
     """The directory of the demo `name` (module docstring), in the user's demo root; both made if
     missing (with `create`), checked always. Raises DemoError (exit 4) when either, or
     XDG_RUNTIME_DIR, is not private."""
-    root = demo_root(environ, create)
-    path = root / name
+    return _private_dir(demo_root(environ, create) / name, create, "remove it")
+
+
+def _private_dir(path: Path, create: bool, fix: str) -> Path:
+    """`path`, made private if missing (with `create`), checked whenever it is there: DemoError
+    (exit 4) saying `fix` when it is not the user's own private directory."""
     if create:
         _make_private(path)
     elif not os.path.lexists(path):
         return path
     problem = private_problem(path, "the demo's directory")
     if problem:
-        raise DemoError(f"{problem}: refusing to use it (remove it)", Exit.REFUSED)
+        raise DemoError(f"{problem}: refusing to use it ({fix})", Exit.REFUSED)
     return path
 
 
@@ -216,15 +220,8 @@ def demo_root(environ: Mapping[str, str] = os.environ, create: bool = True) -> P
         tmp = environ.get("TMPDIR", "")
         base = tmp if os.path.isabs(tmp) else tempfile.gettempdir()
         path = Path(base) / f"{DIR_NAME}-{os.geteuid()}"
-    if create:
-        _make_private(path)
-    elif not os.path.lexists(path):
-        return path
-    problem = private_problem(path, "the demo's directory")
-    if problem:
-        fix = "remove it" if runtime else "remove it, or set XDG_RUNTIME_DIR to a private directory of yours"
-        raise DemoError(f"{problem}: refusing to use it ({fix})", Exit.REFUSED)
-    return path
+    fix = "remove it" if runtime else "remove it, or set XDG_RUNTIME_DIR to a private directory of yours"
+    return _private_dir(path, create, fix)
 
 
 def open_private(path: Path, flags: int) -> int:

@@ -81,6 +81,13 @@ def add_interval(p: argparse.ArgumentParser, default: float | None, help: str) -
     p.add_argument("--interval", type=argtypes.interval, default=default, metavar="S", help=help)
 
 
+def add_memory_below(p: argparse.ArgumentParser) -> None:
+    """A GPU's condition for `wait` and `pick`: less memory used than SIZE."""
+    p.add_argument(
+        "--memory-below", type=argtypes.size, metavar="SIZE", help="also: used memory below SIZE (8GiB)"
+    )
+
+
 def add_log(p: argparse.ArgumentParser, help: str) -> None:
     p.add_argument("--log", metavar="PATH", help=help)
 

@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from ..config.file import load
 from ..fleet.fleet import Fleet
 from ..fleet.session import DOWN, LIVE, HostView, SampleArrived, StatusChanged
 from ..model import NO_GPU_CODES
@@ -30,8 +29,7 @@ from ..model.textsafe import printable
 from ..views.pick import Judged, closest, judge, link_of
 from ..views.readiness import Conditions
 from .exits import Exit
-from .fleets import build_fleet, resolve_hosts
-from .options import idle_after
+from .judging import judge_fleet
 from .versions import PICK_JSON
 
 FIRST_SAMPLES_S = 30.0  # the longest pick waits for each host's first sample, --wait or not
@@ -58,11 +56,7 @@ class Picked:
 
 def run(args: argparse.Namespace) -> int:
     """`gputui pick` with its parsed arguments."""
-    config = load(args.config)
-    specs = resolve_hosts(args.hosts, args.demo, config, read_only=True)
-    fleet = build_fleet(specs, interval=args.interval)
-    args.idle_after = idle_after(args, config)
-    return asyncio.run(run_pick(args, fleet))
+    return judge_fleet(args, run_pick)
 
 
 def conditions_of(args: argparse.Namespace) -> Conditions:

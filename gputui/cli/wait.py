@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from ..config.file import idle_threshold as threshold
-from ..config.file import load
 from ..fleet.fleet import Fleet
 from ..fleet.session import DOWN, HostView, SampleArrived, StatusChanged
 from ..model import NO_GPU_CODES, Preflight, Sample
@@ -33,9 +32,8 @@ from ..model.textsafe import cells, cut, printable
 from ..text.words import columns, count, shares
 from ..views.readiness import Conditions, Unready, unready
 from .exits import Exit
-from .fleets import build_fleet, resolve_hosts
 from .gpuspec import UsageError, resolve_gpu_specs
-from .options import idle_after
+from .judging import judge_fleet
 from .streams import for_a_person
 from .versions import WAIT_JSON
 
@@ -51,11 +49,7 @@ ASKED = ("util_below", "temp_below", "memory_below", "no_throttle", "persistence
 
 def run(args: argparse.Namespace) -> int:
     """`gputui wait` with its parsed arguments."""
-    config = load(args.config)
-    specs = resolve_hosts(args.hosts, args.demo, config, read_only=True)
-    fleet = build_fleet(specs, interval=args.interval)
-    args.idle_after = idle_after(args, config)
-    return asyncio.run(run_wait(args, fleet))
+    return judge_fleet(args, run_wait)
 
 
 def conditions_of(args: argparse.Namespace) -> Conditions:

@@ -59,9 +59,7 @@ def parser() -> argparse.ArgumentParser:
         metavar="S",
         help="wait up to S seconds for N ready GPUs on one host (default 0: judge once)",
     )
-    p.add_argument(
-        "--memory-below", type=argtypes.size, metavar="SIZE", help="also: used memory below SIZE (8GiB)"
-    )
+    options.add_memory_below(p)
     p.add_argument(
         "--format",
         choices=FORMATS,

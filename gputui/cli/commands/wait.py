@@ -48,9 +48,7 @@ def add_wait_arguments(p: argparse.ArgumentParser) -> None:
         metavar="C",
         help="also: temperature below C degrees (1 to 149)",
     )
-    p.add_argument(
-        "--memory-below", type=argtypes.size, metavar="SIZE", help="also: used memory below SIZE (8GiB)"
-    )
+    options.add_memory_below(p)
     p.add_argument(
         "--util-below",
         type=argtypes.whole(1, 100, "a percentage"),
