@@ -14,7 +14,7 @@ mkdir -p "$out"
 cd "$(dirname "$0")/.."
 {
     date -u
-    git log -1 --format='commit %H %s' 2>/dev/null || true
+    cat COMMIT 2>/dev/null || git log -1 --format="commit %H %s" 2>/dev/null || true
     nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv
     nvidia-smi topo -m || true
     python3 --version
