@@ -84,12 +84,15 @@ def test_each_kind_of_trouble_of_the_preflight_scenario_and_its_rank() -> None:
 
 def test_ghosts_and_idle_holders_of_the_demo() -> None:
     demo = replayed("demo-a")
-    # The recording is 13 s long: with a 5 s threshold its notebook kernel is an idle holder.
+    # The recording is 13 s long: with a 5 s threshold its notebook kernel (GPU 2) and the sweep
+    # trial stopped with SIGSTOP (GPU 3) are idle holders.
     state = host_state(demo, idle_after=5)
     assert [p.state for p in state.gpus[2]] == ["ghost", "idle-held"]
     assert state.gpus[2][1].words.startswith("idle 12s")
+    assert [p.state for p in state.gpus[3]] == ["idle-held"]
     assert host_state(demo, idle_after=600).gpus[2][1:] == []  # not for 10 minutes
-    assert not any(state.gpus[i] for i in (0, 1, 3))
+    assert host_state(demo, idle_after=600).gpus[3] == []
+    assert not any(state.gpus[i] for i in (0, 1))
 
 
 def test_hosts_down_or_stale_and_their_gpus() -> None:
@@ -143,11 +146,11 @@ def test_the_filter_matches_gpu_rows_and_processes() -> None:
     assert sample is not None
     rows = {g.index: gpu_subject(demo, state, g) for g in sample.gpus}
     held = [i for i, s in rows.items() if parse("state:idle-held").matches(s)]
-    assert held == [2]
+    assert held == [2, 3]
     assert [i for i, s in rows.items() if parse("state:ghost").matches(s)] == [2]
     assert [i for i, s in rows.items() if parse("mem>100G").matches(s)] == [0, 1]
     assert all(parse("host:gpu0* group:gpu state:live").matches(s) for s in rows.values())
-    assert [i for i, s in rows.items() if parse("-state:problem").matches(s)] == [0, 1, 3]
+    assert [i for i, s in rows.items() if parse("-state:problem").matches(s)] == [0, 1]
     kernel = next(p for p in sample.processes if "notebook_kernel.py" in " ".join(p.command))
     subject = proc_subject(demo, state.group, kernel, None, state.idle.get(kernel.key), 5)
     assert parse("state:idle-held mem>10G cmd:notebook").matches(subject)
@@ -160,7 +163,8 @@ def test_gpus_and_memory_per_user_across_the_fleet() -> None:
     assert left_out == 1  # down: its numbers are old
     root = next(u for u in users if u.user == "root")
     assert root.hosts == {"a1", "b1"}
-    assert root.idle_holders == 2 and root.idle_memory == 21 * GiB
+    # demo-a's notebook kernel (12 GiB) and stopped sweep trial (8 GiB), demo-b's notebook (9 GiB)
+    assert root.idle_holders == 3 and root.idle_memory == 29 * GiB
     assert root.memory == sum(
         p.gpu_bytes
         for v in hosts[:2]

@@ -132,11 +132,33 @@ def test_a_recorded_demo_host_reads_back_with_every_gpu_and_memory_category():
     assert values(m, "gputui_gpu_idle_holders", gpu="2") == [1.0]
     assert values(m, "gputui_gpu_ready", gpu="2") == [0.0]
     holders = {(lab["gpu"], lab["pid"], lab["kind"]) for lab, _ in m["gputui_gpu_holder_info"]}
-    assert {("2", "4913", "user"), ("2", "4912", "ghost"), ("2", "4918", "hidden")} <= holders
-    assert ("0", "4911", "user") in holders and ("1", "4911", "user") in holders
+    # PIDs as recorded (a new recording has new ones): found by what each process runs.
+    notebook, ghost = pid_of(v, "notebook_kernel.py", "user"), pid_of(v, None, "ghost")
+    assert {
+        ("2", notebook, "user"),
+        ("2", ghost, "ghost"),
+        ("2", pid_of(v, "train.py", "hidden"), "hidden"),
+    } <= holders
+    vllm = pid_of(v, "vllm_serve.py", "user")
+    assert ("0", vllm, "user") in holders and ("1", vllm, "user") in holders
     # Processes on no GPU (a monitor, an unattributed holder, a zombie) are no GPU's holders.
-    assert not {pid for _, pid, _ in holders} & {"4908", "4916", "4917", "4919"}
-    assert values(m, "gputui_process_gpu_memory_bytes", gpu="1", pid="4911") == [126701535232.0]
+    idle = {pid_of(v, "gputui-probe", "monitor"), pid_of(v, "probe_cuda.py", "hidden")}
+    idle |= {pid_of(v, "nv_hostengine.py", "monitor"), pid_of(v, None, "zombie")}
+    assert not {pid for _, pid, _ in holders} & idle
+    served = next(p for p in v.sample.processes if str(p.pid) == vllm).gpu_memory[1]
+    assert served and values(m, "gputui_process_gpu_memory_bytes", gpu="1", pid=vllm) == [float(served)]
+
+
+def pid_of(v: HostView, script: str | None, kind: str) -> str:
+    """The PID of the one process of `kind` in the host's sample whose command names `script`."""
+    assert v.sample is not None
+    found = [
+        p.pid
+        for p in v.sample.processes
+        if p.kind == kind and (script is None or any(script in arg for arg in p.command))
+    ]
+    assert len(found) == 1, (script, kind, found)
+    return str(found[0])
 
 
 def test_holders_carry_who_they_are_once_and_join_the_gpu_series_by_uuid():

@@ -429,7 +429,9 @@ async def test_a_real_probe_over_the_wire_is_asked_for_deltas_and_sends_them():
 
 
 async def test_an_older_probe_is_not_asked_for_deltas_and_its_whole_samples_work():
-    link = ReplayLink(DEMO, loop=True, rate=20.0)
+    # The recording's hello as a probe from before deltas would say it: no "delta" capability.
+    old = {**HELLO, "capabilities": [c for c in HELLO["capabilities"] if c != "delta"]}
+    link = ReplayLink([old if r is HELLO else r for r in DEMO], loop=True, rate=20.0)
     fleet = Fleet()
     view: HostView = fleet.add("old", lambda: link, interval=0.2)
     fleet.start()

@@ -18,6 +18,7 @@ from gputui.ui.widgets.cells import Cell, fit, fit_end
 from gputui.ui.widgets.proc_table import ProcTable
 from gputui.ui.widgets.table import KeyedTable
 from tests.support.apps import build_app
+from tests.support.demopids import demo_pid
 from tests.support.longdata import HOSTS, long_fleet_records, long_pid
 from tests.support.pilot import redrawn, settle
 
@@ -84,7 +85,11 @@ async def test_no_table_cuts_a_number(size: tuple[int, int]) -> None:
         procs = check_table(app, main.proc_table)
         text = "\n".join(procs)
         visible = main.proc_table.scrollable_content_region.height - 1  # the header
-        for proc in sorted(sample.processes, key=lambda p: -p.gpu_bytes)[:visible]:
+        # The table sorts by GPU memory: the processes that hold some come first (those that hold
+        # none tie, in an order of the table's own).
+        for proc in [
+            p for p in sorted(sample.processes, key=lambda p: -p.gpu_bytes)[:visible] if p.gpu_bytes
+        ]:
             assert re.search(rf"(?<!\d){proc.pid}(?!\d)", text), f"PID {proc.pid} is not shown whole"
 
         # GPU 2: a ghost whose memory a 7-digit PID holds; the note keeps that number whole.
@@ -92,7 +97,7 @@ async def test_no_table_cuts_a_number(size: tuple[int, int]) -> None:
         await redrawn(pilot)
         procs = check_table(app, main.proc_table)
         ghost = next(p for p in sample.processes if p.kind == "ghost")
-        holder = long_pid(4918)
+        holder = long_pid(demo_pid("train.py", "hidden"))  # the ghost's process group
         assert ghost.links == (holder,)
         ghost_line = line_of_pid(procs, ghost.pid)
         assert str(holder) in ghost_line, ghost_line  # "memory held by 4125299"
@@ -113,7 +118,7 @@ async def test_a_cut_command_shows_an_ellipsis(size: tuple[int, int]) -> None:
         await redrawn(pilot)
         procs = check_table(app, main.proc_table)
         # The long --config path never fits, even at 200 columns: every command line ends cut.
-        vllm = line_of_pid(procs, long_pid(4911))
+        vllm = line_of_pid(procs, long_pid(demo_pid("vllm_serve.py")))
         assert vllm.rstrip().endswith("…"), vllm
 
 

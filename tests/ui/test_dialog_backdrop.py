@@ -16,9 +16,10 @@ from gputui.ui.screens.environ import EnvironScreen
 from gputui.ui.screens.proc_detail import ProcDetailScreen
 from gputui.ui.screens.signal import SignalScreen
 from tests.support.apps import build_app
+from tests.support.demopids import demo_pid
 from tests.support.pilot import procs_of, redrawn, wait_for
 
-NOTEBOOK = "4913"
+NOTEBOOK = str(demo_pid("notebook_kernel.py"))
 
 
 def shown(app: Any) -> str:

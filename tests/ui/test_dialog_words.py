@@ -1,8 +1,8 @@
 """The plan dialog says what it does, once: the sweep is offered only where it adds something, and
 named for what it does; the button's verb is the title's; every dialog's title and button agree.
 
-demo-a (recorded) has an unattributed hidden holder (4916: holds /dev/nvidia*, on no GPU) beside a
-notebook (4913) and a ghost (4912) on GPU 2.
+demo-a (recorded) has an unattributed hidden holder (probe_cuda.py: holds /dev/nvidia*, on no GPU)
+beside a notebook and a ghost on GPU 2.
 """
 
 from __future__ import annotations
@@ -14,10 +14,13 @@ from textual.widgets import Button
 
 from gputui.ui.screens.plan import PlanScreen
 from tests.support.apps import build_app, recording
+from tests.support.demopids import demo_pid
 from tests.support.pilot import dialog, dialog_text, palette, procs_of, redrawn
 from tests.support.scenes import JOBS_HOST
 
-NOTEBOOK, GHOST, UNATTRIBUTED = "4913", "4912", "4916"
+NOTEBOOK = str(demo_pid("notebook_kernel.py"))
+GHOST = str(demo_pid(None, "ghost"))
+UNATTRIBUTED = str(demo_pid("probe_cuda.py", "hidden"))
 
 
 async def x_on(pilot: Any, pid: str) -> PlanScreen:

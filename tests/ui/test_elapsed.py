@@ -11,9 +11,14 @@ from typing import Any
 
 from gputui.text.units import fmt_elapsed
 from tests.support.apps import build_app, recording
+from tests.support.demopids import demo_pid
 from tests.support.pilot import redrawn, settle
 
-PIDS = ("4911", "4914", "4915", "4913")  # demo-a's user processes
+# demo-a's vllm server, embedding server, benchmark and notebook kernel
+VLLM, EMBED, BENCH, NOTEBOOK = (
+    str(demo_pid(s)) for s in ("vllm_serve.py", "serve_embed.py", "bench.py", "notebook_kernel.py")
+)
+PIDS = (VLLM, EMBED, BENCH, NOTEBOOK)
 
 
 def aged(ages: dict[str, float]) -> list[dict[str, Any]]:
@@ -44,11 +49,13 @@ async def sorted_by_elapsed(ages: dict[str, float]) -> list[tuple[str, str]]:
 
 
 async def test_elapsed_holds_still_and_its_sort_does_not_reshuffle() -> None:
-    # Two refreshes: 4911's and 4914's ages (started 4 s apart) each carried in turn.
-    before = await sorted_by_elapsed({"4911": 428.9, "4914": 425.3, "4915": 3725.0, "4913": 30.2})
-    after = await sorted_by_elapsed({"4911": 428.9, "4914": 429.4, "4915": 3729.6, "4913": 34.9})
-    assert before == [("4915", "1h02m"), ("4911", "7m"), ("4914", "7m"), ("4913", "30s")]
-    assert after == [("4915", "1h02m"), ("4911", "7m"), ("4914", "7m"), ("4913", "34s")]
+    # Two refreshes: the vllm server's and the embedding server's ages (started 4 s apart) each
+    # carried in turn.
+    before = await sorted_by_elapsed({VLLM: 428.9, EMBED: 425.3, BENCH: 3725.0, NOTEBOOK: 30.2})
+    after = await sorted_by_elapsed({VLLM: 428.9, EMBED: 429.4, BENCH: 3729.6, NOTEBOOK: 34.9})
+    tied = [(pid, "7m") for pid in sorted((VLLM, EMBED), key=int)]  # ties by PID
+    assert before == [(BENCH, "1h02m"), *tied, (NOTEBOOK, "30s")]
+    assert after == [(BENCH, "1h02m"), *tied, (NOTEBOOK, "34s")]
 
 
 def test_each_resolution() -> None:

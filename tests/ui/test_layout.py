@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from gputui.ui.screens.main import MainScreen
-from gputui.ui.widgets.cells import ELLIPSIS
+from gputui.ui.widgets.cells import ELLIPSIS, Cell
 from gputui.ui.widgets.columns import SORT_KEYS
 from gputui.ui.widgets.proc_table import COMMAND_ROOM, ProcTable
 from gputui.ui.widgets.table import KeyedTable
@@ -40,9 +40,16 @@ def cut_beside_blank(table: KeyedTable) -> list[str]:
     for index in range(table.row_count):
         row_key = table.coordinate_to_cell_key((index, 0)).row_key.value
         for key, cell in zip(widths, table.get_row_at(index), strict=True):
-            if cell.plain.rstrip().endswith(ELLIPSIS) and cell.cell_len < widths[key]:
+            if cell.plain.rstrip().endswith(ELLIPSIS) and cell.cell_len < widths[key] and not stub_gone(cell):
                 found.append(f"{row_key}/{key}: {cell.plain!r} in {widths[key]}")
     return found
+
+
+def stub_gone(cell: Cell) -> bool:
+    """fit() dropped a stub of a few letters after a number (`32613 p…` reads as a unit cut): the
+    number then ends the cell with ` …`, and the room the stub had stays blank on purpose."""
+    end = len(cell.plain.rstrip())
+    return cell.plain.rstrip().endswith(" " + ELLIPSIS) and any(stop == end - 2 for _, stop in cell.keep)
 
 
 def tables(main: MainScreen) -> list[KeyedTable]:

@@ -42,10 +42,10 @@ async def test_starts_on_the_fleet_and_drills_into_a_host() -> None:
         main = main_of(app)
         assert main.state.host is None
         assert main.fleet_table.display and not main.gpu_table.display
-        assert main.fleet_table.row_count == 8  # 4 GPUs on each host
+        assert main.fleet_table.row_count == 12  # demo-a's 4 GPUs, demo-b's 8
         assert app.focused is main.fleet_table
         text = screen_text(app)
-        assert "All GPUs · 8 on 2 hosts, 1 free" in text
+        assert "All GPUs · 12 on 2 hosts, 5 free" in text
         assert "2 live" in text
 
         # Problems first (issue 21): each host's ghost on GPU 2, then the other GPUs by host.
@@ -108,7 +108,7 @@ async def test_filter_by_command_or_user() -> None:
         await settle(pilot)
         main = await open_host(pilot)
         all_rows = main.proc_table.row_count
-        assert all_rows == 11
+        assert all_rows == 14
         main.proc_table.focus()
         await pilot.press("slash")
         assert main.filters.row.display and app.focused is main.filters.bar
@@ -383,18 +383,18 @@ async def test_fleet_free_only_and_sort() -> None:
         main = main_of(app)
         await pilot.press("o")
         await redrawn(pilot)
-        assert main.fleet_table.row_count == 1
+        assert main.fleet_table.row_count == 5  # demo-b's GPUs 3 to 7
         assert main.fleet_table.cursor_gpu == ("demo-b", 3)
         await pilot.press("o")
         await redrawn(pilot)
-        assert main.fleet_table.row_count == 8
+        assert main.fleet_table.row_count == 12
         await pilot.press("4")  # the fourth sortable column, at every width: memory (largest first)
-        keys = [main.fleet_table.coordinate_to_cell_key((i, 0)).row_key for i in range(8)]
+        keys = [main.fleet_table.coordinate_to_cell_key((i, 0)).row_key for i in range(12)]
         used = [main.fleet_table.get_cell(k, "memory").sort_key for k in keys]
         assert used == sorted(used, reverse=True)
         await pilot.press("slash", *"demo-b", "enter")
         await redrawn(pilot)
-        assert main.fleet_table.row_count == 4
+        assert main.fleet_table.row_count == 8
 
 
 async def test_narrow_terminal_collapses_columns_and_host_list() -> None:

@@ -7,9 +7,12 @@ import pytest
 
 from gputui.text.units import index_runs
 from tests.support.apps import build_app
+from tests.support.demopids import demo_pid
 from tests.support.pilot import redrawn, screen_text, settle
 
-VLLM = "4911"  # the demo's vllm server: tensor parallel on GPUs 0 and 1, 118 GiB on each
+VLLM = str(
+    demo_pid("vllm_serve.py")
+)  # the demo's vllm server: tensor parallel on GPUs 0 and 1, 118 GiB on each
 
 
 def row_text(main: object, pid: str) -> dict[str, str]:

@@ -49,20 +49,20 @@ async def test_a_down_host_is_dimmed_aged_and_not_counted() -> None:
         assert main is not None
         b = app.fleet.view("demo-b").sample
         a = app.fleet.view("demo-a").sample
-        assert a is not None and b is not None and len(b.gpus) == 4
+        assert a is not None and b is not None and len(b.gpus) == 8
         busy_a = sum(1 for g in a.gpus if not a.gpu_is_free(g))
         free_a = len(a.gpus) - busy_a
         assert any(b.gpu_is_free(g) for g in b.gpus)  # its last sample had a free GPU: not free now
 
         # The header and the fleet title count demo-b's GPUs neither busy nor free.
         header = screen_text(app).splitlines()[0]
-        assert f"8 GPUs: {free_a} free, {busy_a} busy, 4 not live" in header, header
+        assert f"{len(a.gpus) + 8} GPUs: {free_a} free, {busy_a} busy, 8 not live" in header, header
         assert f"{free_a} free" in main.fleet_table.border_title
-        assert "4 not live" in main.fleet_table.border_title
+        assert "8 not live" in main.fleet_table.border_title
 
         # The host list: demo-b's GPUs are not known busy; "All hosts" counts the live ones.
         hosts = main.host_list
-        assert hosts.rows_data()["demo-b"]["gpus"].plain == "?/4"
+        assert hosts.rows_data()["demo-b"]["gpus"].plain == "?/8"
         assert hosts.rows_data()["\x00all"]["gpus"].plain == f"{busy_a}/{len(a.gpus)}"
 
         # The fleet table: demo-b's rows dimmed, with their age; no free mark; demo-a's not dimmed.
