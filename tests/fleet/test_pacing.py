@@ -106,8 +106,10 @@ async def test_the_fleet_asks_its_probes_and_a_link_made_again_asks_its_new_one(
             )
         )
         assert await eventually(lambda: len(seqs) >= 4, 30.0)
-        gaps = [b[0] - a[0] for a, b in itertools.pairwise(seqs[1:])]  # (the first was due already)
-        assert all(g > 0.2 for g in gaps), gaps
+        # (the first was due already). A busy machine can only delay a sample, and a late one is
+        # followed by one on time: the span of the later ones is never shorter than their schedule.
+        times = [t for t, _ in seqs[1:]]
+        assert times[-1] - times[0] > 0.2 * (len(times) - 1), [b - a for a, b in itertools.pairwise(times)]
         # The link goes; the one made in its place asks its probe for 0.3 s as well.
         await links[0].close()
         assert await eventually(lambda: len(links) == 2 and fleet.hosts[0].status == LIVE, 30.0)

@@ -35,7 +35,8 @@ CTTY = (
 PLAIN = "import os, sys; os.execv(sys.executable, [sys.executable] + sys.argv[1:])"
 CTRL_K = b"\x0b"
 STARTED = 16  # processes below the app once both demo probes run their sims
-DIALOG = "Free every GPU (0-3) · confirm"  # the plan dialog's title (F on demo-a)
+# The plan dialog's title: `F` on demo-a (4 GPUs), or on demo-b (8) where its row came first.
+DIALOGS = ("Free every GPU (0-3) · confirm", "Free every GPU (0-7) · confirm")
 REFUSED = "Not confirmed"  # the dialog's note on a confirmation that came before its targets showed
 
 
@@ -184,15 +185,18 @@ class PtyApp:
             mark = self.mark()
             self.send(b"F")
             try:
-                self.wait_for(lambda m=mark: self.shows(DIALOG, since=m), 10, "the plan dialog")
+                self.wait_for(
+                    lambda m=mark: any(self.shows(d, since=m) for d in DIALOGS), 10, "the plan dialog"
+                )
                 return
             except AssertionError:
                 if time.monotonic() > deadline:
                     raise
 
     def start_plan(self) -> str:
-        """Free every GPU of demo-a (`F`, then ctrl+k); back once the probe has signalled, with the
-        plan's id. GPU 3's server ignores SIGTERM: the plan then waits 5 s for it, still running."""
+        """Free every GPU of the host under the cursor (`F`, then ctrl+k: demo-a, or demo-b when its
+        row came first); back once the probe has signalled, with the plan's id. A server on each host
+        ignores SIGTERM: the plan then waits 5 s for it, still running."""
         from gputui.kill.auditlog import read_records
 
         self.up()
