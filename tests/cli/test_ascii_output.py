@@ -7,15 +7,10 @@ replaced, never a crash."""
 
 from __future__ import annotations
 
-import fcntl
 import gzip
 import os
-import pty
-import select
-import struct
 import subprocess
 import sys
-import termios
 from pathlib import Path
 
 import pytest
@@ -25,6 +20,7 @@ from gputui.cli.main import main
 from gputui.model.textsafe import ascii_only, cells
 from gputui.text.glyphs import shows_unicode
 from tests.support.recfile import demo_recording, gputui, lines_of
+from tests.support.ttyrun import on_pty
 
 REPO = Path(__file__).resolve().parents[2]
 # Commands whose output is data for a program, not text for a person: no --ascii (their messages on
@@ -67,36 +63,8 @@ def run(*args: str, env: dict[str, str]) -> tuple[int, bytes]:
 
 def run_on_pty(*args: str, env: dict[str, str], columns: int = 120) -> tuple[int, bytes]:
     """`gputui ARGS` with stdout and stderr on a real terminal of `columns` (wait's live line)."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gputui", *args],
-        stdin=subprocess.DEVNULL,
-        stdout=slave,
-        stderr=slave,
-        env=dict(env, PYTHONPATH=str(REPO), COLUMNS=str(columns), TERM="xterm"),
-    )
-    os.close(slave)
-    out = b""
-    try:
-        while True:
-            ready, _, _ = select.select([master], [], [], 0.5)
-            if ready:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # EIO: every writer has closed the pty
-                    break
-                if not chunk:
-                    break
-                out += chunk
-            elif proc.poll() is not None:
-                break
-        return proc.wait(timeout=60), out
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        os.close(master)
+    env = dict(env, PYTHONPATH=str(REPO), COLUMNS=str(columns), TERM="xterm")
+    return on_pty([sys.executable, "-m", "gputui", *args], env=env, size=(columns, 40))
 
 
 def recording_with_name(tmp_path: Path) -> Path:

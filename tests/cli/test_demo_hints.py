@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.ttyrun import on_pty
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -58,33 +59,10 @@ def test_no_demo_hint_where_no_person_reads(tmp_path, argv):
 def test_a_person_at_a_terminal_still_gets_the_hint(tmp_path, argv):
     """stderr on a real pty, no --json: the one line says what to try."""
     no_gpu_here(tmp_path)
-    master, slave = pty.openpty()
     env = dict(os.environ, PYTHONPATH=str(REPO), XDG_STATE_HOME=str(tmp_path / "state"))
     env.pop("GPUTUI_CONFIG", None)
     (tmp_path / "none.toml").touch()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gputui", *argv, "--config", str(tmp_path / "none.toml")],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=slave,
-        env=env,
-        cwd=tmp_path,
-    )
-    os.close(slave)
-    said = b""
-    try:
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the child closed the pty
-                break
-            if not chunk:
-                break
-            said += chunk
-        assert proc.wait(timeout=60) == 3, said
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        os.close(master)
+    argv_ = [sys.executable, "-m", "gputui", *argv, "--config", str(tmp_path / "none.toml")]
+    code, said = on_pty(argv_, env=env, cwd=tmp_path, streams=("stderr",))
+    assert code == 3, said
     assert b"--demo" in said, said

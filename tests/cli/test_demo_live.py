@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import re
 import signal
 import stat
@@ -25,6 +24,7 @@ import pytest
 from gputui.probe.readers.sim import SimReader, start_time
 from tests.support.livedemo import POLL, TIMEOUT, Live, commands_on, naming, processes, snapshot
 from tests.support.simprobe import alive
+from tests.support.ttyrun import on_pty
 from tests.support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -217,27 +217,8 @@ def test_jobs_come_and_go(live: Live) -> None:
 def at_a_terminal(live: Live, *args: str) -> tuple[int, str]:
     """`gputui ARGS` as a person runs it: stdin, stdout and stderr on a real pty (a hint to try the
     demo is only for a terminal); its exit code and all it wrote there."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        ["gputui", *args], stdin=slave, stdout=slave, stderr=slave, cwd=live.cwd, env=live.env
-    )
-    os.close(slave)
-    said = b""
-    try:
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the child closed the pty
-                break
-            if not chunk:
-                break
-            said += chunk
-        code = proc.wait(timeout=TIMEOUT)
-    finally:
-        if proc.poll() is None:  # only the process this test started
-            proc.kill()
-            proc.wait()
-        os.close(master)
+    code, said = on_pty(["gputui", *args], env=live.env, cwd=live.cwd, streams=("stdin", "stdout", "stderr"),
+                        timeout=TIMEOUT)  # fmt: skip
     return code, said.decode(errors="replace")
 
 

@@ -9,19 +9,14 @@ COLUMNS), `gputui wait --demo demo-a` on its busy GPUs, and tests/support/vt.py 
 
 from __future__ import annotations
 
-import fcntl
 import os
-import pty
 import re
-import select
-import struct
-import subprocess
 import sys
-import termios
 from pathlib import Path
 
 import pytest
 
+from tests.support.ttyrun import on_pty
 from tests.support.vt import Screen
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,38 +24,8 @@ REPORT = b"gputui wait: not ready"
 
 
 def run_on_pty(columns: int, *args: str, lines: int = 50) -> tuple[int, bytes]:
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", lines, columns, 0, 0))
     env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS=str(columns), LINES=str(lines), TERM="xterm")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gputui", *args],
-        stdin=subprocess.DEVNULL,
-        stdout=slave,
-        stderr=slave,
-        env=env,
-        cwd=REPO,
-    )
-    os.close(slave)
-    out = b""
-    try:
-        while True:
-            ready, _, _ = select.select([master], [], [], 0.5)
-            if ready:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # EIO: every writer has closed the pty
-                    break
-                if not chunk:
-                    break
-                out += chunk
-            elif proc.poll() is not None:
-                break
-        return proc.wait(timeout=60), out
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        os.close(master)
+    return on_pty([sys.executable, "-m", "gputui", *args], env=env, cwd=REPO, size=(columns, lines))
 
 
 @pytest.mark.parametrize("columns", [80, 160])
