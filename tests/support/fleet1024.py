@@ -19,7 +19,10 @@ from typing import Any
 from gputui.fleet.fleet import Fleet
 from gputui.recording.player import ReplayLink
 from gputui.transport.base import TransportError
-from tests.support.apps import FROZEN, QUIET
+from gputui.ui.app import GpuTuiApp
+from gputui.ui.factory import make_app
+from gputui.ui.screens.main import MainScreen
+from tests.support.apps import FROZEN, OPERATOR, QUIET, scratch_log
 from tests.support.pilot import wait_for
 
 HOSTS = 1024
@@ -216,3 +219,17 @@ async def drawn(pilot: Any) -> None:
 def played(fleet: Fleet) -> bool:
     """Every host has sent its last sample, or is down."""
     return all((v.sample is not None and v.sample.seq >= 2) or (v.last_down is not None) for v in fleet.hosts)
+
+
+def app_of(fleet: Fleet) -> GpuTuiApp:
+    """The dashboard on `fleet`, its clock frozen, an audit log of its own."""
+    return make_app(fleet, interval=3600.0, clock=lambda: FROZEN, log_path=scratch_log(), operator=OPERATOR)
+
+
+async def settled(pilot: Any) -> MainScreen:
+    """The main screen once every host has played and the tables are drawn."""
+    app: GpuTuiApp = pilot.app
+    await wait_for(pilot, lambda: played(app.fleet), 300)
+    await drawn(pilot)
+    assert app._main is not None
+    return app._main

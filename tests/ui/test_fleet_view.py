@@ -9,33 +9,16 @@ size is the point."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from textual.widgets import Input
 
-from gputui.fleet.fleet import Fleet
-from gputui.ui import GpuTuiApp, make_app
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.plan import PlanScreen
 from gputui.ui.screens.users import UsersScreen
 from gputui.ui.widgets.fleet_table import split_row_key
 from gputui.ui.widgets.host_list import GROUP
-from tests.support.apps import FROZEN, OPERATOR, scratch_log
-from tests.support.fleet1024 import IDLE, SLOW, GiB, drawn, fleet_1024, name, played
+from tests.support.fleet1024 import IDLE, SLOW, GiB, app_of, fleet_1024, name, settled
 from tests.support.pilot import redrawn, screen_text, wait_for
-
-
-def app_of(fleet: Fleet) -> GpuTuiApp:
-    return make_app(fleet, interval=3600.0, clock=lambda: FROZEN, log_path=scratch_log(), operator=OPERATOR)
-
-
-async def settled(pilot: Any) -> MainScreen:
-    app: GpuTuiApp = pilot.app
-    await wait_for(pilot, lambda: played(app.fleet), 300)
-    await drawn(pilot)
-    assert app._main is not None
-    return app._main
 
 
 def keys(main: MainScreen) -> list[str]:

@@ -10,26 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gputui.fleet.fleet import Fleet
-from gputui.ui import GpuTuiApp, make_app
 from gputui.ui.screens.main import MainScreen
-from tests.support.apps import FROZEN, OPERATOR, scratch_log
-from tests.support.fleet1024 import drawn, fleet_1024, played
-from tests.support.pilot import wait_for
+from tests.support.fleet1024 import app_of, drawn, fleet_1024, settled
 
 PROBLEMS_FIRST = ["gpu0005", "gpu0064", "gpu0017", "gpu0130"]
-
-
-def app_of(fleet: Fleet) -> GpuTuiApp:
-    return make_app(fleet, interval=3600.0, clock=lambda: FROZEN, log_path=scratch_log(), operator=OPERATOR)
-
-
-async def settled(pilot: Any) -> MainScreen:
-    app: GpuTuiApp = pilot.app
-    await wait_for(pilot, lambda: played(app.fleet), 300)
-    await drawn(pilot)
-    assert app._main is not None
-    return app._main
 
 
 async def steps(pilot: Any, main: MainScreen, key: str, times: int) -> list[str | None]:
