@@ -70,6 +70,9 @@ class HostSpec:
     sim_seed: int | None = None  # reader="sim": a fixed seed, for reproducible demos and tests
     sim_dir: str | None = None  # reader="sim": attach to the sim there (the live demo's; no config key)
     group: str | None = None  # the group its source named (a [groups] name, an Ansible group; no config key)
+    # Where a host's records come from when no probe runs for it (no config key; its source sets it):
+    # "hub:URL" (a `gputui serve`), "prometheus:URL[#SELECTOR]" (series in a Prometheus).
+    feed: str | None = None
 
     def is_local(self) -> bool:
         return self.address == LOCAL
