@@ -29,6 +29,7 @@ from .hostmetrics import HostMetrics
 from .jobs import JobFinder
 from .peers import peer_probe
 from .pidfd import Pins, best_method
+from .pods import Containers
 from .procfs import (
     CLOCK_TICKS,
     PF_KTHREAD,
@@ -39,7 +40,6 @@ from .procfs import (
     in_container,
     in_init_pid_namespace,
     read_cmdline,
-    read_container,
     read_stat,
     read_status,
     user_name,
@@ -162,8 +162,8 @@ class _Known(object):
 
     __slots__ = ("cmdline", "container", "cpu_ticks", "cpu_time", "nspid", "peer", "uid")
 
-    def __init__(self, pid, proc):
-        # type: (int, str) -> None
+    def __init__(self, pid, proc, containers):
+        # type: (int, str, Containers) -> None
         argv = read_cmdline(pid, proc)
         self.cmdline = clip_command(argv)
         self.peer = peer_probe(pid, proc, argv)  # another gputui's probe (peers.py)
@@ -173,8 +173,8 @@ class _Known(object):
         # A second NSpid entry means the process lives in a nested PID namespace (a container).
         self.nspid = nspid[-1] if nspid and len(nspid) > 1 else None
         # From the host's side every process shows its container (LXC guest, Docker, pod); inside one
-        # the cgroup namespace shows "/" (none).
-        self.container = clip_text(read_container(pid, proc))
+        # the cgroup namespace shows "/" (none). A pod is named each sample (Containers.label).
+        self.container = containers.container(pid)
         self.cpu_ticks = -1
         self.cpu_time = 0.0
 
@@ -205,7 +205,8 @@ class Probe(object):
         # but invisible here (GPU_FACTS.md "Containers").
         self._foreign_pids = not in_init_pid_namespace(proc)
         # Every GPU process's job (jobs.py): never rooted at or above the probe's own chain.
-        self.jobs = JobFinder(self._ancestors | {self.pid}, proc)
+        self.containers = Containers(proc)
+        self.jobs = JobFinder(self._ancestors | {self.pid}, proc, self.containers)
         self.facts = {}  # type: Dict[str, Any]
         self.preflight_every = None  # type: Optional[int]  # samples between preflight readings
         self.proc_util_every = None  # type: Optional[int]  # samples between per-process utilization
@@ -236,6 +237,8 @@ class Probe(object):
         if self.reader.in_container is not None:
             self._in_container = self.reader.in_container
         self.jobs.stop.update(self.reader.init_pids())
+        if self.reader.pod_logs is not None:  # a reader that plays a Kubernetes node (the sim)
+            self.containers.play(self.reader.pod_logs, self.reader.cgroup)
         self.facts = facts
         error = None
         if self.reader_error is not None:
@@ -542,7 +545,7 @@ class Probe(object):
                 rss=s.rss if s.state != "Z" else 0,
                 elapsed=round(now - (self._boot + s.start_time / float(CLOCK_TICKS)), 1),
                 nspid=known.nspid,
-                container=known.container,
+                container=clip_text(self.containers.label(known.container)),
             )
             kthread = bool(s.flags & PF_KTHREAD)
         record["mps"] = mps_role(
@@ -561,7 +564,7 @@ class Probe(object):
         """The facts of (pid, start time) that do not change, read once."""
         known = self._known.get((pid, start_time))
         if known is None:
-            known = self._known[(pid, start_time)] = _Known(pid, self.proc)
+            known = self._known[(pid, start_time)] = _Known(pid, self.proc, self.containers)
         return known
 
     @staticmethod
@@ -623,9 +626,13 @@ class Probe(object):
         """The answer to a `detail` request: one process in full, read now (probe/detail.py)."""
         from .detail import describe
 
-        return describe(
+        out = describe(
             record, self.scanner.prefix, self.pid, self._ancestors, self.argv, self.proc, self._boot
         )
+        if out.get("container") is not None or self.containers.fake is not None:
+            # As the sample names it: a pod by its namespace and name, a reader's played cgroup.
+            out["container"] = clip_text(self.containers.label(self.containers.container(record["pid"])))
+        return out
 
     # -- facts for the kill engine -----------------------------------------------------------
 

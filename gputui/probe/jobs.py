@@ -16,10 +16,10 @@ Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple  # noqa: F401
 
+from .pods import Containers
 from .procfs import (
     PROC,
     container_in,
-    read_cgroup,
     read_cmdline,
     read_stat,
     read_status,
@@ -166,12 +166,18 @@ def _memory(record):
     return sum(b for b in (record.get("gpu_memory") or {}).values() if isinstance(b, int))
 
 
-def build_jobs(records, node_of, stop, name_of=user_name):
-    # type: (Iterable[Dict[str, Any]], Callable[[int], Optional[Node]], Set[int], Callable[[Optional[int]], Optional[str]]) -> Tuple[List[Dict[str, Any]], Dict[int, str], int]
+def _same(container):
+    # type: (Optional[str]) -> Optional[str]
+    return container
+
+
+def build_jobs(records, node_of, stop, name_of=user_name, label=_same):
+    # type: (Iterable[Dict[str, Any]], Callable[[int], Optional[Node]], Set[int], Callable[[Optional[int]], Optional[str]], Callable[[Optional[str]], Optional[str]]) -> Tuple[List[Dict[str, Any]], Dict[int, str], int]
     """The jobs of the sample's process records: (jobs, {pid: job id}, how many jobs were left out).
 
     Every live GPU process (JOB_KINDS, not a zombie) gets the job of its root; processes that share
-    a root are one job. Jobs sorted by memory (largest first), then root; bounded (docs/PROTOCOL.md)."""
+    a root are one job. Jobs sorted by memory (largest first), then root; bounded (docs/PROTOCOL.md).
+    `label`: a container as people name it (a pod's namespace and name: pods.py)."""
     roots = {}  # type: Dict[int, Dict[str, Any]]
     job_of = {}  # type: Dict[int, str]
     for record in records:
@@ -196,7 +202,7 @@ def build_jobs(records, node_of, stop, name_of=user_name):
         for depth, node in enumerate(reversed(chain)):
             job["nodes"].setdefault(node.pid, (depth, node))
         job_of[pid] = str(root.pid)
-    jobs = [_job_record(job, name_of) for job in roots.values()]
+    jobs = [_job_record(job, name_of, label) for job in roots.values()]
     jobs.sort(key=lambda j: (-j["memory"], j["root"]))
     kept = jobs[:MAX_JOBS]
     room, members = MAX_ALL_PROCESSES, MAX_ALL_MEMBERS
@@ -208,8 +214,8 @@ def build_jobs(records, node_of, stop, name_of=user_name):
     return kept, job_of, len(jobs) - len(kept)
 
 
-def _job_record(job, name_of):
-    # type: (Dict[str, Any], Callable[[Optional[int]], Optional[str]]) -> Dict[str, Any]
+def _job_record(job, name_of, label):
+    # type: (Dict[str, Any], Callable[[Optional[int]], Optional[str]], Callable[[Optional[str]], Optional[str]]) -> Dict[str, Any]
     root = job["root"]  # type: Node
     gpus = set()  # type: Set[int]
     for record in job["records"]:
@@ -232,7 +238,7 @@ def _job_record(job, name_of):
         "gpus": sorted(gpus),
         "memory": sum(_memory(r) for r in job["records"]),
         "slurm_job": _clip_or_none(root.slurm_job),
-        "container": _clip_or_none(root.container),
+        "container": _clip_or_none(label(root.container)),
         "unit": _clip_or_none(root.unit),
     }
 
@@ -248,14 +254,14 @@ def read_node(pid, proc=PROC):
     stat = read_stat(pid, proc)
     if stat is None:
         return None
-    return _node(stat, proc)
+    return _node(stat, proc, Containers(proc))
 
 
-def _node(stat, proc):
-    # type: (Any, str) -> Node
+def _node(stat, proc, containers):
+    # type: (Any, str, Containers) -> Node
     status = read_status(stat.pid, proc)
     nspid = status.nspid if status is not None else None
-    cgroup = read_cgroup(stat.pid, proc)
+    cgroup = containers.cgroup(stat.pid)
     return Node(
         pid=stat.pid,
         start=stat.start_time,
@@ -275,12 +281,14 @@ def _node(stat, proc):
 class JobFinder(object):
     """Reads the nodes the root finding needs from /proc: for each sample, the GPU processes and
     their ancestors only. A node's cgroup, status and command line are read once per (PID, start
-    time); its stat (parent, state) every sample."""
+    time); its stat (parent, state) every sample. `containers`: where cgroups come from and how a
+    pod is named (pods.py; the probe's own, so a reader that plays a node is heard)."""
 
-    def __init__(self, stop, proc=PROC):
-        # type: (Set[int], str) -> None
+    def __init__(self, stop, proc=PROC, containers=None):
+        # type: (Set[int], str, Optional[Containers]) -> None
         self.stop = set(stop)
         self.proc = proc
+        self.containers = containers if containers is not None else Containers(proc)
         self._cache = {}  # type: Dict[Tuple[int, int], Node]
 
     def compute(self, records):
@@ -299,7 +307,7 @@ class JobFinder(object):
                 key = (pid, stat.start_time)
                 known = self._cache.get(key)
                 node = (
-                    _node(stat, self.proc)
+                    _node(stat, self.proc, self.containers)
                     if known is None
                     else known._replace(ppid=stat.ppid, state=stat.state)
                 )
@@ -307,6 +315,6 @@ class JobFinder(object):
             seen[pid] = node
             return node
 
-        out = build_jobs(records, node_of, self.stop)
+        out = build_jobs(records, node_of, self.stop, label=self.containers.label)
         self._cache = used  # what no sample walked through any more is forgotten
         return out

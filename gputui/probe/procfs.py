@@ -142,6 +142,23 @@ def _short_id(text):
     return text[:12]
 
 
+def _pod_uid(part):
+    # type: (str) -> Optional[str]
+    """The pod uid of one cgroup path component: `kubepods-burstable-pod<uid>.slice`,
+    `kubepods-pod<uid>.slice` (systemd driver: the uid's "-" written "_"), `pod<uid>` (cgroupfs
+    driver); a uid is a UUID, or 32 hex digits for a static pod. None for any other component."""
+    name = part[: -len(".slice")] if part.endswith(".slice") else part
+    if name.startswith("pod"):
+        uid = name[3:]
+    elif "-pod" in name and "kubepods" in name:
+        uid = name.rsplit("-pod", 1)[1]
+    else:
+        return None
+    uid = uid.replace("_", "-").lower()
+    ok = 0 < len(uid) <= 64 and all(c in "0123456789abcdef-" for c in uid)
+    return uid if ok else None
+
+
 def container_of(path):
     # type: (str) -> Optional[str]
     """The container a cgroup path puts its process in, named as people name it; None for none.
@@ -154,7 +171,7 @@ def container_of(path):
     parts = [p for p in path.split("/") if p]
     for i, part in enumerate(parts):
         after = parts[i + 1] if i + 1 < len(parts) else ""
-        if part.startswith("lxc.monitor") or part.startswith("libpod-conmon-"):
+        if part.startswith(("lxc.monitor", "libpod-conmon-")):
             return None
         if part.startswith("lxc.payload."):
             return "lxc/" + part[len("lxc.payload.") :]
@@ -167,17 +184,11 @@ def container_of(path):
         if part.startswith("libpod-"):
             ident = part[len("libpod-") :]
             return "podman/" + _short_id(ident[: -len(".scope")] if ident.endswith(".scope") else ident)
-        if part.startswith("kubepods"):
-            # kubepods-burstable-pod<uid>.slice (systemd driver: "-" in the uid written "_"), or
-            # /kubepods/burstable/pod<uid>/ (cgroupfs driver).
-            for pod in parts[i:]:
-                uid = (
-                    pod.rsplit("-pod", 1)[1] if "-pod" in pod else (pod[3:] if pod.startswith("pod") else "")
-                )
-                uid = uid[: -len(".slice")] if uid.endswith(".slice") else uid
-                if uid:
-                    return "pod/" + uid.replace("_", "-")
-            return None  # kubepods.slice itself: no pod
+        if "kubepods" in part:  # kubepods.slice, /kubepods/, kubelet-kubepods.slice (a kubelet's cgroup root)
+            if any(p.startswith("crio-conmon-") for p in parts[i:]):
+                return None  # CRI-O's monitor sits in the pod's slice, outside its containers
+            uid = next((u for u in (_pod_uid(p) for p in parts[i:]) if u), None)
+            return "pod/" + uid if uid else None  # kubepods.slice itself, a QoS class: no pod
         if part.startswith("machine-") and part.endswith(".scope"):
             return "machine/" + part[len("machine-") : -len(".scope")]
     return None

@@ -46,6 +46,14 @@ class Reader(object):
     host_pid_namespace = None  # type: Optional[bool]
     # Whether the probe runs inside a container, where the reader knows (None: the probe guesses).
     in_container = None  # type: Optional[bool]
+    # A reader that plays a Kubernetes node (the sim's "kubepods" scenario): its /var/log/pods
+    # (probe/pods.py), and `cgroup` gives the cgroup text of the processes it puts in pods.
+    pod_logs = None  # type: Optional[str]
+
+    def cgroup(self, pid):
+        # type: (int) -> Optional[str]
+        """The /proc/PID/cgroup text this reader plays for `pid`; None: the probe reads /proc."""
+        return None
 
     def init_pids(self):
         # type: () -> List[int]
