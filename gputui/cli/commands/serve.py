@@ -1,0 +1,76 @@
+"""`gputui serve`: one fleet served over HTTP to any number of browsers and terminals: the page, the
+snapshot, the event stream, /metrics (gputui/cli/serve.py runs it; docs/SERVE.md)."""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import argtypes, options
+from . import summary
+from .export import listen_address
+
+DEFAULT_LISTEN = "127.0.0.1:8765"
+DEFAULT_INTERVAL = 1.0  # seconds between samples: what the page and attached dashboards show
+CONNECTIONS = 1024
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argtypes.Parser(
+        prog="gputui serve",
+        description=summary("serve"),
+        epilog="exit codes: 0 stopped by Ctrl+C or SIGTERM; 2 bad usage (a public --listen without "
+        "--tokens, a bad tokens file or TLS file), or --listen could not take its address",
+    )
+    options.add_hosts(p)
+    p.add_argument(
+        "--listen",
+        type=listen_address,
+        default=listen_address(DEFAULT_LISTEN),
+        metavar="ADDR:PORT",
+        help=f"serve on ADDR:PORT (default {DEFAULT_LISTEN}; port 0: a free one, said on stderr); an "
+        "address other than loopback needs --tokens",
+    )
+    p.add_argument(
+        "--tokens",
+        metavar="FILE",
+        help="require a bearer token: FILE has one `NAME ROLE SHA256HEX` a line (ROLE viewer or operator)",
+    )
+    p.add_argument(
+        "--new-token",
+        metavar="NAME",
+        help="print a new random token for NAME and the line to add to the --tokens file, then exit",
+    )
+    p.add_argument(
+        "--role",
+        choices=("viewer", "operator"),
+        default="viewer",
+        help="--new-token's role (default viewer: sees everything, acts on nothing)",
+    )
+    p.add_argument(
+        "--allow-actions",
+        action="store_true",
+        help="let operator tokens act (kill, through the hub's own plans); hosts are read-only otherwise",
+    )
+    p.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this certificate chain (PEM)")
+    p.add_argument("--tls-key", metavar="FILE", help="and this private key (PEM)")
+    p.add_argument(
+        "--connections",
+        type=argtypes.whole(1, 65536, "a number of connections"),
+        default=CONNECTIONS,
+        metavar="N",
+        help=f"at most N requests and streams at once; one more is answered 503 (default {CONNECTIONS})",
+    )
+    options.add_idle_minutes(p)
+    options.add_interval(
+        p, DEFAULT_INTERVAL, f"seconds between each host's samples (default {DEFAULT_INTERVAL:g})"
+    )
+    return p
+
+
+def run(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    # Imported now, not at the top: aiohttp, the fleet and the transport, which `--help`, a usage
+    # error and --new-token do not need.
+    from .. import serve
+
+    return serve.run(args)

@@ -1,0 +1,158 @@
+"""`gputui serve`: the fleet it watches, served over HTTP (docs/SERVE.md).
+
+    gputui serve [HOST...] [--demo] [--listen ADDR:PORT]      the page, the API, the stream, /metrics
+    gputui serve ... --listen 0.0.0.0:8765 --tokens FILE      on every interface: tokens required
+    gputui serve --new-token NAME [--role operator]           a token, and its line for the file
+
+The hub is gputui.serve: an aiohttp server on the asyncio loop that runs the fleet, so a request
+reads the fleet's state where it is written, with no thread between.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ipaddress
+import signal
+import ssl
+from collections.abc import Iterator
+from pathlib import Path
+
+from aiohttp import web
+
+from ..config.file import load
+from ..fleet.fleet import Fleet
+from ..model.textsafe import printable
+from ..serve.app import Settings, make_app
+from ..serve.stream import Hub
+from ..serve.tokens import TokenError, Tokens, check_name, new_token, token_line
+from ..serve.tokens import load as load_tokens
+from .exits import Exit
+from .fleets import build_fleet, resolve_hosts
+from .options import idle_after
+from .streams import fail, say
+
+STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+SHUTDOWN = 1.0  # seconds the open streams get to end when the hub stops
+BACKLOG = 1024
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` is reached from this machine only (a name other than localhost is not trusted
+    to be: it may resolve anywhere)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def tls_context(cert: str, key: str) -> ssl.SSLContext:
+    """A server context with `cert` and `key` loaded. Raises ValueError with one line."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as exc:
+        words = getattr(exc, "strerror", None) or getattr(exc, "reason", None) or str(exc)
+        raise ValueError(
+            f"--tls-cert {printable(cert)} --tls-key {printable(key)}: {printable(str(words))}"
+        ) from exc
+    return context
+
+
+def new_token_text(name: str, role: str) -> str:
+    token = new_token()
+    return (
+        f"token for {name} ({role}); give it to them, it is not kept anywhere:\n{token}\n"
+        f"add this line to the --tokens file:\n{token_line(name, role, token)}\n"
+    )
+
+
+def usage_problem(args: argparse.Namespace) -> str | None:
+    host, _ = args.listen
+    if (args.tls_cert is None) != (args.tls_key is None):
+        return "--tls-cert and --tls-key go together"
+    if args.tokens is None and not is_loopback(host):
+        return (
+            f"--listen {printable(host)}: not a loopback address; the fleet would be open to anyone: "
+            "give --tokens FILE (gputui serve --new-token NAME makes one)"
+        )
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    """`gputui serve` with its parsed arguments."""
+    if args.new_token is not None:
+        problem = check_name(args.new_token)
+        if problem is not None:
+            return fail(f"--new-token: {problem}")
+        print(new_token_text(args.new_token, args.role), end="")
+        return Exit.OK
+    problem = usage_problem(args)
+    if problem is not None:
+        return fail(problem)
+    tokens: Tokens | None = None
+    try:
+        tokens = load_tokens(Path(args.tokens)) if args.tokens is not None else None
+        context = tls_context(args.tls_cert, args.tls_key) if args.tls_cert is not None else None
+    except (TokenError, ValueError) as exc:
+        return fail(f"gputui serve: {exc}")
+    config = load(args.config)
+    settings = Settings(tokens=tokens, allow_actions=args.allow_actions, connections=args.connections)
+    specs = resolve_hosts(args.hosts, args.demo, config, read_only=not args.allow_actions)
+    fleet = build_fleet(specs, interval=args.interval)
+    hub = Hub(fleet, args.interval, idle_after(args, config))
+    return asyncio.run(serve(args, fleet, hub, settings, context))
+
+
+def url(runner: web.AppRunner, tls: bool) -> str:
+    addresses = runner.addresses
+    host, port = (str(addresses[0][0]), int(addresses[0][1])) if addresses else ("?", 0)
+    shown = f"[{host}]" if ":" in host else host
+    return f"{'https' if tls else 'http'}://{shown}:{port}/"
+
+
+@contextlib.contextmanager
+def _stops(loop: asyncio.AbstractEventLoop, stopped: asyncio.Event) -> Iterator[None]:
+    handled = []
+    for sig in STOPS:
+        with contextlib.suppress(ValueError, RuntimeError, OSError):  # not the main thread
+            loop.add_signal_handler(sig, stopped.set)
+            handled.append(sig)
+    try:
+        yield
+    finally:
+        for sig in handled:
+            loop.remove_signal_handler(sig)
+
+
+async def serve(
+    args: argparse.Namespace, fleet: Fleet, hub: Hub, settings: Settings, context: ssl.SSLContext | None
+) -> int:
+    """The hub until a stop signal: the fleet, its frames, the server."""
+    host, port = args.listen
+    runner = web.AppRunner(make_app(settings, hub), access_log=None, shutdown_timeout=SHUTDOWN)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, host, port, ssl_context=context, backlog=BACKLOG)
+        try:
+            await site.start()
+        except OSError as exc:
+            say(f"gputui: --listen {printable(host)}:{port}: {exc.strerror or exc}")
+            return Exit.USAGE
+        stopped = asyncio.Event()
+        with _stops(asyncio.get_running_loop(), stopped):
+            fleet.start()
+            hub.start()
+            try:
+                say(f"gputui serve: serving {url(runner, context is not None)}")
+                await stopped.wait()
+            finally:
+                await runner.cleanup()  # the streams end first: nothing reads the fleet after
+                await hub.stop()
+                await fleet.stop()
+        return Exit.OK
+    finally:
+        await runner.cleanup()  # (again: nothing to do when it was done)
