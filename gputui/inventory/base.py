@@ -41,6 +41,7 @@ class ResolvedHost:
     group: str | None = None  # the named group, partition or inventory group it was listed under
     source: str = ""  # the spec it came from, as written: "gpu[001-128]", "@slurm:gpu"
     alias: bool = False  # an ~/.ssh/config entry: connect through its name, so every option applies
+    feed: str | None = None  # where its records come from when no probe runs for it (HostSpec.feed)
 
     def describe(self) -> dict[str, object]:
         """Its fields as `gputui hosts --json` lists them; how it is connected to (`alias`) is not said."""

@@ -5,6 +5,7 @@
     @ssh:PATTERN                           ~/.ssh/config entries (gputui/inventory/sshconfig.py)
     @slurm:PARTITION  @slurm-job:ID        Slurm (gputui/inventory/slurm.py)
     @ansible:INVENTORY[:GROUP]             Ansible (gputui/inventory/ansible.py)
+    @prometheus:URL[#SELECTOR]             hosts with GPU series in a Prometheus (inventory/prometheus.py)
     @group:NAME, or NAME                   a group of the config's [groups] table (members: any spec)
     anything else                          one host, ssh-style (`user@host:port`, an alias, `local`)
 
@@ -36,13 +37,14 @@ from ..config.hostlist import (
     size,
 )
 from ..model.textsafe import printable
-from . import ansible, slurm, sshconfig
+from . import ansible, prometheus, slurm, sshconfig
 from .base import InventoryError, ResolvedHost, checked, home_expanded, over_cap, read_regular
 
 MAX_FILE_BYTES = 16 << 20  # a host file larger than this is not a host file
 SPEC_HELP = (
     "a host spec is HOST, user@host[:port], a hostlist like gpu[001-128], @file:PATH, @ssh:PATTERN, "
-    "@slurm:PARTITION, @slurm-job:ID, @ansible:INVENTORY[:GROUP], @group:NAME or a group's name"
+    "@slurm:PARTITION, @slurm-job:ID, @ansible:INVENTORY[:GROUP], @prometheus:URL[#SELECTOR], "
+    "@group:NAME or a group's name"
 )
 
 
@@ -120,6 +122,7 @@ class Resolver:
             "slurm": lambda arg, src, _stack: self._counted(slurm.partition_hosts(arg, src), src),
             "slurm-job": lambda arg, src, _stack: self._counted(slurm.job_hosts(arg, src), src),
             "ansible": lambda arg, src, _stack: self._counted(ansible.inventory_hosts(arg, src), src),
+            "prometheus": lambda arg, src, _stack: self._counted(prometheus.prometheus_hosts(arg, src), src),
             "group": self._group,
         }
 

@@ -63,6 +63,8 @@ def to_spec(host: ResolvedHost, config: Config, entries: Mapping[str, HostSpec] 
     if values["address"] == LOCAL:
         values.pop("jump", None)
     values["group"] = host.group  # the fleet view folds healthy hosts by it
+    if host.feed is not None:  # series, not a probe: nothing there can be acted on
+        values.update(feed=host.feed, read_only=True)
     return HostSpec(**values)
 
 

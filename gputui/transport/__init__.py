@@ -14,6 +14,10 @@ if TYPE_CHECKING:
 
 
 def make_link(spec: HostSpec, interval: float | None = None) -> Link:
+    if spec.feed is not None and spec.feed.startswith("prometheus:"):
+        from .prometheus import PromLink  # aiohttp: only a fleet read from a Prometheus pays for it
+
+        return PromLink(spec, interval=interval)
     if spec.is_local():
         from .local import LocalLink
 
