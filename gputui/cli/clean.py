@@ -2,7 +2,7 @@
 audit log.
 
     gputui clean HOST ... [--demo] [--gpu SPEC ...] [--pid PID ...] [--job ID ...] [--slurm-job ID ...]
-                 [--container NAME ...] [--user NAME ...] [--all] [--sweep]
+                 [--container NAME ...] [--pod NAMESPACE/NAME ...] [--user NAME ...] [--all] [--sweep]
                  [--include-monitor] [--signals term|int|kill|hup|usr1] [--sigint-first] [--term-timeout S]
                  [--verify-timeout S] [--yes] [--dry-run] [--json] [--log PATH] [--timeout S]
 
@@ -10,7 +10,7 @@ Made for `gputui clean --all --yes && ./run_benchmark.sh`: it prints the plan, a
 (unless --yes), streams each stage as the probe runs it, prints the verdicts, and exits 0 only when
 every plan did what it was for: every targeted GPU verified clean (--all, --gpu), or every chosen
 process gone with its GPU memory released (--pid), or every chosen job gone, root first, then its
-members (--pid of a launcher, --job, --slurm-job, --container, --user; gputui/cli/jobspec.py).
+members (--pid of a launcher, --job, --slurm-job, --container, --pod, --user; gputui/cli/jobspec.py).
 
 This module prints and runs (its options are gputui/cli/commands/clean.py's); gputui.kill.operate does the rest (the same code the
 dashboard runs). Exit codes: README "Exit codes", and the EPILOG of gputui/cli/commands/clean.py.
@@ -83,7 +83,7 @@ def hosts_problem(
     return None
 
 
-JOB_OPTIONS = ("job", "slurm_job", "container", "user")
+JOB_OPTIONS = ("job", "slurm_job", "container", "pod", "user")
 DEFAULT_IDLE_AFTER = threshold(None)  # seconds at 0 % SM that make an idle holder (gputui/fleet/idle.py)
 
 
@@ -101,17 +101,17 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
             )
         return None
     if getattr(args, "idle", False):
-        others = args.all or args.gpu or args.pid or args.job or args.slurm_job or args.container
+        others = args.all or args.gpu or args.pid or args.job or args.slurm_job or args.container or args.pod
         if others or args.reset_gpu is not None:
             return (
                 "--idle stops the idle holders (of --user NAME, if named): it does not combine with --all, "
-                "--gpu, --pid, --job, --slurm-job, --container or --reset-gpu"
+                "--gpu, --pid, --job, --slurm-job, --container, --pod or --reset-gpu"
             )
         return None
     if not (args.all or args.gpu or args.pid or jobs):
         return (
             "say what to clean: --all, --gpu SPEC, --pid PID, --job ID, --slurm-job ID, --container NAME, "
-            "--user NAME or --idle (see gputui clean --help)"
+            "--pod NAMESPACE/NAME, --user NAME or --idle (see gputui clean --help)"
         )
     if args.all and (args.gpu or args.pid or jobs):
         return "--all cleans every GPU: it does not combine with --gpu, --pid or the job options"
@@ -326,6 +326,7 @@ def _requests(
         slurm_jobs=args.slurm_job or [],
         containers=args.container or [],
         users=args.user or [],
+        pods=args.pod or [],
     )
     out = []
     for name in samples:

@@ -9,6 +9,8 @@ is a usage error that lists what exists, so a typo never stops the wrong work.
   from, an init) is passed on: the plan refuses it with the reason (plan.above_jobs).
 - `--job ID`: the job with that id (its root's PID), as `snapshot` lists them.
 - `--slurm-job ID`, `--container NAME`: every job whose root is in that Slurm job or container.
+- `--pod NAMESPACE/NAME`: every job whose root is in that Kubernetes pod (its container
+  `pod/NAMESPACE/NAME`; `--pod UID` where the node keeps no name and the pod is `pod/<uid>`).
 - `--user NAME`: every job whose root belongs to NAME, and NAME's GPU processes in other jobs
   (monitors and protected processes stay excluded by the plan, as always).
 Pure functions over the samples: nothing here touches a process.
@@ -25,6 +27,7 @@ from ..model.textsafe import cut, printable
 from .gpuspec import UsageError
 
 SHOWN = 12  # names listed in a "no such ..." message
+POD = "pod/"  # a Kubernetes pod's container: pod/NAMESPACE/NAME (gputui/probe/pods.py), or pod/<uid>
 
 
 @dataclass
@@ -46,6 +49,7 @@ def choose(
     slurm_jobs: Sequence[str] = (),
     containers: Sequence[str] = (),
     users: Sequence[str] = (),
+    pods: Sequence[str] = (),
 ) -> dict[str, Chosen]:
     """{host: what to stop there}. Raises UsageError for a name that matches nothing on any host
     (listing what there is) and for a PID or job id found on more than one host."""
@@ -89,6 +93,9 @@ def choose(
             raise UsageError(f"no job in container {printable(name)} on the hosts (containers seen: {seen})")
         for host, job in matched:
             on(host).add_job(job)
+    for pod in pods:
+        for host, job in _in_pod(samples, pod):
+            on(host).add_job(job)
     for user in users:
         matched = _by(samples, "user", user)
         plain = [
@@ -113,6 +120,18 @@ def choose(
         for host, pid in plain:
             on(host).pids.add(pid)
     return out
+
+
+def _in_pod(samples: dict[str, Sample], pod: str) -> list[tuple[str, Job]]:
+    """The jobs of Kubernetes pod `pod` (NAMESPACE/NAME, or a uid); UsageError naming the pods
+    there are when none is in it."""
+    matched = _by(samples, "container", POD + pod)
+    if not matched:
+        containers = [j.container for s in samples.values() for j in s.jobs]
+        containers += [p.container for s in samples.values() for p in s.processes]
+        seen = _names(c[len(POD) :] for c in containers if c and c.startswith(POD))
+        raise UsageError(f"no job in pod {printable(pod)} on the hosts (pods seen: {seen})")
+    return matched
 
 
 def _knows_pid(sample: Sample, pid: int) -> bool:

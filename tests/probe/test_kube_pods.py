@@ -10,6 +10,7 @@ controller), each QoS class and the runtimes' container id prefixes; a fake /var
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,6 @@ from gputui.probe import pods
 from gputui.probe.jobs import JobFinder
 from gputui.probe.pods import Containers, PodNames, parse_pod_dir
 from gputui.probe.procfs import container_in, container_of
-from tests.probe.test_jobs import Tree, gpu_proc
 
 UID = "1a2b3c4d-5e6f-4a8b-9c0d-112233445566"
 SYSTEMD_UID = UID.replace("-", "_")
@@ -43,6 +43,45 @@ CGROUPS = {
     "kubelet cgroup root (kind)": "0::/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/"
     f"kubelet-kubepods-besteffort-pod{SYSTEMD_UID}.slice/cri-containerd-{CID}.scope\n",
 }
+
+
+class Tree:
+    """A fake /proc: per process the files the probe reads (stat, status, cgroup, cmdline)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir()
+        self.add(1, 0, "systemd", ["/sbin/init"], cgroup="/init.scope")
+
+    def add(
+        self,
+        pid: int,
+        ppid: int,
+        comm: str,
+        argv: list[str],
+        cgroup: str = "/",
+        nspid: list[int] | None = None,
+    ) -> None:
+        d = self.root / str(pid)
+        d.mkdir()
+        fields = f"S {ppid} {pid} {pid} 0 0 0 0 0 0 0 0 0 0 0 20 0 1 0 {pid * 10} 0 0"
+        (d / "stat").write_text(f"{pid} ({comm}) {fields}\n")
+        ns = " ".join(str(p) for p in (nspid or [pid]))
+        (d / "status").write_text(f"Name:\t{comm}\nUid:\t0\t0\t0\t0\nNSpid:\t{ns}\n")
+        (d / "cgroup").write_text(f"0::{cgroup}\n")
+        (d / "cmdline").write_bytes(b"\0".join(a.encode() for a in argv) + b"\0")
+
+
+def gpu_proc(pid: int, gpus: list[int]) -> dict[str, Any]:
+    memory = {str(g): 1 << 30 for g in gpus}
+    return {
+        "pid": pid,
+        "start_time": pid * 10,
+        "kind": "user",
+        "state": "S",
+        "gpus": gpus,
+        "gpu_memory": memory,
+    }
 
 
 def pod_logs(tmp_path: Path, *names: str) -> Path:

@@ -2,7 +2,7 @@
 audit log (gputui/cli/clean.py runs it; EPILOG below is its --help).
 
     gputui clean HOST ... [--demo] [--gpu SPEC ...] [--pid PID ...] [--job ID ...] [--slurm-job ID ...]
-                 [--container NAME ...] [--user NAME ...] [--all] [--sweep]
+                 [--container NAME ...] [--pod NAMESPACE/NAME ...] [--user NAME ...] [--all] [--sweep]
                  [--include-monitor] [--signals term|int|kill|hup|usr1] [--sigint-first] [--term-timeout S]
                  [--verify-timeout S] [--yes] [--dry-run] [--json] [--log PATH] [--timeout S]
 """
@@ -26,8 +26,8 @@ HOST, clean acts on this machine; with a config that lists hosts, or with --demo
 JOBS: --pid of a job's root (a launcher or supervisor that holds no GPU itself) stops its job: the
 root first (it passes SIGTERM on to its ranks), then any member left, and proves every member gone
 with its memory released and the root gone too. --job ID (as `gputui snapshot` lists jobs),
---slurm-job ID, --container NAME and --user NAME choose jobs by exact name; --dry-run lists the
-members. A verdict names a parent that still runs and may start a stopped process again.
+--slurm-job ID, --container NAME, --pod NAMESPACE/NAME and --user NAME choose jobs by exact name;
+--dry-run lists the members. A verdict names a parent that still runs and may start a stopped process again.
 
 GPU SPEC: an NVML index (on every named host), a GPU UUID (or a unique prefix), HOST:INDEX or
 HOST:all. A positional HOST:N with N < 64 is a GPU too (a larger N, or user@host:N, is an SSH port).
@@ -100,6 +100,13 @@ def _add_targets(parser: argparse.ArgumentParser) -> None:
         action="append",
         metavar="NAME",
         help="stop the jobs of this container (LXC id, Docker name, pod; as snapshot shows it; repeatable)",
+    )
+    parser.add_argument(
+        "--pod",
+        action="append",
+        metavar="NAMESPACE/NAME",
+        help="stop the jobs of this Kubernetes pod (its processes' container pod/NAMESPACE/NAME, named from "
+        "the node's /var/log/pods; its uid where the node keeps no name; repeatable)",
     )
     parser.add_argument(
         "--user", action="append", metavar="NAME", help="stop this user's jobs and GPU processes (repeatable)"

@@ -229,6 +229,29 @@ def neighbour_jobs(variant, gpus):
     ]  # fmt: skip
 
 
+def kubepods_jobs(variant, gpus):
+    # type: (int, int) -> JobSpecs
+    """The "kubepods" scenario: the sim plays a Kubernetes node (readers/sim/pods.py). A training in
+    pod ml-team/llama-train-0 on GPUs 0-1 (systemd cgroup driver, cgroup v2, containerd), a notebook
+    in pod notebooks/jupyter-alice on GPU 2 (cgroupfs driver, cgroup v1), and a benchmark on the
+    node itself, in no pod, on GPU 3."""
+
+    def on(*indexes):
+        # type: (*int) -> List[int]
+        return _on(gpus, *indexes)
+
+    return [
+        ("busy", dict(gpu=on(0, 1), memory=40 * GiB, util=90, name="train.py", argv=["--model", "llama-3.1-8b"],
+                      pod={"namespace": "ml-team", "name": "llama-train-0", "container": "trainer",
+                           "uid": "6f1c2a4e-93b0-4d5f-8a7e-2b9c0d1e3f47", "qos": "burstable"})),
+        ("idle", dict(gpu=on(2), memory=8 * GiB, name="notebook_kernel.py", argv=["-f", "kernel-7a1b.json"],
+                      pod={"namespace": "notebooks", "name": "jupyter-alice", "container": "notebook",
+                           "uid": "0b7d9e21-5c4a-4f36-9e8d-71a2b3c4d5e6", "qos": "besteffort",
+                           "driver": "cgroupfs"})),
+        ("busy", dict(gpu=on(3), memory=12 * GiB, util=50, name="bench.py", argv=["--suite", "gemm"])),
+    ]  # fmt: skip
+
+
 # Every scenario, in the order people see them listed: its name and the jobs it starts.
 SCENARIO_JOBS = {
     "demo": demo_jobs,
@@ -239,6 +262,7 @@ SCENARIO_JOBS = {
     "mps": mps_jobs,
     "jobs": jobs_jobs,
     "neighbour": neighbour_jobs,
+    "kubepods": kubepods_jobs,
 }  # type: Dict[str, Callable[[int, int], JobSpecs]]
 # The driver state a scenario sets before its jobs start, by GPU index (SimReader.set_state's knobs).
 SCENARIO_STATE = {

@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple  # noqa: F401  (used in type
 from ..base import Listed, Reader, ReaderError, Tags  # noqa: F401  (Listed, Tags: in type comments)
 from ..scenarios import SCENARIO_JOBS, SCENARIO_STATE, SCENARIOS, GiB, scenario_gpus
 from . import directory as sim_dir
+from . import pods as sim_pods
 from .client import start_time
 from .contexts import ContextTable
 from .gpus import FACTS, DriverState, GpuLooks, preflight_record
@@ -98,6 +99,19 @@ class SimReader(Reader):
             self.host_pid_namespace = False
             self.in_container = True
 
+    def _play_node(self):
+        # type: () -> None
+        """The "kubepods" scenario plays a Kubernetes node (pods.py): the probe reads its pods'
+        directories here, and the cgroups of the processes it put in a pod from `cgroup`."""
+        if self.scenario == "kubepods" and self.directory is not None:
+            self.pod_logs = os.path.join(self.directory, sim_pods.PODS_DIR)
+
+    def cgroup(self, pid):
+        # type: (int) -> Optional[str]
+        if self.pod_logs is None or self.directory is None:
+            return None
+        return sim_pods.cgroup_of(self.directory, pid)
+
     @property
     def ignored(self):
         # type: () -> Dict[str, str]
@@ -141,6 +155,7 @@ class SimReader(Reader):
             else:
                 self._make_directory()
             self._setup_gpus()
+            self._play_node()
             # Like every NVML client, the reader holds every device file while it is open.
             if self.hold_devices:
                 self._device_fds = [os.open(path, os.O_RDONLY) for path in self.device_paths]
@@ -483,3 +498,6 @@ class SimReader(Reader):
         ]
         for job in started:
             self._finish_job(job, deadline)
+        for (_, spec), job in zip(specs, started):  # noqa: B905  (one job started per spec; 3.8: no strict=)
+            if spec.get("pod") and job.pid is not None and job.start_time is not None:
+                sim_pods.place(str(self.directory), spec["pod"], job.pid, job.start_time)
