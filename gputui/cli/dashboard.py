@@ -47,8 +47,8 @@ def _run(args: argparse.Namespace, lifeline: Lifeline) -> int:
     config = load(args.config)
     replay = None
     if args.replay is not None:
-        if args.hosts or args.demo:
-            return fail("--replay shows a recording: it takes no HOST and no --demo")
+        if args.hosts or args.demo or args.hub:
+            return fail("--replay shows a recording: it takes no HOST, no --demo and no --hub")
         opened = open_replay(args.replay)  # before the terminal is checked: a bad file says so first
         if isinstance(opened, str):
             return fail(opened)
@@ -56,7 +56,14 @@ def _run(args: argparse.Namespace, lifeline: Lifeline) -> int:
         args.interval = REPLAY_INTERVAL
         hosts = [v.name for v in fleet.hosts]
     else:
-        specs = resolve_hosts(args.hosts, args.demo, config, read_only=args.read_only)
+        specs = resolve_hosts(
+            args.hosts,
+            args.demo,
+            config,
+            read_only=args.read_only,
+            hub=args.hub,
+            token_file=args.hub_token_file,
+        )
         hosts = [s.name for s in specs]
     problem = options.unknown_gpu_host(args, hosts)
     if problem is not None:

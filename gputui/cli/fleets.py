@@ -1,21 +1,37 @@
 """The hosts a command names and the fleet over them: config names first, then ssh-style hosts,
-else the config's, else this machine (gputui.api.hosts); with --demo, the live demo's."""
+else the config's, else this machine (gputui.api.hosts); with --demo, the live demo's; with --hub,
+a hub's (`gputui serve`), each read from its events stream."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
 
 from .. import api
 from ..config.file import Config, HostSpec
 from ..fleet.fleet import Fleet
+from ..inventory.base import InventoryError
+from ..model.textsafe import printable
+from ..transport.base import TransportError
+from .streams import warn
 
 
 def resolve_hosts(
-    names: Sequence[str], demo: bool, config: Config, read_only: bool = False
+    names: Sequence[str],
+    demo: bool,
+    config: Config,
+    read_only: bool = False,
+    *,
+    hub: str | None = None,
+    token_file: str | None = None,
 ) -> list[HostSpec]:
     """Hosts named on the command line (config names first, then ssh-style), else the config's, else
-    local (gputui.api.hosts); with --demo, the live demo's."""
+    local (gputui.api.hosts); with --demo, the live demo's; with `hub` (--hub URL), the hub's."""
+    if hub is not None:
+        if names or demo:
+            raise InventoryError("--hub reads the hub's hosts: it takes no HOST and no --demo")
+        return hub_hosts(hub, token_file, read_only or config.read_only)
     if demo:
         # Imported for --demo only: the live demo's control and its sims' modules are some 17 ms of
         # every other command's start (`clean --all --dry-run`, python -X importtime).
@@ -28,3 +44,50 @@ def resolve_hosts(
 
 def build_fleet(specs: Sequence[HostSpec], interval: float) -> Fleet:
     return api.fleet(specs, interval)
+
+
+def hub_hosts(url: str, token_file: str | None, read_only: bool = False) -> list[HostSpec]:
+    """The hosts of the hub at `url` (`--hub`), each read from its events stream (transport/hub.py),
+    read-only unless the hub lets this token act (or `read_only`). The token: `token_file`'s first
+    line, else $GPUTUI_HUB_TOKEN. Raises InventoryError: a bad URL or token file (usage), a hub that
+    cannot be read (unavailable, as a host that is down)."""
+    # Imported here: aiohttp is some 100 ms of a start that no command without --hub should pay.
+    from ..transport.hub import PREFIX, UrlError, check_url, read_hub, remember_token
+
+    try:
+        base = check_url(url)
+    except UrlError as exc:
+        raise InventoryError(f"--hub: {exc}") from None
+    if token_file is not None:
+        remember_token(base, _read_token(token_file))
+    try:
+        info = asyncio.run(read_hub(base))
+    except TransportError as exc:
+        raise InventoryError(exc.message, unavailable=True) from None
+    specs = []
+    for name in dict.fromkeys(info.hosts):
+        if not _host_name(name):
+            warn(f"the hub names a host that cannot be one, left out: {printable(name[:80])!r}")
+            continue
+        specs.append(
+            HostSpec(name=name, address=name, read_only=read_only or not info.actions, feed=f"{PREFIX}{base}")
+        )
+    if not specs:
+        raise InventoryError(f"the hub {base} has no hosts", unavailable=True)
+    return specs
+
+
+def _read_token(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as file:
+            token = file.readline(4096).strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InventoryError(f"--hub-token-file {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not token or not token.isprintable() or " " in token:
+        raise InventoryError(f"--hub-token-file {path}: its first line is not a token")
+    return token
+
+
+def _host_name(name: str) -> bool:
+    """A name the hub gives a host is shown and typed as any host's: printable, one word, not an option."""
+    return 0 < len(name) <= 253 and name.isprintable() and not name.startswith("-") and " " not in name

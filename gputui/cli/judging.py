@@ -19,7 +19,8 @@ def judge_fleet(
 ) -> int:
     """`judge(args, fleet)` over the command's hosts, read-only; its exit status."""
     config = load(args.config)
-    specs = resolve_hosts(args.hosts, args.demo, config, read_only=True)
+    hub, token_file = getattr(args, "hub", None), getattr(args, "hub_token_file", None)
+    specs = resolve_hosts(args.hosts, args.demo, config, read_only=True, hub=hub, token_file=token_file)
     fleet = build_fleet(specs, interval=args.interval)
     args.idle_after = idle_after(args, config)
     return asyncio.run(judge(args, fleet))

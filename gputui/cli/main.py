@@ -31,7 +31,7 @@ from .streams import fail
 QUICK_EXIT = ("snapshot", "clean", "wait")
 # Words of a command line that end the head start's reading: another probe (a demo, a config, an
 # interval), a help, a recording (no probe at all).
-NO_HEAD_START = ("--demo", "--config", "--interval", "-h", "--help", "--replay", "--at")
+NO_HEAD_START = ("--demo", "--config", "--interval", "-h", "--help", "--replay", "--at", "--hub")
 
 
 def value_options(parser: argparse.ArgumentParser) -> frozenset[str]:

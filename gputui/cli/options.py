@@ -33,6 +33,22 @@ def add_hosts(p: argparse.ArgumentParser) -> None:
     add_config(p)
 
 
+def add_hub(p: argparse.ArgumentParser) -> None:
+    """--hub URL and --hub-token-file: the hosts of a hub (`gputui serve`), read from its stream."""
+    p.add_argument(
+        "--hub",
+        metavar="URL",
+        help="the hosts of a hub (gputui serve at URL, http:// or https://), read from it: no SSH from "
+        "here; read-only unless the hub allows this token to act",
+    )
+    p.add_argument(
+        "--hub-token-file",
+        metavar="FILE",
+        help="the hub's token: the first line of FILE (else $GPUTUI_HUB_TOKEN). Never on the command "
+        "line: every user of the machine can read a command line (ps, /proc)",
+    )
+
+
 def add_config(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--config", metavar="PATH", help="TOML config (default: $GPUTUI_CONFIG, then the user dir)"

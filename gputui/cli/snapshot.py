@@ -48,7 +48,7 @@ __all__ = [
 def run(args: argparse.Namespace) -> int:
     """`gputui snapshot` of live hosts, with its parsed arguments."""
     config = load(args.config)
-    specs = resolve_hosts(args.hosts, args.demo, config)
+    specs = resolve_hosts(args.hosts, args.demo, config, hub=args.hub, token_file=args.hub_token_file)
     problem = unknown_gpu_host(args, [s.name for s in specs])
     if problem is not None:
         return fail(problem)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import random
 import time
 from collections.abc import Callable, Mapping
@@ -42,6 +43,9 @@ BUSY_PER_SECOND = 0.05  # seconds of the loop one host's records may take a seco
 PLAN_EVENTS_MAX = 10_000  # events of one plan waiting for its reader; past that they are counted, not
 # kept (a flooding probe), except `done`, which always gets through
 PROBLEM_CHARS = 300  # the last problem a host reported, kept for its status line
+# Seconds of silence a link whose source judges the host itself (a hub: `watch_status`) may keep
+# before this session calls it dead: its source says stale or down, and its stream has its own limit.
+RELAYED_SILENCE = 3600.0
 
 CONNECTING, LIVE, STALE, DOWN = HOST_STATUSES
 
@@ -61,6 +65,7 @@ REASONS = {
     "no-library": "pynvml missing",
     "no-permission": "no permission for NVML",
     "refused": "samples refused",
+    "series-stopped": "series stopped",  # a host read from Prometheus (gputui/transport/prometheus.py)
 }
 
 
@@ -180,6 +185,24 @@ class HostView:
                 stamp,
             )
 
+    def seed(self, history: Any) -> None:
+        """Readings its source kept before this viewer came (a hub's hello: `{index: {"util", "memory",
+        "time"}}`), taken into the GPUs' rings where newer than what they hold; malformed parts skipped."""
+        if not isinstance(history, dict):
+            return
+        for key, series in list(history.items())[:64]:
+            index = int(key) if isinstance(key, str) and key.isdigit() else None
+            if index is None or not isinstance(series, dict):
+                continue
+            ring = self.history.get(index)
+            if ring is None:
+                ring = self.history[index] = GpuHistory()
+            last = ring.times[-1] if ring.times else float("-inf")
+            for util, memory, stamp in _points(series)[-HISTORY:]:
+                if stamp > last:
+                    ring.append(util, memory, None, None, stamp)
+                    last = stamp
+
     def _record_load(self, sample: Sample, stamp: float) -> None:
         """The host's CPU and memory, and (when kept) its processes' readings, into their rings."""
         metrics = sample.host
@@ -278,6 +301,7 @@ class HostSession:
         self._reader: asyncio.Future[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._looked_again = False  # past the silence limit once: the next look decides
+        self._relayed = False  # the link's source says when the host is stale (`_relay`)
 
     def _set(self, status: str, reason: str | None = None, detail: str | None = None) -> None:
         v = self.view
@@ -304,6 +328,10 @@ class HostSession:
             watch = getattr(link, "watch_phase", None)  # links that connect in steps say how far
             if callable(watch):
                 watch(self._phase)
+            relay = getattr(link, "watch_status", None)  # links whose source judges the host say so
+            self._relayed = callable(relay)
+            if callable(relay):
+                relay(self._relay)
             try:
                 await link.open()
                 self._phase(None)
@@ -384,6 +412,8 @@ class HostSession:
 
     def _silence_limit(self) -> float:
         """Seconds without a record after which a live host is stale (and a stale one's link dropped)."""
+        if self._relayed:
+            return RELAYED_SILENCE
         return max(1.0, self.view.interval * (STALE_AFTER if self.view.status == LIVE else DOWN_AFTER))
 
     def _look_for_silence(self) -> None:
@@ -462,6 +492,13 @@ class HostSession:
             why = f": {self.last_problem}" if self.last_problem else ""
             self._set(STALE, "refused", f"no usable sample for {since:.1f} s{why}")
 
+    def _relay(self, status: str, reason: str | None, detail: str | None) -> None:
+        """The link's source says the host is stale (with its reason), or live again."""
+        if status == STALE:
+            self._set(STALE, reason or "silent", detail)
+        elif status == LIVE and self.view.status == STALE:
+            self._set(LIVE)
+
     def _note(self) -> bool:
         """Whether one more error line (or stray event) may be passed on in this second."""
         now = time.monotonic()
@@ -482,6 +519,9 @@ class HostSession:
         v = self.view
         awaited = False
         if kind == "hello":
+            if "history" in record:  # a hub's readings from before this link: into the rings
+                record = dict(record)
+                v.seed(record.pop("history"))
             v.facts = HostFacts.from_hello(record)
             v.raw_hello = record
             self.hello.set()
@@ -571,6 +611,19 @@ class HostSession:
         if self.link is None:
             raise TransportError("closed", f"{self.view.name} is not connected")
         await self.link.send(message)
+
+
+def _points(series: dict[str, Any]) -> list[tuple[float, float, float]]:
+    """(util, memory, time) of a seeded GPU's readings, those whose three values are numbers."""
+    util, memory, times = (series.get(k) for k in ("util", "memory", "time"))
+    if not (isinstance(util, list) and isinstance(memory, list) and isinstance(times, list)):
+        return []
+    numbers = (int, float)
+    return [
+        (float(u), float(m), float(t))
+        for u, m, t in zip(util, memory, times, strict=False)
+        if all(isinstance(x, numbers) and not isinstance(x, bool) and math.isfinite(x) for x in (u, m, t))
+    ]
 
 
 def _bounded(record: dict[str, Any]) -> dict[str, Any]:

@@ -21,6 +21,7 @@ def parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,  # the epilog's table as written
     )
     options.add_hosts(p)
+    options.add_hub(p)
     p.add_argument("--read-only", action="store_true", help="watch only: no kill action anywhere")
     options.add_interval(p, None, "seconds between samples (0.1 to 3600)")
     p.add_argument(

@@ -18,6 +18,7 @@ def parser() -> argparse.ArgumentParser:
         "(--watch)",
     )
     options.add_hosts(p)
+    options.add_hub(p)
     options.add_ascii(p)
     p.add_argument("--json", action="store_true", help="print versioned JSON (schema in README)")
     options.add_timeout(p)

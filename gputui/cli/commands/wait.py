@@ -20,6 +20,7 @@ def parser() -> argparse.ArgumentParser:
         epilog="exit codes: 0 ready; 1 timeout (or every host down); 2 bad usage; 3 no NVIDIA driver or GPU",
     )
     options.add_hosts(p)
+    options.add_hub(p)
     options.add_ascii(p)
     add_wait_arguments(p)
     options.add_idle_minutes(p)

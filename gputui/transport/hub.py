@@ -1,0 +1,597 @@
+"""Hosts read from a hub (`gputui serve`): one events stream per hub, one `HubLink` per host on it.
+
+The hub's stream (docs/SERVE.md "The protocol") carries every host's probe records as the hub
+received them, so a host read through a hub is a Link like any other: its hello (the probe's, with
+the hub's short history of each GPU under `history` and `read_only` set where this viewer may not
+act), then its samples (whole or delta) and events in order. What the hub knows of the host is the
+viewer's too: a host down at the hub ends its link with the hub's reason (the fleet reconnects, and
+the new link waits until the hub has the host again); a host stale at the hub is stale here
+(`watch_status`), and the viewer makes no silence verdict of its own.
+
+One connection serves all the links of a hub on an event loop (`HubStream`): it is made when a link
+opens and none is up, and closed once no link uses it. A failed connection is not tried again
+before its backoff has passed (the links that open meanwhile fail at once with its reason), so a
+thousand hosts that reconnect at once make one attempt.
+
+Actions: a link whose hub allows this token to act (the `hub` frame's `actions`) turns a kill plan
+into the hub's request (`POST /api/v1/actions`: host, scope, GPUs, targets by PID and start time,
+ladder); the hub plans from its own sample and runs it, and its events come back on the stream under
+the hub's plan id, which the link maps back to the viewer's. Signals and GPU resets are not sent
+through a hub: they are refused with words that say where to run them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import random
+import time
+import urllib.parse
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from ..probe.delta import DeltaError, apply
+from .base import TransportError
+
+PREFIX = "hub:"
+TOKEN_ENV = "GPUTUI_HUB_TOKEN"
+EVENTS = "/api/v1/events"
+ACTIONS = "/api/v1/actions"
+CONNECT_TIMEOUT = 10.0  # seconds to connect and read the hub's whole state
+READ_TIMEOUT = 45.0  # seconds without a byte (the hub pings every 15) before the stream is dead
+ACTION_TIMEOUT = 30.0  # seconds the hub may take to plan (a full scan of the host) and answer
+MAX_LINE = 32 * 1024 * 1024  # bytes of one line of the stream: a whole sample of a large host fits
+QUEUE_MAX = 2048  # records waiting for one link's reader; past that the link is behind: it ends
+UNMAPPED_MAX = 256  # events of plans not (yet) known to a link, kept in case their id comes next
+# Seconds before a failed connection is tried again (doubling up to the cap): the links that open
+# meanwhile fail at once with its reason, so a fleet that reconnects makes one attempt.
+RETRY_FIRST = 1.0
+RETRY_CAP = 15.0
+LADDERS = {("SIGTERM",): "term", (): "kill", ("SIGINT", "SIGTERM"): "int"}
+NOT_THROUGH_A_HUB = (
+    "{what} are not sent through a hub: run them on the hub's side (gputui on the hub's host, or "
+    "`gputui clean HOST`)"
+)
+
+# The token of each hub URL (the CLI reads --hub-token-file); GPUTUI_HUB_TOKEN when none is set.
+_tokens: dict[str, str] = {}
+
+
+def remember_token(url: str, token: str) -> None:
+    _tokens[url] = token
+
+
+def token_for(url: str) -> str | None:
+    return _tokens.get(url) or os.environ.get(TOKEN_ENV) or None
+
+
+class UrlError(ValueError):
+    """A hub URL that cannot be used: the message says why."""
+
+
+def check_url(text: str) -> str:
+    """The hub's base URL (no trailing slash); UrlError unless http(s) with a host and nothing else
+    (no user or password in it: a URL is seen by `ps` and shell histories; no query, no fragment)."""
+    try:
+        parts = urllib.parse.urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise UrlError(f"{text!r} is not a URL ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UrlError(f"{text!r} is not an http:// or https:// URL with a host")
+    if parts.username is not None or parts.password is not None:
+        raise UrlError(f"{text!r} has a user or password in it: give the token in a file or the environment")
+    if parts.query or parts.fragment or any(ord(c) < 33 or ord(c) == 127 for c in text):
+        raise UrlError(f"{text!r}: a hub URL has no query, fragment, space or control character")
+    del port  # read for its check only (a port out of range raises)
+    return text.rstrip("/")
+
+
+def feed_url(feed: str) -> str:
+    """The hub URL of a `HostSpec.feed` "hub:URL"."""
+    return feed[len(PREFIX) :]
+
+
+@dataclass
+class HubInfo:
+    """The hub's `hub` frame: what it runs, its sample interval, whether this token may act, its hosts."""
+
+    version: str = ""
+    interval: float = 1.0
+    actions: bool = False
+    hosts: list[str] = field(default_factory=list)
+
+
+@dataclass
+class HubHost:
+    """What the hub said of one host: its state, its latest hello, the sample it holds (deltas merged)."""
+
+    status: str = "connecting"
+    reason: str | None = None
+    message: str | None = None
+    read_only: bool = False
+    group: str | None = None
+    history: dict[str, Any] | None = None  # the hub's recent readings, until a link takes them
+    hello: dict[str, Any] | None = None
+    whole: dict[str, Any] | None = None
+    down_said: bool = False  # a link has ended with this down spell's reason: the next ones wait
+
+
+def _frames(buffer: bytearray, chunk: bytes, pending: dict[str, str]) -> list[tuple[str, str]]:
+    """Server-sent events out of the bytes read so far: (event, data) for each frame complete in
+    `buffer` + `chunk`; what is left stays in `buffer`, a frame begun in `pending`."""
+    buffer += chunk
+    out: list[tuple[str, str]] = []
+    while True:
+        end = buffer.find(b"\n")
+        if end < 0:
+            if len(buffer) > MAX_LINE:
+                raise TransportError("closed", f"a line of the hub's stream is over {MAX_LINE} bytes")
+            return out
+        line = bytes(buffer[:end]).rstrip(b"\r").decode("utf-8", "replace")
+        del buffer[: end + 1]
+        if not line:
+            if "data" in pending:
+                out.append((pending.get("event", "message"), pending["data"]))
+            pending.clear()
+        elif not line.startswith(":"):
+            name, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if name == "data" and "data" in pending:
+                pending["data"] += "\n" + value
+            elif name in ("event", "data"):
+                pending[name] = value
+
+
+class HubStream:
+    """One hub's events stream on this event loop, shared by its links."""
+
+    def __init__(self, url: str, token: str | None) -> None:
+        self.url = url
+        self.token = token
+        self.info: HubInfo | None = None
+        self.hosts: dict[str, HubHost] = {}
+        self.links: dict[str, set[HubLink]] = {}
+        self.users = 0  # links opening or open
+        self.failure: TransportError | None = None
+        self.retry_at = 0.0
+        self.backoff = RETRY_FIRST
+        self._session: aiohttp.ClientSession | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._ready: asyncio.Future[None] | None = None
+
+    # -- the connection ---------------------------------------------------------------------------
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    async def connected(self) -> None:
+        """Until the hub's whole state has been read; TransportError when the hub cannot be read."""
+        if self._task is None:
+            if self.failure is not None and time.monotonic() < self.retry_at:
+                raise self.failure
+            loop = asyncio.get_running_loop()
+            self._ready = loop.create_future()
+            self._task = asyncio.create_task(self._run(self._ready), name=f"hub-{self.url}")
+        assert self._ready is not None
+        await asyncio.shield(self._ready)
+
+    async def _run(self, ready: asyncio.Future[None]) -> None:
+        try:
+            await self._read()
+            failure = TransportError("closed", f"the hub {self.url} ended its stream")
+        except TransportError as exc:
+            failure = exc
+        except (aiohttp.ClientError, OSError, asyncio.TimeoutError, ValueError) as exc:
+            failure = TransportError("unreachable", f"the hub {self.url}: {_words(exc)}")
+        self.failure = failure
+        if ready.done():  # it was up: the next try may come at once
+            self.backoff, self.retry_at = RETRY_FIRST, 0.0
+        else:
+            self.retry_at = time.monotonic() + random.uniform(self.backoff / 2, self.backoff)
+            self.backoff = min(RETRY_CAP, self.backoff * 2)
+            ready.set_exception(failure)
+            ready.exception()  # retrieved: no "never retrieved" warning when nobody waits on it
+        self._task = None
+        for links in list(self.links.values()):
+            for link in list(links):
+                link.fail(failure)
+
+    async def _read(self) -> None:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(sock_connect=CONNECT_TIMEOUT))
+        async with self._session.get(self.url + EVENTS, headers=self.headers()) as response:
+            if response.status == 401:
+                raise TransportError("auth-failed", f"the hub {self.url} refused the token (401)")
+            if response.status != 200:
+                raise TransportError("unreachable", f"the hub {self.url} answered {response.status}")
+            buffer = bytearray()
+            pending: dict[str, str] = {}
+            while True:
+                chunk = await asyncio.wait_for(response.content.readany(), READ_TIMEOUT)
+                if not chunk:
+                    return
+                for name, data in _frames(buffer, chunk, pending):
+                    self._frame(name, data)
+
+    async def close(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    # -- the frames ---------------------------------------------------------------------------------
+
+    def _frame(self, name: str, data: str) -> None:
+        try:
+            value = json.loads(data)
+        except ValueError:
+            return  # not JSON: nothing the protocol sends
+        if name == "hub" and isinstance(value, dict):
+            self._hub(value)
+        elif name == "reset":
+            self.info = None  # the `hub` frame and the whole state follow
+        elif name in ("host", "hello", "sample", "event") and _pair(value):
+            host, record = value
+            if name == "host":
+                self._host(host, record)
+            elif host in self.hosts:
+                self._record(name, host, record)
+
+    def _hub(self, frame: dict[str, Any]) -> None:
+        hosts = [h for h in frame.get("hosts") or [] if isinstance(h, str)]
+        interval = frame.get("interval")
+        self.info = HubInfo(
+            version=str(frame.get("version") or ""),
+            interval=float(interval) if isinstance(interval, (int, float)) and interval > 0 else 1.0,
+            actions=frame.get("actions") is True,
+            hosts=hosts,
+        )
+        old, self.hosts = self.hosts, {}
+        for name in hosts:
+            self.hosts[name] = HubHost(down_said=old[name].down_said if name in old else False)
+        for name in set(old) - set(self.hosts):
+            for link in list(self.links.get(name, ())):
+                link.fail(TransportError("unreachable", f"{name} is no longer a host of the hub"))
+        if self._ready is not None and not self._ready.done():
+            self._ready.set_result(None)
+
+    def _host(self, name: str, state: dict[str, Any]) -> None:
+        host = self.hosts.get(name)
+        if host is None:
+            return
+        status = state.get("status")
+        host.status = status if status in ("connecting", "live", "stale", "down") else "connecting"
+        host.reason = _text(state.get("reason"))
+        host.message = _text(state.get("message"))
+        host.read_only = state.get("read_only") is True
+        host.group = _text(state.get("group"))
+        if isinstance(state.get("history"), dict):
+            host.history = state["history"]
+        if host.status != "down":
+            host.down_said = False
+        for link in list(self.links.get(name, ())):
+            link.state_changed(host)
+
+    def _record(self, kind: str, name: str, record: Any) -> None:
+        if not isinstance(record, dict):
+            return
+        host = self.hosts[name]
+        if kind == "hello":
+            host.hello, host.whole = record, None
+        elif kind == "sample":
+            host.whole = _merged(host.whole, record)
+        for link in list(self.links.get(name, ())):
+            link.take(kind, record, host)
+
+    # -- the links ------------------------------------------------------------------------------
+
+    def join(self, link: HubLink) -> None:
+        self.links.setdefault(link.host, set()).add(link)
+
+    def leave(self, link: HubLink) -> None:
+        links = self.links.get(link.host)
+        if links is not None:
+            links.discard(link)
+            if not links:
+                del self.links[link.host]
+
+    async def post_action(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """POST an action request; the status and the answer (an empty one when it is not JSON)."""
+        if self._session is None or self._session.closed:
+            raise TransportError("closed", f"the hub {self.url} is not connected")
+        async with self._session.post(
+            self.url + ACTIONS,
+            json=body,
+            headers=self.headers(),
+            timeout=aiohttp.ClientTimeout(total=ACTION_TIMEOUT),
+        ) as response:
+            try:
+                answer = await response.json(content_type=None)
+            except ValueError:
+                answer = {}
+            return response.status, answer if isinstance(answer, dict) else {}
+
+
+def _pair(value: Any) -> bool:
+    return isinstance(value, list) and len(value) == 2 and isinstance(value[0], str)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _words(exc: BaseException) -> str:
+    if isinstance(exc, asyncio.TimeoutError):
+        return "no answer"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return f"cannot connect ({exc.os_error.strerror or exc.os_error})"
+    return str(exc) or type(exc).__name__
+
+
+def _merged(whole: dict[str, Any] | None, record: dict[str, Any]) -> dict[str, Any] | None:
+    """The host's sample with `record` taken (a whole one as it is, a delta merged), or None when a
+    delta does not follow what is held (the next whole one mends it)."""
+    if "delta" not in record:
+        return record
+    if whole is None:
+        return None
+    try:
+        return _without_delta(apply(whole, record))
+    except DeltaError:
+        return None
+
+
+def _without_delta(record: dict[str, Any]) -> dict[str, Any]:
+    record.pop("delta", None)
+    record.pop("gone", None)
+    return record
+
+
+# Each hub's stream on each event loop (a command runs one loop; tests run many).
+_streams: dict[tuple[int, str], HubStream] = {}
+
+
+def stream_for(url: str) -> HubStream:
+    key = (id(asyncio.get_running_loop()), url)
+    stream = _streams.get(key)
+    if stream is None:
+        stream = _streams[key] = HubStream(url, token_for(url))
+    return stream
+
+
+async def _release(url: str, stream: HubStream) -> None:
+    """A link of `stream` is done: the connection goes once no link uses it."""
+    stream.users -= 1
+    if stream.users <= 0:
+        key = (id(asyncio.get_running_loop()), url)
+        if _streams.get(key) is stream:
+            del _streams[key]
+        await stream.close()
+
+
+StatusWatcher = Callable[[str, "str | None", "str | None"], None]
+
+
+class HubLink:
+    """One host of a hub, as a Link (gputui/transport/base.py)."""
+
+    def __init__(self, url: str, host: str) -> None:
+        self.url = url
+        self.host = host
+        self.hello: dict[str, Any] | None = None
+        self.failure: TransportError | None = None
+        self._stream: HubStream | None = None
+        self._queue: deque[tuple[str, Any]] = deque()
+        self._wake = asyncio.Event()
+        self._watch: StatusWatcher | None = None
+        self._plans: dict[str, str] = {}  # the hub's plan id -> the viewer's
+        self._unmapped: deque[dict[str, Any]] = deque(maxlen=UNMAPPED_MAX)
+        self._opened = False
+        self._closed = False
+        self._said: str | None = None  # the hub's status last relayed
+
+    def watch_status(self, watch: StatusWatcher) -> None:
+        """The session's hook: the hub's word on the host (stale, live again) as it comes."""
+        self._watch = watch
+
+    async def open(self) -> None:
+        stream = self._stream = stream_for(self.url)
+        stream.users += 1
+        stream.join(self)
+        while True:
+            await stream.connected()
+            host = stream.hosts.get(self.host)
+            if host is None:
+                raise TransportError("unreachable", f"{self.host} is not a host of the hub {self.url}")
+            if self.failure is not None:
+                raise self.failure
+            if host.status == "down" and not host.down_said:
+                host.down_said = True
+                raise _down(self.host, host)
+            if host.status != "down" and host.hello is not None:
+                break
+            # Down at the hub (already said) or not heard from yet: until the hub has it.
+            self._wake.clear()
+            await self._wake.wait()
+        self._start(stream, host)
+
+    def _start(self, stream: HubStream, host: HubHost) -> None:
+        assert host.hello is not None
+        self.hello = self._hello(stream, host, host.hello)
+        self._queue.clear()
+        self._opened = True
+        if host.whole is not None:
+            self._queue.append(("record", host.whole))
+        self._relay(host)
+
+    def _hello(self, stream: HubStream, host: HubHost, record: dict[str, Any]) -> dict[str, Any]:
+        """The probe's hello as the viewer takes it: read-only unless the hub lets this token act on
+        the host, with the hub's recent history of its GPUs (once)."""
+        hello = dict(record)
+        if host.read_only or stream.info is None or not stream.info.actions:
+            hello["read_only"] = True
+        if host.history is not None:
+            hello["history"], host.history = host.history, None
+        return hello
+
+    # -- what the stream hands the link ---------------------------------------------------------
+
+    def fail(self, failure: TransportError) -> None:
+        if self.failure is None:
+            self.failure = failure
+        self._wake.set()
+
+    def state_changed(self, host: HubHost) -> None:
+        if host.status == "down" and self._opened:
+            host.down_said = True
+            self.fail(_down(self.host, host))
+        elif self._opened:
+            self._relay(host)
+        self._wake.set()
+
+    def _relay(self, host: HubHost) -> None:
+        if host.status in ("live", "stale") and host.status != self._said:
+            self._said = host.status
+            self._put(("status", (host.status, host.reason, host.message)))
+
+    def take(self, kind: str, record: dict[str, Any], host: HubHost) -> None:
+        if not self._opened:
+            self._wake.set()  # a hello an opening link waits for
+            return
+        if kind == "hello":
+            assert self._stream is not None
+            self._put(("record", self._hello(self._stream, host, record)))
+        elif kind == "event":
+            self._event(record)
+        else:
+            self._put(("record", record))
+
+    def _event(self, record: dict[str, Any]) -> None:
+        plan = record.get("plan")
+        mine = self._plans.get(plan) if isinstance(plan, str) else None
+        if mine is None and isinstance(plan, str) and plan not in self._plans.values():
+            self._unmapped.append(record)  # its POST may not have been answered yet
+        self._put(("record", dict(record, plan=mine) if mine is not None else record))
+
+    def _put(self, item: tuple[str, Any]) -> None:
+        if len(self._queue) >= QUEUE_MAX:
+            self.fail(TransportError("closed", f"{self.host}: fell behind the hub's stream"))
+            return
+        self._queue.append(item)
+        self._wake.set()
+
+    # -- the Link -------------------------------------------------------------------------------
+
+    async def recv(self) -> dict[str, Any] | None:
+        while True:
+            if self._queue:
+                kind, value = self._queue.popleft()
+                if kind == "record":
+                    return value  # type: ignore[no-any-return]
+                if self._watch is not None:
+                    self._watch(*value)
+                continue
+            if self.failure is not None or self._closed:
+                return None
+            self._wake.clear()
+            await self._wake.wait()
+
+    async def send(self, message: dict[str, Any]) -> None:
+        kind = message.get("type")
+        if kind == "plan":
+            await self._plan(message)
+        elif kind in ("signal", "reset"):
+            what = "signals" if kind == "signal" else "GPU resets"
+            self._refuse(message, NOT_THROUGH_A_HUB.format(what=what))
+        elif kind == "sample" and message.get("whole"):
+            host = self._stream.hosts.get(self.host) if self._stream is not None else None
+            if host is not None and host.whole is not None:
+                self._put(("record", host.whole))
+        # configure, cancel, detail, quit: the hub's probe is the hub's to configure and to stop
+
+    def _refuse(self, message: dict[str, Any], words: str, code: str = "refused") -> None:
+        self._put(
+            (
+                "record",
+                {"type": "error", "v": 1, "plan": str(message.get("id")), "code": code, "message": words},
+            )
+        )
+
+    async def _plan(self, plan: dict[str, Any]) -> None:
+        body, problem = action_request(self.host, plan)
+        if body is None:
+            self._refuse(plan, problem or "this plan cannot be sent through a hub")
+            return
+        assert self._stream is not None
+        try:
+            status, answer = await self._stream.post_action(body)
+        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+            raise TransportError("unreachable", f"the hub {self.url}: {_words(exc)}") from None
+        hub_plan = answer.get("plan")
+        if status != 200 or not isinstance(hub_plan, str):
+            why = answer.get("error") or answer.get("message") or f"the hub answered {status}"
+            self._refuse(plan, f"the hub refused the plan: {why}", "stale" if status == 409 else "refused")
+            return
+        mine = str(plan.get("id"))
+        self._plans[hub_plan] = mine
+        early = [e for e in self._unmapped if e.get("plan") == hub_plan]
+        for event in early:  # came on the stream before the answer: already passed on unmapped
+            self._put(("record", dict(event, plan=mine)))
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._wake.set()
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.leave(self)
+            await _release(self.url, stream)
+
+
+async def read_hub(url: str) -> HubInfo:
+    """The hub's `hub` frame (its hosts, whether this token may act), read once; TransportError when
+    the hub cannot be read (unreachable, the token refused)."""
+    stream = HubStream(url, token_for(url))
+    try:
+        await stream.connected()
+        assert stream.info is not None
+        return stream.info
+    finally:
+        await stream.close()
+
+
+def _down(name: str, host: HubHost) -> TransportError:
+    reason = host.reason or "down"
+    return TransportError(reason, f"{name} is down at the hub: {host.message or reason}")
+
+
+def action_request(host: str, plan: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    """The hub's action request for a viewer's kill plan (its targets by PID and start time, its
+    GPUs, its ladder), or why it has none: the hub plans again from its own sample."""
+    ladder = LADDERS.get(tuple(plan.get("signals") or ("SIGTERM",)))
+    if ladder is None:
+        return None, "this signal ladder is not offered through a hub (SIGTERM, SIGKILL or SIGINT first)"
+    if plan.get("sweep") or plan.get("include_protected") or plan.get("ghosts"):
+        return None, "a plan with a sweep, protected processes or ghosts is not sent through a hub"
+    targets = [
+        [t["pid"], t["start_time"]]
+        for t in plan.get("targets") or []
+        if isinstance(t, dict) and isinstance(t.get("pid"), int) and isinstance(t.get("start_time"), int)
+    ]
+    gpus = [g for g in plan.get("gpus") or [] if isinstance(g, int)]
+    scope = "pids" if plan.get("scope") == "processes" else "gpus"
+    if scope == "pids" and not targets:
+        return None, "no process to stop"
+    return {"host": host, "scope": scope, "gpus": gpus, "targets": targets, "ladder": ladder}, None
