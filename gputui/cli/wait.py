@@ -30,7 +30,7 @@ from ..fleet.session import DOWN, HostView, SampleArrived, StatusChanged
 from ..model import NO_GPU_CODES, Preflight, Sample
 from ..model.textsafe import cells, cut, printable
 from ..text.words import columns, count, shares
-from ..views.readiness import Conditions, Unready, unready
+from ..views.readiness import SERIES_JUDGED, SERIES_READER, Conditions, Unready, unready
 from .exits import Exit
 from .gpuspec import UsageError, resolve_gpu_specs
 from .judging import judge_fleet
@@ -68,6 +68,7 @@ class GpuWait:
     # is named as new, with the parent that started it (a supervisor restarting its worker).
     known: set[tuple[int, int | None]] | None = None
     waited: float = 0.0
+    series: bool = False  # judged from Prometheus' series (no holder list)
 
     def ready_for(self, now: float) -> float:
         return now - self.ready_since if self.ready_since is not None else 0.0
@@ -204,7 +205,10 @@ def _update(
             preflights[(host, index)] = gpu.preflight
         if w.known is None:
             w.known = {p.key for p in sample.on_gpu(index)}
-        w.last = unready(gpu, sample, conditions, preflights.get((host, index)), known=w.known, idle=idle)
+        w.series = view.facts is not None and view.facts.reader == SERIES_READER
+        w.last = unready(
+            gpu, sample, conditions, preflights.get((host, index)), known=w.known, idle=idle, series=w.series
+        )
         if w.last:
             w.ready_since = None
         elif w.ready_since is None:
@@ -425,7 +429,8 @@ def _report(
             f"{printable(h)} GPU {','.join(str(i) for hh, i in sorted(waits) if hh == h)}"
             for h in sorted({h for h, _ in waits})
         )
-        print(f"ready: {where} (after {waited:.1f} s)", file=out)
+        judged = f"; {SERIES_JUDGED}" if any(w.series for w in waits.values()) else ""
+        print(f"ready: {where} (after {waited:.1f} s{judged})", file=out)
         return code
     print(f"gputui wait: not ready after {waited:.1f} s", file=err)
     for host, p in sorted(pending.items()):

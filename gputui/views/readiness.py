@@ -19,6 +19,11 @@ from ..text.units import fmt_bytes
 from ..text.words import count, unaccounted_words
 
 DEFAULT_UTIL_BELOW = 1  # percent: "utilization 0"
+# A host read from Prometheus' series (gputui/transport/prometheus.py) lists no process: what is judged
+# there is memory above idle, utilization, temperature, the GPU's error and ECC; never a holder.
+SERIES_READER = "prometheus"
+SERIES_NOTE = "from Prometheus series: no holder list"
+SERIES_JUDGED = "memory and utilization from Prometheus series: no holder list"
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,12 +94,28 @@ def unready(
     preflight: Preflight | None = None,
     known: Collection[tuple[int, int | None]] | None = None,
     idle: Mapping[tuple[int, int | None], float] | None = None,
+    series: bool = False,
 ) -> list[Unready]:
     """Every condition `gpu` fails in `sample` (empty: ready). `preflight`: its latest preflight
     record (the sample carries one only now and then). `known`: the processes (pid, start time)
     there when the wait began; one that is not is named as new, with the parent that started it.
     `idle`: the idle holders (gputui/fleet/idle.py) among them, with their seconds at 0 % SM: a GPU that
-    waits on one says so (it frees nothing by itself: someone must stop it)."""
+    waits on one says so (it frees nothing by itself: someone must stop it). `series`: the sample
+    was made from Prometheus' series, with no holder list: each condition says so (SERIES_NOTE)."""
+    found = _found(gpu, sample, conditions, preflight, known, idle)
+    if series:
+        return [Unready(u.condition, f"{u.words} ({SERIES_NOTE})", u.excess) for u in found]
+    return found
+
+
+def _found(
+    gpu: Gpu,
+    sample: Sample,
+    conditions: Conditions,
+    preflight: Preflight | None,
+    known: Collection[tuple[int, int | None]] | None,
+    idle: Mapping[tuple[int, int | None], float] | None,
+) -> list[Unready]:
     if gpu.error:
         return [Unready("error", f"the GPU reports an error: {gpu.error}")]
     found = [
