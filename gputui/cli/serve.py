@@ -24,18 +24,19 @@ from aiohttp import web
 from ..config.file import load
 from ..fleet.fleet import Fleet
 from ..model.textsafe import printable
+from ..serve.actions import add_routes as add_action_routes
 from ..serve.app import Settings, make_app
 from ..serve.stream import Hub
 from ..serve.tokens import TokenError, Tokens, check_name, new_token, token_line
 from ..serve.tokens import load as load_tokens
 from .exits import Exit
+from .exportserver import BACKLOG
 from .fleets import build_fleet, resolve_hosts
 from .options import idle_after
 from .streams import fail, say
 
 STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 SHUTDOWN = 1.0  # seconds the open streams get to end when the hub stops
-BACKLOG = 1024
 
 
 def is_loopback(host: str) -> bool:
@@ -133,7 +134,9 @@ async def serve(
 ) -> int:
     """The hub until a stop signal: the fleet, its frames, the server."""
     host, port = args.listen
-    runner = web.AppRunner(make_app(settings, hub), access_log=None, shutdown_timeout=SHUTDOWN)
+    app = make_app(settings, hub)
+    add_action_routes(app, getattr(args, "log", None))  # POST /api/v1/actions (--allow-actions)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN)
     await runner.setup()
     try:
         site = web.TCPSite(runner, host, port, ssl_context=context, backlog=BACKLOG)

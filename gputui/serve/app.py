@@ -71,7 +71,7 @@ HUB = web.AppKey("hub", Hub)
 SETTINGS = web.AppKey("settings", Settings)
 METRICS = web.AppKey("metrics", MetricsCache)
 STATE = web.AppKey("state", dict)  # counters: open requests, latched readiness
-HOLDER = "gputui.holder"  # request key: the token's holder (None without tokens)
+HOLDER = web.RequestKey("holder", Holder)  # the token's holder (absent without tokens)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -98,8 +98,7 @@ def add_routes(app: web.Application) -> None:
 
 def holder(request: web.Request) -> Holder | None:
     """Whose token the request came with (None: the hub has no tokens)."""
-    found = request.get(HOLDER)
-    return found if isinstance(found, Holder) else None
+    return request.get(HOLDER)
 
 
 def may_act(request: web.Request) -> bool:
@@ -128,8 +127,9 @@ def needs_operator(request: web.Request) -> web.Response | None:
 async def _headers(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
         response = await handler(request)
-    except web.HTTPException as exc:
-        response = exc
+    except web.HTTPException as exc:  # aiohttp's own answers (404 of the router, 405) get them too
+        _secure(request, exc)
+        raise
     _secure(request, response)
     return response
 
@@ -199,7 +199,7 @@ async def events(request: web.Request) -> web.StreamResponse:
     )
     await response.prepare(request)
     try:
-        await hub.serve(response.write, may_act(request))
+        await hub.serve(response.write, may_act(request), request.transport)
     except (ConnectionError, RuntimeError):
         pass  # the client left (aiohttp says so with either)
     return response

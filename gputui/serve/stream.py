@@ -159,6 +159,7 @@ class Hub:
         self._wake: asyncio.Future[None] | None = None
         self._task: asyncio.Task[None] | None = None
         self.clients = 0
+        self.transports: set[asyncio.WriteTransport] = set()
         self.resets = 0  # clients sent back to a whole state (for the logs and tests)
         self.order = {name: i for i, name in enumerate(self.feeds)}
 
@@ -242,9 +243,18 @@ class Hub:
             self._wake = asyncio.get_running_loop().create_future()
         return self._wake
 
-    async def serve(self, write: Write, actions: bool, ping_every: float = PING_EVERY) -> None:
-        """Write the stream to one client until its write fails (it left) or the task is cancelled."""
+    async def serve(
+        self,
+        write: Write,
+        actions: bool,
+        transport: asyncio.BaseTransport | None = None,
+        ping_every: float = PING_EVERY,
+    ) -> None:
+        """Write the stream to one client until its write fails (it left) or the task is cancelled.
+        `transport`: the client's, whose buffer `buffered` counts."""
         self.clients += 1
+        if isinstance(transport, asyncio.WriteTransport):
+            self.transports.add(transport)
         try:
             cursor = await self._send_state(write, actions)
             while True:
@@ -263,6 +273,12 @@ class Hub:
                 await write(data)
         finally:
             self.clients -= 1
+            if isinstance(transport, asyncio.WriteTransport):
+                self.transports.discard(transport)
+
+    def buffered(self) -> int:
+        """Bytes written to the clients and not yet taken by their sockets, all of them together."""
+        return sum(t.get_write_buffer_size() for t in self.transports if not t.is_closing())
 
     async def _send_state(self, write: Write, actions: bool) -> int:
         """The whole state, in chunks; the log's cursor it stands for."""

@@ -6,12 +6,12 @@ from __future__ import annotations
 import argparse
 
 from .. import argtypes, options
+from ..exportserver import CONNECTIONS
 from . import summary
 from .export import listen_address
 
 DEFAULT_LISTEN = "127.0.0.1:8765"
 DEFAULT_INTERVAL = 1.0  # seconds between samples: what the page and attached dashboards show
-CONNECTIONS = 1024
 
 
 def parser() -> argparse.ArgumentParser:

@@ -1,0 +1,395 @@
+"""The hub's HTTP side (gputui/serve, docs/SERVE.md): a real aiohttp server on 127.0.0.1 port 0, in
+this test's loop, over real sim probes (subprocesses through the local transport, ended with the
+fleet), read by real HTTP clients.
+
+The snapshot, the stream's frames and their order, hostile text from a host, a slow client (bounded
+memory, then `reset` and the whole state), 300 clients at once, tokens, /metrics, readiness.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+from prometheus_client.parser import text_string_to_metric_families
+
+from gputui.config.file import HostSpec
+from gputui.fleet.fleet import Fleet
+from gputui.probe.delta import apply
+from gputui.probe.readers.sim import SimReader
+from gputui.serve.app import CSP, Settings, make_app
+from gputui.serve.stream import Hub, Log
+from gputui.serve.tokens import Holder, Tokens, digest
+from gputui.transport.local import LocalLink
+from tests.support.apps import Unreachable
+
+pytestmark = pytest.mark.timeout(240)  # real sim probes on a busy machine
+
+INTERVAL = 0.3
+HOSTILE = "<script>alert(1)</script>\x1b[2J\x07"
+
+
+@dataclass
+class Served:
+    url: str
+    hub: Hub
+    fleet: Fleet
+
+
+def sim_fleet(*names: str, **specs: HostSpec) -> Fleet:
+    fleet = Fleet()
+    for i, name in enumerate(names):
+        spec = HostSpec(name=name, reader="sim", sim_scenario="demo", sim_variant=i, sim_seed=1)
+        fleet.add(name, lambda spec=spec: LocalLink(spec, interval=INTERVAL), interval=INTERVAL)
+    for name, spec in specs.items():
+        fleet.add(name, lambda spec=spec: LocalLink(spec, interval=INTERVAL), interval=INTERVAL)
+    return fleet
+
+
+@contextlib.asynccontextmanager
+async def served(
+    fleet: Fleet, settings: Settings | None = None, log: Log | None = None
+) -> AsyncIterator[Served]:
+    """The hub over `fleet`, served on a free loopback port until the block ends (then the server,
+    the hub and the fleet, with its probes, are stopped)."""
+    hub = Hub(fleet, INTERVAL, 60.0, log)
+    runner = web.AppRunner(make_app(settings or Settings(), hub), access_log=None, shutdown_timeout=0.5)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    host, port = runner.addresses[0][:2]
+    fleet.start()
+    hub.start()
+    try:
+        yield Served(f"http://{host}:{port}", hub, fleet)
+    finally:
+        await runner.cleanup()
+        await hub.stop()
+        await fleet.stop()
+
+
+async def frames(response: aiohttp.ClientResponse) -> AsyncIterator[tuple[str, Any]]:
+    """The stream's events as (name, data decoded); comments as ("", text)."""
+    event, data = "", []
+    while True:
+        raw = await response.content.readline()
+        if not raw:
+            return
+        line = raw.decode("utf-8").rstrip("\n")
+        if line.startswith(":"):
+            yield "", line
+        elif line.startswith("event: "):
+            event = line[7:]
+        elif line.startswith("data: "):
+            data.append(line[6:])
+        elif line == "" and event:
+            yield event, json.loads("\n".join(data))
+            event, data = "", []
+
+
+async def until(
+    stream: AsyncIterator[tuple[str, Any]], wanted: Callable[[str, Any], bool], seen: list | None = None
+) -> tuple[str, Any]:
+    async for name, data in stream:
+        if seen is not None:
+            seen.append((name, data))
+        if wanted(name, data):
+            return name, data
+    raise AssertionError("the stream ended")
+
+
+class Mirror:
+    """What a client holds, built from the frames as the protocol says (samples applied in order)."""
+
+    def __init__(self) -> None:
+        self.hosts: dict[str, dict[str, Any]] = {}
+        self.samples: dict[str, dict[str, Any]] = {}
+        self.hub: dict[str, Any] | None = None
+        self.problems: list[Any] | None = None
+
+    def take(self, name: str, data: Any) -> None:
+        if name in ("hub", "reset"):
+            self.hosts, self.samples = {}, {}
+            self.hub = data if name == "hub" else None
+        elif name == "host":
+            self.hosts[data[0]] = data[1]
+        elif name == "sample":
+            host, record = data
+            if "delta" in record:
+                self.samples[host] = apply(self.samples[host], record)  # DeltaError: out of order
+            else:
+                self.samples[host] = record
+        elif name == "problems":
+            self.problems = data
+
+
+async def test_snapshot_and_the_stream_carry_the_fleet_in_the_protocols_order():
+    async with served(sim_fleet("demo-a", "demo-b")) as hub, aiohttp.ClientSession() as client:
+        async with client.get(f"{hub.url}/api/v1/events") as response:
+            assert response.status == 200
+            assert response.headers["Content-Type"].startswith("text/event-stream")
+            assert response.headers["Cache-Control"] == "no-store"
+            stream = frames(response)
+            first = await anext(stream)
+            assert first[0] == "hub"
+            assert first[1]["v"] == 1 and first[1]["hosts"] == ["demo-a", "demo-b"]
+            assert first[1]["actions"] is False and first[1]["interval"] == INTERVAL
+            mirror = Mirror()
+            mirror.take(*first)
+            seen: list[tuple[str, Any]] = []
+
+            def whole(name: str, data: Any) -> bool:
+                mirror.take(name, data)
+                return len(mirror.samples) == 2 and all(s["seq"] > 3 for s in mirror.samples.values())
+
+            await asyncio.wait_for(until(stream, whole, seen), 60)
+            # Deltas came and applied in order onto what the client held.
+            assert any(n == "sample" and "delta" in d[1] for n, d in seen)
+            assert mirror.hosts["demo-a"]["status"] == "live"
+            pids = {p["pid"] for p in mirror.samples["demo-a"]["processes"]}
+        async with client.get(f"{hub.url}/api/v1/snapshot") as response:
+            assert response.status == 200 and response.content_type == "application/json"
+            document = await response.json()
+        assert [h["name"] for h in document["hosts"]] == ["demo-a", "demo-b"]
+        assert pids & {p["pid"] for p in document["hosts"][0]["processes"]}
+
+
+async def test_a_joining_client_gets_history_and_whole_samples_then_problems():
+    async with served(sim_fleet("demo-a")) as hub, aiohttp.ClientSession() as client:
+        await wait_live(hub, 3)
+        async with client.get(f"{hub.url}/api/v1/events") as response:
+            stream = frames(response)
+            names = []
+            async for name, data in stream:
+                names.append(name)
+                if name == "host":
+                    history = data[1]["history"]
+                    assert history and all(len(h["util"]) == len(h["time"]) <= 60 for h in history.values())
+                if name == "sample":
+                    assert "delta" not in data[1]
+                if name == "problems":
+                    break
+            assert names == ["hub", "host", "hello", "sample", "problems"]
+
+
+async def wait_live(hub: Served, samples: int = 1, timeout: float = 60) -> None:
+    async def live() -> None:
+        while not all(v.sample is not None and v.sample.seq >= samples for v in hub.fleet.hosts):
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(live(), timeout)
+
+
+async def test_a_hosts_markup_and_control_characters_reach_clients_only_escaped(tmp_path):
+    (tmp_path / "sims").mkdir()
+    reader = SimReader(gpus=2, scenario="empty", base_dir=str(tmp_path / "sims"))
+    reader.open()
+    try:
+        reader.spawn("busy", gpu=0, memory=1 << 30, comm=HOSTILE[:15], argv=[HOSTILE, "</script><b>x"])
+        spec = HostSpec(name="evil<b>", reader="sim", sim_dir=reader.directory)
+        async with served(sim_fleet(**{"evil<b>": spec})) as hub, aiohttp.ClientSession() as client:
+            await wait_live(hub, 2)
+            async with client.get(f"{hub.url}/api/v1/events") as response:
+                raw = b""
+                while b"event: problems" not in raw:
+                    raw += await asyncio.wait_for(response.content.readany(), 30)
+            async with client.get(f"{hub.url}/api/v1/snapshot") as response:
+                snapshot = await response.read()
+        for body in (raw, snapshot):
+            assert b"<" not in body and b">" not in body and b"\x1b" not in body and b"\x07" not in body
+            assert max(body) < 0x80  # ASCII: every other character escaped
+        # Escaped, not lost: decoded, the text is the host's own.
+        text = json.dumps(json.loads(snapshot))
+        assert "alert(1)" in text and "evil<b>" in json.loads(snapshot)["hosts"][0]["name"]
+        assert any(
+            "\\u001b" in json.dumps(p) for p in json.loads(snapshot)["hosts"][0]["processes"]
+        )  # the probe's escape, kept as text
+    finally:
+        reader.close()
+
+
+async def test_a_client_that_stops_reading_holds_bounded_memory_then_gets_a_reset():
+    log = Log(frames=10_000, size=256 << 10)
+    async with served(sim_fleet("demo-a"), log=log) as hub:
+        await wait_live(hub)
+        host, port = hub.url.removeprefix("http://").split(":")
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect((host, int(port)))
+        reader, writer = await asyncio.open_connection(sock=sock)
+        try:
+            writer.write(b"GET /api/v1/events HTTP/1.1\r\nHost: x\r\n\r\n")
+            await writer.drain()
+            await asyncio.sleep(0.5)  # it took its first frames; now it reads nothing
+            filler = b"event: filler\ndata: " + b"x" * 8000 + b"\n\n"
+            for _ in range(600):  # 4.8 MB through the hub: 19 times what its log keeps
+                hub.hub.publish(filler)
+                await asyncio.sleep(0)
+            await asyncio.sleep(0.5)
+            assert log.bytes <= 256 << 10
+            # What the hub holds for it: the log's window, and one write in its socket's buffer.
+            assert 0 < hub.hub.buffered() <= 1 << 20, hub.hub.buffered()
+            got = b""
+            while b"event: reset" not in got:
+                got += await asyncio.wait_for(reader.read(1 << 16), 30)
+            rest = got.split(b"event: reset", 1)[1]
+            while b"event: problems" not in rest:
+                rest += await asyncio.wait_for(reader.read(1 << 16), 30)
+            # After the reset: the whole state again, `hub` first, then the host's frames.
+            order = [line for line in rest.split(b"\n") if line.startswith(b"event: ")]
+            assert order[:4] == [b"event: hub", b"event: host", b"event: hello", b"event: sample"], order[:6]
+            assert hub.hub.resets >= 1
+        finally:
+            writer.close()
+
+
+async def test_three_hundred_clients_at_once_all_get_frames():
+    async with served(sim_fleet("demo-a")) as hub:
+        await wait_live(hub)
+        connector = aiohttp.TCPConnector(limit=0)
+        async with aiohttp.ClientSession(connector=connector) as client:
+
+            async def one() -> set[str]:
+                names: set[str] = set()
+                async with client.get(f"{hub.url}/api/v1/events") as response:
+                    assert response.status == 200
+                    stream = frames(response)
+                    first_seq = None
+                    async for name, data in stream:
+                        names.add(name)
+                        if name == "sample":
+                            first_seq = first_seq or data[1]["seq"]
+                            if data[1]["seq"] > first_seq:  # a live sample, after the join's
+                                return names
+                return names
+
+            results = await asyncio.wait_for(asyncio.gather(*(one() for _ in range(300))), 180)
+        assert all({"hub", "host", "hello", "sample"} <= names for names in results)
+
+
+async def test_past_the_connections_bound_a_request_is_answered_503():
+    async with served(sim_fleet("demo-a"), Settings(connections=2)) as hub, aiohttp.ClientSession() as client:
+        streams = [await client.get(f"{hub.url}/api/v1/events") for _ in range(2)]
+        try:
+            assert [s.status for s in streams] == [200, 200]
+            async with client.get(f"{hub.url}/api/v1/snapshot") as refused:
+                assert refused.status == 503
+        finally:
+            for s in streams:
+                s.close()
+
+
+TOKENS = Tokens(
+    {digest("viewer-secret"): Holder("alice", "viewer"), digest("operator-secret"): Holder("bob", "operator")}
+)
+
+
+@pytest.mark.parametrize(
+    ("path", "headers", "status"),
+    [
+        ("/api/v1/snapshot", {}, 401),
+        ("/api/v1/snapshot", {"Authorization": "Bearer wrong"}, 401),
+        ("/api/v1/snapshot", {"Authorization": "Basic dmlld2VyLXNlY3JldA=="}, 401),
+        ("/api/v1/snapshot", {"Authorization": "Bearer viewer-secret"}, 200),
+        ("/api/v1/snapshot", {"Authorization": "bearer operator-secret"}, 200),
+        ("/metrics", {}, 401),
+        ("/metrics", {"Authorization": "Bearer viewer-secret"}, 200),
+        ("/api/v1/events", {}, 401),
+        ("/-/healthy", {}, 200),
+        ("/-/ready", {}, 200),
+        ("/no-such-file.js", {}, 404),
+    ],
+)
+async def test_tokens_are_refused_and_accepted(path, headers, status):
+    async with served(sim_fleet("demo-a"), Settings(tokens=TOKENS)) as hub:
+        await wait_live(hub)
+        async with (
+            aiohttp.ClientSession() as client,
+            client.get(f"{hub.url}{path}", headers=headers) as answer,
+        ):
+            assert answer.status == status
+            assert "Set-Cookie" not in answer.headers
+            assert answer.headers["Content-Security-Policy"] == CSP
+            assert answer.headers["X-Content-Type-Options"] == "nosniff"
+            assert answer.headers["Referrer-Policy"] == "no-referrer"
+            if status == 401:
+                assert answer.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+async def test_a_viewer_token_streams_without_actions_an_operator_token_with_them():
+    settings = Settings(tokens=TOKENS, allow_actions=True)
+    async with served(sim_fleet("demo-a"), settings) as hub, aiohttp.ClientSession() as client:
+        for token, actions in (("viewer-secret", False), ("operator-secret", True)):
+            headers = {"Authorization": f"Bearer {token}"}
+            async with client.get(f"{hub.url}/api/v1/events", headers=headers) as response:
+                name, data = await anext(frames(response))
+                assert (name, data["actions"]) == ("hub", actions)
+
+
+async def test_metrics_parse_and_follow_each_host():
+    async with served(sim_fleet("demo-a", "demo-b")) as hub, aiohttp.ClientSession() as client:
+        await wait_live(hub, 2)
+        async with client.get(f"{hub.url}/metrics") as answer:
+            assert answer.status == 200
+            assert answer.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+            text = await answer.text()
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        up = {s.labels["host"]: s.value for s in families["gputui_host_up"].samples}
+        assert up == {"demo-a": 1.0, "demo-b": 1.0}
+        assert len(families["gputui_build_info"].samples) == 1  # once for the fleet, not once a host
+        ages = families["gputui_host_sample_age_seconds"].samples
+        assert {s.labels["host"] for s in ages} == {"demo-a", "demo-b"}
+        used = [s for s in families["gputui_gpu_memory_used_bytes"].samples if s.labels["host"] == "demo-a"]
+        assert used
+        # Each family once: a header per family, however many hosts.
+        assert text.count("# TYPE gputui_host_up ") == 1
+
+
+async def test_ready_waits_for_every_host_and_healthy_answers_at_once():
+    fleet = sim_fleet("demo-a")
+    fleet.add("gone", lambda: Unreachable(), interval=INTERVAL)
+    async with served(fleet) as hub, aiohttp.ClientSession() as client:
+        async with client.get(f"{hub.url}/-/healthy") as answer:
+            assert answer.status == 200 and (await answer.text()).strip() == "ok"
+
+        async def status() -> int:
+            async with client.get(f"{hub.url}/-/ready") as answer:
+                return answer.status
+
+        first = await status()
+        await wait_heard(hub)
+        assert first in (200, 503) and await status() == 200
+
+
+async def wait_heard(hub: Served) -> None:
+    async def heard() -> None:
+        while not hub.hub.ready():
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(heard(), 60)
+
+
+async def test_the_pages_files_are_served_with_their_types_and_a_missing_one_is_404(tmp_path):
+    page = tmp_path / "page"
+    page.mkdir()
+    (page / "index.html").write_text("<!doctype html><script src=app.js></script>")
+    (page / "app.js").write_text("console.log(1)")
+    (page / "app.css").write_text("body{}")
+    (tmp_path / "secret.txt").write_text("not the page's")
+    settings = Settings(tokens=TOKENS, page=page)
+    async with served(sim_fleet("demo-a"), settings) as hub, aiohttp.ClientSession() as client:
+        for path, kind in (("/", "text/html"), ("/app.js", "text/javascript"), ("/app.css", "text/css")):
+            async with client.get(f"{hub.url}{path}") as answer:
+                assert answer.status == 200 and answer.content_type == kind, path
+                assert answer.headers["Content-Security-Policy"] == CSP
+        for path in ("/favicon.ico", "/../secret.txt", "/%2e%2e/secret.txt", "/.hidden", "/index.html/x"):
+            async with client.get(f"{hub.url}{path}") as answer:
+                assert answer.status == 404, path
