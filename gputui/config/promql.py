@@ -60,6 +60,7 @@ class PromError(Exception):
     """A feed that cannot be used, or a Prometheus that did not answer as its API says: one line."""
 
     def __init__(self, message: str) -> None:
+        message = " ".join(message.split())  # one line, whatever an exception's text held
         super().__init__(message)
         self.message = message
 
