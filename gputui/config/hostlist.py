@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import TypeAlias
 
 # The sources a host spec may name, `@KIND:ARG` (gputui/inventory/sources.py).
-SOURCES = ("file", "ssh", "slurm", "slurm-job", "ansible", "prometheus", "group")
+SOURCES = ("file", "ssh", "slurm", "slurm-job", "ansible", "prometheus", "kube", "group")
 
 # The hosts of one command, all its specs together (gputui/inventory/sources.py keeps the count);
 # `[0-999999999]` is a typo, not a fleet. An expression is counted before any name is made.

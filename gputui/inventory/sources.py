@@ -6,6 +6,7 @@
     @slurm:PARTITION  @slurm-job:ID        Slurm (gputui/inventory/slurm.py)
     @ansible:INVENTORY[:GROUP]             Ansible (gputui/inventory/ansible.py)
     @prometheus:URL[#SELECTOR]             hosts with GPU series in a Prometheus (inventory/prometheus.py)
+    @kube:[SELECTOR]                       a Kubernetes cluster's GPU nodes (gputui/inventory/kube.py)
     @group:NAME, or NAME                   a group of the config's [groups] table (members: any spec)
     anything else                          one host, ssh-style (`user@host:port`, an alias, `local`)
 
@@ -37,14 +38,14 @@ from ..config.hostlist import (
     size,
 )
 from ..model.textsafe import printable
-from . import ansible, prometheus, slurm, sshconfig
+from . import ansible, kube, prometheus, slurm, sshconfig
 from .base import InventoryError, ResolvedHost, checked, home_expanded, over_cap, read_regular
 
 MAX_FILE_BYTES = 16 << 20  # a host file larger than this is not a host file
 SPEC_HELP = (
     "a host spec is HOST, user@host[:port], a hostlist like gpu[001-128], @file:PATH, @ssh:PATTERN, "
     "@slurm:PARTITION, @slurm-job:ID, @ansible:INVENTORY[:GROUP], @prometheus:URL[#SELECTOR], "
-    "@group:NAME or a group's name"
+    "@kube:[SELECTOR], @group:NAME or a group's name"
 )
 
 
@@ -123,6 +124,7 @@ class Resolver:
             "slurm-job": lambda arg, src, _stack: self._counted(slurm.job_hosts(arg, src), src),
             "ansible": lambda arg, src, _stack: self._counted(ansible.inventory_hosts(arg, src), src),
             "prometheus": lambda arg, src, _stack: self._counted(prometheus.prometheus_hosts(arg, src), src),
+            "kube": lambda arg, src, _stack: self._counted(kube.kube_hosts(arg, src), src),
             "group": self._group,
         }
 

@@ -107,7 +107,7 @@ def test_prometheus_file_sd(env: dict[str, str]) -> None:
     [
         (["hosts", "gpu[3-1]"], "gputui: bad hostlist 'gpu[3-1]': the range 3-1 goes down"),
         (["hosts", "@slrum:gpu"], "gputui: '@slrum:gpu': unknown source (the sources are @file:, @ssh:, "
-         "@slurm:, @slurm-job:, @ansible:, @group:)"),
+         "@slurm:, @slurm-job:, @ansible:, @prometheus:, @kube:, @group:)"),
         (["hosts", "@group:rack4"], "gputui: @group:rack4: no group 'rack4' in the config (its groups: rack3)"),
         (["snapshot", "gpu[001-"], "gputui: bad hostlist 'gpu[001-': '[' without a closing ']'"),
         (["node[2-1]"], "gputui: bad hostlist 'node[2-1]': the range 2-1 goes down"),  # the dashboard
