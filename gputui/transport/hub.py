@@ -514,11 +514,23 @@ class HubLink:
         elif kind in ("signal", "reset"):
             what = "signals" if kind == "signal" else "GPU resets"
             self._refuse(message, NOT_THROUGH_A_HUB.format(what=what))
-        elif kind == "sample" and message.get("whole"):
-            host = self._stream.hosts.get(self.host) if self._stream is not None else None
-            if host is not None and host.whole is not None:
-                self._put(("record", host.whole))
+        elif kind == "sample" and (message.get("whole") or message.get("full")):
+            self._resend(full=message.get("full") is True)
         # configure, cancel, detail, quit: the hub's probe is the hub's to configure and to stop
+
+    def _resend(self, full: bool) -> None:
+        """The host's sample again, whole. Asked for a full scan (a kill plan is being made), it is
+        marked as one: the hub plans from a full scan of its own and refuses a plan that differs
+        from what the operator was shown (409), so the viewer's plan is only what is shown, and
+        waiting for a scan the hub's probe will not be asked for would only delay it."""
+        host = self._stream.hosts.get(self.host) if self._stream is not None else None
+        if host is None or host.whole is None:
+            return
+        record = host.whole
+        if full:
+            scan = record.get("scan")
+            record = dict(record, scan=dict(scan if isinstance(scan, dict) else {}, full=True))
+        self._put(("record", record))
 
     def _refuse(self, message: dict[str, Any], words: str, code: str = "refused") -> None:
         self._put(

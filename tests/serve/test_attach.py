@@ -1,0 +1,219 @@
+"""Terminals and scripts that attach to a hub (gputui/transport/hub.py, gputui/serve/actions.py): a real
+hub (the serve package in this test's loop, on 127.0.0.1 port 0) over real sim probes, read by the
+real CLI (`snapshot --hub`, `wait --hub` as subprocesses) and by the dashboard (Pilot).
+
+Read-only without a token that may act; with an operator's token and --allow-actions a kill from the
+attached dashboard is planned and run on the hub (its audit log names the operator, the process is
+gone, the viewer shows the verdict); a viewer's token is refused (403), a stale target too (409).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from gputui import api
+from gputui.config.file import HostSpec
+from gputui.fleet.fleet import Fleet
+from gputui.fleet.session import DOWN
+from gputui.kill.auditlog import read_records
+from gputui.serve.actions import add_routes as add_action_routes
+from gputui.serve.app import Settings, make_app
+from gputui.serve.stream import Hub
+from gputui.serve.tokens import Holder, Tokens, digest
+from gputui.transport import hub as hubs
+from gputui.transport.local import LocalLink
+from gputui.ui import make_app as make_dashboard
+from gputui.ui.screens.main import MainScreen
+from gputui.ui.screens.plan import PlanScreen
+from gputui.ui.widgets.proc_table import proc_row_key
+from tests.support.apps import Unreachable
+from tests.support.pilot import dialog, log_text, main_of, redrawn, screen_text, wait_for
+
+pytestmark = pytest.mark.timeout(240)  # real sim probes on a busy machine
+
+INTERVAL = 0.3
+ALICE, BOB = "alice-operator-token", "bob-viewer-token"
+TOKENS = Tokens({digest(ALICE): Holder("alice", "operator"), digest(BOB): Holder("bob", "viewer")})
+
+
+@dataclass
+class Served:
+    url: str
+    fleet: Fleet
+    log: Path
+
+
+@contextlib.asynccontextmanager
+async def served(tmp_path: Path, settings: Settings, down: bool = False) -> AsyncIterator[Served]:
+    """A hub over demo-a and demo-b (real sim probes; with `down`, gpu-9 that cannot be reached),
+    actions' audit log in tmp_path, on a free loopback port until the block ends."""
+    fleet = Fleet()
+    for i, name in enumerate(("demo-a", "demo-b")):
+        spec = HostSpec(name=name, reader="sim", sim_scenario="demo", sim_variant=i, sim_seed=1)
+        read_only = not settings.allow_actions
+        fleet.add(
+            name, lambda s=spec: LocalLink(s, interval=INTERVAL), read_only=read_only, interval=INTERVAL
+        )
+    if down:
+        fleet.add("gpu-9", Unreachable, interval=INTERVAL)
+    hub = Hub(fleet, INTERVAL, 60.0)
+    app = make_app(settings, hub)
+    log = tmp_path / "hub-actions.jsonl"
+    add_action_routes(app, log)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    host, port = runner.addresses[0][:2]
+    fleet.start()
+    hub.start()
+    try:
+        await fleet.wait_first_samples(60)
+        yield Served(f"http://{host}:{port}", fleet, log)
+    finally:
+        await runner.cleanup()
+        await hub.stop()
+        await fleet.stop()
+
+
+async def gputui(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """The real CLI in a subprocess (this loop keeps serving meanwhile): exit code, stdout, stderr."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "gputui",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 120)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+def attached(url: str) -> Fleet:
+    """The dashboard's fleet on the hub's hosts, as `gputui --hub URL` builds it."""
+    specs = [HostSpec(name=n, address=n, feed=f"hub:{url}") for n in ("demo-a", "demo-b")]
+    return api.fleet(specs, INTERVAL)
+
+
+async def test_snapshot_and_wait_read_the_hub(tmp_path: Path) -> None:
+    async with served(tmp_path, Settings(), down=True) as hub:
+        code, out, err = await gputui("snapshot", "--hub", hub.url, "--json")
+        document = json.loads(out)
+        hosts = {h["name"]: h for h in document["hosts"]}
+        assert list(hosts) == ["demo-a", "demo-b", "gpu-9"]
+        assert hosts["demo-a"]["status"] == "live" and hosts["demo-a"]["gpus"]
+        assert len(hosts["demo-b"]["gpus"]) == 8
+        # Down at the hub is down here, with the hub's reason; a host down is exit 1, as ever.
+        assert hosts["gpu-9"]["status"] == DOWN and hosts["gpu-9"]["reason"] == "unreachable"
+        assert code == 1, err
+
+        code, out, err = await gputui("wait", "--hub", hub.url, "--gpu", "demo-b:5", "--timeout", "30")
+        assert code == 0 and "ready: demo-b GPU 5" in out + err, (out, err)
+
+
+async def test_bad_url_unreachable_hub_and_refused_token(tmp_path: Path) -> None:
+    code, out, err = await gputui("snapshot", "--hub", "ftp://example.org/\x1b[2J")
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and "\x1b" not in err, err
+    code, out, err = await gputui("snapshot", "--hub", "http://127.0.0.1:1")
+    assert code == 1 and len(err.splitlines()) == 1 and "cannot connect" in err, err
+    async with served(tmp_path, Settings(tokens=TOKENS)) as hub:
+        code, out, err = await gputui("snapshot", "--hub", hub.url, env={hubs.TOKEN_ENV: "wrong"})
+        assert code == 1 and len(err.splitlines()) == 1 and "401" in err, err
+        token = tmp_path / "token"
+        token.write_text(BOB + "\n")
+        code, out, err = await gputui("snapshot", "--hub", hub.url, "--hub-token-file", str(token))
+        assert code == 0 and "demo-a" in out, err
+
+
+async def test_attached_dashboard_shows_the_hub_read_only(tmp_path: Path) -> None:
+    async with served(tmp_path, Settings()) as hub:
+        fleet = attached(hub.url)
+        app = make_dashboard(fleet, interval=INTERVAL, log_path=tmp_path / "viewer.jsonl")
+        async with app.run_test(size=(120, 36)) as pilot:
+            await wait_for(pilot, lambda: all(v.sample is not None for v in fleet.hosts), 60)
+            await redrawn(pilot)
+            assert "2 live" in screen_text(app)
+            view = fleet.view("demo-a")
+            # The hub's history seeded the rings: more readings than samples this viewer got.
+            assert view.history[0].times
+            assert view.facts is not None and view.facts.read_only and not view.can_kill
+            main = main_of(app)
+            main.select_host("demo-a")
+            main.gpu_table.focus()
+            await redrawn(pilot)
+            await pilot.press("down", "f", "F")
+            await pilot.pause(0.3)
+            assert isinstance(app.screen, MainScreen)
+            assert not any(isinstance(s, PlanScreen) for s in app.screen_stack)
+
+
+async def test_a_kill_from_the_attached_dashboard_runs_on_the_hub(tmp_path: Path) -> None:
+    async with served(tmp_path, Settings(tokens=TOKENS, allow_actions=True)) as hub:
+        hubs.remember_token(hub.url, ALICE)
+        fleet = attached(hub.url)
+        app = make_dashboard(fleet, interval=INTERVAL, log_path=tmp_path / "viewer.jsonl")
+        async with app.run_test(size=(120, 36)) as pilot:
+            view = fleet.view("demo-a")
+            await wait_for(pilot, lambda: view.sample is not None and view.can_kill, 60)
+            main = main_of(app)
+            main.select_host("demo-a")
+            await redrawn(pilot)
+            main.proc_table.focus()
+            assert view.sample is not None
+            [server] = [
+                p for p in view.sample.on_gpu(0) if any(a.endswith("vllm_serve.py") for a in p.command)
+            ]
+            assert main.proc_table.move_to(proc_row_key(server), scroll=True)
+            await pilot.press("space", "x")
+            await dialog(pilot)
+            await pilot.press("ctrl+k")
+            await wait_for(pilot, lambda: "verdict:" in log_text(main), 60)
+            assert "verdict: stopped" in log_text(main), log_text(main)
+        # The hub planned and ran it: its audit log names the operator; the process is gone.
+        records, _ = read_records(hub.log)
+        assert records and all(r.get("operator") == "alice" for r in records if "operator" in r)
+        assert any(r.get("stage") == "done" and r.get("result") == "stopped" for r in records)
+        assert not _alive(server.pid, server.start_time)
+
+
+async def test_actions_refused_to_a_viewer_and_for_a_stale_target(tmp_path: Path) -> None:
+    async with served(tmp_path, Settings(tokens=TOKENS, allow_actions=True)) as hub:
+        sample = hub.fleet.view("demo-a").sample
+        assert sample is not None
+        proc = next(p for p in sample.processes if p.kind == "user")
+        body = {"host": "demo-a", "scope": "pids", "gpus": [], "targets": [[proc.pid, proc.start_time]]}
+        async with aiohttp.ClientSession() as session:
+            url = hub.url + hubs.ACTIONS
+            async with session.post(url, json=body, headers={"Authorization": f"Bearer {BOB}"}) as r:
+                assert r.status == 403
+            stale = dict(body, targets=[[proc.pid, (proc.start_time or 0) + 1]])
+            async with session.post(url, json=stale, headers={"Authorization": f"Bearer {ALICE}"}) as r:
+                assert r.status == 409
+                assert "no longer there" in (await r.json())["error"]
+        assert _alive(proc.pid, proc.start_time)
+        # A viewer's token attaches read-only: the hub's `hub` frame says it may not act.
+        hubs.remember_token(hub.url, BOB)
+        info = await hubs.read_hub(hub.url)
+        assert info.hosts == ["demo-a", "demo-b"] and not info.actions
+
+
+def _alive(pid: int, start_time: int | None) -> bool:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return False
+    return fields[0] != "Z" and int(fields[19]) == start_time
