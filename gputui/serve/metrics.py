@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
+from prometheus_client.utils import floatToGoString
 
 from ..fleet.session import HostView
 from ..views.metrics import families
@@ -57,8 +58,33 @@ def blocks(found: list[Metric]) -> Blocks:
     return out
 
 
-def _name(found: Metric) -> str:
-    return found.name
+def sample_lines(found: Metric, memo: dict[tuple[str, ...], str] | None = None) -> str:
+    """The sample lines of one family, as prometheus_client's text format writes them (labels in
+    name order, values as Go writes floats), written here: its writer checks every label name of
+    every sample again, most of a scrape's cost, and these names are the collectors' own. `memo`:
+    label sets already written (a GPU's recur in every family of it)."""
+    out: list[str] = []
+    memo = {} if memo is None else memo
+    order: list[str] | None = None
+    for s in found.samples:
+        labels = s.labels
+        if not labels:
+            out.append(f"{s.name} {floatToGoString(s.value)}\n")
+            continue
+        if order is None or len(order) != len(labels):
+            order = sorted(labels)
+        key = (*order, *(labels.get(k, "") for k in order))
+        inner = memo.get(key)
+        if inner is None:
+            inner = memo[key] = ",".join([f'{k}="{_escape(labels[k])}"' for k in order])
+        out.append(f"{s.name}{{{inner}}} {floatToGoString(s.value)}\n")
+    return "".join(out)
+
+
+def _escape(value: str) -> str:
+    if "\\" in value or "\n" in value or '"' in value:
+        return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    return value
 
 
 class MetricsCache:
@@ -66,45 +92,45 @@ class MetricsCache:
 
     def __init__(self) -> None:
         empty = families([])
-        fleet_wide = blocks(empty)  # every header, in order; the build's info sample
+        # Each family's HELP and TYPE lines, by its name, in the exposition's order (as
+        # prometheus_client writes them: a counter's name with _total, an info's with _info).
+        self.headers = {f.name: next(iter(blocks([_bare(f)]))) for f in empty}
+        self.fleet_wide = {f.name: sample_lines(f) for f in empty}  # the build's info
         self.docs = {f.name: f.documentation for f in empty if f.name in LIVE}
-        self.order: list[str] = list(fleet_wide)
-        self.fleet_wide = fleet_wide
-        self.kept: dict[str, tuple[int, Blocks]] = {}
+        self.kept: dict[str, tuple[int, dict[str, str]]] = {}
 
-    def host_blocks(self, view: HostView, version: int) -> Blocks:
+    def host_lines(self, view: HostView, version: int) -> dict[str, str]:
+        """The host's sample lines by family name, made again only when its version moved."""
         kept = self.kept.get(view.name)
         if kept is not None and kept[0] == version:
             return kept[1]
-        found = [f for f in families([view]) if _name(f) not in LIVE]
-        made = blocks(found)
-        for header in list(made):
-            if self.fleet_wide.get(header):
-                del made[header]  # the build's info: once for the fleet, not once a host
-            elif header not in self.fleet_wide:
-                self.order.append(header)
-                self.fleet_wide[header] = ""
+        memo: dict[tuple[str, ...], str] = {}
+        made = {
+            f.name: sample_lines(f, memo)
+            for f in families([view])
+            if f.name not in LIVE and not self.fleet_wide.get(f.name) and f.samples
+        }
         self.kept[view.name] = (version, made)
         return made
 
     def text(self, views: Sequence[HostView], versions: dict[str, int]) -> bytes:
         """The whole exposition: every family's header, the fleet's and then each host's lines."""
-        per_host = [self.host_blocks(v, versions.get(v.name, 0)) for v in views]
-        live = blocks(self._ages(views))
+        per_host = [self.host_lines(v, versions.get(v.name, 0)) for v in views]
+        live = {f.name: sample_lines(f) for f in self._ages(views)}
         names = {v.name for v in views}
         for gone in set(self.kept) - names:
             del self.kept[gone]
         out: list[str] = []
-        for header in self.order:
+        for name, header in self.headers.items():
             out.append(header)
-            out.append(self.fleet_wide[header])
-            if header in live:
-                out.append(live[header])
+            out.append(self.fleet_wide[name])
+            if name in live:
+                out.append(live[name])
                 continue
             for host in per_host:
-                body = host.get(header)
-                if body:
-                    out.append(body)
+                lines = host.get(name)
+                if lines:
+                    out.append(lines)
         return "".join(out).encode("utf-8")
 
     def _ages(self, views: Sequence[HostView]) -> list[Metric]:
@@ -115,3 +141,9 @@ class MetricsCache:
             if view.sample is not None and is_up(view) and seconds is not None:
                 age.add_metric([label(view.name)], max(0.0, seconds))
         return [age]
+
+
+def _bare(found: Metric) -> Metric:
+    """`found` without its samples (for its header alone)."""
+    bare = Metric(found.name, found.documentation, found.type, found.unit)
+    return bare

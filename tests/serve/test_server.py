@@ -19,6 +19,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
+from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from gputui.config.file import HostSpec
@@ -29,6 +30,7 @@ from gputui.serve.app import CSP, Settings, make_app
 from gputui.serve.stream import Hub, Log
 from gputui.serve.tokens import Holder, Tokens, digest
 from gputui.transport.local import LocalLink
+from gputui.views.metrics import FleetCollector, registry
 from tests.support.apps import Unreachable
 
 pytestmark = pytest.mark.timeout(240)  # real sim probes on a busy machine
@@ -393,3 +395,28 @@ async def test_the_pages_files_are_served_with_their_types_and_a_missing_one_is_
         for path in ("/favicon.ico", "/../secret.txt", "/%2e%2e/secret.txt", "/.hidden", "/index.html/x"):
             async with client.get(f"{hub.url}{path}") as answer:
                 assert answer.status == 404, path
+
+
+async def test_metrics_text_is_what_the_exporter_writes_for_the_same_fleet(tmp_path):
+    """Line for line prometheus_client's own text (but the sample ages, read at different times),
+    with a holder whose name needs escaping in a label (quote, backslash)."""
+    (tmp_path / "sims").mkdir()
+    reader = SimReader(gpus=2, scenario="empty", base_dir=str(tmp_path / "sims"))
+    reader.open()
+    try:
+        reader.spawn("busy", gpu=0, memory=1 << 30, comm='a"b\\c\nd', argv=['"x\\y"'])
+        spec = HostSpec(name='odd"host\\', reader="sim", sim_dir=reader.directory)
+        async with served(sim_fleet("demo-a", **{'odd"host\\': spec})) as hub:
+            await wait_live(hub, 2)
+            await hub.fleet.stop()  # the hosts' state stays as it is while both are written
+            async with aiohttp.ClientSession() as client, client.get(f"{hub.url}/metrics") as answer:
+                served_text = await answer.text()
+            expected = generate_latest(registry(FleetCollector(lambda: hub.fleet.hosts))).decode()
+    finally:
+        reader.close()
+
+    def steady(text: str) -> list[str]:
+        return [line for line in text.splitlines() if not line.startswith("gputui_host_sample_age_seconds{")]
+
+    assert steady(served_text) == steady(expected)
+    assert 'host="odd\\"host\\\\"' in served_text
