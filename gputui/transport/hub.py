@@ -397,6 +397,7 @@ class HubLink:
         self._watch: StatusWatcher | None = None
         self._plans: dict[str, str] = {}  # the hub's plan id -> the viewer's
         self._unmapped: deque[dict[str, Any]] = deque(maxlen=UNMAPPED_MAX)
+        self._posting = 0  # action requests not answered yet
         self._opened = False
         self._closed = False
         self._said: str | None = None  # the hub's status last relayed
@@ -480,8 +481,9 @@ class HubLink:
     def _event(self, record: dict[str, Any]) -> None:
         plan = record.get("plan")
         mine = self._plans.get(plan) if isinstance(plan, str) else None
-        if mine is None and isinstance(plan, str) and plan not in self._plans.values():
-            self._unmapped.append(record)  # its POST may not have been answered yet
+        if mine is None and self._posting:
+            self._unmapped.append(record)  # perhaps the plan being asked for: its id is not known yet
+            return
         self._put(("record", dict(record, plan=mine) if mine is not None else record))
 
     def _put(self, item: tuple[str, Any]) -> None:
@@ -546,20 +548,29 @@ class HubLink:
             self._refuse(plan, problem or "this plan cannot be sent through a hub")
             return
         assert self._stream is not None
+        self._posting += 1
+        hub_plan: Any = None
         try:
             status, answer = await self._stream.post_action(body)
+            hub_plan = answer.get("plan")
+            if status != 200 or not isinstance(hub_plan, str):
+                why = answer.get("error") or answer.get("message") or f"the hub answered {status}"
+                code = "stale" if status == 409 else "refused"
+                self._refuse(plan, f"the hub refused the plan: {why}", code)
+            else:
+                self._plans[hub_plan] = str(plan.get("id"))
         except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
             raise TransportError("unreachable", f"the hub {self.url}: {_words(exc)}") from None
-        hub_plan = answer.get("plan")
-        if status != 200 or not isinstance(hub_plan, str):
-            why = answer.get("error") or answer.get("message") or f"the hub answered {status}"
-            self._refuse(plan, f"the hub refused the plan: {why}", "stale" if status == 409 else "refused")
-            return
-        mine = str(plan.get("id"))
-        self._plans[hub_plan] = mine
-        early = [e for e in self._unmapped if e.get("plan") == hub_plan]
-        for event in early:  # came on the stream before the answer: already passed on unmapped
-            self._put(("record", dict(event, plan=mine)))
+        finally:
+            self._posting -= 1
+            self._flush_unmapped()
+
+    def _flush_unmapped(self) -> None:
+        """The events held while a request was unanswered, each under the viewer's plan id where its
+        plan is now known, in the order they came."""
+        held, self._unmapped = list(self._unmapped), deque(maxlen=UNMAPPED_MAX)
+        for event in held:
+            self._event(event)
 
     async def close(self) -> None:
         if self._closed:
