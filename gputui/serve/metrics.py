@@ -10,11 +10,12 @@ families are encoded by it, and their sample lines put under one HELP/TYPE heade
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import cast
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
-from prometheus_client.utils import floatToGoString
+from prometheus_client.utils import floatToGoString as _untyped_go
 
 from ..fleet.session import HostView
 from ..views.metrics import families
@@ -25,6 +26,8 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 AGE = "gputui_host_sample_age_seconds"
 LIVE = frozenset({AGE})
 
+# How prometheus_client writes a value (Go's float format: +Inf, NaN, 1.0); typed here.
+floatToGoString = cast(Callable[[float], str], _untyped_go)
 Blocks = dict[str, str]  # a family's HELP and TYPE lines: its sample lines
 
 
