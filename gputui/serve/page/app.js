@@ -402,6 +402,13 @@
       matched = true;
       node.appendChild(drawGpu(h, gpu));
     }
+    // Holders on no one GPU (a device file held by an unattributed process, a monitor): listed
+    // under the host, as the dashboard's process table lists every process.
+    const loose = procs(h).filter((p) => !procGpus(p).length && (q.empty || q.matches(procSubject(h, p, null))));
+    if (loose.length) {
+      matched = true;
+      node.appendChild(el("div", "gpu loose", null, el("div", "gpu-head", null, el("span", "gpu-index", "on no one GPU")), procTable(h, loose, null)));
+    }
     if (!gpus.length) {
       const error = h.hello && h.hello.error;
       node.appendChild(el("p", "empty", error ? `no GPU: ${error.code}` : h.sample ? "no GPU" : "no sample yet"));
@@ -448,7 +455,7 @@
     table.appendChild(el("thead", null, null, row("th", ["PID", "kind", "user", "job", "memory", "command"])));
     const body = el("tbody");
     for (const p of list) {
-      const held = p.gpu_memory ? p.gpu_memory[String(index)] : null;
+      const held = !p.gpu_memory ? null : index === null ? null : p.gpu_memory[String(index)];
       const command = Array.isArray(p.command) && p.command.length ? p.command.join(" ") : p.name || "";
       const tr = row("td", [p.pid, p.kind, p.user === null || p.user === undefined ? "?" : p.user, p.job || "", bytes(held), command]);
       tr.className = "kind-" + cssWord(p.kind);

@@ -1,0 +1,243 @@
+"""The web page (gputui/serve/page) in a real browser (Chromium, by Playwright) against a real
+`gputui serve --demo` on the test's own live demo (a private runtime directory: `gputui clean` on
+the same demo is seen by the hub), on 127.0.0.1 and a free port, ended by its PID.
+
+It shows every host and a holder PID; a `gputui clean` on the demo leaves the page; the filter
+narrows (and says why it cannot read a filter, as the dashboard does); a process whose name and
+command line are markup is shown literally and runs nothing; with tokens, the page asks for one and
+reads the hub with it (from the form, or from the address's #token=)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import zipfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.conftest import live  # noqa: F401  (the private live demo, stopped and checked after)
+from tests.support.browser import chromium_page
+from tests.support.livedemo import Live, snapshot
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.timeout(600)
+
+PATIENCE = 90.0  # seconds: a busy 2-core CI machine; nothing here asserts a duration
+SERVING = re.compile(r"serving (http://127\.0\.0\.1:\d+)/")
+HOSTILE_NAME = "<b>x</b>"  # the comm (15 bytes at most)
+HOSTILE_ARGS = ["<img src=x onerror=window.__pwned=1>", "<script>window.__pwned=2</script>"]
+
+
+class Hub:
+    def __init__(self, proc: subprocess.Popen[str], url: str) -> None:
+        self.proc = proc
+        self.url = url
+
+
+def start_hub(demo: Live, *args: str) -> Hub:
+    """`gputui serve --demo` on a free loopback port; its URL read from what it says on stderr."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gputui", "serve", "--demo", "--listen", "127.0.0.1:0", *args],
+        env=demo.env,
+        cwd=demo.cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    said = []
+    for line in proc.stderr:  # ends when the hub exits
+        said.append(line)
+        found = SERVING.search(line)
+        if found:
+            return Hub(proc, found.group(1))
+    proc.wait(timeout=60)
+    raise AssertionError("gputui serve said no address: " + "".join(said))
+
+
+def stop_hub(hub: Hub) -> None:
+    if hub.proc.poll() is None:
+        hub.proc.send_signal(signal.SIGTERM)
+        try:
+            hub.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            hub.proc.kill()
+            hub.proc.wait(timeout=60)
+
+
+@pytest.fixture
+def hub(live: Live) -> Iterator[tuple[Live, Hub]]:  # noqa: F811
+    started = start_hub(live)
+    try:
+        yield live, started
+    finally:
+        stop_hub(started)
+
+
+def wait_for(what: Callable[[], Any], message: str) -> Any:
+    wait_until(what, PATIENCE, step=0.2)
+    got = what()
+    assert got, message
+    return got
+
+
+def pids_shown(page: Any, host: str) -> set[int]:
+    return set(
+        page.eval_on_selector_all(
+            f'article.host[data-host="{host}"] tr[data-pid]', "ns => ns.map(n => +n.dataset.pid)"
+        )
+    )
+
+
+def shown_hosts(page: Any) -> list[str]:
+    return list(page.eval_on_selector_all("article.host:not([hidden])", "ns => ns.map(n => n.dataset.host)"))
+
+
+def test_the_page_shows_the_demo_and_follows_a_clean(hub: tuple[Live, Hub]) -> None:
+    demo, server = hub
+    doc = snapshot(demo)
+    hosts = [h["name"] for h in doc["hosts"]]
+    with chromium_page() as page:
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(server.url + "/")
+        wait_for(lambda: shown_hosts(page) == hosts, f"every host, in order: {hosts}")
+        on_gpu0 = {
+            p["pid"] for h in doc["hosts"] if h["name"] == "demo-a" for p in h["processes"] if 0 in p["gpus"]
+        }
+        wait_for(lambda: on_gpu0 & pids_shown(page, "demo-a"), "a holder of demo-a's GPU 0 by its PID")
+        assert page.locator("#problem-list li.problem").count() >= 1  # the demo's ghosts
+        assert page.locator("#user-rows tr").count() >= 1
+
+        cleaned = demo.gputui("clean", "--demo", "demo-a:0", "--yes")
+        assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
+        gone = on_gpu0 - {
+            p for h in snapshot(demo, "demo-a")["hosts"] for p in (q["pid"] for q in h["processes"])
+        }
+        assert gone
+        wait_for(lambda: not (gone & pids_shown(page, "demo-a")), f"the cleaned PIDs {gone} leave the page")
+        assert not errors
+
+
+def test_the_filter_narrows_and_says_why_it_cannot_read(hub: tuple[Live, Hub]) -> None:
+    _, server = hub
+    with chromium_page(width=390, height=800) as page:
+        page.goto(server.url + "/")
+        wait_for(lambda: len(shown_hosts(page)) == 2, "both demo hosts")
+        page.fill("#filter", "host:demo-b")
+        wait_for(lambda: shown_hosts(page) == ["demo-b"], "host:demo-b leaves demo-b")
+        page.fill("#filter", "state:ghost")  # a GPU's state: the GPUs with a ghost's memory
+        wait_for(lambda: page.locator("div.gpu").count() == 2, "one GPU with a ghost on each host")
+        page.fill("#filter", "kind:ghost")  # a GPU with a ghost, and of its processes the ghost
+        wait_for(lambda: page.locator("tr.kind-ghost").count() == 2, "the two ghosts")
+        assert page.locator("tr.kind-user").count() == 0
+        page.fill("#filter", "usr:root")
+        wait_for(
+            lambda: "did you mean user:?" in page.inner_text("#filter-error"), "the dashboard's sentence"
+        )
+        assert page.get_attribute("#filter", "aria-invalid") == "true"
+        page.fill("#filter", "mem>40G")
+        wait_for(lambda: page.inner_text("#filter-error") == "", "a filter that reads clears the error")
+
+
+def hostile_holder(demo: Live, tmp: Path) -> subprocess.Popen[bytes]:
+    """A real process on the demo's "driver" (its device file open: a hidden holder) named as markup."""
+    (device,) = sorted(demo.demo_dir.rglob("dev/nvidia0"))[:1]
+    code = (
+        "import sys, time\n"
+        f"open('/proc/self/comm', 'w').write({HOSTILE_NAME!r})\n"
+        "held = open(sys.argv[1], 'rb')\n"
+        "time.sleep(600)\n"
+    )
+    return subprocess.Popen([sys.executable, "-c", code, str(device), *HOSTILE_ARGS], cwd=tmp)
+
+
+def test_markup_from_a_host_is_shown_literally_and_runs_nothing(
+    hub: tuple[Live, Hub], tmp_path: Path
+) -> None:
+    demo, server = hub
+    holder = hostile_holder(demo, tmp_path)
+    try:
+        with chromium_page() as page:
+            dialogs: list[str] = []
+
+            def on_dialog(dialog: Any) -> None:
+                dialogs.append(dialog.message)
+                dialog.dismiss()
+
+            page.on("dialog", on_dialog)
+            page.goto(server.url + "/")
+            row = f'tr[data-pid="{holder.pid}"]'
+            wait_for(lambda: page.locator(row).count() >= 1, "the hostile holder's row")
+            text = page.inner_text(row)
+            assert HOSTILE_ARGS[0] in text and HOSTILE_ARGS[1] in text
+            assert page.locator("img, script:not([src]), b").count() == 0  # no element made of it
+            assert page.evaluate("window.__pwned") is None
+            page.fill("#filter", f'"{HOSTILE_NAME}"')  # the name is searchable text
+            wait_for(lambda: page.locator(row).count() >= 1, "the filter finds the name as text")
+            assert not dialogs
+    finally:
+        holder.kill()
+        holder.wait(timeout=60)
+
+
+def test_a_hub_with_tokens_asks_for_one(live: Live, tmp_path: Path) -> None:  # noqa: F811
+    made = live.gputui("serve", "--new-token", "lead")
+    assert made.returncode == 0, made.stderr
+    token, line = _token_and_line(made.stdout + made.stderr)
+    tokens = tmp_path / "tokens"
+    tokens.write_text(line + "\n")
+    os.chmod(tokens, 0o600)
+    server = start_hub(live, "--tokens", str(tokens))
+    try:
+        with chromium_page() as page:
+            page.goto(server.url + "/")
+            wait_for(lambda: page.is_visible("#token-box"), "the token form")
+            assert page.locator("article.host").count() == 0
+            page.fill("#token", "not-the-token")
+            page.click("#token-form button")
+            wait_for(lambda: page.is_visible("#token-box"), "a wrong token is refused")
+            page.fill("#token", token)
+            page.click("#token-form button")
+            wait_for(lambda: page.locator("article.host").count() == 2, "the hosts, with the token")
+        with chromium_page() as page:  # a link that carries it: taken, and not left in the address
+            page.goto(server.url + "/#token=" + token)
+            wait_for(lambda: page.locator("article.host").count() == 2, "the hosts, with #token=")
+            assert "token" not in page.url
+    finally:
+        stop_hub(server)
+
+
+def _token_and_line(said: str) -> tuple[str, str]:
+    """The token and the tokens-file line `serve --new-token` printed (the token on the line after
+    the one that names it)."""
+    lines = [x.strip() for x in said.splitlines()]
+    token = lines[next(i for i, x in enumerate(lines) if x.startswith("token for lead")) + 1]
+    line = next(x for x in lines if re.fullmatch(r"lead viewer [0-9a-f]{64}", x))
+    return token, line
+
+
+def test_the_page_has_its_files_in_the_wheel(tmp_path: Path) -> None:
+    """The page ships as package data: every file of gputui/serve/page is in the built wheel."""
+    built = subprocess.run(
+        [sys.executable, "-m", "hatchling", "build", "-t", "wheel", "-d", str(tmp_path)],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert built.returncode == 0, built.stderr
+    (wheel,) = tmp_path.glob("*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    page = Path(__file__).resolve().parents[2] / "gputui" / "serve" / "page"
+    for name in ("index.html", "app.js", "app.css", "filter.js"):
+        assert (page / name).is_file()
+        assert f"gputui/serve/page/{name}" in names, json.dumps(sorted(n for n in names if "serve" in n))
