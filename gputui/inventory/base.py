@@ -44,8 +44,9 @@ class ResolvedHost:
     feed: str | None = None  # where its records come from when no probe runs for it (HostSpec.feed)
 
     def describe(self) -> dict[str, object]:
-        """Its fields as `gputui hosts --json` lists them; how it is connected to (`alias`) is not said."""
-        return plain(self, skip=("alias",))
+        """Its fields as `gputui hosts --json` lists them; how it is connected to (`alias`) is not said,
+        and `feed` only where its records come from elsewhere than a probe."""
+        return plain(self, skip=("alias",) if self.feed is not None else ("alias", "feed"))
 
 
 def word_problem(value: str) -> str | None:
