@@ -25,7 +25,7 @@ from tests.support.ttyrun import on_pty
 REPO = Path(__file__).resolve().parents[2]
 # Commands whose output is data for a program, not text for a person: no --ascii (their messages on
 # stderr still follow the locale).
-DATA_COMMANDS = ("export", "probe")
+DATA_COMMANDS = ("export", "probe", "serve")
 # A process name as a host may send it: Latin-1, CJK (two cells a character), a mark of the glyph table.
 NAME = "notebook_k\u00e9rnel_\u540d\u524d\u2713"
 NAME_ASCII = "notebook_k?rnel_????+"
