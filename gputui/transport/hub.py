@@ -205,8 +205,15 @@ class HubStream:
 
     async def _read(self) -> None:
         if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(sock_connect=CONNECT_TIMEOUT))
-        async with self._session.get(self.url + EVENTS, headers=self.headers()) as response:
+            # READ_TIMEOUT as aiohttp's own read timeout, not an asyncio.wait_for around each read:
+            # before Python 3.12, wait_for swallows a cancellation that comes as its read completes,
+            # and on a busy stream that is most of them (closing a stream then read it forever).
+            timeout = aiohttp.ClientTimeout(sock_connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT)
+            self._session = aiohttp.ClientSession(timeout=timeout)
+        # Not `async with`: leaving it waits for the answer to end, and an events stream never ends;
+        # closing the answer drops its connection at once.
+        response = await self._session.get(self.url + EVENTS, headers=self.headers())
+        try:
             if response.status == 401:
                 raise TransportError("auth-failed", f"the hub {self.url} refused the token (401)")
             if response.status != 200:
@@ -214,11 +221,13 @@ class HubStream:
             buffer = bytearray()
             pending: dict[str, str] = {}
             while True:
-                chunk = await asyncio.wait_for(response.content.readany(), READ_TIMEOUT)
+                chunk = await response.content.readany()
                 if not chunk:
                     return
                 for name, data in _frames(buffer, chunk, pending):
                     self._frame(name, data)
+        finally:
+            response.close()
 
     async def close(self) -> None:
         task, self._task = self._task, None

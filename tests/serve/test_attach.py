@@ -217,3 +217,36 @@ def _alive(pid: int, start_time: int | None) -> bool:
     except OSError:
         return False
     return fields[0] != "Z" and int(fields[19]) == start_time
+
+
+
+async def test_a_stream_closes_while_the_hub_still_streams() -> None:
+    """Closing a viewer's stream (`read_hub` does, right after the `hub` frame) ends the connection
+    then and there, with the hub's whole state still coming and samples after it: the hub's stream
+    never ends of itself, so a close that waited for its end would wait forever."""
+    recorded = api.load_recording(Path(__file__).parents[1] / "fixtures" / "demo-a.jsonl")
+    records = [r for r in recorded if r["type"] == "hello"][:1] + [r for r in recorded if r["type"] == "sample"]
+    fleet = Fleet()
+    for i in range(64):  # each host its recorded samples, ten a second, again and again
+        fleet.add(f"h{i:02d}", lambda: api.ReplayLink(records, loop=True, rate=10.0), interval=60.0)
+    hub = Hub(fleet, INTERVAL, 60.0)
+    runner = web.AppRunner(make_app(Settings(), hub), access_log=None, shutdown_timeout=0.5)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    host, port = runner.addresses[0][:2]
+    fleet.start()
+    hub.start()
+    try:
+        await fleet.wait_first_samples(60)
+        for _ in range(3):
+            stream = hubs.HubStream(f"http://{host}:{port}", None)
+            await stream.connected()
+            assert stream.info is not None and len(stream.info.hosts) == 64
+            await asyncio.wait_for(stream.close(), 60)
+            info = await asyncio.wait_for(hubs.read_hub(f"http://{host}:{port}"), 60)
+            assert len(info.hosts) == 64
+    finally:
+        await runner.cleanup()
+        await hub.stop()
+        await fleet.stop()
