@@ -31,7 +31,7 @@ from .tool import TOOL_TIMEOUT, label, parse_json, run_tool, shown, word
 INSTALL = "install kubectl and point it at the cluster (KUBECONFIG, or ~/.kube/config)"
 GPU_RESOURCE = "nvidia.com/gpu"
 GROUP_LABELS = ("nvidia.com/gpu.product", "node.kubernetes.io/instance-type")
-MAX_SELECTOR = 1024  # characters of a label selector
+MAX_LABEL_SELECTOR = 1024  # characters of a label selector (kubectl --selector)
 TIMEOUT = TOOL_TIMEOUT  # seconds kubectl has; it is told a little less, to say why itself
 _LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z")  # Kubernetes' own rule
 _QUANTITY = re.compile(r"[0-9]{1,6}\Z")  # a count of devices: "8"
@@ -42,7 +42,7 @@ def kube_hosts(selector: str, source: str | None = None) -> list[ResolvedHost]:
     where = label(spec)
     argv = ["kubectl", "get", "nodes", "--output=json", f"--request-timeout={max(1, int(TIMEOUT) - 5)}s"]
     if selector:
-        if len(selector) > MAX_SELECTOR or printable(selector) != selector or selector.startswith("-"):
+        if len(selector) > MAX_LABEL_SELECTOR or printable(selector) != selector or selector.startswith("-"):
             raise InventoryError(f"{where}: {shown(selector)} is not a label selector")
         argv.append(f"--selector={selector}")
     out = run_tool(argv, where, install=INSTALL, timeout=TIMEOUT)

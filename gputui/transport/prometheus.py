@@ -30,6 +30,7 @@ import aiohttp
 from .. import __version__
 from ..config.file import HostSpec
 from ..config.promql import DCGM_KEY, PREFIX, Point, PromError, PromFeed, feed_of, host_of, query
+from ..text.units import MIB
 from .base import TransportError
 
 MIN_POLL = 0.5  # seconds between two rounds, whatever the fleet asks
@@ -37,7 +38,6 @@ STOP_ROUNDS = 4  # rounds without a point before a host's link fails (the fleet 
 STOP_STEPS = 3  # scrape steps (the shortest seen between two points of the host) a point may be old
 OPEN_TIMEOUT = 30.0  # seconds a link waits for the first round that answers
 QUEUE = 4  # records waiting for a slow reader; older samples are dropped for newer ones
-MIB = 1 << 20
 POD_LABELS = ("namespace", "pod", "container")  # dcgm-exporter's, where it maps GPUs to pods
 
 

@@ -219,13 +219,14 @@ def _alive(pid: int, start_time: int | None) -> bool:
     return fields[0] != "Z" and int(fields[19]) == start_time
 
 
-
 async def test_a_stream_closes_while_the_hub_still_streams() -> None:
     """Closing a viewer's stream (`read_hub` does, right after the `hub` frame) ends the connection
     then and there, with the hub's whole state still coming and samples after it: the hub's stream
     never ends of itself, so a close that waited for its end would wait forever."""
     recorded = api.load_recording(Path(__file__).parents[1] / "fixtures" / "demo-a.jsonl")
-    records = [r for r in recorded if r["type"] == "hello"][:1] + [r for r in recorded if r["type"] == "sample"]
+    records = [r for r in recorded if r["type"] == "hello"][:1] + [
+        r for r in recorded if r["type"] == "sample"
+    ]
     fleet = Fleet()
     for i in range(64):  # each host its recorded samples, ten a second, again and again
         fleet.add(f"h{i:02d}", lambda: api.ReplayLink(records, loop=True, rate=10.0), interval=60.0)

@@ -22,7 +22,6 @@ from typing import Any
 
 import pytest
 
-from tests.cli.conftest import live  # noqa: F401  (the private live demo, stopped and checked after)
 from tests.support.browser import chromium_page
 from tests.support.livedemo import Live, snapshot
 from tests.support.waiting import wait_until
@@ -73,7 +72,7 @@ def stop_hub(hub: Hub) -> None:
 
 
 @pytest.fixture
-def hub(live: Live) -> Iterator[tuple[Live, Hub]]:  # noqa: F811
+def hub(live: Live) -> Iterator[tuple[Live, Hub]]:
     started = start_hub(live)
     try:
         yield live, started
@@ -188,7 +187,7 @@ def test_markup_from_a_host_is_shown_literally_and_runs_nothing(
         holder.wait(timeout=60)
 
 
-def test_a_hub_with_tokens_asks_for_one(live: Live, tmp_path: Path) -> None:  # noqa: F811
+def test_a_hub_with_tokens_asks_for_one(live: Live, tmp_path: Path) -> None:
     made = live.gputui("serve", "--new-token", "lead")
     assert made.returncode == 0, made.stderr
     token, line = _token_and_line(made.stdout + made.stderr)

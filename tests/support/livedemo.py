@@ -6,10 +6,13 @@ and checks that nothing of it is left."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,7 @@ from typing import Any
 from gputui.probe.readers.sim import start_time
 from tests.support.paths import REPO
 from tests.support.simprobe import alive
+from tests.support.waiting import wait_until
 
 TIMEOUT = 300.0  # generous: the CI machine is busy; nothing here asserts a duration
 POLL = 0.2  # seconds between two looks at the demo (each may run a `gputui` command)
@@ -143,3 +147,31 @@ def processes(doc: dict[str, Any], host: str, gpu: int | None = None) -> set[tup
 def commands_on(doc: dict[str, Any], host: str, gpu: int) -> list[str]:
     (entry,) = [h for h in doc["hosts"] if h["name"] == host]
     return [" ".join(p["command"]) for p in entry["processes"] if gpu in p["gpus"]]
+
+
+@contextlib.contextmanager
+def live_demo(tmp_path: Path) -> Iterator[Live]:
+    """A live demo of the test's own, stopped at the end with a check that no process of it is left.
+    Only processes recorded as the demo's are ever signalled, and only if `gputui demo stop` did not
+    end them. (The `live` fixture of tests/cli and tests/serve.)"""
+    env, run, _ = private_env(tmp_path)
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    demo = Live(tmp_path, run, env, cwd)
+    try:
+        yield demo
+    finally:
+        try:
+            demo.record()
+        except AssertionError:
+            pass  # a status that failed: the stop and the scan below still say what is left
+        stopped = demo.gputui("demo", "stop")
+        wait_until(lambda: not demo.left(), 60.0, step=POLL)
+        left = demo.left()
+        for pid, _ in left:  # only processes of this test's own demo, recorded above
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+        assert not left, f"processes of the demo left after `gputui demo stop`: {left}"

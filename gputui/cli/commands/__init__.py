@@ -40,7 +40,9 @@ SUBCOMMANDS: dict[str, CommandInfo] = {
     "pick": CommandInfo("pick", "Choose N GPUs ready for the next run: a CUDA_VISIBLE_DEVICES line."),
     "record": CommandInfo("record", "Record the hosts' samples and plans to a file, for --replay."),
     "export": CommandInfo("export", "The fleet in Prometheus' text format: once, a textfile, or /metrics."),
-    "serve": CommandInfo("serve", "Serve the fleet over HTTP: a web page, its API and event stream, /metrics."),
+    "serve": CommandInfo(
+        "serve", "Serve the fleet over HTTP: a web page, its API and event stream, /metrics."
+    ),
     "demo": CommandInfo("demo", "The simulated cluster that --demo attaches to: start, stop, status."),
     "hosts": CommandInfo("hosts", "List the hosts that specs name (gpu[001-128], @slurm:P...)."),
     "probe": CommandInfo("probe", "The probe itself, as gputui runs it on each host (JSON lines)."),
