@@ -19,7 +19,7 @@ from ..ui.factory import make_app
 from ..ui.terminal import LOST_STATUS, Lifeline, hung_up
 from ..ui.themes import bundled_themes_dir, load_themes, theme_problem
 from . import options
-from .fleets import build_fleet, resolve_hosts
+from .fleets import build_fleet, over_ssh, resolve_hosts
 from .replay import REPLAY_INTERVAL, open_replay
 from .streams import fail
 
@@ -83,12 +83,14 @@ def _run(args: argparse.Namespace, lifeline: Lifeline) -> int:
                 if ending is None and hung_up(stream):
                     ending = fail(HUNG_UP.format(what=what), LOST_STATUS)
                 return ending if ending is not None else fail(NO_TERMINAL.format(what=what))
+    read_only = args.read_only or config.read_only or replay is not None
     if replay is None:
         fleet = build_fleet(specs, interval)
     app = make_app(
         fleet,
-        read_only=args.read_only or config.read_only or replay is not None,
+        read_only=read_only,
         interval=interval,
+        over_ssh=over_ssh(fleet, specs, interval, read_only) if replay is None else None,
         theme=theme,
         log_path=args.log,
         kill=config.kill,

@@ -5,14 +5,16 @@ a hub's (`gputui serve`), each read from its events stream."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from .. import api
 from ..config.file import Config, HostSpec
 from ..fleet.fleet import Fleet
-from ..inventory.base import InventoryError
+from ..inventory.base import InventoryError, word_problem
 from ..model.textsafe import printable
+from ..transport import make_link
 from ..transport.base import TransportError
 from .streams import warn
 
@@ -44,6 +46,40 @@ def resolve_hosts(
 
 def build_fleet(specs: Sequence[HostSpec], interval: float) -> Fleet:
     return api.fleet(specs, interval)
+
+
+def over_ssh(
+    fleet: Fleet, specs: Sequence[HostSpec], interval: float, read_only: bool
+) -> dict[str, Callable[[], str]]:
+    """Each host of `specs` read from Prometheus (no holders, no actions) -> what adds the same host,
+    over SSH, to `fleet` (the dashboard's `enter` on it: gputui/ui/oversh.py)."""
+    return {
+        s.name: functools.partial(_open_over_ssh, fleet, s, interval, read_only)
+        for s in specs
+        if s.feed is not None and s.feed.startswith("prometheus:")
+    }
+
+
+def _open_over_ssh(fleet: Fleet, spec: HostSpec, interval: float, read_only: bool) -> str:
+    """`spec`'s host over SSH as "NAME (ssh)", added to the running `fleet` once: its address (its
+    name, or the address its source gave) through the user's ssh_config, like any SSH host's.
+    ValueError when it cannot be."""
+    name = f"{spec.name} (ssh)"
+    if name in fleet.sessions:
+        return name
+    problem = word_problem(spec.address)
+    if problem is not None or spec.is_local():
+        raise ValueError(f"its address {printable(spec.address[:80])!r} is not one SSH can reach")
+    twin = replace(spec, name=name, feed=None, read_only=read_only)
+    fleet.add(
+        name,
+        functools.partial(make_link, twin, interval),
+        read_only=read_only,
+        interval=interval,
+        group=spec.group,
+    )
+    fleet.start()
+    return name
 
 
 def hub_hosts(url: str, token_file: str | None, read_only: bool = False) -> list[HostSpec]:

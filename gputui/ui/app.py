@@ -88,6 +88,7 @@ class GpuTuiApp(KillFlow, Pacing):
         pace: bool = False,
         start_filter: str = "",
         ascii_only: bool = False,
+        over_ssh: Mapping[str, Callable[[], str]] | None = None,
     ) -> None:
         """The app for `fleet` (not started yet: the app starts it on mount and stops it on exit).
 
@@ -106,7 +107,8 @@ class GpuTuiApp(KillFlow, Pacing):
         `gputui` does, unless `--no-pace`). `start_filter`: the filter the fleet and process tables
         start with, in the filter language (`gputui --user alice`: "user:alice"), shown and cleared
         as one typed in the filter box. `ascii_only`: every glyph written as ASCII (`--ascii`;
-        gputui/text/glyphs.py)."""
+        gputui/text/glyphs.py). `over_ssh`: a host read without a probe (from Prometheus) -> what
+        opens the same host over SSH, for `enter` on it (gputui/ui/oversh.py)."""
         acyclic.install()  # what Textual would leave as cyclic garbage each frame is freed at once (acyclic.py)
         super().__init__()
         # Seconds at 0 % SM that make a process holding GPU memory an idle holder (gputui/fleet/idle.py).
@@ -125,6 +127,7 @@ class GpuTuiApp(KillFlow, Pacing):
         self.export_dir = export_dir
         self.fleet = fleet
         self.read_only = read_only
+        self.over_ssh: Mapping[str, Callable[[], str]] = dict(over_ssh or {})
         self.interval = interval
         # Pacing (gputui/fleet/pacing.py): the interval the probes are asked for while the app cannot keep
         # up at `interval` (None: as asked), checked once a second through the app's message queue

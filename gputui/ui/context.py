@@ -20,6 +20,8 @@ class Dashboard(Protocol):
     hidden_columns: Mapping[str, frozenset[str]]  # the config's [columns]: table -> column keys
     idle_after: float  # seconds at 0 % SM that make a process holding GPU memory an idle holder
     paced: float | None  # the interval the app slowed the samples to (gputui/fleet/pacing.py); None: as asked
+    # A host read without a probe (from Prometheus) -> what opens it over SSH (gputui/ui/oversh.py).
+    over_ssh: Mapping[str, Callable[[], str]]
 
     def age_of(self, host: str) -> float | None:
         """Seconds since `host`'s last sample arrived, by the app's clock (None: none yet)."""

@@ -26,6 +26,7 @@ from gputui.fleet.session import HostView
 
 from ..context import Dashboard
 from ..keys import FOOTER_RANKS, MAIN_KEYS
+from ..oversh import OverSsh
 from ..panels.filter import FilterPanel, quoted
 from ..panels.gpus import GpusPanel
 from ..panels.header import HeaderPanel
@@ -60,6 +61,7 @@ class MainScreen(Screen[None]):
         self._widgets_cached = False  # on_mount makes the panels (check_action needs them)
         self._shown_once = False
         self._kills_offered: bool | None = None  # what the footer shows now
+        self._over_ssh: OverSsh | None = None  # made on first use: the app's openers
 
     @property
     def dash(self) -> Dashboard:
@@ -160,6 +162,9 @@ class MainScreen(Screen[None]):
             return  # the app is exiting: its widgets are being taken down, with their styles
         self.redraw.hosts_changed(changed, everything=everything, ages=ages)
         self._footer_follows()
+        if self._over_ssh is not None and self._over_ssh.waiting:
+            for line, live in self._over_ssh.settled(self.dash.fleet.hosts):
+                self.notify(line, severity="information" if live else "error", markup=False, timeout=8)
 
     def _footer_follows(self) -> None:
         """The footer offers kill keys where they work: a host connected, went down, or the fleet
@@ -251,11 +256,31 @@ class MainScreen(Screen[None]):
         if focused is self.host_list and (group := self.host_list.cursor_group) is not None:
             self._fold(group, folded=False)
             return
-        if focused is fleet and (at := fleet.cursor_gpu) is not None:
+        at = fleet.cursor_gpu if focused is fleet else None
+        host = at[0] if at is not None else self.host_list.cursor_host if focused is self.host_list else None
+        if self.over_ssh.offers(host):
+            self._open_over_ssh(host)
+            return
+        if at is not None:
             host, gpu = at
             self.state.enter_at(host, ALL if gpu is None else str(gpu))
             self.select_host(host)
         self.gpus.table().focus()
+
+    @property
+    def over_ssh(self) -> OverSsh:
+        if self._over_ssh is None:
+            self._over_ssh = OverSsh(self.dash.over_ssh)
+        return self._over_ssh
+
+    def _open_over_ssh(self, host: str) -> None:
+        """Enter on a host read from Prometheus: the same host over SSH, beside it, in view."""
+        twin, line = self.over_ssh.open(host)
+        self.notify(line, severity="information" if twin else "error", markup=False, timeout=8)
+        if twin is not None:
+            self.refresh_data(set(), everything=True)
+            self.select_host(twin)
+            self.gpus.table().focus()
 
     def action_step_host(self, delta: int) -> None:
         """[ and ]: the previous or next host in the order the host list shows (problems first)."""
