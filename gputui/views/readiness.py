@@ -108,6 +108,21 @@ def unready(
     return found
 
 
+def is_ready(gpu: Gpu, sample: Sample, conditions: Conditions, preflight: Preflight | None = None) -> bool:
+    """`not unready(gpu, sample, conditions, preflight)`, the cheap conditions first and none past the
+    first that fails: an exporter's 0 or 1 for each GPU at each scrape needs no words."""
+    if gpu.error:
+        return False
+    failed = (
+        _under("utilization", gpu.util_gpu, conditions.util_below, "%", float) is not None
+        or _temperature(gpu, conditions) is not None
+        or bool(_memory(gpu, conditions))
+        or _unaccounted(gpu, conditions) is not None
+        or bool(_preflight(preflight, conditions))
+    )
+    return not failed and _processes(gpu, sample, None, None) is None
+
+
 def _found(
     gpu: Gpu,
     sample: Sample,

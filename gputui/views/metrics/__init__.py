@@ -27,11 +27,12 @@ from ...fleet.session import HostView
 # Each group's module registers its collector when it is imported: importing them is the point.
 from . import build, gpu, health, holders, host, ready  # noqa: F401
 from .ready import idle_holders_now
-from .scrape import GPU_LABELS, HOST_STATES, IdleCount, Scrape, all_heard, collectors, host_state
+from .scrape import GPU_LABELS, HOST_STATES, Family, IdleCount, Scrape, all_heard, collectors, host_state
 
 __all__ = [
     "GPU_LABELS",
     "HOST_STATES",
+    "Family",
     "FleetCollector",
     "IdleCount",
     "all_heard",
@@ -39,11 +40,17 @@ __all__ = [
     "host_state",
     "idle_holders_now",
     "registry",
+    "tables",
 ]
 
 
 def families(views: Sequence[HostView], idle: IdleCount = idle_holders_now) -> list[Metric]:
     """Every metric family of the fleet as it is now (docs/MONITORING.md lists them)."""
+    return [family.metric() for family in tables(views, idle)]
+
+
+def tables(views: Sequence[HostView], idle: IdleCount = idle_holders_now) -> list[Family]:
+    """The same families as plain rows (what the hub writes as text itself)."""
     scrape = Scrape(views, idle)
     return [family for collect in collectors() for family in collect(scrape)]
 

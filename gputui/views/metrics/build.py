@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from prometheus_client.core import InfoMetricFamily, Metric
-
 from ... import __version__
-from .scrape import Scrape, collector
+from .scrape import Family, Scrape, collector, info
 
 
 @collector("build")
-def build_families(scrape: Scrape) -> list[Metric]:
-    return [InfoMetricFamily("gputui_build", "gputui's version.", value={"version": __version__})]
+def build_families(scrape: Scrape) -> list[Family]:
+    build = info("gputui_build", "gputui's version.")
+    build.add_metric((), {"version": __version__})
+    return [build]

@@ -3,15 +3,13 @@ what no live process accounts for), utilization, temperature and power."""
 
 from __future__ import annotations
 
-from prometheus_client.core import InfoMetricFamily, Metric
-
 from ...model import MemoryAccount
-from .scrape import GPU_LABELS, Scrape, collector, gpu_gauge, gpu_rows, label, put
+from .scrape import GPU_LABELS, Family, Scrape, collector, gpu_gauge, info, label, put
 
 
 @collector("gpu")
-def gpu_families(scrape: Scrape) -> list[Metric]:
-    info = InfoMetricFamily("gputui_gpu", "A GPU's model name.", labels=GPU_LABELS)
+def gpu_families(scrape: Scrape) -> list[Family]:
+    model = info("gputui_gpu", "A GPU's model name.", GPU_LABELS)
     total = gpu_gauge("gputui_gpu_memory_total_bytes", "GPU memory in all.")
     used = gpu_gauge("gputui_gpu_memory_used_bytes", "GPU memory in use (NVML).")
     baseline = gpu_gauge(
@@ -35,9 +33,9 @@ def gpu_families(scrape: Scrape) -> list[Metric]:
     temperature = gpu_gauge("gputui_gpu_temperature_celsius", "GPU temperature.")
     power = gpu_gauge("gputui_gpu_power_watts", "GPU power draw.")
     power_limit = gpu_gauge("gputui_gpu_power_limit_watts", "GPU enforced power limit.")
-    for row in gpu_rows(scrape.views):
+    for row in scrape.gpus:
         gpu, labels = row.gpu, row.labels
-        info.add_metric(labels, {"name": label(gpu.name)})
+        model.add_metric(labels, {"name": label(gpu.name)})
         put(total, labels, gpu.memory_total)
         put(used, labels, gpu.memory_used)
         put(baseline, labels, gpu.memory_baseline)
@@ -52,5 +50,5 @@ def gpu_families(scrape: Scrape) -> list[Metric]:
             for part in MemoryAccount.UNACCOUNTED:
                 unaccounted.add_metric([*labels, part], float(getattr(account, part)))
     return [
-        info, total, used, baseline, processes, unaccounted, util, mem_util, temperature, power, power_limit,
+        model, total, used, baseline, processes, unaccounted, util, mem_util, temperature, power, power_limit,
     ]  # fmt: skip

@@ -4,14 +4,12 @@ the latter: unknown is absent, not 0."""
 
 from __future__ import annotations
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-
 from ...model import Preflight
-from .scrape import GPU_LABELS, Scrape, collector, flag, gpu_gauge, gpu_rows, label, put
+from .scrape import GPU_LABELS, Family, Scrape, collector, counter, flag, gpu_gauge, label, put
 
 
 @collector("health")
-def health_families(scrape: Scrape) -> list[Metric]:
+def health_families(scrape: Scrape) -> list[Family]:
     error = gpu_gauge(
         "gputui_gpu_error",
         "1 while the GPU reports an error (code: gpu-lost, ...); absent otherwise.",
@@ -26,17 +24,17 @@ def health_families(scrape: Scrape) -> list[Metric]:
         "1 for each active clock-event reason (latest preflight); inactive ones are absent.",
         "reason",
     )
-    ecc = CounterMetricFamily(
+    ecc = counter(
         "gputui_gpu_ecc_errors",
         "Volatile ECC errors since the driver loaded, by type (corrected, uncorrected).",
-        labels=[*GPU_LABELS, "type"],
+        [*GPU_LABELS, "type"],
     )
     remap_pending = gpu_gauge("gputui_gpu_remap_pending", "1 when a row remap waits for a GPU reset, else 0.")
     remap_failed = gpu_gauge("gputui_gpu_remap_failed", "1 when a row remap failed, else 0.")
     retired_pending = gpu_gauge(
         "gputui_gpu_retired_pages_pending", "1 when a page retirement waits for a reset, else 0."
     )
-    for row in gpu_rows(scrape.views):
+    for row in scrape.gpus:
         labels = row.labels
         if row.gpu.error:
             error.add_metric([*labels, label(row.gpu.error)], 1.0)
@@ -52,9 +50,7 @@ def health_families(scrape: Scrape) -> list[Metric]:
     return [error, throttled, reasons, ecc, remap_pending, remap_failed, retired_pending]
 
 
-def _add_throttle(
-    throttled: GaugeMetricFamily, reasons: GaugeMetricFamily, labels: list[str], preflight: Preflight
-) -> None:
+def _add_throttle(throttled: Family, reasons: Family, labels: tuple[str, ...], preflight: Preflight) -> None:
     """Throttled or not, and each active reason once; nothing where the driver reports no reasons."""
     if preflight.throttle is None:
         return

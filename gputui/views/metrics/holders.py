@@ -5,38 +5,38 @@ Who it is (user, job, container) is in the info series only, not a label on ever
 
 from __future__ import annotations
 
-from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
-
-from ...model import Job, Proc
-from .scrape import GPU_LABELS, Scrape, collector, gpu_rows, label, put
+from ...model import Job, Proc, Sample
+from .scrape import GPU_LABELS, Family, Scrape, collector, gauge, info, label, put
 
 PROCESS_LABELS = (*GPU_LABELS, "pid")
 
 
 @collector("holders")
-def holder_families(scrape: Scrape) -> list[Metric]:
-    holder = InfoMetricFamily(
+def holder_families(scrape: Scrape) -> list[Family]:
+    holder = info(
         "gputui_gpu_holder",
         "A process that uses or holds the GPU: who it is (user, kind, name, job, Slurm job, container).",
-        labels=PROCESS_LABELS,
+        PROCESS_LABELS,
     )
-    memory = GaugeMetricFamily(
+    memory = gauge(
         "gputui_process_gpu_memory_bytes",
         "GPU memory NVML lists for the process on this GPU.",
-        labels=PROCESS_LABELS,
+        PROCESS_LABELS,
     )
-    util = GaugeMetricFamily(
+    util = gauge(
         "gputui_process_gpu_utilization_ratio",
         "The process's share of the GPU's SM time over the probe's last reading (0-1).",
-        labels=PROCESS_LABELS,
+        PROCESS_LABELS,
     )
-    for row in gpu_rows(scrape.views):
-        jobs = {job.id: job for job in row.sample.jobs}
+    jobs: dict[str, Job] = {}
+    sample: Sample | None = None
+    for row in scrape.gpus:
+        if row.sample is not sample:  # a host's jobs, looked up by id for each of its GPUs
+            sample = row.sample
+            jobs = {job.id: job for job in sample.jobs}
         index = row.gpu.index
-        for p in row.sample.processes:
-            if index not in p.gpus:
-                continue
-            who = [*row.labels, str(p.pid)]
+        for p in row.processes:
+            who = (*row.labels, str(p.pid))
             holder.add_metric(who, _who(p, jobs.get(p.job) if p.job is not None else None))
             put(memory, who, p.gpu_memory.get(index))
             sm = p.sm_util(index)

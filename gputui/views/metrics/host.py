@@ -3,37 +3,33 @@ itself, and how complete its latest sample is."""
 
 from __future__ import annotations
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
-
 from ...fleet.session import HostView
-from .scrape import HOST_STATES, Scrape, collector, host_state, is_up, label
+from .scrape import HOST_STATES, Family, Scrape, collector, counter, gauge, host_state, info, is_up, label
 
 HOST = ["host"]
 
 
 @collector("host")
-def host_families(scrape: Scrape) -> list[Metric]:
-    g = GaugeMetricFamily
-    up = g("gputui_host_up", "1 when samples come from the host's probe, else 0.", labels=HOST)
+def host_families(scrape: Scrape) -> list[Family]:
+    g = gauge
+    up = g("gputui_host_up", "1 when samples come from the host's probe, else 0.", HOST)
     state = g(
         "gputui_host_state",
         "1 for the host's state (connecting, live, stale, down, no-gpu), 0 for the others.",
-        labels=[*HOST, "state"],
+        [*HOST, "state"],
     )
-    info = InfoMetricFamily("gputui_host", "What the host's probe says of it (hello).", labels=HOST)
-    age = g("gputui_host_sample_age_seconds", "Seconds since the host's latest sample arrived.", labels=HOST)
-    connects = CounterMetricFamily(
-        "gputui_host_connects", "Times the link to the host's probe came up.", labels=HOST
-    )
+    facts = info("gputui_host", "What the host's probe says of it (hello).", HOST)
+    age = g("gputui_host_sample_age_seconds", "Seconds since the host's latest sample arrived.", HOST)
+    connects = counter("gputui_host_connects", "Times the link to the host's probe came up.", HOST)
     unreadable = g(
         "gputui_host_unreadable_processes",
         "Processes whose open files the probe could not read (holders may be missed: run it as root).",
-        labels=HOST,
+        HOST,
     )
     omitted = g(
         "gputui_host_processes_omitted",
         "Process records left out of the host's sample (bounds).",
-        labels=HOST,
+        HOST,
     )
     for view in scrape.views:
         host = label(view.name)
@@ -42,7 +38,7 @@ def host_families(scrape: Scrape) -> list[Metric]:
         for name in HOST_STATES:
             state.add_metric([host, name], 1.0 if name == current else 0.0)
         connects.add_metric([host], float(view.connects))
-        _add_info(info, host, view)
+        _add_info(facts, host, view)
         sample = view.sample
         if sample is None or not is_up(view):
             continue  # a down host's last sample is not today's state
@@ -51,14 +47,14 @@ def host_families(scrape: Scrape) -> list[Metric]:
             age.add_metric([host], max(0.0, seconds))
         unreadable.add_metric([host], float(sample.scan_unreadable))
         omitted.add_metric([host], float(sample.omitted))
-    return [up, state, info, age, connects, unreadable, omitted]
+    return [up, state, facts, age, connects, unreadable, omitted]
 
 
-def _add_info(info: InfoMetricFamily, host: str, view: HostView) -> None:
+def _add_info(family: Family, host: str, view: HostView) -> None:
     facts = view.facts
     if facts is None:
         return
-    info.add_metric(
+    family.add_metric(
         [host],
         {
             "hostname": label(facts.hostname),

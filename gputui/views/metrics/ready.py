@@ -3,12 +3,10 @@ and how many live processes hold memory on it while it does nothing."""
 
 from __future__ import annotations
 
-from prometheus_client.core import Metric
-
 from ...fleet.session import HostView
 from ...model import Gpu, Sample
-from ..readiness import Conditions, unready
-from .scrape import Scrape, collector, gpu_gauge, gpu_rows, put
+from ..readiness import Conditions, is_ready
+from .scrape import Family, Scrape, collector, gpu_gauge, put
 
 # The kinds that hold memory of their own while alive (a ghost's PID is dead; a monitor watches;
 # a zombie holds nothing): what an idle holder can be.
@@ -37,15 +35,15 @@ def idle_holders_now(view: HostView, sample: Sample, gpu: Gpu) -> int | None:
 
 
 @collector("ready")
-def ready_families(scrape: Scrape) -> list[Metric]:
+def ready_families(scrape: Scrape) -> list[Family]:
     ready = gpu_gauge(
         "gputui_gpu_ready", "1 when the GPU is ready for the next run as `gputui wait` judges it, else 0."
     )
     idle_holders = gpu_gauge(
         "gputui_gpu_idle_holders", "Live processes holding memory on the GPU while its utilization reads 0."
     )
-    for row in gpu_rows(scrape.views):
+    for row in scrape.gpus:
         preflight = row.view.preflight.get(row.gpu.index)
-        ready.add_metric(row.labels, 0.0 if unready(row.gpu, row.sample, READY, preflight) else 1.0)
+        ready.add_metric(row.labels, 1.0 if is_ready(row.gpu, row.sample, READY, preflight) else 0.0)
         put(idle_holders, row.labels, scrape.idle(row.view, row.sample, row.gpu))
     return [ready, idle_holders]

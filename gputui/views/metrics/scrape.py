@@ -5,17 +5,22 @@ A collector is one family group (the host's, a GPU's figures, readiness, health,
 that builds its families, descriptors first, fills them from one scrape and returns them. It
 registers itself under its group's name with `@collector(name)`; `collectors()` hands them out in
 ORDER, the order of the exposition.
+
+A family is a `Family`: its rows as plain tuples (label values, value). `gputui export` turns each
+into prometheus_client's family (`Family.metric`); the hub (gputui/serve/metrics.py) writes the rows
+as text itself and keeps what did not change, which prometheus_client's objects would cost it
+(a sample's label dict, checked again when written) at every scrape of a thousand hosts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 from ...fleet.session import CONNECTING, DOWN, LIVE, STALE, HostView
-from ...model import NO_GPU_CODES, Gpu, Sample
+from ...model import NO_GPU_CODES, Gpu, Proc, Sample
 
 NO_GPU = "no-gpu"
 HOST_STATES = (CONNECTING, LIVE, STALE, DOWN, NO_GPU)
@@ -28,28 +33,90 @@ MAX_LABEL = 128
 ORDER = ("build", "host", "gpu", "ready", "health", "holders")
 
 IdleCount = Callable[[HostView, Sample, Gpu], int | None]
+GAUGE, COUNTER, INFO = "gauge", "counter", "info"
+# A row's value: a figure, or an info series' labels (its value is 1).
+Value = float | Mapping[str, str]
+Row = tuple[tuple[str, ...], Value]
+
+
+class Family:
+    """One metric family of a scrape: its name (without a counter's `_total` or an info's `_info`),
+    help text, kind (GAUGE, COUNTER, INFO), label names and rows (label values, value), in the
+    order they were added."""
+
+    __slots__ = ("documentation", "kind", "labels", "name", "rows")
+
+    def __init__(self, name: str, documentation: str, kind: str, labels: Sequence[str]) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.kind = kind
+        self.labels = tuple(labels)
+        self.rows: list[Row] = []
+
+    @property
+    def sample_name(self) -> str:
+        """The name its samples carry in the text (what prometheus_client writes)."""
+        return self.name + ("_total" if self.kind == COUNTER else "_info" if self.kind == INFO else "")
+
+    def add_metric(self, labels: Sequence[str], value: Value) -> None:
+        """A row: `labels` in the family's label order; an info family's value is its labels."""
+        self.rows.append((tuple(labels), value))
+
+    def metric(self) -> Metric:
+        """prometheus_client's family with the same samples (what `gputui export` serves)."""
+        if self.kind == INFO:
+            info = InfoMetricFamily(self.name, self.documentation, labels=self.labels)
+            for labels, value in self.rows:
+                assert not isinstance(value, float)
+                info.add_metric(list(labels), dict(value))
+            return info
+        kind = CounterMetricFamily if self.kind == COUNTER else GaugeMetricFamily
+        family = kind(self.name, self.documentation, labels=self.labels)
+        for labels, value in self.rows:
+            assert isinstance(value, float)
+            family.add_metric(list(labels), value)
+        return family
+
+
+def gauge(name: str, documentation: str, labels: Sequence[str]) -> Family:
+    return Family(name, documentation, GAUGE, labels)
+
+
+def counter(name: str, documentation: str, labels: Sequence[str]) -> Family:
+    return Family(name, documentation, COUNTER, labels)
+
+
+def info(name: str, documentation: str, labels: Sequence[str] = ()) -> Family:
+    return Family(name, documentation, INFO, labels)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuRow:
+    """One GPU of a host that is up, with the labels every GPU series carries and the processes
+    that use or hold it (in the sample's order)."""
+
+    view: HostView
+    sample: Sample
+    gpu: Gpu
+    labels: tuple[str, ...]
+    processes: tuple[Proc, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Scrape:
     """What one collect reads: the fleet's host views as they are now, and how idle holders are
-    counted (a hook: the exporter counts them in the sample at hand)."""
+    counted (a hook: the exporter counts them in the sample at hand). `gpus`: the GPU rows, walked
+    once for every collector."""
 
     views: Sequence[HostView]
     idle: IdleCount
+    gpus: list[GpuRow] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "gpus", list(gpu_rows(self.views)))
 
 
-@dataclass(frozen=True, slots=True)
-class GpuRow:
-    """One GPU of a host that is up, with the labels every GPU series carries."""
-
-    view: HostView
-    sample: Sample
-    gpu: Gpu
-    labels: list[str]
-
-
-Collect = Callable[[Scrape], list[Metric]]
+Collect = Callable[[Scrape], list[Family]]
 _REGISTERED: dict[str, Collect] = {}
 
 
@@ -104,22 +171,27 @@ def gpu_rows(views: Sequence[HostView]) -> Iterator[GpuRow]:
         if sample is None or not is_up(view):
             continue
         host = label(view.name)
+        on: dict[int, list[Proc]] = {}
+        for p in sample.processes:
+            for index in dict.fromkeys(p.gpus):
+                on.setdefault(index, []).append(p)
         for gpu in sample.gpus:
-            yield GpuRow(view, sample, gpu, [host, str(gpu.index), label(gpu.uuid), label(gpu.pci_bus_id)])
+            labels = (host, str(gpu.index), label(gpu.uuid), label(gpu.pci_bus_id))
+            yield GpuRow(view, sample, gpu, labels, tuple(on.get(gpu.index, ())))
 
 
-def gpu_gauge(name: str, documentation: str, *extra: str) -> GaugeMetricFamily:
+def gpu_gauge(name: str, documentation: str, *extra: str) -> Family:
     """A gauge of one GPU: the GPU labels, then `extra` ones."""
-    return GaugeMetricFamily(name, documentation, labels=[*GPU_LABELS, *extra])
+    return gauge(name, documentation, [*GPU_LABELS, *extra])
 
 
-def put(family: GaugeMetricFamily | CounterMetricFamily, labels: list[str], value: float | None) -> None:
+def put(family: Family, labels: Sequence[str], value: float | None) -> None:
     """A sample where the figure is known: a figure the driver did not give is absent, never 0."""
     if value is not None:
         family.add_metric(labels, float(value))
 
 
-def flag(family: GaugeMetricFamily, labels: list[str], value: bool | None) -> None:
+def flag(family: Family, labels: Sequence[str], value: bool | None) -> None:
     """1 or 0 where the state is known, absent where it is not."""
     if value is not None:
         family.add_metric(labels, 1.0 if value else 0.0)
