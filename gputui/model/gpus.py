@@ -224,6 +224,9 @@ class Gpu:
     mig_instances: tuple[MigInstance, ...] | None = None
     # How close each other GPU of the host is (static: read once by the probe); None: not known.
     topology: Topology | None = None
+    # The pod the GPU is given to (`NAMESPACE/POD[/CONTAINER]`), where its source maps GPUs to pods
+    # (dcgm-exporter's labels, read from Prometheus); None: not known.
+    pod: str | None = None
 
     @classmethod
     def from_wire(cls, d: dict[str, Any]) -> Gpu | None:

@@ -122,6 +122,14 @@ def fmt_percent(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f}%"
 
 
+def fmt_power(draw: float | None, limit: float | None) -> str:
+    """`112/700W`; the draw alone where the limit is not known (`112W`: a source without one, such
+    as dcgm-exporter's series, or a limit of 0); `-` without a draw."""
+    if draw is None:
+        return "-"
+    return f"{draw:.0f}/{limit:.0f}W" if limit else f"{draw:.0f}W"
+
+
 def fmt_load(value: float | None) -> str:
     """A load average as `uptime` writes it: `0.52`, `12.25`."""
     return "-" if value is None else f"{value:.2f}"

@@ -34,7 +34,7 @@ from ..fleet.session import DOWN, REASONS, HostView
 from ..kill.plan.mps import mps_clients
 from ..model import IDLE_SLACK, NO_GPU_CODES, Gpu, Job, Proc, Sample
 from ..model.textsafe import fit, pad, printable
-from ..text.units import fmt_bytes, fmt_bytes_of, fmt_duration, fmt_gpus, fmt_percent
+from ..text.units import fmt_bytes, fmt_bytes_of, fmt_duration, fmt_gpus, fmt_percent, fmt_power
 from ..text.words import (
     MPS_NAMES,
     count,
@@ -227,11 +227,13 @@ def render(
             )
         for g in gpus:
             used = fmt_bytes_of(g.memory_used, g.memory_total)
-            power = f"{g.power_draw or 0:.0f}/{g.power_limit or 0:.0f}W" if g.power_draw is not None else "-"
+            power = fmt_power(g.power_draw, g.power_limit)
             temp = f"{g.temperature}C" if g.temperature is not None else "-"
             state = g.error or ("free" if gpu_free(v, g) else "busy")
             # Why a GPU nothing holds is not free: its memory trouble (an error is said already).
             state += "".join(f", {p.words}" for p in severe_problems(v, g) if p.state != "error")
+            if g.pod:
+                state += f", pod {printable(g.pod)}"
             account = g.accounting
             if account is not None and account.unaccounted > IDLE_SLACK:
                 # As the GPU table marks it: the largest part nobody listed holds (orphaned, outside...).

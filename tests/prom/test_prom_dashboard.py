@@ -111,8 +111,11 @@ async def test_the_fleet_view_shows_both_kinds_of_series(prom: Prometheus, tmp_p
         # gputui's own series: every GPU of the demo's hosts.
         assert sum(1 for k in rows if k.endswith("@demo-b")) == 8
         assert sum(1 for k in rows if k.endswith("@demo-a")) == 4
+        # The pod dcgm-exporter gave GPU 0 is what holds it; GPU 1 has none.
+        assert twin0["holders"].plain == "pod ml/train-0/trainer"
+        assert "pod" not in rows[fleet_row_key(TWIN, 1)]["holders"].plain
         text = screen_text(app)
-        assert TWIN in text and "demo-b" in text
+        assert TWIN in text and "demo-b" in text and "ml/train-0/trainer" in text
         assert {v.name: v.read_only for v in app.fleet.hosts}[TWIN] is True
 
 

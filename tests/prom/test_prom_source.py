@@ -105,6 +105,15 @@ def test_snapshot_json_shows_gpus_memory_utilization_and_the_pod(prom: Prometheu
     assert all(g["memory_total"] and g["name"] for g in hosts["demo-b"]["gpus"])
 
 
+def test_text_snapshot_shows_the_pod_and_a_power_without_its_limit(prom: Prometheus) -> None:
+    done = gputui("snapshot", f'@prometheus:{prom.base}#{{job="dcgm"}}')
+    assert done.returncode == 0, done.stderr
+    rows = {line.split()[0]: line for line in done.stdout.splitlines() if line.strip()[:1].isdigit()}
+    assert "pod ml/train-0/trainer" in rows["0"] and "pod" not in rows["1"]
+    # dcgm-exporter has no power limit: the draw alone, not "112/0W".
+    assert " 112W " in rows["0"] + " " and "/0W" not in done.stdout, done.stdout
+
+
 def test_wait_judges_memory_and_utilization_from_the_series(prom: Prometheus) -> None:
     source = f'@prometheus:{prom.base}#{{job="dcgm"}}'
     done = gputui("wait", source, "--gpu", "dcgm-node-1:1", "--timeout", "60", "--settle", "0")

@@ -57,6 +57,12 @@ def holders_cell(
     counts = Counter(
         p.kind for p in sample.processes if p.kind in kinds.HOLDING and indexes.intersection(p.gpus)
     )
+    pods = sorted({g.pod for g in gpus if g.pod})
+    if not counts and pods:
+        # Read from series that map GPUs to pods (no process list): the pod it is given to holds it.
+        style = table.style_of(kinds.STYLE["user"])
+        text = fmt.safe("pod " + ", ".join(pods), 120)
+        return Cell(text, style, sort_key=(2, len(pods)))
     if not counts:
         warn = table.style_of("gpu--warn")
         idle = all(sample.gpu_is_free(g) for g in gpus)
