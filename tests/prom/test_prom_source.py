@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,7 +31,9 @@ from tests.prom.servers import (
     exporter_over_demo,
     exposition,
 )
-from tests.support.exporter import REPO, env, wait_for
+from tests.serve.test_server_cli import served_url as hub_url
+from tests.serve.test_server_cli import start as start_hub
+from tests.support.exporter import REPO, env, get, stop, wait_for
 
 pytestmark = [
     pytest.mark.skipif(PROMETHEUS is None, reason="prometheus not installed (Debian package `prometheus`)"),
@@ -112,6 +115,41 @@ def test_text_snapshot_shows_the_pod_and_a_power_without_its_limit(prom: Prometh
     assert "pod ml/train-0/trainer" in rows["0"] and "pod" not in rows["1"]
     # dcgm-exporter has no power limit: the draw alone, not "112/0W".
     assert " 112W " in rows["0"] + " " and "/0W" not in done.stdout, done.stdout
+
+
+def test_export_once_writes_the_hosts_read_from_prometheus(prom: Prometheus) -> None:
+    # Not needed where the series are in Prometheus already (docs/SOURCES.md), but it works as for
+    # any source: gputui's names, the dcgm host's memory in bytes.
+    done = gputui("export", "--once", "--timeout", "60", f'@prometheus:{prom.base}#{{job="dcgm"}}')
+    assert done.returncode == 0, done.stderr
+    used = [
+        line
+        for line in done.stdout.splitlines()
+        if line.startswith("gputui_gpu_memory_used_bytes{") and 'host="dcgm-node-1"' in line
+    ]
+    assert len(used) == 2, done.stdout[:2000]
+    assert sorted(float(line.rpartition(" ")[2]) for line in used) == [0.0, float(40000 << 20)], used
+
+
+def test_serve_shows_the_hosts_read_from_prometheus(prom: Prometheus) -> None:
+    proc = start_hub(f"@prometheus:{prom.base}", "--listen", "127.0.0.1:0", "--interval", "1")
+    try:
+        url = hub_url(proc)
+
+        def snapshot() -> dict[str, Any]:
+            status, _, body = get(f"{url}api/v1/snapshot")
+            assert status == 200, body[:200]
+            return {h["name"]: h for h in json.loads(body)["hosts"]}
+
+        assert wait_for(lambda: {h["status"] for h in snapshot().values()} == {"live"}, timeout=120), (
+            snapshot()
+        )
+        hosts = snapshot()
+        assert set(hosts) == {"demo-a", "demo-b", "dcgm-node-1"}
+        gpus = {g["index"]: g for g in hosts["dcgm-node-1"]["gpus"]}
+        assert gpus[0]["pod"] == "ml/train-0/trainer" and gpus[0]["memory_used"] == 40000 << 20
+    finally:
+        assert stop(proc) == 0
 
 
 def test_wait_judges_memory_and_utilization_from_the_series(prom: Prometheus) -> None:
