@@ -259,6 +259,16 @@ class RawSample(Mapping[str, Any]):
     def __len__(self) -> int:
         return len(self._top) + 2
 
+    def whole(self) -> dict[str, Any]:
+        """The record as a new dict whose lists are made and not kept here (what a relay encodes
+        once): kept, every host's lists would stay decoded until its next sample."""
+        lists = self._lists or {}
+        out = dict(self._top)
+        for key, held in (("gpus", self._gpus), ("processes", self._procs)):
+            made = lists.get(key)
+            out[key] = made if made is not None else [h.record() for h in held]
+        return out
+
 
 class SampleIntake:
     """One link's samples, as the app holds them (the last one's records, compact: Held) and what

@@ -242,10 +242,15 @@ class HelloArrived:
 
 @dataclass(frozen=True, slots=True)
 class SampleArrived:
-    """A sample was taken and recorded on `view` (its history, idle tracker and `news` updated)."""
+    """A sample was taken and recorded on `view` (its history, idle tracker and `news` updated).
+    `record`: the wire record it came as (whole, or a delta merged into the last sample), where the
+    host's `raw_sample` is exactly that record applied onto the last one (gputui/probe/delta.py
+    `apply`); None where it is not (a sample taken the general way, cut to the app's bounds). A
+    relay passes the record on (the hub's stream), else the whole sample."""
 
     view: HostView
     sample: Sample
+    record: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -545,7 +550,7 @@ class HostSession:
                 for future in waiters:
                     if not future.done():
                         future.set_result(sample)
-            self.notify(SampleArrived(v, sample))
+            self.notify(SampleArrived(v, sample, record if self.intake.keyed else None))
         elif kind == "event":
             event = Event.from_wire(record)
             q = self.waiters.get(event.plan)

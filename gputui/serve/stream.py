@@ -1,8 +1,8 @@
 """The hub's fan-out: the fleet's changes as server-sent-event frames, made once, read by every client.
 
 One `Hub` listens to the fleet (on its loop). Each change becomes one frame, bytes made once:
-- a host's sample: its `HostFeed`'s SampleEncoder (the probe's own, gputui/probe/delta.py) over the
-  host's whole sample as the fleet holds it, so clients get deltas as the probe would send them;
+- a host's sample: the record the probe sent (a delta as a delta), passed on where every client can
+  apply it, else the whole sample as the fleet holds it (`HostFeed`);
 - a hello, a plan's event, a change of a host's status;
 - the fleet's problems, worked out at most once a second and sent only when they changed.
 Frames go into one shared log (`Log`): a bounded window of the latest frames, by count and bytes.
@@ -16,9 +16,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from ..fleet.deltas import RawSample
 from ..fleet.fleet import Fleet
 from ..fleet.session import (
     ErrorArrived,
@@ -30,8 +31,7 @@ from ..fleet.session import (
     StatusChanged,
 )
 from ..model.decode import plain
-from ..probe.delta import SampleEncoder
-from ..probe.wire import encode
+from ..probe.wire import dumps
 from ..views.problems import FleetProblems
 from ..views.report import as_json
 from .frames import (
@@ -46,38 +46,62 @@ from .frames import (
     to_json,
 )
 
-DELTAS_EVERY = 30  # a whole sample every this many (the same bound on what a lost frame costs)
 LOG_FRAMES = 65_536  # frames the log keeps for clients that lag
 LOG_BYTES = 16 << 20  # and bytes: what a burst may hold, however many clients read it
 CHUNK = 256 << 10  # bytes written to a client before its write is awaited
 PING_EVERY = 15.0  # seconds of quiet before a `: ping` comment (proxies close idle streams)
+# Seconds the frames of a moment are gathered before the clients are woken to write them: at a
+# thousand hosts a frame comes every millisecond, and a client woken for each wrote one at a time
+# (a wake, a write and a syscall each, times every client). Joins wait for the same tick, so the
+# clients that join (or are reset) together share one making of the whole state.
+FLUSH_EVERY = 0.05
 PROBLEMS_EVERY = 1.0  # seconds between two workings-out of the fleet's problems
 
 
 class HostFeed:
-    """One host's frames: its samples as a delta encoder over them, and what a joining client needs
-    (made when first asked after a change, then shared)."""
+    """One host's frames: its samples as the probe sent them, and what a joining client needs (made
+    when first asked after a change, then shared).
+
+    A sample's frame is the record the fleet took, passed on as it came (a delta stays a delta),
+    when the clients that read every frame hold exactly what it follows: the fleet's intake merges a
+    delta as `apply` does, so they hold what the hub holds. Otherwise (the first sample the hub
+    sees, one the intake took the general way, a delta that follows another sample than the last
+    one sent) the frame is the whole sample as the fleet holds it. A delta the intake refused never
+    comes here; the one it takes next follows the last one sent, or the frame is whole."""
 
     def __init__(self, view: HostView) -> None:
         self.view = view
-        self.encoder = SampleEncoder(DELTAS_EVERY)
+        self.seq: Any = None  # the seq of the sample the clients hold after the log's frames (None: none)
         self.status: dict[str, Any] | None = None  # the last `host` record sent (without history)
         self._joined: list[bytes] | None = None  # host, hello and whole sample frames for a join
         self.version = 0  # moves on at every change of the host (what /metrics keeps its text by)
+        self.wholes = 0  # sample frames sent whole (for tests and the bench)
 
-    def sample_frame(self) -> bytes | None:
-        """The frame of the host's new sample (a delta where one is shorter), or None: no record."""
+    def sample_frame(self, record: Mapping[str, Any] | None = None) -> bytes | None:
+        """The frame of the host's new sample: `record` (the wire record the fleet took, whole or a
+        delta) where the clients can apply it, else the whole sample; None: no sample held."""
         raw = self.view.raw_sample
         if raw is None:
             return None
         self._joined = None
         self.version += 1
-        line = self.encoder.line(dict(raw)).rstrip(b"\n")
-        return host_frame(self.view.name, line, "sample")
+        if record is None or not self._follows(record):
+            record = _whole(raw)
+            self.wholes += 1
+        self.seq = raw.get("seq")
+        return host_frame(self.view.name, dumps(record).encode("ascii"), "sample")
+
+    def _follows(self, record: Mapping[str, Any]) -> bool:
+        """Whether `record` is whole, or a delta of the sample the clients hold (delta.read's test)."""
+        if "delta" not in record:
+            return True
+        follows = record["delta"]
+        return type(follows) is int and self.seq is not None and follows == self.seq
 
     def hello_frame(self) -> bytes | None:
         self._joined = None
         self.version += 1
+        self.seq = None  # a new link: its first sample goes whole, whatever it is
         hello = self.view.raw_hello
         return host_frame(self.view.name, to_json(hello).encode("ascii"), "hello") if hello else None
 
@@ -92,15 +116,16 @@ class HostFeed:
         return json_frame("host", [self.view.name, record])
 
     def joined(self, group: str) -> list[bytes]:
-        """What a joining client is sent of this host: its state with history, hello, whole sample."""
+        """What a joining client is sent of this host: its state with history, hello, whole sample
+        (the fleet's, deltas merged: made here, once a change, only when someone joins)."""
         if self._joined is None:
             record = host_record(self.view, group, with_history=True)
             frames = [json_frame("host", [self.view.name, record])]
             if self.view.raw_hello:
                 frames.append(host_frame(self.view.name, to_json(self.view.raw_hello).encode(), "hello"))
-            base = self.encoder.base
-            if base is not None:
-                frames.append(host_frame(self.view.name, encode(base).rstrip(b"\n"), "sample"))
+            raw = self.view.raw_sample
+            if raw is not None:
+                frames.append(host_frame(self.view.name, dumps(_whole(raw)).encode("ascii"), "sample"))
             self._joined = frames
         return self._joined
 
@@ -156,7 +181,8 @@ class Hub:
         self.touched: dict[str, HostView] = {view.name: view for view in fleet.hosts}
         self.problems_frame = json_frame("problems", [])
         self._problems_json = "[]"
-        self._wake: asyncio.Future[None] | None = None
+        self._waiting: set[asyncio.Future[bool]] = set()  # clients waiting for frames (or a ping)
+        self._flush: asyncio.TimerHandle | None = None  # the tick that wakes them, once scheduled
         self._task: asyncio.Task[None] | None = None
         self.clients = 0
         self.transports: set[asyncio.WriteTransport] = set()
@@ -178,8 +204,10 @@ class Hub:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        if self._wake is not None and not self._wake.done():
-            self._wake.cancel()
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush = None
+        self._wake(True)
 
     def on_fleet(self, event: FleetEvent) -> None:
         feed = self.feeds.get(event.view.name)
@@ -187,7 +215,7 @@ class Hub:
             return
         data: bytes | None = None
         if isinstance(event, SampleArrived):
-            data = feed.sample_frame()
+            data = feed.sample_frame(event.record)
             self.touched[feed.view.name] = feed.view
         elif isinstance(event, HelloArrived):
             data = feed.hello_frame()
@@ -204,11 +232,24 @@ class Hub:
             self.publish(data)
 
     def publish(self, data: bytes) -> None:
-        """One frame for every client: into the log, and the waiting writers woken (once a turn)."""
+        """One frame for every client: into the log; the waiting clients are woken at the next tick."""
         self.log.append(data)
-        wake = self._wake
-        if wake is not None and not wake.done():
-            wake.set_result(None)
+        self._tick()
+
+    def _tick(self) -> None:
+        """Wake the waiting clients within FLUSH_EVERY (one timer, whatever the frames meanwhile)."""
+        if self._flush is None:
+            self._flush = asyncio.get_running_loop().call_later(FLUSH_EVERY, self._flushed)
+
+    def _flushed(self) -> None:
+        self._flush = None
+        self._wake(True)
+
+    def _wake(self, frames: bool) -> None:
+        waiting, self._waiting = self._waiting, set()
+        for future in waiting:
+            if not future.done():
+                future.set_result(frames)
 
     async def _problems_loop(self) -> None:
         while True:
@@ -237,11 +278,19 @@ class Hub:
             yield from feed.joined(self.problems.group(name))
         yield self.problems_frame
 
-    def changed(self) -> asyncio.Future[None]:
-        """A future that is done at the next frame (shared by every client waiting now)."""
-        if self._wake is None or self._wake.done():
-            self._wake = asyncio.get_running_loop().create_future()
-        return self._wake
+    async def wait(self, timeout: float | None = None) -> bool:
+        """Until the next tick with frames (True), or `timeout` seconds without one (False). Each
+        client waits on a future of its own: a client cancelled (it left) cancels no other's wait."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[bool] = loop.create_future()
+        self._waiting.add(future)
+        timer = loop.call_later(timeout, _settle, future, False) if timeout is not None else None
+        try:
+            return await future
+        finally:
+            self._waiting.discard(future)
+            if timer is not None:
+                timer.cancel()
 
     async def serve(
         self,
@@ -256,17 +305,15 @@ class Hub:
         if isinstance(transport, asyncio.WriteTransport):
             self.transports.add(transport)
         try:
-            cursor = await self._send_state(write, actions)
+            cursor = await self._join(write, actions)
             while True:
                 if cursor < self.log.first:  # what it missed is gone: the whole state again
                     self.resets += 1
                     await write(RESET)
-                    cursor = await self._send_state(write, actions)
+                    cursor = await self._join(write, actions)
                     continue
                 if cursor == self.log.end:
-                    try:
-                        await asyncio.wait_for(asyncio.shield(self.changed()), ping_every)
-                    except asyncio.TimeoutError:
+                    if not await self.wait(ping_every):
                         await write(PING)
                     continue
                 data, cursor = self.log.since(cursor)
@@ -279,6 +326,13 @@ class Hub:
     def buffered(self) -> int:
         """Bytes written to the clients and not yet taken by their sockets, all of them together."""
         return sum(t.get_write_buffer_size() for t in self.transports if not t.is_closing())
+
+    async def _join(self, write: Write, actions: bool) -> int:
+        """The whole state at the next tick (shared by the clients joining in it), in chunks; the
+        log's cursor it stands for."""
+        self._tick()
+        await self.wait()
+        return await self._send_state(write, actions)
 
     async def _send_state(self, write: Write, actions: bool) -> int:
         """The whole state, in chunks; the log's cursor it stands for."""
@@ -306,3 +360,13 @@ class Hub:
     def ready(self) -> bool:
         """Every host has been heard from: a sample, or judged down."""
         return all(v.sample is not None or v.shown_status == "down" for v in self.fleet.hosts)
+
+
+def _settle(future: asyncio.Future[bool], value: bool) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+def _whole(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A host's sample as a plain record to encode (its records made again, not kept decoded)."""
+    return raw.whole() if isinstance(raw, RawSample) else dict(raw)

@@ -14,6 +14,7 @@ import json
 import socket
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -24,10 +25,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gputui.config.file import HostSpec
 from gputui.fleet.fleet import Fleet
-from gputui.probe.delta import apply
+from gputui.probe.delta import apply, diff
 from gputui.probe.readers.sim import SimReader
 from gputui.serve.app import CSP, Settings, make_app
-from gputui.serve.stream import Hub, Log
+from gputui.serve.stream import FLUSH_EVERY, Hub, Log
 from gputui.serve.tokens import Holder, Tokens, digest
 from gputui.transport.local import LocalLink
 from gputui.views.metrics import FleetCollector, registry
@@ -234,7 +235,9 @@ async def test_a_client_that_stops_reading_holds_bounded_memory_then_gets_a_rese
             filler = b"event: filler\ndata: " + b"x" * 8000 + b"\n\n"
             for _ in range(600):  # 4.8 MB through the hub: 19 times what its log keeps
                 hub.hub.publish(filler)
-                await asyncio.sleep(0)
+                # Over many of the hub's ticks (it wakes its clients once a tick): the client is
+                # given frames to write until its socket is full, then stays behind.
+                await asyncio.sleep(FLUSH_EVERY / 20)
             await asyncio.sleep(0.5)
             assert log.bytes <= 256 << 10
             # What the hub holds for it: the log's window, and one write in its socket's buffer.
@@ -420,3 +423,165 @@ async def test_metrics_text_is_what_the_exporter_writes_for_the_same_fleet(tmp_p
 
     assert steady(served_text) == steady(expected)
     assert 'host="odd\\"host\\\\"' in served_text
+
+
+# -- the probe's own records, relayed ----------------------------------------------------------------
+
+DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo-a.jsonl"
+
+
+class ScriptLink:
+    """A host whose records are the test's: each one put into `records` is received in order (a
+    Link, as the fleet reads a probe's; None ends the link)."""
+
+    failure = None
+
+    def __init__(self, hello: dict[str, Any]) -> None:
+        self.hello = hello
+        self.records: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self.sent: list[dict[str, Any]] = []
+
+    async def open(self) -> None:
+        return None
+
+    async def recv(self) -> dict[str, Any] | None:
+        return await self.records.get()
+
+    async def send(self, message: dict[str, Any]) -> None:
+        self.sent.append(message)
+
+    async def close(self) -> None:
+        return None
+
+
+def demo_records() -> tuple[dict[str, Any], dict[str, Any]]:
+    records = [json.loads(line) for line in DEMO.read_text().splitlines() if line.strip()]
+    hello = next(r for r in records if r["type"] == "hello")
+    return hello, [r for r in records if r["type"] == "sample"][-1]
+
+
+def script_fleet() -> tuple[Fleet, ScriptLink]:
+    hello, _ = demo_records()
+    link = ScriptLink(hello)
+    fleet = Fleet()
+    fleet.add("scripted", lambda: link, interval=5.0)
+    return fleet, link
+
+
+def changed(sample: dict[str, Any], seq: int, util: int) -> dict[str, Any]:
+    """`sample` as the next one: seq and time on, GPU 0's utilization `util`."""
+    gpus = [dict(sample["gpus"][0], util_gpu=util), *sample["gpus"][1:]]
+    return dict(sample, seq=seq, time=sample["time"] + 1, gpus=gpus)
+
+
+async def taken(hub: Served, seq: int) -> None:
+    """Until the fleet holds sample `seq` of the scripted host."""
+
+    async def held() -> None:
+        while (raw := hub.fleet.hosts[0].raw_sample) is None or raw["seq"] != seq:
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(held(), 30)
+
+
+async def samples_until(stream: AsyncIterator[tuple[str, Any]], mirror: Mirror, seq: int) -> list[Any]:
+    """The sample records the stream carries (each taken by `mirror`) until one of `seq`."""
+    got: list[Any] = []
+
+    def wanted(name: str, data: Any) -> bool:
+        mirror.take(name, data)
+        if name == "sample":
+            got.append(data[1])
+        return name == "sample" and data[1]["seq"] == seq
+
+    await asyncio.wait_for(until(stream, wanted), 30)
+    return got
+
+
+async def test_the_probes_deltas_reach_clients_as_sent_and_apply_onto_a_joining_clients_whole():
+    """The hub passes a probe's delta on as it came (a field it repeats unchanged included: the
+    hub makes no delta of its own), hostile text escaped; a client that joins between two deltas
+    gets the merged whole, and the next deltas apply onto it to what the hub holds."""
+    fleet, link = script_fleet()
+    _, first = demo_records()
+    s1 = dict(first, seq=1)
+    s2 = changed(s1, 2, 11)
+    s2["processes"] = [dict(s2["processes"][0], name=HOSTILE), *s2["processes"][1:]]
+    s3 = changed(s2, 3, 12)
+    s4 = changed(s3, 4, 13)
+    deltas = {n: diff(a, b) for n, a, b in ((2, s1, s2), (3, s2, s3), (4, s3, s4))}
+    deltas[3]["host"] = s2["host"]  # the same again: a probe's delta may say it; the hub's diff would not
+    async with served(fleet) as hub, aiohttp.ClientSession() as client:
+        await link.records.put(s1)
+        await taken(hub, 1)
+        async with client.get(f"{hub.url}/api/v1/events") as early:
+            early_mirror, early_stream = Mirror(), frames(early)
+            await samples_until(early_stream, early_mirror, 1)
+            await link.records.put(deltas[2])
+            await taken(hub, 2)
+            async with client.get(f"{hub.url}/api/v1/events") as late:
+                late_mirror, late_stream = Mirror(), frames(late)
+                joined = await samples_until(late_stream, late_mirror, 2)
+                assert "delta" not in joined[-1]  # the whole, deltas merged
+                for seq in (3, 4):
+                    await link.records.put(deltas[seq])
+                late_records = await samples_until(late_stream, late_mirror, 4)
+            early_records = await samples_until(early_stream, early_mirror, 4)
+        held = dict(hub.fleet.hosts[0].raw_sample or {})
+    assert early_records == [deltas[2], deltas[3], deltas[4]]
+    assert late_records == [deltas[3], deltas[4]]
+    assert early_mirror.samples["scripted"] == late_mirror.samples["scripted"] == held
+    assert held["processes"][0]["name"] == HOSTILE
+
+
+async def test_a_delta_the_hubs_intake_refused_never_reaches_clients_a_whole_sample_does_next():
+    """A delta that follows another sample than the one held is refused; the probe's next delta
+    (following the refused one) is refused too; the clients get neither, and the next sample they
+    get is whole (what the probe sends when asked), the deltas after it applied in order."""
+    fleet, link = script_fleet()
+    _, first = demo_records()
+    s1 = dict(first, seq=1)
+    s2, s3 = changed(s1, 2, 21), changed(s1, 3, 22)
+    s4, s5, s6 = changed(s3, 4, 23), changed(s3, 5, 24), changed(s3, 6, 25)
+    stray = dict(diff(s2, s3), delta=99)  # follows a sample the hub never had
+    async with served(fleet) as hub, aiohttp.ClientSession() as client:
+        await link.records.put(s1)
+        await taken(hub, 1)
+        async with client.get(f"{hub.url}/api/v1/events") as response:
+            mirror, stream = Mirror(), frames(response)
+            await samples_until(stream, mirror, 1)
+            for record in (diff(s1, s2), stray, diff(s3, s4), s5, diff(s5, s6)):
+                await link.records.put(record)
+            got = await samples_until(stream, mirror, 6)
+        held = dict(hub.fleet.hosts[0].raw_sample or {})
+    assert [(r["seq"], "delta" in r) for r in got] == [(2, True), (5, False), (6, True)]
+    assert mirror.samples["scripted"] == held
+    assert {"type": "sample", "v": 1, "whole": True} in link.sent  # the fleet asked the probe for one
+
+
+async def test_a_hub_that_starts_after_the_fleets_samples_sends_its_first_sample_whole():
+    """The clients hold nothing the probe's next delta could follow: the hub's first frame of a host's
+    sample is whole, whatever the probe sent; the deltas after it are the probe's."""
+    fleet, link = script_fleet()
+    _, first = demo_records()
+    s1 = dict(first, seq=1)
+    s2, s3 = changed(s1, 2, 31), changed(s1, 3, 32)
+    hub = Hub(fleet, INTERVAL, 60.0)
+    fleet.start()
+    try:
+        await link.records.put(s1)
+        while fleet.hosts[0].raw_sample is None:
+            await asyncio.sleep(0.01)
+        hub.start()
+        cursor = hub.log.end
+        for record in (diff(s1, s2), diff(s2, s3)):
+            await link.records.put(record)
+        while fleet.hosts[0].raw_sample["seq"] != 3:  # type: ignore[index]
+            await asyncio.sleep(0.01)
+        data, _ = hub.log.since(cursor)
+    finally:
+        await hub.stop()
+        await fleet.stop()
+    sent = [json.loads(f.split(b"\ndata: ", 1)[1])[1] for f in data.split(b"\n\n") if b"event: sample" in f]
+    assert [(r["seq"], "delta" in r) for r in sent] == [(2, False), (3, True)]
+    assert sent[1] == diff(s2, s3)
