@@ -25,6 +25,7 @@ from typing import Any
 
 from ..config.hostlist import MAX_HOSTS
 from ..model.textsafe import printable
+from ..text.words import count
 from .base import InventoryError, ResolvedHost, checked
 from .tool import TOOL_TIMEOUT, label, parse_json, run_tool, shown, word
 
@@ -53,7 +54,7 @@ def kube_hosts(selector: str, source: str | None = None) -> list[ResolvedHost]:
         if host is not None:
             hosts.setdefault(host.name, host)
     if not hosts:
-        what = f"{len(items):,} node{'s' if len(items) != 1 else ''}" if items else "no node"
+        what = count(len(items), "node") if items else "no node"
         raise InventoryError(f"{where}: kubectl lists {what}, none with {GPU_RESOURCE} capacity")
     return list(hosts.values())
 
