@@ -7,7 +7,8 @@
 #
 # Writes OUTDIR/gpu_issue37.log: the GPU's facts, tests/gpu whole (the probe reads cgroups through
 # its pod-aware reader now), bench/gpu_serve_check.py (a hub over this GPU: a CUDA job seen, served,
-# attached, stopped for an operator, its memory back), and bench/serve_load.py with the hub pinned
+# attached, stopped for an operator, its memory back), bench/metrics_scrape_hub.py on two cores, and
+# bench/serve_load.py with the hub pinned
 # to two cores and the clients on the others. Every process these start is ended by PID; nothing
 # here changes a GPU setting.
 set -uo pipefail
@@ -25,6 +26,8 @@ cd "$(dirname "$0")/.."
     echo "--- bench/gpu_serve_check.py"
     python3 bench/gpu_serve_check.py
     echo "exit $?"
+    echo "--- bench/metrics_scrape_hub.py (the hub's /metrics at 1,024 hosts), on cores 0-1"
+    taskset -c 0,1 python3 bench/metrics_scrape_hub.py --out-dir "$out" 2>&1 | tail -20
     echo "--- bench/serve_load.py, hub on cores 0-1, clients on 2-15"
     python3 bench/serve_load.py --hub-cpus 0,1 --client-cpus 2-15 --name h100 --out-dir "$out"
     echo "exit $?"
