@@ -9,19 +9,27 @@ reads the hub with it (from the form, or from the address's #token=)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import zipfile
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 
+from gputui import api
+from gputui.fleet.fleet import Fleet
+from gputui.serve.app import Settings, make_app
+from gputui.serve.stream import Hub as FleetHub
 from tests.support.browser import chromium_page
 from tests.support.livedemo import Live, snapshot
 from tests.support.waiting import wait_until
@@ -113,7 +121,7 @@ def test_the_page_shows_the_demo_and_follows_a_clean(hub: tuple[Live, Hub]) -> N
         }
         wait_for(lambda: on_gpu0 & pids_shown(page, "demo-a"), "a holder of demo-a's GPU 0 by its PID")
         assert page.locator("#problem-list li.problem").count() >= 1  # the demo's ghosts
-        assert page.locator("#user-rows tr").count() >= 1
+        wait_for(lambda: page.locator("#user-rows tr").count() >= 1, "the users (summed once a second)")
 
         cleaned = demo.gputui("clean", "--demo", "demo-a:0", "--yes")
         assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
@@ -221,6 +229,93 @@ def _token_and_line(said: str) -> tuple[str, str]:
     token = lines[next(i for i, x in enumerate(lines) if x.startswith("token for lead")) + 1]
     line = next(x for x in lines if re.fullmatch(r"lead viewer [0-9a-f]{64}", x))
     return token, line
+
+
+# -- a large fleet: a hub of replayed hosts (the serve package on a loop of its own, in a thread) --
+
+DEMO_A = Path(__file__).resolve().parents[1] / "fixtures" / "demo-a.jsonl"
+
+
+def demo_records() -> list[dict[str, Any]]:
+    """demo-a's recorded hello and samples (whole: the recording's first sample, then the rest)."""
+    return [r for r in api.load_recording(DEMO_A) if r["type"] in ("hello", "sample")]
+
+
+@contextmanager
+def replay_hub(hosts: dict[str, list[dict[str, Any]]], rate: float = 2.0) -> Iterator[str]:
+    """A real hub (aiohttp app, Hub, Fleet) over ReplayLinks playing `hosts`' records over and over
+    at `rate` records a second, on 127.0.0.1 and a free port, its loop in a thread; its URL."""
+    ready: list[str] = []
+    started = threading.Event()
+    stop: list[asyncio.Event] = []
+
+    async def serve() -> None:
+        fleet = Fleet()
+        for name, records in hosts.items():
+            fleet.add(name, lambda r=records: api.ReplayLink(r, loop=True, rate=rate), interval=1.0)
+        hub = FleetHub(fleet, 1.0, 60.0)
+        runner = web.AppRunner(make_app(Settings(connections=64), hub), access_log=None, shutdown_timeout=0.5)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        fleet.start()
+        hub.start()
+        stop.append(asyncio.Event())
+        host, port = runner.addresses[0][:2]
+        ready.append(f"http://{host}:{port}")
+        started.set()
+        try:
+            await stop[0].wait()
+        finally:
+            await runner.cleanup()
+            await hub.stop()
+            await fleet.stop()
+
+    def run() -> None:
+        try:
+            loop.run_until_complete(serve())
+        finally:
+            started.set()  # a hub that failed to start is not waited for
+
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        assert started.wait(PATIENCE) and ready, "the hub did not start"
+        yield ready[0]
+    finally:
+        if stop:
+            loop.call_soon_threadsafe(stop[0].set)
+        thread.join(PATIENCE)
+        loop.close()
+
+
+def test_a_large_fleet_is_drawn_where_it_is_seen_and_filtered_whole() -> None:
+    """300 hosts: the cards on screen are drawn and the ones far below are not built until scrolled
+    to (the page builds what is seen, whatever the fleet's size); the filter finds a host far down
+    the list, counts over the whole fleet, and clearing it brings every host back."""
+    records = demo_records()
+    names = [f"h{i:03d}" for i in range(300)]
+    with replay_hub({name: records for name in names}) as url, chromium_page() as page:
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(url + "/")
+        wait_for(lambda: page.inner_text("#host-count") == "300", "every host counted")
+        wait_for(lambda: page.locator('article[data-host="h000"] tr[data-pid]').count() > 0, "h000 drawn")
+        assert len(page.eval_on_selector_all("article.host", "ns => ns.map(n => n.dataset.host)")) == 300
+        last = 'article[data-host="h299"]'
+        assert page.locator(last + " div.gpu").count() == 0  # far below: its name only, for now
+        page.locator(last).scroll_into_view_if_needed()
+        wait_for(lambda: page.locator(last + " tr[data-pid]").count() > 0, "h299 drawn once scrolled to")
+        page.evaluate("window.scrollTo(0, 0)")
+
+        page.fill("#filter", "host:h29*")
+        wait_for(lambda: page.inner_text("#host-count") == "10 of 300", "the count over the whole fleet")
+        wait_for(lambda: shown_hosts(page) == names[290:], "the hosts far down the list, and only they")
+        wait_for(lambda: page.locator(last + " tr[data-pid]").count() > 0, "a matched host drawn")
+        page.fill("#filter", "")
+        wait_for(lambda: page.inner_text("#host-count") == "300", "every host again")
+        assert len(shown_hosts(page)) == 300
+        assert not errors
 
 
 def test_the_page_has_its_files_in_the_wheel(tmp_path: Path) -> None:

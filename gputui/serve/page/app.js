@@ -130,7 +130,7 @@
 
   function newHost(name) {
     return { name, status: "connecting", reason: null, message: null, group: "", read_only: false,
-      hello: null, sample: null, history: new Map(), idleSince: new Map(), node: null, dirty: true };
+      hello: null, sample: null, history: new Map(), idleSince: new Map(), node: null, matched: true };
   }
   function host(name) {
     let h = state.hosts.get(name);
@@ -335,13 +335,29 @@
     };
   }
 
-  // -- drawing: batched per animation frame, only the hosts that changed ------------------------
-  const view = { dirty: new Set(), everything: true, problems: true, orderChanged: true, scheduled: false };
+  // -- drawing: batched per animation frame, only the cards that changed and can be seen ----------
+  // At a thousand hosts every card changes every second: building them all would hold the main
+  // thread for the whole second. A card keeps its element for the page's life; its contents are
+  // built when its host changed AND it is on (or near) the screen (an IntersectionObserver says
+  // which), else when it scrolls into view. Whether a card matches the filter is computed for every
+  // changed host (no DOM: the list's layout and count depend on it), within a time budget a frame,
+  // so that typing in the filter box answers in the next frame however large the fleet.
+  const MATCH_BUDGET = 8; // ms of filter matching a frame; what is left waits for the next frame
+  const DRAW_BUDGET = 12; // ms of building cards a frame (the cards on screen come first)
+  const SLOW_EVERY = 1000; // ms between redraws of what sums the whole fleet (users, the count)
+  const view = {
+    dirty: new Set(), // hosts whose card is out of date
+    unmatched: new Set(), // hosts whose match against the filter is out of date
+    near: new Set(), // hosts whose card is on or near the screen
+    everything: true, problems: true, orderChanged: true, requeried: false, slowAt: -Infinity, slowDue: true,
+    slowTimer: 0, scheduled: false, observer: null,
+  };
   const $ = (id) => document.getElementById(id);
 
   function touch(h) {
-    h.dirty = true;
     view.dirty.add(h.name);
+    if (!state.query.empty) view.unmatched.add(h.name);
+    view.slowDue = true;
     schedule();
   }
   function schedule() {
@@ -351,71 +367,136 @@
   }
   function draw() {
     view.scheduled = false;
-    const list = $("host-list");
-    if (view.everything) {
-      list.replaceChildren();
-      for (const h of state.hosts.values()) h.node = null;
-      view.orderChanged = true;
-    }
-    const all = view.everything;
-    for (const name of all ? state.order : view.dirty) {
-      const h = state.hosts.get(name);
-      if (h) drawHost(h);
-    }
-    if (view.orderChanged) {
-      const frag = document.createDocumentFragment();
-      for (const name of state.order) {
-        const h = state.hosts.get(name);
-        if (h && h.node) frag.appendChild(h.node);
-      }
-      list.replaceChildren(frag);
-    }
-    if (view.problems || all) drawProblems();
-    if (all || view.dirty.size) drawUsers();
-    drawCounts();
-    view.dirty.clear();
+    if (view.everything) startOver();
+    if (view.orderChanged) placeCards();
+    matchSome(performance.now() + MATCH_BUDGET);
+    const drawn = drawSome(performance.now() + DRAW_BUDGET);
+    if (view.problems) drawProblems();
+    drawSlow();
     view.everything = view.problems = view.orderChanged = false;
+    if (view.unmatched.size || !drawn) schedule();
+  }
+  /** What sums the whole fleet: at once when a new filter has been matched through, else at most
+   * once a second while hosts stream. */
+  function drawSlow() {
+    if (view.unmatched.size || !view.slowDue) return;
+    const wait = view.requeried ? 0 : view.slowAt + SLOW_EVERY - performance.now();
+    if (wait > 0) {
+      if (!view.slowTimer) view.slowTimer = setTimeout(() => ((view.slowTimer = 0), schedule()), wait);
+      return;
+    }
+    drawUsers();
+    drawCounts();
+    view.slowAt = performance.now();
+    view.slowDue = view.requeried = false;
+  }
+  /** A whole new state (the hub said hello again): every card made anew. */
+  function startOver() {
+    if (view.observer) view.observer.disconnect();
+    view.observer = new IntersectionObserver(onSeen, { rootMargin: "100% 0px" });
+    view.near.clear();
+    $("host-list").replaceChildren();
+    view.orderChanged = true;
+    view.slowDue = true;
+  }
+  /** Cards come into view (drawn in the next frame if out of date) or leave it. */
+  function onSeen(entries) {
+    for (const entry of entries) {
+      const name = entry.target.dataset.host;
+      if (entry.isIntersecting) view.near.add(name);
+      else view.near.delete(name);
+    }
+    schedule();
+  }
+  /** The out-of-date cards on or near the screen, those on it first, until `deadline`; false when
+   * some are left for the next frame. */
+  function drawSome(deadline) {
+    const bottom = window.innerHeight;
+    const waiting = [...view.near].filter((name) => view.dirty.has(name) && state.hosts.has(name));
+    const onScreen = (name) => {
+      const box = state.hosts.get(name).node.getBoundingClientRect();
+      return box.bottom >= 0 && box.top <= bottom;
+    };
+    if (waiting.length > 1) waiting.sort((a, b) => onScreen(b) - onScreen(a));
+    for (const name of waiting) {
+      if (performance.now() >= deadline) return false;
+      drawHost(state.hosts.get(name));
+    }
+    return true;
+  }
+  function placeCards() {
+    const frag = document.createDocumentFragment();
+    for (const name of state.order) {
+      const h = state.hosts.get(name);
+      if (!h) continue;
+      if (!h.node) {
+        h.node = el("article", "host", null, el("header", "host-head", null, el("h3", "host-name", h.name)));
+        h.node.dataset.host = h.name;
+        h.node.hidden = !h.matched;
+        view.observer.observe(h.node);
+      }
+      frag.appendChild(h.node);
+    }
+    $("host-list").replaceChildren(frag);
+  }
+  /** The filter against the hosts whose data or the filter changed, until `deadline`. */
+  function matchSome(deadline) {
+    for (const name of view.unmatched) {
+      const h = state.hosts.get(name);
+      view.unmatched.delete(name);
+      if (!h) continue;
+      const matched = matchesHost(h);
+      if (matched !== h.matched) {
+        h.matched = matched;
+        view.dirty.add(name);
+        view.slowDue = true;
+      }
+      if (h.node) h.node.hidden = !matched;
+      if (performance.now() >= deadline) return;
+    }
+  }
+  function matchesHost(h) {
+    const q = state.query;
+    if (q.empty) return true;
+    const gpus = (h.sample && h.sample.gpus) || [];
+    if (gpus.length === 0 && q.matches(hostSubject(h))) return true;
+    if (gpus.some((gpu) => q.matches(gpuSubject(h, gpu)))) return true;
+    return procs(h).some((p) => !procGpus(p).length && q.matches(procSubject(h, p, null)));
   }
 
   function drawCounts() {
     let shown = 0;
-    for (const h of state.hosts.values()) if (h.node && !h.node.hidden) shown++;
+    for (const h of state.hosts.values()) if (h.matched) shown++;
     const total = state.hosts.size;
     $("host-count").textContent = state.query.empty ? `${total}` : `${shown} of ${total}`;
   }
 
   function drawHost(h) {
-    h.dirty = false;
-    const node = el("article", "host status-" + cssWord(h.status));
-    node.dataset.host = h.name;
+    view.dirty.delete(h.name);
+    const node = h.node;
+    if (!node) return;
+    node.className = "host status-" + cssWord(h.status);
     const head = el("header", "host-head", null, el("h3", "host-name", h.name), el("span", "badge", h.status));
     if (h.group) head.appendChild(el("span", "group", h.group));
     if (h.read_only) head.appendChild(el("span", "tag", "read-only"));
     const why = [h.reason, h.message].filter(Boolean).join(": ");
     if (why) head.appendChild(el("span", "why", why));
-    node.appendChild(head);
+    const parts = [head];
     const gpus = (h.sample && h.sample.gpus) || [];
     const q = state.query;
-    let matched = q.empty || (gpus.length === 0 && q.matches(hostSubject(h)));
-    for (const gpu of gpus) {
-      if (!q.empty && !q.matches(gpuSubject(h, gpu))) continue;
-      matched = true;
-      node.appendChild(drawGpu(h, gpu));
-    }
+    for (const gpu of gpus) if (q.empty || q.matches(gpuSubject(h, gpu))) parts.push(drawGpu(h, gpu));
     // Holders on no one GPU (a device file held by an unattributed process, a monitor): listed
     // under the host, as the dashboard's process table lists every process.
     const loose = procs(h).filter((p) => !procGpus(p).length && (q.empty || q.matches(procSubject(h, p, null))));
     if (loose.length) {
-      matched = true;
-      node.appendChild(el("div", "gpu loose", null, el("div", "gpu-head", null, el("span", "gpu-index", "on no one GPU")), procTable(h, loose, null)));
+      parts.push(el("div", "gpu loose", null, el("div", "gpu-head", null, el("span", "gpu-index", "on no one GPU")), procTable(h, loose, null)));
     }
     if (!gpus.length) {
       const error = h.hello && h.hello.error;
-      node.appendChild(el("p", "empty", error ? `no GPU: ${error.code}` : h.sample ? "no GPU" : "no sample yet"));
+      parts.push(el("p", "empty", error ? `no GPU: ${error.code}` : h.sample ? "no GPU" : "no sample yet"));
     }
-    node.hidden = !matched;
-    if (h.node && h.node.parentNode) h.node.replaceWith(node);
-    h.node = node;
+    node.replaceChildren(...parts);
+    node.hidden = !h.matched;
   }
   const cssWord = (word) => String(word).replace(/[^a-z-]/g, "");
 
@@ -551,7 +632,11 @@
       $("filter").setAttribute("aria-invalid", "true");
       return; // the last filter that could be read stays
     }
-    view.everything = true;
+    for (const name of state.order) {
+      view.unmatched.add(name);
+      view.dirty.add(name); // which GPUs and processes a card lists depends on the filter
+    }
+    view.requeried = view.slowDue = true;
     schedule();
   }
 
