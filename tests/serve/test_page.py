@@ -10,6 +10,7 @@ reads the hub with it (from the form, or from the address's #token=)."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import os
 import re
@@ -316,6 +317,61 @@ def test_a_large_fleet_is_drawn_where_it_is_seen_and_filtered_whole() -> None:
         wait_for(lambda: page.inner_text("#host-count") == "300", "every host again")
         assert len(shown_hosts(page)) == 300
         assert not errors
+
+
+HOSTILE_EVENT = "GPU 0 clean <img src=x onerror=window.__pwned=3>\x1b[31m"
+LONG_ARGS = [
+    "/srv/very/long/path/to/some/virtual/env/bin/python3",
+    "-u",
+    "/tmp/gputui-sim-abcdef12/bin/train.py",
+]
+
+
+def dressed_records() -> list[dict[str, Any]]:
+    """demo-a's records with GPU 0 in a pod, its first user process given a long command line
+    (interpreter and script by absolute paths), and a plan's start, a working step and its verdict
+    after the first sample (a plan a hostile probe words as markup)."""
+    records = copy.deepcopy(demo_records())
+    for record in records:
+        if record["type"] == "sample":
+            record["gpus"][0]["pod"] = "ml-team/llama-train-0"
+            user = next(p for p in record["processes"] if p["kind"] == "user")
+            user["command"] = [*LONG_ARGS, "--lr", "3e-4"]
+    first = next(i for i, r in enumerate(records) if r["type"] == "sample")
+    event = {"type": "event", "v": 1, "plan": "p7", "time": records[first]["time"], "pid": None,
+             "start_time": None, "signal": None, "data": {}}  # fmt: skip
+    steps = [
+        dict(event, stage="accepted", result="accepted", gpu=None, message="clean GPU 0"),
+        dict(event, stage="signal", result="sent", gpu=None, message="SIGTERM -> 4121"),
+        dict(event, stage="verdict", result="clean", gpu=0, message=HOSTILE_EVENT),
+    ]
+    return [*records[: first + 1], *steps, *records[first + 1 :]]
+
+
+def test_commands_as_the_dashboard_shows_them_a_plans_actions_and_a_gpus_pod() -> None:
+    """A command line reads as the dashboard's process table shows it (`python3 -u .../train.py`:
+    the interpreter's and the script's paths are noise), the whole line kept as the row's tooltip;
+    a plan's start and verdict are in the actions strip (not its working steps), its hostile message
+    shown literally with the escape character escaped; a GPU in a pod says so."""
+    with replay_hub({"gpu-a": dressed_records()}, rate=20.0) as url, chromium_page() as page:
+        page.goto(url + "/")
+        cell = page.locator('article[data-host="gpu-a"] tr[data-pid] td:last-child', has_text="train.py")
+        wait_for(lambda: cell.count() > 0, "the long command's row")
+        shown = cell.first.inner_text()
+        assert shown.startswith("python3 -u .../train.py --lr 3e-4"), shown
+        assert cell.first.get_attribute("title") == " ".join([*LONG_ARGS, "--lr", "3e-4"])
+        assert page.evaluate("gputuiPage.briefCommand(['/usr/bin/python', '/short/x.py', '/'])") == (
+            "python /short/x.py /"
+        )
+        wait_for(lambda: page.locator("#action-list li").count() >= 2, "the plan's start and verdict")
+        assert page.is_visible("#actions")
+        actions = page.inner_text("#action-list")
+        assert "started" in actions and "verdict clean" in actions and "SIGTERM" not in actions
+        assert "GPU 0 clean <img src=x onerror=window.__pwned=3>\\e[31m" in actions
+        assert page.locator("img").count() == 0 and page.evaluate("window.__pwned") is None
+        pod = page.locator('article[data-host="gpu-a"] div.gpu[data-gpu="0"] .gpu-pod')
+        wait_for(lambda: pod.count() == 1, "GPU 0's pod")
+        assert pod.inner_text() == "pod ml-team/llama-train-0"
 
 
 def test_the_page_has_its_files_in_the_wheel(tmp_path: Path) -> None:

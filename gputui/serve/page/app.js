@@ -39,6 +39,26 @@
     return node;
   }
 
+  // A command line as people say it (gputui/probe/common.py `brief_command`, the dashboard's rule):
+  // the program's base name, absolute paths longer than 32 characters cut to ".../name"
+  // (`/opt/venv/bin/python -S /tmp/x/bin/train.py` -> `python -S .../train.py`).
+  const PATH_ROOM = 32;
+  const baseName = (path) => path.slice(path.lastIndexOf("/") + 1);
+  function briefCommand(command) {
+    if (!Array.isArray(command) || !command.length) return "";
+    const words = command.map(String);
+    const out = [baseName(words[0]) || words[0]];
+    for (const arg of words.slice(1)) {
+      out.push(arg.startsWith("/") && arg.length > PATH_ROOM && baseName(arg) ? ".../" + baseName(arg) : arg);
+    }
+    return out.join(" ");
+  }
+  /** The whole of an untrusted text as a tooltip: a property, never markup; escaped as shown. */
+  function titled(node, text) {
+    node.title = printable(text);
+    return node;
+  }
+
   const GIB = 2 ** 30;
   function bytes(n) {
     if (n === null || n === undefined) return "–";
@@ -124,6 +144,7 @@
     order: [],
     problems: [],
     problemStates: new Map(), // "host/gpu" (gpu "" for the host's own) -> Set of states
+    actions: [], // the last plans' starts and verdicts, {host, record}, oldest first
     query: GputuiFilter.parse(""),
     connection: "connecting",
   };
@@ -148,7 +169,8 @@
     state.order = [];
     state.problems = [];
     state.problemStates = new Map();
-    view.everything = true;
+    state.actions = [];
+    view.everything = view.actions = true;
   }
 
   function onHub(record) {
@@ -206,6 +228,17 @@
     }
     state.problemStates = states;
     view.problems = true;
+  }
+
+  /** A plan's progress: its start and its verdicts are kept for the actions strip (the other
+   * stages are the plan's working steps: the dashboard's action log shows those). */
+  const ACTION_STAGES = ["accepted", "verdict", "done"];
+  const ACTIONS_KEPT = 20;
+  function onEvent([name, record]) {
+    if (!record || typeof record !== "object" || !ACTION_STAGES.includes(record.stage)) return;
+    state.actions.push({ host: name, record });
+    if (state.actions.length > ACTIONS_KEPT) state.actions.shift();
+    view.actions = true;
   }
 
   /** A sample's readings into the sparklines, and the idle streaks of its holders. */
@@ -349,7 +382,7 @@
     dirty: new Set(), // hosts whose card is out of date
     unmatched: new Set(), // hosts whose match against the filter is out of date
     near: new Set(), // hosts whose card is on or near the screen
-    everything: true, problems: true, orderChanged: true, requeried: false, slowAt: -Infinity, slowDue: true,
+    everything: true, problems: true, actions: true, orderChanged: true, requeried: false, slowAt: -Infinity, slowDue: true,
     slowTimer: 0, scheduled: false, observer: null,
   };
   const $ = (id) => document.getElementById(id);
@@ -372,8 +405,9 @@
     matchSome(performance.now() + MATCH_BUDGET);
     const drawn = drawSome(performance.now() + DRAW_BUDGET);
     if (view.problems) drawProblems();
+    if (view.actions) drawActions();
     drawSlow();
-    view.everything = view.problems = view.orderChanged = false;
+    view.everything = view.problems = view.orderChanged = view.actions = false;
     if (view.unmatched.size || !drawn) schedule();
   }
   /** What sums the whole fleet: at once when a new filter has been matched through, else at most
@@ -522,6 +556,10 @@
       spark(points.util, "util", "utilization, last readings"),
       spark(points.memory, "mem", "memory, last readings"),
     );
+    for (const field of ["pod", "job"]) {
+      const value = gpu[field];
+      if (typeof value === "string" || num(value)) head.appendChild(titled(el("span", "tag gpu-" + field, `${field} ${value}`), `${field} ${value}`));
+    }
     if (states && states.size) head.appendChild(el("span", "gpu-problems", [...states].join(", ")));
     box.appendChild(head);
     const list = procs(h).filter((p) => procGpus(p).includes(gpu.index));
@@ -537,8 +575,11 @@
     const body = el("tbody");
     for (const p of list) {
       const held = !p.gpu_memory ? null : index === null ? null : p.gpu_memory[String(index)];
-      const command = Array.isArray(p.command) && p.command.length ? p.command.join(" ") : p.name || "";
-      const tr = row("td", [p.pid, p.kind, p.user === null || p.user === undefined ? "?" : p.user, p.job || "", bytes(held), command]);
+      const full = Array.isArray(p.command) && p.command.length ? p.command.map(String).join(" ") : "";
+      const command = full ? briefCommand(p.command) : p.name ? `[${p.name}]` : "";
+      const where = [p.job, p.container].filter((v) => v !== null && v !== undefined && v !== "").join(" · ");
+      const tr = row("td", [p.pid, p.kind, p.user === null || p.user === undefined ? "?" : p.user, where, bytes(held), command]);
+      if (full) titled(tr.lastChild, full);
       tr.className = "kind-" + cssWord(p.kind);
       tr.dataset.pid = String(p.pid);
       const idle = idleOf(h, p);
@@ -586,6 +627,25 @@
     if (!rows.length) rows.push(el("li", "none", state.hub ? "no problems" : "waiting for the hub…"));
     list.replaceChildren(...rows);
     $("problem-count").textContent = String(state.problems.length);
+  }
+
+  /** The actions strip: the last plans' starts and verdicts, the newest first; hidden when none. */
+  function drawActions() {
+    const rows = state.actions
+      .slice()
+      .reverse()
+      .map(({ host: name, record }) => {
+        const where = record.gpu === null || record.gpu === undefined ? name : `${name} GPU ${record.gpu}`;
+        const what = record.stage === "accepted" ? "started" : `${record.stage} ${record.result || ""}`.trim();
+        const when = num(record.time) ? new Date(record.time * 1000).toLocaleTimeString() : "";
+        const li = el("li", "action stage-" + cssWord(record.stage), null,
+          el("span", "when", when), el("span", "where", where), el("span", "plan", `plan ${record.plan || "?"}`),
+          el("span", "what result-" + cssWord(record.result || ""), what), el("span", "message", record.message || ""));
+        li.dataset.host = name;
+        return titled(li, record.message || "");
+      });
+    $("action-list").replaceChildren(...rows);
+    $("actions").hidden = !rows.length;
   }
 
   /** GPUs, memory and processes per user over the live hosts (views/problems.py `user_usage`). */
@@ -716,7 +776,7 @@
   }
 
   const HANDLERS = { hub: onHub, host: onHost, hello: onHello, sample: onSample, problems: onProblems,
-    reset: dropEverything, event: () => {} };
+    reset: dropEverything, event: onEvent };
   function dispatch(event, text) {
     const handler = HANDLERS[event];
     if (!handler) return; // a frame of a later protocol: not ours to read
@@ -763,7 +823,7 @@
     connect();
   }
   // What the tests ask of the page (nothing here acts on the hub).
-  window.gputuiPage = { state, printable, applyDelta, DeltaError };
+  window.gputuiPage = { state, printable, briefCommand, applyDelta, DeltaError };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
 })();
