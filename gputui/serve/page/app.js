@@ -606,10 +606,15 @@
     t.textContent = title;
     svg.appendChild(t);
     if (values.length > 1) {
-      const line = document.createElementNS(SVG, "polyline");
+      // the newest reading at the right edge; the area under the line filled, so that a flat line
+      // at 100 % (a busy GPU) or 0 % still reads as a level
       const start = HISTORY - values.length;
-      line.setAttribute("points", values.map((v, i) => `${start + i},${100 - Math.max(0, Math.min(100, Number(v) || 0))}`).join(" "));
-      svg.appendChild(line);
+      const points = values.map((v, i) => `${start + i},${100 - Math.max(0, Math.min(100, Number(v) || 0))}`);
+      const area = document.createElementNS(SVG, "polygon");
+      area.setAttribute("points", `${start},100 ${points.join(" ")} ${HISTORY - 1},100`);
+      const line = document.createElementNS(SVG, "polyline");
+      line.setAttribute("points", points.join(" "));
+      svg.append(area, line);
     }
     return svg;
   }
