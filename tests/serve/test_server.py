@@ -27,6 +27,7 @@ from gputui.config.file import HostSpec
 from gputui.fleet.fleet import Fleet
 from gputui.probe.delta import apply, diff
 from gputui.probe.readers.sim import SimReader
+from gputui.probe.wire import MAX_PROCESSES
 from gputui.serve.app import CSP, Settings, make_app
 from gputui.serve.stream import FLUSH_EVERY, Hub, Log
 from gputui.serve.tokens import Holder, Tokens, digest
@@ -585,3 +586,32 @@ async def test_a_hub_that_starts_after_the_fleets_samples_sends_its_first_sample
     sent = [json.loads(f.split(b"\ndata: ", 1)[1])[1] for f in data.split(b"\n\n") if b"event: sample" in f]
     assert [(r["seq"], "delta" in r) for r in sent] == [(2, False), (3, True)]
     assert sent[1] == diff(s2, s3)
+    assert hub.feeds["scripted"].wholes == 1
+
+
+async def test_a_delta_the_fleet_took_past_its_bounds_reaches_clients_as_the_whole_it_holds():
+    """A delta that brings more processes than the app keeps is taken the general way, cut to the
+    bound: the clients get that cut sample whole, not the delta (which would give them more than
+    the hub holds), and nothing the fleet refuses after it."""
+    fleet, link = script_fleet()
+    _, first = demo_records()
+    s1 = dict(first, seq=1)
+    many = [{"pid": 100_000 + i, "start_time": i, "name": f"w{i}"} for i in range(MAX_PROCESSES)]
+    s2 = dict(changed(s1, 2, 41), processes=s1["processes"] + many)
+    s3 = changed(s2, 3, 42)
+    async with served(fleet) as hub, aiohttp.ClientSession() as client:
+        await link.records.put(s1)
+        await taken(hub, 1)
+        async with client.get(f"{hub.url}/api/v1/events") as response:
+            mirror, stream = Mirror(), frames(response)
+            await samples_until(stream, mirror, 1)
+            await link.records.put(diff(s1, s2))
+            await link.records.put(diff(s2, s3))  # refused: the fleet holds no keyed sample now
+            await link.records.put(dict(s1, seq=4))  # whole again
+            got = await samples_until(stream, mirror, 4)
+        held = dict(hub.fleet.hosts[0].raw_sample or {})
+    assert [(r["seq"], "delta" in r, len(r["processes"])) for r in got] == [
+        (2, False, MAX_PROCESSES),
+        (4, False, len(s1["processes"])),
+    ]
+    assert mirror.samples["scripted"] == held
