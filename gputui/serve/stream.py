@@ -6,8 +6,8 @@ One `Hub` listens to the fleet (on its loop). Each change becomes one frame, byt
 - a hello, a plan's event, a change of a host's status;
 - the fleet's problems, worked out at most once a second and sent only when they changed.
 Frames go into one shared log (`Log`): a bounded window of the latest frames, by count and bytes.
-Each client is a cursor into it; a client whose cursor fell out of the window (it read too slowly)
-gets `reset` and the whole state again. A client's own memory is its socket's buffer and the write
+Each client is a cursor into it, woken once a tick (FLUSH_EVERY) to write what came meanwhile; a
+client whose cursor fell out of the window (it read too slowly) gets `reset` and the whole state again. A client's own memory is its socket's buffer and the write
 it waits on: the state is written in chunks, each awaited, so a reader that stops holds one chunk.
 """
 
