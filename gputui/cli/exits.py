@@ -16,8 +16,16 @@ codes"). One number may carry a different word per command: the enum's aliases s
                   (TERMINATED)
 """
 
+from __future__ import annotations
+
+import contextlib
 import enum
 import signal
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # only for the annotation: the quick commands that import exits start no loop
+    import asyncio
 
 
 def killed_by(signum: int) -> int:
@@ -54,3 +62,22 @@ class Exit(enum.IntEnum):
 # The commands that run until stopped (snapshot --watch, record): Ctrl+C is how they are meant to
 # end (OK); another signal ends them with the status a shell reports for it.
 STOPS = {signal.SIGINT: Exit.OK, signal.SIGTERM: Exit.TERMINATED, signal.SIGHUP: Exit.HANGUP}
+
+
+@contextlib.contextmanager
+def stop_signals(
+    loop: asyncio.AbstractEventLoop, on_stop: Callable[[signal.Signals], object]
+) -> Iterator[None]:
+    """`on_stop(sig)` for each of STOPS' signals that comes while inside, the handlers removed after.
+    Off the main thread (a command run by a test's thread) a loop takes no signal handler: none is
+    set there, and the command ends another way."""
+    handled: list[signal.Signals] = []
+    for sig in STOPS:
+        with contextlib.suppress(ValueError, RuntimeError, OSError):
+            loop.add_signal_handler(sig, on_stop, sig)
+            handled.append(sig)
+    try:
+        yield
+    finally:
+        for sig in handled:
+            loop.remove_signal_handler(sig)

@@ -19,11 +19,10 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
-import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,7 @@ from ..config.file import load
 from ..fleet.fleet import Fleet
 from ..model.textsafe import printable
 from ..views.metrics import FleetCollector, all_heard, registry
-from .exits import Exit
+from .exits import Exit, stop_signals
 from .exportserver import CONNECTIONS, ExportServer, WsgiApp, bind
 from .fleets import build_fleet, resolve_hosts
 from .streams import fail, say
@@ -45,9 +44,6 @@ from .streams import fail, say
 # on Python 3.10), it cancelled the request, or it has stopped.
 UNANSWERED = (TimeoutError, concurrent.futures.TimeoutError, concurrent.futures.CancelledError, RuntimeError)
 ON_LOOP_TIMEOUT = 10.0  # seconds a scrape waits for the loop to build the families
-# How an export ends: an orderly stop (the probes stopped) on SIGINT, SIGTERM (a service manager's
-# stop, the usual end of an exporter) and SIGHUP, all with exit 0.
-STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 ROUTES = (
     "gputui export: /metrics (Prometheus text), /-/ready (200 once every host is heard from), /-/healthy\n"
 )
@@ -208,20 +204,6 @@ class Ready:
         return self.ready
 
 
-@contextlib.contextmanager
-def _stops(loop: asyncio.AbstractEventLoop, stopped: asyncio.Event) -> Iterator[None]:
-    handled = []
-    for sig in STOPS:
-        with contextlib.suppress(ValueError, RuntimeError, OSError):  # not the main thread
-            loop.add_signal_handler(sig, stopped.set)
-            handled.append(sig)
-    try:
-        yield
-    finally:
-        for sig in handled:
-            loop.remove_signal_handler(sig)
-
-
 async def run_export(args: argparse.Namespace, fleet: Fleet) -> int:
     """The command, once its arguments are checked (usage_problem) and its fleet built."""
     loop = asyncio.get_running_loop()
@@ -240,7 +222,9 @@ async def run_export(args: argparse.Namespace, fleet: Fleet) -> int:
     stopped = asyncio.Event()
     textfile = Path(args.textfile) if args.textfile else None
     thread: threading.Thread | None = None
-    with _stops(loop, stopped):
+    # An orderly stop (the probes stopped) on SIGINT, SIGTERM (a service manager's stop, the usual end
+    # of an exporter) and SIGHUP, all with exit 0.
+    with stop_signals(loop, lambda _sig: stopped.set()):
         fleet.start()
         try:
             if server is not None:

@@ -33,7 +33,7 @@ from ..model.textsafe import printable
 from ..recording.format import MIN_MAX_BYTES, RecordingError, RecordingWriter, offset_words
 from ..transport import make_link
 from ..transport.base import Link, TransportError
-from .exits import STOPS, Exit
+from .exits import STOPS, Exit, stop_signals
 from .fleets import resolve_hosts
 from .streams import warn
 
@@ -232,20 +232,15 @@ class _Stops:
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
         self.code = int(Exit.OK)
-        self.loop = asyncio.get_running_loop()
-        self.handled: list[signal.Signals] = []
-        for sig in STOPS:
-            with contextlib.suppress(ValueError, RuntimeError, OSError):
-                self.loop.add_signal_handler(sig, self._on_signal, sig)
-                self.handled.append(sig)
+        self.signals = contextlib.ExitStack()
+        self.signals.enter_context(stop_signals(asyncio.get_running_loop(), self._on_signal))
 
     def _on_signal(self, sig: signal.Signals) -> None:
         self.code = STOPS[sig]
         self.recorder.stop("interrupted" if sig == signal.SIGINT else "signal")
 
     def remove(self) -> None:
-        for sig in self.handled:
-            self.loop.remove_signal_handler(sig)
+        self.signals.close()
 
 
 async def _until_stopped(

@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import ipaddress
-import signal
 import ssl
-from collections.abc import Iterator
 from pathlib import Path
 
 from aiohttp import web
@@ -29,13 +26,12 @@ from ..serve.app import Settings, make_app
 from ..serve.stream import Hub
 from ..serve.tokens import TokenError, Tokens, check_name, new_token, token_line
 from ..serve.tokens import load as load_tokens
-from .exits import Exit
+from .exits import Exit, stop_signals
 from .exportserver import BACKLOG
 from .fleets import build_fleet, resolve_hosts
 from .options import idle_after
 from .streams import fail, say
 
-STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 SHUTDOWN = 1.0  # seconds the open streams get to end when the hub stops
 
 
@@ -115,20 +111,6 @@ def url(runner: web.AppRunner, tls: bool) -> str:
     return f"{'https' if tls else 'http'}://{shown}:{port}/"
 
 
-@contextlib.contextmanager
-def _stops(loop: asyncio.AbstractEventLoop, stopped: asyncio.Event) -> Iterator[None]:
-    handled = []
-    for sig in STOPS:
-        with contextlib.suppress(ValueError, RuntimeError, OSError):  # not the main thread
-            loop.add_signal_handler(sig, stopped.set)
-            handled.append(sig)
-    try:
-        yield
-    finally:
-        for sig in handled:
-            loop.remove_signal_handler(sig)
-
-
 async def serve(
     args: argparse.Namespace, fleet: Fleet, hub: Hub, settings: Settings, context: ssl.SSLContext | None
 ) -> int:
@@ -146,7 +128,7 @@ async def serve(
             say(f"gputui: --listen {printable(host)}:{port}: {exc.strerror or exc}")
             return Exit.USAGE
         stopped = asyncio.Event()
-        with _stops(asyncio.get_running_loop(), stopped):
+        with stop_signals(asyncio.get_running_loop(), lambda _sig: stopped.set()):
             fleet.start()
             hub.start()
             try:

@@ -27,7 +27,7 @@ from ..text.words import no_gpu_words, terminal_size
 from ..views.filter import Query, parse
 from ..views.narrow import Narrowing, narrow
 from ..views.report import SCHEMA_VERSION, as_json, dumps, host_status, render
-from .exits import Exit, killed_by
+from .exits import STOPS, Exit, stop_signals
 from .fleets import build_fleet, resolve_hosts
 from .options import INTERVALS, filter_text, filter_words, idle_after, unknown_gpu_host
 from .streams import fail, for_a_person, warn
@@ -110,13 +110,6 @@ async def take(fleet: Fleet, timeout: float) -> list[HostView]:
     return fleet.hosts
 
 
-# How a watch ends: SIGINT (Ctrl+C) is the usual way, and quiet (exit 0); SIGTERM and SIGHUP end it
-# the same orderly way (the probes stopped), with the shell's usual status for them.
-STOPS = {
-    signal.SIGINT: Exit.OK,
-    signal.SIGTERM: killed_by(signal.SIGTERM),
-    signal.SIGHUP: killed_by(signal.SIGHUP),
-}
 HOME, CLEAR_LINE, CLEAR_BELOW, CLEAR_SCREEN = "\x1b[H", "\x1b[K", "\x1b[J", "\x1b[2J"
 
 
@@ -142,16 +135,15 @@ async def watch(
     stopped = asyncio.Event()
     code = 0
 
-    def stop(status: int) -> None:
+    # How a watch ends: SIGINT (Ctrl+C) is the usual way, and quiet (exit 0); SIGTERM and SIGHUP end it
+    # the same orderly way (the probes stopped), with the shell's usual status for them.
+    def stop(sig: signal.Signals) -> None:
         nonlocal code
-        code = status
+        code = STOPS[sig]
         stopped.set()
 
-    handled = []
-    for sig, status in STOPS.items():
-        with contextlib.suppress(ValueError, RuntimeError, OSError):  # not the main thread
-            loop.add_signal_handler(sig, stop, status)
-            handled.append(sig)
+    signals = contextlib.ExitStack()
+    signals.enter_context(stop_signals(loop, stop))
     tty = not json_lines and bool(getattr(out, "isatty", lambda: False)())
     fleet.start()
     try:
@@ -185,8 +177,7 @@ async def watch(
                 await asyncio.wait_for(stopped.wait(), max(0.0, every - (time.monotonic() - started)))
         return code
     finally:
-        for sig in handled:
-            loop.remove_signal_handler(sig)
+        signals.close()
         await fleet.stop()
         if tty:
             with contextlib.suppress(OSError, ValueError):
