@@ -145,3 +145,15 @@ def parse_index_arg(text: str) -> int:
     if value is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not a GPU index")
     return value
+
+
+def listen_address(text: str) -> tuple[str, int]:
+    """`HOST:PORT`, `[IPV6]:PORT` or `:PORT` (every interface); port 0 takes a free one."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isascii() or not port.isdecimal() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(
+            f"{printable(text[:80])!r} is not ADDR:PORT (e.g. 127.0.0.1:9842, [::1]:9842, :9842)"
+        )
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host or "0.0.0.0", int(port)

@@ -1,5 +1,5 @@
 """The options several commands share, each defined once: the hosts (HOST, --demo, --config),
---idle-minutes, --timeout, --interval and --log, the filters (--user, --pid, --gpu/--only,
+--idle-minutes, --timeout, --interval, --log and --connections, the filters (--user, --pid, --gpu/--only,
 --compute), --ascii; and what the shared ones mean (`idle_after`, `filter_text`).
 
 Light on purpose: a command builds its parser from these before the probe's head start
@@ -46,6 +46,18 @@ def add_hub(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="the hub's token: the first line of FILE (else $GPUTUI_HUB_TOKEN). Never on the command "
         "line: every user of the machine can read a command line (ps, /proc)",
+    )
+
+
+def add_connections(p: argparse.ArgumentParser, default: int, held: str) -> None:
+    """--connections N: what a command's HTTP server holds at once (`held`, said with N), the next
+    one answered 503 rather than queued."""
+    p.add_argument(
+        "--connections",
+        type=argtypes.whole(1, 65536, "a number of connections"),
+        default=default,
+        metavar="N",
+        help=f"{held}; one more is answered 503 (default {default})",
     )
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-from ...model.textsafe import printable
 from .. import argtypes, options
 from ..exportserver import CONNECTIONS
 from . import summary
@@ -34,18 +33,6 @@ def run(argv: list[str]) -> int:
     return export.run(args)
 
 
-def listen_address(text: str) -> tuple[str, int]:
-    """`HOST:PORT`, `[IPV6]:PORT` or `:PORT` (every interface); port 0 takes a free one."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isascii() or not port.isdecimal() or int(port) > 65535:
-        raise argparse.ArgumentTypeError(
-            f"{printable(text[:80])!r} is not ADDR:PORT (e.g. 127.0.0.1:9842, [::1]:9842, :9842)"
-        )
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    return host or "0.0.0.0", int(port)
-
-
 def add_export_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--rules",
@@ -60,17 +47,11 @@ def add_export_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--listen",
-        type=listen_address,
+        type=argtypes.listen_address,
         metavar="ADDR:PORT",
         help="serve /metrics and /-/ready on ADDR:PORT (port 0: a free one, said on stderr)",
     )
-    p.add_argument(
-        "--connections",
-        type=argtypes.whole(1, 65536, "a number of connections"),
-        default=CONNECTIONS,
-        metavar="N",
-        help=f"--listen keeps at most N connections open; one more is answered 503 (default {CONNECTIONS})",
-    )
+    options.add_connections(p, CONNECTIONS, "--listen keeps at most N connections open")
     options.add_interval(
         p, DEFAULT_INTERVAL, f"seconds between samples and textfile writes (default {DEFAULT_INTERVAL:g})"
     )

@@ -8,7 +8,6 @@ import argparse
 from .. import argtypes, options
 from ..exportserver import CONNECTIONS
 from . import summary
-from .export import listen_address
 
 DEFAULT_LISTEN = "127.0.0.1:8765"
 DEFAULT_INTERVAL = 1.0  # seconds between samples: what the page and attached dashboards show
@@ -24,8 +23,8 @@ def parser() -> argparse.ArgumentParser:
     options.add_hosts(p)
     p.add_argument(
         "--listen",
-        type=listen_address,
-        default=listen_address(DEFAULT_LISTEN),
+        type=argtypes.listen_address,
+        default=argtypes.listen_address(DEFAULT_LISTEN),
         metavar="ADDR:PORT",
         help=f"serve on ADDR:PORT (default {DEFAULT_LISTEN}; port 0: a free one, said on stderr); an "
         "address other than loopback needs --tokens",
@@ -53,13 +52,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this certificate chain (PEM)")
     p.add_argument("--tls-key", metavar="FILE", help="and this private key (PEM)")
-    p.add_argument(
-        "--connections",
-        type=argtypes.whole(1, 65536, "a number of connections"),
-        default=CONNECTIONS,
-        metavar="N",
-        help=f"at most N requests and streams at once; one more is answered 503 (default {CONNECTIONS})",
-    )
+    options.add_connections(p, CONNECTIONS, "at most N requests and streams at once")
     options.add_idle_minutes(p)
     options.add_interval(
         p, DEFAULT_INTERVAL, f"seconds between each host's samples (default {DEFAULT_INTERVAL:g})"
