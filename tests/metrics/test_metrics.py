@@ -1,17 +1,15 @@
 """gputui.views.metrics: the fleet's state as Prometheus families (docs/MONITORING.md), read back the way
 Prometheus reads them: the text prometheus_client writes, parsed by its own parser.
 
-Host views are built as the fleet builds them (HostFacts.from_hello, Sample.from_wire, record), from
-a recorded demo host and from records written here for the cases a demo does not show (a GPU that
-throttles, ECC errors, a Slurm job, a host down, no driver, hostile text).
+Host views are built as the fleet builds them (tests/support/metricsfleet.py), from a recorded demo
+host and from records written for the cases a demo does not show (a GPU that throttles, ECC errors, a
+Slurm job, a host down, no driver, hostile text).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
-from typing import Any
 
 import pytest
 from prometheus_client import generate_latest
@@ -23,66 +21,10 @@ from gputui.model import HostFacts, Sample
 from gputui.views.metrics import FleetCollector, all_heard, families, idle_holders_now, registry
 from gputui.views.metrics.scrape import collector
 from tests.support.hostile import NAME, hostile_fleet, stop_fleet
+from tests.support.metricsfleet import FIXTURES, GiB, a_fleet_of_every_kind, gpu, hello, proc, view
 from tests.support.wording import RAW
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-GiB = 1 << 30
 CATEGORIES = {"ghost", "container", "unreported", "hidden", "orphaned", "outside", "unknown"}
-
-
-def hello(**host: Any) -> dict[str, Any]:
-    return {
-        "type": "hello",
-        "v": 1,
-        "probe_version": "0.1.0",
-        "reader": "sim",
-        "read_only": True,
-        "host": {"hostname": "node1", "driver_version": "580.1", **host},
-        "error": None,
-    }
-
-
-def gpu(index: int, util: int | None = 0, used: int = 0, **extra: Any) -> dict[str, Any]:
-    record = {
-        "index": index,
-        "uuid": f"GPU-{index:04d}",
-        "pci_bus_id": f"00000000:{0x18 + index:02X}:00.0",
-        "name": "NVIDIA H200",
-        "memory_total": 140 * GiB,
-        "memory_used": used,
-        "memory_baseline": 0,
-        "util_gpu": util,
-        "util_mem": util,
-        "temperature": 40,
-        "power_draw": 100.0,
-        "power_limit": 700.0,
-        "accounting": {"baseline": 0, "processes": used},
-    }
-    record.update(extra)
-    return record
-
-
-def proc(pid: int, kind: str, memory: dict[int, int], gpus: list[int] | None = None, **extra: Any):
-    return {
-        "pid": pid,
-        "start_time": 1000 + pid,
-        "kind": kind,
-        "name": "python",
-        "user": "alice",
-        "gpus": sorted(memory) if gpus is None else gpus,
-        "gpu_memory": {str(k): v for k, v in memory.items()},
-        **extra,
-    }
-
-
-def view(name: str, sample: dict[str, Any] | None, status: str = LIVE, **host: Any) -> HostView:
-    v = HostView(name=name)
-    v.facts = HostFacts.from_hello(hello(**host))
-    if sample is not None:
-        v.record(Sample.from_wire({"type": "sample", "v": 1, "seq": 1, "time": 1.0, **sample}))
-    v.status = status
-    v.connects = 1
-    return v
 
 
 def scrape(views: list[HostView]) -> dict[str, list[tuple[dict[str, str], float]]]:
@@ -327,57 +269,6 @@ async def test_a_hostile_probes_escape_sequences_never_reach_the_exposition_raw(
 
 EXPOSITION = FIXTURES / "metrics-exposition.prom"
 AGE = re.compile(r"^(gputui_host_sample_age_seconds\{[^\n]*\}) \S+$", re.MULTILINE)
-
-
-def replayed_host(name: str) -> HostView:
-    """A live host that has seen every sample of a recorded fixture (its preflights kept)."""
-    records = [json.loads(line) for line in (FIXTURES / f"{name}.jsonl").read_text().splitlines() if line]
-    v = HostView(name=name)
-    v.facts = HostFacts.from_hello(records[0])
-    for record in records:
-        if record["type"] == "sample":
-            v.record(Sample.from_wire(record))
-    v.status = LIVE
-    v.connects = 2
-    return v
-
-
-def a_fleet_of_every_kind() -> list[HostView]:
-    """Recorded hosts (demo, jobs, MIG, MPS, preflight) and the cases written above: holders in a
-    Slurm job and a container, a throttling GPU with ECC errors, a host down, one without a driver,
-    one connecting, one trying again, hostile text."""
-    hosts = [replayed_host(n) for n in ("demo-a", "demo-b", "jobs", "mig", "mps", "preflight")]
-    preflight = {
-        "throttle": ["hw-slowdown", "sw-thermal", "hw-slowdown"],
-        "ecc_corrected": 12,
-        "ecc_uncorrected": 3,
-        "remap_pending": True,
-        "remap_failed": False,
-        "retired_pending": None,
-    }
-    held = {
-        "gpus": [gpu(0, util=80, used=20 * GiB, preflight=preflight), gpu(1, util=None, used=GiB),
-                 gpu(2, temperature=None, power_draw=None, error="gpu-lost")],
-        "processes": [
-            proc(4242, "user", {0: 20 * GiB}, job="4200", container="docker/abc",
-                 gpu_util={"0": {"sm": 75, "mem": 10}}),
-            proc(13, "hidden", {1: GiB}), proc(14, "monitor", {}, gpus=[0, 1]),
-            proc(15, "user", {1: 0}, user='mal"lory\\\n' + "x" * 1000),
-        ],
-        "jobs": [{"id": "4200", "root": 4200, "members": [4242], "gpus": [0], "slurm_job": "771"}],
-    }  # fmt: skip
-    nodriver = view("bare", None, status=DOWN)
-    nodriver.facts = HostFacts.from_hello({**hello(), "error": {"code": "no-driver", "message": "x"}})
-    retrying = view("again", None, status=CONNECTING)
-    retrying.last_down = "unreachable"
-    return [
-        *hosts,
-        view('n1"\n', held),
-        view("gone", held, status=DOWN),
-        nodriver,
-        view("new", None, status=CONNECTING),
-        retrying,
-    ]
 
 
 def exposition(views: list[HostView]) -> str:

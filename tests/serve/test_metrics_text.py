@@ -5,121 +5,20 @@ line, prometheus_client's text of `gputui export`'s families for the same fleet.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-from pathlib import Path
 from typing import Any
 
 import pytest
 from prometheus_client.exposition import generate_latest
 from prometheus_client.utils import floatToGoString
 
-from gputui.fleet.session import CONNECTING, DOWN, LIVE, HostView
-from gputui.model import HostFacts, Sample
+from gputui.fleet.session import DOWN, HostView
 from gputui.serve.metrics import MetricsCache, Values
 from gputui.views.metrics import FleetCollector, registry
 from gputui.views.readiness import Conditions, is_ready, unready
+from tests.support.metricsfleet import GiB, a_fleet_of_every_kind, gpu, proc, renew, view
 
 AGE = "gputui_host_sample_age_seconds{"
-GiB = 1 << 30
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-HELLO = {
-    "type": "hello",
-    "v": 1,
-    "probe_version": "0.1.0",
-    "reader": "sim",
-    "read_only": True,
-    "host": {"hostname": "node1", "driver_version": "580.1"},
-    "error": None,
-}
-
-
-def gpu(index: int, util: int | None = 0, used: int = 0, **extra: Any) -> dict[str, Any]:
-    return {
-        "index": index,
-        "uuid": f"GPU-{index:04d}",
-        "pci_bus_id": f"00000000:{0x18 + index:02X}:00.0",
-        "name": "NVIDIA H200",
-        "memory_total": 140 * GiB,
-        "memory_used": used,
-        "memory_baseline": 0,
-        "util_gpu": util,
-        "util_mem": util,
-        "temperature": 40,
-        "power_draw": 100.0,
-        "power_limit": 700.0,
-        "accounting": {"baseline": 0, "processes": used},
-        **extra,
-    }
-
-
-def proc(
-    pid: int, kind: str, memory: dict[int, int], gpus: list[int] | None = None, **extra: Any
-) -> dict[str, Any]:
-    return {
-        "pid": pid,
-        "start_time": 1000 + pid,
-        "kind": kind,
-        "name": "python",
-        "user": "alice",
-        "gpus": sorted(memory) if gpus is None else gpus,
-        "gpu_memory": {str(k): v for k, v in memory.items()},
-        **extra,
-    }
-
-
-def view(name: str, sample: dict[str, Any] | None, status: str = LIVE) -> HostView:
-    v = HostView(name=name)
-    v.facts = HostFacts.from_hello(HELLO)
-    if sample is not None:
-        renew(v, sample, 1)
-    v.status = status
-    v.connects = 1
-    return v
-
-
-def replayed(name: str) -> HostView:
-    """A live host that has seen every sample of a recorded fixture (its preflights kept)."""
-    records = [json.loads(line) for line in (FIXTURES / f"{name}.jsonl").read_text().splitlines() if line]
-    v = HostView(name=name)
-    v.facts = HostFacts.from_hello(records[0])
-    for record in records:
-        if record["type"] == "sample":
-            v.record(Sample.from_wire(record))
-    v.status = LIVE
-    return v
-
-
-def a_fleet_of_every_kind() -> list[HostView]:
-    """Recorded hosts (demo, jobs, MIG, MPS, preflight), a throttling GPU with ECC errors and a lost
-    one, holders in a Slurm job and a container, hostile text, a host down, one without a driver."""
-    preflight = {
-        "throttle": ["hw-slowdown", "sw-thermal"],
-        "ecc_corrected": 12,
-        "ecc_uncorrected": 3,
-        "remap_pending": True,
-        "remap_failed": False,
-    }
-    held = {
-        "gpus": [gpu(0, util=80, used=20 * GiB, preflight=preflight), gpu(1, util=None, used=GiB),
-                 gpu(2, temperature=None, power_draw=None, error="gpu-lost")],
-        "processes": [
-            proc(4242, "user", {0: 20 * GiB}, job="4200", container="docker/abc", gpu_util={"0": {"sm": 75, "mem": 10}}),
-            proc(13, "hidden", {1: GiB}), proc(14, "monitor", {}, gpus=[0, 1]),
-            proc(15, "user", {1: 0}, user='mal"lory\\\n' + "x" * 1000),
-        ],
-        "jobs": [{"id": "4200", "root": 4200, "members": [4242], "gpus": [0], "slurm_job": "771"}],
-    }  # fmt: skip
-    nodriver = view("bare", None, status=DOWN)
-    nodriver.facts = HostFacts.from_hello({**HELLO, "error": {"code": "no-driver", "message": "x"}})
-    fleet = [replayed(n) for n in ("demo-a", "demo-b", "jobs", "mig", "mps", "preflight")]
-    return [
-        *fleet,
-        view('n1"\n', held),
-        view("gone", held, status=DOWN),
-        nodriver,
-        view("new", None, CONNECTING),
-    ]
 
 
 def steady(text: str) -> list[str]:
@@ -144,10 +43,6 @@ def busy() -> dict[str, Any]:
             proc(14, "monitor", {}, gpus=[0]),
         ],
     }
-
-
-def renew(v: HostView, sample: dict[str, Any], seq: int) -> None:
-    v.record(Sample.from_wire({"type": "sample", "v": 1, "seq": seq, "time": float(seq), **sample}))
 
 
 def test_a_fleet_of_every_kind_is_written_as_the_exporter_writes_it():
