@@ -22,7 +22,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from gputui.cli.export import make_app, serve, url
-from tests.support.exporter import REPO, env, get, served_url, start, stop, wait_for
+from tests.support.exporter import REPO, env, get, gputui, served_url, start, stop, wait_for
 
 pytestmark = pytest.mark.timeout(300)  # real subprocesses on a fresh demo: slow on a busy machine
 
@@ -36,15 +36,7 @@ REQUIRED = {
 
 
 def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gputui", "export", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env(),
-        timeout=timeout,
-        check=False,
-    )
+    return gputui("export", *args, timeout=timeout)
 
 
 def names(text: str) -> set[str]:

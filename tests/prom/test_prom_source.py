@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,25 +29,12 @@ from tests.prom.servers import (
     exporter_over_demo,
     exposition,
 )
-from tests.serve.test_server_cli import served_url as hub_url
-from tests.serve.test_server_cli import start as start_hub
-from tests.support.exporter import REPO, env, get, stop, wait_for
+from tests.support.exporter import get, gputui, served_url, start, stop, wait_for
 
 pytestmark = [
     pytest.mark.skipif(PROMETHEUS is None, reason="prometheus not installed (Debian package `prometheus`)"),
     pytest.mark.timeout(600),
 ]
-
-
-def gputui(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gputui", *args],
-        cwd=REPO,
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -132,9 +117,9 @@ def test_export_once_writes_the_hosts_read_from_prometheus(prom: Prometheus) -> 
 
 
 def test_serve_shows_the_hosts_read_from_prometheus(prom: Prometheus) -> None:
-    proc = start_hub(f"@prometheus:{prom.base}", "--listen", "127.0.0.1:0", "--interval", "1")
+    proc = start(f"@prometheus:{prom.base}", "--listen", "127.0.0.1:0", "--interval", "1", command="serve")
     try:
-        url = hub_url(proc)
+        url = served_url(proc)
 
         def snapshot() -> dict[str, Any]:
             status, _, body = get(f"{url}api/v1/snapshot")

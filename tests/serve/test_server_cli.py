@@ -10,55 +10,23 @@ import os
 import shutil
 import ssl
 import subprocess
-import sys
-import time
 import urllib.request
 
 import pytest
 
 from gputui.serve.tokens import digest
-from tests.support.exporter import REPO, env, get, stop
+from tests.support.exporter import get, gputui, served_url, stop
+from tests.support.exporter import start as start_command
 
 pytestmark = pytest.mark.timeout(300)
-SERVING = "gputui serve: serving "
 
 
 def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gputui", "serve", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env(),
-        timeout=timeout,
-        check=False,
-    )
+    return gputui("serve", *args, timeout=timeout)
 
 
 def start(*args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "gputui", "serve", *args],
-        cwd=REPO,
-        env=env(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-
-
-def served_url(proc: subprocess.Popen[bytes], timeout: float = 120) -> str:
-    """The URL the hub says it serves (the line after the demo's start, if any)."""
-    assert proc.stderr is not None
-    deadline = time.monotonic() + timeout
-    said = []
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline().decode()
-        said.append(line)
-        if line.startswith(SERVING):
-            return line[len(SERVING) :].strip()
-        if not line and proc.poll() is not None:
-            break
-    raise AssertionError(f"the hub said {said!r} (exit {proc.poll()})")
+    return start_command(*args, command="serve")
 
 
 @pytest.mark.parametrize("address", ["0.0.0.0:0", "[::]:0", ":0", "192.0.2.7:8765", "gpuhub.example:8765"])

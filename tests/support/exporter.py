@@ -1,9 +1,10 @@
-"""`gputui export` as the tests run it: a real subprocess, its URL read from its stderr, and ended by
-its PID (SIGTERM, then SIGKILL if it does not go), always reaped."""
+"""`gputui export` and `gputui serve` as the tests run them: a real subprocess, the URL it serves read
+from its stderr, and ended by its PID (SIGTERM, then SIGKILL if it does not go), always reaped."""
 
 from __future__ import annotations
 
 import os
+import re
 import select
 import signal
 import subprocess
@@ -14,7 +15,8 @@ import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SERVING = "gputui export: serving "
+# What a serving command says on stderr once it listens (after the demo's start, if any).
+SERVING = re.compile(r"gputui (?:export|serve): serving (\S+)")
 
 
 def env(**extra: str) -> dict[str, str]:
@@ -23,9 +25,22 @@ def env(**extra: str) -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=path, **extra)
 
 
-def start(*args: str) -> subprocess.Popen[bytes]:
+def gputui(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """`gputui ARGS...` to its end (`timeout`: only a guard against a hang), its output as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "gputui", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env(),
+        timeout=timeout,
+        check=False,
+    )
+
+
+def start(*args: str, command: str = "export") -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "gputui", "export", *args],
+        [sys.executable, "-m", "gputui", command, *args],
         cwd=REPO,
         env=env(),
         stdin=subprocess.DEVNULL,
@@ -35,22 +50,29 @@ def start(*args: str) -> subprocess.Popen[bytes]:
 
 
 def served_url(proc: subprocess.Popen[bytes], timeout: float = 120) -> str:
-    """The /metrics URL the exporter says it serves (its first stderr line)."""
+    """The URL the command says it serves (export: /metrics; serve: the page), read from its stderr
+    line by line without blocking past `timeout`."""
     assert proc.stderr is not None
     deadline = time.monotonic() + timeout
+    said: list[str] = []
     line = b""
-    while not line.endswith(b"\n") and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
         ready, _, _ = select.select([proc.stderr], [], [], 0.2)
-        if ready:
-            chunk = os.read(proc.stderr.fileno(), 1)
-            if not chunk:
+        if not ready:
+            if proc.poll() is not None:
                 break
-            line += chunk
-        elif proc.poll() is not None:
+            continue
+        chunk = os.read(proc.stderr.fileno(), 1)
+        if not chunk:
             break
-    text = line.decode()
-    assert text.startswith(SERVING), f"exporter said {text!r} (exit {proc.poll()})"
-    return text[len(SERVING) :].strip()
+        line += chunk
+        if chunk == b"\n":
+            said.append(line.decode())
+            found = SERVING.match(said[-1])
+            if found:
+                return found.group(1)
+            line = b""
+    raise AssertionError(f"it said {[*said, line.decode()]!r} (exit {proc.poll()})")
 
 
 def get(
