@@ -46,6 +46,9 @@ PROBLEM_CHARS = 300  # the last problem a host reported, kept for its status lin
 # Seconds of silence a link whose source judges the host itself (a hub: `watch_status`) may keep
 # before this session calls it dead: its source says stale or down, and its stream has its own limit.
 RELAYED_SILENCE = 3600.0
+# Seconds apart two readings' times may be and still be one reading: a hub's history gives its times
+# to the millisecond, so a point seeded from it may be a sample the ring already holds, rounded.
+SAME_READING = 0.001
 
 CONNECTING, LIVE, STALE, DOWN = HOST_STATUSES
 
@@ -199,7 +202,7 @@ class HostView:
                 ring = self.history[index] = GpuHistory()
             last = ring.times[-1] if ring.times else float("-inf")
             for util, memory, stamp in _points(series)[-HISTORY:]:
-                if stamp > last:
+                if stamp > last + SAME_READING:
                     ring.append(util, memory, None, None, stamp)
                     last = stamp
 

@@ -48,6 +48,7 @@ READ_TIMEOUT = 45.0  # seconds without a byte (the hub pings every 15) before th
 ACTION_TIMEOUT = 30.0  # seconds the hub may take to plan (a full scan of the host) and answer
 MAX_LINE = 32 * 1024 * 1024  # bytes of one line of the stream: a whole sample of a large host fits
 QUEUE_MAX = 2048  # records waiting for one link's reader; past that the link is behind: it ends
+SAME_TIME = 0.001  # seconds: the hub's history gives times to the millisecond
 UNMAPPED_MAX = 256  # events of plans not (yet) known to a link, kept in case their id comes next
 # Seconds before a failed connection is tried again (doubling up to the cap): the links that open
 # meanwhile fail at once with its reason, so a fleet that reconnects makes one attempt.
@@ -390,6 +391,8 @@ async def _release(url: str, stream: HubStream) -> None:
 
 
 StatusWatcher = Callable[[str, "str | None", "str | None"], None]
+PhaseWatcher = Callable[["str | None", "str | None"], None]
+WAITING = "waiting for the hub"  # the phase of a link whose host the hub has down or not yet heard from
 
 
 class HubLink:
@@ -404,16 +407,27 @@ class HubLink:
         self._queue: deque[tuple[str, Any]] = deque()
         self._wake = asyncio.Event()
         self._watch: StatusWatcher | None = None
+        self._phase: PhaseWatcher | None = None
         self._plans: dict[str, str] = {}  # the hub's plan id -> the viewer's
         self._unmapped: deque[dict[str, Any]] = deque(maxlen=UNMAPPED_MAX)
         self._posting = 0  # action requests not answered yet
         self._opened = False
         self._closed = False
         self._said: str | None = None  # the hub's status last relayed
+        # A hello the hub sent again (a reset, or the host back at the hub), passed on with the
+        # sample after it: its history is then cut where that sample begins (`_hello`).
+        self._pending: dict[str, Any] | None = None
+        self._last: tuple[Any, Any] | None = None  # seq and time of the last sample passed on
+        self._hello_seen: dict[str, Any] | None = None  # the hub's hello record last passed on
 
     def watch_status(self, watch: StatusWatcher) -> None:
         """The session's hook: the hub's word on the host (stale, live again) as it comes."""
         self._watch = watch
+
+    def watch_phase(self, report: PhaseWatcher) -> None:
+        """The session's hook for how far the link got: while the hub has the host down (or has not
+        heard from it), the hub's words on it, so the viewer says why it waits and not only "down"."""
+        self._phase = report
 
     async def open(self) -> None:
         stream = self._stream = stream_for(self.url)
@@ -432,28 +446,50 @@ class HubLink:
             if host.status != "down" and host.hello is not None:
                 break
             # Down at the hub (already said) or not heard from yet: until the hub has it.
+            self._waiting(host)
             self._wake.clear()
             await self._wake.wait()
         self._start(stream, host)
 
+    def _waiting(self, host: HubHost) -> None:
+        if self._phase is None:
+            return
+        if host.status == "down":
+            self._phase(WAITING, f"down at the hub: {host.message or host.reason or 'down'}")
+        else:
+            self._phase(WAITING, f"{host.status} at the hub")
+
     def _start(self, stream: HubStream, host: HubHost) -> None:
         assert host.hello is not None
-        self.hello = self._hello(stream, host, host.hello)
+        self.hello = self._hello(stream, host, host.hello, host.whole)
+        self._hello_seen = host.hello
         self._queue.clear()
         self._opened = True
         if host.whole is not None:
-            self._queue.append(("record", host.whole))
+            self._pass_sample(host.whole)
         self._relay(host)
 
-    def _hello(self, stream: HubStream, host: HubHost, record: dict[str, Any]) -> dict[str, Any]:
+    def _hello(
+        self, stream: HubStream, host: HubHost, record: dict[str, Any], then: dict[str, Any] | None
+    ) -> dict[str, Any]:
         """The probe's hello as the viewer takes it: read-only unless the hub lets this token act on
-        the host, with the hub's recent history of its GPUs (once)."""
+        the host, with the hub's recent history of its GPUs (once), up to the sample `then` that
+        follows it: that sample is one reading, not a point of the history and then one more."""
         hello = dict(record)
         if host.read_only or stream.info is None or not stream.info.actions:
             hello["read_only"] = True
         if host.history is not None:
-            hello["history"], host.history = host.history, None
+            hello["history"], host.history = _before(host.history, then), None
         return hello
+
+    def _pass_sample(self, record: dict[str, Any]) -> None:
+        """A sample for the session, unless it is the very one passed last: the whole state after a
+        reset sends again what this viewer may already hold, and it would be taken twice."""
+        key = (record.get("seq"), record.get("time"))
+        if "delta" not in record and key == self._last:
+            return
+        self._last = key
+        self._put(("record", record))
 
     # -- what the stream hands the link ---------------------------------------------------------
 
@@ -480,12 +516,21 @@ class HubLink:
             self._wake.set()  # a hello an opening link waits for
             return
         if kind == "hello":
+            self._pending = record
+            return
+        pending, self._pending = self._pending, None
+        if pending is not None:
             assert self._stream is not None
-            self._put(("record", self._hello(self._stream, host, record)))
-        elif kind == "event":
+            self._put(
+                ("record", self._hello(self._stream, host, pending, record if kind == "sample" else None))
+            )
+            if pending != self._hello_seen:
+                self._last = None  # another probe's hello: its samples count afresh
+            self._hello_seen = pending
+        if kind == "event":
             self._event(record)
         else:
-            self._put(("record", record))
+            self._pass_sample(record)
 
     def _event(self, record: dict[str, Any]) -> None:
         plan = record.get("plan")
@@ -602,6 +647,23 @@ async def read_hub(url: str) -> HubInfo:
         return stream.info
     finally:
         await stream.close()
+
+
+def _before(history: dict[str, Any], then: dict[str, Any] | None) -> dict[str, Any]:
+    """The hub's history of each GPU without the points at or after the time of the sample `then`
+    (the hub gives times to the millisecond: a point within one is that sample's)."""
+    at = then.get("time") if then is not None else None
+    if not isinstance(at, (int, float)) or isinstance(at, bool):
+        return history
+    out: dict[str, Any] = {}
+    for index, series in history.items():
+        times = series.get("time") if isinstance(series, dict) else None
+        if not isinstance(times, list):
+            out[index] = series
+            continue
+        keep = sum(1 for t in times if isinstance(t, (int, float)) and t < at - SAME_TIME)
+        out[index] = {k: v[:keep] if isinstance(v, list) else v for k, v in series.items()}
+    return out
 
 
 def _down(name: str, host: HubHost) -> TransportError:
