@@ -16,6 +16,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import signal
+import socket
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -238,3 +241,63 @@ async def test_a_reset_viewer_holds_what_the_hub_holds() -> None:
                 assert all(b - a > hubs.SAME_TIME for a, b in itertools.pairwise(times)), name
         finally:
             await viewer.stop()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _serve(port: int) -> asyncio.subprocess.Process:
+    """`gputui serve --demo` on `port` in a process of its own (this test's), once it is ready."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gputui", "serve", "--demo", "--listen", f"127.0.0.1:{port}",
+        "--interval", str(INTERVAL), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    async with aiohttp.ClientSession() as session:
+        for _ in range(600):
+            with contextlib.suppress(aiohttp.ClientError):
+                async with session.get(f"http://127.0.0.1:{port}/-/ready") as answer:
+                    if answer.status == 200:
+                        return process
+            await asyncio.sleep(0.1)
+    process.kill()
+    await process.wait()
+    pytest.fail("the hub did not get ready")
+
+
+async def _stop(process: asyncio.subprocess.Process) -> str:
+    """End a hub this test started (SIGTERM, as systemd does); its stderr."""
+    if process.returncode is None:
+        process.send_signal(signal.SIGTERM)
+    _, err = await asyncio.wait_for(process.communicate(), 60)
+    return err.decode()
+
+
+async def test_a_hub_that_restarts_takes_the_viewers_hosts_down_and_back() -> None:
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    problems: list[dict[str, Any]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _loop, context: problems.append(context))
+    hub = await _serve(port)
+    fleet: Fleet | None = None
+    try:
+        names = (await hubs.read_hub(url)).hosts
+        fleet = attached(url, names)
+        fleet.start()
+        await until(lambda: all(v.status == LIVE for v in fleet.hosts), what="every host live")
+        assert "Traceback" not in await _stop(hub)
+        await until(lambda: all(v.shown_status == DOWN for v in fleet.hosts), what="every host down")
+        for view in fleet.hosts:  # the reason says it is the hub that is gone
+            assert view.last_down in ("closed", "unreachable"), view
+            assert url in (view.detail or view.phase_detail or ""), view
+        hub = await _serve(port)
+        await until(lambda: all(v.status == LIVE for v in fleet.hosts), what="every host live again")
+        assert [v.name for v in fleet.hosts] == names and len(set(names)) == len(names)
+        assert all(v.connects == 2 for v in fleet.hosts), [v.connects for v in fleet.hosts]
+        assert not problems, problems
+    finally:
+        if fleet is not None:
+            await fleet.stop()
+        assert "Traceback" not in await _stop(hub)
