@@ -40,9 +40,9 @@ from gputui.config.file import Config
 from gputui.fleet.session import LIVE
 from gputui.inventory.specs import host_specs
 from gputui.transport import prometheus as link_module
-from tests.prom import servers
-from tests.prom.servers import Prometheus, StaticTarget, dcgm_gpu, exposition
+from tests.prom.servers import StaticTarget, dcgm_gpu, exposition
 from tests.support.exporter import wait_for
+from tests.support.prometheus import Prometheus
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -184,9 +184,6 @@ def main() -> int:
     if shutil.which("prometheus") is None:
         print("prometheus is not installed (Debian package `prometheus`)", file=sys.stderr)
         return 2
-    # The scrape interval is the bench's.
-    servers.CONFIG = servers.CONFIG.replace("scrape_interval: 1s", f"scrape_interval: {args.scrape:g}s")
-    servers.CONFIG = servers.CONFIG.replace("scrape_timeout: 1s", f"scrape_timeout: {args.scrape:g}s")
     timings = Timings()
     timings.install()
     with tempfile.TemporaryDirectory(prefix="gputui-prom-bench-") as tmp:
@@ -194,7 +191,7 @@ def main() -> int:
         text = fleet_exposition(args.hosts, args.gpus)
         print(f"exposition: {len(text) / 1e6:.1f} MB, {text.count(chr(10)):,} lines", file=sys.stderr)
         target = StaticTarget(directory / "dcgm", text)
-        server = Prometheus(directory, {"dcgm": target.target})
+        server = Prometheus(directory, {"dcgm": target.target}, scrape=args.scrape)
         try:
             server.start()
             gpus = args.hosts * args.gpus

@@ -11,21 +11,14 @@ reaped. Only conditions are waited for, with generous timeouts; no duration is a
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import signal
-import socket
-import subprocess
-import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.exporter import REPO, get, served_url, start, stop, wait_for
+from tests.support.exporter import REPO, exporter_over_demo, wait_for
+from tests.support.prometheus import PROMETHEUS, Prometheus
 
-PROMETHEUS = shutil.which("prometheus")
 pytestmark = [
     pytest.mark.skipif(
         PROMETHEUS is None,
@@ -34,110 +27,18 @@ pytestmark = [
     pytest.mark.timeout(600),  # two servers to start and series to wait for on a busy machine
 ]
 RULES = REPO / "gputui" / "rules" / "gputui.rules.yml"
-CONFIG = """\
-global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-  evaluation_interval: 1s
-rule_files:
-  - {rules}
-scrape_configs:
-  - job_name: gputui
-    static_configs:
-      - targets: ["{target}"]
-"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Prometheus:
-    def __init__(self, directory: Path, target: str) -> None:
-        self.directory = directory
-        self.config = directory / "prometheus.yml"
-        self.config.write_text(CONFIG.format(rules=RULES, target=target))
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.base = ""
-
-    def start(self) -> None:
-        """Started on a free loopback port (another port if that one is taken by the time it
-        binds), and ready: it answers /-/ready."""
-        assert PROMETHEUS is not None
-        for attempt in range(5):
-            port = free_port()
-            log = open(self.directory / f"prometheus-{attempt}.log", "wb")  # noqa: SIM115 (kept for the process)
-            self.proc = subprocess.Popen(
-                [
-                    PROMETHEUS,
-                    f"--config.file={self.config}",
-                    f"--storage.tsdb.path={self.directory / 'data'}",
-                    f"--web.listen-address=127.0.0.1:{port}",
-                    "--log.level=warn",
-                ],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=self.directory,
-            )
-            log.close()
-            self.base = f"http://127.0.0.1:{port}"
-            answered = wait_for(lambda: self.proc.poll() is not None or self._answers(), timeout=120)
-            if answered and self.proc.poll() is None:
-                return
-            self.stop()
-        raise AssertionError("prometheus did not start: " + self.logs())
-
-    def _answers(self) -> bool:
-        try:
-            return get(self.base + "/-/ready", timeout=5)[0] == 200
-        except OSError:
-            return False
-
-    def api(self, path: str, **params: str) -> dict:
-        query = urllib.parse.urlencode(params)
-        status, _, body = get(f"{self.base}/api/v1/{path}" + (f"?{query}" if query else ""))
-        assert status == 200, body
-        answer = json.loads(body)
-        assert answer["status"] == "success", answer
-        return answer["data"]
-
-    def query(self, promql: str) -> list[dict]:
-        return self.api("query", query=promql)["result"]
-
-    def logs(self) -> str:
-        return "\n".join(p.read_text(errors="replace")[-2000:] for p in sorted(self.directory.glob("*.log")))
-
-    def stop(self) -> None:
-        proc = self.proc
-        if proc is None:
-            return
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)  # the PID this test started
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait(60)
-        self.proc = None
 
 
 @pytest.fixture
 def exporter() -> Iterator[str]:
     """`gputui export --listen` over a fresh demo: its host:port."""
-    proc = start("--demo", "--listen", "127.0.0.1:0", "--interval", "1")
-    try:
-        url = served_url(proc)
-        yield urllib.parse.urlsplit(url).netloc
-    finally:
-        assert stop(proc) == 0
+    with exporter_over_demo() as target:
+        yield target
 
 
 @pytest.fixture
 def prometheus(tmp_path: Path, exporter: str) -> Iterator[Prometheus]:
-    server = Prometheus(tmp_path, exporter)
+    server = Prometheus(tmp_path, {"gputui": exporter}, rules=[RULES])
     server.start()
     try:
         yield server

@@ -1,6 +1,6 @@
-"""What the Prometheus source's tests run: a real Prometheus (Debian's), a static exposition in
-dcgm-exporter's format served by `python -m http.server`, and `gputui export --listen` over the
-test's own demo. Each is a process the test starts, ended by its PID and reaped.
+"""What the Prometheus source's tests serve to a real Prometheus (tests/support/prometheus.py) beside
+`gputui export --listen` (tests/support/exporter.py): a static exposition in dcgm-exporter's format
+served by `python -m http.server`, a process the test starts, ended by its PID and reaped.
 
 The exposition is dcgm-exporter's as it writes it (3.x, default counters, in Kubernetes): its
 names, HELP and TYPE lines, and labels `gpu`, `UUID`, `pci_bus_id`, `device`, `modelName`,
@@ -10,33 +10,15 @@ a pod was given.
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import urllib.parse
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-from tests.support.exporter import get, served_url, start, stop, wait_for
+from tests.support.exporter import get, wait_for
+from tests.support.prometheus import free_port
 
-PROMETHEUS = shutil.which("prometheus")
-CONFIG = """\
-global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-scrape_configs:
-{jobs}
-"""
-JOB = """\
-  - job_name: {name}
-    static_configs:
-      - targets: ["{target}"]
-"""
 # (HELP, TYPE) of each field, as dcgm-exporter's default-counters.csv says them.
 FIELDS = {
     "DCGM_FI_DEV_GPU_UTIL": ("GPU utilization (in %).", "gauge"),
@@ -49,12 +31,6 @@ FIELDS = {
     "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": ("Total number of single-bit volatile ECC errors.", "counter"),
     "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": ("Total number of double-bit volatile ECC errors.", "counter"),
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def dcgm_gpu(
@@ -147,81 +123,3 @@ class StaticTarget:
         if proc is not None and proc.poll() is None:
             os.kill(proc.pid, signal.SIGTERM)  # the PID this test started
             proc.wait(60)
-
-
-class Prometheus:
-    """Debian's prometheus on a loopback port of its own, scraping `targets` ({job: host:port})
-    every second."""
-
-    def __init__(self, directory: Path, targets: dict[str, str]) -> None:
-        self.directory = directory
-        self.config = directory / "prometheus.yml"
-        jobs = "".join(JOB.format(name=name, target=target) for name, target in targets.items())
-        self.config.write_text(CONFIG.format(jobs=jobs))
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.base = ""
-
-    def start(self) -> None:
-        assert PROMETHEUS is not None
-        for attempt in range(5):
-            port = free_port()
-            log = open(self.directory / f"prometheus-{attempt}.log", "wb")  # noqa: SIM115 (kept for the process)
-            self.proc = subprocess.Popen(
-                [
-                    PROMETHEUS,
-                    f"--config.file={self.config}",
-                    f"--storage.tsdb.path={self.directory / 'data'}",
-                    f"--web.listen-address=127.0.0.1:{port}",
-                    "--log.level=warn",
-                ],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=self.directory,
-            )
-            log.close()
-            self.base = f"http://127.0.0.1:{port}"
-            if (
-                wait_for(lambda: self.proc.poll() is not None or self._answers(), timeout=120)
-                and self.proc.poll() is None
-            ):
-                return
-            self.stop()
-        raise AssertionError("prometheus did not start: " + self.logs())
-
-    def _answers(self) -> bool:
-        try:
-            return get(self.base + "/-/ready", timeout=5)[0] == 200
-        except OSError:
-            return False
-
-    def has(self, promql: str, count: int) -> bool:
-        query = urllib.parse.urlencode({"query": promql})
-        try:
-            status, _, body = get(f"{self.base}/api/v1/query?{query}")
-        except OSError:
-            return False
-        return status == 200 and len(json.loads(body)["data"]["result"]) >= count
-
-    def logs(self) -> str:
-        return "\n".join(p.read_text(errors="replace")[-2000:] for p in sorted(self.directory.glob("*.log")))
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)  # the PID this test started
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait(60)
-
-
-@contextmanager
-def exporter_over_demo() -> Iterator[str]:
-    """`gputui export --listen` over a fresh demo (demo-a 4 GPUs, demo-b 8): its host:port."""
-    proc = start("--demo", "--listen", "127.0.0.1:0", "--interval", "1")
-    try:
-        yield urllib.parse.urlsplit(served_url(proc)).netloc
-    finally:
-        assert stop(proc) == 0

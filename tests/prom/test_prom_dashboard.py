@@ -23,16 +23,14 @@ from gputui.ui.factory import make_app
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.widgets.fleet_table import fleet_row_key
 from tests.prom.servers import (
-    PROMETHEUS,
-    Prometheus,
     StaticTarget,
     dcgm_gpu,
-    exporter_over_demo,
     exposition,
 )
-from tests.support.exporter import wait_for
+from tests.support.exporter import exporter_over_demo, wait_for
 from tests.support.pilot import screen_text
 from tests.support.pilot import wait_for as pilot_wait
+from tests.support.prometheus import PROMETHEUS, Prometheus
 from tests.support.sshd import SshEnv, have_sshd
 
 pytestmark = [

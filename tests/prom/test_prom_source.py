@@ -21,15 +21,13 @@ from gputui.fleet.fleet import Fleet
 from gputui.inventory.specs import host_specs
 from gputui.transport import make_link
 from tests.prom.servers import (
-    PROMETHEUS,
-    Prometheus,
     StaticTarget,
     dcgm_gpu,
     dcgm_node,
-    exporter_over_demo,
     exposition,
 )
-from tests.support.exporter import get, gputui, served_url, start, stop, wait_for
+from tests.support.exporter import exporter_over_demo, get, gputui, served_url, start, stop, wait_for
+from tests.support.prometheus import PROMETHEUS, Prometheus
 
 pytestmark = [
     pytest.mark.skipif(PROMETHEUS is None, reason="prometheus not installed (Debian package `prometheus`)"),

@@ -11,7 +11,10 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -112,3 +115,13 @@ def stop(proc: subprocess.Popen[bytes], timeout: float = 60) -> int:
         if stream is not None:
             stream.close()
     return proc.returncode
+
+
+@contextmanager
+def exporter_over_demo() -> Iterator[str]:
+    """`gputui export --listen` over a fresh demo (demo-a 4 GPUs, demo-b 8): its host:port."""
+    proc = start("--demo", "--listen", "127.0.0.1:0", "--interval", "1")
+    try:
+        yield urllib.parse.urlsplit(served_url(proc)).netloc
+    finally:
+        assert stop(proc) == 0
