@@ -20,16 +20,13 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from aiohttp import web
 
 from gputui import api
 from gputui.config.file import HostSpec
 from gputui.fleet.fleet import Fleet
 from gputui.fleet.session import DOWN
 from gputui.kill.auditlog import read_records
-from gputui.serve.actions import add_routes as add_action_routes
-from gputui.serve.app import Settings, make_app
-from gputui.serve.stream import Hub
+from gputui.serve.app import Settings
 from gputui.serve.tokens import Holder, Tokens, digest
 from gputui.transport import hub as hubs
 from gputui.transport.local import LocalLink
@@ -38,6 +35,7 @@ from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.plan import PlanScreen
 from gputui.ui.widgets.proc_table import proc_row_key
 from tests.support.apps import Unreachable
+from tests.support.hubserve import hub_on_loopback
 from tests.support.pilot import dialog, log_text, main_of, redrawn, screen_text, wait_for
 
 pytestmark = pytest.mark.timeout(240)  # real sim probes on a busy machine
@@ -67,24 +65,10 @@ async def served(tmp_path: Path, settings: Settings, down: bool = False) -> Asyn
         )
     if down:
         fleet.add("gpu-9", Unreachable, interval=INTERVAL)
-    hub = Hub(fleet, INTERVAL, 60.0)
-    app = make_app(settings, hub)
     log = tmp_path / "hub-actions.jsonl"
-    add_action_routes(app, log)
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    host, port = runner.addresses[0][:2]
-    fleet.start()
-    hub.start()
-    try:
+    async with hub_on_loopback(fleet, INTERVAL, settings, actions_log=log) as (url, _):
         await fleet.wait_first_samples(60)
-        yield Served(f"http://{host}:{port}", fleet, log)
-    finally:
-        await runner.cleanup()
-        await hub.stop()
-        await fleet.stop()
+        yield Served(url, fleet, log)
 
 
 async def gputui(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
@@ -230,24 +214,12 @@ async def test_a_stream_closes_while_the_hub_still_streams() -> None:
     fleet = Fleet()
     for i in range(64):  # each host its recorded samples, ten a second, again and again
         fleet.add(f"h{i:02d}", lambda: api.ReplayLink(records, loop=True, rate=10.0), interval=60.0)
-    hub = Hub(fleet, INTERVAL, 60.0)
-    runner = web.AppRunner(make_app(Settings(), hub), access_log=None, shutdown_timeout=0.5)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    host, port = runner.addresses[0][:2]
-    fleet.start()
-    hub.start()
-    try:
+    async with hub_on_loopback(fleet, INTERVAL) as (url, _):
         await fleet.wait_first_samples(60)
         for _ in range(3):
-            stream = hubs.HubStream(f"http://{host}:{port}", None)
+            stream = hubs.HubStream(url, None)
             await stream.connected()
             assert stream.info is not None and len(stream.info.hosts) == 64
             await asyncio.wait_for(stream.close(), 60)
-            info = await asyncio.wait_for(hubs.read_hub(f"http://{host}:{port}"), 60)
+            info = await asyncio.wait_for(hubs.read_hub(url), 60)
             assert len(info.hosts) == 64
-    finally:
-        await runner.cleanup()
-        await hub.stop()
-        await fleet.stop()

@@ -19,7 +19,6 @@ from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp import web
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -28,12 +27,13 @@ from gputui.fleet.fleet import Fleet
 from gputui.probe.delta import apply, diff
 from gputui.probe.readers.sim import SimReader
 from gputui.probe.wire import MAX_PROCESSES
-from gputui.serve.app import CSP, Settings, make_app
+from gputui.serve.app import CSP, Settings
 from gputui.serve.stream import FLUSH_EVERY, Hub, Log
 from gputui.serve.tokens import Holder, Tokens, digest
 from gputui.transport.local import LocalLink
 from gputui.views.metrics import FleetCollector, registry
 from tests.support.apps import Unreachable
+from tests.support.hubserve import hub_on_loopback
 
 pytestmark = pytest.mark.timeout(240)  # real sim probes on a busy machine
 
@@ -64,20 +64,8 @@ async def served(
 ) -> AsyncIterator[Served]:
     """The hub over `fleet`, served on a free loopback port until the block ends (then the server,
     the hub and the fleet, with its probes, are stopped)."""
-    hub = Hub(fleet, INTERVAL, 60.0, log)
-    runner = web.AppRunner(make_app(settings or Settings(), hub), access_log=None, shutdown_timeout=0.5)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    host, port = runner.addresses[0][:2]
-    fleet.start()
-    hub.start()
-    try:
-        yield Served(f"http://{host}:{port}", hub, fleet)
-    finally:
-        await runner.cleanup()
-        await hub.stop()
-        await fleet.stop()
+    async with hub_on_loopback(fleet, INTERVAL, settings, log) as (url, hub):
+        yield Served(url, hub, fleet)
 
 
 async def frames(response: aiohttp.ClientResponse) -> AsyncIterator[tuple[str, Any]]:
