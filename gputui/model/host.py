@@ -17,6 +17,12 @@ from .decode import as_dict, as_float, as_int, as_pid, as_str, read_fields, wire
 NO_GPU_CODES = ("no-driver", "no-gpu", "no-library", "no-permission")
 # A host as the fleet sees it: its link is being made, samples come, they stopped coming, it is gone.
 HOST_STATUSES = ("connecting", "live", "stale", "down")
+# Why a signal or a GPU reset is refused on a host read through a hub (its hello's `hub`): the hub
+# runs kill plans from its own scan, and sends neither (the link and the dashboard both say so).
+NOT_THROUGH_A_HUB = (
+    "{what} are not sent through a hub: run them on the hub's side (gputui on the hub's host, or "
+    "`gputui clean HOST`)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +44,9 @@ class HostFacts:
     probe_pid: int | None = None
     reader: str = "nvml"
     read_only: bool = False
+    # The hub this host is read through (its URL; None: read directly): what the hub does not
+    # relay (signals, resets, the environment) is refused at once.
+    hub: str | None = None
     error_code: str | None = None
     error_message: str | None = None
 
@@ -51,6 +60,7 @@ class HostFacts:
             reader=as_str(hello.get("reader")) or "nvml",
             # Anything but an explicit false keeps a probe read-only: refusing is the safe reading.
             read_only=hello.get("read_only") is not False,
+            hub=as_str(hello.get("hub")),
             error_code=as_str(err.get("code")),
             error_message=as_str(err.get("message")),
         )

@@ -36,6 +36,7 @@ from typing import Any
 
 import aiohttp
 
+from ..model.host import NOT_THROUGH_A_HUB
 from ..probe.delta import DeltaError, apply
 from .base import TransportError
 
@@ -55,10 +56,6 @@ UNMAPPED_MAX = 256  # events of plans not (yet) known to a link, kept in case th
 RETRY_FIRST = 1.0
 RETRY_CAP = 15.0
 LADDERS = {("SIGTERM",): "term", (): "kill", ("SIGINT", "SIGTERM"): "int"}
-NOT_THROUGH_A_HUB = (
-    "{what} are not sent through a hub: run them on the hub's side (gputui on the hub's host, or "
-    "`gputui clean HOST`)"
-)
 
 # The token of each hub URL (the CLI reads --hub-token-file); GPUTUI_HUB_TOKEN when none is set.
 _tokens: dict[str, str] = {}
@@ -476,6 +473,7 @@ class HubLink:
         the host, with the hub's recent history of its GPUs (once), up to the sample `then` that
         follows it: that sample is one reading, not a point of the history and then one more."""
         hello = dict(record)
+        hello["hub"] = stream.url  # the viewer refuses at once what a hub does not relay (signals)
         if host.read_only or stream.info is None or not stream.info.actions:
             hello["read_only"] = True
         if host.history is not None:

@@ -7,8 +7,9 @@ from dataclasses import replace
 
 from textual.screen import Screen
 
-from gputui.fleet.session import LIVE, REASONS
+from gputui.fleet.session import LIVE, REASONS, HostView
 from gputui.kill.operate import Request
+from gputui.model.host import NOT_THROUGH_A_HUB
 
 from .. import fmt
 from ..context import Dashboard
@@ -40,6 +41,15 @@ ACTION_NAMES = {
     "signal_plan": "Signal",
     "signal_menu": "Signal",
 }
+
+
+def not_relayed(view: HostView, what: str) -> str | None:
+    """Why `what` ("Signals", "GPU resets") cannot go to a host read through a hub, said before any
+    dialog; None for a host read directly. The hub runs kill plans from its own scan and sends
+    neither: the operator is told where to run them."""
+    if view.facts is None or not view.facts.hub:
+        return None
+    return f"{fmt.safe(view.name, 40)}: " + NOT_THROUGH_A_HUB.format(what=what)
 
 
 class KillPanel(Panel):
@@ -80,9 +90,18 @@ class KillPanel(Panel):
             return f"{name} has no GPU to free."
         return None
 
+    def menu_refusal(self) -> str | None:
+        """Why F9's menu of signals is not offered: what refuses every kill key, or a host read
+        through a hub (the menu's other ladders are not relayed; T, K and I still are)."""
+        reason = self.refusal()
+        host = self.gpus.target_host()
+        if reason is None and host is not None:
+            reason = not_relayed(self.dash.fleet.view(host), "Signals")
+        return reason
+
     def refuse(self, action: str) -> None:
         """A kill key where it is not offered: why."""
-        reason = self.refusal()
+        reason = self.menu_refusal() if action == "signal_menu" else self.refusal()
         if reason is not None:
             what = ACTION_NAMES.get(action, "Kill")
             self.screen.notify(reason, title=f"{what}: not offered here", severity="warning", timeout=6)

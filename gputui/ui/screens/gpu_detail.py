@@ -36,6 +36,7 @@ from gputui.views.readiness import preflight_flags
 from .. import fmt, kinds
 from ..context import Dashboard
 from ..messages import ResetRequested
+from ..panels.kill import not_relayed
 from ..widgets.borders import set_title
 from ..widgets.chart import Scale, chart, nice_top, time_lines
 from ..widgets.footer import Footer
@@ -106,6 +107,7 @@ class GpuDetailScreen(Screen[None]):
         Binding(
             "r", "reset", "Reset GPU", tooltip="the reset ladder, for orphaned memory: dry run, then confirm"
         ),
+        Binding("r", "refuse('reset')", show=False),  # a host read through a hub: why not, at once
         Binding("m", "app.toggle_mib", "MiB", show=False, tooltip="memory in exact MiB (again: GiB)"),
         Binding("question_mark", "app.help", "Help", key_display="?"),
     ]
@@ -141,13 +143,29 @@ class GpuDetailScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "reset":
             return self.can_reset()  # shown only where it can help
+        if action == "refuse":
+            return self.reset_refusal() is not None
         return True
 
-    def can_reset(self) -> bool:
-        view = self.dash.fleet.view(self.host)
+    def _resettable(self, view: HostView) -> bool:
+        """Orphaned memory on a host that takes plans: where the reset ladder could help."""
         gpu = self._gpu(view)
         orphaned = gpu is not None and gpu.accounting is not None and gpu.accounting.orphaned > IDLE_SLACK
         return orphaned and view.can_kill and not self.dash.read_only
+
+    def can_reset(self) -> bool:
+        view = self.dash.fleet.view(self.host)
+        return self._resettable(view) and not_relayed(view, "GPU resets") is None
+
+    def reset_refusal(self) -> str | None:
+        """Why `r` is refused where it would help but the host is read through a hub."""
+        view = self.dash.fleet.view(self.host)
+        return not_relayed(view, "GPU resets") if self._resettable(view) else None
+
+    def action_refuse(self, action: str) -> None:
+        reason = self.reset_refusal()
+        if reason is not None:
+            self.notify(reason, title="Reset: not offered here", severity="warning", timeout=8, markup=False)
 
     def action_reset(self) -> None:
         if self.can_reset():
@@ -248,7 +266,7 @@ class GpuDetailScreen(Screen[None]):
                     style = t.style_of(PART_STYLE.get(part, "gpu--warn"))
                     lines.append(Text("! " + part_words(account, part, self.dash.exact_memory), style))
             if account.orphaned > IDLE_SLACK:
-                hint = "r: the reset ladder (a dry run first, then a confirmation)"
+                hint = self.reset_refusal() or "r: the reset ladder (a dry run first, then a confirmation)"
                 lines.append(Text(hint, t.style_of("gpu-view--muted")))
         elif account is not None:
             lines.append(Text("every byte accounted for", t.style_of("gpu-view--free")))

@@ -392,6 +392,9 @@ class MainScreen(Screen[None]):
             return not self.dash.read_only
         if action == "refuse" and parameters == ("select_idle",):
             return self.dash.read_only
+        if action == "signal_menu" or (action == "refuse" and parameters == ("signal_menu",)):
+            refused = self.kills.menu_refusal() is not None
+            return refused if action == "refuse" else not refused
         if action in KILL_ACTIONS:
             if self.kills.refusal() is not None:
                 return False  # not offered: hidden from the footer and the help; the key says why

@@ -40,6 +40,7 @@ from gputui.text.words import count
 
 from .. import fmt, kinds
 from ..messages import PlanRequested
+from ..panels.kill import not_relayed
 from ..widgets.chart import Scale, Series, nice_bytes, nice_top, stacked
 from ..widgets.detail_body import DetailBody
 from .dialog import DIALOG, Dialog
@@ -102,6 +103,7 @@ class ProcDetailScreen(Dialog[None]):
         Binding("r", "reread", "Read again", tooltip="read the process from /proc again"),
         Binding("e", "environ", "Environment", tooltip="its environment (secret-looking values hidden)"),
         Binding("k", "signal", "Signal", tooltip="send it a signal by name (SIGSTOP, SIGCONT, SIGTERM...)"),
+        Binding("k", "refuse('signal')", show=False),  # a host read through a hub: why not, at once
     ]
 
     def __init__(self, host: str, record: Proc | Parent) -> None:
@@ -193,18 +195,32 @@ class ProcDetailScreen(Dialog[None]):
         self.app.push_screen(EnvironScreen(self.host, record.pid, record.start_time))
 
     def _can_signal(self) -> bool:
-        """Whether `k` is offered: not read-only, a host that takes plans, a process in /proc."""
+        """Whether `k` is offered: not read-only, a host that takes plans (directly), a process in /proc."""
         if self.dash.read_only or self.record.start_time is None:
             return False
         try:
-            return self.dash.fleet.view(self.host).can_kill
+            view = self.dash.fleet.view(self.host)
         except KeyError:
             return False
+        return view.can_kill and not_relayed(view, "Signals") is None
+
+    def _signal_refusal(self) -> str | None:
+        try:
+            return None if self.dash.read_only else not_relayed(self.dash.fleet.view(self.host), "Signals")
+        except KeyError:
+            return None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "signal":
             return self._can_signal()
+        if action == "refuse":
+            return self._signal_refusal() is not None
         return True
+
+    def action_refuse(self, action: str) -> None:
+        reason = self._signal_refusal()
+        if reason is not None:
+            self.notify(reason, title="Signal: not offered here", severity="warning", timeout=8, markup=False)
 
     def action_signal(self) -> None:
         if not self._can_signal():
