@@ -19,6 +19,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from .detail import DETAIL_AT_ONCE, BadQuery, parse_query, read_detail
 from .metrics import CONTENT_TYPE, MetricsCache
 from .stream import Hub
 from .tokens import Holder, Tokens
@@ -81,7 +82,7 @@ def make_app(settings: Settings, hub: Hub) -> web.Application:
     app[HUB] = hub
     app[SETTINGS] = settings
     app[METRICS] = MetricsCache()
-    app[STATE] = {"open": 0, "ready": False}
+    app[STATE] = {"open": 0, "ready": False, "details": 0}
     add_routes(app)
     return app
 
@@ -89,6 +90,7 @@ def make_app(settings: Settings, hub: Hub) -> web.Application:
 def add_routes(app: web.Application) -> None:
     app.router.add_get("/api/v1/snapshot", snapshot)
     app.router.add_get("/api/v1/events", events)
+    app.router.add_get("/api/v1/detail", detail)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/-/healthy", healthy)
     app.router.add_get("/-/ready", ready)
@@ -203,6 +205,29 @@ async def events(request: web.Request) -> web.StreamResponse:
     except (ConnectionError, RuntimeError):
         pass  # the client left (aiohttp says so with either)
     return response
+
+
+async def detail(request: web.Request) -> web.Response:
+    """One process of a host in full (gputui/serve/detail.py): 400 for a bad query, 404 for a host
+    the hub does not watch, 503 past DETAIL_AT_ONCE waiting, 504 when the host did not answer."""
+    try:
+        host, pid, start_time = parse_query(request.query)
+    except BadQuery as exc:
+        return text_answer(400, f"bad request: {exc}\n")
+    fleet = request.app[HUB].fleet
+    if host not in fleet.sessions:
+        return text_answer(404, "no such host on this hub\n")
+    state = request.app[STATE]
+    if state["details"] >= DETAIL_AT_ONCE:
+        return text_answer(503, "too many process details asked for at once: try again\n")
+    state["details"] += 1
+    try:
+        record = await read_detail(fleet, host, pid, start_time)
+    finally:
+        state["details"] -= 1
+    if record is None:
+        return text_answer(504, "the host did not answer in time (not connected, or busy with a plan)\n")
+    return web.json_response(record)
 
 
 async def metrics(request: web.Request) -> web.Response:

@@ -17,7 +17,9 @@ Actions: a link whose hub allows this token to act (the `hub` frame's `actions`)
 into the hub's request (`POST /api/v1/actions`: host, scope, GPUs, targets by PID and start time,
 ladder); the hub plans from its own sample and runs it, and its events come back on the stream under
 the hub's plan id, which the link maps back to the viewer's. Signals and GPU resets are not sent
-through a hub: they are refused with words that say where to run them.
+through a hub: they are refused with words that say where to run them (the hello carries `hub`,
+the hub's URL, so the dashboard refuses them before any dialog). A process detail is the hub's
+answer (`GET /api/v1/detail`); its environment is refused at once.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import urllib.parse
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 import aiohttp
 
@@ -44,9 +46,11 @@ PREFIX = "hub:"
 TOKEN_ENV = "GPUTUI_HUB_TOKEN"
 EVENTS = "/api/v1/events"
 ACTIONS = "/api/v1/actions"
+DETAIL = "/api/v1/detail"
 CONNECT_TIMEOUT = 10.0  # seconds to connect and read the hub's whole state
 READ_TIMEOUT = 45.0  # seconds without a byte (the hub pings every 15) before the stream is dead
 ACTION_TIMEOUT = 30.0  # seconds the hub may take to plan (a full scan of the host) and answer
+DETAIL_TIMEOUT = 10.0  # seconds for the hub's answer to a process detail (it waits 3 on its host)
 MAX_LINE = 32 * 1024 * 1024  # bytes of one line of the stream: a whole sample of a large host fits
 QUEUE_MAX = 2048  # records waiting for one link's reader; past that the link is behind: it ends
 SAME_TIME = 0.001  # seconds: the hub's history gives times to the millisecond
@@ -56,6 +60,8 @@ UNMAPPED_MAX = 256  # events of plans not (yet) known to a link, kept in case th
 RETRY_FIRST = 1.0
 RETRY_CAP = 15.0
 LADDERS = {("SIGTERM",): "term", (): "kill", ("SIGINT", "SIGTERM"): "int"}
+
+NO_ENVIRON = "not through a hub: a process's environment can hold secrets"
 
 # The token of each hub URL (the CLI reads --hub-token-file); GPUTUI_HUB_TOKEN when none is set.
 _tokens: dict[str, str] = {}
@@ -329,6 +335,26 @@ class HubStream:
                 answer = {}
             return response.status, answer if isinstance(answer, dict) else {}
 
+    async def get_detail(self, host: str, pid: int, start_time: int) -> dict[str, Any] | None:
+        """The hub's `detail` record of (pid, start_time) on `host` (GET /api/v1/detail), or None
+        when it has none (the host did not answer it, an older hub without the route)."""
+        if self._session is None or self._session.closed:
+            return None
+        query = {"host": host, "pid": str(pid), "start": str(start_time)}
+        async with self._session.get(
+            self.url + DETAIL,
+            params=query,
+            headers=self.headers(),
+            timeout=aiohttp.ClientTimeout(total=DETAIL_TIMEOUT),
+        ) as response:
+            if response.status != 200:
+                return None
+            try:
+                answer = await response.json(content_type=None)
+            except ValueError:
+                return None
+            return answer if isinstance(answer, dict) else None
+
 
 def _pair(value: Any) -> bool:
     return isinstance(value, list) and len(value) == 2 and isinstance(value[0], str)
@@ -408,6 +434,7 @@ class HubLink:
         self._plans: dict[str, str] = {}  # the hub's plan id -> the viewer's
         self._unmapped: deque[dict[str, Any]] = deque(maxlen=UNMAPPED_MAX)
         self._posting = 0  # action requests not answered yet
+        self._asking: set[asyncio.Task[None]] = set()  # process details asked of the hub
         self._opened = False
         self._closed = False
         self._said: str | None = None  # the hub's status last relayed
@@ -570,7 +597,37 @@ class HubLink:
             self._refuse(message, NOT_THROUGH_A_HUB.format(what=what))
         elif kind == "sample" and (message.get("whole") or message.get("full")):
             self._resend(full=message.get("full") is True)
-        # configure, cancel, detail, quit: the hub's probe is the hub's to configure and to stop
+        elif kind == "detail":
+            self._detail(message)
+        # configure, cancel, quit: the hub's probe is the hub's to configure and to stop
+
+    def _detail(self, message: dict[str, Any]) -> None:
+        """A process detail asked for: the hub's answer (GET /api/v1/detail) under the request's id,
+        in the background (the fleet waits for it by id, and gives up on its own); the environment
+        is refused at once (it can hold secrets: the hub does not hand it out)."""
+        rid, pid, start = message.get("id"), message.get("pid"), message.get("start_time")
+        if not isinstance(rid, str) or not _positive(pid) or not _positive(start):
+            return
+        if message.get("environ"):
+            refused = {"result": "ok", "unreadable": {"environ": NO_ENVIRON}}
+            self._put(
+                ("record", {"type": "detail", "v": 1, "id": rid, "pid": pid, "start_time": start, **refused})
+            )
+            return
+        task = asyncio.create_task(self._ask_detail(rid, pid, start), name=f"detail-{self.host}-{pid}")
+        self._asking.add(task)
+        task.add_done_callback(self._asking.discard)
+
+    async def _ask_detail(self, rid: str, pid: int, start_time: int) -> None:
+        stream = self._stream
+        if stream is None:
+            return
+        try:
+            record = await stream.get_detail(self.host, pid, start_time)
+        except (aiohttp.ClientError, OSError, asyncio.TimeoutError):
+            return  # no answer: the viewer says it had none in time
+        if record is not None and record.get("pid") == pid and not self._closed:
+            self._put(("record", dict(record, type="detail", v=1, id=rid)))
 
     def _resend(self, full: bool) -> None:
         """The host's sample again, whole. Asked for a full scan (a kill plan is being made), it is
@@ -629,6 +686,8 @@ class HubLink:
             return
         self._closed = True
         self._wake.set()
+        for task in list(self._asking):
+            task.cancel()
         stream, self._stream = self._stream, None
         if stream is not None:
             stream.leave(self)
@@ -662,6 +721,10 @@ def _before(history: dict[str, Any], then: dict[str, Any] | None) -> dict[str, A
         keep = sum(1 for t in times if isinstance(t, (int, float)) and t < at - SAME_TIME)
         out[index] = {k: v[:keep] if isinstance(v, list) else v for k, v in series.items()}
     return out
+
+
+def _positive(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def _down(name: str, host: HubHost) -> TransportError:

@@ -1,17 +1,21 @@
 """An attached dashboard (gputui/transport/hub.py) where the hub does not relay what a direct link does:
 signals (F9's menu, the process detail's `k`) and GPU resets are refused at once, in the dashboard,
-with words that say where to run them, and nothing reaches the hub; a real hub (the serve package in
-this test's loop, on 127.0.0.1 port 0) over real sim probes, every request it answers counted.
+with words that say where to run them, and nothing reaches the hub; the process detail (`d`) is the
+hub's answer (GET /api/v1/detail), the environment (`e`) refused at once. A real hub (the serve
+package in this test's loop, on 127.0.0.1 port 0) over real sim probes, every request it answers
+counted.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp import web
 
@@ -28,6 +32,7 @@ from gputui.transport.local import LocalLink
 from gputui.ui import GpuTuiApp
 from gputui.ui import make_app as make_dashboard
 from gputui.ui.screens.choose import ChooseScreen
+from gputui.ui.screens.environ import EnvironScreen
 from gputui.ui.screens.gpu_detail import GpuDetailScreen
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.plan import PlanScreen
@@ -147,8 +152,9 @@ async def test_signals_and_resets_are_refused_at_once_through_a_hub(tmp_path: Pa
             assert not any(isinstance(s, ResetScreen) for s in app.screen_stack)
             await pilot.pause(0.5)
             assert not any(isinstance(s, (SignalScreen, PlanScreen, ResetScreen)) for s in app.screen_stack)
-        # Nothing was asked of the hub meanwhile (no action, no plan to refuse later).
-        assert hub.asked() == before == [], hub.requests
+        # Nothing was asked of the hub meanwhile (no action, no plan to refuse later) but the process
+        # detail the `k` was pressed on.
+        assert before == [] and set(hub.asked()) == {("GET", hubs.DETAIL)}, hub.requests
 
 
 def _orphaned(view: Any) -> int | None:
@@ -163,3 +169,71 @@ def _orphaned(view: Any) -> int | None:
 
 def _words(app: GpuTuiApp) -> str:
     return " ".join(screen_text(app).split())
+
+
+async def test_the_process_detail_is_the_hubs_and_the_environment_is_refused(tmp_path: Path) -> None:
+    async with served(tmp_path) as hub:
+        hubs.remember_token(hub.url, ALICE)
+        fleet = attached(hub.url)
+        app = make_dashboard(fleet, interval=INTERVAL, log_path=tmp_path / "viewer.jsonl")
+        async with app.run_test(size=(120, 40)) as pilot:
+            view = fleet.view("demo-a")
+            await wait_for(pilot, lambda: view.sample is not None, 60)
+            main = main_of(app)
+            main.select_host("demo-a")
+            await redrawn(pilot)
+            main.proc_table.focus()
+            assert view.sample is not None
+            proc = next(p for p in view.sample.processes if p.kind == "user" and p.start_time)
+            assert main.proc_table.move_to(proc_row_key(proc), scroll=True)
+            await pilot.press("d")
+            await wait_for(pilot, lambda: isinstance(app.screen, ProcDetailScreen))
+            screen = app.screen
+            assert isinstance(screen, ProcDetailScreen)
+            await wait_for(pilot, lambda: screen.status != "reading", 30)
+            detail = screen.detail
+            assert screen.status == "read" and detail is not None, screen.status
+            assert detail.pid == proc.pid and detail.start_time == proc.start_time
+            assert detail.command == proc.command and detail.cwd and detail.environ is None
+            assert detail.cwd == os.readlink(f"/proc/{proc.pid}/cwd")
+            await wait_for(pilot, lambda: detail.cwd in _words(app))
+            assert ("GET", "/api/v1/detail") in hub.requests
+
+            # The environment: not asked of the hub; the words say why.
+            asked = len(hub.requests)
+            await pilot.press("e")
+            await wait_for(pilot, lambda: isinstance(app.screen, EnvironScreen))
+            await wait_for(pilot, lambda: "a process's environment can hold secrets" in _words(app))
+            assert "Not read: not through a hub" in _words(app)
+            assert len(hub.asked()) == len([r for r in hub.requests[:asked] if r[1] != hubs.EVENTS])
+
+
+async def test_the_detail_route_reads_with_a_token_and_bounds_its_query(tmp_path: Path) -> None:
+    async with served(tmp_path) as hub:
+        sample = hub.fleet.view("demo-a").sample
+        assert sample is not None
+        proc = next(p for p in sample.processes if p.kind == "user" and p.start_time)
+        url = hub.url + hubs.DETAIL
+        query = {"host": "demo-a", "pid": str(proc.pid), "start": str(proc.start_time), "environ": "1"}
+        auth = {"Authorization": f"Bearer {ALICE}"}
+        async with aiohttp.ClientSession() as session:
+            async with session.get(url, params=query) as r:
+                assert r.status == 401
+            async with session.get(url, params=query, headers=auth) as r:
+                assert r.status == 200
+                record = await r.json()
+            assert record["type"] == "detail" and record["result"] == "ok"
+            assert record["pid"] == proc.pid and record["command"] == list(proc.command)
+            assert "environ" not in record  # never asked of the host, whatever the query says
+            assert all(isinstance(f, dict) for f in record["fds"] + record["parents"])
+            # Another start time: the PID is not that process.
+            async with session.get(
+                url, params=dict(query, start=str(proc.start_time + 1)), headers=auth
+            ) as r:
+                assert r.status == 200 and (await r.json())["result"] == "pid-reused"
+            for bad in ({"pid": "-1"}, {"pid": "1e3"}, {"start": ""}, {"host": ""}, {"pid": "9" * 30}):
+                async with session.get(url, params={**query, **bad}, headers=auth) as r:
+                    assert r.status == 400, bad
+                    assert len((await r.text()).splitlines()) == 1
+            async with session.get(url, params=dict(query, host="\x1b[2Jnowhere"), headers=auth) as r:
+                assert r.status == 404 and "\x1b" not in await r.text()
