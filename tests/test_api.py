@@ -16,7 +16,7 @@ import pytest
 from gputui import api
 
 REPO = Path(__file__).resolve().parents[1]
-HEAVY = {"asyncssh", "prometheus_client", "textual", "rich", "pynvml", "gzip"}
+HEAVY = {"asyncssh", "aiohttp", "prometheus_client", "textual", "rich", "pynvml", "gzip"}
 
 
 def test_every_name_of_the_api_resolves_and_a_lazy_one_is_its_modules_own():

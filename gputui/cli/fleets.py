@@ -87,7 +87,8 @@ def hub_hosts(url: str, token_file: str | None, read_only: bool = False) -> list
     read-only unless the hub lets this token act (or `read_only`). The token: `token_file`'s first
     line, else $GPUTUI_HUB_TOKEN. Raises InventoryError: a bad URL or token file (usage), a hub that
     cannot be read (unavailable, as a host that is down)."""
-    # Imported here: aiohttp is some 100 ms of a start that no command without --hub should pay.
+    # Imported here: aiohttp and the hub's link are about 110 ms of a start (-X importtime, dev VM)
+    # that no command without --hub should pay.
     from ..transport.hub import PREFIX, UrlError, check_url, read_hub, remember_token
 
     try:

@@ -38,7 +38,7 @@ from ..config.hostlist import (
     size,
 )
 from ..model.textsafe import printable
-from . import ansible, kube, prometheus, slurm, sshconfig
+from . import ansible, kube, slurm, sshconfig
 from .base import InventoryError, ResolvedHost, checked, home_expanded, over_cap, read_regular
 
 MAX_FILE_BYTES = 16 << 20  # a host file larger than this is not a host file
@@ -52,6 +52,14 @@ SPEC_HELP = (
 def is_spec(word: str, groups: Mapping[str, object]) -> bool:
     """Whether `word` names hosts through a source (not one host as written)."""
     return word.startswith("@") or word in groups or is_hostlist(word)
+
+
+def _prometheus_hosts(arg: str, source: str) -> list[ResolvedHost]:
+    # Imported here: the source queries over aiohttp, whose import is about 110 ms (measured with
+    # -X importtime, dev VM), and this module is loaded at every command's start (gputui.api).
+    from . import prometheus
+
+    return prometheus.prometheus_hosts(arg, source)
 
 
 class Resolver:
@@ -123,7 +131,7 @@ class Resolver:
             "slurm": lambda arg, src, _stack: self._counted(slurm.partition_hosts(arg, src), src),
             "slurm-job": lambda arg, src, _stack: self._counted(slurm.job_hosts(arg, src), src),
             "ansible": lambda arg, src, _stack: self._counted(ansible.inventory_hosts(arg, src), src),
-            "prometheus": lambda arg, src, _stack: self._counted(prometheus.prometheus_hosts(arg, src), src),
+            "prometheus": lambda arg, src, _stack: self._counted(_prometheus_hosts(arg, src), src),
             "kube": lambda arg, src, _stack: self._counted(kube.kube_hosts(arg, src), src),
             "group": self._group,
         }

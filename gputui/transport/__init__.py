@@ -15,11 +15,11 @@ if TYPE_CHECKING:
 
 def make_link(spec: HostSpec, interval: float | None = None) -> Link:
     if spec.feed is not None and spec.feed.startswith("hub:"):
-        from .hub import HubLink, feed_url  # aiohttp: only a fleet read from a hub pays for it
+        from .hub import HubLink, feed_url  # aiohttp, ~110 ms: only a fleet read from a hub pays it
 
         return HubLink(feed_url(spec.feed), spec.name)
     if spec.feed is not None and spec.feed.startswith("prometheus:"):
-        from .prometheus import PromLink  # aiohttp: only a fleet read from a Prometheus pays for it
+        from .prometheus import PromLink  # aiohttp: only a Prometheus feed pays it
 
         return PromLink(spec, interval=interval)
     if spec.is_local():

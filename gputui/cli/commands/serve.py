@@ -62,8 +62,8 @@ def parser() -> argparse.ArgumentParser:
 
 def run(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    # Imported now, not at the top: aiohttp, the fleet and the transport, which `--help`, a usage
-    # error and --new-token do not need.
+    # Imported now, not at the top: aiohttp, the fleet and the hub, which `--help` and a usage error
+    # do not need (this module loads in 80 ms with them left out, 270 ms with them: dev VM).
     from .. import serve
 
     return serve.run(args)
