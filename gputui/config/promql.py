@@ -197,7 +197,7 @@ async def query(session: aiohttp.ClientSession, feed: PromFeed, promql: str) -> 
     an HTTP error, a body over MAX_BODY, not the API's JSON, a failed query)."""
     where = f"Prometheus at {feed.url}"
     try:
-        body, status = await asyncio.wait_for(_post(session, feed, promql, where), QUERY_TIMEOUT)
+        body, status = await _post(session, feed, promql, where)
     except asyncio.TimeoutError:
         raise PromError(f"{where}: no answer within {QUERY_TIMEOUT:g} s") from None
     except aiohttp.ClientError as exc:
@@ -208,7 +208,10 @@ async def query(session: aiohttp.ClientSession, feed: PromFeed, promql: str) -> 
 
 
 async def _post(session: aiohttp.ClientSession, feed: PromFeed, promql: str, where: str) -> tuple[bytes, int]:
-    async with session.post(feed.url + "/api/v1/query", data={"query": promql}) as answer:
+    # The deadline is aiohttp's own, not an asyncio.wait_for around the call: before Python 3.12,
+    # wait_for swallows a cancellation that comes as the call completes (a poller being closed).
+    timeout = aiohttp.ClientTimeout(total=QUERY_TIMEOUT)
+    async with session.post(feed.url + "/api/v1/query", data={"query": promql}, timeout=timeout) as answer:
         return await _bounded_body(answer.content, where), answer.status
 
 
