@@ -10,14 +10,16 @@ a pod was given.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
-from tests.support.exporter import get, wait_for
-from tests.support.prometheus import free_port
+from tests.support.exporter import exporter_over_demo, get, wait_for
+from tests.support.prometheus import Prometheus, free_port
 
 # (HELP, TYPE) of each field, as dcgm-exporter's default-counters.csv says them.
 FIELDS = {
@@ -123,3 +125,28 @@ class StaticTarget:
         if proc is not None and proc.poll() is None:
             os.kill(proc.pid, signal.SIGTERM)  # the PID this test started
             proc.wait(60)
+
+
+@contextlib.contextmanager
+def prometheus_over(directory: Path, dcgm: str, dcgm_series: int) -> Iterator[Prometheus]:
+    """A real Prometheus scraping `dcgm` (an exposition, served by a StaticTarget) and the demo's
+    exporter (demo-a and demo-b: 12 GPUs), once it holds `dcgm_series` dcgm GPUs and the demo's."""
+    target = StaticTarget(directory / "dcgm", dcgm)
+    try:
+        with exporter_over_demo() as exporter:
+            server = Prometheus(directory, {"dcgm": target.target, "gputui": exporter})
+            server.start()
+            try:
+                scraped = wait_for(
+                    lambda: (
+                        server.has("DCGM_FI_DEV_FB_USED", dcgm_series)
+                        and server.has("gputui_gpu_memory_used_bytes", 12)
+                    ),
+                    timeout=180,
+                )
+                assert scraped, "the series never showed up: " + server.logs()
+                yield server
+            finally:
+                server.stop()
+    finally:
+        target.stop()

@@ -23,11 +23,10 @@ from gputui.ui.factory import make_app
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.widgets.fleet_table import fleet_row_key
 from tests.prom.servers import (
-    StaticTarget,
     dcgm_gpu,
     exposition,
+    prometheus_over,
 )
-from tests.support.exporter import exporter_over_demo, wait_for
 from tests.support.pilot import screen_text
 from tests.support.pilot import wait_for as pilot_wait
 from tests.support.prometheus import PROMETHEUS, Prometheus
@@ -43,35 +42,15 @@ FAR = "gpu-far"  # a dcgm host that no ssh_config names and no resolver knows
 
 @pytest.fixture(scope="module")
 def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
-    directory = tmp_path_factory.mktemp("promdash")
-    target = StaticTarget(
-        directory / "dcgm",
-        exposition(
-            [
-                dcgm_gpu(TWIN, 0, 40000, 97, ("ml", "train-0", "trainer")),
-                dcgm_gpu(TWIN, 1, 0, 0),
-                dcgm_gpu(FAR + ".invalid", 0, 512, 3),
-            ]
-        ),
+    dcgm = exposition(
+        [
+            dcgm_gpu(TWIN, 0, 40000, 97, ("ml", "train-0", "trainer")),
+            dcgm_gpu(TWIN, 1, 0, 0),
+            dcgm_gpu(FAR + ".invalid", 0, 512, 3),
+        ]
     )
-    try:
-        with exporter_over_demo() as exporter:
-            server = Prometheus(directory, {"dcgm": target.target, "gputui": exporter})
-            server.start()
-            try:
-                scraped = wait_for(
-                    lambda: (
-                        server.has("DCGM_FI_DEV_FB_USED", 3)
-                        and server.has("gputui_gpu_memory_used_bytes", 12)
-                    ),
-                    timeout=180,
-                )
-                assert scraped, "the series never showed up: " + server.logs()
-                yield server
-            finally:
-                server.stop()
-    finally:
-        target.stop()
+    with prometheus_over(tmp_path_factory.mktemp("promdash"), dcgm, 3) as server:
+        yield server
 
 
 def dashboard(prom: Prometheus, log: Path, read_only: bool = False) -> GpuTuiApp:

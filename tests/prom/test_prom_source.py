@@ -25,8 +25,9 @@ from tests.prom.servers import (
     dcgm_gpu,
     dcgm_node,
     exposition,
+    prometheus_over,
 )
-from tests.support.exporter import exporter_over_demo, get, gputui, served_url, start, stop, wait_for
+from tests.support.exporter import get, gputui, served_url, start, stop, wait_for
 from tests.support.prometheus import PROMETHEUS, Prometheus
 
 pytestmark = [
@@ -38,26 +39,8 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
     """A Prometheus scraping the demo's exporter (demo-a, demo-b) and dcgm-node-1."""
-    directory = tmp_path_factory.mktemp("prom")
-    target = StaticTarget(directory / "dcgm", dcgm_node())
-    try:
-        with exporter_over_demo() as exporter:
-            server = Prometheus(directory, {"dcgm": target.target, "gputui": exporter})
-            server.start()
-            try:
-                scraped = wait_for(
-                    lambda: (
-                        server.has("DCGM_FI_DEV_FB_USED", 2)
-                        and server.has("gputui_gpu_memory_used_bytes", 12)
-                    ),
-                    timeout=180,
-                )
-                assert scraped, "the series never showed up: " + server.logs()
-                yield server
-            finally:
-                server.stop()
-    finally:
-        target.stop()
+    with prometheus_over(tmp_path_factory.mktemp("prom"), dcgm_node(), 2) as server:
+        yield server
 
 
 def test_hosts_lists_the_hosts_of_both_kinds_of_series(prom: Prometheus) -> None:
