@@ -37,6 +37,10 @@ async def test_a_change_after_a_quiet_spell_is_drawn_without_waiting_for_a_timer
     async with app.run_test(size=(120, 36)) as pilot:
         await sampled(pilot)
         calls = count_redraws(app)
+        # No redraw pending: under load a sample may have just scheduled one within the gap, and a
+        # pending redraw is one the next change joins (no quiet spell to stage). From here to the
+        # pause below nothing awaits, so no sample comes in between.
+        await wait_for(pilot, lambda: not app._redraw_due)
         app._last_redraw = time.monotonic() - 10  # quiet for a while
         app._changed.add("demo-a")
         app.want_redraw()
