@@ -121,21 +121,7 @@ async def run_wait(
         deadline = started + args.timeout
         while True:
             now = time.monotonic()
-            for host in list(pending):
-                view = fleet.view(host)
-                late = view.sample
-                if view.facts is not None and view.facts.error_code in NO_GPU_CODES:
-                    del pending[host]  # no driver or no GPU there: nothing to wait for
-                elif late is None:
-                    pending[host] = (NO_SAMPLE, _no_sample(view))
-                else:
-                    indexes, problem = _judge(args.gpu or [], host, late, hosts)
-                    for i in indexes:
-                        waits.setdefault((host, i), GpuWait(host, i))
-                    if problem is None:
-                        del pending[host]
-                    else:
-                        pending[host] = (NOT_JUDGED, problem)
+            _judge_pending(fleet, pending, waits, args.gpu or [], hosts)
             for view in fleet.hosts:
                 _update(view, waits, preflights, conditions, now, idle_after)
             if (
@@ -160,6 +146,32 @@ async def run_wait(
                 pass
     finally:
         await fleet.stop()
+
+
+def _judge_pending(
+    fleet: Fleet,
+    pending: dict[str, Pending],
+    waits: dict[tuple[str, int], GpuWait],
+    specs: list[str],
+    hosts: list[str],
+) -> None:
+    """Take in the pending hosts whose sample can now be judged (their GPUs join `waits`); say why
+    of the others, and drop a host with no driver or no GPU (nothing to wait for there)."""
+    for host in list(pending):
+        view = fleet.view(host)
+        late = view.sample
+        if view.facts is not None and view.facts.error_code in NO_GPU_CODES:
+            del pending[host]
+        elif late is None:
+            pending[host] = (NO_SAMPLE, _no_sample(view))
+        else:
+            indexes, problem = _judge(specs, host, late, hosts)
+            for i in indexes:
+                waits.setdefault((host, i), GpuWait(host, i))
+            if problem is None:
+                del pending[host]
+            else:
+                pending[host] = (NOT_JUDGED, problem)
 
 
 def _no_gpu(fleet: Fleet) -> str | None:

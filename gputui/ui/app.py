@@ -28,19 +28,15 @@ from textual.app import App, AutopilotCallbackType
 from textual.binding import Binding, BindingType
 from textual.driver import Driver
 from textual.notifications import SeverityLevel
-from textual.timer import Timer
 
 from gputui.config.file import default_export_dir
 from gputui.config.file import idle_threshold as threshold
 from gputui.fleet.fleet import Fleet
-from gputui.fleet.pacing import Pacer
 from gputui.kill.auditlog import unfinished_headline
-from gputui.kill.operate import FRESH_TIMEOUT, Operations
 from gputui.kill.plan import KillOptions
 from gputui.views.report import write_files
 
 from . import acyclic, fmt
-from . import spinner as actions
 from ._textual import app_driver, set_return_code
 from .commands import GpuTuiCommands
 from .intake import AGES_INTERVAL, APP_HOST, LogLine
@@ -129,13 +125,7 @@ class GpuTuiApp(KillFlow, Pacing):
         self.read_only = read_only
         self.over_ssh: Mapping[str, Callable[[], str]] = dict(over_ssh or {})
         self.interval = interval
-        # Pacing (gputui/fleet/pacing.py): the interval the probes are asked for while the app cannot keep
-        # up at `interval` (None: as asked), checked once a second through the app's message queue
-        # and the next frame, which is where a key waits too.
-        self.pacer = Pacer(interval, len(fleet.hosts)) if pace else None
-        self.paced: float | None = None
-        self._pace_asked: float | None = None  # when the look now on its way was asked for
-        self._pace_cpu = (0.0, 0.0)  # (loop time, process time) at the last pacing tick
+        self._init_pacing(interval, len(fleet.hosts), pace)
         self.clock = clock
         self.requested_theme = theme
         self.themes_dir = themes_dir
@@ -149,13 +139,7 @@ class GpuTuiApp(KillFlow, Pacing):
         self._redraw_due = False  # a redraw is scheduled (at once, or by a timer)
         self._main: MainScreen | None = None
         self._gputui_themes: list[str] = []
-        # The kill flow. The audit log file is opened at the first write (a plan, or acknowledging).
-        self.ops = Operations.open(fleet, log_path, kill=kill, operator=operator)
-        self.audit = self.ops.audit
-        self.operator = self.ops.operator
-        self.fresh_timeout = FRESH_TIMEOUT  # 0: plan on the latest sample, ask for no scan
-        self.running: dict[str, actions.Progress] = {}  # plan id -> what it is doing
-        self._progress_timer: Timer | None = None
+        self._init_kill_flow(fleet, log_path, kill, operator)
         self._show_log_later = False
         self._quit_armed = False
         self.last_export: tuple[Path, Path] | None = None

@@ -14,12 +14,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from textual import work
 from textual.timer import Timer
 
-from gputui.kill.operate import AnyRequest, Operations, Request, status_of
-from gputui.kill.plan import Plan
+from gputui.fleet.fleet import Fleet
+from gputui.kill.operate import FRESH_TIMEOUT, AnyRequest, Operations, Request, status_of
+from gputui.kill.plan import KillOptions, Plan
 from gputui.model import Event, PlanVerdict
 from gputui.text.words import toast_title, verdict_summary
 
@@ -42,6 +44,18 @@ class KillFlow(FleetIntake):
     fresh_timeout: float  # 0: plan on the latest sample, ask for no scan
     lifeline: Lifeline | None
     _progress_timer: Timer | None
+
+    def _init_kill_flow(
+        self, fleet: Fleet, log_path: str | Path | None, kill: KillOptions | None, operator: str | None
+    ) -> None:
+        """The flow's owner of plans (its audit log file opened at the first write: a plan, or
+        acknowledging), no plan running yet."""
+        self.ops = Operations.open(fleet, log_path, kill=kill, operator=operator)
+        self.audit = self.ops.audit
+        self.operator = self.ops.operator
+        self.fresh_timeout = FRESH_TIMEOUT
+        self.running = {}
+        self._progress_timer = None
 
     def _abandon(self, plan: Plan) -> None:
         """The app ends before `plan`'s verdict: an outcome-unknown `done` line says so (whole and

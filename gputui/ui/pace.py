@@ -22,6 +22,15 @@ class Pacing(FleetIntake):
     _pace_asked: float | None  # when the look now on its way was asked for
     _pace_cpu: tuple[float, float]  # (loop time, process time) at the last pacing tick
 
+    def _init_pacing(self, interval: float, hosts: int, pace: bool) -> None:
+        """Pacing from the start (`pace`: `gputui` unless --no-pace): the interval the probes are
+        asked for while the app cannot keep up at `interval` (None: as asked), checked once a second
+        through the app's message queue and the next frame, which is where a key waits too."""
+        self.pacer = Pacer(interval, hosts) if pace else None
+        self.paced = None
+        self._pace_asked = None
+        self._pace_cpu = (0.0, 0.0)
+
     def _pace_post(self) -> None:
         """Once a second on the event loop's clock: a look at whether the app keeps up. The look
         runs once the messages before it are handled and the screen is drawn, as a key is seen

@@ -194,20 +194,7 @@ def render(
     if narrowing is not None:
         print(f"filter: {printable(narrowing.text)}", file=out)
     for v in views:
-        status, reason, message = host_status(v)
-        facts = v.facts
-        head = f"== {printable(v.name)}"
-        if facts is not None:
-            head += f"  ({printable(facts.hostname)}, driver {facts.driver_version or '-'})"
-        if facts is not None and facts.read_only:
-            head += "  [read-only]"
-        print(head, file=out)
-        metrics = v.sample.host if v.sample is not None else None
-        if metrics is not None and host_metrics_parts(metrics):
-            print("   " + " · ".join(host_metrics_parts(metrics)), file=out)
-        if status != "live":
-            words = REASONS.get(reason or "", reason)
-            print(f"   {joined(status, words, printable(message or ''))}", file=out)  # each said once
+        _render_head(v, out)
         sample = v.sample
         if sample is None:
             print(file=out)
@@ -219,56 +206,8 @@ def render(
             continue
         gpus = [g for g in sample.gpus if shown is None or g.index in shown.gpus]
         procs = [p for p in sample.processes if shown is None or p.key in shown.procs]
-        if gpus:
-            print(
-                f"   {'GPU':>3}  {'name':<22} {'memory used/total':>18} {'util':>5} {'temp':>5} "
-                f"{'power':>11}  state",
-                file=out,
-            )
-        for g in gpus:
-            used = fmt_bytes_of(g.memory_used, g.memory_total)
-            power = fmt_power(g.power_draw, g.power_limit)
-            temp = f"{g.temperature}C" if g.temperature is not None else "-"
-            state = g.error or ("free" if gpu_free(v, g) else "busy")
-            # Why a GPU nothing holds is not free: its memory trouble (an error is said already).
-            state += "".join(f", {p.words}" for p in severe_problems(v, g) if p.state != "error")
-            if g.pod:
-                state += f", pod {printable(g.pod)}"
-            account = g.accounting
-            if account is not None and account.unaccounted > IDLE_SLACK:
-                # As the GPU table marks it: the largest part nobody listed holds (orphaned, outside...).
-                part, size = max(
-                    ((p, b) for p, b in account.parts() if p in account.UNACCOUNTED), key=lambda x: x[1]
-                )
-                state += f", {fmt_bytes(size)} {part}"
-            print(
-                f"   {g.index:>3}  {pad(g.name or '-', 22)} {used:>18} "
-                f"{fmt_percent(g.util_gpu):>5} {temp:>5} {power:>11}  {state}",
-                file=out,
-            )
-            _render_mig(g, sample, out)
-        # The GPU column is as wide as its widest place (`0:1.0,1:2.0` in MIG): never cut.
-        places = {p.pid: gpu_places(p) for p in sample.processes}
-        wide = max([6, *map(len, places.values())])
-        if procs:
-            print(
-                f"   {'PID':>7} {'kind':<8} {'GPUs':<{wide}} {'GPU mem':>8} {'SM%':>4} {'user':<10} {'elapsed':>8}  command",
-                file=out,
-            )
-        for p in procs:
-            mem = fmt_bytes(p.gpu_bytes) if p.gpu_memory else "-"
-            note = _note(p, sample)
-            idle = v.idle.seconds(p.key)
-            if idle is not None and idle >= after:  # an idle holder: 0 % SM all that time
-                words = f"idle holder: 0% SM for {span(idle)}"
-                note = f"{words}; {note}" if note else words
-            head = (
-                f"   {p.pid:>7} {kind_word(p):<8} {places[p.pid]:<{wide}} {mem:>8} {_sm(p):>4} "
-                f"{pad(p.user or '-', 10)} {fmt_duration(p.elapsed):>8}  "
-            )
-            tail = f"  ({note})" if note else ""
-            # Numbers and the note stay whole; the command gives way, with an ellipsis.
-            print(fit(head, p.command_line, tail, max(width, 60), 12), file=out)
+        _render_gpus(v, sample, gpus, out)
+        _render_procs(v, sample, procs, out, width, after)
         _render_jobs(sample, _jobs(sample, narrowing, v.name), out, width)
         if sample.scan_unreadable:
             print(
@@ -276,6 +215,84 @@ def render(
                 file=out,
             )
         print(file=out)
+
+
+def _render_head(v: HostView, out: TextIO) -> None:
+    """A host's title line, its load, and its status where it is not live."""
+    status, reason, message = host_status(v)
+    facts = v.facts
+    head = f"== {printable(v.name)}"
+    if facts is not None:
+        head += f"  ({printable(facts.hostname)}, driver {facts.driver_version or '-'})"
+    if facts is not None and facts.read_only:
+        head += "  [read-only]"
+    print(head, file=out)
+    metrics = v.sample.host if v.sample is not None else None
+    if metrics is not None and host_metrics_parts(metrics):
+        print("   " + " · ".join(host_metrics_parts(metrics)), file=out)
+    if status != "live":
+        words = REASONS.get(reason or "", reason)
+        print(f"   {joined(status, words, printable(message or ''))}", file=out)  # each said once
+
+
+def _render_gpus(v: HostView, sample: Sample, gpus: list[Gpu], out: TextIO) -> None:
+    """A row per GPU (and its MIG instances under it): memory, load, and why it is not free."""
+    if gpus:
+        print(
+            f"   {'GPU':>3}  {'name':<22} {'memory used/total':>18} {'util':>5} {'temp':>5} "
+            f"{'power':>11}  state",
+            file=out,
+        )
+    for g in gpus:
+        used = fmt_bytes_of(g.memory_used, g.memory_total)
+        power = fmt_power(g.power_draw, g.power_limit)
+        temp = f"{g.temperature}C" if g.temperature is not None else "-"
+        state = g.error or ("free" if gpu_free(v, g) else "busy")
+        # Why a GPU nothing holds is not free: its memory trouble (an error is said already).
+        state += "".join(f", {p.words}" for p in severe_problems(v, g) if p.state != "error")
+        if g.pod:
+            state += f", pod {printable(g.pod)}"
+        account = g.accounting
+        if account is not None and account.unaccounted > IDLE_SLACK:
+            # As the GPU table marks it: the largest part nobody listed holds (orphaned, outside...).
+            part, size = max(
+                ((p, b) for p, b in account.parts() if p in account.UNACCOUNTED), key=lambda x: x[1]
+            )
+            state += f", {fmt_bytes(size)} {part}"
+        print(
+            f"   {g.index:>3}  {pad(g.name or '-', 22)} {used:>18} "
+            f"{fmt_percent(g.util_gpu):>5} {temp:>5} {power:>11}  {state}",
+            file=out,
+        )
+        _render_mig(g, sample, out)
+
+
+def _render_procs(
+    v: HostView, sample: Sample, procs: list[Proc], out: TextIO, width: int, idle_after: float
+) -> None:
+    """A row per process, its command cut to `width`; an idle holder says so in its note."""
+    # The GPU column is as wide as its widest place (`0:1.0,1:2.0` in MIG): never cut.
+    places = {p.pid: gpu_places(p) for p in sample.processes}
+    wide = max([6, *map(len, places.values())])
+    if procs:
+        print(
+            f"   {'PID':>7} {'kind':<8} {'GPUs':<{wide}} {'GPU mem':>8} {'SM%':>4} {'user':<10} {'elapsed':>8}  command",
+            file=out,
+        )
+    for p in procs:
+        mem = fmt_bytes(p.gpu_bytes) if p.gpu_memory else "-"
+        note = _note(p, sample)
+        idle = v.idle.seconds(p.key)
+        if idle is not None and idle >= idle_after:  # an idle holder: 0 % SM all that time
+            words = f"idle holder: 0% SM for {span(idle)}"
+            note = f"{words}; {note}" if note else words
+        head = (
+            f"   {p.pid:>7} {kind_word(p):<8} {places[p.pid]:<{wide}} {mem:>8} {_sm(p):>4} "
+            f"{pad(p.user or '-', 10)} {fmt_duration(p.elapsed):>8}  "
+        )
+        tail = f"  ({note})" if note else ""
+        # Numbers and the note stay whole; the command gives way, with an ellipsis.
+        print(fit(head, p.command_line, tail, max(width, 60), 12), file=out)
 
 
 def _render_mig(gpu: Gpu, sample: Sample, out: TextIO) -> None:
