@@ -207,7 +207,11 @@ async def measure(
     remote: str = "idle",
     tuned_gc: bool = True,
     redraw_gap: float | None = None,
+    remote_cpus: set[int] | None = None,
+    key_every: float = 0.0,
 ) -> dict[str, Any]:
+    from flood import Frames, press  # bench/flood.py: a key as the driver sends it, timed to its frame
+
     from gputui.api import LIVE, Fleet, FleetEvent, HostSpec, SampleArrived, SshLink
     from gputui.cli.dashboard import tune_gc
     from gputui.ui import make_app
@@ -228,6 +232,8 @@ async def measure(
     for server in servers:  # what the sessions start inherits it: the probes, the sims
         assert server.process is not None
         lower_priority(server.process.pid, remote)
+        if remote_cpus:  # the "other hosts" on cores of their own, off the app's
+            os.sched_setaffinity(server.process.pid, remote_cpus)
     names = [f"h{i:03d}" for i in range(hosts)]
     with open(env.ssh_config, "a") as out:
         for i, name in enumerate(names):
@@ -371,11 +377,22 @@ async def measure(
             result["connect_s"] = time.monotonic() - t0
             sim_dirs = sorted(str(p) for p in remote_tmp.glob("gputui-sim-*"))
             helper = start_jobs(sim_dirs, remote)
+            if remote_cpus:
+                os.sched_setaffinity(helper.pid, remote_cpus)
             t1 = time.monotonic()
             while not all(v.sample and v.sample.gpus[0].util_gpu for v in fleet.hosts):
                 if time.monotonic() - t1 > 60:
                     raise RuntimeError("the jobs do not show on every host")
                 await pilot.pause(0.2)
+            # Healthy hosts are folded into their group's one line: unfold it, as an operator who
+            # watches every GPU does (`+` on the line), so that every GPU has a row and a key moves.
+            table.focus()
+            table.move_cursor(row=0)
+            table.action_unfold()
+            t1 = time.monotonic()
+            while table.row_count < hosts and time.monotonic() - t1 < 60:
+                await asyncio.sleep(0.2)
+            table.move_cursor(row=0)
             remote_pids = processes_marked(str(remote_tmp)) + [
                 p for s in servers for p in s.session_pids() if comm(p) in SSHD_NAMES
             ]
@@ -395,8 +412,16 @@ async def measure(
                 profiler.start()
             recording = True
             print(f"window begins ({os.getpid()})", file=sys.stderr, flush=True)  # for a profiler to attach
+            table.focus()
+            frames = Frames(app, table) if key_every > 0 else None
+            keys: list[float] = []
             cpu0, wall0, wait0 = time.process_time(), time.monotonic(), runqueue_wait()
-            await asyncio.sleep(seconds)
+            if frames is None:
+                await asyncio.sleep(seconds)
+            while frames is not None and time.monotonic() < wall0 + seconds:
+                began = time.monotonic()  # a `j` every key_every s: what an operator feels
+                keys.append((await press(app, table, "j", frames))[1])
+                await asyncio.sleep(max(0.0, key_every - (time.monotonic() - began)))
             cpu1, wall1, wait1 = time.process_time(), time.monotonic(), runqueue_wait()
             recording = False
             if os.environ.get("FLEET_SCALE_HEAP"):
@@ -431,6 +456,7 @@ async def measure(
                 samples=samples,
                 samples_per_s=samples / wall,
                 all_live_after=all(v.status == LIVE for v in fleet.hosts),
+                key_ms=keys,
                 delay_drawn_ms=[1000 * d for d in drawn],
                 delay_painted_ms=[1000 * d for d in painted],
                 delay_arrived_ms=[1000 * d for d in arrived],
@@ -809,9 +835,22 @@ def boost(nice: int) -> None:
     os.setpriority(os.PRIO_PROCESS, 0, nice)
 
 
+def cpu_list(text: str | None) -> set[int] | None:
+    """`0,1` or `2-15` (or both, comma-separated) as a set of CPU numbers; None for none given."""
+    if not text:
+        return None
+    cpus: set[int] = set()
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
 def one(args: argparse.Namespace) -> int:
     if args.boost:
         boost(-args.boost)
+    if args.app_cpus:  # the app, its fleet and its SSH client on these cores (as `taskset -c` would)
+        os.sched_setaffinity(0, cpu_list(args.app_cpus) or set())
     if args.through == "decode":
         recordings = sorted(args.recordings.glob("template-*.jsonl"))
         result = asyncio.run(
@@ -841,6 +880,8 @@ def one(args: argparse.Namespace) -> int:
                 args.remote,
                 not args.python_gc,
                 args.redraw,
+                cpu_list(args.remote_cpus),
+                args.key_every,
             )
         )
     print(json.dumps(result))
@@ -854,6 +895,8 @@ COLUMNS = (
     ("app_cpu_pct", "app CPU % of a core", "{:.1f}"),
     ("wait", "app waited for a CPU %", "{:.1f}"),
     ("app_rss_mib", "app RSS MiB", "{:.0f}"),
+    ("key_p50", "key -> screen ms p50", "{:.0f}"),
+    ("key_p99", "p99", "{:.0f}"),
     ("painted_p50", "sample -> screen ms p50", "{:.0f}"),
     ("painted_p99", "p99", "{:.0f}"),
     ("drawn_p50", "sample -> drawn ms p50", "{:.0f}"),
@@ -878,6 +921,8 @@ def summary(r: dict[str, Any]) -> dict[str, Any]:
         "hosts": r["hosts"],
         "app_cpu_pct": r["app_cpu_pct"],
         "app_rss_mib": r["app_rss_mib"],
+        "key_p50": med(r.get("key_ms", [])),
+        "key_p99": pct(r.get("key_ms", []), 99),
         "drawn_p50": med(r["delay_drawn_ms"]),
         "drawn_p99": pct(r["delay_drawn_ms"], 99),
         "painted_p50": med(r["delay_painted_ms"]),
@@ -948,7 +993,11 @@ def main() -> int:
         "for deltas, and an older probe always), or deltas (what the app asks for: gputui.fleet.deltas)",
     )
     ap.add_argument("--templates", type=int, default=64, help="decode: recordings the hosts share")
-    ap.add_argument("--key-every", type=float, default=0.2, help="decode: seconds between key presses")
+    ap.add_argument("--key-every", type=float, default=0.2, help="seconds between key presses (0: none)")
+    ap.add_argument("--app-cpus", help="the app's cores, e.g. 0,1 (default: any)")
+    ap.add_argument(
+        "--remote-cpus", help="the sshd servers', probes' and jobs' cores, e.g. 2-15 (default: any)"
+    )
     ap.add_argument(
         "--no-pace",
         action="store_true",
@@ -981,6 +1030,9 @@ def main() -> int:
         lambda count: [sys.executable, __file__, "--one", str(count), "--seconds", str(args.seconds),
                        "--warmup", str(args.warmup), "--sshd", str(args.sshd),
                        "--connect-at-once", str(args.connect_at_once), "--remote", args.remote,
+                       "--key-every", str(args.key_every),
+                       *(["--app-cpus", args.app_cpus] if args.app_cpus else []),
+                       *(["--remote-cpus", args.remote_cpus] if args.remote_cpus else []),
                        *(["--python-gc"] if args.python_gc else []),
                        *(["--redraw", str(args.redraw)] if args.redraw else [])],
         timeout=1800,
@@ -995,7 +1047,9 @@ def main() -> int:
         f"Linux {platform.release()}, CPython {platform.python_version()}, textual {textual.__version__}, "
         f"asyncssh {asyncssh.__version__}; 1 Hz, sim 'empty' x 4 GPUs per host, "
         f"{args.seconds:g} s window after {args.warmup:g} s warm-up, remote side "
-        f"{REMOTE[args.remote]}, GC {'as CPython sets it' if args.python_gc else 'tuned (cli.tune_gc)'}"
+        f"{REMOTE[args.remote]}, GC {'as CPython sets it' if args.python_gc else 'tuned (cli.tune_gc)'}, "
+        f"a key every {args.key_every:g} s, app on cores {args.app_cpus or 'any'}, "
+        f"remote side on cores {args.remote_cpus or 'any'}, {args.sshd} sshd"
         f"{f', EXPERIMENT redraws at least {args.redraw:g} s apart' if args.redraw else ''}, loadavg before "
         f"{load_before:.2f}, after {os.getloadavg()[0]:.2f}"
     )
@@ -1007,15 +1061,16 @@ def each_count(
     hosts: str, argv_for: Callable[[int], list[str]], timeout: float
 ) -> list[dict[str, Any]] | None:
     """Each host count of `hosts` (comma-separated) measured in a process of its own (`argv_for`),
-    in a session of its own; their results, or None when one failed (what it said printed)."""
+    in a session of its own; their results up to the first that failed (what it said printed), or
+    None when the first failed."""
     results = []
     for count in (int(x) for x in hosts.split(",")):
         run = subprocess.run(
             argv_for(count), capture_output=True, text=True, timeout=timeout, start_new_session=True
         )
         if run.returncode != 0:
-            print(run.stdout[-3000:], run.stderr[-3000:], file=sys.stderr)
-            return None
+            print(f"{count} hosts failed:", run.stdout[-3000:], run.stderr[-3000:], file=sys.stderr)
+            return results or None  # the counts measured before it are kept
         results.append(json.loads(run.stdout.strip().splitlines()[-1]))
         print(f"{count} hosts done", file=sys.stderr, flush=True)
     return results

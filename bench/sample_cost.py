@@ -106,6 +106,62 @@ def whole_sample_costs(probe: Probe, runs: int) -> dict[str, tuple[list[float], 
     return rows
 
 
+def phases(probe: Probe, runs: int) -> dict[str, list[float]]:
+    """The probe's own split of each sample at the default rates (its `cost_ms`: wall ms of the reader,
+    the holder scan, describing and the rest, the host's readings, and the sample's CPU)."""
+    probe.preflight_every = probe.proc_util_every = None
+    split: dict[str, list[float]] = {}
+    for _ in range(runs):
+        for key, value in probe.sample()["cost_ms"].items():
+            if value is not None:
+                split.setdefault(key, []).append(value)
+    return split
+
+
+def profile(probe: Probe, runs: int, top: int) -> str:
+    """cProfile of `runs` samples at the default rates: the functions that cost the most themselves."""
+    import cProfile
+    import io
+    import pstats
+
+    probe.preflight_every = probe.proc_util_every = None
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(runs):
+        probe.sample()
+    profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(top)
+    return out.getvalue()
+
+
+def preflight_calls(probe: Probe, runs: int) -> dict[str, list[float]]:
+    """Wall ms of each NVML call of a preflight reading (by function, summed over a reading)."""
+    reader = probe.reader
+    call = reader._call
+    took: dict[str, float] = {}
+
+    def timed(fn, default, *args):  # type: ignore[no-untyped-def]
+        t0 = time.perf_counter()
+        try:
+            return call(fn, default, *args)
+        finally:
+            name = getattr(fn, "__name__", "?")
+            took[name] = took.get(name, 0.0) + (time.perf_counter() - t0) * 1e3
+
+    reader._call = timed
+    per: dict[str, list[float]] = {}
+    try:
+        for _ in range(runs):
+            took.clear()
+            reader.preflight()
+            for name, ms in took.items():
+                per.setdefault(name, []).append(ms)
+    finally:
+        del reader._call
+    return per
+
+
 def start_jobs(n: int, gpus: int, busy: bool = False) -> list[CudaJob]:
     """`n` CUDA jobs of 2 GiB spread over the GPUs; fewer (none) where PyTorch cannot start one."""
     jobs: list[CudaJob] = []
@@ -125,6 +181,13 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=3)
     ap.add_argument("--busy", action="store_true", help="the CUDA jobs compute (matrix multiplies)")
     ap.add_argument("--out", type=Path)
+    ap.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also: the probe's split of N samples, a cProfile of N samples, each preflight call timed",
+    )
     args = ap.parse_args()
 
     reader = api.NvmlReader() if args.reader == "nvml" else api.SimReader(scenario="demo")
@@ -197,6 +260,20 @@ def main() -> int:
                 f"{label:<44} {statistics.median(cpu_ms):>16.3f} {p95:>13.3f} {statistics.median(wall_ms):>17.3f}"
             )
             raw[label] = {"cpu_ms": cpu_ms, "wall_ms": wall_ms}
+        if args.profile:
+            split = phases(probe, args.profile)
+            print(f"\nthe probe's own split at the default rates, {args.profile} samples (cost_ms)")
+            print(f"{'part':<20} {'median':>8} {'p95':>8} {'max':>8}")
+            for key, values in split.items():
+                values.sort()
+                p95 = values[min(len(values) - 1, int(len(values) * 0.95))]
+                print(f"{key:<20} {statistics.median(values):>8.3f} {p95:>8.3f} {values[-1]:>8.3f}")
+            calls = preflight_calls(probe, 20) if hasattr(probe.reader, "_call") else {}
+            print("\nthe preflight reading's NVML calls, wall ms per reading (20 readings)")
+            for name, values in sorted(calls.items(), key=lambda kv: -statistics.median(kv[1])):
+                print(f"{name:<50} {statistics.median(values):>8.3f} {max(values):>8.3f}")
+            print(f"\ncProfile of {args.profile} samples at the default rates, by own time")
+            print(profile(probe, args.profile, 30))
         if args.out:
             args.out.write_text(json.dumps({"gpus": gpus, "jobs": len(jobs), "rows": raw}, indent=1))
     finally:
