@@ -4,7 +4,8 @@ matched against. A command's module is imported only when it runs (`load`): `gpu
 command's start pay for no other command's imports.
 
 Every command module has `run(argv)` (its exit status) and, but `probe`, `parser()` (its argparse
-parser, an `argtypes.Parser`). `dashboard` is what `gputui` runs with no command.
+parser, an `argtypes.Parser`, made by `command_parser`). `dashboard` is what `gputui` runs with no
+command. Most commands parse their options, then `run_in` the module that does the work.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from __future__ import annotations
 import argparse
 import importlib
 from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
+
+from .. import argtypes
 
 
 class Command(Protocol):
@@ -24,6 +27,12 @@ class Command(Protocol):
 
 class ParsedCommand(Command, Protocol):
     def parser(self) -> argparse.ArgumentParser: ...
+
+
+class Runner(Protocol):
+    """What a command runs (a module of gputui.cli): `run(args)`, its exit status."""
+
+    def run(self, args: argparse.Namespace) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,3 +79,21 @@ def commands_help() -> str:
     width = max(map(len, COMMANDS))
     lines = [f"  gputui {name:<{width}}  {c.summary}" for name, c in SUBCOMMANDS.items()]
     return "\n".join(["other commands (each with --help):", *lines])
+
+
+def command_parser(name: str, exits: str, description: str | None = None, **kwargs: Any) -> argtypes.Parser:
+    """The parser of `gputui NAME`: its summary (or `description`) first, `exits` (its exit codes
+    and what else its --help ends with) last; `kwargs` as argparse takes them (formatter_class)."""
+    return argtypes.Parser(
+        prog=f"gputui {name}", description=description or summary(name), epilog=exits, **kwargs
+    )
+
+
+def run_in(runner: str, args: argparse.Namespace) -> int:
+    """Run gputui.cli.RUNNER on a command's parsed `args`.
+
+    Imported now, not at the top of the command's module: what a command runs (the fleet, the
+    transport, asyncio; Textual, aiohttp or prometheus_client for some) is most of its start, and
+    `--help`, `--version` or a usage error need none of it. For the commands with a head start
+    (gputui/cli/main.py), this machine's probe starts while it loads."""
+    return cast(Runner, importlib.import_module(f"gputui.cli.{runner}")).run(args)

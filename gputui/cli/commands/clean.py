@@ -14,7 +14,7 @@ import argparse
 from ...probe.common import SIGNAL_PLANS
 from .. import argtypes, options
 from ..versions import CLEAN_JSON
-from . import summary
+from . import command_parser, run_in
 
 PARALLEL = 16  # hosts acting at once (--parallel): a fleet's plans do not all signal in one instant
 
@@ -51,7 +51,7 @@ Every plan, signal and verdict is recorded in the audit log, before the signal i
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argtypes.Parser(prog="gputui clean", description=summary("clean"))
+    p = command_parser("clean", EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     options.add_hosts(p)
     options.add_ascii(p)
     add_clean_arguments(p)
@@ -60,12 +60,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def run(argv: list[str]) -> int:
-    args = parser().parse_args(argv)
-    # Imported now, not at the top: the plans, the fleet, the transport and asyncio load while this
-    # machine's probe starts (the head start, gputui/cli/main.py), and a usage error needs none of them.
-    from .. import clean
-
-    return clean.run(args)
+    return run_in("clean", parser().parse_args(argv))
 
 
 def add_clean_arguments(parser: argparse.ArgumentParser) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ...model.textsafe import printable
-from .. import argtypes, options
+from .. import options
 from ..demo import DemoError
 from ..democtl import (
     IDLE_TIMEOUT,
@@ -30,14 +30,15 @@ from ..democtl import (
 )
 from ..exits import Exit
 from ..streams import fail
+from . import command_parser
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argtypes.Parser(
-        prog="gputui demo",
+    p = command_parser(
+        "demo",
         description="The simulated cluster that every `--demo` command attaches to: one per name "
         "(--name, $GPUTUI_DEMO_NAME, else one per installation).",
-        epilog="exit codes: start: 0 running, 1 did not start; stop: 0 stopped or not running, "
+        exits="exit codes: start: 0 running, 1 did not start; stop: 0 stopped or not running, "
         "1 did not end; status: 0 running, 1 not running; any: 2 bad usage, 4 the demo's directory "
         "is not private (refused)",
     )

@@ -7,16 +7,15 @@ import argparse
 
 from .. import argtypes, options
 from ..exportserver import CONNECTIONS
-from . import summary
+from . import command_parser, run_in
 
 DEFAULT_INTERVAL = 5.0  # seconds between samples (and textfile writes): well under a scrape interval
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argtypes.Parser(
-        prog="gputui export",
-        description=summary("export"),
-        epilog="exit codes: 0 written (--once), or stopped by Ctrl+C or SIGTERM; 1 the metrics could not "
+    p = command_parser(
+        "export",
+        "exit codes: 0 written (--once), or stopped by Ctrl+C or SIGTERM; 1 the metrics could not "
         "be written; 2 bad usage, or --listen could not take its address",
     )
     options.add_hosts(p)
@@ -25,12 +24,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def run(argv: list[str]) -> int:
-    args = parser().parse_args(argv)
-    # Imported now, not at the top: prometheus_client, the fleet and the transport, which `--help`
-    # and a usage error do not need.
-    from .. import export
-
-    return export.run(args)
+    return run_in("export", parser().parse_args(argv))
 
 
 def add_export_arguments(p: argparse.ArgumentParser) -> None:

@@ -23,10 +23,9 @@ from ...inventory.base import ResolvedHost
 from ...inventory.sources import SPEC_HELP
 from ...inventory.specs import config_host, resolve_hosts, shown
 from ...text.words import count
-from ..argtypes import Parser
 from ..argtypes import shown as quoted
-from ..options import add_ascii
-from . import summary
+from ..options import add_ascii, add_config
+from . import command_parser
 
 HOSTS_JSON_VERSION = 1
 SD_PORT = 9842  # `gputui export --listen :9842` (docs/MONITORING.md); --sd-port says another
@@ -36,17 +35,14 @@ _PORT = re.compile(r"[0-9]{1,5}")  # ASCII digits only: '²' is a digit to str.i
 
 
 def parser() -> argparse.ArgumentParser:
-    p = Parser(
-        prog="gputui hosts",
-        description=summary("hosts"),
-        epilog=f"SPEC: {SPEC_HELP}. Without one: the config's hosts (else local). docs/FLEET.md has more. "
+    p = command_parser(
+        "hosts",
+        f"SPEC: {SPEC_HELP}. Without one: the config's hosts (else local). docs/FLEET.md has more. "
         "Exit codes: 0 listed; 1 an inventory source did not answer; 2 bad usage (a spec that names no "
         "host, a bad config).",
     )
     p.add_argument("specs", nargs="*", metavar="SPEC", help="hosts, hostlists, @sources, group names")
-    p.add_argument(
-        "--config", metavar="PATH", help="TOML config (default: $GPUTUI_CONFIG, then the user dir)"
-    )
+    add_config(p)
     p.add_argument("--json", action="store_true", help="the same as --format json")
     add_ascii(p)
     p.add_argument("--format", choices=FORMATS, default=None, help="text (default), json or prometheus-sd")

@@ -11,7 +11,7 @@ import argparse
 from ...model.decode import MAX_GPUS
 from .. import argtypes, options
 from ..versions import PICK_JSON
-from . import summary
+from . import command_parser, run_in
 from .wait import MAX_WAIT
 
 INTERVAL = 0.25  # seconds between samples while --wait waits, as `wait`'s
@@ -41,12 +41,7 @@ interrupted (Ctrl+C)."""
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argtypes.Parser(
-        prog="gputui pick",
-        description=summary("pick"),
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = command_parser("pick", EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument(
         "count", type=argtypes.whole(1, MAX_GPUS, "a number of GPUs"), metavar="N", help="how many GPUs"
     )
@@ -75,10 +70,7 @@ def parser() -> argparse.ArgumentParser:
 def run(argv: list[str]) -> int:
     # Intermixed: `pick 2 --demo demo-a` is N, an option, then a HOST (argparse alone takes N and
     # an empty HOST list at once, and the host after the option is left over).
-    args = parser().parse_intermixed_args(argv)
-    # Imported now, not at the top: a usage error (or --help) needs neither the fleet, nor the
-    # transport, nor asyncio. Measured on the 2-core dev VM: importing this module takes 72 ms of
-    # interpreter and imports, with gputui.cli.pick 129 ms (median of 7), so --help saves ~57 ms.
-    from .. import pick
-
-    return pick.run(args)
+    # The fleet, the transport and asyncio load only now. Measured on the 2-core dev VM: importing
+    # this module takes 72 ms of interpreter and imports, with gputui.cli.pick 129 ms (median of 7),
+    # so --help saves ~57 ms.
+    return run_in("pick", parser().parse_intermixed_args(argv))

@@ -10,18 +10,17 @@ import argparse
 
 from ...recording.format import DEFAULT_MAX_BYTES
 from .. import argtypes, options
+from . import command_parser, run_in
 
 MAX_RECORD_SECONDS = 366 * 24 * 3600.0
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argtypes.Parser(
-        prog="gputui record",
+    p = command_parser(
+        "record",
+        "exit codes: 0 recorded until --seconds or Ctrl+C; 1 stopped early (the size cap, or FILE "
+        "could not be written); 2 bad usage (FILE exists); 128+N ended by signal N",
         description="Record every sample and plan event of the hosts into FILE, for --replay.",
-        epilog=(
-            "exit codes: 0 recorded until --seconds or Ctrl+C; 1 stopped early (the size cap, or FILE "
-            "could not be written); 2 bad usage (FILE exists); 128+N ended by signal N"
-        ),
     )
     p.add_argument("file", metavar="FILE", help="the recording to write (gzip JSON lines; never overwritten)")
     options.add_hosts(p)
@@ -45,9 +44,4 @@ def parser() -> argparse.ArgumentParser:
 
 
 def run(argv: list[str]) -> int:
-    args = parser().parse_args(argv)
-    # Imported now, not at the top: the fleet and the transport, which `--help` and a usage error
-    # do not need.
-    from .. import record
-
-    return record.run(args)
+    return run_in("record", parser().parse_args(argv))

@@ -7,17 +7,16 @@ import argparse
 
 from .. import argtypes, options
 from ..exportserver import CONNECTIONS
-from . import summary
+from . import command_parser, run_in
 
 DEFAULT_LISTEN = "127.0.0.1:8765"
 DEFAULT_INTERVAL = 1.0  # seconds between samples: what the page and attached dashboards show
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argtypes.Parser(
-        prog="gputui serve",
-        description=summary("serve"),
-        epilog="exit codes: 0 stopped by Ctrl+C or SIGTERM; 2 bad usage (a public --listen without "
+    p = command_parser(
+        "serve",
+        "exit codes: 0 stopped by Ctrl+C or SIGTERM; 2 bad usage (a public --listen without "
         "--tokens, a bad tokens file or TLS file), or --listen could not take its address",
     )
     options.add_hosts(p)
@@ -61,9 +60,6 @@ def parser() -> argparse.ArgumentParser:
 
 
 def run(argv: list[str]) -> int:
-    args = parser().parse_args(argv)
-    # Imported now, not at the top: aiohttp, the fleet and the hub, which `--help` and a usage error
-    # do not need (this module loads in 80 ms with them left out, 270 ms with them: dev VM).
-    from .. import serve
-
-    return serve.run(args)
+    # aiohttp, the fleet and the hub load only now: this module loads in 80 ms without them, 270 ms
+    # with them (dev VM).
+    return run_in("serve", parser().parse_args(argv))

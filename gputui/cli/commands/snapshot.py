@@ -6,14 +6,13 @@ from __future__ import annotations
 import argparse
 
 from .. import argtypes, options
-from . import summary
+from . import command_parser
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argtypes.Parser(
-        prog="gputui snapshot",
-        description=summary("snapshot"),
-        epilog="exit codes: 0 every host sampled (--watch: also ended by Ctrl+C); 1 a host down, or the "
+    p = command_parser(
+        "snapshot",
+        "exit codes: 0 every host sampled (--watch: also ended by Ctrl+C); 1 a host down, or the "
         "output could not be written; 2 bad usage; 3 no NVIDIA driver or GPU; 129 hang-up, 143 SIGTERM "
         "(--watch)",
     )

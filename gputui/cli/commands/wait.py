@@ -8,16 +8,14 @@ from ...views.readiness import DEFAULT_UTIL_BELOW
 from .. import argtypes, options
 from ..options import INTERVALS
 from ..versions import WAIT_JSON
-from . import summary
+from . import command_parser, run_in
 
 MAX_WAIT = 24 * 3600.0
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argtypes.Parser(
-        prog="gputui wait",
-        description=summary("wait"),
-        epilog="exit codes: 0 ready; 1 timeout (or every host down); 2 bad usage; 3 no NVIDIA driver or GPU",
+    p = command_parser(
+        "wait", "exit codes: 0 ready; 1 timeout (or every host down); 2 bad usage; 3 no NVIDIA driver or GPU"
     )
     options.add_hosts(p)
     options.add_hub(p)
@@ -28,12 +26,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def run(argv: list[str]) -> int:
-    args = parser().parse_args(argv)
-    # Imported now, not at the top: the fleet, the transport and asyncio load while this machine's
-    # probe starts (the head start, gputui/cli/main.py), and a usage error needs none of them.
-    from .. import wait
-
-    return wait.run(args)
+    return run_in("wait", parser().parse_args(argv))
 
 
 def add_wait_arguments(p: argparse.ArgumentParser) -> None:
