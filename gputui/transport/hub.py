@@ -321,39 +321,42 @@ class HubStream:
 
     async def post_action(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """POST an action request; the status and the answer (an empty one when it is not JSON)."""
-        if self._session is None or self._session.closed:
-            raise TransportError("closed", f"the hub {self.url} is not connected")
-        async with self._session.post(
-            self.url + ACTIONS,
-            json=body,
-            headers=self.headers(),
-            timeout=aiohttp.ClientTimeout(total=ACTION_TIMEOUT),
-        ) as response:
-            try:
-                answer = await response.json(content_type=None)
-            except ValueError:
-                answer = {}
-            return response.status, answer if isinstance(answer, dict) else {}
+        status, answer = await self._ask("POST", ACTIONS, ACTION_TIMEOUT, json=body)
+        return status, answer or {}
 
     async def get_detail(self, host: str, pid: int, start_time: int) -> dict[str, Any] | None:
         """The hub's `detail` record of (pid, start_time) on `host` (GET /api/v1/detail), or None
         when it has none (the host did not answer it, an older hub without the route)."""
-        if self._session is None or self._session.closed:
+        if self._connected() is None:
             return None
         query = {"host": host, "pid": str(pid), "start": str(start_time)}
-        async with self._session.get(
-            self.url + DETAIL,
-            params=query,
+        status, answer = await self._ask("GET", DETAIL, DETAIL_TIMEOUT, params=query)
+        return answer if status == 200 else None
+
+    def _connected(self) -> aiohttp.ClientSession | None:
+        session = self._session
+        return session if session is not None and not session.closed else None
+
+    async def _ask(
+        self, method: str, path: str, timeout: float, **request: Any
+    ) -> tuple[int, dict[str, Any] | None]:
+        """One request to the hub with this stream's token, beside its event stream: the status and
+        the answer (None where it is not a JSON object). TransportError when not connected."""
+        session = self._connected()
+        if session is None:
+            raise TransportError("closed", f"the hub {self.url} is not connected")
+        async with session.request(
+            method,
+            self.url + path,
             headers=self.headers(),
-            timeout=aiohttp.ClientTimeout(total=DETAIL_TIMEOUT),
+            timeout=aiohttp.ClientTimeout(total=timeout),
+            **request,
         ) as response:
-            if response.status != 200:
-                return None
             try:
                 answer = await response.json(content_type=None)
             except ValueError:
-                return None
-            return answer if isinstance(answer, dict) else None
+                answer = None
+            return response.status, answer if isinstance(answer, dict) else None
 
 
 def _pair(value: Any) -> bool:
