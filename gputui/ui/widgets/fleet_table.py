@@ -47,7 +47,7 @@ from .columns import SORT_KEYS, Column
 from .fold_keys import fold_key, unfold_key
 from .gpu_table import GPU_STYLES, gpu_cells, holders_cell, holders_column, memory_cell, sum_mark, util_cell
 from .host_list import GROUP, HOST_STYLES, seen
-from .table import KeyedTable
+from .table import KeyedTable, Refresh
 
 SEVERE = RANKS["ecc"]  # problems up to this rank are drawn as errors, the rest as warnings
 FOLDED_RANK = HEALTHY + 1  # group lines come after every GPU row
@@ -194,9 +194,7 @@ class FleetTable(KeyedTable):
         if (query.text, free_only) != self._keyed_for:
             self._keyed_for = (query.text, free_only)
             self._gpus_keyed.clear()  # which rows a host has depends on these: all made again
-        rows: dict[str, Row] = {}
-        later: list[str] = []
-        replace: set[str] = set()
+        batch = Refresh()
         groups: set[str] = set()
         for view in views:
             name = view.name
@@ -204,7 +202,7 @@ class FleetTable(KeyedTable):
             groups.add(group)
             state = problems.states.get(name) or HostState(name, group)
             if folding and problems.folded(name):
-                replace |= self._keys_of.get(name, set())
+                batch.replace |= self._keys_of.get(name, set())
                 self._shares[name] = self._share(view)
                 self._keys_of[name] = set()
                 self._gpus_keyed.pop(name, None)
@@ -217,9 +215,9 @@ class FleetTable(KeyedTable):
             self._placed_as[name] = placed
             gpus = view.sample.gpus if view.sample is not None else None
             if folding and gpus and self._gpus_keyed.get(name) is gpus and not moved:
-                later.extend(self._keys_of[name])
+                batch.later.extend(self._keys_of[name])
                 continue
-            replace |= self._keys_of.get(name, set())
+            batch.replace |= self._keys_of.get(name, set())
             keys = self.host_keys(view, state, query, free_only)
             self._keys_of[name] = set(keys)
             self._gpus_keyed[name] = gpus
@@ -227,18 +225,18 @@ class FleetTable(KeyedTable):
                 for key, index in keys.items():
                     row = self.built_row(view, position, index, state)
                     if row is not None:
-                        rows[key] = row
+                        batch.rows[key] = row
             else:
-                later.extend(keys)
+                batch.later.extend(keys)
         for group in sorted(groups):
             key = group_row_key(group)
-            replace.add(key)
+            batch.replace.add(key)
             if not folding or not problems.folds(group):
                 continue
             folded = [h for h in problems.folded_members(group) if h in self._shares]
             if folded:
-                rows[key] = self.group_row(group, folded, len(everyone), problems.group_index(group))
-        self.sync(rows, replace=replace, later=later)
+                batch.rows[key] = self.group_row(group, folded, len(everyone), problems.group_index(group))
+        batch.sync(self)
 
     def rebuildable(self, key: str) -> bool:
         return not key.startswith(GROUP)  # a group's line is summed from its hosts' shares as they come

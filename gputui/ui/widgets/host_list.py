@@ -20,7 +20,7 @@ from .. import fmt
 from .cells import Cell, Row
 from .columns import Column
 from .fold_keys import fold_key, unfold_key
-from .table import KeyedTable
+from .table import KeyedTable, Refresh
 
 ALL_HOSTS = "\x00all"  # row key of the fleet entry; no host name holds a NUL
 GROUP = (
@@ -125,9 +125,7 @@ class HostList(KeyedTable):
         whose place changed (a problem came or went: they move)."""
         self.problems = problems
         self._busy = busy
-        rows: dict[str, Row] = {}
-        later: list[str] = []
-        replace: set[str] = set()
+        batch = Refresh()
         groups: set[str] = set()
         for view in views:
             name = view.name
@@ -135,7 +133,7 @@ class HostList(KeyedTable):
             if problems is not None:
                 groups.add(problems.group(name))
                 if problems.folded(name):
-                    replace.add(name)  # in its group's line
+                    batch.replace.add(name)  # in its group's line
                     self._placed_as.pop(name, None)
                     continue
             self._view_of[name] = view
@@ -145,19 +143,19 @@ class HostList(KeyedTable):
                 self._placed_as[name] = place
                 built = self.build_later(name)
                 if built is not None:
-                    rows[name] = built
+                    batch.rows[name] = built
             else:
-                later.append(name)
+                batch.later.append(name)
         if problems is not None:
             for group in groups:
                 key = GROUP + group
-                replace.add(key)
+                batch.replace.add(key)
                 folded = problems.folded_members(group)
                 if folded:
-                    rows[key] = self.group_row(group, folded, busy, problems.group_index(group))
+                    batch.rows[key] = self.group_row(group, folded, busy, problems.group_index(group))
         if fleet is not None:
-            rows[ALL_HOSTS] = self.all_row(fleet, busy)
-        self.sync(rows, replace=replace, later=later)
+            batch.rows[ALL_HOSTS] = self.all_row(fleet, busy)
+        batch.sync(self)
 
     def rebuildable(self, key: str) -> bool:
         return key in self._view_of  # a host's row: not a group's line, nor "All hosts"

@@ -55,6 +55,7 @@ not fit) is kept, and `hidden_sort` names it for the pane's title.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from rich.style import Style
@@ -69,6 +70,20 @@ from .cells import Cell, Row, fit, whole_width
 from .columns import SORT_KEYS, Column, fit_columns
 
 WINDOW_MARGIN = 4  # rows built beyond those in view, above and below
+
+
+@dataclass(slots=True)
+class Refresh:
+    """One refresh of a part of a table (some hosts of it), gathered row by row, then handed to
+    `KeyedTable.sync`: the rows built now, the keys of the rows built later, and the keys whose rows
+    go unless they are among those."""
+
+    rows: dict[str, Row] = field(default_factory=dict)
+    later: list[str] = field(default_factory=list)
+    replace: set[str] = field(default_factory=set)
+
+    def sync(self, table: KeyedTable) -> bool:
+        return table.sync(self.rows, replace=self.replace, later=self.later)
 
 
 class KeyedTable(InPlaceTable[Cell]):
