@@ -370,14 +370,16 @@ class Probe(object):
         t1 = time.perf_counter()
         scan = self.scanner.scan(full=full or self.seq == 0, watch=listed)
         t2 = time.perf_counter()
-        processes = self.describe(listed, scan)
+        # Each process's stat is read once a sample: describing, finding jobs and parents share it.
+        stats = {}  # type: Dict[int, Optional[Stat]]
+        processes = self.describe(listed, scan, stats)
         by_pid = dict((r["pid"], r) for r in processes)
         for gpu in gpus:
             # Before the process bound: every record counts in where the memory went.
             gpu["accounting"] = account(gpu, listed, by_pid, self.scanner.prefix, self._foreign_pids)
         # Before the process bound too: a job's members are all its GPU processes.
         t_jobs = time.perf_counter()
-        jobs, job_of, jobs_omitted = self.jobs.compute(processes)
+        jobs, job_of, jobs_omitted = self.jobs.compute(processes, stats)
         jobs_ms = round((time.perf_counter() - t_jobs) * 1e3, 3)
         for record in processes:
             record["job"] = job_of.get(record["pid"])
@@ -397,7 +399,7 @@ class Probe(object):
         omitted = max(0, len(processes) - MAX_PROCESSES)
         if omitted:
             processes = keep_first(processes, lambda count, _proc: count < MAX_PROCESSES)
-        parents = self.parents(processes)
+        parents = self.parents(processes, stats)
         t3 = time.perf_counter()
         host = self.host_metrics.read()
         t_host = time.perf_counter()
@@ -438,10 +440,12 @@ class Probe(object):
 
     # -- describing processes ----------------------------------------------------------------
 
-    def describe(self, listed, scan):
-        # type: (Listed, ScanResult) -> List[Dict[str, Any]]
-        """Classify and describe every process that NVML lists or that holds a device file."""
-        stats = {}  # type: Dict[int, Optional[Stat]]
+    def describe(self, listed, scan, stats=None):
+        # type: (Listed, ScanResult, Optional[Dict[int, Optional[Stat]]]) -> List[Dict[str, Any]]
+        """Classify and describe every process that NVML lists or that holds a device file.
+        `stats`: the stats read so far this sample, by PID (those read here are added)."""
+        if stats is None:
+            stats = {}
 
         def stat_of(pid):
             # type: (int) -> Optional[Stat]
@@ -584,8 +588,8 @@ class Probe(object):
         for pid in [p for p in self._gpu_seen if p not in alive]:
             del self._gpu_seen[pid]
 
-    def parents(self, records):
-        # type: (List[Dict[str, Any]]) -> List[Dict[str, Any]]
+    def parents(self, records, stats=None):
+        # type: (List[Dict[str, Any]], Optional[Dict[int, Optional[Stat]]]) -> List[Dict[str, Any]]
         """The ancestors of `records` that are not among them, up each chain to PID 1 or the
         probe's own chain (both excluded: they would tie every process together), at most
         MAX_PARENTS: what joins a launcher's ranks, or a shell's jobs, into one family."""
@@ -599,7 +603,7 @@ class Probe(object):
             while isinstance(ppid, int) and ppid not in listed and ppid not in stop and ppid not in seen:
                 if depth == MAX_PARENT_DEPTH or len(out) == MAX_PARENTS:
                     break
-                stat = read_stat(ppid, self.proc)
+                stat = stats[ppid] if stats is not None and ppid in stats else read_stat(ppid, self.proc)
                 if stat is None:
                     break
                 seen.add(ppid)

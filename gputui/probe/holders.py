@@ -57,7 +57,7 @@ Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 import os
 from typing import Collection, Dict, Iterable, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
-from .procfs import PF_KTHREAD, PROC
+from .procfs import PF_KTHREAD, PROC, STAT_SIZE, read_head
 
 # fd number -> link target, or None when the target is not a device file
 FdMap = Dict[int, Optional[str]]
@@ -69,26 +69,11 @@ _ASLEEP = frozenset(("S", "D", "T", "t", "I"))  # states in which the process is
 _NO_SCHEDSTAT = b"0 0 0\n"  # what a kernel without scheduler statistics prints
 
 
-def _read(path, size):
-    # type: (str, int) -> Optional[bytes]
-    """The first `size` bytes of a /proc file in three system calls, or None when it cannot be read."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        return os.read(fd, size)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
 def read_stat_line(pid, proc=PROC):
     # type: (int, str) -> Optional[StatLine]
     """The fields of /proc/PID/stat a scan needs; None when the process is gone. The command name
     may hold spaces and parentheses: split after the last ')'."""
-    raw = _read("%s/%d/stat" % (proc, pid), 2048)
+    raw = read_head("%s/%d/stat" % (proc, pid), STAT_SIZE)
     if not raw:
         return None
     try:
@@ -109,7 +94,7 @@ def read_stat_line(pid, proc=PROC):
 def read_schedstat(pid, proc=PROC):
     # type: (int, str) -> Optional[bytes]
     """/proc/PID/schedstat as read, or None where it says nothing (missing, unreadable, zeroed)."""
-    raw = _read("%s/%d/schedstat" % (proc, pid), 128)
+    raw = read_head("%s/%d/schedstat" % (proc, pid), 128)
     if not raw or raw == _NO_SCHEDSTAT:
         return None
     return raw
@@ -281,7 +266,7 @@ class HolderScanner(object):
         PID the kernel handed out (/proc/loadavg, this PID namespace's) is the same, and that listing
         is less than recheck_every scans old (PIDs that wrapped round to exactly the same one: within
         the worst case the scanner reports)."""
-        last = _read(self.proc + "/loadavg", 256)
+        last = read_head(self.proc + "/loadavg", 256)
         if (
             not needed
             and last is not None

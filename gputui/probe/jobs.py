@@ -17,8 +17,9 @@ Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple  # noqa: F401
 
 from .pods import Containers
-from .procfs import (
+from .procfs import (  # noqa: F401  (Stat: type comments)
     PROC,
+    Stat,
     container_in,
     read_cmdline,
     read_stat,
@@ -291,9 +292,12 @@ class JobFinder(object):
         self.containers = containers if containers is not None else Containers(proc)
         self._cache = {}  # type: Dict[Tuple[int, int], Node]
 
-    def compute(self, records):
-        # type: (List[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], Dict[int, str], int]
-        """build_jobs over `records`, reading /proc now."""
+    def compute(self, records, stats=None):
+        # type: (List[Dict[str, Any]], Optional[Dict[int, Optional[Stat]]]) -> Tuple[List[Dict[str, Any]], Dict[int, str], int]
+        """build_jobs over `records`, reading /proc now. `stats`: the stats read so far this
+        sample, by PID (those read here are added)."""
+        if stats is None:
+            stats = {}
         seen = {}  # type: Dict[int, Optional[Node]]
         used = {}  # type: Dict[Tuple[int, int], Node]
 
@@ -301,7 +305,9 @@ class JobFinder(object):
             # type: (int) -> Optional[Node]
             if pid in seen:
                 return seen[pid]
-            stat = read_stat(pid, self.proc)
+            if pid not in stats:
+                stats[pid] = read_stat(pid, self.proc)
+            stat = stats[pid]
             node = None  # type: Optional[Node]
             if stat is not None:
                 key = (pid, stat.start_time)
