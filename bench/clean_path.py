@@ -178,6 +178,17 @@ def one_run(gib: float, trace: bool, tmp: Path, n: int) -> dict[str, float]:
     return marks
 
 
+def filesystem(path: Path) -> str:
+    """The type of the filesystem `path` is on (its audit log's fsyncs cost what that disk takes)."""
+    best, kind = "", "?"
+    with open("/proc/mounts") as mounts:
+        for line in mounts:
+            fields = line.split()
+            if len(fields) > 2 and str(path).startswith(fields[1]) and len(fields[1]) > len(best):
+                best, kind = fields[1], fields[2]
+    return f"{kind} at {best}"
+
+
 def old_way(gib: float) -> float:
     job = CudaJob(gib, gpu=0)
     try:
@@ -196,11 +207,19 @@ def main() -> int:
     ap.add_argument("--gib", type=float, default=4.0)
     ap.add_argument("--out", type=Path)
     ap.add_argument("--no-trace", action="store_true", help="only `python -m gputui clean`, untraced")
+    ap.add_argument(
+        "--log-dir",
+        type=Path,
+        default=ROOT,
+        help="where the runs' audit logs go (default: the source tree, on a disk as a user's state "
+        "directory is; /tmp may be memory, where an fsync costs nothing)",
+    )
     args = ap.parse_args()
     runs: list[dict[str, float]] = []
     plain: list[float] = []
     old: list[float] = []
-    with tempfile.TemporaryDirectory(prefix="gputui-clean-path-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=".clean-path-", dir=args.log_dir) as tmp:
+        where = filesystem(Path(tmp).resolve())
         for n in range(args.runs):
             if not args.no_trace:
                 runs.append(one_run(args.gib, True, Path(tmp), n))
@@ -211,7 +230,7 @@ def main() -> int:
         labels += [k for k in r if k not in labels and k != "exit code"]
     labels.sort(key=lambda k: statistics.median(r[k] for r in runs if k in r))
     print(f"\n`gputui clean --pid P --yes` of a {args.gib:g} GiB job on {os.uname().nodename}, "
-          f"Python {sys.version.split()[0]}, {args.runs} runs (seconds after the spawn)")  # fmt: skip
+          f"Python {sys.version.split()[0]}, {args.runs} runs (seconds after the spawn), audit log on {where}")  # fmt: skip
     print(f"{'mark':<46} {'median':>8} {'min':>7} {'max':>7} {'runs':>5}")
     for label in labels:
         values = [r[label] for r in runs if label in r]
