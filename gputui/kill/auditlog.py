@@ -145,6 +145,11 @@ class ActionLog:
 
     def write(self, kind: str, action: str, **fields: Any) -> dict[str, Any]:
         """Append one record and make it durable before returning (AuditError if it cannot be)."""
+        record = self._record(kind, action, fields)
+        self._append([record])
+        return record
+
+    def _record(self, kind: str, action: str, fields: dict[str, Any]) -> dict[str, Any]:
         now = time.time()
         record: dict[str, Any] = {
             "v": LOG_VERSION,
@@ -157,17 +162,24 @@ class ActionLog:
         record.update(dict.fromkeys(FIELDS))
         record["operator"] = self.operator
         record.update(fields)
-        line = (json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=str) + "\n").encode()
+        return record
+
+    def _append(self, records: list[dict[str, Any]]) -> None:
+        """`records`, a line each, in one write (an O_APPEND write is never interleaved with another
+        process's), then one fsync: durable together before this returns."""
+        data = b"".join(
+            (json.dumps(r, ensure_ascii=True, separators=(",", ":"), default=str) + "\n").encode()
+            for r in records
+        )
         fd = self._open()
         if self._torn:  # an earlier write was cut short: end its line first
             self._write_all(fd, b"\n")
             self._torn = False
-        self._write_all(fd, line)
+        self._write_all(fd, data)
         try:
             os.fsync(fd)
         except OSError as exc:
             raise audit_error(self.path, exc, "sync it to disk") from None
-        return record
 
     def close(self) -> None:
         if self._fd is not None:
@@ -189,36 +201,48 @@ class ActionLog:
         self.ensure_room(len(plan.signalled))
         first = plan.signals[0] if plan.signals else "SIGKILL"
         before = {str(g.index): g.memory_used for g in plan.gpus}
-        self.write(
-            "plan",
-            plan.id,
-            operator=plan.operator,
-            host=plan.host,
-            stage="plan",
-            result="intent",
-            message=f"{plan.title}: {len(plan.signalled)} to signal",  # `Send SIGSTOP to 4121 (...)`
-            memory_before=before,
-            plan=plan.describe(),
-            provenance=provenance,
-        )
+        records = [
+            self._record(
+                "plan",
+                plan.id,
+                {
+                    "operator": plan.operator,
+                    "host": plan.host,
+                    "stage": "plan",
+                    "result": "intent",
+                    "message": f"{plan.title}: {len(plan.signalled)} to signal",  # `Send SIGSTOP to 4121 (...)`
+                    "memory_before": before,
+                    "plan": plan.describe(),
+                    "provenance": provenance,
+                },
+            )
+        ]
+        for target in plan.signalled:
+            records.append(
+                self._record(
+                    "intent",
+                    plan.id,
+                    {
+                        "operator": plan.operator,
+                        "host": plan.host,
+                        "pid": target.pid,
+                        "start_time": target.start_time,
+                        "user": target.user,
+                        "command": list(target.command),
+                        "signal": first,
+                        "stage": "plan",
+                        "result": "intent",
+                        "message": target.why,
+                        "gpus": list(target.gpus),
+                        "memory_before": {str(i): b for i, b in target.gpu_memory},
+                    },
+                )
+            )
+        # The plan and its intents in one write and one fsync (a sync each cost a disk's flush
+        # apiece before the plan could go): all of them durable before the plan is sent, as before.
+        self._append(records)
         for target in plan.signalled:
             self._targets[(plan.id, target.pid)] = target
-            self.write(
-                "intent",
-                plan.id,
-                operator=plan.operator,
-                host=plan.host,
-                pid=target.pid,
-                start_time=target.start_time,
-                user=target.user,
-                command=list(target.command),
-                signal=first,
-                stage="plan",
-                result="intent",
-                message=target.why,
-                gpus=list(target.gpus),
-                memory_before={str(i): b for i, b in target.gpu_memory},
-            )
 
     def write_event(self, host: str, event: Event) -> None:
         """One probe event (or the fleet's synthetic `done` when the link broke)."""
