@@ -61,6 +61,10 @@ PARENT_ARGS = 8  # arguments of a parent's command line, of at most PARENT_ARG c
 PARENT_ARG = 64
 # Seconds between preflight readings by default (clocks, ECC, PCIe...: slower than a sample).
 PREFLIGHT_S = 10.0
+# A due reading (not the first, nor one asked for) is read a few queries a sample, until this much of
+# the sample's time is spent on it (a query at least): one reading cost 5.9-9.6 ms on an H200, and a
+# sample that carried it whole stood out from the others by ten times.
+PREFLIGHT_SLICE_S = 0.0005
 # Seconds between per-process utilization readings by default: NVML's query cost 2.5 ms on 2 x H200,
 # more than the rest of a sample; one reading in five at 1 s keeps the mean sample within budget.
 PROC_UTIL_S = 5.0
@@ -209,6 +213,9 @@ class Probe(object):
         self.jobs = JobFinder(self._ancestors | {self.pid}, proc, self.containers)
         self.facts = {}  # type: Dict[str, Any]
         self.preflight_every = None  # type: Optional[int]  # samples between preflight readings
+        # The reading under way: the steps left, and what the ones taken read (by GPU index).
+        self._preflight_left = []  # type: List[Callable[[], Dict[int, Dict[str, Any]]]]
+        self._preflight_read = {}  # type: Dict[int, Dict[str, Any]]
         self.proc_util_every = None  # type: Optional[int]  # samples between per-process utilization
         self._proc_util = {}  # type: Dict[int, Dict[int, Dict[str, Optional[int]]]]
         self._proc_util_at = None  # type: Optional[float]  # time.time() of the last reading
@@ -318,10 +325,35 @@ class Probe(object):
 
     def wants_preflight(self):
         # type: () -> bool
-        """Whether this sample carries a preflight reading: the first one, then every
+        """Whether a preflight reading is due with this sample: the first one, then every
         `preflight_every` samples (default: about every PREFLIGHT_S seconds; 0: on request only)."""
         every = self._every(self.preflight_every, PREFLIGHT_S)
         return self.seq == 0 or (every > 0 and self.seq % every == 0)
+
+    def read_preflight(self, whole):
+        # type: (bool) -> Optional[Dict[int, Dict[str, Any]]]
+        """The preflight reading this sample carries, or None. `whole`: all of it now (the first
+        sample, one asked for: a plan's record needs it at once). Else a due reading begins, and a
+        reading under way goes on: its next steps, until PREFLIGHT_SLICE_S is spent; the sample
+        that takes its last step carries it."""
+        if self.reader_error is not None:
+            self._preflight_left = []
+            return {} if whole else None
+        if whole:
+            self._preflight_left = []  # this one supersedes a reading under way
+            return self.reader.preflight()
+        if not self._preflight_left:
+            if not self.wants_preflight():
+                return None
+            self._preflight_left = self.reader.preflight_steps()
+            self._preflight_read = {}
+        deadline = time.perf_counter() + PREFLIGHT_SLICE_S
+        while self._preflight_left:
+            for index, fields in self._preflight_left.pop(0)().items():
+                self._preflight_read.setdefault(index, {}).update(fields)
+            if time.perf_counter() >= deadline:
+                break
+        return None if self._preflight_left else self._preflight_read
 
     def _every(self, configured, seconds):
         # type: (Optional[int], float) -> int
@@ -385,10 +417,12 @@ class Probe(object):
             record["job"] = job_of.get(record["pid"])
         t_account = time.perf_counter()
         preflight_ms = None  # type: Optional[float]
-        if preflight or self.wants_preflight():
-            readings = self.reader.preflight() if self.reader_error is None else {}
+        reading_on = bool(self._preflight_left)
+        readings = self.read_preflight(preflight or self.seq == 0)
+        if readings is not None:
             for gpu in gpus:
                 gpu["preflight"] = readings.get(gpu["index"])
+        if readings is not None or reading_on or self._preflight_left:
             preflight_ms = round((time.perf_counter() - t_account) * 1e3, 3)
         proc_util_ms = self.read_proc_util()
         for record in processes:

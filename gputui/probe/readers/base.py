@@ -3,7 +3,7 @@
 Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
 
-from typing import Any, Dict, List, Optional, Tuple  # noqa: F401  (type comments)
+from typing import Any, Callable, Dict, List, Optional, Tuple  # noqa: F401  (type comments)
 
 # {pid: {nvml_index: bytes or None}}: the union of NVML's compute, graphics and MPS process lists.
 Listed = Dict[int, Dict[int, Optional[int]]]
@@ -90,6 +90,13 @@ class Reader(object):
         display, NVLink peers. Slower than read(): the probe asks for it now and then, or on
         request. A field the GPU does not support is None; never an exception."""
         return {}
+
+    def preflight_steps(self):
+        # type: () -> List[Callable[[], Dict[int, Dict[str, Any]]]]
+        """The same reading as steps, each giving some fields of some GPUs (merged, they are
+        `preflight()`): the probe spreads a due reading over samples, a few steps in each. By
+        default one step, the whole reading."""
+        return [self.preflight]
 
     def process_utilization(self, window=None):
         # type: (Optional[float]) -> Optional[Dict[int, Dict[int, Dict[str, Optional[int]]]]]

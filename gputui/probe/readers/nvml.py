@@ -112,6 +112,8 @@ class NvmlReader(Reader):
         self._mig_layout = {}  # type: Dict[int, Tuple[int, bool, List[Dict[str, Any]]]]
         self._reads = 0
         self._tags = {}  # type: Tags
+        self._steady = {}  # type: Dict[int, Dict[str, Any]]  # GPU index -> preflight facts read once
+        self._nvlink = {}  # type: Dict[int, bool]  # GPU index -> False: no NVLink, not asked again
 
     def open(self):
         # type: () -> Dict[str, object]
@@ -417,61 +419,118 @@ class NvmlReader(Reader):
     def preflight(self):
         # type: () -> Dict[int, Dict[str, Any]]
         out = {}  # type: Dict[int, Dict[str, Any]]
-        for static in self._gpus:
-            out[static["index"]] = self._preflight(static["handle"])
+        for step in self.preflight_steps():
+            for index, fields in step().items():
+                out.setdefault(index, {}).update(fields)
         return out
 
-    def _preflight(self, h):
-        # type: (Any) -> Dict[str, Any]
+    def preflight_steps(self):
+        # type: () -> List[Callable[[], Dict[int, Dict[str, Any]]]]
+        """A reading in one NVML query a step (on a GPU run by its GSP firmware each is a round trip
+        to it, tens to hundreds of microseconds): the probe spreads them over samples. What cannot
+        change while the driver runs (maximum and default clocks, the default power limit, the
+        link's maximum, whether the GPU has NVLink at all) is read by the first reading only."""
+        steps = []  # type: List[Callable[[], Dict[int, Dict[str, Any]]]]
+        for static in self._gpus:
+            index, h = static["index"], static["handle"]
+            known = self._steady.get(index)
+            if known is None:
+                steps.append(self._step(index, self._steady_facts, h, index))
+            else:
+                steps.append(self._step(index, lambda known=known: dict(known)))
+            for query in self._preflight_queries(h):
+                steps.append(self._step(index, query))
+            if self._nvlink.get(index, True):
+                steps.append(self._step(index, self._nvlink_step, h, index))
+            else:
+                steps.append(self._step(index, lambda: {"nvlink_peers": None}))
+        return steps
+
+    @staticmethod
+    def _step(index, read, *args):
+        # type: (int, Callable[..., Dict[str, Any]], Any) -> Callable[[], Dict[int, Dict[str, Any]]]
+        return lambda: {index: read(*args)}
+
+    def _preflight_queries(self, h):
+        # type: (Any) -> List[Callable[[], Dict[str, Any]]]
+        """The fields of a reading that can change, each from one query."""
         nv = self._nv
         call = self._call
         sm, mem = getattr(nv, "NVML_CLOCK_SM", 1), getattr(nv, "NVML_CLOCK_MEM", 2)
-        mig = call(getattr(nv, "nvmlDeviceGetMigMode", None), None, h)
-        remap = call(getattr(nv, "nvmlDeviceGetRemappedRows", None), None, h)
-        reasons = call(
-            getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None)
-            or getattr(nv, "nvmlDeviceGetCurrentClocksThrottleReasons", None),
-            None,
-            h,
+
+        def one(key, name, convert=None, *args):
+            # type: (str, str, Any, Any) -> Callable[[], Dict[str, Any]]
+            return lambda: {key: call(getattr(nv, name, None), convert, h, *args)}
+
+        def mig():
+            # type: () -> Dict[str, Any]
+            mode = call(getattr(nv, "nvmlDeviceGetMigMode", None), None, h)
+            return {
+                "mig": bool(mode[0]) if mode is not None else None,
+                "mig_pending": bool(mode[1]) if mode is not None else None,
+            }
+
+        def remap():
+            # type: () -> Dict[str, Any]
+            rows = call(getattr(nv, "nvmlDeviceGetRemappedRows", None), None, h)
+            return {
+                "remap_pending": bool(rows[2]) if rows is not None else None,
+                "remap_failed": bool(rows[3]) if rows is not None else None,
+            }
+
+        reasons = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+            nv, "nvmlDeviceGetCurrentClocksThrottleReasons", None
         )
-        persistence = call(getattr(nv, "nvmlDeviceGetPersistenceMode", None), None, h)
-        display = call(getattr(nv, "nvmlDeviceGetDisplayActive", None), None, h)
-        retired = call(getattr(nv, "nvmlDeviceGetRetiredPagesPendingStatus", None), None, h)
-        return {
-            "persistence": bool(persistence) if persistence is not None else None,
-            "compute_mode": COMPUTE_MODES.get(call(getattr(nv, "nvmlDeviceGetComputeMode", None), None, h)),
-            "mig": bool(mig[0]) if mig is not None else None,
-            "mig_pending": bool(mig[1]) if mig is not None else None,
-            "sm_clock": call(getattr(nv, "nvmlDeviceGetClockInfo", None), None, h, sm),
+        return [
+            one("persistence", "nvmlDeviceGetPersistenceMode", bool),
+            one("compute_mode", "nvmlDeviceGetComputeMode", COMPUTE_MODES.get),
+            mig,
+            one("sm_clock", "nvmlDeviceGetClockInfo", None, sm),
+            one("mem_clock", "nvmlDeviceGetClockInfo", None, mem),
+            one("sm_app_clock", "nvmlDeviceGetApplicationsClock", None, sm),
+            one("mem_app_clock", "nvmlDeviceGetApplicationsClock", None, mem),
+            one("power_limit", "nvmlDeviceGetEnforcedPowerLimit", _watts),
+            lambda: {"throttle": call(reasons, throttle_names, h)},
+            one("fan", "nvmlDeviceGetFanSpeed"),
+            lambda: {"ecc_corrected": self._ecc(h, 0)},
+            lambda: {"ecc_uncorrected": self._ecc(h, 1)},
+            one("retired_pending", "nvmlDeviceGetRetiredPagesPendingStatus", bool),
+            remap,
+            one("pcie_gen", "nvmlDeviceGetCurrPcieLinkGeneration"),
+            one("pcie_width", "nvmlDeviceGetCurrPcieLinkWidth"),
+            one("display_active", "nvmlDeviceGetDisplayActive", bool),
+        ]
+
+    def _steady_facts(self, h, index):
+        # type: (Any, int) -> Dict[str, Any]
+        """The reading's fields that hold while the driver runs, read once (the first reading)."""
+        nv = self._nv
+        call = self._call
+        sm, mem = getattr(nv, "NVML_CLOCK_SM", 1), getattr(nv, "NVML_CLOCK_MEM", 2)
+        facts = {
             "sm_clock_max": call(getattr(nv, "nvmlDeviceGetMaxClockInfo", None), None, h, sm),
-            "mem_clock": call(getattr(nv, "nvmlDeviceGetClockInfo", None), None, h, mem),
             "mem_clock_max": call(getattr(nv, "nvmlDeviceGetMaxClockInfo", None), None, h, mem),
-            "sm_app_clock": call(getattr(nv, "nvmlDeviceGetApplicationsClock", None), None, h, sm),
             "sm_app_clock_default": call(
                 getattr(nv, "nvmlDeviceGetDefaultApplicationsClock", None), None, h, sm
             ),
-            "mem_app_clock": call(getattr(nv, "nvmlDeviceGetApplicationsClock", None), None, h, mem),
             "mem_app_clock_default": call(
                 getattr(nv, "nvmlDeviceGetDefaultApplicationsClock", None), None, h, mem
             ),
-            "power_limit": _watts(call(getattr(nv, "nvmlDeviceGetEnforcedPowerLimit", None), None, h)),
             "power_default": _watts(
                 call(getattr(nv, "nvmlDeviceGetPowerManagementDefaultLimit", None), None, h)
             ),
-            "throttle": throttle_names(reasons) if reasons is not None else None,
-            "fan": call(getattr(nv, "nvmlDeviceGetFanSpeed", None), None, h),
-            "ecc_corrected": self._ecc(h, 0),
-            "ecc_uncorrected": self._ecc(h, 1),
-            "retired_pending": bool(retired) if retired is not None else None,
-            "remap_pending": bool(remap[2]) if remap is not None else None,
-            "remap_failed": bool(remap[3]) if remap is not None else None,
-            "pcie_gen": call(getattr(nv, "nvmlDeviceGetCurrPcieLinkGeneration", None), None, h),
             "pcie_gen_max": call(getattr(nv, "nvmlDeviceGetMaxPcieLinkGeneration", None), None, h),
-            "pcie_width": call(getattr(nv, "nvmlDeviceGetCurrPcieLinkWidth", None), None, h),
             "pcie_width_max": call(getattr(nv, "nvmlDeviceGetMaxPcieLinkWidth", None), None, h),
-            "display_active": bool(display) if display is not None else None,
-            "nvlink_peers": self._nvlink_peers(h),
-        }
+        }  # type: Dict[str, Any]
+        self._steady[index] = facts
+        return dict(facts)
+
+    def _nvlink_step(self, h, index):
+        # type: (Any, int) -> Dict[str, Any]
+        peers = self._nvlink_peers(h)
+        if peers is None:
+            self._nvlink[index] = False  # no NVLink on this GPU: not asked again (18 failing queries)
+        return {"nvlink_peers": peers}
 
     def _ecc(self, h, kind):
         # type: (Any, int) -> Optional[int]
@@ -518,6 +577,7 @@ class NvmlReader(Reader):
             return _nvidia_smi(["--gpu-reset", "-i", uuid])
         finally:
             self._mig_layout = {}  # handles from before the reset are stale
+            self._steady, self._nvlink = {}, {}  # read again from the reset GPU
             try:
                 nv.nvmlInit()
                 self._gpus = [self._static(i) for i in range(nv.nvmlDeviceGetCount())]
