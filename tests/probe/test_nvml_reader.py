@@ -210,3 +210,74 @@ def test_process_utilization_unsupported_everywhere_is_none(use):
 
     nv.nvmlDeviceGetProcessUtilization = unsupported
     assert reader.process_utilization() is None
+
+
+class DriverCall:
+    """nvmlDeviceGetProcessUtilization as the C library answers it (what pynvml's function pointer
+    calls): the caller's buffer and count; NVML_ERROR_INSUFFICIENT_SIZE with the count needed when
+    the buffer is too small (NULL included). Each call is counted, and answered from a UtilBuffer."""
+
+    TOO_SMALL = 7
+
+    def __init__(self, buffer: UtilBuffer, sample_type) -> None:
+        self.buffer = buffer
+        self.sample_type = sample_type
+        self.calls: list[int] = []  # the room each call offered
+
+    def __call__(self, handle, samples, count_ref, since):
+        import ctypes
+
+        count = ctypes.cast(count_ref, ctypes.POINTER(ctypes.c_uint)).contents
+        self.calls.append(count.value)
+        try:
+            found = self.buffer.query(handle, since.value)
+        except NVMLError as exc:
+            return exc.value
+        if samples is None or count.value < len(found):
+            count.value = len(found)
+            return self.TOO_SMALL
+        for i, s in enumerate(found):
+            samples[i] = self.sample_type(s.pid, s.timeStamp, s.smUtil, s.memUtil, s.encUtil, s.decUtil)
+        count.value = len(found)
+        return 0
+
+
+def c_driver(nv, buffer: UtilBuffer) -> DriverCall:
+    """Give the fake pynvml what pynvml exposes of the C call, answered by `buffer`."""
+    import ctypes
+
+    class Sample(ctypes.Structure):
+        _fields_ = [
+            ("pid", ctypes.c_uint),
+            ("timeStamp", ctypes.c_ulonglong),
+            ("smUtil", ctypes.c_uint),
+            ("memUtil", ctypes.c_uint),
+            ("encUtil", ctypes.c_uint),
+            ("decUtil", ctypes.c_uint),
+        ]
+
+    driver = DriverCall(buffer, Sample)
+    nv.c_nvmlProcessUtilizationSample_t = Sample
+    nv.NVML_ERROR_INSUFFICIENT_SIZE = DriverCall.TOO_SMALL
+    nv._nvmlGetFunctionPointer = lambda name: driver
+    return driver
+
+
+def test_process_utilization_takes_one_driver_call(use):
+    """pynvml's function asks the driver twice (the count, then the samples), a round trip to the
+    GPU's firmware each: the reader passes a buffer at once, and asks again only when the driver
+    holds more samples than it has room for, with room for them all from then on."""
+    nv = fake_pynvml(load("nvml_h200x2_job.json"))
+    buffer = UtilBuffer().install(nv)
+    driver = c_driver(nv, buffer)
+    for age in range(100):  # more than the first buffer's room (64)
+        buffer.add(0, 9, NOW - 1 - age / 100, sm=50, mem=5)
+    reader = use(nv, clock=lambda: NOW)
+    reader.open()
+    assert reader.process_utilization(5.0) == {9: {0: {"sm": 50, "mem": 5, "enc": 0, "dec": 0}}}
+    first, second = driver.calls[:2]
+    assert first == 64 and second >= 100  # too small once: asked again with room for all
+    driver.calls.clear()
+    buffer.add(0, 9, NOW + 1, sm=20, mem=1)
+    assert reader.process_utilization(5.0) == {9: {0: {"sm": 20, "mem": 1, "enc": 0, "dec": 0}}}
+    assert driver.calls == [100, 100]  # one call a GPU, with room for what came last (GPU 1: NOT_FOUND)
