@@ -223,7 +223,7 @@ def test_options_and_stages():
     assert plan.stages[0] == "SIGINT -> wait up to 2.5 s"
     assert plan.stages[1] == "SIGTERM -> wait up to 2.5 s"
     assert plan.stages[2] == "SIGKILL the survivors"
-    assert plan.stages[-1] == "verify GPU 0 clean (NVML every 20 ms, up to 4 s)"
+    assert plan.stages[-1] == "verify GPU 0 clean (NVML every 5-20 ms, up to 4 s)"
     assert plan.to_wire()["signals"] == ["SIGINT", "SIGTERM"]
     now = plan.with_options(KillOptions(signals="kill"))
     assert now.stages[0] == "SIGKILL at once" and now.to_wire()["signals"] == []

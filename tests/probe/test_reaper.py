@@ -73,8 +73,21 @@ def test_a_cooperative_job_ends_with_sigterm_and_the_gpu_is_verified_clean(sim_p
     assert d["data"]["memory_before"] == {"1": 4 * GiB} and d["data"]["memory_after"] == {"1": 0}
     # Verification polled until the memory came back (0.10-0.18 s in the sim), with no fixed sleep.
     assert [e["result"] for e in of(events, "verify")] == ["polling", "idle", "confirmed"]
+    # ...every 5 ms while the memory is due back (the first 0.5 s), then every 20 ms.
+    polling = of(events, "verify")[0]
+    assert (polling["data"]["fast_poll_ms"], polling["data"]["poll_ms"]) == (5, 20)
+    assert "NVML every 5 ms, then every 20 ms after 0.5 s" in polling["message"]
     assert not alive(job.pid, job.start_time)
     assert d["data"]["method"] == "pidfd"
+
+
+def test_verification_polls_fast_while_the_memory_is_due_back():
+    """The driver gives a process's memory back within ms of its exit, 0.10-0.18 s after the signal
+    (GPU_FACTS.md): a verification polls every 5 ms through its first half second, then every 20 ms."""
+    from gputui.probe.common import POLL_FAST_FOR_S, POLL_S, verify_poll
+
+    assert verify_poll(0.0) == verify_poll(POLL_FAST_FOR_S - 0.001) == 0.005
+    assert verify_poll(POLL_FAST_FOR_S) == verify_poll(5.0) == POLL_S == 0.02
 
 
 def test_a_job_that_ignores_sigterm_gets_sigkill_after_the_term_timeout(sim_probe):

@@ -17,6 +17,7 @@ from ...config.killoptions import KillOptions
 from ...model import Job
 from ...probe.common import (
     KILL_WAIT_S,
+    POLL_FAST_S,
     POLL_S,
     SIGNAL_PLANS,
     job_grace,
@@ -30,7 +31,8 @@ from .entries import Excluded, GpuBefore, PlanScope, PlanWarning, Target, includ
 from .jobs import jobs_title
 from .mps import mps_warning
 
-VERIFY_POLL_MS = round(POLL_S * 1000)  # the probe's NVML polling interval while verifying
+VERIFY_POLL_MS = round(POLL_S * 1000)  # the probe's NVML polling interval while verifying (the
+VERIFY_FAST_POLL_MS = round(POLL_FAST_S * 1000)  # fast one for its first POLL_FAST_FOR_S, then this)
 KILL_WAIT = KILL_WAIT_S
 SIGNAL_WORDS = {  # the ladders of KillOptions.signals (probe.common.SIGNAL_PLANS), in words
     "term": "SIGTERM, then SIGKILL",
@@ -215,7 +217,7 @@ class Plan:
         steps.append(rescan)
         steps.append(
             f"verify {gpus_words(self.gpu_indexes) + ' clean' if self.cleans_gpus else 'the targets gone'}"
-            f" (NVML every {VERIFY_POLL_MS} ms, up to {self.verify_timeout:g} s)"
+            f" (NVML every {VERIFY_FAST_POLL_MS}-{VERIFY_POLL_MS} ms, up to {self.verify_timeout:g} s)"
         )
         return tuple(steps)
 

@@ -58,7 +58,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
 from ..classify import HIDDEN, USER
-from ..common import KILL_WAIT_S, MAX_ROUNDS, POLL_S, job_grace
+from ..common import KILL_WAIT_S, MAX_ROUNDS, POLL_FAST_FOR_S, POLL_FAST_S, POLL_S, job_grace, verify_poll
 from ..holders import descendants
 from ..procfs import holds_device, read_stat
 from ..wire import error
@@ -355,13 +355,15 @@ class Run(Checks):
         the verify timeout, after which a full scan names every possible holder. Returns the last
         view."""
         plan = self.plan
-        deadline = time.monotonic() + plan.verify_timeout
+        began = time.monotonic()
+        deadline = began + plan.verify_timeout
         what = "%s clean" % gpus_words(plan.gpus) if plan.gpus else "the targets gone, their memory released"
         self.event(
             "verify",
             "polling",
-            "verifying %s: NVML every %d ms, up to %.1f s" % (what, POLL_S * 1e3, plan.verify_timeout),
-            data={"poll_ms": POLL_S * 1e3, "gpus": plan.gpus},
+            "verifying %s: NVML every %d ms, then every %d ms after %g s, up to %.1f s"
+            % (what, POLL_FAST_S * 1e3, POLL_S * 1e3, POLL_FAST_FOR_S, plan.verify_timeout),
+            data={"poll_ms": POLL_S * 1e3, "fast_poll_ms": POLL_FAST_S * 1e3, "gpus": plan.gpus},
         )
         next_scan = 0.0
         polls = 0
@@ -394,7 +396,8 @@ class Run(Checks):
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            self.pause([p for p in self.procs.values() if p.pending], min(POLL_S, left))
+            every = verify_poll(time.monotonic() - began)
+            self.pause([p for p in self.procs.values() if p.pending], min(every, left))
         view = self.look(FULL)
         self.event(
             "verify",
