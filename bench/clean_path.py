@@ -148,7 +148,7 @@ def one_run(gib: float, trace: bool, tmp: Path, n: int) -> dict[str, float]:
     marks: dict[str, float] = {}
     try:
         t0 = time.time()
-        cli = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=tmp)
+        cli = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT)
         assert cli.stdout is not None
         for n_line, line in enumerate(cli.stdout):
             text = line.decode(errors="replace")
