@@ -847,6 +847,8 @@ def cpu_list(text: str | None) -> set[int] | None:
 
 
 def one(args: argparse.Namespace) -> int:
+    # Stopped (each_count's stop_count): SystemExit, so that what it started is ended in its finally.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.boost:
         boost(-args.boost)
     if args.app_cpus:  # the app, its fleet and its SSH client on these cores (as `taskset -c` would)
@@ -1025,6 +1027,24 @@ def main() -> int:
     if args.through == "decode":
         return main_decode(args)
     load_before = os.getloadavg()[0]
+    import asyncssh
+    import textual
+
+    def keep(results: list[dict[str, Any]]) -> None:
+        """The table of the counts measured so far, saved as each one ends."""
+        header = (
+            f"fleet scale: {platform.node()} ({os.cpu_count()} cores), {time.strftime('%Y-%m-%d')}, "
+            f"Linux {platform.release()}, CPython {platform.python_version()}, textual {textual.__version__}, "
+            f"asyncssh {asyncssh.__version__}; 1 Hz, sim 'empty' x 4 GPUs per host, "
+            f"{args.seconds:g} s window after {args.warmup:g} s warm-up, remote side "
+            f"{REMOTE[args.remote]}, GC {'as CPython sets it' if args.python_gc else 'tuned (cli.tune_gc)'}, "
+            f"a key every {args.key_every:g} s, app on cores {args.app_cpus or 'any'}, "
+            f"remote side on cores {args.remote_cpus or 'any'}, {args.sshd} sshd"
+            f"{f', EXPERIMENT redraws at least {args.redraw:g} s apart' if args.redraw else ''}, loadavg before "
+            f"{load_before:.2f}, after {os.getloadavg()[0]:.2f}"
+        )
+        save(args.out_dir / f"fleet_scale_{args.name}", table(results, header), header, results)
+
     results = each_count(
         args.hosts,
         lambda count: [sys.executable, __file__, "--one", str(count), "--seconds", str(args.seconds),
@@ -1036,44 +1056,56 @@ def main() -> int:
                        *(["--python-gc"] if args.python_gc else []),
                        *(["--redraw", str(args.redraw)] if args.redraw else [])],
         timeout=1800,
+        on_result=keep,
     )  # fmt: skip
-    if results is None:
-        return 1
-    import asyncssh
-    import textual
-
-    header = (
-        f"fleet scale: {platform.node()} ({os.cpu_count()} cores), {time.strftime('%Y-%m-%d')}, "
-        f"Linux {platform.release()}, CPython {platform.python_version()}, textual {textual.__version__}, "
-        f"asyncssh {asyncssh.__version__}; 1 Hz, sim 'empty' x 4 GPUs per host, "
-        f"{args.seconds:g} s window after {args.warmup:g} s warm-up, remote side "
-        f"{REMOTE[args.remote]}, GC {'as CPython sets it' if args.python_gc else 'tuned (cli.tune_gc)'}, "
-        f"a key every {args.key_every:g} s, app on cores {args.app_cpus or 'any'}, "
-        f"remote side on cores {args.remote_cpus or 'any'}, {args.sshd} sshd"
-        f"{f', EXPERIMENT redraws at least {args.redraw:g} s apart' if args.redraw else ''}, loadavg before "
-        f"{load_before:.2f}, after {os.getloadavg()[0]:.2f}"
-    )
-    save(args.out_dir / f"fleet_scale_{args.name}", table(results, header), header, results)
-    return 0
+    return 0 if results else 1
 
 
 def each_count(
-    hosts: str, argv_for: Callable[[int], list[str]], timeout: float
+    hosts: str,
+    argv_for: Callable[[int], list[str]],
+    timeout: float,
+    on_result: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> list[dict[str, Any]] | None:
     """Each host count of `hosts` (comma-separated) measured in a process of its own (`argv_for`),
     in a session of its own; their results up to the first that failed (what it said printed), or
-    None when the first failed."""
-    results = []
+    None when the first failed. `on_result`: called with the results so far after each count (a
+    run stopped later keeps them). Stopped itself (SIGTERM, a `timeout` around the bench), it stops
+    the count under way first: SIGTERM to that process's group (its sshd servers are in it; their
+    sessions' probes end on EOF), SIGKILL after 60 s."""
+    results: list[dict[str, Any]] = []
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     for count in (int(x) for x in hosts.split(",")):
-        run = subprocess.run(
-            argv_for(count), capture_output=True, text=True, timeout=timeout, start_new_session=True
+        child = subprocess.Popen(
+            argv_for(count), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
         )
-        if run.returncode != 0:
-            print(f"{count} hosts failed:", run.stdout[-3000:], run.stderr[-3000:], file=sys.stderr)
+        try:
+            out, err = child.communicate(timeout=timeout)
+        except BaseException:
+            stop_count(child)
+            raise
+        if child.returncode != 0:
+            print(f"{count} hosts failed:", out[-3000:], err[-3000:], file=sys.stderr)
             return results or None  # the counts measured before it are kept
-        results.append(json.loads(run.stdout.strip().splitlines()[-1]))
+        results.append(json.loads(out.strip().splitlines()[-1]))
         print(f"{count} hosts done", file=sys.stderr, flush=True)
+        if on_result is not None:
+            on_result(results)
     return results
+
+
+def stop_count(child: subprocess.Popen[str]) -> None:
+    """End a count's process (ours) and its group: it cleans up on SIGTERM; SIGKILL after 60 s."""
+    for sig, wait in ((signal.SIGTERM, 60.0), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(child.pid, sig)  # its own session and group: the PID we started
+        except ProcessLookupError:
+            return
+        try:
+            child.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def save(stem: Path, text: str, header: str, results: list[dict[str, Any]]) -> None:
