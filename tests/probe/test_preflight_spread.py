@@ -55,6 +55,13 @@ def counting_nvml(calls: Counter[str]) -> Any:
         raise NVMLError(NOT_SUPPORTED)
 
     nv.nvmlDeviceGetNvLinkState = no_nvlink
+
+    def no_fan(handle: int) -> Any:  # an SXM board: cooled by the chassis
+        calls["nvmlDeviceGetFanSpeed"] += 1
+        raise NVMLError(NOT_SUPPORTED)
+
+    nv.nvmlDeviceGetFanSpeed = no_fan
+    nv.NVML_ERROR_NOT_SUPPORTED = NOT_SUPPORTED
     nv.nvmlDeviceGetNvLinkRemotePciInfo_v2 = lambda handle, link: None
     return nv
 
@@ -93,6 +100,7 @@ def test_what_cannot_change_is_read_once(nvml: tuple[NvmlReader, Counter[str]]) 
     once = Counter(calls)
     assert once["nvmlDeviceGetMaxClockInfo"] == 4  # SM and memory, 2 GPUs
     assert once["nvmlDeviceGetNvLinkState"] == 36  # 18 links, 2 GPUs: none supported
+    assert once["nvmlDeviceGetFanSpeed"] == 2 and first[0]["fan"] is None
     calls.clear()
     assert reader.preflight() == first
     for steady in (
@@ -102,6 +110,7 @@ def test_what_cannot_change_is_read_once(nvml: tuple[NvmlReader, Counter[str]]) 
         "nvmlDeviceGetMaxPcieLinkGeneration",
         "nvmlDeviceGetMaxPcieLinkWidth",
         "nvmlDeviceGetNvLinkState",
+        "nvmlDeviceGetFanSpeed",  # NOT_SUPPORTED once: a GPU does not grow a fan
     ):
         assert calls[steady] == 0, steady
     # What can change is asked every reading.

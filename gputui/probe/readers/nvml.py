@@ -116,6 +116,7 @@ class NvmlReader(Reader):
         self._tags = {}  # type: Tags
         self._steady = {}  # type: Dict[int, Dict[str, Any]]  # GPU index -> preflight facts read once
         self._nvlink = {}  # type: Dict[int, bool]  # GPU index -> False: no NVLink, not asked again
+        self._unsupported = set()  # type: Set[Tuple[Any, str, Tuple[Any, ...]]]  # preflight queries
 
     def open(self):
         # type: () -> Dict[str, object]
@@ -496,11 +497,11 @@ class NvmlReader(Reader):
 
         def one(key, name, convert=None, *args):
             # type: (str, str, Any, Any) -> Callable[[], Dict[str, Any]]
-            return lambda: {key: call(getattr(nv, name, None), convert, h, *args)}
+            return lambda: {key: self._supported(h, name, convert, *args)}
 
         def mig():
             # type: () -> Dict[str, Any]
-            mode = call(getattr(nv, "nvmlDeviceGetMigMode", None), None, h)
+            mode = self._supported(h, "nvmlDeviceGetMigMode")
             return {
                 "mig": bool(mode[0]) if mode is not None else None,
                 "mig_pending": bool(mode[1]) if mode is not None else None,
@@ -508,7 +509,7 @@ class NvmlReader(Reader):
 
         def remap():
             # type: () -> Dict[str, Any]
-            rows = call(getattr(nv, "nvmlDeviceGetRemappedRows", None), None, h)
+            rows = self._supported(h, "nvmlDeviceGetRemappedRows")
             return {
                 "remap_pending": bool(rows[2]) if rows is not None else None,
                 "remap_failed": bool(rows[3]) if rows is not None else None,
@@ -536,6 +537,25 @@ class NvmlReader(Reader):
             one("pcie_width", "nvmlDeviceGetCurrPcieLinkWidth"),
             one("display_active", "nvmlDeviceGetDisplayActive", bool),
         ]
+
+    def _supported(self, h, name, convert=None, *args):
+        # type: (Any, str, Any, Any) -> Any
+        """A preflight query, as `_call`; one the GPU answered NOT_SUPPORTED is not asked again
+        (a GPU does not grow a fan or a display: on an H100 each such answer cost 0.15-0.3 ms)."""
+        key = (h, name, args)
+        if key in self._unsupported:
+            return None
+        nv = self._nv
+        fn = getattr(nv, name, None)
+        if fn is None:
+            return None
+        try:
+            value = fn(h, *args)
+        except nv.NVMLError as exc:
+            if getattr(exc, "value", None) == getattr(nv, "NVML_ERROR_NOT_SUPPORTED", 3):
+                self._unsupported.add(key)
+            return None
+        return convert(value) if convert else value
 
     def _steady_facts(self, h, index):
         # type: (Any, int) -> Dict[str, Any]
@@ -613,7 +633,7 @@ class NvmlReader(Reader):
             return _nvidia_smi(["--gpu-reset", "-i", uuid])
         finally:
             self._mig_layout = {}  # handles from before the reset are stale
-            self._steady, self._nvlink = {}, {}  # read again from the reset GPU
+            self._steady, self._nvlink, self._unsupported = {}, {}, set()  # asked again after a reset
             try:
                 nv.nvmlInit()
                 self._gpus = [self._static(i) for i in range(nv.nvmlDeviceGetCount())]
