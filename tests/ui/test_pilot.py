@@ -243,12 +243,17 @@ async def test_refresh_keeps_cursor_and_scroll_position() -> None:
         assert scroll > 0
         seq = app.fleet.view("demo-a").sample.seq
         updates = table.changes
+        widths = dict(table._content)
         await wait_for(pilot, lambda: app.fleet.view("demo-a").sample.seq >= seq + 40, timeout=20)
         await redrawn(pilot)
         assert table.changes > updates  # it did redraw
         assert table.cursor_key == target
         assert table.scroll_y == scroll
-        assert clears == []
+        assert False not in clears  # a refresh never clears the rows
+        # The columns are laid out again only when a cell came wider than its column had been (a
+        # sample the replay had not drawn before this test looked: under load, redraws skip some).
+        if clears:
+            assert any(width > widths.get(key, 0) for key, width in table._content.items()), clears
 
 
 async def test_nothing_is_redrawn_while_a_modal_is_open() -> None:
