@@ -281,3 +281,22 @@ def test_process_utilization_takes_one_driver_call(use):
     buffer.add(0, 9, NOW + 1, sm=20, mem=1)
     assert reader.process_utilization(5.0) == {9: {0: {"sm": 20, "mem": 1, "enc": 0, "dec": 0}}}
     assert driver.calls == [100, 100]  # one call a GPU, with room for what came last (GPU 1: NOT_FOUND)
+
+
+def test_per_process_utilization_is_read_only_where_processes_are_listed(use):
+    """Through the probe: a GPU where NVML lists no process has nobody to give a share to, and the
+    query costs 1.8 ms a GPU on an H100: only GPU 0 (PID 610 holds it in the recording) is asked;
+    GPU 1, idle, never is."""
+    nv = fake_pynvml(load("nvml_h200x2_job.json"))
+    buffer = UtilBuffer().install(nv)
+    buffer.add(0, 610, NOW - 1, sm=40)
+    buffer.add(1, 999, NOW - 1, sm=10)  # a process that has gone from GPU 1
+    probe = Probe(use(nv, clock=lambda: NOW))
+    probe.start()
+    first = probe.sample()
+    [record] = [r for r in first["processes"] if r["pid"] == 610]
+    assert record["gpu_util"] == {"0": {"sm": 40, "mem": 0, "enc": 0, "dec": 0}}
+    for _ in range(2 * int(PROC_UTIL_S)):
+        sample = probe.sample()
+    assert [gpu for gpu, _since in buffer.asked] == [0, 0, 0]  # at seq 0, 5 and 10
+    assert sample["proc_util"]["state"] == "on"

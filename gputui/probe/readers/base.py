@@ -3,7 +3,7 @@
 Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
 
-from typing import Any, Callable, Dict, List, Optional, Tuple  # noqa: F401  (type comments)
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
 # {pid: {nvml_index: bytes or None}}: the union of NVML's compute, graphics and MPS process lists.
 Listed = Dict[int, Dict[int, Optional[int]]]
@@ -98,13 +98,14 @@ class Reader(object):
         default one step, the whole reading."""
         return [self.preflight]
 
-    def process_utilization(self, window=None):
-        # type: (Optional[float]) -> Optional[Dict[int, Dict[int, Dict[str, Optional[int]]]]]
+    def process_utilization(self, window=None, gpus=None):
+        # type: (Optional[float], Optional[Set[int]]) -> Optional[Dict[int, Dict[int, Dict[str, Optional[int]]]]]
         """Each process's share of each GPU since the last call, in percent: {pid: {gpu index:
         {"sm", "mem", "enc", "dec"}}} (a value the driver does not give is None); the first call
         covers the last `window` seconds (the time between two readings), not all the driver kept.
-        Slow on some drivers (2.5 ms on 2 x H200): the probe reads it every few samples. None: not
-        supported."""
+        `gpus`: only these GPUs (None: every one). Slow on some drivers (2.5 ms on 2 x H200, 1.8 ms a
+        GPU on an H100): the probe reads it every few samples, on the GPUs where processes are
+        listed. None: not supported."""
         return None
 
     def reset(self, index):

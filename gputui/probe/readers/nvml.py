@@ -337,8 +337,8 @@ class NvmlReader(PreflightReads, Reader):
         self._tags = tags
         return gpus, listed
 
-    def process_utilization(self, window=None):
-        # type: (Optional[float]) -> Optional[Dict[int, Dict[int, Dict[str, Optional[int]]]]]
+    def process_utilization(self, window=None, gpus=None):
+        # type: (Optional[float], Optional[Set[int]]) -> Optional[Dict[int, Dict[int, Dict[str, Optional[int]]]]]
         """nvmlDeviceGetProcessUtilization on each GPU, averaged per process over the driver's
         samples newer than the last call's (NVML_ERROR_NOT_FOUND: none since, nothing ran).
 
@@ -358,6 +358,9 @@ class NvmlReader(PreflightReads, Reader):
         for static in self._gpus:
             index = static["index"]
             if index in self._util_unsupported:
+                continue
+            if gpus is not None and index not in gpus:
+                supported = True  # not asked: nothing there to share it out to
                 continue
             try:
                 samples = query(static["handle"], self._util_seen.get(index, since))

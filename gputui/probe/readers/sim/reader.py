@@ -11,7 +11,7 @@ import os
 import shutil
 import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple  # noqa: F401  (used in type comments)
+from typing import Any, Dict, List, Optional, Set, Tuple  # noqa: F401  (used in type comments)
 
 from ..base import Listed, Reader, ReaderError, Tags  # noqa: F401  (Listed, Tags: in type comments)
 from ..scenarios import SCENARIO_JOBS, SCENARIO_STATE, SCENARIOS, GiB, scenario_gpus
@@ -323,12 +323,20 @@ class SimReader(Reader):
         with self._cond:
             return self._tags
 
-    def process_utilization(self, window=None):
-        # type: (Optional[float]) -> Optional[Dict[int, Dict[int, Dict[str, Optional[int]]]]]
+    def process_utilization(self, window=None, gpus=None):
+        # type: (Optional[float], Optional[Set[int]]) -> Optional[Dict[int, Dict[int, Dict[str, Optional[int]]]]]
         """Each live context's utilization on its GPU (its `util`; memory utilization 3/5 of it, as
         for the whole GPU; no encoder or decoder work in the sim). It is a rate, not a history: every
-        reading is of now, whatever the `window`."""
-        return self._contexts.utilization(self.host_pid_namespace is False)
+        reading is of now, whatever the `window`. `gpus`: only these GPUs (None: every one)."""
+        util = self._contexts.utilization(self.host_pid_namespace is False)
+        if gpus is None:
+            return util
+        kept = {}  # type: Dict[int, Dict[int, Dict[str, Optional[int]]]]
+        for pid, shares in util.items():
+            mine = dict((i, share) for i, share in shares.items() if i in gpus)
+            if mine:
+                kept[pid] = mine
+        return kept
 
     def wait_released(self, pid, timeout=5.0):
         # type: (int, float) -> bool
