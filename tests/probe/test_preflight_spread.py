@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from gputui.probe.core import PREFLIGHT_SLICE_S
 from gputui.probe.readers.nvml import NvmlReader
 from gputui.probe.readers.sim.gpus import preflight_record
 from tests.support.fakenvml import NVMLError, fake_pynvml, load
@@ -134,8 +135,6 @@ def slow_steps(reader: Any, pause: float) -> None:
 
 
 def test_a_due_reading_is_spread_a_step_a_sample(sim_probe: Any) -> None:
-    from gputui.probe.core import PREFLIGHT_SLICE_S
-
     probe, reader = sim_probe(gpus=2)
     slow_steps(reader, pause=2 * PREFLIGHT_SLICE_S)  # each step alone outlasts the slice
     fields = len(preflight_record({}))
@@ -153,8 +152,6 @@ def test_a_due_reading_is_spread_a_step_a_sample(sim_probe: Any) -> None:
 
 
 def test_a_reading_asked_for_comes_whole_and_replaces_one_under_way(sim_probe: Any) -> None:
-    from gputui.probe.core import PREFLIGHT_SLICE_S
-
     probe, reader = sim_probe(gpus=2)
     slow_steps(reader, pause=2 * PREFLIGHT_SLICE_S)
     probe.preflight_every = 2

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from gputui.probe.common import POLL_FAST_FOR_S, POLL_FAST_S, POLL_S, verify_poll
 from gputui.probe.main import Loop
 from gputui.probe.readers.sim import GiB
 from gputui.probe.run import reaper, signals
@@ -75,19 +76,20 @@ def test_a_cooperative_job_ends_with_sigterm_and_the_gpu_is_verified_clean(sim_p
     assert [e["result"] for e in of(events, "verify")] == ["polling", "idle", "confirmed"]
     # ...every 5 ms while the memory is due back (the first 0.5 s), then every 20 ms.
     polling = of(events, "verify")[0]
-    assert (polling["data"]["fast_poll_ms"], polling["data"]["poll_ms"]) == (5, 20)
-    assert "NVML every 5 ms, then every 20 ms after 0.5 s" in polling["message"]
+    # The event says the intervals the verification used, as the probe defines them.
+    fast, slow = round(POLL_FAST_S * 1e3), round(POLL_S * 1e3)
+    assert (polling["data"]["fast_poll_ms"], polling["data"]["poll_ms"]) == (fast, slow)
+    assert f"NVML every {fast} ms, then every {slow} ms after {POLL_FAST_FOR_S:g} s" in polling["message"]
     assert not alive(job.pid, job.start_time)
     assert d["data"]["method"] == "pidfd"
 
 
 def test_verification_polls_fast_while_the_memory_is_due_back():
     """The driver gives a process's memory back within ms of its exit, 0.10-0.18 s after the signal
-    (GPU_FACTS.md): a verification polls every 5 ms through its first half second, then every 20 ms."""
-    from gputui.probe.common import POLL_FAST_FOR_S, POLL_S, verify_poll
-
-    assert verify_poll(0.0) == verify_poll(POLL_FAST_FOR_S - 0.001) == 0.005
-    assert verify_poll(POLL_FAST_FOR_S) == verify_poll(5.0) == POLL_S == 0.02
+    (GPU_FACTS.md): a verification polls fast through its first half second, then at its usual rate."""
+    assert POLL_FAST_S < POLL_S and POLL_FAST_FOR_S == 0.5
+    assert verify_poll(0.0) == verify_poll(POLL_FAST_FOR_S - 0.001) == POLL_FAST_S
+    assert verify_poll(POLL_FAST_FOR_S) == verify_poll(5.0) == POLL_S
 
 
 def test_a_job_that_ignores_sigterm_gets_sigkill_after_the_term_timeout(sim_probe):
