@@ -8,7 +8,6 @@ Stdlib + pynvml only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
 
 import time
-from ctypes import byref, c_uint, c_ulonglong  # pynvml is ctypes: loaded with it anyway
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
 from .base import Listed, Reader, ReaderError, Tags, instance_id  # noqa: F401  (type comments)
@@ -79,7 +78,6 @@ class NvmlReader(PreflightReads, Reader):
         self._memory_v2 = True
         self._util_seen = {}  # type: Dict[int, int]  # GPU index -> newest utilization sample read (µs)
         self._util_unsupported = set()  # type: Set[int]  # GPUs whose driver refuses per-process util
-        self._util_room = 0  # the most samples one per-process utilization answer held so far
         self._mig_unsupported = set()  # type: Set[int]  # GPUs (or a pynvml) without MIG: not asked again
         # GPU index -> (the reading it was taken at, MIG mode on, its instances' fixed facts)
         self._mig_layout = {}  # type: Dict[int, Tuple[int, bool, List[Dict[str, Any]]]]
@@ -348,7 +346,7 @@ class NvmlReader(PreflightReads, Reader):
         started would show 1 % SM in the first reading and not be idle. The driver filters by the
         timestamp (only samples newer than it come back), so nothing older is copied out."""
         nv = self._nv
-        query = self._one_call_query() or getattr(nv, "nvmlDeviceGetProcessUtilization", None)
+        query = getattr(nv, "nvmlDeviceGetProcessUtilization", None)
         if query is None:
             return None
         out = {}  # type: Dict[int, Dict[int, Dict[str, Optional[int]]]]
@@ -389,40 +387,6 @@ class NvmlReader(PreflightReads, Reader):
                     "dec": dec // n,
                 }
         return out if supported else None
-
-    def _one_call_query(self):
-        # type: () -> Optional[Callable[[Any, int], List[Any]]]
-        """nvmlDeviceGetProcessUtilization in one driver call where pynvml lets us: pynvml's own
-        function makes two (one for the count, then the samples), and each is a round trip to the
-        GPU's firmware. A buffer of the size the last answer needed (at least 64 samples) is
-        passed at once; only when the driver has more is it asked again with room for them all.
-        None: this pynvml does not expose what that takes (its own function is used)."""
-        nv = self._nv
-        get = getattr(nv, "_nvmlGetFunctionPointer", None)
-        sample_type = getattr(nv, "c_nvmlProcessUtilizationSample_t", None)
-        too_small = getattr(nv, "NVML_ERROR_INSUFFICIENT_SIZE", None)
-        if get is None or sample_type is None or too_small is None:
-            return None
-        try:
-            fn = get("nvmlDeviceGetProcessUtilization")
-        except nv.NVMLError:
-            return None
-
-        def query(handle, since):
-            # type: (Any, int) -> List[Any]
-            count = c_uint(max(64, self._util_room))
-            while True:
-                samples = (sample_type * count.value)()
-                ret = fn(handle, samples, byref(count), c_ulonglong(since))
-                if ret != too_small:
-                    break
-                count = c_uint(count.value + 16)  # more came since it said how many: room for them
-            if ret != 0:
-                raise nv.NVMLError(ret)
-            self._util_room = max(self._util_room, count.value)
-            return list(samples[0 : count.value])
-
-        return query
 
     def reset(self, index):
         # type: (int) -> Tuple[bool, str]
