@@ -136,20 +136,30 @@ def profile(probe: Probe, runs: int, top: int) -> str:
 
 
 def preflight_calls(probe: Probe, runs: int) -> dict[str, list[float]]:
-    """Wall ms of each NVML call of a preflight reading (by function, summed over a reading)."""
+    """Wall ms of each NVML query of a preflight reading (by function, summed over a reading): the
+    reader's queries go through its `_call` (by function) or `_supported` (by name)."""
     reader = probe.reader
-    call = reader._call
+    call, supported = reader._call, reader._supported
     took: dict[str, float] = {}
 
-    def timed(fn, default, *args):  # type: ignore[no-untyped-def]
+    def timer(name: str, t0: float) -> None:
+        took[name] = took.get(name, 0.0) + (time.perf_counter() - t0) * 1e3
+
+    def timed_call(fn, default, *args):  # type: ignore[no-untyped-def]
         t0 = time.perf_counter()
         try:
             return call(fn, default, *args)
         finally:
-            name = getattr(fn, "__name__", "?")
-            took[name] = took.get(name, 0.0) + (time.perf_counter() - t0) * 1e3
+            timer(getattr(fn, "__name__", "?"), t0)
 
-    reader._call = timed
+    def timed_supported(h, name, convert=None, *args):  # type: ignore[no-untyped-def]
+        t0 = time.perf_counter()
+        try:
+            return supported(h, name, convert, *args)
+        finally:
+            timer(name, t0)
+
+    reader._call, reader._supported = timed_call, timed_supported
     per: dict[str, list[float]] = {}
     try:
         for _ in range(runs):
@@ -158,7 +168,7 @@ def preflight_calls(probe: Probe, runs: int) -> dict[str, list[float]]:
             for name, ms in took.items():
                 per.setdefault(name, []).append(ms)
     finally:
-        del reader._call
+        del reader._call, reader._supported
     return per
 
 
@@ -268,7 +278,7 @@ def main() -> int:
                 values.sort()
                 p95 = values[min(len(values) - 1, int(len(values) * 0.95))]
                 print(f"{key:<20} {statistics.median(values):>8.3f} {p95:>8.3f} {values[-1]:>8.3f}")
-            calls = preflight_calls(probe, 20) if hasattr(probe.reader, "_call") else {}
+            calls = preflight_calls(probe, 20) if hasattr(probe.reader, "_supported") else {}
             print("\nthe preflight reading's NVML calls, wall ms per reading (20 readings)")
             for name, values in sorted(calls.items(), key=lambda kv: -statistics.median(kv[1])):
                 print(f"{name:<50} {statistics.median(values):>8.3f} {max(values):>8.3f}")
