@@ -13,6 +13,7 @@ The package, from the bottom up (the `layers` contract in pyproject.toml keeps t
                read by their declared types
   host.py      the hello's facts about a host (and the error codes that mean it has no GPU), its load
   gpus.py      a GPU: memory, utilization, its memory account, preflight state, MIG instances
+  process.py   what every record of a process says of it: name, command, owner, state, parent
   jobs.py      the work a set of GPU processes belongs to, named by its root
   samples.py   the processes, their parents, and the sample that holds them all
   detail.py    one process in full: the answer to a `detail` request
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from .gpus import Gpu, MemoryAccount, MigInstance, MigPlace, Preflight
     from .host import HOST_STATUSES, NO_GPU_CODES, HostFacts, HostMetrics
     from .jobs import Job
+    from .process import ProcessFacts
     from .samples import GpuShare, Parent, Proc, ProcUtilState, Sample
 
 _HOME = {
@@ -76,6 +78,7 @@ _HOME = {
     "Preflight": ".gpus",
     "Proc": ".samples",
     "ProcDetail": ".detail",
+    "ProcessFacts": ".process",
     "ProcessVerdict": ".events",
     "ProcUtilState": ".samples",
     "Restart": ".events",
@@ -120,6 +123,7 @@ __all__ = [
     "Proc",
     "ProcDetail",
     "ProcUtilState",
+    "ProcessFacts",
     "ProcessVerdict",
     "Restart",
     "Sample",

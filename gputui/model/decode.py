@@ -226,11 +226,17 @@ def read_fields(d: dict[str, Any], table: WireFields) -> dict[str, Any]:
 # -- back to plain JSON types ---------------------------------------------------------------------
 
 
-def plain(record: Any, skip: Iterable[str] = ()) -> dict[str, Any]:
-    """A record's fields as plain JSON types, in their declared order (`describe`, `--json`):
-    tuples become lists (pairs too), the rest is kept as it is; fields in `skip` are left out."""
-    skipped = set(skip)
-    return {f.name: _plain(getattr(record, f.name)) for f in fields(record) if f.name not in skipped}
+def plain(record: Any, skip: Iterable[str] = (), first: Iterable[str] = ()) -> dict[str, Any]:
+    """A record's fields as plain JSON types, `first` first and the rest in their declared order
+    (`describe`, `--json`): tuples become lists (pairs too), the rest is kept as it is; fields in
+    `skip` are left out. `first` keeps a record's identity ahead of the fields it shares with
+    others (gputui.model.process), which a dataclass declares before the record's own."""
+    out = {name: _plain(getattr(record, name)) for name in first}
+    skipped = set(skip) | set(out)
+    for f in fields(record):
+        if f.name not in skipped:
+            out[f.name] = _plain(getattr(record, f.name))
+    return out
 
 
 def _plain(value: Any) -> Any:

@@ -23,6 +23,7 @@ from .decode import (
     records,
     wire_fields,
 )
+from .process import ProcessFacts
 from .textsafe import printable
 
 DETAIL_RESULTS = ("ok", "exited", "pid-reused", "refused")
@@ -74,25 +75,20 @@ class EnvVar:
         return None if name is None else cls(name, as_str(d.get("value")), d.get("secret") is True)
 
 
-@dataclass(frozen=True, slots=True)
-class ProcDetail:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcDetail(ProcessFacts):
     """One process in full, read from /proc by its host's probe when asked (docs/PROTOCOL.md
     "detail"). `result`: ok, or why there is nothing to describe: exited, pid-reused (the PID is
     another process's now), refused (the request was malformed). Fields the probe could not read
-    are None, with the reason in `unreadable` (e.g. {"cwd": "permission denied"})."""
+    are None, with the reason in `unreadable` (e.g. {"cwd": "permission denied"}). Its name,
+    command, owner, state and parent are ProcessFacts'."""
 
     pid: int
     start_time: int | None
     result: str
     message: str | None = None
-    name: str | None = None
-    command: tuple[str, ...] = ()
     cwd: str | None = None
     exe: str | None = None
-    user: str | None = None
-    uid: int | None = None
-    state: str | None = None
-    ppid: int | None = None
     pgid: int | None = None
     sid: int | None = None
     threads: int | None = None

@@ -170,7 +170,7 @@ class ProcessVerdict:
 
     def describe(self) -> dict[str, Any]:
         """Plain JSON types, the process's identity first."""
-        return {"pid": self.pid, "start_time": self.start_time, **plain(self, skip=("pid", "start_time"))}
+        return plain(self, first=("pid", "start_time"))
 
 
 _PROCESS_VERDICT = wire_fields(ProcessVerdict, skip=("pid",), result=_result)

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..probe.common import brief_command
 from ..probe.jobs import BOUNDARIES, MAX_JOB_PROCESSES, MAX_JOBS, MAX_MEMBERS
 from .decode import (
     Indexes,
@@ -25,6 +24,7 @@ from .decode import (
     records,
     wire_fields,
 )
+from .process import ProcessFacts
 
 MAX_JOB_ID = 64  # characters of a job id (the probe sends the root's PID)
 
@@ -50,24 +50,19 @@ def _job_processes(value: Any) -> tuple[tuple[int, int | None], ...]:
     return tuple(dict.fromkeys(out))
 
 
-@dataclass(frozen=True, slots=True)
-class Job:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Job(ProcessFacts):
     """The work a set of GPU processes belongs to (docs/PROTOCOL.md "Jobs"): its root (a launcher,
     a supervisor, a service's main process, the process itself), its members (the GPU processes
     below the root), their GPUs and memory, and where known its Slurm job, container and unit.
 
     `id` is what people type (`clean --job ID`): the root's PID as a string. `processes`: (pid,
-    start time) of the root, the members and the processes between them, parents first."""
+    start time) of the root, the members and the processes between them, parents first. The root's
+    name, command, owner, state and parent are ProcessFacts'."""
 
     id: str
     root: int
     root_start: int | None = None
-    name: str | None = None
-    command: tuple[str, ...] = ()
-    user: str | None = None
-    uid: int | None = None
-    state: str | None = None
-    ppid: int | None = None
     boundary: str | None = None  # container, slurm, unit, init, shell, limit
     members: Pids = ()
     processes: tuple[tuple[int, int | None], ...] = ()
@@ -93,11 +88,6 @@ class Job:
         return (self.root, self.root_start)
 
     @property
-    def command_line(self) -> str:
-        """The root's command as people say it (`torchrun --nproc-per-node 2 train.py`)."""
-        return brief_command(list(self.command)) if self.command else (f"[{self.name}]" if self.name else "-")
-
-    @property
     def where(self) -> str:
         """`slurm 4711`, `container lxc/129`, `unit vllm.service`, joined by `, `; empty for none."""
         parts = [f"slurm {self.slurm_job}" if self.slurm_job else ""]
@@ -106,8 +96,8 @@ class Job:
         return ", ".join(p for p in parts if p)
 
     def describe(self) -> dict[str, Any]:
-        """Plain JSON types (`snapshot --json`, tests)."""
-        return plain(self)
+        """Plain JSON types (`snapshot --json`, tests): the job's identity first, as documented."""
+        return plain(self, first=("id", "root", "root_start"))
 
 
 _JOB = wire_fields(

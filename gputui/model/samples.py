@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..probe.classify import KINDS, MPS_ROLES
-from ..probe.common import IDLE_SLACK, brief_command
+from ..probe.common import IDLE_SLACK
 from ..probe.jobs import MAX_JOBS
 from ..probe.wire import MAX_PROCESSES
 from .decode import (
@@ -32,6 +32,7 @@ from .decode import (
 from .gpus import Gpu, MigPlace, mig_places
 from .host import HostMetrics
 from .jobs import Job, as_job_id, sample_jobs
+from .process import ProcessFacts
 
 MAX_PARENTS = 256  # parents taken from one sample (the probe sends at most 64)
 MAX_REFUSED_WHY = 8  # refused GPU records described (the rest are counted)
@@ -86,19 +87,14 @@ _PROC_UTIL = wire_fields(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Proc:
-    """One process that uses or holds a GPU, as classified by the probe (docs/ARCHITECTURE.md)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Proc(ProcessFacts):
+    """One process that uses or holds a GPU, as classified by the probe (docs/ARCHITECTURE.md); its
+    name, command, owner, state and parent are ProcessFacts'."""
 
     pid: int
     start_time: int | None
     kind: str
-    name: str | None = None
-    command: tuple[str, ...] = ()
-    user: str | None = None
-    uid: int | None = None
-    state: str | None = None
-    ppid: int | None = None
     pgid: int | None = None
     sid: int | None = None
     cpu_percent: float | None = None
@@ -146,11 +142,6 @@ class Proc:
     def gpu_bytes(self) -> int:
         return sum(b or 0 for b in self.gpu_memory.values())
 
-    @property
-    def command_line(self) -> str:
-        """The command as people say it: `python train.py`, long paths cut to `.../name`."""
-        return brief_command(list(self.command)) if self.command else (f"[{self.name}]" if self.name else "-")
-
 
 _PROC = wire_fields(
     Proc,
@@ -166,19 +157,14 @@ _PROC = wire_fields(
 PROC_WIRE = _PROC
 
 
-@dataclass(frozen=True, slots=True)
-class Parent:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Parent(ProcessFacts):
     """A parent of the sample's processes that is not one of them (a launcher, a shell, the sim's
-    session): the sample's `parents`, so the tree view can show a family as one."""
+    session): the sample's `parents`, so the tree view can show a family as one. Its PID and start
+    time, and what ProcessFacts say of every process."""
 
     pid: int
     start_time: int | None = None
-    ppid: int | None = None
-    name: str | None = None
-    command: tuple[str, ...] = ()
-    user: str | None = None
-    uid: int | None = None
-    state: str | None = None
 
     @classmethod
     def from_wire(cls, d: dict[str, Any]) -> Parent | None:

@@ -24,6 +24,9 @@ from ..model.detail import ProcDetail
 DETAIL_AT_ONCE = 16  # detail requests waiting on hosts at a time: each holds a probe's attention
 MAX_START = 2**63  # a start time is the kernel's clock ticks since boot: a 64-bit count
 ENVIRON = ("environ", "environ_more", "environ_cut")  # never asked for, never answered
+# The record's first fields in the probe's order (ProcDetail declares the fields every process
+# record shares before its own).
+_WIRE_FIRST = ("pid", "start_time", "result", "message", "name", "command", "cwd", "exe")
 
 
 class BadQuery(ValueError):
@@ -54,7 +57,7 @@ async def read_detail(fleet: Fleet, host: str, pid: int, start_time: int) -> dic
 
 def as_record(detail: ProcDetail) -> dict[str, Any]:
     """A decoded detail back as the wire's record (docs/PROTOCOL.md "detail"), environment left out."""
-    record: dict[str, Any] = {"type": "detail", "v": 1, **plain(detail, skip=ENVIRON)}
+    record: dict[str, Any] = {"type": "detail", "v": 1, **plain(detail, skip=ENVIRON, first=_WIRE_FIRST)}
     record["fds"] = [plain(fd) for fd in detail.fds]
     record["parents"] = [plain(parent) for parent in detail.parents]
     return record

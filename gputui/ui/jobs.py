@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 
-from gputui.model import Job, Parent, Proc, Sample
+from gputui.model import Job, Parent, Proc, ProcessFacts, Sample
 
 from . import tree
 
@@ -30,13 +30,10 @@ class Grouped:
     alone: dict[str, Job]
 
 
-# What a job says of its root under a parent's names (ppid, name, command, user, ...): all but these.
-_ROOT_OWN = ("pid", "start_time")  # a job's `root` and `root_start`
-
-
 def root_record(job: Job) -> Parent:
-    """The job's root as a record of the tree (its row is the job's, not a process's)."""
-    same = {f.name: getattr(job, f.name) for f in fields(Parent) if f.name not in _ROOT_OWN}
+    """The job's root as a record of the tree (its row is the job's, not a process's): its PID and
+    start time are the job's `root` and `root_start`, the rest what both say of any process."""
+    same = {f.name: getattr(job, f.name) for f in fields(ProcessFacts)}
     return Parent(pid=job.root, start_time=job.root_start, **same)
 
 

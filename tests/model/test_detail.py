@@ -66,7 +66,7 @@ def test_a_samples_parents_are_typed_and_bad_ones_dropped():
         }
     )
     assert sample.parents == (
-        Parent(4100, 7, 1, "torchrun", ("torchrun", "x.py")),
-        Parent(4200, user="\\e]0;x"),
+        Parent(pid=4100, start_time=7, ppid=1, name="torchrun", command=("torchrun", "x.py")),
+        Parent(pid=4200, user="\\e]0;x"),
     )
     assert Sample.from_wire({"parents": "no"}).parents == ()
