@@ -49,6 +49,15 @@ def test_a_job_record_is_parsed_field_by_field():
     assert parsed.describe()["members"] == [4121, 4122] and parsed.describe()["unit"] == "vllm.service"
 
 
+def test_a_job_is_described_in_the_wire_order_its_identity_first():
+    """`snapshot --json` documents a job's keys in this order (gputui/views/report.py), the fields
+    it shares with every process record (model.ProcessFacts) after the job's identity."""
+    parsed = Job.from_wire(job())
+    assert parsed is not None
+    assert list(parsed.describe()) == list(job())
+    assert parsed.describe() == {**job(), "command": list(job()["command"])}
+
+
 def test_a_job_that_cannot_be_named_or_stopped_is_refused():
     for bad in ({"id": None}, {"id": ""}, {"id": "x" * 65}, {"id": "41 00"}, {"id": "41\x1b[2J"}, {"id": 4100},
                 {"root": None}, {"root": 0}, {"root": -1}, {"root": True}, {"root": "4100"}, {"root": 1 << 40}):  # fmt: skip
