@@ -9,7 +9,7 @@ tests/support/cudajob.py), then runs the real command on it, `python -m gputui c
 - this script: the command's spawn, each line it prints, the job's exit (a thread waits on it, as the
   shell that started a job reaps it) and the command's exit;
 - the command itself: a tracer (TRACER below, this script's own: `python -c TRACER`, nothing in
-  gputui changes) marks when the interpreter is up, when `gputui.cli.main` is imported, and when the
+  gputui changes) marks when the interpreter is up, when `gputui.cli.entry` is imported, and when the
   functions of WATCH begin and end, each patched as its module is imported (a post-import hook, so the
   command imports what it imports when it would);
 - the audit log: what the probe did and when its events reached the command (plan, signal, exit,
@@ -37,6 +37,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import pynvml  # noqa: E402
+
+from gputui.transport import headstart  # noqa: E402
 from tests.support.cudajob import CudaJob  # noqa: E402
 
 PY = sys.executable
@@ -44,6 +47,7 @@ PY = sys.executable
 # (module, class or None, function, label): what the tracer times in the command.
 WATCH = (
     ("gputui.transport.headstart", None, "begin", "head start: probe spawned"),
+    ("gputui.cli.main", None, "main", "gputui.cli.main imported; main"),
     ("gputui.transport.headstart", None, "take", "local link takes the probe"),
     ("gputui.cli.clean", None, "run", "clean.run"),
     ("gputui.kill.operate", "Operations", "report_unfinished", "audit log read"),
@@ -113,10 +117,10 @@ class Hook(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, Hook())
 import atexit
 atexit.register(lambda: open(out, "w").write(__import__("json").dumps(marks)))
-import gputui.cli.main
-marks.append(["gputui.cli.main imported", time.time()])
+import gputui.cli.entry
+marks.append(["gputui.cli.entry imported", time.time()])
 sys.argv[0] = "gputui"
-gputui.cli.main.entry()
+gputui.cli.entry.entry()
 """
 
 # Audit-log records (kind, stage, result) -> the mark they make (the first of each).
@@ -201,6 +205,51 @@ def old_way(gib: float) -> float:
         job.stop()
 
 
+def spawn_to_exit(argv: list[str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(argv, capture_output=True, check=False)
+    return time.perf_counter() - t0
+
+
+def probe_start() -> tuple[float, float]:
+    """This machine's probe as a head start spawns it: seconds to its hello, to its first sample."""
+    argv = headstart.default_local_argv(False, 1.0)
+    t0 = time.perf_counter()
+    probe = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert probe.stdout is not None and probe.stdin is not None
+    hello = first = float("nan")
+    for line in probe.stdout:
+        kind = json.loads(line).get("type")
+        if kind == "hello":
+            hello = time.perf_counter() - t0
+        elif kind == "sample":
+            first = time.perf_counter() - t0
+            break
+    probe.stdin.close()  # EOF ends it
+    probe.wait(10)
+    return hello, first
+
+
+def floor(runs: int) -> dict[str, list[float]]:
+    """The parts no clean can go without, each alone: an interpreter, NVML's start, the probe's first
+    sample (it must see the target hold the GPU before a signal). The driver's part (signal to memory
+    back) comes from the traced runs' audit logs."""
+    nvml = f"import sys; sys.path[0:0] = {[str(Path(pynvml.__file__).parent)]}; import pynvml; "
+    nvml += "pynvml.nvmlInit(); pynvml.nvmlDeviceGetCount()"
+    parts: dict[str, list[float]] = {}
+    for _ in range(runs):
+        for label, argv in (
+            ("interpreter: python -c pass (site and .pth)", [PY, "-c", "pass"]),
+            ("interpreter: python -S -c pass", [PY, "-S", "-c", "pass"]),
+            ("python -S, import pynvml, nvmlInit, count", [PY, "-S", "-c", nvml]),
+        ):
+            parts.setdefault(label, []).append(spawn_to_exit(argv))
+        hello, first = probe_start()
+        parts.setdefault("the probe: spawn to hello", []).append(hello)
+        parts.setdefault("the probe: spawn to first sample", []).append(first)
+    return parts
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=10)
@@ -255,8 +304,21 @@ def main() -> int:
         print("\nsplit (median s): ours before the signal {:.3f}; signal to memory back {:.3f}; ours after {:.3f}"
               .format(*(statistics.median(s[i] for s in split) for i in range(3))))  # fmt: skip
     print(f"exit codes (traced): {codes}")
+    parts = floor(args.runs)
+    print(f"\n{'the floor, part by part (s, spawn to exit)':<46} {'median':>8} {'min':>7} {'max':>7}")
+    for label, values in parts.items():
+        print(f"{label:<46} {statistics.median(values):>8.3f} {min(values):>7.3f} {max(values):>7.3f}")
+    if split:
+        least = (
+            statistics.median(parts["interpreter: python -c pass (site and .pth)"])
+            + statistics.median(parts["the probe: spawn to first sample"])
+            + statistics.median(s[1] for s in split)
+        )
+        print(
+            f"floor: an interpreter, then the probe's first sample, then signal to memory back: {least:.3f} s"
+        )
     if args.out:
-        args.out.write_text(json.dumps({"runs": runs, "plain": plain, "old": old}, indent=1))
+        args.out.write_text(json.dumps({"runs": runs, "plain": plain, "old": old, "floor": parts}, indent=1))
     return 0
 
 

@@ -9,7 +9,8 @@
 #           run (nvitop's API, gpustat, nvidia-smi spawns), the probe's own split, its preflight calls
 #           and a cProfile;
 #   clean:  bench/clean_path.py (`gputui clean --pid P --yes` of a 4 GiB job, traced, and untraced,
-#           next to `kill P; sleep 1; nvidia-smi`) and what `gputui.cli.clean` imports;
+#           next to `kill P; sleep 1; nvidia-smi`, and the floor part by part) and what
+#           `gputui.cli.clean` imports; CLEAN_BEFORE=DIR runs the same bench from another tree too;
 #   fleet:  bench/fleet_scale.py over real loopback OpenSSH at FLEET_HOSTS (default 256,512,1024)
 #           hosts, the app on cores 0-1 and the sshd servers, probes and jobs on 2-15. On the lent
 #           H100 host 1,024 hosts took 227 s to connect (32 at a time) and about 5 minutes in all:
@@ -44,6 +45,11 @@ for part in $parts; do
     clean)
         echo "=== clean path" >>"$log"
         timeout 300 python3 bench/clean_path.py --runs "${CLEAN_RUNS:-8}" --out "$out/clean_path.json" >>"$log" 2>&1
+        if [ -n "${CLEAN_BEFORE:-}" ]; then  # another tree (the code before a change), same host, same call
+            echo "=== clean path, the tree at $CLEAN_BEFORE" >>"$log"
+            (cd "$CLEAN_BEFORE" && timeout 200 python3 bench/clean_path.py --runs "${CLEAN_RUNS:-8}" \
+                --out "$out/clean_path_before.json") >>"$log" 2>&1
+        fi
         echo "=== what gputui.cli.clean imports (-X importtime, us, cumulative, top 25)" >>"$log"
         python3 -X importtime -c "import gputui.cli.clean" 2>&1 | sort -t'|' -k2 -n | tail -25 >>"$log"
         ;;

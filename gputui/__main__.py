@@ -1,5 +1,5 @@
 """`python -m gputui`: the same as the `gputui` command."""
 
-from .cli.main import entry
+from .cli.entry import entry
 
 entry()

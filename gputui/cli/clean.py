@@ -43,8 +43,9 @@ from .exits import Exit
 from .fleets import build_fleet, resolve_hosts
 from .gpuspec import UsageError, resolve_gpu_specs, split_targets
 from .jobspec import choose
-from .options import INTERVALS, idle_after
+from .options import idle_after
 from .outcome import HostOutcome, exit_code
+from .quick import INTERVALS
 from .recheck import Recheck, snapshot_command, snapshot_commands
 from .reset import run_reset
 from .streams import fail, for_a_person

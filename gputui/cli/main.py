@@ -1,5 +1,5 @@
-"""Entry points: `gputui` (the dashboard) and its commands (gputui/cli/commands/: one module each,
-loaded when it runs). What is here is dispatch only: the head start of this machine's probe, the
+"""`gputui` (the dashboard) and its commands (gputui/cli/commands/: one module each, loaded when it
+runs), as cli/entry.py runs them. What is here is dispatch only: the head start of this machine's probe, the
 guarded output of the quick commands, the errors every command may end in, a mistyped command.
 
 Exit codes (README "Exit codes", gputui/cli/exits.py): 0 ok; 1 not clean / a host down; 2 bad usage
@@ -9,29 +9,21 @@ or config; 3 no NVIDIA driver or GPU; 4 refused (read-only, protected, permissio
 from __future__ import annotations
 
 import argparse
-import atexit
 import difflib
 import os
 import sys
-import threading
 from collections.abc import Sequence
-from typing import NoReturn
 
-from ..config.file import ENV_CONFIG, ConfigError, HostSpec, default_config_path, load
+from ..config.file import ConfigError, HostSpec, default_config_path, load
+from ..config.location import ENV_CONFIG
 from ..inventory.base import InventoryError
 from ..transport import headstart
 from . import commands, streams
 from .commands import COMMANDS, DASHBOARD, SUBCOMMANDS
 from .demo import DemoError
 from .exits import Exit
-from .options import INTERVALS
+from .quick import INTERVALS, NO_HEAD_START, QUICK_EXIT
 from .streams import fail
-
-# Commands that scripts run between two benchmark runs, whose exit is part of that gap.
-QUICK_EXIT = ("snapshot", "clean", "wait")
-# Words of a command line that end the head start's reading: another probe (a demo, a config, an
-# interval), a help, a recording (no probe at all).
-NO_HEAD_START = ("--demo", "--config", "--interval", "-h", "--help", "--replay", "--at", "--hub")
 
 
 def value_options(parser: argparse.ArgumentParser) -> frozenset[str]:
@@ -47,7 +39,16 @@ def head_start(
     """Start this machine's probe now when `args` (`clean`, `wait` or `snapshot`, no HOST, no demo,
     no config anywhere, the default interval) will need it, so that it starts while the command
     imports the rest (transport/headstart.py). Returns the probe's argv, or None when the command
-    line is anything else (then the transport starts the probe, as always)."""
+    line is anything else (then the transport starts the probe, as always). Exact where cli/entry.py
+    guessed: a probe the guess started that this command line does not need is told to end."""
+    argv = _exact_head_start(args, environ)
+    headstart.keep_only(argv)
+    if argv is not None:
+        headstart.begin(argv)  # nothing to do where the guess started this very probe
+    return argv
+
+
+def _exact_head_start(args: Sequence[str], environ: os._Environ[str] | dict[str, str]) -> list[str] | None:
     if not args or args[0] not in INTERVALS:
         return None
     takes_value = value_options(commands.parser_of(args[0]))
@@ -64,9 +65,7 @@ def head_start(
     spec = HostSpec(name="local", read_only=args[0] == "wait")  # as the command's resolve_hosts makes it
     if not headstart.direct(sys.executable, spec.sudo, spec.wrap_argv()):
         return None
-    argv = headstart.local_argv(sys.executable, headstart.probe_argv(spec, INTERVALS[args[0]]))
-    headstart.begin(argv)
-    return argv
+    return headstart.local_argv(sys.executable, headstart.probe_argv(spec, INTERVALS[args[0]]))
 
 
 def mistyped_command(args: Sequence[str]) -> str | None:
@@ -151,30 +150,6 @@ def _main(args: list[str]) -> int:
         return 1
 
 
-def entry() -> NoReturn:
-    """The `gputui` command and `python -m gputui`: `main`, then the exit. After `clean`, `wait` and
-    `snapshot` it skips the interpreter's own teardown (every module and object freed one by one:
-    20-60 ms, a tenth of a `clean`), once what that teardown is for has been done here: the exit
-    handlers run (an unused head-start probe is ended and reaped), stdout and stderr flushed. Every
-    file these commands write (the audit log) is closed before `main` returns; with a thread still
-    running, the interpreter exits as usual and waits for it."""
-    streams.sanitise_std_fds()
-    code = main()
-    command = sys.argv[1] if len(sys.argv) > 1 else None
-    if command in QUICK_EXIT and not any(
-        t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()
-    ):
-        atexit._run_exitfuncs()
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                if stream is not None:  # None: closed when the process started (`>&-`)
-                    stream.flush()
-            except (OSError, ValueError):
-                pass  # a closed pipe (`| head`): nothing more can be said there
-        os._exit(code)
-    sys.exit(code)
-
-
 def _devnull_stdout() -> None:
     try:
         null = os.open(os.devnull, os.O_WRONLY)
@@ -182,7 +157,3 @@ def _devnull_stdout() -> None:
         os.close(null)
     except (OSError, ValueError, AttributeError):  # AttributeError: stdout was closed at start (None)
         pass
-
-
-if __name__ == "__main__":
-    entry()

@@ -17,9 +17,6 @@ from ..model.textsafe import printable
 from ..views.filter import FilterError, parse
 from . import argtypes, streams
 
-# The sample interval of each command's fleet; a head start (gputui/cli/main.py) starts the probe
-# with it, and `wait`'s --interval defaults to it.
-INTERVALS = {"snapshot": 1.0, "clean": 1.0, "wait": 0.25}
 # `--demo` without [idle] in the config or --idle-minutes: its notebook kernels hold memory at 0 % SM
 # from the start, and a demo should show an idle holder within a minute, not ten.
 DEMO_IDLE_MINUTES = 1.0

@@ -29,7 +29,8 @@ from ..views.narrow import Narrowing, narrow
 from ..views.report import SCHEMA_VERSION, as_json, dumps, host_status, render
 from .exits import STOPS, Exit, stop_signals
 from .fleets import build_fleet, resolve_hosts
-from .options import INTERVALS, filter_text, filter_words, idle_after, unknown_gpu_host
+from .options import filter_text, filter_words, idle_after, unknown_gpu_host
+from .quick import INTERVALS
 from .streams import fail, for_a_person, warn
 
 __all__ = [

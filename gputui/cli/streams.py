@@ -206,18 +206,3 @@ def fail(message: str, code: int = Exit.USAGE) -> int:
     the user's words and what sources said: escaped here, whoever made them."""
     say(f"gputui: {printable(message)}")
     return code
-
-
-def sanitise_std_fds() -> None:
-    """Open /dev/null on any of fds 0, 1 and 2 that is closed, as OpenSSH does at start: else the
-    next file opened (the audit log) takes its number and whatever is written "to stdout" by a child
-    lands in it. Python has already seen them closed (sys.stdout is None) and keeps it so."""
-    for fd in (0, 1, 2):
-        try:
-            os.fstat(fd)
-        except OSError:
-            with contextlib.suppress(OSError):
-                null = os.open(os.devnull, os.O_RDWR)
-                if null != fd:  # the lowest free number: fd itself, when lower ones are open
-                    os.dup2(null, fd)
-                    os.close(null)

@@ -19,6 +19,7 @@ from typing import Any
 from ..probe.common import DEFAULT_SIGNALS, MAX_TIMEOUT, SIGNAL_PLANS, TERM_TIMEOUT, VERIFY_TIMEOUT
 from .hostlist import MAX_HOSTS, SOURCES, HostlistError, is_hostlist, quoted, size
 from .killoptions import KillOptions
+from .location import ENV_CONFIG
 from .ownership import UNTRUSTED, ownership_problem
 
 if sys.version_info >= (3, 11):
@@ -31,7 +32,6 @@ from ..probe.wire import interval_problem
 
 LOCAL = "local"
 READERS = ("nvml", "sim")
-ENV_CONFIG = "GPUTUI_CONFIG"
 MAX_NESTING = 64  # arrays and inline tables in one value; no key of the config needs more than 2
 
 

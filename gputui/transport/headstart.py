@@ -65,6 +65,14 @@ def probe_argv(spec: Any, interval: float | None = None) -> list[str]:
     return argv
 
 
+def default_local_argv(read_only: bool, interval: float) -> list[str]:
+    """The probe of this machine as a command names it without a config (`HostSpec(name="local")`,
+    read-only for `wait`), for the guess made before the config module is imported (cli/entry.py).
+    tests/cli/test_headstart.py holds it equal to `local_argv(probe_argv(HostSpec(...)))`."""
+    args = ["--reader", "nvml", "--name", "local", *(["--read-only"] if read_only else [])]
+    return local_argv(sys.executable, [*args, "--interval", repr(float(interval))])
+
+
 def local_argv(python: str, args: Iterable[str]) -> list[str]:
     """The probe of this installation on `python` (the app's own), with the probe's options `args`."""
     paths = [p for p in (_module_dir("gputui"), _module_dir("pynvml")) if p is not None]
@@ -95,6 +103,14 @@ def begin(argv: Sequence[str]) -> None:
         return
     if len(_started) == 1:
         atexit.register(abandon)
+
+
+def keep_only(argv: Sequence[str] | None) -> None:
+    """Tell every probe started ahead but `argv` to end now (EOF on its stdin), without waiting: a
+    guess that started one the command turned out not to need (cli/entry.py). Each is reaped at exit."""
+    for key, process in _started.items():
+        if key != tuple(argv or ()) and process.stdin is not None and not process.stdin.closed:
+            process.stdin.close()
 
 
 def take(argv: Sequence[str]) -> subprocess.Popen[bytes] | None:

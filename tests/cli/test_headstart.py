@@ -4,14 +4,16 @@ the rest, and the local transport takes that very process (gputui/transport/head
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from gputui.cli import entry
 from gputui.cli import main as cli
 from gputui.cli.commands import clean, snapshot, wait
-from gputui.cli.options import INTERVALS
+from gputui.cli.quick import INTERVALS
 from gputui.config.file import HostSpec
 from gputui.transport import headstart
 from gputui.transport.local import LocalLink
@@ -67,6 +69,83 @@ def test_which_command_lines_get_a_head_start(
     if starts:
         assert argv == begun[0] and "gputui-probe" in argv and "--reader" in argv
         assert ("--read-only" in argv) == (args[0] == "wait")  # as the command's own host
+
+
+@pytest.mark.parametrize("command", sorted(INTERVALS))
+def test_the_guess_starts_the_probe_the_command_would(command: str) -> None:
+    """cli/entry.py builds the probe's argv without the config module: it must be the very argv the
+    command's own host gives, or the transport would start a second probe."""
+    spec = HostSpec(name="local", read_only=command == "wait")
+    exact = headstart.local_argv(sys.executable, headstart.probe_argv(spec, INTERVALS[command]))
+    assert headstart.default_local_argv(command == "wait", INTERVALS[command]) == exact
+
+
+GUESSES = [  # (command line, whether the guess starts a probe)
+    (["clean", "--pid", "4121", "--yes"], True),
+    (["clean", "--gpu", "0", "--term-timeout", "2", "-y"], True),
+    (["clean", "--pid=4121", "--all", "--yes"], True),
+    (["wait", "--settle", "5", "--json"], True),
+    (["wait", "--timeout", "60", "--gpu", "0,1"], True),
+    (["snapshot", "--json"], True),
+    (["snapshot"], True),
+    (["clean", "--all", "gpu-a"], True),  # wrong: gpu-a is a HOST; put right by the exact rule
+    (["clean", "--yes", "--pid", "7", "gpu-a"], False),
+    (["clean", "gpu-a", "--all"], False),
+    (["clean", "--", "gpu-a"], False),
+    (["snapshot", "--demo"], False),
+    (["snapshot", "--at=+1", "--replay=r.gz", "--json"], False),
+    (["wait", "--interval", "1"], False),
+    (["clean", "--config", "x.toml"], False),
+    (["clean", "--help"], False),
+    ([], False),
+    (["probe"], False),
+    (["record", "--out", "x"], False),
+]
+
+
+@pytest.mark.parametrize(("args", "guessed"), GUESSES)
+def test_the_guess_misses_no_command_line_the_exact_rule_starts(
+    args: list[str], guessed: bool, no_config: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guess may start a probe the command does not need (cli.head_start ends it), never miss
+    one it needs, and always the same one."""
+    monkeypatch.setattr(headstart, "begin", lambda argv: None)
+    guess = entry.guess_head_start(args)
+    exact = cli.head_start(args)
+    assert (guess is not None) == guessed
+    assert exact is None or guess == exact
+
+
+def test_no_guess_where_a_config_may_apply(
+    no_config: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(headstart, "begin", lambda argv: None)
+    assert entry.guess_head_start(["clean", "--all"]) is not None
+    assert entry.guess_head_start(["clean", "--all"], environ={"GPUTUI_CONFIG": "/etc/gputui.toml"}) is None
+    default = tmp_path / "config" / "gputui" / "config.toml"
+    default.parent.mkdir(parents=True)
+    default.write_text("")
+    assert entry.guess_head_start(["clean", "--all"]) is None
+
+
+def test_a_wrong_guess_is_told_to_end(no_config: None) -> None:
+    """`clean --all gpu-a` looks like this machine's to the guess; the exact rule sees a HOST, and the
+    probe the guess started gets EOF at once (here a stand-in that ends on EOF), reaped at exit."""
+    args = ["clean", "--all", "gpu-a"]
+    argv = headstart.default_local_argv(False, INTERVALS["clean"])
+    stand_in = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    headstart._started[tuple(argv)] = stand_in
+    try:
+        assert cli.head_start(args) is None
+        assert stand_in.wait(30) == 0  # it read EOF: told to end, not killed
+    finally:
+        headstart.abandon()
+    assert stand_in.poll() is not None and not headstart._started
 
 
 def test_no_head_start_where_a_config_lists_the_hosts(

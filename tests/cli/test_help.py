@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gputui.cli import commands
-from gputui.cli import main as cli
-from gputui.cli.options import INTERVALS
+from gputui.cli import commands, quick
+from gputui.cli.quick import INTERVALS
 from tests.support.cli import gputui
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,4 +26,4 @@ def test_top_level_help_lists_every_command_and_each_has_its_own_help() -> None:
 def test_the_commands_are_defined_once() -> None:
     # What main() runs, what --help lists and what a typo is matched against are one table.
     assert tuple(commands.SUBCOMMANDS) == commands.COMMANDS
-    assert set(cli.QUICK_EXIT) <= set(commands.COMMANDS) and set(INTERVALS) <= set(commands.COMMANDS)
+    assert set(quick.QUICK_EXIT) <= set(commands.COMMANDS) and set(INTERVALS) <= set(commands.COMMANDS)

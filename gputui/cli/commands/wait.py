@@ -6,7 +6,7 @@ import argparse
 
 from ...views.readiness import DEFAULT_UTIL_BELOW
 from .. import argtypes, options
-from ..options import INTERVALS
+from ..quick import INTERVALS
 from ..versions import WAIT_JSON
 from . import command_parser, run_in
 
