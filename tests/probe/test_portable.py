@@ -68,3 +68,25 @@ def test_probe_runs_on_python_3_8():
     assert hello["host"]["python"].startswith("3.8")
     kinds = {p["kind"] for p in sample["processes"]}
     assert kinds == {"user", "ghost", "hidden", "monitor", "zombie"}
+
+
+def probe_imports(python: str, reader: str) -> set[str]:
+    """The modules a probe with `reader` imports to take one sample (-X importtime's names)."""
+    env = dict(os.environ, PYTHONPATH=str(PROBE.parents[1]))
+    args = [python, "-X", "importtime", "-m", "gputui.probe", "--reader", reader, "--once"]
+    result = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60, check=True)
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+
+
+@pytest.mark.parametrize("python", [sys.executable, PYTHON38], ids=["this python", "python 3.8"])
+def test_the_nvml_probe_does_not_pay_for_the_sims_modules(python):
+    """The sim's records are dataclasses (the demo and the tests pay for the import, a few ms on 3.8);
+    the probe on a real host must not: nothing on its path imports the sim or dataclasses."""
+    if not os.path.exists(python):
+        pytest.skip("no Python 3.8 interpreter here")
+    assert {"dataclasses", "gputui.probe.readers.sim"} <= probe_imports(python, "sim")  # the check sees them
+    assert not {"dataclasses", "gputui.probe.readers.sim"} & probe_imports(python, "nvml")

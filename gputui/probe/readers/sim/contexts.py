@@ -21,6 +21,7 @@ import random
 import stat
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Set, Tuple  # noqa: F401  (used in type comments)
 
 from ..base import Listed, Tags, instance_id  # noqa: F401  (Listed, Tags: in type comments)
@@ -33,6 +34,7 @@ RELEASE_DELAY = (0.10, 0.18)  # GPU_FACTS: NVML stops listing and memory is back
 MAX_CONTEXT_BYTES = 4096  # a context's record is under 200 bytes: a bigger file is not one
 
 
+@dataclass(eq=False)  # one context is one thing: equal only to itself (and hashed so)
 class Context(object):
     """One context as the reader sees it; `release_at` (monotonic) is set once every holder is gone.
     `name`: "<uid>/<file name>" under ctx/; `start`: its process's start time; `gi`, `ci`: the MIG
@@ -44,18 +46,20 @@ class Context(object):
         "ci", "gi", "gpu", "listed", "mps", "name", "nbytes", "outside", "pid", "release_at", "start", "util",
     )  # fmt: skip
 
-    def __init__(self, name, gpu, pid, start, nbytes, util, gi=None, ci=None, mps=False, outside=False):
-        # type: (str, int, int, int, int, int, Optional[int], Optional[int], bool, bool) -> None
-        self.name = name
-        self.gpu = gpu
-        self.pid = pid
-        self.start = start
-        self.nbytes = nbytes
-        self.util = util
-        self.gi = gi
-        self.ci = ci
-        self.mps = mps
-        self.outside = outside  # another PID namespace's (the "neighbour" scenario): never listed
+    # No defaults: a class attribute would take a slot's name (Python 3.8 has no dataclass(slots=)).
+    name: str
+    gpu: int
+    pid: int
+    start: int
+    nbytes: int
+    util: int
+    gi: Optional[int]
+    ci: Optional[int]
+    mps: bool
+    outside: bool  # another PID namespace's (the "neighbour" scenario): never listed
+
+    def __post_init__(self):
+        # type: () -> None
         self.listed = True
         self.release_at = None  # type: Optional[float]
 

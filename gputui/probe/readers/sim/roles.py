@@ -9,6 +9,7 @@ Stdlib only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
 
 import random  # noqa: F401  (in type comments)
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple  # noqa: F401  (used in type comments)
 
 from ...classify import MPS_COMM  # both MPS daemons' comm: what classify knows them by
@@ -52,6 +53,7 @@ class SimError(RuntimeError):
     """A sim job could not be started or did not settle."""
 
 
+@dataclass(eq=False)  # a job is one thing: equal only to itself (and hashed so); its own __repr__
 class SimJob(object):
     """A process started by SimReader.spawn (plain attributes; pids are set once it is ready).
 
@@ -66,23 +68,22 @@ class SimJob(object):
     The PIDs are the job's own report (its own PID is checked: the report comes from it); what it says
     of its children is its word only, which `signal` never acts on outside the sim."""
 
-    def __init__(self, role, name, argv, gpus, memory, util, uid, serial, log):
-        # type: (str, str, List[str], List[int], int, int, Optional[int], int, str) -> None
-        self.role = role
-        self.name = name
-        self.argv = argv
-        self.gpus = gpus
-        self.memory = memory
-        self.util = util
-        self.uid = uid
-        self.serial = serial
-        self.log = log
-        self.pid = None  # type: Optional[int]
-        self.start_time = None  # type: Optional[int]
-        self.child_pid = None  # type: Optional[int]
-        self.child_start_time = None  # type: Optional[int]
-        self.workers = []  # type: List[Tuple[int, Optional[int]]]
-        self.session = None  # type: Optional[Tuple[int, Optional[int]]]
+    role: str
+    name: str
+    argv: List[str]
+    gpus: List[int]
+    memory: int
+    util: int
+    uid: Optional[int]
+    serial: int
+    log: str
+    # Set once it is ready (the job's report), not by whoever makes it.
+    pid: Optional[int] = field(default=None, init=False)
+    start_time: Optional[int] = field(default=None, init=False)
+    child_pid: Optional[int] = field(default=None, init=False)
+    child_start_time: Optional[int] = field(default=None, init=False)
+    workers: List[Tuple[int, Optional[int]]] = field(default_factory=list, init=False)
+    session: Optional[Tuple[int, Optional[int]]] = field(default=None, init=False)
 
     def processes(self):
         # type: () -> List[Tuple[int, Optional[int]]]
