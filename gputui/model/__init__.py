@@ -47,12 +47,13 @@ if TYPE_CHECKING:
     from .gpus import Gpu, MemoryAccount, MigInstance, MigPlace, Preflight
     from .host import HOST_STATUSES, NO_GPU_CODES, HostFacts, HostMetrics
     from .jobs import Job
-    from .process import ProcessFacts
+    from .process import ProcessFacts, brief_process
     from .samples import GpuShare, Parent, Proc, ProcUtilState, Sample
 
 _HOME = {
     "Ancestor": ".detail",
     "brief_command": "..probe.common",
+    "brief_process": ".process",
     "DeviceFd": ".detail",
     "done_event": ".events",
     "DoneResult": ".events",
@@ -129,5 +130,6 @@ __all__ = [
     "Sample",
     "WireScope",
     "brief_command",
+    "brief_process",
     "done_event",
 ]

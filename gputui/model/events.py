@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from ..probe.common import CLEAN, DRY_RUN, RESET, SIGNALLED, STOPPED, brief_command
+from ..probe.common import CLEAN, DRY_RUN, RESET, SIGNALLED, STOPPED
 from ..probe.jobs import MAX_MEMBERS
 from .decode import (
     Indexes,
@@ -30,6 +30,7 @@ from .decode import (
     wire_fields,
 )
 from .gpus import MemoryAccount
+from .process import brief_process
 
 LADDER_MAX = 12  # steps of a reset ladder shown (the probe has four)
 MAX_RESTARTS = 64  # parents a verdict may warn about (the probe sends at most 16)
@@ -161,7 +162,7 @@ class ProcessVerdict:
 
     @property
     def brief(self) -> str:
-        return brief_command(self.command) or (f"[{self.name}]" if self.name else "?")
+        return brief_process(self.command, self.name)
 
     @classmethod
     def from_wire(cls, d: dict[str, Any]) -> ProcessVerdict | None:
@@ -195,7 +196,7 @@ class Restart:
 
     @property
     def brief(self) -> str:
-        return brief_command(self.command) or (f"[{self.name}]" if self.name else "?")
+        return brief_process(self.command, self.name)
 
     @classmethod
     def from_wire(cls, d: Any) -> Restart | None:

@@ -7,9 +7,16 @@ the rest.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..probe.common import brief_command
+
+
+def brief_process(command: Sequence[str], name: str | None, unnamed: str = "?") -> str:
+    """A process as people say it: its command line cut short (`python .../train.py`), else its name
+    in brackets (a kernel thread has no command line: `[kworker/0:1]`), else `unnamed`."""
+    return brief_command(command) or (f"[{name}]" if name else unnamed)
 
 
 # Keyword-only: a record that adds its own fields keeps its positional ones first, and a caller names
@@ -27,6 +34,6 @@ class ProcessFacts:
 
     @property
     def command_line(self) -> str:
-        """The command as people say it: `python train.py`, long paths cut to `.../name`; `[name]`
-        for a process without a command line (a kernel thread), `-` for one without either."""
-        return brief_command(list(self.command)) if self.command else (f"[{self.name}]" if self.name else "-")
+        """The command as people say it (brief_process), `-` for a process without a command line
+        or a name."""
+        return brief_process(self.command, self.name, "-")

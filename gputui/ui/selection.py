@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gputui.model import Proc, Sample, brief_command
+from gputui.model import Proc, Sample, brief_process
 
 from . import fmt
 
@@ -33,7 +33,7 @@ class Chosen:
 
 
 def label(proc: Proc) -> str:
-    words = brief_command(proc.command) or (f"[{proc.name}]" if proc.name else "")
+    words = brief_process(proc.command, proc.name, "")
     return f"{proc.pid} {fmt.safe(words, 80)}".rstrip()
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from ..fleet.idle import span
-from ..model import IDLE_SLACK, Gpu, Preflight, Proc, Sample, brief_command
+from ..model import IDLE_SLACK, Gpu, Preflight, Proc, ProcessFacts, Sample, brief_process
 from ..model.textsafe import printable
 from ..text.units import fmt_bytes
 from ..text.words import count, unaccounted_words
@@ -61,17 +61,12 @@ def started_by(sample: Sample, proc: Proc) -> str | None:
     (a launcher, a supervisor, a shell); None when it does not (PID 1, the probe's own chain)."""
     if proc.ppid is None or proc.ppid <= 1:
         return None
-    parent = next((p for p in sample.parents if p.pid == proc.ppid), None)
-    if parent is not None:
-        command = parent.command
-        name = parent.name
-    else:
-        other = next((p for p in sample.processes if p.pid == proc.ppid), None)
-        if other is None:
-            return None
-        command, name = other.command, other.name
-    brief = brief_command(list(command)) if command else (f"[{name}]" if name else "?")
-    return f"started by {proc.ppid} `{printable(brief)[:80]}`"
+    parent: ProcessFacts | None = next((p for p in sample.parents if p.pid == proc.ppid), None)
+    if parent is None:
+        parent = next((p for p in sample.processes if p.pid == proc.ppid), None)
+    if parent is None:
+        return None
+    return f"started by {proc.ppid} `{printable(brief_process(parent.command, parent.name))[:80]}`"
 
 
 def new_process_words(sample: Sample, proc: Proc, index: int) -> str:

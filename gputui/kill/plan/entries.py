@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar, Literal, TypeVar, get_args
 
-from ...model import Job, Parent, Proc, WireScope, brief_command
+from ...model import Job, Parent, Proc, WireScope, brief_process
 
 # -- the processes a plan names ---------------------------------------------------------------
 
@@ -50,7 +50,7 @@ class Entry:
     @property
     def brief(self) -> str:
         """The command for a table cell: `python .../train.py --lr 3e-4`."""
-        return brief_command(self.command) or (f"[{self.name}]" if self.name else self.UNNAMED)
+        return brief_process(self.command, self.name, self.UNNAMED)
 
     @classmethod
     def named(

@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from ...model import Job, Parent, Proc, Sample
-from ...probe.common import brief_command
+from ...model import Job, Parent, Proc, Sample, brief_process
 from ...probe.jobs import INIT_COMMS, SESSION_COMMS, SHELLS, Node, interactive_shell
 from ...text.words import pids
 from .entries import Excluded, PlanWarning, Target, head_excluded, head_target, target_entry
@@ -276,9 +275,7 @@ def _restart_warning(sample: Sample, parent: int, children: list[int], job: Job)
     job 4242 whole (clean --job 4242)`: the verdict's words (words.restart_words), said before."""
     known: list[Parent | Proc] = [*sample.parents, *sample.processes]
     info = next((p for p in known if p.pid == parent), None)
-    brief = "?"
-    if info is not None:
-        brief = brief_command(list(info.command)) or (f"[{info.name}]" if info.name else "?")
+    brief = brief_process(info.command, info.name) if info is not None else "?"
     them = "it" if len(children) == 1 else "them"
     kids = pids(children[:8]) + (" and more" if len(children) > 8 else "")
     return PlanWarning(
