@@ -84,7 +84,7 @@ def test_pci_bus_id_is_read_and_null_where_unsupported(use):
     answers = {0: b"00000000:18:00.0", 1: NVMLError(3)}
 
     def pci_info(handle):
-        answer = answers[handle]
+        answer = answers[int(handle)]
         if isinstance(answer, Exception):
             raise answer
         return types.SimpleNamespace(busId=answer)

@@ -14,6 +14,14 @@ class NVMLError(Exception):
         self.value = value
 
 
+class Handle(int):
+    """A GPU's handle. pynvml's are ctypes pointers, which cannot be hashed: so neither can this one,
+    and a reader that keys anything by a handle fails here as it would on a real GPU. It is still
+    its GPU's index for the fakes (a list index, compared by value)."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 def fake_pynvml(recording, init_error=None, lost=()):
     """A pynvml stand-in that answers from a recording; GPUs in `lost` fail like a fallen-off GPU."""
     nv = types.SimpleNamespace(
@@ -34,7 +42,7 @@ def fake_pynvml(recording, init_error=None, lost=()):
 
     def answer(key, wrap=None):
         def fn(handle, *args):
-            if handle in lost:
+            if int(handle) in lost:
                 raise NVMLError(15)
             value = gpus[handle][key]
             if isinstance(value, dict) and "nvml_error" in value:
@@ -55,7 +63,7 @@ def fake_pynvml(recording, init_error=None, lost=()):
     nv.nvmlInit = init
     nv.nvmlShutdown = lambda: None
     nv.nvmlDeviceGetCount = lambda: len(gpus)
-    nv.nvmlDeviceGetHandleByIndex = lambda i: i
+    nv.nvmlDeviceGetHandleByIndex = Handle
     nv.nvmlSystemGetDriverVersion = lambda: recording["driver"]
     nv.nvmlSystemGetNVMLVersion = lambda: recording["nvml"]
     nv.nvmlSystemGetCudaDriverVersion = lambda: recording["cuda"]
@@ -100,8 +108,8 @@ class UtilBuffer:
         self.samples.setdefault(gpu, []).append(sample)
 
     def query(self, handle, last_seen):
-        self.asked.append((handle, last_seen))
-        newer = [s for s in self.samples.get(handle, []) if s.timeStamp > last_seen]
+        self.asked.append((int(handle), last_seen))
+        newer = [s for s in self.samples.get(int(handle), []) if s.timeStamp > last_seen]
         if not newer:
             raise NVMLError(self.NOT_FOUND)
         return newer

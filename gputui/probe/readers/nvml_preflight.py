@@ -48,7 +48,9 @@ class PreflightReads(object):
         self._gpus = []  # type: List[Dict[str, Any]]
         self._steady = {}  # type: Dict[int, Dict[str, Any]]  # GPU index -> preflight facts read once
         self._nvlink = {}  # type: Dict[int, bool]  # GPU index -> False: no NVLink, not asked again
-        self._unsupported = set()  # type: Set[Tuple[Any, str, Tuple[Any, ...]]]  # preflight queries
+        # Preflight queries a GPU answered NOT_SUPPORTED, by GPU index (a handle is a ctypes pointer:
+        # it cannot be hashed), query and arguments.
+        self._unsupported = set()  # type: Set[Tuple[int, str, Tuple[Any, ...]]]
 
     def _call(self, fn, convert=None, *args):
         # type: (Any, Any, Any) -> Any
@@ -76,7 +78,7 @@ class PreflightReads(object):
                 steps.append(self._step(index, self._steady_facts, h, index))
             else:
                 steps.append(self._step(index, lambda known=known: dict(known)))
-            for query in self._preflight_queries(h):
+            for query in self._preflight_queries(index, h):
                 steps.append(self._step(index, query))
             if self._nvlink.get(index, True):
                 steps.append(self._step(index, self._nvlink_step, h, index))
@@ -89,8 +91,8 @@ class PreflightReads(object):
         # type: (int, Callable[..., Dict[str, Any]], Any) -> Callable[[], Dict[int, Dict[str, Any]]]
         return lambda: {index: read(*args)}
 
-    def _preflight_queries(self, h):
-        # type: (Any) -> List[Callable[[], Dict[str, Any]]]
+    def _preflight_queries(self, index, h):
+        # type: (int, Any) -> List[Callable[[], Dict[str, Any]]]
         """The fields of a reading that can change, each from one query."""
         nv = self._nv
         call = self._call
@@ -98,11 +100,11 @@ class PreflightReads(object):
 
         def one(key, name, convert=None, *args):
             # type: (str, str, Any, Any) -> Callable[[], Dict[str, Any]]
-            return lambda: {key: self._supported(h, name, convert, *args)}
+            return lambda: {key: self._supported(index, h, name, convert, *args)}
 
         def mig():
             # type: () -> Dict[str, Any]
-            mode = self._supported(h, "nvmlDeviceGetMigMode")
+            mode = self._supported(index, h, "nvmlDeviceGetMigMode")
             return {
                 "mig": bool(mode[0]) if mode is not None else None,
                 "mig_pending": bool(mode[1]) if mode is not None else None,
@@ -110,7 +112,7 @@ class PreflightReads(object):
 
         def remap():
             # type: () -> Dict[str, Any]
-            rows = self._supported(h, "nvmlDeviceGetRemappedRows")
+            rows = self._supported(index, h, "nvmlDeviceGetRemappedRows")
             return {
                 "remap_pending": bool(rows[2]) if rows is not None else None,
                 "remap_failed": bool(rows[3]) if rows is not None else None,
@@ -139,11 +141,11 @@ class PreflightReads(object):
             one("display_active", "nvmlDeviceGetDisplayActive", bool),
         ]
 
-    def _supported(self, h, name, convert=None, *args):
-        # type: (Any, str, Any, Any) -> Any
+    def _supported(self, index, h, name, convert=None, *args):
+        # type: (int, Any, str, Any, Any) -> Any
         """A preflight query, as `_call`; one the GPU answered NOT_SUPPORTED is not asked again
         (a GPU does not grow a fan or a display: on an H100 each such answer cost 0.15-0.3 ms)."""
-        key = (h, name, args)
+        key = (index, name, args)
         if key in self._unsupported:
             return None
         nv = self._nv
