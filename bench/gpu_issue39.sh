@@ -39,7 +39,7 @@ for part in $parts; do
     case $part in
     sample)
         echo "=== sample cost" >>"$log"
-        timeout 240 python3 bench/sample_cost.py --busy --samples 400 --profile 400 \
+        timeout 240 python3 bench/sample_cost.py --busy --samples "${SAMPLES:-400}" --profile "${SAMPLES:-400}" \
             --out "$out/sample_cost.json" >>"$log" 2>&1
         ;;
     clean)
