@@ -183,6 +183,33 @@ class _Known(object):
         self.cpu_time = 0.0
 
 
+class Faults(object):
+    """What went wrong in a reading a sample can go without (the preflight, per-process
+    utilization): that reading is left out and the probe goes on, for the holders and the plans
+    matter more than any one of them; each fault is said once on the wire (error `reader-fault`)."""
+
+    def __init__(self):
+        # type: () -> None
+        self.pending = []  # type: List[str]
+        self._said = set()  # type: Set[str]
+
+    def guard(self, what, read, default):
+        # type: (str, Callable[[], Any], Any) -> Any
+        try:
+            return read()
+        except Exception as exc:  # any defect of the reader's: never the probe's end
+            message = "%s left out: %s: %s" % (what, type(exc).__name__, clip_text(str(exc), 200))
+            if message not in self._said:
+                self._said.add(message)
+                self.pending.append(message)
+            return default
+
+    def take(self):
+        # type: () -> List[str]
+        taken, self.pending = self.pending, []
+        return taken
+
+
 class Probe(object):
     def __init__(self, reader, read_only=False, hostname=None, proc=PROC, refresh_every=30):
         # type: (Reader, bool, Optional[str], str, int) -> None
@@ -221,6 +248,7 @@ class Probe(object):
         self._proc_util_at = None  # type: Optional[float]  # time.time() of the last reading
         self._proc_util_supported = True
         self._tags = {}  # type: Tags  # the latest reading's MIG placements and MPS clients
+        self.faults = Faults()
         self.argv = []  # type: List[str]  # the probe's options, shown as its command line
         # Set by the line loop: while a plan waits (for its processes to exit, for NVML), the
         # loop's next sample is sent when it is due; returns the seconds until the one after.
@@ -327,7 +355,7 @@ class Probe(object):
         # type: () -> bool
         """Whether a preflight reading is due with this sample: the first one, then every
         `preflight_every` samples (default: about every PREFLIGHT_S seconds; 0: on request only)."""
-        every = self._every(self.preflight_every, PREFLIGHT_S)
+        every = samples_between(self.preflight_every, PREFLIGHT_S, self.interval)
         return self.seq == 0 or (every > 0 and self.seq % every == 0)
 
     def read_preflight(self, whole):
@@ -339,34 +367,26 @@ class Probe(object):
         if self.reader_error is not None:
             self._preflight_left = []
             return {} if whole else None
-        if whole:
-            self._preflight_left = []  # this one supersedes a reading under way
-            return self.reader.preflight()
-        if not self._preflight_left:
-            if not self.wants_preflight():
+        if whole or not self._preflight_left:  # a whole reading supersedes one under way
+            if not whole and not self.wants_preflight():
                 return None
-            self._preflight_left = self.reader.preflight_steps()
+            self._preflight_left = self.faults.guard("the preflight reading", self.reader.preflight_steps, [])
             self._preflight_read = {}
-        deadline = time.perf_counter() + PREFLIGHT_SLICE_S
+        deadline = None if whole else time.perf_counter() + PREFLIGHT_SLICE_S
         while self._preflight_left:
-            for index, fields in self._preflight_left.pop(0)().items():
+            step = self._preflight_left.pop(0)
+            for index, fields in self.faults.guard("the preflight reading", step, {}).items():
                 self._preflight_read.setdefault(index, {}).update(fields)
-            if time.perf_counter() >= deadline:
+            if deadline is not None and time.perf_counter() >= deadline:
                 break
         return None if self._preflight_left else self._preflight_read
-
-    def _every(self, configured, seconds):
-        # type: (Optional[int], float) -> int
-        if configured is not None:
-            return configured
-        return max(1, round(seconds / max(self.interval, 0.001)))
 
     def read_proc_util(self, listed):
         # type: (Listed) -> Optional[float]
         """Per-process GPU utilization, when due (see PROC_UTIL_S), on the GPUs where NVML lists a
         process now (`listed`: elsewhere there is no process to give a share to, and the driver's
         query costs 1.8 ms a GPU on an H100); its cost in ms, or None."""
-        every = self._every(self.proc_util_every, PROC_UTIL_S)
+        every = samples_between(self.proc_util_every, PROC_UTIL_S, self.interval)
         if every == 0 or not self._proc_util_supported or self.reader_error is not None:
             self._proc_util, self._proc_util_at = {}, None  # switched off: no stale figures
             return None
@@ -376,8 +396,9 @@ class Probe(object):
         busy = set()  # type: Set[int]
         for memory in listed.values():
             busy.update(memory)
-        # The first reading of a GPU covers one period.
-        util = self.reader.process_utilization(every * self.interval, busy)
+        # The first reading of a GPU covers one period. One that fails is not asked again.
+        read = lambda: self.reader.process_utilization(every * self.interval, busy)  # noqa: E731
+        util = self.faults.guard("per-process utilization", read, None)
         if util is None:
             self._proc_util_supported = False
             self._proc_util = {}
@@ -388,7 +409,7 @@ class Probe(object):
     def proc_util_state(self):
         # type: () -> Dict[str, Any]
         """How current the per-process utilization in this sample is, for the app to say."""
-        every = self._every(self.proc_util_every, PROC_UTIL_S)
+        every = samples_between(self.proc_util_every, PROC_UTIL_S, self.interval)
         if self.reader_error is not None or not self._proc_util_supported:
             state = "unsupported"
         else:
@@ -683,6 +704,14 @@ class Probe(object):
     def protected_pids(self):
         # type: () -> Set[int]
         return self._ancestors | {self.pid, 1}
+
+
+def samples_between(configured, seconds, interval):
+    # type: (Optional[int], float, float) -> int
+    """Samples between two readings of a kind: as the app configured it, else about `seconds`."""
+    if configured is not None:
+        return configured
+    return max(1, round(seconds / max(interval, 0.001)))
 
 
 def _place(place):

@@ -183,6 +183,8 @@ class Loop(object):
         # type: (bool, bool, bool) -> None
         record = self.probe.sample(full=full, preflight=preflight)
         self.emit.line(self.samples.line(record, whole=whole))
+        for fault in self.probe.faults.take():
+            self.emit(error("reader-fault", fault))
 
     def sample_if_due(self):
         # type: () -> float
@@ -365,6 +367,8 @@ def main(argv=None):
         emit(probe.start())
         if args.once:
             emit(probe.sample(full=True))
+            for fault in probe.faults.take():
+                emit(error("reader-fault", fault))
             return 0
         inbox = queue.Queue()  # type: Any
         reader = threading.Thread(target=_read_lines, args=(sys.stdin.buffer, inbox), name="stdin")
