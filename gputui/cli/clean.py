@@ -41,7 +41,7 @@ from .console import Console
 from .demo import demo_names
 from .exits import Exit
 from .fleets import build_fleet, resolve_hosts
-from .gpuspec import UsageError, resolve_gpu_specs, split_targets
+from .gpuspec import NotFound, UsageError, resolve_gpu_specs, split_targets
 from .jobspec import choose
 from .options import idle_after
 from .outcome import HostOutcome, exit_code
@@ -233,7 +233,15 @@ async def _clean(
                 outcome.message = f"{trouble.message} (try `gputui clean --demo demo-a --all`)"
     samples, late = await ops.scans(usable)
     idle = _idle_holders(fleet, samples, idle_after, args.user or ()) if args.idle else None
-    requests = _requests(args, samples, list(outcomes), idle)
+    try:
+        requests = _requests(args, samples, list(outcomes), idle)
+    except NotFound as exc:
+        unheard = [name for name in outcomes if name not in samples]
+        if not unheard:
+            raise  # every host answered: the name is the user's mistake
+        # What it names may be on a host that did not answer: an outcome not known, not a mistake.
+        con.warn(f"{exc}; {', '.join(unheard)} did not answer, so it may be there: nothing done")
+        requests = []
     planned = ops.build(requests, samples, late)
     if planned.problems:
         raise UsageError("; ".join(planned.problems))

@@ -20,6 +20,11 @@ class UsageError(Exception):
     """A spec (or another argument) that names nothing: the message says what to write instead."""
 
 
+class NotFound(UsageError):
+    """A name that matches nothing on the hosts that answered: the user's mistake where every host
+    answered; where one did not, what it names may be there (the caller says so: clean.py)."""
+
+
 def split_targets(names: Sequence[str]) -> tuple[list[str], list[str]]:
     """Positional arguments: hosts, and GPU specs written as HOST:INDEX or HOST:all.
 
@@ -61,9 +66,10 @@ def _resolve_one(spec: str, samples: dict[str, Sample], hosts: Sequence[str]) ->
             for host, s in samples.items()
         }
         found = {h: i for h, i in found.items() if i}
+        if not found:
+            raise NotFound(f"--gpu {printable(spec)}: no GPU has that UUID")
         if sum(len(i) for i in found.values()) != 1:
-            what = "no GPU has" if not found else "several GPUs match"
-            raise UsageError(f"--gpu {printable(spec)}: {what} that UUID")
+            raise UsageError(f"--gpu {printable(spec)}: several GPUs match that UUID")
         return found
     host, sep, index = spec.rpartition(":")
     if sep:

@@ -2,7 +2,8 @@
 
 People stop "my torchrun job", "Slurm job 4711", "what container 129 runs", "everything of alice",
 not PIDs. Each selector here is exact (no prefix matching, no pattern): a name that matches nothing
-is a usage error that lists what exists, so a typo never stops the wrong work.
+is a usage error that lists what exists (NotFound: where a host did not answer, the caller says it
+may be there instead), so a typo never stops the wrong work.
 
 - `--pid PID`: a GPU process, or a job's root (a launcher holding no GPU) or a process between a
   root and its members (plan.job_for_pid). A PID above a job (the shell or sshd it was started
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from ..kill.plan.jobs import above_jobs, job_for_pid
 from ..model import Job, Sample
 from ..model.textsafe import cut, printable
-from .gpuspec import UsageError
+from .gpuspec import NotFound, UsageError
 
 SHOWN = 12  # names listed in a "no such ..." message
 POD = "pod/"  # a Kubernetes pod's container: pod/NAMESPACE/NAME (gputui/probe/pods.py), or pod/<uid>
@@ -51,8 +52,8 @@ def choose(
     users: Sequence[str] = (),
     pods: Sequence[str] = (),
 ) -> dict[str, Chosen]:
-    """{host: what to stop there}. Raises UsageError for a name that matches nothing on any host
-    (listing what there is) and for a PID or job id found on more than one host."""
+    """{host: what to stop there}. Raises NotFound for a name that matches nothing on any host
+    (listing what there is) and UsageError for a PID or job id found on more than one host."""
     out: dict[str, Chosen] = {}
 
     def on(host: str) -> Chosen:
@@ -63,7 +64,7 @@ def choose(
         if len(hosts) > 1:
             raise UsageError(f"PID {pid} is on {', '.join(hosts)}: name one HOST to say which")
         if not hosts:
-            raise UsageError(
+            raise NotFound(
                 f"PID {pid} is not a GPU process or a job's root on any of the hosts ({_jobs_seen(samples)})"
             )
         on(hosts[0]).pids.add(pid)
@@ -74,13 +75,13 @@ def choose(
                 f"job {job_id} is on {', '.join(h for h, _ in found)}: name one HOST to say which"
             )
         if not found:
-            raise UsageError(f"no job {printable(job_id)} on the hosts ({_jobs_seen(samples)})")
+            raise NotFound(f"no job {printable(job_id)} on the hosts ({_jobs_seen(samples)})")
         on(found[0][0]).add_job(found[0][1])
     for slurm in slurm_jobs:
         matched = _by(samples, "slurm_job", slurm)
         if not matched:
             seen = _names(j.slurm_job for s in samples.values() for j in s.jobs)
-            raise UsageError(f"no Slurm job {printable(slurm)} on the hosts (Slurm jobs seen: {seen})")
+            raise NotFound(f"no Slurm job {printable(slurm)} on the hosts (Slurm jobs seen: {seen})")
         for host, job in matched:
             on(host).add_job(job)
     for name in containers:
@@ -90,7 +91,7 @@ def choose(
                 [j.container for s in samples.values() for j in s.jobs]
                 + [p.container for s in samples.values() for p in s.processes]
             )
-            raise UsageError(f"no job in container {printable(name)} on the hosts (containers seen: {seen})")
+            raise NotFound(f"no job in container {printable(name)} on the hosts (containers seen: {seen})")
         for host, job in matched:
             on(host).add_job(job)
     for pod in pods:
@@ -112,7 +113,7 @@ def choose(
                 [j.user for s in samples.values() for j in s.jobs]
                 + [p.user for s in samples.values() for p in s.processes if p.kind in ("user", "hidden")]
             )
-            raise UsageError(
+            raise NotFound(
                 f"no job or GPU process of user {printable(user)} on the hosts (users seen: {seen})"
             )
         for host, job in matched:
@@ -130,7 +131,7 @@ def _in_pod(samples: dict[str, Sample], pod: str) -> list[tuple[str, Job]]:
         containers = [j.container for s in samples.values() for j in s.jobs]
         containers += [p.container for s in samples.values() for p in s.processes]
         seen = _names(c[len(POD) :] for c in containers if c and c.startswith(POD))
-        raise UsageError(f"no job in pod {printable(pod)} on the hosts (pods seen: {seen})")
+        raise NotFound(f"no job in pod {printable(pod)} on the hosts (pods seen: {seen})")
     return matched
 
 

@@ -32,7 +32,7 @@ from ..model.textsafe import cells, cut, printable
 from ..text.words import columns, count, shares
 from ..views.readiness import SERIES_JUDGED, SERIES_READER, Conditions, Unready, unready
 from .exits import Exit
-from .gpuspec import UsageError, resolve_gpu_specs
+from .gpuspec import NotFound, UsageError, resolve_gpu_specs
 from .judging import judge_fleet
 from .streams import for_a_person
 from .versions import WAIT_JSON
@@ -185,9 +185,21 @@ def _no_gpu(fleet: Fleet) -> str | None:
 
 
 def _chosen(specs: list[str], samples: dict[str, Sample], hosts: list[str]) -> dict[str, set[int]]:
-    if specs:
-        return resolve_gpu_specs(specs, samples, hosts)
-    return {h: {g.index for g in s.gpus} for h, s in samples.items()}
+    """The GPUs to wait for on the hosts judged now. A UUID none of them has is the user's mistake
+    only when every host is judged; else it may be on one not heard from yet (`_judge`, later)."""
+    if not specs:
+        return {h: {g.index for g in s.gpus} for h, s in samples.items()}
+    out: dict[str, set[int]] = {}
+    for spec in specs:
+        try:
+            found = resolve_gpu_specs([spec], samples, hosts)
+        except NotFound:
+            if set(samples) >= set(hosts):
+                raise
+            continue
+        for host, indexes in found.items():
+            out.setdefault(host, set()).update(indexes)
+    return out
 
 
 def _update(

@@ -221,3 +221,25 @@ async def test_a_job_request_is_planned_by_its_roots_identity(tmp_path):
         assert lost.chosen and "reused" in lost.why
     finally:
         await fleet.stop()
+
+
+def test_a_name_not_found_while_a_host_did_not_answer_is_unknown_not_a_usage_error(tmp_path):
+    """A PID or job that none of the hosts that answered has may be on the one that did not: that is
+    no mistake of the user's (exit 2, "not a GPU process") but an outcome not known (exit 1), said
+    with the host that did not answer; nothing is done. (On the lent H100 a probe that died at its
+    first sample made `clean --pid` of a real GPU process say it was no GPU process.)"""
+    path = tmp_path / "gputui.toml"
+    # Port 1 on loopback: refused at once, as a host that is down.
+    path.write_text(CONFIG + '\n[[hosts]]\nname = "far"\naddress = "127.0.0.1"\nport = 1\nuser = "nobody"\n')
+    for argv, words in (
+        (["--pid", "4194303"], "PID 4194303 is not a GPU process or a job's root on any of the hosts"),
+        (["--job", "999999999"], "no job 999999999 on the hosts"),
+        (["--gpu", "GPU-00000000-dead"], "--gpu GPU-00000000-dead: no GPU has that UUID"),
+    ):
+        run = gputui(
+            "clean", "--config", str(path), HOST, "far", *argv, "--yes", "--log", str(tmp_path / "a")
+        )
+        assert run.returncode == Exit.FAILED, (argv, run.returncode, run.stderr)
+        assert "Traceback" not in run.stderr
+        assert words in run.stderr and "far did not answer" in run.stderr, run.stderr
+        assert "far" in run.stdout and "UNREACHABLE" in run.stdout, run.stdout

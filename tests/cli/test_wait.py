@@ -102,6 +102,26 @@ def test_a_gpu_the_host_does_not_have_is_bad_usage_at_once(tmp_path: Path) -> No
     assert err == f"gputui: {doc['error']}\n"
 
 
+def test_a_uuid_no_answering_host_has_is_waited_for_while_a_host_is_silent(tmp_path: Path) -> None:
+    """A GPU UUID none of the hosts that answered has may be on the one that did not: not bad usage
+    (exit 2) but not ready (exit 1), the silent host named; with every host answering it is bad usage."""
+    config = tmp_path / "gputui.toml"
+    config.write_text(
+        '[[hosts]]\nname = "p"\naddress = "local"\nreader = "sim"\nsim_scenario = "preflight"\n'
+        '[[hosts]]\nname = "far"\naddress = "127.0.0.1"\nport = 1\nuser = "nobody"\n'  # refused: down
+    )
+    uuid = "GPU-00000000-dead"
+    code, _, out, err, _ = gputui_wait(
+        "--config", str(config), "p", "far", "--gpu", uuid, "--timeout", "5", cwd=tmp_path
+    )
+    assert code == Exit.TIMEOUT, out + err
+    assert "far: no sample yet (down" in err and "Traceback" not in err
+    code, _, out, err, _ = gputui_wait(
+        "--config", str(config), "p", "--gpu", uuid, "--timeout", "5", cwd=tmp_path
+    )
+    assert code == Exit.USAGE and err == f"gputui: --gpu {uuid}: no GPU has that UUID\n", out + err
+
+
 def test_settle_waits_the_settle_time_and_a_timeout_shorter_than_it_is_not_ready(tmp_path: Path) -> None:
     code, doc, out, err, took = gputui_wait(
         "--demo", "demo-b", "--gpu", "demo-b:3", "--settle", "2", "--json", cwd=tmp_path
