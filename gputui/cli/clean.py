@@ -233,15 +233,7 @@ async def _clean(
                 outcome.message = f"{trouble.message} (try `gputui clean --demo demo-a --all`)"
     samples, late = await ops.scans(usable)
     idle = _idle_holders(fleet, samples, idle_after, args.user or ()) if args.idle else None
-    try:
-        requests = _requests(args, samples, list(outcomes), idle)
-    except NotFound as exc:
-        unheard = [name for name in outcomes if name not in samples]
-        if not unheard:
-            raise  # every host answered: the name is the user's mistake
-        # What it names may be on a host that did not answer: an outcome not known, not a mistake.
-        con.warn(f"{exc}; {', '.join(unheard)} did not answer, so it may be there: nothing done")
-        requests = []
+    requests = _requests_of_answers(args, samples, list(outcomes), idle, con)
     planned = ops.build(requests, samples, late)
     if planned.problems:
         raise UsageError("; ".join(planned.problems))
@@ -313,6 +305,25 @@ def _say_interrupted(con: Console, running: Sequence[HostOutcome], ops: Operatio
             f"is ended now; what it did after is not known here). Check GPU {gpus} (`{recheck(o.host)}`); "
             f"recorded as outcome unknown in {ops.audit.path}"
         )
+
+
+def _requests_of_answers(
+    args: argparse.Namespace,
+    samples: dict[str, Sample],
+    hosts: list[str],
+    idle: Mapping[str, tuple[int, ...]] | None,
+    con: Console,
+) -> list[Request]:
+    """`_requests`; where a name matches nothing on the hosts that answered while another did not,
+    what it names may be there: an outcome not known (said, nothing asked), not the user's mistake."""
+    try:
+        return _requests(args, samples, hosts, idle)
+    except NotFound as exc:
+        unheard = [name for name in hosts if name not in samples]
+        if not unheard:
+            raise  # every host answered: the name is the user's mistake
+        con.warn(f"{exc}; {', '.join(unheard)} did not answer, so it may be there: nothing done")
+        return []
 
 
 def _requests(
