@@ -57,8 +57,9 @@ def entry() -> NoReturn:
     interpreter exits as usual and waits for it."""
     sanitise_std_fds()  # before the probe's pipes are made: none of them may become our stdout
     guess_head_start(sys.argv[1:])
-    # The CLI itself, imported only now: the probe above starts while it loads (40 ms of parsers
-    # and config on the dev VM, before the command's own modules).
+    # The CLI itself, imported only now, so that the probe above starts before it loads: on the lent
+    # H100 the probe was spawned 7 ms after the interpreter was up, 48 ms when it waited for these
+    # imports (docs/BENCHMARKS.md section 19); on the dev VM 20 ms from the start against 60-70 ms.
     from .main import main
 
     code = main()
