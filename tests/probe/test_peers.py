@@ -86,9 +86,13 @@ def test_a_job_named_gputui_is_no_monitor_by_its_name() -> None:
 def family() -> Iterator[tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]]]:
     """A parent (a gputui's stand-in) whose child runs with a probe's command line, and a plain one
     whose child is a job: both children sleep; every process is the test's, ended by PID."""
+    # The parent says the child's PID once the child runs its code: right after exec returns, Linux
+    # shows an empty /proc/PID/cmdline for a moment (the new arguments are not in place yet; seen
+    # once in eight parallel runs here).
     probe_like = (
         "import subprocess, sys; c = subprocess.Popen([sys.executable, '-c', "
-        "'import time; time.sleep(120)  # gputui', 'gputui-probe']); sys.stdout.write(str(c.pid) + chr(10)); "
+        "'import sys, time; print(1, flush=True); time.sleep(120)  # gputui', 'gputui-probe'], "
+        "stdout=subprocess.PIPE); c.stdout.readline(); sys.stdout.write(str(c.pid) + chr(10)); "
         "sys.stdout.flush(); sys.stdin.read(); c.kill(); c.wait()"
     )
     plain = probe_like.replace("'gputui-probe'", "'worker'")
