@@ -162,15 +162,14 @@ def _fit_sample(record):
 
 
 class _Known(object):
-    """Per (pid, start time) facts that do not change, read once."""
+    """Per (pid, start time) facts that do not change, read once (the command line until it is
+    not empty)."""
 
     __slots__ = ("cmdline", "container", "cpu_ticks", "cpu_time", "nspid", "peer", "uid")
 
     def __init__(self, pid, proc, containers):
         # type: (int, str, Containers) -> None
-        argv = read_cmdline(pid, proc)
-        self.cmdline = clip_command(argv)
-        self.peer = peer_probe(pid, proc, argv)  # another gputui's probe (peers.py)
+        self.read_command(pid, proc)
         status = read_status(pid, proc)
         self.uid = status.uid if status else None
         nspid = status.nspid if status else None
@@ -181,6 +180,12 @@ class _Known(object):
         self.container = containers.container(pid)
         self.cpu_ticks = -1
         self.cpu_time = 0.0
+
+    def read_command(self, pid, proc):
+        # type: (int, str) -> None
+        argv = read_cmdline(pid, proc)
+        self.cmdline = clip_command(argv)
+        self.peer = peer_probe(pid, proc, argv)  # another gputui's probe (peers.py)
 
 
 class Faults(object):
@@ -630,6 +635,11 @@ class Probe(object):
         known = self._known.get((pid, start_time))
         if known is None:
             known = self._known[(pid, start_time)] = _Known(pid, self.proc, self.containers)
+        elif not known.cmdline:
+            # Read again while empty: right after exec returns Linux shows an empty command line
+            # for a moment, and a peer's probe read there would pass for a job. For a zombie or a
+            # kernel thread it stays empty: one short read a sample.
+            known.read_command(pid, self.proc)
         return known
 
     @staticmethod
