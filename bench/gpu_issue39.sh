@@ -11,6 +11,7 @@
 #   clean:  bench/clean_path.py (`gputui clean --pid P --yes` of a 4 GiB job, traced, and untraced,
 #           next to `kill P; sleep 1; nvidia-smi`, and the floor part by part) and what
 #           `gputui.cli.clean` imports; CLEAN_BEFORE=DIR runs the same bench from another tree too;
+#   gputests: tests/gpu whole (real NVML, real CUDA jobs the tests start and reap);
 #   fleet:  bench/fleet_scale.py over real loopback OpenSSH at FLEET_HOSTS (default 256,512,1024)
 #           hosts, the app on cores 0-1 and the sshd servers, probes and jobs on 2-15. On the lent
 #           H100 host 1,024 hosts took 227 s to connect (32 at a time) and about 5 minutes in all:
@@ -52,6 +53,10 @@ for part in $parts; do
         fi
         echo "=== what gputui.cli.clean imports (-X importtime, us, cumulative, top 25)" >>"$log"
         python3 -X importtime -c "import gputui.cli.clean" 2>&1 | sort -t'|' -k2 -n | tail -25 >>"$log"
+        ;;
+    gputests)
+        echo "=== tests/gpu" >>"$log"
+        timeout 300 python3 -m pytest -q -p no:cacheprovider -rs tests/gpu >>"$log" 2>&1
         ;;
     fleet)
         echo "=== fleet scale over OpenSSH" >>"$log"
