@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gputui import api
 from gputui.api import Probe
+from gputui.probe.readers.nvml_lists import ProcessLists  # the one-call read against pynvml's
 from tests.support.cudajob import CudaJob
 
 
@@ -103,6 +104,33 @@ def whole_sample_costs(probe: Probe, runs: int) -> dict[str, tuple[list[float], 
     rows["preflight read alone"] = inproc_cost(probe.reader.preflight, max(10, runs // 10))
     if probe.reader.process_utilization() is not None:
         rows["proc util read alone"] = inproc_cost(probe.reader.process_utilization, max(10, runs // 10))
+    return rows
+
+
+def list_costs(probe: Probe, runs: int) -> dict[str, tuple[list[float], list[float]]]:
+    """NVML's process lists of every GPU (probe/readers/nvml_lists.py) read through pynvml's functions
+    (two driver calls a list that is not empty) and in one call each, and the whole sample at the
+    default rates both ways: alternated run by run, so both see the same jobs and the same host."""
+    reader = probe.reader
+    one_call = reader._lists
+    handles = [static["handle"] for static in reader._gpus]
+    ways = (("via pynvml", ProcessLists(reader._nv, one_call=False)), ("in one call", one_call))
+    rows: dict[str, tuple[list[float], list[float]]] = {}
+
+    def timed(label: str, fn) -> None:
+        c0, w0 = self_cpu(), time.perf_counter()
+        fn()
+        wall, cpu = time.perf_counter() - w0, self_cpu() - c0
+        rows.setdefault(label, ([], []))[0].append(cpu)
+        rows[label][1].append(wall)
+
+    probe.preflight_every = probe.proc_util_every = None
+    for _ in range(runs):
+        for label, lists in ways:
+            timed("process lists " + label, lambda lists=lists: [lists.read(h) for h in handles])
+            reader._lists = lists
+            timed("sample, default rates, lists " + label, probe.sample)
+    reader._lists = one_call
     return rows
 
 
@@ -216,6 +244,9 @@ def main() -> int:
             rows[f"gputui probe: {key}"] = value
         for key, value in whole_sample_costs(probe, args.samples).items():
             rows[f"gputui probe {key}"] = value
+        if args.reader == "nvml":
+            for key, value in list_costs(probe, args.samples).items():
+                rows[f"gputui probe {key}"] = value
         if args.reader == "nvml":
             q = "--query-gpu=index,memory.used,memory.total,utilization.gpu,temperature.gpu,power.draw"
             for label, argv in (

@@ -67,3 +67,32 @@ def test_ghost_and_its_hidden_holder(cuda_job):
         assert wait_until(lambda: job.pid not in probe.read_gpus()[1], 10.0, step=0.01), "ghost still listed"
     finally:
         probe.close()
+
+
+def test_one_call_process_lists_read_what_pynvml_reads(cuda_job):
+    """probe/readers/nvml_lists.py against pynvml's own functions, on the real driver, with two CUDA
+    jobs on GPU 0: the same processes, the same memory, every list read in one call."""
+    import pynvml
+
+    from gputui.probe.readers.nvml_lists import ProcessLists, entry_of
+
+    jobs = [cuda_job(gib=1.0, gpu=0), cuda_job(gib=1.5, gpu=0)]
+    pynvml.nvmlInit()
+    try:
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        lists = ProcessLists(pynvml)
+        assert lists.direct == 3
+        ours = lists.read(handle)
+        theirs = [
+            sorted(entry_of(p) for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle)),
+            sorted(entry_of(p) for p in pynvml.nvmlDeviceGetGraphicsRunningProcesses(handle)),
+            sorted(entry_of(p) for p in pynvml.nvmlDeviceGetMPSComputeRunningProcesses(handle)),
+        ]
+        assert [sorted(entries) for entries, _mps in ours] == theirs
+        assert [mps for _entries, mps in ours] == [False, False, True]
+        compute = {pid: used for pid, used, _gi, _ci in ours[0][0]}
+        for job in jobs:
+            assert job.pid in compute
+            assert compute[job.pid] is None or compute[job.pid] >= GIB
+    finally:
+        pynvml.nvmlShutdown()

@@ -11,6 +11,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple  # noqa: F401  (type comments)
 
 from .base import Listed, Reader, ReaderError, Tags, instance_id  # noqa: F401  (type comments)
+from .nvml_lists import ProcessLists
 from .nvml_preflight import COMPUTE_MODES, THROTTLE_BITS, PreflightReads, _text, throttle_names  # noqa: F401
 
 GPU_LOST = "gpu-lost"
@@ -83,6 +84,7 @@ class NvmlReader(PreflightReads, Reader):
         self._mig_layout = {}  # type: Dict[int, Tuple[int, bool, List[Dict[str, Any]]]]
         self._reads = 0
         self._tags = {}  # type: Tags
+        self._lists = None  # type: Any  # ProcessLists, once open
 
     def open(self):
         # type: () -> Dict[str, object]
@@ -102,6 +104,7 @@ class NvmlReader(PreflightReads, Reader):
         if count == 0:
             raise ReaderError("no-gpu", "the NVIDIA driver is loaded but sees no GPU")
         self._gpus = [self._static(i) for i in range(count)]
+        self._lists = ProcessLists(nv)
         self._read_topology()
         return {
             "driver_version": self._call(nv.nvmlSystemGetDriverVersion, _text),
@@ -185,30 +188,18 @@ class NvmlReader(PreflightReads, Reader):
         # type: (Any, int, Listed, Tags, bool) -> None
         """NVML's process lists of one GPU into `listed`; MIG placements (where `mig`: the GPU is in
         MIG mode, so the ids mean something) and MPS clients (the MPS list) into `tags`."""
-        nv = self._nv
-        for query, mps in (
-            (nv.nvmlDeviceGetComputeRunningProcesses, False),
-            (nv.nvmlDeviceGetGraphicsRunningProcesses, False),
-            (getattr(nv, "nvmlDeviceGetMPSComputeRunningProcesses", None), True),
-        ):
-            if query is None:
-                continue
-            try:
-                procs = query(handle)
-            except nv.NVMLError:
-                continue
-            for p in procs:
-                used = p.usedGpuMemory
-                mem = listed.setdefault(p.pid, {})
+        for entries, mps in self._lists.read(handle):
+            for pid, used, gi_id, ci_id in entries:
+                mem = listed.setdefault(pid, {})
                 # A process in several lists (compute and graphics) is counted once, largest figure.
                 if index not in mem or (used is not None and (mem[index] or 0) < used):
                     mem[index] = used
                 if mps:
-                    tags.setdefault(p.pid, {})["mps"] = True
-                gi = instance_id(getattr(p, "gpuInstanceId", None)) if mig else None
+                    tags.setdefault(pid, {})["mps"] = True
+                gi = instance_id(gi_id) if mig else None
                 if gi is not None:
-                    place = (index, gi, instance_id(getattr(p, "computeInstanceId", None)))
-                    places = tags.setdefault(p.pid, {}).setdefault("mig", [])
+                    place = (index, gi, instance_id(ci_id))
+                    places = tags.setdefault(pid, {}).setdefault("mig", [])
                     if place not in places:
                         places.append(place)
 
