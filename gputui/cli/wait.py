@@ -130,10 +130,10 @@ async def run_wait(
                 and all(w.ready_for(now) >= args.settle and w.ready_since is not None for w in waits.values())
             ):
                 _finish_line(err, live)
-                return _report(out, err, args, waits, now - started, ready=True)
+                return _report(out, err, args, waits, now, now - started, ready=True)
             if now >= deadline or _all_down(fleet, waits, pending):
                 _finish_line(err, live)
-                return _report(out, err, args, waits, now - started, ready=False, pending=pending)
+                return _report(out, err, args, waits, now, now - started, ready=False, pending=pending)
             if live:
                 _live_line(err, waits, pending, now, args.settle, (now - started, args.timeout))
             changed.clear()
@@ -414,12 +414,14 @@ def _report(
     err: TextIO,
     args: argparse.Namespace,
     waits: dict[tuple[str, int], GpuWait],
+    now: float,
     waited: float,
     ready: bool,
     pending: dict[str, Pending] | None = None,
 ) -> int:
+    """The verdict reached at `now` (monotonic): how long each GPU had been ready then, not when
+    this is written (a busy machine writes it later)."""
     code = Exit.READY if ready else Exit.TIMEOUT
-    now = time.monotonic()
     pending = pending or {}
     if args.json:
         hosts: dict[str, dict[str, Any]] = {}
