@@ -79,6 +79,30 @@ def test_sample_cost_runs_on_the_sim(tmp_path):
     assert "gputui probe: total" in json.loads(out.read_text())["rows"]
 
 
+NVML_PARTS = """
+import sys
+sys.path[:0] = ["bench", "."]
+from tests.support.fakenvml import fake_pynvml, load
+sys.modules["pynvml"] = fake_pynvml(load("nvml_h200x2_job.json"))
+import sample_cost
+from gputui.api import NvmlReader, Probe
+probe = Probe(NvmlReader())
+assert probe.start()["error"] is None
+print(sorted(sample_cost.list_costs(probe, 3)))
+print(sorted(sample_cost.preflight_calls(probe, 2)))
+"""
+
+
+def test_sample_cost_nvml_parts_run_on_a_recorded_gpu():
+    # The parts of the bench that only run on a real GPU, on NVML answers recorded on 2 x H200
+    # (tests/support/fakenvml.py): a GPU run found the preflight timer broken by a changed signature.
+    run = subprocess.run(
+        [sys.executable, "-c", NVML_PARTS], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "process lists in one call" in run.stdout and "nvmlDeviceGetApplicationsClock" in run.stdout
+
+
 def test_holder_scan_runs_on_a_small_load(tmp_path):
     out = tmp_path / "scan.json"
     run = bench("holder_scan.py", "--procs", "40", "--fds", "5", "--holders", "3", "--runs", "2",
