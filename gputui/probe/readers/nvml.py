@@ -2,7 +2,8 @@
 
 Costs measured on H200 (GPU_FACTS.md "Costs"): memory info 6-8 us, utilization/power/temperature
 1-2 us, running-process lists 7-16 us each (one driver call a list: nvml_lists.py).
-nvmlDeviceGetProcessUtilization costs 2.5 ms and is not called per sample. Static facts (name, UUID, minor, total memory, power limit) are read once.
+nvmlDeviceGetProcessUtilization costs 2.5 ms and is not called per sample. Static facts (name, UUID,
+minor, total memory, power limit) are read once.
 
 Stdlib + pynvml only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
