@@ -185,7 +185,9 @@ class _Known(object):
         # type: (int, str) -> None
         argv = read_cmdline(pid, proc)
         self.cmdline = clip_command(argv)
-        self.peer = peer_probe(pid, proc, argv)  # another gputui's probe (peers.py)
+        # Another gputui's probe (peers.py); an empty command line is no probe's, and is read again
+        # each sample (Probe._known_of), so its executable is not read for it.
+        self.peer = bool(argv) and peer_probe(pid, proc, argv)
 
 
 class Faults(object):

@@ -10,6 +10,7 @@ Stdlib + pynvml only, Python >= 3.8 syntax: this runs on monitored hosts.
 """
 
 import ctypes
+import functools
 from typing import Any, Callable, List, Optional, Tuple  # noqa: F401  (type comments)
 
 # pid, GPU memory in bytes (None: the driver does not say), GPU instance id, compute instance id
@@ -38,8 +39,9 @@ class ProcessLists(object):
         fields = set(f[0] for f in getattr(struct, "_fields_", ()))
         self._struct = struct if fields >= FIELDS else None
         resolve = getattr(nv, "_nvmlGetFunctionPointer", None)
-        self._direct = []  # type: List[Tuple[Any, bool]]
-        self._fallback = []  # type: List[Tuple[Any, bool]]
+        # Each list in LISTS' order: (how to read it, whether it is the MPS list).
+        self._lists = []  # type: List[Tuple[Callable[[Any], Optional[List[Entry]]], bool]]
+        self.direct = 0  # how many are read in one call (the rest through pynvml's functions)
         for c_name, py_name, mps in LISTS:
             fn = None
             if self._struct is not None and resolve is not None:
@@ -48,18 +50,13 @@ class ProcessLists(object):
                 except Exception:  # NVMLError(FUNCTION_NOT_FOUND) on an older driver: pynvml's way
                     fn = None
             if fn is not None:
-                self._direct.append((fn, mps))
+                self._lists.append((functools.partial(self._one_call, fn), mps))
+                self.direct += 1
             elif getattr(nv, py_name, None) is not None:
-                self._fallback.append((getattr(nv, py_name), mps))
+                self._lists.append((functools.partial(self._through_pynvml, getattr(nv, py_name)), mps))
         self._capacity = 0
         self._buffer = None  # type: Any
         self._grow(FIRST_CAPACITY)
-
-    @property
-    def direct(self):
-        # type: () -> int
-        """How many lists are read in one call (the rest through pynvml's functions)."""
-        return len(self._direct)
 
     def _grow(self, capacity):
         # type: (int) -> None
@@ -70,17 +67,18 @@ class ProcessLists(object):
     def read(self, handle):
         # type: (Any) -> List[Tuple[List[Entry], bool]]
         lists = []  # type: List[Tuple[List[Entry], bool]]
-        for fn, mps in self._direct:
-            entries = self._one_call(fn, handle)
+        for read_list, mps in self._lists:
+            entries = read_list(handle)
             if entries is not None:
                 lists.append((entries, mps))
-        for query, mps in self._fallback:
-            try:
-                procs = query(handle)
-            except self._nv.NVMLError:
-                continue
-            lists.append(([entry_of(p) for p in procs], mps))
         return lists
+
+    def _through_pynvml(self, query, handle):
+        # type: (Any, Any) -> Optional[List[Entry]]
+        try:
+            return [entry_of(p) for p in query(handle)]
+        except self._nv.NVMLError:
+            return None
 
     def _one_call(self, fn, handle):
         # type: (Any, Any) -> Optional[List[Entry]]
