@@ -250,7 +250,6 @@ def main() -> int:
         if args.reader == "nvml":
             for key, value in list_costs(probe, args.samples).items():
                 rows[f"gputui probe {key}"] = value
-        if args.reader == "nvml":
             q = "--query-gpu=index,memory.used,memory.total,utilization.gpu,temperature.gpu,power.draw"
             for label, argv in (
                 ("spawn nvidia-smi --query-gpu", ["nvidia-smi", q, "--format=csv"]),
