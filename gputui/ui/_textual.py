@@ -31,7 +31,7 @@ from textual.coordinate import Coordinate
 from textual.driver import Driver
 from textual.drivers._writer_thread import WriterThread
 from textual.drivers.linux_driver import LinuxDriver
-from textual.geometry import Region, Size
+from textual.geometry import Offset, Region, Size
 from textual.reactive import Reactive
 from textual.strip import Strip
 from textual.widgets import DataTable
@@ -130,7 +130,8 @@ class InPlaceTable(DataTable[CellType]):
     of a row out of view swapped without a repaint (`swap_cells`)."""
 
     def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
+        self._kept_view: Offset | None = None  # to put back after a clear (keep_view); DataTable's
+        super().__init__(**options)  # __init__ already moves the cursor
         self._stale_rows: set[RowKey] = set()  # updated in place: their cache entries go before a render
         self._cache_epoch = -1  # DataTable's _update_count when the render caches were last emptied
 
@@ -143,6 +144,34 @@ class InPlaceTable(DataTable[CellType]):
 
     def scroll_cursor_into_view(self) -> None:
         self._scroll_cursor_into_view()
+
+    # -- the view through a clear ------------------------------------------------------------------
+
+    def keep_view(self) -> None:
+        """Keep the scroll offset through what comes next (a clear and the rows added again): it is
+        put back once the table has its size again, and moves from there only as far as brings the
+        cursor into view. DataTable's `clear` scrolls to the top, and the cursor's move after it
+        scrolls from the top, so the view used to move under a cursor that was in it."""
+        if self._kept_view is None:
+            self._kept_view = self.scroll_offset
+            self.call_after_refresh(self._restore_view)
+
+    def _restore_view(self) -> None:
+        kept, self._kept_view = self._kept_view, None
+        if kept is None:
+            return
+        if self._require_update_dimensions:  # the rows' size is not known yet: the offset would be cut
+            self._kept_view = kept
+            self.call_after_refresh(self._restore_view)
+            return
+        self.scroll_to(kept.x, kept.y, animate=False, immediate=True)
+        if self.show_cursor and self.row_count:
+            self._scroll_cursor_into_view()
+
+    def _scroll_cursor_into_view(self, animate: bool = False) -> None:
+        if self._kept_view is not None:
+            return  # the kept view is put back first (`_restore_view`), the cursor brought into it then
+        super()._scroll_cursor_into_view(animate)
 
     # -- where the rows are --------------------------------------------------------------------
 

@@ -233,6 +233,7 @@ class KeyedTable(InPlaceTable[Cell]):
 
     def _rebuild(self, shown: tuple[Column, ...]) -> None:
         cursor = self.cursor_key
+        self.keep_view()  # DataTable's clear scrolls to the top: the rows stay where the reader left them
         self._shown = shown
         self._widths = {c.key: c.planned for c in shown}
         with self.app.batch_update():

@@ -1,0 +1,78 @@
+"""A KeyedTable laid out again (`_rebuild`: a number came wider than its column, or the pane's width
+changed the columns) keeps the rows where the reader left them: DataTable's own `clear` scrolls to
+the top and the cursor's move then scrolls only as far as brings the cursor into view, so a rebuild
+used to move the view under a reader whose cursor was already in it (a CI run caught the process
+pane moving by a row as a column widened)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import App, ComposeResult
+
+from gputui.ui.widgets.cells import Cell
+from gputui.ui.widgets.columns import Column
+from gputui.ui.widgets.table import KeyedTable
+
+
+class Table(KeyedTable):
+    COLUMNS: ClassVar[tuple[Column, ...]] = (
+        Column("n", "N", justify="right"),  # a number: its column grows with its widest cell
+        Column("w", "Words", width=8, cut=True, priority=1),  # gives way first
+    )
+
+
+class Host(App[None]):
+    CSS = "Table { height: 10; }"
+
+    def compose(self) -> ComposeResult:
+        yield Table()
+
+
+def rows(n: int, wide: int | None = None) -> dict[str, dict[str, Cell]]:
+    """`n` rows; row `wide`'s number as long as to need a wider column."""
+    return {
+        f"r{i:03d}": {"n": Cell("1" * 12 if i == wide else str(i)), "w": Cell(f"row {i}")} for i in range(n)
+    }
+
+
+async def settled(pilot) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(3):
+        await pilot.pause()
+
+
+async def test_a_wider_number_keeps_the_view_and_the_cursor() -> None:
+    app = Host()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(Table)
+        table.sync(rows(40))
+        await settled(pilot)
+        table.focus()
+        assert table.move_to("r012", scroll=True)
+        table.scroll_to(y=5, animate=False, immediate=True)  # the cursor still in view, not at an edge
+        await settled(pilot)
+        assert table.scroll_y == 5
+        before = table.width_of("n")
+        table.sync(rows(40, wide=30))  # a row out of view widens the number column
+        await settled(pilot)
+        assert table.width_of("n") > before  # laid out again
+        assert table.cursor_key == "r012"
+        assert table.scroll_y == 5
+
+
+async def test_a_resize_keeps_the_view_where_the_cursor_stays_in_it() -> None:
+    app = Host()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(Table)
+        table.sync(rows(40))
+        await settled(pilot)
+        table.focus()
+        assert table.move_to("r012", scroll=True)
+        table.scroll_to(y=5, animate=False, immediate=True)
+        await settled(pilot)
+        shown = [c.key for c in table._shown]
+        await pilot.resize_terminal(14, 20)  # too narrow for both columns: one gives way
+        await settled(pilot)
+        assert [c.key for c in table._shown] != shown
+        assert table.cursor_key == "r012"
+        assert table.scroll_y == 5
