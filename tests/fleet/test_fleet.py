@@ -51,19 +51,19 @@ async def test_hosts_stream_then_go_stale_then_down_then_live_again(monkeypatch)
     b = fleet.add("b", make(sim_host("b"), 0.2), interval=0.2)
     fleet.start()
     try:
-        assert await eventually(lambda: a.status == LIVE and b.status == LIVE, 15)
+        assert await eventually(lambda: a.status == LIVE and b.status == LIVE, 60)
         # Host a's probe goes quiet (a long interval): a turns stale while b keeps streaming.
         await fleet.sessions["a"].send({"type": "configure", "v": 1, "interval": 60})
-        assert await eventually(lambda: a.status == STALE, 5)
+        assert await eventually(lambda: a.status == STALE, 60)
         seq = b.sample.seq
-        assert await eventually(lambda: b.sample.seq > seq + 3, 15)
+        assert await eventually(lambda: b.sample.seq > seq + 3, 60)
         # Then its probe dies: down, with a reason, then reconnected by itself.
         first = links[0]
         connects = a.connects
         os.kill(first.pid, signal.SIGKILL)
-        assert await eventually(lambda: a.status == DOWN, 5)
+        assert await eventually(lambda: a.status == DOWN, 60)
         assert a.reason in ("probe-crashed", "closed", "silent")
-        assert await eventually(lambda: a.status == LIVE and a.connects > connects, 15)
+        assert await eventually(lambda: a.status == LIVE and a.connects > connects, 60)
         assert ("a", STALE) in history and ("a", DOWN) in history
     finally:
         await fleet.stop()
@@ -80,7 +80,7 @@ async def test_listeners_are_told_each_change_as_one_typed_event():
     a = fleet.add("a", lambda: LocalLink(sim_host("a"), interval=0.2), interval=0.2)
     fleet.start()
     try:
-        assert await eventually(lambda: sum(isinstance(e, SampleArrived) for e in seen) >= 2, 15)
+        assert await eventually(lambda: sum(isinstance(e, SampleArrived) for e in seen) >= 2, 60)
     finally:
         await fleet.stop()
     assert all(e.view is a for e in seen)
@@ -109,7 +109,7 @@ async def test_unreachable_host_is_down_with_a_reason_and_does_not_block_others(
     good = fleet.add("good", lambda: LocalLink(sim_host("good")), interval=0.2)
     fleet.start()
     try:
-        assert await eventually(lambda: bad.status == DOWN and good.status == LIVE, 15)
+        assert await eventually(lambda: bad.status == DOWN and good.status == LIVE, 60)
         assert bad.reason == "no-python" and "nonexistent" in bad.detail
     finally:
         await fleet.stop()
@@ -126,7 +126,7 @@ async def test_plan_cut_by_a_lost_link_ends_with_outcome_unknown():
     view = fleet.add("h", factory)
     fleet.start()
     try:
-        assert await eventually(lambda: view.sample is not None, 15)
+        assert await eventually(lambda: view.sample is not None, 60)
         target = next(p for p in view.sample.processes if p.kind == "user")
         plan = {
             "targets": [
@@ -266,14 +266,14 @@ async def test_an_app_that_stalls_past_the_silence_limit_does_not_call_its_strea
     a = fleet.add("a", lambda: LocalLink(sim_host("a"), interval=0.2), interval=0.2)
     fleet.start()
     try:
-        assert await eventually(lambda: a.status == LIVE, 15)
+        assert await eventually(lambda: a.status == LIVE, 60)
         history.clear()
         connects, seq = a.connects, a.sample.seq
         limit = fleet.sessions["a"]._silence_limit()
         for _ in range(3):
             time.sleep(limit + 0.5)  # the stall under test: the whole loop blocked
             await asyncio.sleep(0.3)  # the loop runs again: the silence timer is due at once
-        assert await eventually(lambda: a.sample.seq > seq + 3, 10)
+        assert await eventually(lambda: a.sample.seq > seq + 3, 60)
         assert not [s for s, _ in history if s in (STALE, DOWN)], history
         assert a.status == LIVE and a.connects == connects
     finally:

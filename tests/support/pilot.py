@@ -18,8 +18,12 @@ from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.plan import PlanScreen
 from tests.support.apps import last_seq
 
+# Long enough for a busy machine (a CI box shared with other runs played a demo's recording in more
+# than 10 s); only a hang waits that long, and pytest's own timeout (120 s) is behind it.
+WAIT = 60.0
 
-async def wait_for(pilot: Pilot[Any], predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+
+async def wait_for(pilot: Pilot[Any], predicate: Callable[[], bool], timeout: float = WAIT) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:

@@ -19,7 +19,7 @@ from gputui.ui.widgets.gpu_table import GpuTable
 from gputui.ui.widgets.host_list import HostList
 from gputui.ui.widgets.proc_table import ProcTable, proc_row_key
 from tests.support.apps import FROZEN, QUIET, Unreachable, build_app, recording
-from tests.support.pilot import main_of, redrawn, screen_text, settle, wait_for
+from tests.support.pilot import WAIT, main_of, redrawn, screen_text, settle, wait_for
 
 
 def proc_keys(main: MainScreen) -> list[str]:
@@ -237,14 +237,19 @@ async def test_refresh_keeps_cursor_and_scroll_position() -> None:
         assert sample is not None
         target = proc_row_key(next(p for p in sample.processes if p.kind == "hidden"))
         assert table.move_to(target, scroll=True)
-        table.scroll_to(y=3, animate=False, immediate=True)
+        # The cursor away from the view's edges: a process that comes above it (the replay loops)
+        # pushes it down a row, and at the bottom edge the view rightly follows it
+        # (tests/ui/test_table_view.py).
+        in_view = table.scrollable_content_region.height - table.header_height
+        table.scroll_to(y=table.cursor_row - in_view // 2, animate=False, immediate=True)
         await pilot.pause()
         scroll = table.scroll_y
         assert scroll > 0
+        assert scroll < table.cursor_row < scroll + in_view - 1  # a row of room on either side
         seq = app.fleet.view("demo-a").sample.seq
         updates = table.changes
         widths = dict(table._content)
-        await wait_for(pilot, lambda: app.fleet.view("demo-a").sample.seq >= seq + 40, timeout=20)
+        await wait_for(pilot, lambda: app.fleet.view("demo-a").sample.seq >= seq + 40, timeout=WAIT)
         await redrawn(pilot)
         assert table.changes > updates  # it did redraw
         assert table.cursor_key == target
@@ -264,7 +269,7 @@ async def test_nothing_is_redrawn_while_a_modal_is_open() -> None:
         await pilot.press("question_mark")
         seq = app.fleet.view("demo-a").sample.seq
         counts = (main.gpu_table.changes, main.proc_table.changes, main.fleet_table.changes)
-        await wait_for(pilot, lambda: app.fleet.view("demo-a").sample.seq >= seq + 20, timeout=20)
+        await wait_for(pilot, lambda: app.fleet.view("demo-a").sample.seq >= seq + 20, timeout=WAIT)
         await pilot.pause(0.3)
         assert (
             main.gpu_table.changes,

@@ -10,7 +10,7 @@ import pytest
 from gputui.ui import intake as app_module
 from gputui.ui.app import GpuTuiApp
 from tests.support.apps import build_app
-from tests.support.pilot import sampled, wait_for
+from tests.support.pilot import WAIT, sampled, wait_for
 
 
 def count_redraws(app: GpuTuiApp, left: list[set[str]] | None = None) -> list[set[str]]:
@@ -68,7 +68,7 @@ async def test_a_redraw_due_in_a_nanosecond_is_never_lost(monkeypatch: pytest.Mo
             patch.setattr(app_module, "time", SimpleNamespace(monotonic=lambda: now))
             app.want_redraw()  # wait = 1e-9 s: scheduled, not drawn at once
         assert calls == []
-        await wait_for(pilot, lambda: len(calls) >= 1, timeout=10.0)
+        await wait_for(pilot, lambda: len(calls) >= 1, timeout=WAIT)
         assert "demo-a" in calls[0] and "demo-a" not in left[0]  # drawn, and taken off what is left
 
 
@@ -87,7 +87,7 @@ async def test_changes_coming_fast_are_drawn_together(monkeypatch: pytest.Monkey
             app.want_redraw()
         await pilot.pause()
         assert calls == [] and app._changed == {"demo-a", "demo-b"}
-        await wait_for(pilot, lambda: len(calls) >= 1, timeout=30.0)
+        await wait_for(pilot, lambda: len(calls) >= 1, timeout=WAIT)
         assert {"demo-a", "demo-b"} <= calls[0] and not left[0]  # one redraw drew both
 
 

@@ -1,8 +1,9 @@
-"""A KeyedTable laid out again (`_rebuild`: a number came wider than its column, or the pane's width
-changed the columns) keeps the rows where the reader left them: DataTable's own `clear` scrolls to
-the top and the cursor's move then scrolls only as far as brings the cursor into view, so a rebuild
-used to move the view under a reader whose cursor was already in it (a CI run caught the process
-pane moving by a row as a column widened)."""
+"""Where a KeyedTable's view stays. Laid out again (`_rebuild`: a number came wider than its column,
+or the pane's width changed the columns), it keeps the rows where the reader left them: DataTable's
+own `clear` scrolls to the top and the cursor's move then scrolls only as far as brings the cursor
+into view, so a rebuild used to move the view under a reader whose cursor was in it (a CI run caught
+the process pane moving by a row as a column widened). A row that comes above the cursor moves the
+view only where it pushes the cursor out of it."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ class Host(App[None]):
 def rows(n: int, wide: int | None = None) -> dict[str, dict[str, Cell]]:
     """`n` rows; row `wide`'s number as long as to need a wider column."""
     return {
-        f"r{i:03d}": {"n": Cell("1" * 12 if i == wide else str(i)), "w": Cell(f"row {i}")} for i in range(n)
+        f"r{i:03d}": {"n": Cell("1" * 12 if i == wide else str(i), sort_key=i), "w": Cell(f"row {i}")}
+        for i in range(n)
     }
 
 
@@ -76,3 +78,26 @@ async def test_a_resize_keeps_the_view_where_the_cursor_stays_in_it() -> None:
         assert [c.key for c in table._shown] != shown
         assert table.cursor_key == "r012"
         assert table.scroll_y == 5
+
+
+async def test_a_row_above_a_cursor_at_the_bottom_edge_brings_the_view_along() -> None:
+    """The cursor follows its row's key; where a row that comes above pushes it out of view, the view
+    follows it by that row (else the process under the cursor would be out of sight)."""
+    app = Host()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(Table)
+        table.sync(rows(40))
+        await settled(pilot)
+        table.focus()
+        in_view = table.scrollable_content_region.height - table.header_height
+        table.scroll_to(y=5, animate=False, immediate=True)
+        assert table.move_to(f"r{5 + in_view - 1:03d}")  # the last row in view
+        await settled(pilot)
+        assert table.scroll_y == 5
+        grown = rows(40)
+        grown["r010a"] = {"n": Cell("10", sort_key=10.5), "w": Cell("new")}  # after r010: above the cursor
+        table.sort_by("n", reverse=False)
+        table.sync(grown)
+        await settled(pilot)
+        assert table.cursor_key == f"r{5 + in_view - 1:03d}"
+        assert table.scroll_y == 6
