@@ -375,7 +375,7 @@ async def test_local_link_real_probe(python):
             assert hello["host"]["python"].startswith("3.8")
         seqs = []
         while len(seqs) < 3:
-            record = await asyncio.wait_for(link.recv(), 10)
+            record = await asyncio.wait_for(link.recv(), 60)
             assert record is not None
             if record["type"] == "sample":
                 seqs.append(record["seq"])
@@ -420,7 +420,7 @@ async def test_read_only_probe_refuses_plans_locally():
     try:
         assert link.hello is not None and link.hello["read_only"] is True
         await link.send({"type": "plan", "v": 1, "id": "p1", "targets": []})
-        record = await asyncio.wait_for(_next_of(link, "error"), 10)
+        record = await asyncio.wait_for(_next_of(link, "error"), 60)
         assert record["code"] == "read-only" and record["plan"] == "p1"
     finally:
         await link.close()

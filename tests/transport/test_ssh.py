@@ -38,7 +38,7 @@ async def failure_of(link: SshLink) -> TransportError:
 async def samples(link: SshLink, count: int) -> list[dict]:
     got = []
     while len(got) < count:
-        record = await asyncio.wait_for(link.recv(), 10)
+        record = await asyncio.wait_for(link.recv(), 60)
         assert record is not None, link.failure
         if record["type"] == "sample":
             got.append(record)
@@ -141,7 +141,7 @@ async def test_read_only_host_refuses_plans(ssh_env):
         assert link.hello["read_only"] is True
         await link.send({"type": "plan", "v": 1, "id": "p7", "targets": []})
         while True:
-            record = await asyncio.wait_for(link.recv(), 10)
+            record = await asyncio.wait_for(link.recv(), 60)
             assert record is not None
             if record["type"] == "error":
                 break
@@ -422,7 +422,7 @@ async def test_server_restart_on_the_same_port(ssh_env):
     await link.open()
     port = server.port
     server.stop()  # listener and sessions: the open link breaks
-    await asyncio.wait_for(until_end(link), 10)
+    await asyncio.wait_for(until_end(link), 60)
     assert link.failure is not None and link.failure.reason == "unreachable", link.failure
     await link.close()
     server.start()
