@@ -21,10 +21,10 @@ import contextlib
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual import constants, events
-from textual.app import App, AutopilotCallbackType
+from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.driver import Driver
 from textual.notifications import SeverityLevel
@@ -171,18 +171,10 @@ class GpuTuiApp(KillFlow, Pacing):
         """Textual's Linux driver, made safe for a terminal that goes away (terminal.py)."""
         return super().get_driver_class() if constants.DRIVER is not None else TerminalDriver
 
-    async def run_async(
-        self,
-        *,
-        headless: bool = False,
-        inline: bool = False,
-        inline_no_clear: bool = False,
-        mouse: bool = True,
-        size: tuple[int, int] | None = None,
-        auto_pilot: AutopilotCallbackType | None = None,
-    ) -> None:
-        """Textual's run, with the lifeline (when there is one) told how to end this app: from the
-        first moment of the run, before the terminal is set up or a probe starts."""
+    async def run_async(self, **options: Any) -> None:
+        """Textual's run (its options as they are), with the lifeline (when there is one) told how to
+        end this app: from the first moment of the run, before the terminal is set up or a probe
+        starts."""
         lifeline = self.lifeline
         loop = self._run_loop = asyncio.get_running_loop()
         if lifeline is not None:
@@ -191,14 +183,7 @@ class GpuTuiApp(KillFlow, Pacing):
                 return None
             lifeline.at_hard_exit(self._last_words)
         try:
-            return await super().run_async(
-                headless=headless,
-                inline=inline,
-                inline_no_clear=inline_no_clear,
-                mouse=mouse,
-                size=size,
-                auto_pilot=auto_pilot,
-            )
+            return await super().run_async(**options)
         except OSError:
             if lifeline is None or lifeline.reason is None:
                 raise

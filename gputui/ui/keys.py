@@ -18,6 +18,12 @@ FILTER = (
     "group:rack3 mem>40G, -term to negate (docs/FLEET_VIEW.md)"
 )
 TREE = "processes as a tree of families (again: a list)"
+# The one-key signals: the key, its plan's ladder, the key's label, what it plans.
+SIGNAL_KEYS = (
+    ("T", "term", "SIGTERM", "SIGTERM (then SIGKILL)"),
+    ("K", "kill", "SIGKILL", "SIGKILL at once"),
+    ("I", "int", "SIGINT", "SIGINT (then SIGTERM, SIGKILL)"),
+)
 
 MAIN_KEYS: list[BindingType] = [
     Binding("q", "app.quit", "Quit"),
@@ -47,23 +53,10 @@ MAIN_KEYS: list[BindingType] = [
     ),
     # nvitop's one-key signals: in the help, not the footer (x is there: the same plan, its ladder
     # changed in the dialog).
-    Binding(
-        "T",
-        "signal_plan('term')",
-        "SIGTERM",
-        show=False,
-        tooltip="plan SIGTERM (then SIGKILL) for the selection",
-    ),
-    Binding(
-        "K", "signal_plan('kill')", "SIGKILL", show=False, tooltip="plan SIGKILL at once for the selection"
-    ),
-    Binding(
-        "I",
-        "signal_plan('int')",
-        "SIGINT",
-        show=False,
-        tooltip="plan SIGINT (then SIGTERM, SIGKILL) for the selection",
-    ),
+    *[
+        Binding(key, f"signal_plan('{plan}')", label, show=False, tooltip=f"plan {what} for the selection")
+        for key, plan, label, what in SIGNAL_KEYS
+    ],
     Binding(
         "f9",
         "signal_menu",
@@ -76,7 +69,7 @@ MAIN_KEYS: list[BindingType] = [
     Binding("F", "refuse('free_host')", show=False),
     Binding("x", "refuse('plan')", show=False),
     Binding("X", "refuse('stop_job')", show=False),
-    *[Binding(key, "refuse('signal_plan')", show=False) for key in ("T", "K", "I")],
+    *[Binding(key, "refuse('signal_plan')", show=False) for key, *_ in SIGNAL_KEYS],
     Binding("f9", "refuse('signal_menu')", show=False),
     Binding("H", "refuse('select_idle')", show=False),
     Binding("i", "gpu_detail", "GPU view", tooltip="the GPU under the cursor: memory, settings, history"),
