@@ -43,17 +43,25 @@ async def settled(pilot) -> None:  # type: ignore[no-untyped-def]
         await pilot.pause()
 
 
+async def reading(pilot, table: Table) -> int:  # type: ignore[no-untyped-def]
+    """40 rows, the view scrolled to row 5, the cursor on row 12 (in view, away from its edges);
+    returns how many rows are in view."""
+    table.sync(rows(40))
+    await settled(pilot)
+    table.focus()
+    in_view = table.scrollable_content_region.height - table.header_height
+    table.scroll_to(y=5, animate=False, immediate=True)
+    assert table.move_to("r012")
+    await settled(pilot)
+    assert table.scroll_y == 5
+    return in_view
+
+
 async def test_a_wider_number_keeps_the_view_and_the_cursor() -> None:
     app = Host()
     async with app.run_test(size=(60, 20)) as pilot:
         table = app.query_one(Table)
-        table.sync(rows(40))
-        await settled(pilot)
-        table.focus()
-        assert table.move_to("r012", scroll=True)
-        table.scroll_to(y=5, animate=False, immediate=True)  # the cursor still in view, not at an edge
-        await settled(pilot)
-        assert table.scroll_y == 5
+        await reading(pilot, table)
         before = table.width_of("n")
         table.sync(rows(40, wide=30))  # a row out of view widens the number column
         await settled(pilot)
@@ -66,12 +74,7 @@ async def test_a_resize_keeps_the_view_where_the_cursor_stays_in_it() -> None:
     app = Host()
     async with app.run_test(size=(60, 20)) as pilot:
         table = app.query_one(Table)
-        table.sync(rows(40))
-        await settled(pilot)
-        table.focus()
-        assert table.move_to("r012", scroll=True)
-        table.scroll_to(y=5, animate=False, immediate=True)
-        await settled(pilot)
+        await reading(pilot, table)
         shown = [c.key for c in table._shown]
         await pilot.resize_terminal(14, 20)  # too narrow for both columns: one gives way
         await settled(pilot)
@@ -86,12 +89,8 @@ async def test_a_row_above_a_cursor_at_the_bottom_edge_brings_the_view_along() -
     app = Host()
     async with app.run_test(size=(60, 20)) as pilot:
         table = app.query_one(Table)
-        table.sync(rows(40))
-        await settled(pilot)
-        table.focus()
-        in_view = table.scrollable_content_region.height - table.header_height
-        table.scroll_to(y=5, animate=False, immediate=True)
-        assert table.move_to(f"r{5 + in_view - 1:03d}")  # the last row in view
+        last = 5 + await reading(pilot, table) - 1  # the last row in view
+        assert table.move_to(f"r{last:03d}")
         await settled(pilot)
         assert table.scroll_y == 5
         grown = rows(40)
@@ -99,5 +98,5 @@ async def test_a_row_above_a_cursor_at_the_bottom_edge_brings_the_view_along() -
         table.sort_by("n", reverse=False)
         table.sync(grown)
         await settled(pilot)
-        assert table.cursor_key == f"r{5 + in_view - 1:03d}"
+        assert table.cursor_key == f"r{last:03d}"
         assert table.scroll_y == 6
