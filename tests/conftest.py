@@ -16,6 +16,10 @@ and every test that looks for `✓`, `…` or `·` would fail. There LANG=C.UTF-
 LC_CTYPE that would outrank it goes (Python's own LC_CTYPE=C.UTF-8 over no LANG included: it says
 nothing of the terminal). A UTF-8 locale already there is left as it is: the tests run as the person
 does. The tests of ASCII mode set their own locale (tests/cli/test_ascii_output.py).
+
+The fuzz tests (hypothesis) draw new examples on each run by hand, so each run looks somewhere new.
+CI runs the same examples every time (.ci/run sets GPUTUI_FUZZ=fixed): a submission does not land
+or fail on the draw of one run. A case a run by hand finds is pinned with `@example`.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from gputui.text.glyphs import shows_unicode
 
@@ -32,6 +37,11 @@ SLOW = Path(__file__).with_name("slow.txt")  # what `--quick` leaves out (script
 # At import as well as in the fixture: an environment a test module copies when it is imported
 # (before any fixture runs) must not start the user's live demo either.
 os.environ["GPUTUI_DEMO"] = "fresh"
+
+# Before any test module makes its settings (they start from the profile loaded then).
+settings.register_profile("fixed", derandomize=True)
+if os.environ.get("GPUTUI_FUZZ") == "fixed":
+    settings.load_profile("fixed")
 
 # At import too, for the same reason: the locale every test and every command it runs sees.
 if not shows_unicode():

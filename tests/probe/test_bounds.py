@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from gputui.probe import core
@@ -192,6 +192,7 @@ def test_a_long_path_keeps_its_name_whole_and_cuts_its_directories():
 
 @FUZZ
 @given(st.text(st.sampled_from("ab/é\u00a0 .\x00"), max_size=200), st.integers(min_value=4, max_value=80))
+@example(text="a/aa/", limit=4)  # `…/aa/` is 5: a name's trailing `/` takes room too
 def test_a_clipped_argument_is_bounded_and_marked(text, limit):
     clipped = clip_arg(text, limit)
     if len(text) <= limit:
@@ -200,9 +201,10 @@ def test_a_clipped_argument_is_bounded_and_marked(text, limit):
     assert "\u2026" in clipped
     assert len(clipped) <= limit + len(f"\u2026({4 * len(text)} bytes)")  # the wire's bound holds
     name = text.rstrip("/").rsplit("/", 1)[-1]
+    tail = text[len(text.rstrip("/")) :]  # a directory's trailing slashes go with its name
     path = text.rstrip("/").rfind("/") > 0 and not any(c.isspace() for c in text)
-    if path and len(name) + 2 <= limit:  # room for `…/` and the name: the name is whole
-        assert len(clipped) <= limit and clipped.endswith("/" + name + text[len(text.rstrip("/")) :])
+    if path and len("\u2026/" + name + tail) <= limit:  # room for `…/` and the name: the name is whole
+        assert len(clipped) <= limit and clipped.endswith("/" + name + tail)
 
 
 def test_a_launchers_long_script_path_keeps_its_name_in_the_parents_record(holders, tmp_path):
