@@ -130,8 +130,9 @@ class InPlaceTable(DataTable[CellType]):
     of a row out of view swapped without a repaint (`swap_cells`)."""
 
     def __init__(self, **options: Any) -> None:
-        self._kept_view: Offset | None = None  # to put back after a clear (keep_view); DataTable's
-        super().__init__(**options)  # __init__ already moves the cursor
+        # Set before DataTable's __init__, which moves the cursor (`_scroll_cursor_into_view` reads it).
+        self._kept_view: Offset | None = None  # the offset to put back after a clear (keep_view)
+        super().__init__(**options)
         self._stale_rows: set[RowKey] = set()  # updated in place: their cache entries go before a render
         self._cache_epoch = -1  # DataTable's _update_count when the render caches were last emptied
 
@@ -157,12 +158,10 @@ class InPlaceTable(DataTable[CellType]):
             self.call_after_refresh(self._restore_view)
 
     def _restore_view(self) -> None:
+        # After the refresh, the rows' size is measured (DataTable's on_idle), as Textual's own
+        # move_cursor counts on: the offset is not cut to the size of a table still empty.
         kept, self._kept_view = self._kept_view, None
         if kept is None:
-            return
-        if self._require_update_dimensions:  # the rows' size is not known yet: the offset would be cut
-            self._kept_view = kept
-            self.call_after_refresh(self._restore_view)
             return
         self.scroll_to(kept.x, kept.y, animate=False, immediate=True)
         if self.show_cursor and self.row_count:

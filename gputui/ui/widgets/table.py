@@ -4,8 +4,8 @@ Every refresh hands `sync()` the rows that should be shown, keyed. Rows whose ke
 cells whose content changed are updated, new rows are added, and the rows are re-sorted only when
 something that affects the order changed. The cursor follows its row's key; the scroll offset is
 left alone (the columns laid out again keep it too: `keep_view`), and moves only where a row that
-came pushed the cursor out of view. Nothing is cleared, so a refresh costs what changed, not what is shown
-(the approach of Dolphie's process list).
+came pushed the cursor out of view. Nothing is cleared, so a refresh costs what changed, not what
+is shown (the approach of Dolphie's process list).
 
 A changed cell repaints only its row. DataTable's own `update_cell` bumps a table-wide counter that
 is part of every render cache key and repaints the whole widget, so one changed cell re-renders every
