@@ -245,7 +245,8 @@ class PlayerLink:
         if self._closed.is_set():
             raise TransportError("closed", f"{self.host}: the link is closed")
         if message.get("type") == "detail":
-            # A replay has no process to read: the answer a probe gives for one that has exited.
+            # A replay has no process to read: the answer a probe gives to a request it cannot
+            # serve, with why (the screens say it: not "exited", the process may well run).
             self._channel.put(
                 {
                     "type": "detail",
@@ -253,7 +254,7 @@ class PlayerLink:
                     "id": message.get("id"),
                     "pid": message.get("pid"),
                     "start_time": message.get("start_time"),
-                    "result": "exited",
+                    "result": "refused",
                     "message": "a replay: the recorded process cannot be read now",
                 },
                 first=True,

@@ -59,6 +59,8 @@ class GpuTuiApp(KillFlow, Pacing):
     CSS_PATH = "app.tcss"
     TITLE = "gputui"
     COMMANDS = App.COMMANDS | {GpuTuiCommands}
+    # What a kill key says where the app is read-only (a replay says its own).
+    read_only_why = "gputui runs read-only (--read-only, or read_only in the config): it signals nothing."
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
         # People stop terminal tools with Ctrl-C (nvitop, htop, watch nvidia-smi): let it quit here too.

@@ -15,6 +15,7 @@ from gputui.fleet.fleet import Fleet
 class Dashboard(Protocol):
     fleet: Fleet
     read_only: bool
+    read_only_why: str  # why nothing is signalled, when read_only: a refused key's notification
     clock: Callable[[], float]
     exact_memory: bool  # memory in exact MiB (`m`), else GiB
     hidden_columns: Mapping[str, frozenset[str]]  # the config's [columns]: table -> column keys

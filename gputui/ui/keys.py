@@ -30,13 +30,9 @@ MAIN_KEYS: list[BindingType] = [
     Binding("f10", "app.quit", "Quit", show=False),
     Binding("question_mark", "app.help", "Help", key_display="?", tooltip=HELP),
     Binding("f1", "app.help", "Help", show=False, tooltip=HELP),
-    Binding(
-        "slash",
-        "filter",
-        "Filter",
-        key_display="/",
-        tooltip=FILTER,
-    ),
+    # A priority binding: the app runs it as the key comes, before it hands on the next keys of the
+    # same read, so they go to the box it opens (MainScreen.check_action: not while typing in it).
+    Binding("slash", "filter", "Filter", key_display="/", tooltip=FILTER, priority=True),
     Binding("f3", "filter", "Filter", show=False, tooltip=FILTER),  # htop's search: here the filter
     Binding("f4", "filter", "Filter", show=False, tooltip=FILTER),
     Binding("escape", "clear_filter", "Clear filter", show=False, tooltip="clear every filter"),

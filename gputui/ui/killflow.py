@@ -28,10 +28,12 @@ from gputui.text.words import toast_title, verdict_summary
 from . import fmt
 from . import spinner as actions
 from .intake import FleetIntake
-from .messages import PlanRequested, ResetRequested
+from .messages import PlanRequested, ResetRequested, View
 from .screens.plan import PlanScreen
 from .screens.reset import ResetScreen
 from .terminal import Lifeline
+
+LEFT = "the view it was asked from was left before it was ready; nothing signalled (ask again)"
 
 
 class KillFlow(FleetIntake):
@@ -66,10 +68,16 @@ class KillFlow(FleetIntake):
         self.ops.abandon(plan.host, plan.id, why)
 
     def on_plan_requested(self, message: PlanRequested) -> None:
-        self.request_plans(message.requests)
+        self.request_plans(message.requests, message.view)
 
-    def request_plans(self, requests: Sequence[AnyRequest]) -> None:
-        """Plan what the operator asked for (one plan per host) and open the confirmation dialog."""
+    def view_now(self) -> View:
+        """Where the operator is now (as the screens say it in their PlanRequested)."""
+        main = self._main
+        return View(self.screen, main.state.host if self.screen is main and main is not None else None)
+
+    def request_plans(self, requests: Sequence[AnyRequest], view: View | None = None) -> None:
+        """Plan what the operator asked for (one plan per host) and open the confirmation dialog, if
+        the operator is still in `view` when the plans are ready (None: wherever they are)."""
         if self.read_only:
             return  # no key leads here; a stray message must not either
         usable: list[AnyRequest] = []
@@ -82,23 +90,30 @@ class KillFlow(FleetIntake):
             else:
                 usable.append(request)
         if usable:
-            self._plan_and_confirm(usable)
+            self._plan_and_confirm(usable, view)
 
     @work(exclusive=True, group="planning", exit_on_error=False)
-    async def _plan_and_confirm(self, requests: list[AnyRequest]) -> None:
+    async def _plan_and_confirm(self, requests: list[AnyRequest], view: View | None) -> None:
         try:
-            await self._plan_and_confirm_now(requests)
+            await self._plan_and_confirm_now(requests, view)
         except Exception as exc:  # a bug must say so, not vanish with its worker
             self.notify(
                 f"{type(exc).__name__}: {exc}", title="Planning failed", severity="error", markup=False
             )
             raise
 
-    async def _plan_and_confirm_now(self, requests: list[AnyRequest]) -> None:
+    async def _plan_and_confirm_now(self, requests: list[AnyRequest], view: View | None) -> None:
         planned = await self.ops.plan(requests, self.fresh_timeout)
         for problem in planned.problems:
             self.notify(problem, title="Cannot plan", severity="warning", markup=False)
         if not planned.plans:
+            return
+        if view is not None and view != self.view_now():
+            # The operator moved on while it was made (another screen, another host): a dialog
+            # over a view it was not asked from would be read as that view's.
+            for plan in planned.plans:
+                self.log_note(plan.host, f"plan {plan.id} not shown: {LEFT}", "warning", tag=plan.id)
+            self.notify(LEFT, title="Plan not shown", severity="warning")
             return
         # A new dialog every time, from the plans as built: nothing chosen in an earlier one (the
         # sweep, a signal, an included monitor) carries over.

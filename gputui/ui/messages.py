@@ -8,9 +8,23 @@ touches processes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from textual.message import Message
+from textual.screen import Screen
 
 from gputui.kill.operate import AnyRequest
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """Where the operator is: the screen on top, and the host the dashboard shows on it (None: all
+    hosts, or a screen of one process). A plan asked from one view opens over that view only: keys
+    typed while it is made (`x` then `?` or `]` in one read) may have taken the operator elsewhere."""
+
+    screen: Screen[Any]
+    host: str | None = None
 
 
 class PlanRequested(Message):
@@ -19,9 +33,10 @@ class PlanRequested(Message):
     One request per host: a selection that spans hosts becomes one plan per host, shown in one
     dialog and run concurrently, each by its own probe."""
 
-    def __init__(self, *requests: AnyRequest) -> None:
+    def __init__(self, *requests: AnyRequest, view: View | None = None) -> None:
         super().__init__()
         self.requests = requests
+        self.view = view  # where it was asked from (None: the dialog opens wherever the operator is)
 
     @property
     def request(self) -> AnyRequest:

@@ -133,6 +133,8 @@ class ReplayBar(Static):
 class ReplayApp(GpuTuiApp):
     """The dashboard on a recording: read-only, its clock the recorded time, the replay's keys."""
 
+    read_only_why = "a replay shows a recording: it signals nothing."
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("p", "replay('toggle_pause')", "Pause replay", tooltip="pause the replay (again: play on)"),
         Binding("n", "replay('step')", "Step", tooltip="the replay's next sample (pauses first)"),

@@ -331,6 +331,14 @@ def _gpu(value: str, at: int) -> Callable[[Subject], bool]:
     return lambda s: _named(s.host, host, wild) and on(s)
 
 
+def exact_value(name: str) -> str:
+    """`name` as a value that matches it whole and no other (a user picked from a list): `*`, `?`
+    and `[` written as sets (`[*]`, fnmatch's escape), in double quotes where it has a space. A
+    double quote cannot be written: it is `?`, which matches it (and any other one character)."""
+    value = "".join(f"[{c}]" if c in "*?[" else c for c in name).replace('"', "?")
+    return f'"{value}"' if any(c.isspace() for c in name) else value
+
+
 def _named(text: str, folded: str, wild: bool) -> bool:
     """A name against a folded value: the whole of it, or as a wildcard pattern."""
     return _glob(text, folded) if wild else text.casefold() == folded

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gputui.views.filter import STATES, FilterError, Subject, parse
+from gputui.views.filter import STATES, FilterError, Subject, exact_value, parse
 
 GiB = 1 << 30
 
@@ -204,3 +204,26 @@ def test_any_text_parses_or_says_why_never_anything_else(text: str) -> None:
         return
     query.matches(GPU)
     query.matches(EMPTY)
+
+
+NAMES = ("[i]mallory", "a*", "b?c", "x]y", "with space", 'quo"te', "alice")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_an_exact_value_matches_the_name_and_no_other(name: str) -> None:
+    """A name picked from a list (the Users screen) filters by that name only: its wildcard
+    characters are written as sets, a space quoted (a double quote, which cannot be written, is the
+    one character `?` matches)."""
+    query = parse(f"user:{exact_value(name)}")
+    assert query.matches(Subject(users=frozenset({name})))
+    for other in NAMES:
+        if other != name and not ('"' in name and other == name.replace('"', "'")):
+            assert not query.matches(Subject(users=frozenset({other}))), (name, other)
+    assert not query.matches(Subject(users=frozenset({name.strip("[]*?") + "x"})))
+    assert not query.matches(Subject(users=frozenset({"imallory", "ab", "bxc"})))
+
+
+@given(st.text(alphabet='ab*?[]! "', min_size=1, max_size=8))
+@settings(max_examples=300, deadline=None)
+def test_an_exact_value_always_parses_and_matches_its_name(name: str) -> None:
+    assert parse(f"user:{exact_value(name)}").matches(Subject(users=frozenset({name})))

@@ -85,7 +85,7 @@ async def ready(pilot: Any, gpu_row: int) -> MainScreen:
 
 async def dialog(pilot: Any) -> PlanScreen:
     app: GpuTuiApp = pilot.app
-    await wait_for(pilot, lambda: isinstance(app.screen, PlanScreen), 15)
+    await wait_for(pilot, lambda: isinstance(app.screen, PlanScreen))
     await pilot.pause()
     assert isinstance(app.screen, PlanScreen)
     return app.screen

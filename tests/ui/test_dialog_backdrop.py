@@ -36,7 +36,7 @@ async def over(pilot: Any, keys: tuple[str, ...], dialog: type[Dialog[Any]]) -> 
     table.move_to(next(k for k in table.rows_data() if k.startswith(f"{NOTEBOOK}:")))
     await redrawn(pilot)
     await pilot.press(*keys)
-    await wait_for(pilot, lambda: isinstance(app.screen, dialog), 15)
+    await wait_for(pilot, lambda: isinstance(app.screen, dialog))
     await pilot.pause(0.3)
     return app.screen  # type: ignore[no-any-return]
 

@@ -29,7 +29,8 @@ async def test_e_on_the_detail_shows_the_environment_secrets_hidden_until_asked(
         await wait_for(pilot, lambda: isinstance(app.screen, EnvironScreen))
         screen = app.screen
         assert isinstance(screen, EnvironScreen)
-        await wait_for(pilot, lambda: screen.status != "reading", 15)
+        await wait_for(pilot, lambda: screen.status != "reading")
+        await wait_for(pilot, lambda: f"Environment of {user.pid}" in screen_text(app))  # drawn
         text = screen_text(app)
         assert f"Environment of {user.pid}" in text and "LANG" in text and "C.UTF-8" in text, text
         assert "variables read from /proc on demo-a" in text
@@ -45,18 +46,18 @@ async def test_e_on_the_detail_shows_the_environment_secrets_hidden_until_asked(
             await wait_for(pilot, lambda: isinstance(app.screen, EnvironScreen))
             screen = app.screen
             assert isinstance(screen, EnvironScreen)
-            await wait_for(pilot, lambda: screen.status == "read", 15)
+            await wait_for(pilot, lambda: screen.status == "read")
             text = screen_text(app)
             assert "visible-value" in text and "GPUTUI_TEST_TOKEN" in text and HIDDEN in text
             assert "s3cret" not in text and "1 secret-looking value hidden (s shows it)" in text
             assert "\\e[2Jboom" in text and "\x1b" not in text  # shown literally, never run
             await pilot.press("s")
-            await wait_for(pilot, lambda: "s3cret-value" in screen_text(app), 15)
+            await wait_for(pilot, lambda: "s3cret-value" in screen_text(app))
             await pilot.press("s")
             await pilot.pause()
             assert "s3cret" not in screen_text(app)  # hidden again at once
         finally:
             end(proc)
         await pilot.press("r")
-        await wait_for(pilot, lambda: screen.status == "gone", 15)
+        await wait_for(pilot, lambda: screen.status == "gone")
         assert f"PID {proc.pid} has exited" in screen_text(app)

@@ -35,7 +35,7 @@ async def _fleet(pilot: Pilot[Any]) -> None:
 async def _users(pilot: Pilot[Any]) -> None:
     await _fleet(pilot)
     await pilot.press("U")
-    await wait_for(pilot, lambda: isinstance(pilot.app.screen, UsersScreen), 30)
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, UsersScreen))
     await redrawn(pilot)
 
 

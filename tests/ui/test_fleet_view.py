@@ -165,7 +165,7 @@ async def test_an_idle_holder_is_flagged_and_i_selects_it_for_the_plan_dialog() 
         [plan] = screen.plans
         assert plan.host == name(17) and [t.pid for t in plan.targets] == [10005]
         await pilot.press("escape")  # cancelled: nothing signalled
-        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen), 30)
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
         await pilot.press("H")  # again: unselected
         await redrawn(pilot)
         assert not main.state.selection
@@ -176,12 +176,12 @@ async def test_the_users_view_and_enter_filters_the_fleet_to_a_user() -> None:
     async with app.run_test(size=(160, 40)) as pilot:
         main = await settled(pilot)
         await pilot.press("U")
-        await wait_for(pilot, lambda: isinstance(app.screen, UsersScreen), 30)
+        await wait_for(pilot, lambda: isinstance(app.screen, UsersScreen))
         await redrawn(pilot)
         screen = app.screen
         assert isinstance(screen, UsersScreen)
         table = screen.table
-        await wait_for(pilot, lambda: table.row_count > 0, 30)
+        await wait_for(pilot, lambda: table.row_count > 0)
         users = [table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)]
         assert sorted(users) == ["alice", "bob", "carol", "dave", "erin", "frank", "grace"]
         text = screen_text(app)
@@ -192,7 +192,7 @@ async def test_the_users_view_and_enter_filters_the_fleet_to_a_user() -> None:
         assert gpus == sum(1 for v in app.fleet.hosts for p in v.sample.processes if p.kind == "user")  # type: ignore[union-attr]
         assert table.move_to("grace")
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen), 30)
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
         await redrawn(pilot)
         assert main.state.fleet.text == "user:grace"
         assert keys(main) and all(
@@ -231,10 +231,10 @@ async def test_the_palette_offers_the_users_view_and_the_idle_holders() -> None:
         titles = [e.title for e in GpuTuiCommands(app.screen).entries()]
         assert "Users: GPUs and memory per user" in titles and "Select the idle holders" in titles
         await pilot.press("ctrl+p")
-        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), 30)
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
         await pilot.press(*"select the idle holders")
         await pilot.pause(0.3)
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen), 30)
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
         await redrawn(pilot)
         assert main.state.selection.hosts() == [name(IDLE[0])]

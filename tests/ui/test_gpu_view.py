@@ -104,7 +104,7 @@ async def test_reset_from_the_gpu_view_dry_run_blocked_then_confirmed(tmp_path: 
         held = os.open(device, os.O_RDONLY)
         try:
             await pilot.press("r")
-            await wait_for(pilot, lambda: isinstance(app.screen, ResetScreen), 30)
+            await wait_for(pilot, lambda: isinstance(app.screen, ResetScreen))
             await pilot.pause()
             dialog = app.screen
             assert isinstance(dialog, ResetScreen) and dialog.blocked
@@ -118,7 +118,7 @@ async def test_reset_from_the_gpu_view_dry_run_blocked_then_confirmed(tmp_path: 
             os.close(held)
         # Nothing blocks it now: the dialog names the steps; Cancel first, ctrl+k resets.
         await pilot.press("r")
-        await wait_for(pilot, lambda: isinstance(app.screen, ResetScreen), 30)
+        await wait_for(pilot, lambda: isinstance(app.screen, ResetScreen))
         await pilot.pause()
         text = words(app)
         assert "Reset GPU 1 on p?" in text and "turn persistence mode off" in text
@@ -236,3 +236,18 @@ async def test_gpu_view_history_charts_have_a_scale_and_a_time_axis(tmp_path: Pa
         assert any("Temp" in line and "° ┤" in line for line in lines)
         axis = next(i for i, line in enumerate(lines) if "└──" in line)
         assert re.search(r"-\d+s\s+now", lines[axis + 1])  # the span the samples cover, to now
+
+
+async def test_read_only_r_on_orphaned_memory_says_why(tmp_path: Path) -> None:
+    app = preflight_app(tmp_path, read_only=True)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot)
+        screen = await open_view(pilot, 2)  # GPU 1: orphaned memory, where a reset would help
+        assert screen.gpu == 1 and "a reset would free it" in words(app)
+        assert "Reset GPU" not in words(app)  # not offered
+        app.clear_notifications()
+        await pilot.press("r")
+        await pilot.pause()
+        messages = [n.message for n in app._notifications]
+        assert len(messages) == 1 and "--read-only" in messages[0], messages
+        assert not isinstance(app.screen, ResetScreen)

@@ -120,7 +120,7 @@ def supervisor_of(sample: Sample) -> Job:
 
 async def dialog(pilot: Any) -> PlanScreen:
     app: GpuTuiApp = pilot.app
-    await wait_for(pilot, lambda: isinstance(app.screen, PlanScreen), 30)
+    await wait_for(pilot, lambda: isinstance(app.screen, PlanScreen))
     await pilot.pause()
     assert isinstance(app.screen, PlanScreen)
     return app.screen

@@ -95,7 +95,7 @@ async def test_select_cancel_then_confirm_runs_the_stages_and_shows_the_verdict(
         await dialog(pilot)
         await pilot.press("ctrl+k")
         await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
-        await wait_for(pilot, lambda: "verdict:" in log_text(main), 30)
+        await wait_for(pilot, lambda: "verdict:" in log_text(main))
         await redrawn(pilot)
         assert not app.running
         assert main.action_log.display  # shown when the plan started
@@ -108,7 +108,7 @@ async def test_select_cancel_then_confirm_runs_the_stages_and_shows_the_verdict(
         stage = re.compile(rf"^\d\d:\d\d:\d\d\.\d{{3}} demo-a GPU 0,1 +{server.pid} SIGTERM sent  python3? ")
         assert any(stage.match(line) for line in _log_lines(app)), _log_lines(app)
         assert main.state.selection.count() == 0  # what was planned left the selection
-        await wait_for(pilot, lambda: not alive(server.pid, server.start_time), 10)
+        await wait_for(pilot, lambda: not alive(server.pid, server.start_time))
 
         # The pane filters (the plan id matches too).
         main.action_log.set_filter("SIGTERM")
@@ -163,7 +163,7 @@ async def test_free_a_gpu_with_a_ghost_targets_its_hidden_holder(tmp_path: Path)
         await pilot.press("tab")
         assert isinstance(app.focused, Button) and app.focused.id == "plan-kill"
         await pilot.press("enter")
-        await wait_for(pilot, lambda: "verdict:" in log_text(main), 30)
+        await wait_for(pilot, lambda: "verdict:" in log_text(main))
         assert re.search(r"GPU 2 +clean", "\n".join(_log_lines(app))), _log_lines(app)
         assert not alive(holder.pid, holder.start_time)
 
@@ -208,20 +208,22 @@ async def test_free_the_host_leaves_monitors_alone_and_offers_the_sweep(tmp_path
 
 async def test_progress_while_waiting_then_sigkill(tmp_path: Path) -> None:
     """GPU 3's server ignores SIGTERM: the log pane says what the plan waits for, then SIGKILL."""
-    app = sim_app(tmp_path, kill=KillOptions(term_timeout=1.5))
+    # The wait is what the progress line is seen in: long enough that a busy machine, which hands the
+    # app the probe's events late, still shows it (at 1.5 s a loaded CI box saw SIGKILL first).
+    app = sim_app(tmp_path, kill=KillOptions(term_timeout=4.5))
     async with app.run_test(size=(120, 36)) as pilot:
         main = await ready(pilot, gpu_row=4)
         await pilot.press("f")
         await dialog(pilot)
-        assert "wait 1.5 s after each soft signal" in dialog_text(app)
+        assert "wait 4.5 s after each soft signal" in dialog_text(app)
         await pilot.press("ctrl+k")
-        await wait_for(pilot, lambda: "to exit after SIGTERM" in main.action_log._progress, 15)
-        assert "s of 1.5 s)" in main.action_log._progress
+        await wait_for(pilot, lambda: "to exit after SIGTERM" in main.action_log._progress)
+        assert "s of 4.5 s)" in main.action_log._progress
         assert "running" in str(main.action_log.border_title)
         await pilot.press("q")  # quitting now would lose the verdict: it takes a second press
         await pilot.pause()
         assert app.is_running and any("Quit again within" in n for n in notes(app))
-        await wait_for(pilot, lambda: "verdict:" in log_text(main), 30)
+        await wait_for(pilot, lambda: "verdict:" in log_text(main))
         await pilot.pause(0.3)
         assert main.action_log._progress == ""
         logged = log_text(main)
@@ -240,7 +242,7 @@ async def test_a_selected_process_that_exits_drops_out_with_a_note(tmp_path: Pat
         await pilot.press("space")
         assert main.state.selection.keys("demo-a") == {notebook.key}
         os.kill(notebook.pid, 15)  # a job of this test's own sim probe
-        await wait_for(pilot, lambda: "dropped from the selection" in log_text(main), 15)
+        await wait_for(pilot, lambda: "dropped from the selection" in log_text(main))
         assert main.state.selection.count() == 0
         assert f"selected {notebook.pid} python" in log_text(main)
 
@@ -410,7 +412,7 @@ async def test_the_dialog_changes_the_signals_and_timeouts_of_this_plan_only(tmp
         [plan] = screen.plans
         assert plan.signals == ("SIGINT", "SIGTERM") and plan.verify_timeout == 60
         await pilot.press("ctrl+k")
-        await wait_for(pilot, lambda: "verdict:" in log_text(main), 30)
+        await wait_for(pilot, lambda: "verdict:" in log_text(main))
         assert "SIGINT sent" in log_text(main)
         # The next dialog starts from the configured options again.
         await pilot.press("f")
@@ -452,7 +454,7 @@ async def test_a_chosen_monitor_is_offered_behind_a_second_confirmation(tmp_path
         assert [t.pid for t in plan.targets] == [monitor.pid] and plan.include_protected == (monitor.pid,)
         assert "is a GPU monitor: stopping it ends what it does for everyone" in dialog_text(app)
         await pilot.press("ctrl+k")
-        await wait_for(pilot, lambda: "verdict:" in log_text(main), 30)
+        await wait_for(pilot, lambda: "verdict:" in log_text(main))
         assert "verdict: stopped, memory released" in log_text(main)
         assert not alive(monitor.pid, monitor.start_time)
 
@@ -467,7 +469,7 @@ async def test_the_gpu_table_shows_the_verdict_at_once_not_at_the_next_sample(tm
         await pilot.press("f")
         await dialog(pilot)
         await pilot.press("ctrl+k")
-        await wait_for(pilot, lambda: "verdict:" in log_text(main), 30)
+        await wait_for(pilot, lambda: "verdict:" in log_text(main))
         # The next regular sample is an hour away: a sample that shows GPU 0 free is the one the
         # app asked for after the verdict.
         await wait_for(

@@ -79,10 +79,10 @@ async def test_k_kills_the_process_at_once_once_confirmed(tmp_path: Path) -> Non
         await dialog(pilot)
         await pilot.press("ctrl+k")
         await back_to_main(pilot)
-        await wait_for(pilot, lambda: "verdict:" in log_text(main), 30)
+        await wait_for(pilot, lambda: "verdict:" in log_text(main))
         logged = log_text(main)
         assert f"{server.pid} SIGKILL sent" in logged and "SIGTERM" not in logged, logged
-        await wait_for(pilot, lambda: not alive(server.pid, server.start_time), 10)
+        await wait_for(pilot, lambda: not alive(server.pid, server.start_time))
 
 
 async def test_function_keys_do_what_htop_s_do() -> None:
@@ -140,7 +140,7 @@ async def test_the_keys_nvitop_took_moved_theme_to_ctrl_t_idle_holders_to_h() ->
         await redrawn(pilot)
         assert app.theme != theme
         await pilot.press("T")
-        await wait_for(pilot, lambda: isinstance(app.screen, PlanScreen), 15)  # not a theme any more
+        await wait_for(pilot, lambda: isinstance(app.screen, PlanScreen))  # not a theme any more
         await pilot.press("escape")
         await back_to_main(pilot)
         assert main.is_attached

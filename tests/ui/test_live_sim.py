@@ -51,7 +51,7 @@ async def test_the_app_on_real_sim_probes() -> None:
         await pilot.press("down", "down")
         key = main.proc_table.cursor_key
         seq = fleet.view("demo-a").sample.seq  # type: ignore[union-attr]
-        await wait_for(pilot, lambda: fleet.view("demo-a").sample.seq >= seq + 5, 30)  # type: ignore[union-attr]
+        await wait_for(pilot, lambda: fleet.view("demo-a").sample.seq >= seq + 5)  # type: ignore[union-attr]
         await redrawn(pilot)
         assert main.proc_table.cursor_key == key
     # Leaving the app stops the fleet: every probe it started has exited and been reaped.

@@ -184,7 +184,7 @@ async def test_read_only_offers_no_kill_keys() -> None:
         await settle(pilot)
         main = await open_host(pilot)
         requested: list[Request] = []
-        app.request_plans = requested.extend  # type: ignore[method-assign]
+        app.request_plans = lambda requests, view=None: requested.extend(requests)  # type: ignore[method-assign]
         text = screen_text(app)
         assert "READ-ONLY" in text
         assert "Free GPU" not in text and "Select" not in text
@@ -203,7 +203,7 @@ async def test_kill_keys_post_plan_requests() -> None:
         await settle(pilot)
         main = await open_host(pilot)
         requested: list[Request] = []
-        app.request_plans = requested.extend  # type: ignore[method-assign]
+        app.request_plans = lambda requests, view=None: requested.extend(requests)  # type: ignore[method-assign]
         assert "Free GPU" in screen_text(app)
         await pilot.press("j", "j", "j", "f")  # GPU 2
         await pilot.press("F")

@@ -40,7 +40,7 @@ async def test_samples_keep_coming_during_a_plan_and_show_the_memory_drain(tmp_p
         await dialog(pilot)
         await pilot.press("ctrl+k")
         await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
-        await wait_for(pilot, lambda: f"{stubborn.pid} SIGTERM sent" in log_text(main), 30)
+        await wait_for(pilot, lambda: f"{stubborn.pid} SIGTERM sent" in log_text(main))
         signalled = app.fleet.view("demo-a").received
 
         def verdict() -> bool:
@@ -60,14 +60,14 @@ async def test_samples_keep_coming_during_a_plan_and_show_the_memory_drain(tmp_p
                 and gpu0 < used_before
             )
 
-        await wait_for(pilot, lambda: drained() or killed(), 30)
+        await wait_for(pilot, lambda: drained() or killed())
         assert not killed(), "no sample came while the plan waited for its SIGTERM to take"
         await redrawn(pilot)
         rows = main.proc_table._rows
         assert proc_row_key(server) not in rows
         assert killed() or proc_row_key(stubborn) in rows
         # The plan still ends on the probe's verification: the stubborn one was SIGKILLed.
-        await wait_for(pilot, verdict, 30)
+        await wait_for(pilot, verdict)
         logged = log_text(main)
         assert f"{stubborn.pid} SIGKILL sent" in logged, logged
         assert "verdict: stopped, memory released in " in logged, logged

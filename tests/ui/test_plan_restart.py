@@ -49,7 +49,7 @@ async def test_X_in_the_dialog_closes_the_plan_and_opens_the_plan_of_the_job_its
         assert first.check_action("stop_job", ()) is True
         assert "X stop job" in dialog_text(app)
         await pilot.press("X")
-        await wait_for(pilot, lambda: isinstance(app.screen, PlanScreen) and app.screen is not first, 15)
+        await wait_for(pilot, lambda: isinstance(app.screen, PlanScreen) and app.screen is not first)
         second = await dialog(pilot)
         assert [j.id for p in second.plans for j in p.jobs] == [job.id]
         assert first not in app.screen_stack

@@ -10,8 +10,8 @@ from pathlib import Path
 from gputui.ui import GpuTuiApp
 from gputui.ui.screens.proc_detail import ProcDetailScreen
 from gputui.ui.widgets.proc_table import proc_row_key
-from tests.support.apps import sim_app
-from tests.support.pilot import redrawn, sample_of, screen_text, wait_for
+from tests.support.apps import build_app, sim_app
+from tests.support.pilot import procs_of, redrawn, sample_of, screen_text, wait_for
 
 
 def chart_lines(app: GpuTuiApp) -> list[str]:
@@ -79,3 +79,28 @@ async def test_the_main_screen_shows_the_hosts_cpu_and_ram_over_time_at_80x24(tm
         await redrawn(pilot)
         await pilot.pause(0.3)
         assert not re.search(r"(CPU|RAM) [▁▂▃▄▅▆▇█ ]{12} \d+%", screen_text(app))
+
+
+async def test_at_sixty_columns_the_heading_counts_the_cells_drawn_and_the_reading_shows_whole() -> None:
+    app = build_app()
+    async with app.run_test(size=(60, 15)) as pilot:
+        main = await procs_of(pilot)
+        record = main.proc_table.in_view[0]
+        ring = app.fleet.view("demo-a").processes.get(record.key)
+        assert ring is not None and ring.count > 20  # more samples than a 60-column chart has cells
+        await pilot.press("d")
+        await wait_for(pilot, lambda: isinstance(app.screen, ProcDetailScreen))
+        screen = app.screen
+        assert isinstance(screen, ProcDetailScreen)
+        await wait_for(pilot, lambda: screen.status != "reading")
+        screen.query_one("#pdetail-box").scroll_end(animate=False)
+        await pilot.pause(0.3)
+        lines = chart_lines(app)
+        heading = re.search(r"History, the last .* \((\d+) samples, one a cell\)", " ".join(lines))
+        assert heading is not None, lines
+        axis = next(line for line in lines if "└──" in line)
+        cells = axis.count("─") - axis.count("──╯")  # the box's own bottom border is not the axis
+        assert int(heading.group(1)) == min(ring.count, cells), (heading.group(0), axis)
+        gpu = next(line for line in lines if "GPU memory" in line)
+        assert "…" not in gpu and re.search(r"\d(\.\d)? [GM]iB\s*│?$", gpu.rstrip()), gpu
+        assert "now" in lines[lines.index(axis) + 1]

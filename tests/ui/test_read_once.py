@@ -164,7 +164,7 @@ async def test_one_gpu_is_said_as_one_and_the_log_names_it_once(tmp_path: Path) 
         lines = screen_text(app).splitlines()
         await pilot.press("ctrl+k")
         await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
-        await wait_for(pilot, lambda: "verdict:" in log_text(main), 30)
+        await wait_for(pilot, lambda: "verdict:" in log_text(main))
         await redrawn(pilot)
         logged = log_text(main)
         assert "GPU 2: clean" not in logged and "GPU2" not in logged  # the GPU column says it

@@ -13,8 +13,9 @@ from gputui.fleet.fleet import Fleet
 from gputui.kill.operate import Request
 from gputui.recording.player import ReplayLink
 from gputui.ui import make_app
+from gputui.ui.screens.proc_detail import ProcDetailScreen
 from tests.support.apps import FROZEN, QUIET, Unreachable, build_app, recording, scratch_log
-from tests.support.pilot import redrawn, screen_text, settle, wait_for
+from tests.support.pilot import procs_of, redrawn, screen_text, settle, wait_for
 
 KEYS = ("f", "F", "x", "X", "T", "K", "I", "f9")  # f9: the signal menu
 
@@ -30,7 +31,7 @@ async def presses_say(pilot: Any, host: str, reason: str) -> None:
     main.select_host(host)
     await redrawn(pilot)
     requested: list[Request] = []
-    app.request_plans = requested.extend
+    app.request_plans = lambda requests, view=None: requested.extend(requests)
     for widget, keys in ((main.gpu_table, KEYS), (main.proc_table, (*KEYS, "enter", "space"))):
         widget.focus()
         await pilot.pause()
@@ -125,3 +126,18 @@ async def test_the_footer_follows_the_fleet_cursor() -> None:
         table.move_to("0@demo-a")
         await redrawn(pilot)
         assert "Free GPU" in footer(app)
+
+
+async def test_read_only_k_in_a_process_detail_says_why() -> None:
+    app = build_app(read_only=True)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await procs_of(pilot)
+        await pilot.press("d")
+        await wait_for(pilot, lambda: isinstance(app.screen, ProcDetailScreen))
+        await pilot.pause()
+        assert " k Signal" not in footer(app)
+        app.clear_notifications()
+        await pilot.press("k")
+        await pilot.pause()
+        messages = [n.message for n in app._notifications]
+        assert len(messages) == 1 and "--read-only" in messages[0], messages

@@ -21,6 +21,8 @@ from gputui.recording.format import clock_at, offset_words
 from gputui.recording.player import ReplayPlayer
 from gputui.ui import make_app
 from gputui.ui.replay import KEYS, ReplayApp
+from gputui.ui.screens.environ import EnvironScreen
+from gputui.ui.screens.proc_detail import ProcDetailScreen
 from gputui.ui.widgets.action_log import event_entry
 from tests.support.apps import scratch_log
 from tests.support.paths import REPO
@@ -52,7 +54,7 @@ async def test_pause_step_and_speed_keys_and_the_recorded_time(tmp_path: Path) -
     seqs = [r["seq"] for r in fixture("demo-a")[1:31]]
     app, player = replay_app(path)
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_for(pilot, lambda: seq(app, "demo-a") == seqs[1] and seq(app, "demo-b") >= 0, 30)
+        await wait_for(pilot, lambda: seq(app, "demo-a") == seqs[1] and seq(app, "demo-b") >= 0)
         text = screen_text(app)
         assert "REPLAY" in text.splitlines()[0] and "r.gz" in text.splitlines()[0]  # the line on top
         assert "▶ x1" in bar(app)
@@ -66,7 +68,7 @@ async def test_pause_step_and_speed_keys_and_the_recorded_time(tmp_path: Path) -
         await pilot.pause(1.5)  # paused: the recorded time stands, no sample comes
         assert player.now() == paused_at and seq(app, "demo-a") == held and shown in bar(app)
         await pilot.press("n")  # one sample interval on: each host's next sample, no more
-        await wait_for(pilot, lambda: seq(app, "demo-a") == seqs[seqs.index(held) + 1], 10)
+        await wait_for(pilot, lambda: seq(app, "demo-a") == seqs[seqs.index(held) + 1])
         await wait_for(pilot, lambda: player.now() == paused_at + 1.0)
         assert player.paused
         await wait_for(pilot, lambda: clock_at(paused_at + 1.0, player.utc_offset) in bar(app))
@@ -80,8 +82,8 @@ async def test_pause_step_and_speed_keys_and_the_recorded_time(tmp_path: Path) -
         assert player.speed == 2.0 and "⏸ paused x2" in bar(app)
         await pilot.press("p")  # play on, twice as fast as recorded
         assert "▶ x2" in bar(app)
-        await wait_for(pilot, lambda: player.now() >= paused_at + 5.0, 10)
-        await wait_for(pilot, lambda: seq(app, "demo-a") >= seqs[seqs.index(held) + 5], 10)
+        await wait_for(pilot, lambda: player.now() >= paused_at + 5.0)
+        await wait_for(pilot, lambda: seq(app, "demo-a") >= seqs[seqs.index(held) + 5])
         await pilot.press("greater_than_sign")
         assert player.speed == 4.0
         # Sample ages run on the recorded clock: the app's clock is the player's.
@@ -92,12 +94,12 @@ async def test_pause_step_and_speed_keys_and_the_recorded_time(tmp_path: Path) -
         assert seq(app, "demo-a") == seqs[-1]
 
 
-async def test_a_replay_is_read_only_and_its_keys_are_in_the_help(tmp_path: Path) -> None:
+async def test_a_replay_is_read_only_says_so_and_its_keys_are_in_the_help(tmp_path: Path) -> None:
     path = tmp_path / "r.gz"
     demo_recording(path, seconds=3)
     app, _ = replay_app(path)
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_for(pilot, lambda: seq(app, "demo-a") >= 0, 30)
+        await wait_for(pilot, lambda: seq(app, "demo-a") >= 0)
         assert app.read_only
         app._main.select_host("demo-a")  # type: ignore[union-attr]
         await redrawn(pilot)
@@ -105,12 +107,25 @@ async def test_a_replay_is_read_only_and_its_keys_are_in_the_help(tmp_path: Path
         await pilot.press("f")
         await pilot.pause()
         messages = [n.message for n in app._notifications]
-        assert len(messages) == 1 and "--read-only" in messages[0], messages
+        # The replay's reason, not --read-only's: neither was given.
+        assert len(messages) == 1 and "a replay shows a recording" in messages[0], messages
+        assert "--read-only" not in messages[0]
         await pilot.press("question_mark")
         await pilot.pause()
         help_text = screen_text(app)
         for words in ("pause the replay", "the replay's next sample", "replay faster", "replay slower"):
             assert words in help_text
+        # A process's detail and environment say that this is a replay, not that it has exited.
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is app._main)
+        app._main.proc_table.focus()  # type: ignore[union-attr]
+        for key, screen in (("d", ProcDetailScreen), ("e", EnvironScreen)):  # e: from the detail
+            await pilot.press(key)
+            await wait_for(pilot, lambda screen=screen: isinstance(app.screen, screen))  # type: ignore[misc]
+            await wait_for(pilot, lambda: "a replay" in screen_text(app))
+            text = " ".join(screen_text(app).split())
+            assert "could not be read (a replay: the recorded process cannot be read now)" in text, key
+            assert "has exited" not in text and "is gone" not in text, key
 
 
 def audit_line(action: str, kind: str, t: float, **fields: Any) -> dict[str, Any]:
@@ -139,7 +154,7 @@ async def test_a_recorded_plan_is_in_the_action_log(tmp_path: Path) -> None:
     async with app.run_test(size=(140, 40)) as pilot:
         main = app._main
         assert main is not None
-        await wait_for(pilot, lambda: player.ended, 30)
+        await wait_for(pilot, lambda: player.ended)
         await wait_for(pilot, lambda: len([e for e in main.action_log.entries if e.tag == plan]) == 3)
         entries = [e for e in main.action_log.entries if e.tag == plan]
         assert [e.host for e in entries] == ["demo-a"] * 3
@@ -155,7 +170,7 @@ async def test_a_damaged_line_stops_the_replay_where_it_is(tmp_path: Path) -> No
     gzip_lines(bad, [*lines[:cut], b'{"t": "soon", "host": "demo-a"}\n', *lines[cut:]])
     app, player = replay_app(bad)
     async with app.run_test(size=(160, 40)) as pilot:
-        await wait_for(pilot, lambda: player.ended, 30)
+        await wait_for(pilot, lambda: player.ended)
         await pilot.pause(0.5)
         assert player.problem is not None and f"line {cut + 1}: no time (t)" in player.problem
         await wait_for(pilot, lambda: "■ stopped" in bar(app))
@@ -173,7 +188,7 @@ async def test_the_speed_keys_leave_a_typed_filter_alone(tmp_path: Path) -> None
     demo_recording(path, seconds=5)
     app, player = replay_app(path)
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_for(pilot, lambda: seq(app, "demo-a") >= 0, 30)
+        await wait_for(pilot, lambda: seq(app, "demo-a") >= 0)
         await pilot.press("greater_than_sign")
         assert player.speed == 2.0
         await pilot.press("slash")
@@ -221,7 +236,7 @@ async def test_a_replayed_plan_reads_as_the_live_dashboard_wrote_it(tmp_path: Pa
     async with app.run_test(size=(160, 40)) as pilot:
         main = app._main
         assert main is not None
-        await wait_for(pilot, lambda: player.ended, 30)
+        await wait_for(pilot, lambda: player.ended)
         await wait_for(pilot, lambda: len([e for e in main.action_log.entries if e.tag == plan]) == 4)
         replayed = [e.plain() for e in main.action_log.entries if e.tag == plan and e.pid == pid][1:]
         assert replayed == [event_entry("demo-a", e).plain() for e in live]
@@ -241,7 +256,7 @@ async def test_seek_back_and_on_and_rewind_at_the_end(tmp_path: Path) -> None:
 
     app, player = replay_app(path)
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_for(pilot, lambda: seq(app, "demo-a") == seq_at(START + 3), 30)
+        await wait_for(pilot, lambda: seq(app, "demo-a") == seq_at(START + 3))
         await pilot.press("p")
         await pilot.press("full_stop")  # 10 s on, paused: the samples up to there are played
         at = player.now()
@@ -256,12 +271,12 @@ async def test_seek_back_and_on_and_rewind_at_the_end(tmp_path: Path) -> None:
             len(h.times) <= 1 for h in app.fleet.view("demo-a").history.values()
         )  # later ones forgotten
         await pilot.press("right_curly_bracket")  # the end
-        await wait_for(pilot, lambda: player.ended, 30)
+        await wait_for(pilot, lambda: player.ended)
         await wait_for(pilot, lambda: seq(app, "demo-a") == seq_at(START + 30))
         await wait_for(pilot, lambda: "■ end" in bar(app))
         await pilot.press("left_curly_bracket", "p")  # from the start, playing
         assert not player.ended and not player.paused and player.now() < START + 2
-        await wait_for(pilot, lambda: seq(app, "demo-a") == seq_at(START + 2), 10)
+        await wait_for(pilot, lambda: seq(app, "demo-a") == seq_at(START + 2))
         assert "▶" in bar(app)
 
 

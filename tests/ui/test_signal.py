@@ -73,15 +73,15 @@ async def test_sigstop_then_sigcont_from_the_detail_screen(tmp_path: Path) -> No
 
         await send(pilot, job, "SIGSTOP")
         await pilot.press("ctrl+k")
-        await wait_for(pilot, lambda: "verdict:" in log_text(main), 30)
+        await wait_for(pilot, lambda: "verdict:" in log_text(main))
         assert state(job.pid) == "T"
         assert f"SIGSTOP sent to {job.pid}" in log_text(main) and "now stopped, state T" in log_text(main)
         await wait_for(pilot, lambda: isinstance(app.screen, ProcDetailScreen))
-        await wait_for(pilot, lambda: "T stopped" in screen_text(app), 15)  # read anew on its return
+        await wait_for(pilot, lambda: "T stopped" in screen_text(app))  # read anew on its return
 
         await send(pilot, job, "SIGCONT")
         await pilot.press("ctrl+k")
-        await wait_for(pilot, lambda: log_text(main).count("verdict:") == 2, 30)
+        await wait_for(pilot, lambda: log_text(main).count("verdict:") == 2)
         assert state(job.pid) in ("R", "S")
         notes = [f"{n.title}: {n.message}" for n in app._notifications]
         assert any(n.startswith("demo-a: signal sent: SIGCONT sent to") for n in notes), notes

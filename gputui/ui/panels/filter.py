@@ -64,21 +64,18 @@ class FilterPanel(Panel):
         self.problem.say("")
         return changed
 
+    def unreadable(self) -> bool:
+        """Whether the box holds text that cannot be read (its problem said beside it)."""
+        return bool(self.problem.display)
+
     def close(self, fallback: Widget) -> None:
-        """Enter or esc in the box: the box goes, the focus back where it was (or to `fallback`)."""
-        self.problem.say("")  # left unread: the last filter that could be read stays
+        """The box goes, the focus back where it was (or to `fallback`)."""
+        self.problem.say("")
         target = self.bar.target
         if target in ("fleet", "procs"):
             self.bar.value = self.state.filter_of(target).text
         self.row.display = False
         self.screen.call_after_refresh(self.log.lift_toasts)
         before = self._focus_before
-        (before if before is not None and before.is_attached else fallback).focus()
-
-
-def quoted(text: str) -> str:
-    """A value for the filter language: in double quotes when it has a space or a quote (a quote
-    itself cannot be written: such a name is matched by the rest, with a wildcard)."""
-    if any(c.isspace() or c in '"' for c in text):
-        return '"' + text.replace('"', "?") + '"'
-    return text
+        # Now, as the box opened: keys queued behind the enter are the table's, not the hidden box's.
+        self.screen.set_focus(before if before is not None and before.is_attached else fallback)

@@ -13,7 +13,7 @@ from gputui.model.host import NOT_THROUGH_A_HUB
 
 from .. import fmt
 from ..context import Dashboard
-from ..messages import PlanRequested
+from ..messages import PlanRequested, View
 from ..state import DashboardState
 from .base import Panel
 from .gpus import GpusPanel
@@ -68,7 +68,7 @@ class KillPanel(Panel):
         """Why no kill action is offered for the host in view (or under the fleet cursor), in words
         for a notification; None when they are."""
         if self.dash.read_only:
-            return "gputui runs read-only (--read-only, or read_only in the config): it signals nothing."
+            return self.dash.read_only_why
         host = self.gpus.target_host()
         if host is None:
             return None  # nothing under the cursor: the actions themselves say what to do
@@ -113,7 +113,7 @@ class KillPanel(Panel):
             return
         host = self.gpus.target_host()
         if host is not None:
-            self.screen.post_message(PlanRequested(Request(host, "gpus", gpus=(scope.gpu,))))
+            self._ask(Request(host, "gpus", gpus=(scope.gpu,)))
 
     def free_host(self, sweep: bool) -> None:
         host = self.gpus.target_host()
@@ -121,7 +121,7 @@ class KillPanel(Panel):
             return
         sample = self.dash.fleet.view(host).sample
         gpus = tuple(g.index for g in sample.gpus) if sample else ()
-        self.screen.post_message(PlanRequested(Request(host, "host", gpus=gpus, sweep=sweep)))
+        self._ask(Request(host, "host", gpus=gpus, sweep=sweep))
 
     def sweep_candidates(self, host: str) -> int:
         """Hidden holders of `host` tied to no GPU: what a sweep would add."""
@@ -148,14 +148,18 @@ class KillPanel(Panel):
                 timeout=6,
             )
             return
-        self.screen.post_message(PlanRequested(Request(scope.host, "jobs", jobs=(job,))))
+        self._ask(Request(scope.host, "jobs", jobs=(job,)))
 
     def plan(self, signals: str | None = None) -> None:
         """x (and T, K, I with their ladder): the selection, or the process under the cursor, planned
         in the confirmation dialog."""
         requests = self.chosen()
         if requests:
-            self.screen.post_message(PlanRequested(*(replace(r, signals=signals) for r in requests)))
+            self._ask(*(replace(r, signals=signals) for r in requests))
+
+    def _ask(self, *requests: Request) -> None:
+        """The app plans them, and shows the dialog if the operator is still in this view then."""
+        self.screen.post_message(PlanRequested(*requests, view=View(self.screen, self.state.host)))
 
     def chosen(self) -> list[Request]:
         """The requests for the selection (or the cursor's process); none: it says what to do."""

@@ -18,12 +18,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 
-from gputui.fleet.fleet import DETAIL_TIMEOUT
 from gputui.model import ProcDetail
 from gputui.text.words import count
 
 from .. import fmt
-from ..widgets.detail_body import DetailBody
+from ..widgets.detail_body import DetailBody, no_answer_words, unread_words
 from .dialog import DIALOG, SCROLL_BINDINGS, Dialog
 
 HIDDEN = "••••"  # a secret-looking value the probe kept back
@@ -117,14 +116,9 @@ class EnvironScreen(Dialog[None]):
         if self.status == "reading":
             return Text(f"Reading /proc/{self.pid}/environ on {host}…", status)
         if self.status == "no-answer" or detail is None:
-            return Text(
-                f"No answer from {host} within {DETAIL_TIMEOUT:g} s (not connected, or busy with a plan). "
-                "r: read again.",
-                warn,
-            )
+            return Text(f"{no_answer_words(host)}. r: read again.", warn)
         if self.status == "gone":
-            what = "has exited" if detail.result == "exited" else "is gone: its PID names another process now"
-            return Text(f"PID {self.pid} {what}.", warn)
+            return Text(f"PID {self.pid} {unread_words(detail)}.", warn)
         refused = detail.unreadable.get("environ")
         if refused:
             return Text(f"Not read: {refused}.", warn)

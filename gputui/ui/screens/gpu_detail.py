@@ -107,7 +107,7 @@ class GpuDetailScreen(Screen[None]):
         Binding(
             "r", "reset", "Reset GPU", tooltip="the reset ladder, for orphaned memory: dry run, then confirm"
         ),
-        Binding("r", "refuse('reset')", show=False),  # a host read through a hub: why not, at once
+        Binding("r", "refuse('reset')", show=False),  # read-only, or read through a hub: why not, at once
         Binding("m", "app.toggle_mib", "MiB", show=False, tooltip="memory in exact MiB (again: GiB)"),
         Binding("question_mark", "app.help", "Help", key_display="?"),
     ]
@@ -151,16 +151,17 @@ class GpuDetailScreen(Screen[None]):
         """Orphaned memory on a host that takes plans: where the reset ladder could help."""
         gpu = self._gpu(view)
         orphaned = gpu is not None and gpu.accounting is not None and gpu.accounting.orphaned > IDLE_SLACK
-        return orphaned and view.can_kill and not self.dash.read_only
+        return orphaned and view.can_kill
 
     def can_reset(self) -> bool:
-        view = self.dash.fleet.view(self.host)
-        return self._resettable(view) and not_relayed(view, "GPU resets") is None
+        return self.reset_refusal() is None and self._resettable(self.dash.fleet.view(self.host))
 
     def reset_refusal(self) -> str | None:
-        """Why `r` is refused where it would help but the host is read through a hub."""
+        """Why `r` is refused where it would help: read-only, or a host read through a hub."""
         view = self.dash.fleet.view(self.host)
-        return not_relayed(view, "GPU resets") if self._resettable(view) else None
+        if not self._resettable(view):
+            return None  # nothing to refuse: `r` is not offered, and says nothing
+        return self.dash.read_only_why if self.dash.read_only else not_relayed(view, "GPU resets")
 
     def action_refuse(self, action: str) -> None:
         reason = self.reset_refusal()

@@ -23,11 +23,12 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
 from gputui.fleet.session import HostView
+from gputui.views.filter import exact_value
 
 from ..context import Dashboard
 from ..keys import FOOTER_RANKS, MAIN_KEYS
 from ..oversh import OverSsh
-from ..panels.filter import FilterPanel, quoted
+from ..panels.filter import FilterPanel
 from ..panels.gpus import GpusPanel
 from ..panels.header import HeaderPanel
 from ..panels.hosts import HostsPanel
@@ -116,6 +117,7 @@ class MainScreen(Screen[None]):
         self.procs = ProcessesPanel(self, state, dash, self.proc_table, self.gpus.scope)
         self.log_panel = LogPanel(self, state, dash, self.action_log)
         self.filters = FilterPanel(self, state, dash, self.query_one("#filter-row"), self.log_panel)
+        self.filters.bar.leave = self._leave_filter
         self.kills = KillPanel(self, state, dash, self.gpus, self.procs)
         panes = (self.header, self.hosts, self.gpus, self.procs)
         self.redraw = Redraw(self, state, dash, panes, self.action_log)
@@ -317,7 +319,7 @@ class MainScreen(Screen[None]):
     def _user_chosen(self, user: str | None) -> None:
         if not user:
             return
-        text = f"user:{quoted(user)}"
+        text = f"user:{exact_value(user)}"  # that user only: `[i]mallory` is no pattern here
         if self.state.host is not None:
             self.select_host(None)
         self.state.fleet.set(text)
@@ -368,7 +370,14 @@ class MainScreen(Screen[None]):
     def _filter_changed(self, event: Input.Changed) -> None:
         self.set_filter(self.filters.bar.target, event.value)
 
-    def on_filter_bar_done(self) -> None:
+    def _leave_filter(self, keep: bool) -> None:
+        """Enter (`keep`) or esc in the filter box, in turn with the keys typed before it (their
+        Changed messages may still be on their way: the box's text is read now). Enter on text that
+        cannot be read keeps the box open, its problem said: closing would drop what was typed."""
+        target = self.filters.bar.target
+        self.set_filter(target, self.filters.bar.value if keep else "")
+        if keep and self.filters.unreadable():
+            return
         self.filters.close(fallback=self.proc_table)
 
     def action_clear_filter(self) -> None:
@@ -404,7 +413,8 @@ class MainScreen(Screen[None]):
             return self.kills.refusal() is not None  # only where the kill action itself is not offered
         if action == "free_only":
             return self.state.host is None
-        return True
+        # `/` is text in the box (its binding, a priority one, would take it first).
+        return not (action == "filter" and isinstance(self.focused, Input))
 
     def action_refuse(self, action: str) -> None:
         self.kills.refuse(action)

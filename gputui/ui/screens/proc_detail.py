@@ -29,7 +29,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 
-from gputui.fleet.fleet import DETAIL_TIMEOUT
 from gputui.fleet.history import ProcReadings
 from gputui.fleet.session import EventArrived, FleetEvent, SampleArrived
 from gputui.kill.operate import SignalRequest
@@ -39,10 +38,10 @@ from gputui.text.units import fmt_duration, fmt_memory, fmt_percent, index_runs
 from gputui.text.words import count
 
 from .. import fmt, kinds
-from ..messages import PlanRequested
+from ..messages import PlanRequested, View
 from ..panels.kill import not_relayed
-from ..widgets.chart import Scale, Series, nice_bytes, nice_top, stacked
-from ..widgets.detail_body import DetailBody
+from ..widgets.chart import Scale, Series, nice_bytes, nice_top, stacked, stacked_cells
+from ..widgets.detail_body import DetailBody, no_answer_words, unread_words
 from .dialog import DIALOG, Dialog
 from .environ import EnvironScreen
 from .signal import SignalScreen
@@ -150,6 +149,9 @@ class ProcDetailScreen(Dialog[None]):
             self._awaiting = False
             self.action_reread()
 
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.redraw)  # the charts' width is the body's, laid out anew
+
     # -- reading -----------------------------------------------------------------------------
 
     def action_reread(self) -> None:
@@ -205,8 +207,11 @@ class ProcDetailScreen(Dialog[None]):
         return view.can_kill and not_relayed(view, "Signals") is None
 
     def _signal_refusal(self) -> str | None:
+        """Why `k` is refused: read-only, or a host read through a hub."""
+        if self.dash.read_only:
+            return self.dash.read_only_why
         try:
-            return None if self.dash.read_only else not_relayed(self.dash.fleet.view(self.host), "Signals")
+            return not_relayed(self.dash.fleet.view(self.host), "Signals")
         except KeyError:
             return None
 
@@ -235,7 +240,7 @@ class ProcDetailScreen(Dialog[None]):
         if name is not None and record.start_time is not None:
             target = (record.pid, record.start_time)
             self._awaiting = True
-            self.post_message(PlanRequested(SignalRequest(self.host, name, target)))
+            self.post_message(PlanRequested(SignalRequest(self.host, name, target), view=View(self)))
 
     def on_screen_suspend(self) -> None:
         self._covered = True
@@ -293,13 +298,15 @@ class ProcDetailScreen(Dialog[None]):
             why = "no samples of it yet (kept for the 16 processes that hold the most GPU memory)"
             return [Text("History", section), Text(why, muted)]
         times = ring.times
-        shown = min(len(times), max(body.size.width - 40, 10))
+        series = self._series(body, ring)
+        width = body.size.width
+        if not width:  # not laid out yet: drawn again, to its width, once it is
+            self.call_after_refresh(self.redraw)
+            width = 60
+        shown = min(len(times), stacked_cells(series, width, LABEL_WIDTH))  # what the charts draw
         seconds = times[-1] - times[-shown]
         heading = f"History, the last {fmt_duration(seconds)} ({count(shown, 'sample')}, one a cell)"
-        width = max(body.size.width, 60)
-        charts = stacked(
-            self._series(body, ring), times, width, label=section, axis=muted, label_width=LABEL_WIDTH
-        )
+        charts = stacked(series, times, width, label=section, axis=muted, label_width=LABEL_WIDTH)
         return [Text(heading, section), charts]
 
     def _series(self, body: DetailBody, ring: ProcReadings) -> list[Series]:
@@ -515,20 +522,9 @@ class ProcDetailScreen(Dialog[None]):
         if self.status == "reading":
             return Text(f"Reading /proc on {host}… (the latest sample meanwhile)", status)
         if self.status == "no-answer":
-            return Text(
-                f"No answer from {host} within {DETAIL_TIMEOUT:g} s (not connected, or busy with a plan): "
-                "what the latest sample says. r: read again.",
-                warn,
-            )
+            return Text(f"{no_answer_words(host)}: what the latest sample says. r: read again.", warn)
         if self.status == "gone" and detail is not None:
-            what = "has exited" if detail.result == "exited" else "is gone: its PID names another process now"
-            if detail.result == "refused":
-                what = "could not be read"
-            # An exit needs no more words; a reused PID's message names both start times.
-            words = (
-                f" ({fmt.safe(detail.message, 300)})" if detail.message and detail.result != "exited" else ""
-            )
-            return Text(f"PID {pid} {what}{words}. What the last sample said:", warn)
+            return Text(f"PID {pid} {unread_words(detail)}. What the last sample said:", warn)
         return Text(f"Read from /proc on {host} just now (r: again).", status)
 
 

@@ -174,6 +174,19 @@ class Series:
         self.label, self.values, self.scale, self.style, self.now = label, values, scale, style, now
 
 
+def _gutter(series: Sequence[Series], least: int) -> int:
+    """The scale labels' width: every chart's columns line up."""
+    ends = [s.scale.label(end) for s in series for end in (s.scale.top, s.scale.bottom)]
+    return max([least, *(len(end) for end in ends)])
+
+
+def stacked_cells(series: Sequence[Series], width: int, label_width: int = 10, gutter: int = 6) -> int:
+    """How many cells (samples, one a cell) `stacked` charts in `width`: what is left beside the
+    labels, the scales and the readings now; 10 at the least."""
+    now_width = max((len(s.now) for s in series), default=0)
+    return max(width - label_width - _gutter(series, gutter) - 2 - now_width - 3, 10)
+
+
 def stacked(
     series: Sequence[Series],
     times: Sequence[float],
@@ -186,11 +199,10 @@ def stacked(
     height: int = 2,
 ) -> Table:
     """Charts over one time axis, each `height` rows, its label at the left and its reading now at
-    the right; `width`: the cells of the whole, labels included."""
+    the right; `width`: the cells of the whole, labels included (`stacked_cells` of them chart)."""
     now_width = max((len(s.now) for s in series), default=0)
-    ends = [s.scale.label(end) for s in series for end in (s.scale.top, s.scale.bottom)]
-    gutter = max([gutter, *(len(end) for end in ends)])  # every chart's columns line up
-    span = max(width - label_width - gutter - 2 - now_width - 3, 10)
+    gutter = _gutter(series, gutter)
+    span = stacked_cells(series, width, label_width, gutter)
     grid = Table.grid(padding=(0, 1))
     grid.add_column(width=label_width, style=label, no_wrap=True)
     grid.add_column(width=span + gutter + 2, no_wrap=True)

@@ -7,7 +7,10 @@ from typing import Any, ClassVar
 
 from rich.console import Group, RenderableType
 
-from .. import kinds
+from gputui.fleet.fleet import DETAIL_TIMEOUT
+from gputui.model import ProcDetail
+
+from .. import fmt, kinds
 from .status import StyledStatic
 
 
@@ -35,3 +38,18 @@ class DetailBody(StyledStatic):
             self._last = signature
             self._group = Group(*parts)
             self.update(self._group)
+
+
+def no_answer_words(host: str) -> str:
+    """No detail came from `host` (already escaped) in time: what the detail screens say first."""
+    return f"No answer from {host} within {DETAIL_TIMEOUT:g} s (not connected, or busy with a plan)"
+
+
+def unread_words(detail: ProcDetail) -> str:
+    """Why a process's /proc was not read, after "PID N": it has exited, its PID names another
+    process now (the message names both start times), or it could not be read (the message says
+    why: a malformed request, a replay)."""
+    if detail.result == "exited":
+        return "has exited"
+    what = "could not be read" if detail.result == "refused" else "is gone: its PID names another process now"
+    return f"{what} ({fmt.safe(detail.message, 300)})" if detail.message else what

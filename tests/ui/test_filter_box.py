@@ -1,0 +1,69 @@
+"""The filter box (/) as an operator leaves it: enter keeps text that can be read; enter on text
+that cannot be read keeps the box open with its problem said, so nothing typed is lost; esc clears.
+A user chosen on the Users screen (U) filters by that name, literally."""
+
+from __future__ import annotations
+
+from textual.widgets import Input
+
+from gputui.ui.screens.users import UsersScreen
+from gputui.ui.widgets.filter_bar import FilterProblem
+from gputui.ui.widgets.fleet_table import split_row_key
+from tests.support.apps import build_app
+from tests.support.pilot import procs_of, redrawn, wait_for
+
+
+async def test_enter_on_text_that_cannot_be_read_keeps_the_box_and_the_text() -> None:
+    app = build_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        main = await procs_of(pilot)
+        await pilot.press("slash", *"user:root")
+        await redrawn(pilot)
+        await pilot.press("enter")  # readable: kept, the box closed
+        await redrawn(pilot)
+        bar = app.query_one("#filter", Input)
+        assert main.proc_table.has_focus and main.state.filter_of("procs").text == "user:root"
+        await pilot.press("slash", "end", "space", *'"my job')  # a quote never closed
+        await redrawn(pilot)
+        await pilot.press("enter")
+        await redrawn(pilot)
+        assert bar.has_focus and bar.value == 'user:root "my job'
+        problem = app.query_one(FilterProblem)
+        assert problem.display and "never closed" in str(problem.render())
+        # The table keeps the last filter that could be read ("user:root ", as typed on the way).
+        assert main.state.filter_of("procs").text.strip() == "user:root"
+        await pilot.press('"', "enter")  # mended: kept
+        await redrawn(pilot)
+        assert main.proc_table.has_focus and main.state.filter_of("procs").text == 'user:root "my job"'
+        await pilot.press("slash", "escape")
+        await redrawn(pilot)
+        assert main.proc_table.has_focus and main.state.filter_of("procs").text == ""
+        await pilot.press("slash")
+        await redrawn(pilot)
+        assert bar.value == ""
+
+
+async def test_a_user_chosen_on_the_users_screen_is_that_user_only() -> None:
+    """`[i]mallory` (the recording's hostile name) chosen with enter filters the fleet to the GPUs
+    where that user runs, not to a pattern (`[i]` would match the one letter i)."""
+    app = build_app()
+    async with app.run_test(size=(140, 40)) as pilot:
+        main = await procs_of(pilot)
+        await pilot.press("U")
+        await wait_for(pilot, lambda: isinstance(app.screen, UsersScreen))
+        screen = app.screen
+        assert isinstance(screen, UsersScreen)
+        await wait_for(pilot, lambda: screen.table.move_to("[i]mallory"))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.screen is main)
+        await redrawn(pilot)
+        rows = [split_row_key(k) for k in main.fleet_table.rows_data()]
+        used = {
+            (v.name, g)
+            for v in app.fleet.hosts
+            if v.sample
+            for p in v.sample.processes
+            if p.user == "[i]mallory"
+            for g in p.gpus
+        }
+        assert used and set(rows) == used, (rows, used)
