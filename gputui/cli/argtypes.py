@@ -27,7 +27,8 @@ MAX_SECONDS = MAX_TIMEOUT  # the longest timeout (a kill plan's term_timeout and
 MAX_INDEX_DIGITS = 18  # an index or PID this long is no index, and int() of thousands of digits fails
 MAX_SIZE = 1 << 60  # bytes: an exbibyte, the model's bound on any size a probe reports
 _DECIMAL = re.compile(r"[+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]i?B?|B)?\s*", re.IGNORECASE)
+# Up to E: the top of the range a refusal names ("1 byte to 1 EiB") can be written as it says it.
+_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGTPE]i?B?|B)?\s*", re.IGNORECASE)
 SHOWN = 40  # cells of a bad value quoted back in its error (cut with a mark past that)
 
 
@@ -108,13 +109,13 @@ def whole(low: int, high: int, what: str) -> Callable[[str], int]:
 
 
 def size(text: str) -> int:
-    """Bytes: `8GiB`, `8G`, `512MiB`, `1.5T`, `4096`; binary units, as nvidia-smi counts. More than
-    0, at most MAX_SIZE."""
+    """Bytes: `8GiB`, `8G`, `512MiB`, `1.5T`, `1EiB`, `4096`; binary units, as nvidia-smi counts.
+    More than 0, at most MAX_SIZE."""
     match = _SIZE.fullmatch(text) if text.isascii() else None
     if not match:
         raise argparse.ArgumentTypeError(f"{shown(text)} is not a size (e.g. 8GiB, 512MiB)")
     unit = (match.group(2) or "B").upper()[:1]
-    scale = {"B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[unit]
+    scale = {"B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50, "E": 1 << 60}[unit]
     value = float(match.group(1)) * scale  # 400 digits: infinite, refused below (int() would raise)
     if not 1 <= value <= MAX_SIZE:
         raise argparse.ArgumentTypeError(f"{cut(text, SHOWN)} is out of range (1 byte to 1 EiB)")

@@ -18,7 +18,9 @@ import argparse
 import asyncio
 import concurrent.futures
 import contextlib
+import errno
 import os
+import stat
 import sys
 import tempfile
 import threading
@@ -69,6 +71,9 @@ def usage_problem(args: argparse.Namespace) -> str | None:
             return f"--textfile {printable(args.textfile)}: a directory, not a file"
         if not path.parent.is_dir():
             return f"--textfile {printable(args.textfile)}: no directory {printable(str(path.parent))}"
+        problem = textfile_problem(path)
+        if problem is not None:
+            return f"--textfile {printable(args.textfile)}: {problem}"
     return None
 
 
@@ -89,15 +94,50 @@ def run(args: argparse.Namespace) -> int:
 # -- the textfile ----------------------------------------------------------------------------------
 
 
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+def textfile_problem(path: Path) -> str | None:
+    """Why the rename must not replace what is at `path`, in words; None when nothing is there or a
+    regular file is. The rename would put a regular file in place of a device or a FIFO (as root, of
+    /dev/null itself), and in place of a symlink rather than the file it names: both refused."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{exc.strerror or exc}"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link: refused (name the file itself)"
+    kind = next((name for test, name in _KINDS if test(mode)), "something else")
+    return f"is not a regular file ({kind}): refused"
+
+
 def write_textfile(path: Path, data: bytes) -> None:
     """`data` as `path`, atomically: a new file beside it (created exclusively, never through a
     symlink, named `.NAME.*.tmp`, which the textfile collector does not read), made readable by
-    node_exporter's user, then renamed over `path`. Raises OSError (the new file is removed)."""
+    node_exporter's user, then renamed over `path`, which is looked at first each time (what is
+    there may have changed since the start: textfile_problem). Raises OSError (the new file is
+    removed)."""
+    problem = textfile_problem(path)
+    if problem is not None:
+        raise OSError(errno.EINVAL, problem)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             os.fchmod(f.fileno(), 0o644)
             f.write(data)
+        problem = textfile_problem(path)  # again, just before: the write may have taken a while
+        if problem is not None:
+            raise OSError(errno.EINVAL, problem)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -22,22 +22,20 @@ import contextlib
 import io
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
 from wsgiref.simple_server import ServerHandler, WSGIRequestHandler
 
-from ..model.textsafe import printable
+# The rules both HTTP servers keep (the hub's too): the deadline of a request's head, the notices.
+from ..text.clients import HEAD_DEADLINE, Notices, peer_name
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 BACKLOG = 1024  # connections the kernel holds before they are accepted (socketserver's default: 5)
 CONNECTIONS = 1024  # connections open at once, by default (--connections)
 WORKERS = 8  # threads that run the app: a scrape mostly waits for the fleet's loop, so few do
-HEAD_DEADLINE = 5.0  # seconds from accept to a whole request line and headers
 ANSWER_TIMEOUT = 30.0  # seconds a client has to take its answer
 MAX_HEAD = 64 * 1024  # bytes of request line and headers
-NOTICE_EVERY = 10.0  # seconds between two lines of one kind on stderr
 REFUSED = (
     b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
     b"Content-Length: 29\r\nConnection: close\r\n\r\ntoo many connections: refused\n"
@@ -46,53 +44,6 @@ HEAD_TOO_LARGE = (
     b"HTTP/1.0 431 Request Header Fields Too Large\r\nContent-Type: text/plain; charset=utf-8\r\n"
     b"Content-Length: 23\r\nConnection: close\r\n\r\nrequest head too large\n"
 )
-
-
-class Notices:
-    """Lines about clients, at most one per client and one of a kind every `every` seconds: a flood of
-    bad clients must not become a flood on stderr. Those held back are counted in one line when the
-    kind's time comes again (`flush`). Thread-safe (the server's loop and its workers both say)."""
-
-    def __init__(self, say: Callable[[str], None], every: float = NOTICE_EVERY) -> None:
-        self.say = say
-        self.every = every
-        self.last: dict[str, float] = {}  # reason: when a line of it was last said
-        self.held: dict[str, int] = {}  # reason: clients not said since
-        self.lock = threading.Lock()
-
-    def note(self, peer: str, reason: str) -> None:
-        """`peer` was ended for `reason` (words without the client's own text: lines are grouped by it)."""
-        now = time.monotonic()
-        with self.lock:
-            last = self.last.get(reason)
-            if last is not None and now - last < self.every:
-                self.held[reason] = self.held.get(reason, 0) + 1
-                return
-            self.last[reason] = now
-        self.say(f"gputui export: {peer}: {reason}")
-
-    def flush(self, everything: bool = False) -> None:
-        """One line for each reason whose held clients are due (all of them with `everything`)."""
-        now = time.monotonic()
-        with self.lock:
-            due = {
-                reason: count
-                for reason, count in self.held.items()
-                if everything or now - self.last.get(reason, 0.0) >= self.every
-            }
-            for reason in due:
-                del self.held[reason]
-                self.last[reason] = now
-        for reason, count in due.items():
-            self.say(f"gputui export: {count} more {'client' if count == 1 else 'clients'}: {reason}")
-
-
-def peer_name(address: Any) -> str:
-    """A client's address as `HOST:PORT` (`[HOST]:PORT` for IPv6)."""
-    if isinstance(address, tuple) and len(address) >= 2:
-        host = printable(str(address[0]))
-        return f"[{host}]:{address[1]}" if ":" in host else f"{host}:{address[1]}"
-    return printable(str(address))
 
 
 class HeadTooLarge(Exception):

@@ -11,8 +11,10 @@ from dataclasses import replace
 
 from .. import api
 from ..config.file import Config, HostSpec
+from ..config.hostlist import word_problem
+from ..config.userfile import FileRefused, open_regular
 from ..fleet.fleet import Fleet
-from ..inventory.base import InventoryError, word_problem
+from ..inventory.base import InventoryError
 from ..model.textsafe import printable
 from ..transport import make_link
 from ..transport.base import TransportError
@@ -115,9 +117,12 @@ def hub_hosts(url: str, token_file: str | None, read_only: bool = False) -> list
 
 
 def _read_token(path: str) -> str:
+    """The token: the first line of the regular file at `path` (a FIFO is refused, never waited on)."""
     try:
-        with open(path, encoding="utf-8") as file:
+        with open(open_regular(path), encoding="utf-8") as file:
             token = file.readline(4096).strip()
+    except FileRefused as exc:
+        raise InventoryError(f"--hub-token-file {path}: {exc.reason}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InventoryError(f"--hub-token-file {path}: {getattr(exc, 'strerror', None) or exc}") from None
     if not token or not token.isprintable() or " " in token:
@@ -126,5 +131,5 @@ def _read_token(path: str) -> str:
 
 
 def _host_name(name: str) -> bool:
-    """A name the hub gives a host is shown and typed as any host's: printable, one word, not an option."""
-    return 0 < len(name) <= 253 and name.isprintable() and not name.startswith("-") and " " not in name
+    """A name the hub gives a host is shown and typed as any host's: the one rule of host names."""
+    return word_problem(name) is None

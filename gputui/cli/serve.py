@@ -13,16 +13,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ipaddress
+import os
 import ssl
 from pathlib import Path
 
 from aiohttp import web
 
 from ..config.file import load
+from ..config.userfile import FileRefused, open_regular
 from ..fleet.fleet import Fleet
 from ..model.textsafe import printable
 from ..serve.actions import add_routes as add_action_routes
 from ..serve.app import Settings, make_app
+from ..serve.listen import HubRunner
 from ..serve.stream import Hub
 from ..serve.tokens import TokenError, Tokens, check_name, new_token, token_line
 from ..serve.tokens import load as load_tokens
@@ -47,16 +50,33 @@ def is_loopback(host: str) -> bool:
 
 
 def tls_context(cert: str, key: str) -> ssl.SSLContext:
-    """A server context with `cert` and `key` loaded. Raises ValueError with one line."""
+    """A server context with `cert` and `key` loaded. Raises ValueError with one line. Each is
+    opened first as a regular file (a FIFO would block the load until a writer came, past Ctrl+C),
+    and loaded through that descriptor, so what was checked is what is read."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    fds: list[int] = []
     try:
-        context.load_cert_chain(cert, key)
+        for option, path in (("--tls-cert", cert), ("--tls-key", key)):
+            try:
+                fds.append(open_regular(path))
+            except FileRefused as exc:
+                raise ValueError(f"{option} {printable(path)}: {exc.reason}") from None
+        context.load_cert_chain(*(_fd_path(fd, path) for fd, path in zip(fds, (cert, key), strict=True)))
     except (OSError, ssl.SSLError) as exc:
         words = getattr(exc, "strerror", None) or getattr(exc, "reason", None) or str(exc)
         raise ValueError(
             f"--tls-cert {printable(cert)} --tls-key {printable(key)}: {printable(str(words))}"
         ) from exc
+    finally:
+        for fd in fds:
+            os.close(fd)
     return context
+
+
+def _fd_path(fd: int, path: str) -> str:
+    """A name for the open file `fd` that ssl can load (it takes names only): /dev/fd/N, which opens
+    that same file, where the system has it (Linux, macOS); else `path` itself."""
+    return f"/dev/fd/{fd}" if os.path.isdir("/dev/fd") else path
 
 
 def new_token_text(name: str, role: str) -> str:
@@ -118,7 +138,7 @@ async def serve(
     host, port = args.listen
     app = make_app(settings, hub)
     add_action_routes(app, getattr(args, "log", None))  # POST /api/v1/actions (--allow-actions)
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN)
+    runner = HubRunner(app, SHUTDOWN)  # clients held to export's rules: a whole request in 5 s, quiet notices
     await runner.setup()
     try:
         site = web.TCPSite(runner, host, port, ssl_context=context, backlog=BACKLOG)

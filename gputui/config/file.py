@@ -17,7 +17,18 @@ from pathlib import Path
 from typing import Any
 
 from ..probe.common import DEFAULT_SIGNALS, MAX_TIMEOUT, SIGNAL_PLANS, TERM_TIMEOUT, VERIFY_TIMEOUT
-from .hostlist import MAX_HOSTS, SOURCES, HostlistError, is_hostlist, quoted, size
+from . import userfile
+from .hostlist import (
+    MAX_HOSTS,
+    SOURCES,
+    UNSAFE_WORDS,
+    HostlistError,
+    is_hostlist,
+    quoted,
+    size,
+    unsafe_characters,
+    word_problem,
+)
 from .killoptions import KillOptions
 from .location import ENV_CONFIG
 from .ownership import UNTRUSTED, ownership_problem
@@ -109,24 +120,19 @@ Check = Callable[[Any], "str | None"]
 
 
 def _text(value: Any) -> str | None:
+    # A name, a theme, a command: shown, so held to the characters a host name is (a config host's
+    # name is its name in every view and message).
     if not isinstance(value, str) or not value.strip():
         return "must be a non-empty string"
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        return "must not contain control characters"
+    if unsafe_characters(value):
+        return UNSAFE_WORDS
     return None
 
 
 def _host_word(value: Any) -> str | None:
-    """Host names and users end up as ssh arguments and in suggested commands: no spaces, no
-    leading dash (it would read as an option)."""
-    problem = _text(value)
-    if problem:
-        return problem
-    if value.startswith("-"):
-        return "must not start with '-'"
-    if any(c.isspace() for c in value):
-        return "must not contain spaces"
-    return None
+    """Host addresses and users end up as ssh arguments and in suggested commands: the one rule of
+    host names (gputui.config.hostlist.word_problem)."""
+    return _text(value) or word_problem(value)
 
 
 def _bool(value: Any) -> str | None:
@@ -391,16 +397,17 @@ def default_export_dir() -> Path:
 def find_config(cli_path: str | None = None, environ: Mapping[str, str] | None = None) -> Path | None:
     """The config file to read: --config, else $GPUTUI_CONFIG, else the user config dir.
 
-    A path the user named must exist (ConfigError otherwise); the default one may be absent (None)."""
+    A path the user named must exist (ConfigError otherwise); the default one may be absent (None).
+    What is there need not be a file here: load_config says what it is when it is not one."""
     env = os.environ if environ is None else environ
     for named, origin in ((cli_path, "--config"), (env.get(ENV_CONFIG) or None, f"${ENV_CONFIG}")):
         if named:
             path = Path(named).expanduser()
-            if not path.is_file():
+            if not os.path.exists(path):
                 raise ConfigError(str(path), None, f"no such config file (named by {origin})")
             return path
     path = default_config_path()
-    return path if path.is_file() else None
+    return path if os.path.exists(path) else None
 
 
 def load(cli_path: str | None = None, environ: Mapping[str, str] | None = None) -> Config:
@@ -411,6 +418,10 @@ def load(cli_path: str | None = None, environ: Mapping[str, str] | None = None) 
 
 # --------------------------------------------------------------------------- reading the file
 
+# Bytes of a config file read at most: as much as a host file (@file:), since a config may list as
+# many hosts in its [groups].
+MAX_CONFIG_BYTES = userfile.LIST_BYTES
+
 
 def load_config(path: str | os.PathLike[str]) -> Config:
     """Read and check one TOML config file, and that it and what it names to run are trusted
@@ -418,17 +429,19 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     file = str(path)
     real = os.path.realpath(path)
     try:
-        # The owner and mode are those of the file read (fstat of the open file): nobody can swap
-        # it between the check and the read.
-        fd = os.open(real, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        # A regular file, opened without waiting on a FIFO; the owner and mode are those of the
+        # file read (fstat of the open file): nobody can swap it between the check and the read.
+        fd = userfile.open_regular(real)
         try:
             problem = ownership_problem(real, os.fstat(fd))
             if problem is not None:
                 raise ConfigError(file, None, f"bad owner or permissions: {problem}. {UNTRUSTED}")
-            with os.fdopen(fd, "rb", closefd=False) as f:
-                text = f.read().decode("utf-8")
+            text = userfile.read_bounded(fd, MAX_CONFIG_BYTES).decode("utf-8")
         finally:
             os.close(fd)
+    except userfile.FileRefused as exc:
+        words = exc.reason if exc.kind != "open" else f"cannot read the config: {exc.reason}"
+        raise ConfigError(file, None, words) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(file, None, f"cannot read the config: {exc}") from None
     config = parse_config(text, file)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 from typing import TypeAlias
 
@@ -25,6 +26,16 @@ MAX_DIGITS = 18  # of a number in brackets: no node is numbered past 10**18 (int
 MAX_NAME = 1024  # characters of a name an expression makes, `user@` and `:port` included
 SHOWN = 60  # characters of the user's text that a message quotes
 SHOWN_PATH = 256  # of a path (its last part says most)
+
+MAX_WORD = 255  # characters of a host name, address or user (a DNS name is at most 253)
+# What no host name, address or user holds: controls (C0, DEL, and C1: U+009B is CSI to a terminal),
+# format characters (bidi overrides and isolates, zero-width ones: they reorder or hide what is
+# shown), surrogates (what Python makes of bytes that are no UTF-8, in an argument or a file read
+# with surrogateescape), line and paragraph separators; and U+FFFD, what those bytes become where
+# text was decoded with "replace". Every assigned character gputui.probe.wire's printable() escapes
+# is among them, so a name that passes is shown as it is, and IDNA never meets what it cannot encode.
+_UNSAFE_CATEGORIES = frozenset(("Cc", "Cf", "Cs", "Zl", "Zp"))
+UNSAFE_WORDS = "contains control or invisible characters"
 
 _RANGE = re.compile(r"([0-9]+)(?:-([0-9]+))?")  # ASCII digits only: '²' is a digit to str.isdigit
 _Range: TypeAlias = tuple[int, int, int]  # low, high, width (the zero padding)
@@ -48,10 +59,40 @@ def quoted_path(path: object) -> str:
     return quoted(str(path), SHOWN_PATH)
 
 
+def unsafe_characters(text: str) -> bool:
+    """Whether `text` holds a character no host name may (_UNSAFE_CATEGORIES, U+FFFD)."""
+    if text.isascii():  # the usual name: no lookup a character
+        return any(c < " " or c == "\x7f" for c in text)
+    return any(c == "\ufffd" or unicodedata.category(c) in _UNSAFE_CATEGORIES for c in text)
+
+
+def word_problem(value: str) -> str | None:
+    """The one rule for a host name, address or user, wherever it comes from (the command line, the
+    config file, a host file, an ssh config, kube, ansible, slurm, Prometheus, a hub): it ends up as
+    an SSH argument, in suggested commands and on the terminal, so it is one printable word. What is
+    wrong with it, in words that follow it ("'a b' contains spaces"); None when nothing."""
+    if not value:
+        return "is empty"
+    if len(value) > MAX_WORD:
+        return f"is longer than {MAX_WORD} characters"
+    if unsafe_characters(value):  # before spaces: U+0085 and U+2028 are white space to str.isspace
+        return UNSAFE_WORDS
+    if any(c.isspace() for c in value):
+        return "contains spaces"
+    if value.startswith("-"):
+        return "starts with '-'"
+    return None
+
+
 def shortened(text: str) -> str:
     """The user's text as a message names it (a spec before its colon), cut as `quoted` cuts it;
     not escaped: the message is, as a whole (gputui.inventory.base.InventoryError)."""
     return text if len(text) <= SHOWN else f"{text[:SHOWN]}... ({len(text):,} characters)"
+
+
+def too_many_hosts(where: str) -> str:
+    """The words for hosts past MAX_HOSTS, whoever lists them (the sources, an ssh config, a hub)."""
+    return f"{where}: more than {MAX_HOSTS:,} hosts in all, the most one command takes"
 
 
 def is_hostlist(text: str) -> bool:

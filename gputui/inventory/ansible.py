@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ..config.file import LOCAL
-from ..config.hostlist import MAX_HOSTS
-from .base import MAX_WORD, InventoryError, ResolvedHost, checked
+from ..config.hostlist import MAX_HOSTS, MAX_WORD
+from .base import InventoryError, ResolvedHost, checked
 from .tool import described, label, parse_json, port, run_tool, shown, word
 
 INSTALL = "install Ansible (Debian: ansible-core)"

@@ -4,16 +4,13 @@ file (`read_regular`: a regular file, within a byte bound). Running a source's t
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..config.hostlist import MAX_HOSTS, quoted, quoted_path, shortened
+from ..config import userfile
+from ..config.hostlist import quoted, quoted_path, shortened, too_many_hosts, word_problem
 from ..model.decode import plain
 from ..model.textsafe import printable
-
-MAX_WORD = 255  # characters of a host name, address or user (a DNS name is at most 253)
-_CHUNK = 1 << 20
 
 
 class InventoryError(Exception):
@@ -49,22 +46,6 @@ class ResolvedHost:
         return plain(self, skip=("alias",) if self.feed is not None else ("alias", "feed"))
 
 
-def word_problem(value: str) -> str | None:
-    """A host name, address or user from a source ends up as an SSH argument and in suggested
-    commands: no control characters, no spaces, no leading dash (it would read as an option)."""
-    if not value:
-        return "is empty"
-    if len(value) > MAX_WORD:
-        return f"is longer than {MAX_WORD} characters"
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        return "contains control characters"
-    if any(c.isspace() for c in value):
-        return "contains spaces"
-    if value.startswith("-"):
-        return "starts with '-'"
-    return None
-
-
 def checked(host: ResolvedHost, where: str) -> ResolvedHost:
     """The host, or InventoryError naming what is wrong with it and which source said so."""
     for what, value in (("name", host.name), ("address", host.address), ("user", host.user)):
@@ -82,9 +63,7 @@ def checked(host: ResolvedHost, where: str) -> ResolvedHost:
 
 def over_cap(where: str) -> InventoryError:
     """The error of a command whose specs, all together, name more hosts than it takes."""
-    return InventoryError(
-        f"{shortened(where)}: more than {MAX_HOSTS:,} hosts in all, the most one command takes"
-    )
+    return InventoryError(too_many_hosts(shortened(where)))
 
 
 def home_expanded(path: str) -> str:
@@ -100,31 +79,13 @@ def read_regular(path: Path, limit: int, where: str, too_large: str = "") -> byt
     """The bytes of the regular file at `path` (a user's host file or ssh config), or InventoryError
     (bad usage): it cannot be opened, it is something else (a FIFO would block the read until a
     writer came, /dev/zero never ends, a directory has no lines), or it holds more than `limit`
-    bytes (`too_large`: what the message says then, after the path). Opened non-blocking, so that opening a
-    FIFO does not itself wait for a writer."""
+    bytes (`too_large`: what the message says then, after the path). gputui.config.userfile reads it."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise InventoryError(f"{shortened(where)}: cannot read {quoted_path(path)}: {why}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise InventoryError(f"{shortened(where)}: {quoted_path(path)} is not a regular file")
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, min(_CHUNK, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise InventoryError(
-            f"{shortened(where)}: cannot read {quoted_path(path)}: {exc.strerror or exc}"
-        ) from None
-    finally:
-        os.close(fd)
-    if size > limit:
-        bound = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit:,} bytes"
-        raise InventoryError(f"{shortened(where)}: {quoted_path(path)} {too_large or 'is over ' + bound}")
-    return b"".join(chunks)
+        return userfile.read_regular(path, limit)
+    except userfile.FileRefused as exc:
+        if exc.kind == "open":
+            raise InventoryError(
+                f"{shortened(where)}: cannot read {quoted_path(path)}: {exc.reason}"
+            ) from None
+        said = too_large if exc.kind == "size" and too_large else exc.reason
+        raise InventoryError(f"{shortened(where)}: {quoted_path(path)} {said}") from None

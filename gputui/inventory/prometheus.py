@@ -12,8 +12,9 @@ characters, a leading dash, over 255 characters) is left out, and the rest are l
 
 from __future__ import annotations
 
+from ..config.hostlist import word_problem
 from ..config.promql import PromError, host_of, parse_feed, query_now
-from .base import InventoryError, ResolvedHost, word_problem
+from .base import InventoryError, ResolvedHost
 from .tool import label
 
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import re
 
-from ..config.hostlist import MAX_HOSTS, HostlistError, expand, size
+from ..config.hostlist import MAX_HOSTS, MAX_WORD, HostlistError, expand, size
 from ..model.textsafe import printable
-from .base import MAX_WORD, InventoryError, ResolvedHost, checked
+from .base import InventoryError, ResolvedHost, checked
 from .tool import label, lines, run_tool, shown, word
 
 INSTALL = "install Slurm's client tools (Debian: slurm-client) and set SLURM_CONF if needed"

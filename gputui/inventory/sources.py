@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from ..config import userfile
 from ..config.file import ConfigError, parse_host_arg
 from ..config.hostlist import (
     MAX_HOSTS,
@@ -41,7 +42,7 @@ from ..model.textsafe import printable
 from . import ansible, kube, slurm, sshconfig
 from .base import InventoryError, ResolvedHost, checked, home_expanded, over_cap, read_regular
 
-MAX_FILE_BYTES = 16 << 20  # a host file larger than this is not a host file
+MAX_FILE_BYTES = userfile.LIST_BYTES  # a host file larger than this is not a host file
 SPEC_HELP = (
     "a host spec is HOST, user@host[:port], a hostlist like gpu[001-128], @file:PATH, @ssh:PATTERN, "
     "@slurm:PARTITION, @slurm-job:ID, @ansible:INVENTORY[:GROUP], @prometheus:URL[#SELECTOR], "
@@ -169,7 +170,9 @@ class Resolver:
             path, MAX_FILE_BYTES, source, f"is over {MAX_FILE_BYTES >> 20} MiB: not a host list"
         )
         out: list[ResolvedHost] = []
-        for number, raw in enumerate(data.decode("utf-8", "replace").splitlines(), start=1):
+        # Lines end at "\n" only, as the file's lines do in an editor: splitlines would also end
+        # one at U+0085 or U+2028, and make two good names of one that the host rule refuses.
+        for number, raw in enumerate(data.decode("utf-8", "replace").split("\n"), start=1):
             line = raw.split("#", 1)[0].strip()
             if not line:
                 continue

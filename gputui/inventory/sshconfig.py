@@ -137,7 +137,9 @@ def _read(path: Path, reading: _Reading, depth: int, guards: list[_Patterns] | N
     data = read_regular(path, reading.bytes_left, reading.where, too_large)
     reading.bytes_left -= len(data)
     blocks = reading.blocks
-    for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), start=1):
+    # Lines end at "\n" only, as OpenSSH reads them (splitlines would also end one at U+0085 or
+    # U+2028, and make two good names of a Host line's one that the host rule refuses).
+    for number, line in enumerate(data.decode("utf-8", "replace").split("\n"), start=1):
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue

@@ -16,8 +16,9 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from ..config.hostlist import MAX_WORD, word_problem
 from ..model.textsafe import printable
-from .base import MAX_WORD, InventoryError, word_problem
+from .base import InventoryError
 
 TOOL_TIMEOUT = 30.0  # seconds for scontrol, sinfo, squeue or ansible-inventory to answer
 MAX_OUTPUT = 64 << 20  # bytes of stdout: 100,000 hosts with their vars fit many times over
@@ -174,14 +175,12 @@ def described(value: object) -> str:
 
 def word(value: object, what: str, where: str) -> str:
     """A host name, address or user from a tool: text of at most MAX_WORD characters that reads as
-    one word: printable (no control, invisible or reordering character), no space, no leading '-'."""
+    one word (gputui.config.hostlist.word_problem: the rule every source's names follow)."""
     if not isinstance(value, str):
         raise InventoryError(f"{where}: {what} {described(value)} is not text")
     if len(value) > MAX_WORD:
         raise InventoryError(f"{where}: {what} {shown(value)} is longer than {MAX_WORD} characters")
-    problem = word_problem(value) or (
-        "contains control or invisible characters" if printable(value) != value else None
-    )
+    problem = word_problem(value)
     if problem:
         raise InventoryError(f"{where}: {what} {shown(value)} {problem}")
     return value

@@ -128,9 +128,12 @@ class ActionLog:
     def ensure_room(self, processes: int) -> None:
         """Before a plan is sent: is there room for all its records? Raises AuditError if not."""
         need = ROOM_BASE + ROOM_PER_PROCESS * max(0, processes)
-        directory = self.path.parent if self.path.parent.exists() else _existing_parent(self.path)
+        # The log opened first (its directories made): a path that cannot hold it says why (no such
+        # directory, not a directory, not allowed), where the free space of the nearest directory
+        # that exists (/proc: 0 KiB) would blame the disk. The space is then the log's own disk's.
+        fd = self._open()
         try:
-            info = os.statvfs(directory)
+            info = os.fstatvfs(fd)
         except OSError as exc:
             raise audit_error(self.path, exc, "check its free space") from None
         free = info.f_bavail * info.f_frsize
@@ -301,13 +304,6 @@ def last_words_message(why: str) -> str:
         f"gputui exited before the verdict ({why}) and its probe was ended: what the plan did is not "
         "known here; check these processes and GPUs"
     )
-
-
-def _existing_parent(path: Path) -> Path:
-    for parent in path.parents:
-        if parent.exists():
-            return parent
-    return Path("/")
 
 
 def _ends_torn(fd: int) -> bool:

@@ -19,6 +19,9 @@ NO_GPU_CODES = ("no-driver", "no-gpu", "no-library", "no-permission")
 HOST_STATUSES = ("connecting", "live", "stale", "down")
 # Why a signal or a GPU reset is refused on a host read through a hub (its hello's `hub`): the hub
 # runs kill plans from its own scan, and sends neither (the link and the dashboard both say so).
+# The version of the hub's event stream (docs/SERVE.md), its `hub` frame's `v`: the hub sends it,
+# a viewer reads no other.
+HUB_PROTOCOL = 1
 NOT_THROUGH_A_HUB = (
     "{what} are not sent through a hub: run them on the hub's side (gputui on the hub's host, or "
     "`gputui clean HOST`)"

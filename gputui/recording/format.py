@@ -48,7 +48,6 @@ import datetime as _dt
 import gzip
 import math
 import os
-import stat
 import struct
 import time
 import zlib
@@ -57,6 +56,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from .. import __version__
+from ..config.userfile import FileRefused, open_regular
 from ..model import HOST_STATUSES
 from ..model.textsafe import printable
 from ..probe import wire
@@ -173,8 +173,20 @@ def parse_at(text: str, header: Header) -> float:
     `HH:MM` or `HH:MM:SS` on the recording's clock, on the day it started (the next day for a time of
     day before the start: a recording that ran past midnight); an ISO timestamp
     (`2025-12-01T02:14:00`, `2025-12-01 02:14`, with or without its UTC offset: without, the
-    recording's). Raises ValueError with what is wrong."""
+    recording's). Raises ValueError with what is wrong: a moment no recording can hold (before 1970,
+    past the newest time a recorder's clock gives, _NEWEST: as the reader refuses such a time in a
+    file, and the clock that shows it would overflow) is said to be in none."""
     text = text.strip()
+    moment = _moment_of(text, header)
+    if not 0 < moment < _NEWEST:
+        raise ValueError(
+            f"{text!r} is not in any recording (the times a recorder's clock gives are 1970 to 5138)"
+        )
+    return moment
+
+
+def _moment_of(text: str, header: Header) -> float:
+    """parse_at's moment, before it is bounded."""
     if not text or len(text) > 64 or not text.isascii():
         raise ValueError(f"{printable(text[:64])!r} is no time (HH:MM[:SS], an ISO timestamp or +SECONDS)")
     if text.startswith("+"):
@@ -450,19 +462,10 @@ class RecordingReader:
     def _open(self) -> int:
         """A descriptor on a regular file (a FIFO or a device is refused before it is read)."""
         try:
-            info = os.stat(self.path)
-        except OSError as exc:
-            raise RecordingError(f"{self.name}: {exc.strerror or exc}") from None
-        if not stat.S_ISREG(info.st_mode):
-            raise RecordingError(f"{self.name} is not a regular file")
-        try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError as exc:
-            raise RecordingError(f"{self.name}: {exc.strerror or exc}") from None
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced between the look and the open
-            os.close(fd)
-            raise RecordingError(f"{self.name} is not a regular file")
-        return fd
+            return open_regular(self.path)
+        except FileRefused as exc:
+            sep = " " if exc.kind == "type" else ": "  # "F is not a regular file", "F: No such file"
+            raise RecordingError(f"{self.name}{sep}{exc.reason}") from None
 
     # -- lines
 

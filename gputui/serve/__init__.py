@@ -2,6 +2,7 @@
 other front end over the fleet and its views.
 
   app.py      the aiohttp application: routes, security headers, tokens, bounded requests
+  listen.py   aiohttp's runner with the bounds on clients: a whole request in 5 s, quiet notices
   stream.py   the fan-out: each change made into a frame once, a shared bounded log, one cursor a client
   frames.py   the frames' bytes and the JSON each carries
   metrics.py  /metrics, each host's text kept until it changes

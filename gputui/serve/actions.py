@@ -107,11 +107,25 @@ class ActionRequest:
     ladder: str
 
 
-async def _body(request: web.Request) -> ActionRequest:
+async def _json(request: web.Request) -> Any:
+    """The request's body as JSON, or Refused (400) for a body that cannot be read as JSON, whatever
+    the client sent: a client's mistake is its answer, never a 500 and a traceback in the hub's log."""
     try:
-        value = await request.json()
-    except ValueError:
+        return await request.json()
+    except web.RequestPayloadError:
+        raise Refused(
+            400, "the request's body cannot be read (is it what its Content-Encoding says?)"
+        ) from None
+    except LookupError:
+        raise Refused(400, "the request's charset is not one this hub knows") from None
+    except RecursionError:
+        raise Refused(400, "the request nests too deeply") from None
+    except ValueError:  # not JSON, or not text in its charset
         raise Refused(400, "the request is not JSON") from None
+
+
+async def _body(request: web.Request) -> ActionRequest:
+    value = await _json(request)
     if not isinstance(value, dict):
         raise Refused(400, "the request is not a JSON object")
     host, scope, ladder = value.get("host"), value.get("scope"), value.get("ladder", "term")

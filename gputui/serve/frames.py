@@ -15,10 +15,10 @@ from typing import Any
 
 from .. import __version__
 from ..fleet.session import HostView
+from ..model.host import HUB_PROTOCOL
 from ..views.problems import FleetProblems
 
 HISTORY_POINTS = 60  # a GPU's last readings sent at join and reset (the page's sparklines)
-PROTOCOL = 1
 # Problem states by severity (views/problems.RANKS' order): the host or its numbers are gone, the
 # GPU is in trouble; memory someone should look at; how it runs.
 CRITICAL = frozenset({"down", "stale", "no-gpu", "error", "ecc"})
@@ -61,7 +61,7 @@ RESET = json_frame("reset", {})
 
 def hub_record(interval: float, actions: bool, hosts: Iterable[str]) -> dict[str, Any]:
     return {
-        "v": PROTOCOL,
+        "v": HUB_PROTOCOL,
         "version": __version__,
         "interval": interval,
         "actions": actions,

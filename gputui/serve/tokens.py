@@ -15,6 +15,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..config.userfile import FileRefused, read_regular
 from ..model.textsafe import printable
 
 VIEWER, OPERATOR = "viewer", "operator"
@@ -72,7 +73,12 @@ class Tokens:
 
     def holder(self, token: str) -> Holder | None:
         """Whose `token` is; None when no one's. Every digest is compared, in constant time."""
-        wanted = digest(token).encode("ascii")
+        try:
+            wanted = digest(token).encode("ascii")
+        except UnicodeEncodeError:
+            # A header's bytes that are no UTF-8 (aiohttp keeps them as surrogates): no token made
+            # (`new_token`: URL-safe base64) or hashed into the file is one.
+            return None
         found = None
         for known, holder in self.holders.items():
             if hmac.compare_digest(wanted, known.encode("ascii")):
@@ -114,12 +120,11 @@ def load(path: Path) -> Tokens:
     """The tokens file at `path`. Raises TokenError (unreadable, too large, malformed)."""
     where = printable(str(path))
     try:
-        with path.open("rb") as f:
-            data = f.read(MAX_FILE + 1)
-    except OSError as exc:
-        raise TokenError(f"{where}: {exc.strerror or exc}") from exc
-    if len(data) > MAX_FILE:
-        raise TokenError(f"{where}: over {MAX_FILE} bytes: not a tokens file")
+        data = read_regular(path, MAX_FILE)  # a FIFO is refused, never waited on
+    except FileRefused as exc:
+        if exc.kind == "size":
+            raise TokenError(f"{where}: over {MAX_FILE} bytes: not a tokens file") from None
+        raise TokenError(f"{where}: {exc.reason}") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

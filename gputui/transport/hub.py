@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import random
 import time
@@ -38,8 +37,11 @@ from typing import Any, TypeGuard
 
 import aiohttp
 
-from ..model.host import NOT_THROUGH_A_HUB
+from ..config.hostlist import MAX_HOSTS, too_many_hosts
+from ..model.host import HUB_PROTOCOL, NOT_THROUGH_A_HUB
 from ..probe.delta import DeltaError, apply
+from ..probe.wire import check, clip_text, interval_problem, loads, printable
+from ..text.clients import HEAD_DEADLINE
 from .base import TransportError
 
 PREFIX = "hub:"
@@ -51,7 +53,8 @@ CONNECT_TIMEOUT = 10.0  # seconds to connect and read the hub's whole state
 READ_TIMEOUT = 45.0  # seconds without a byte (the hub pings every 15) before the stream is dead
 ACTION_TIMEOUT = 30.0  # seconds the hub may take to plan (a full scan of the host) and answer
 DETAIL_TIMEOUT = 10.0  # seconds for the hub's answer to a process detail (it waits 3 on its host)
-MAX_LINE = 32 * 1024 * 1024  # bytes of one line of the stream: a whole sample of a large host fits
+MAX_LINE = 32 * 1024 * 1024  # bytes of a line, and of a frame, of the stream: a large host's sample fits
+MAX_WORDS = 1024  # characters of a host's reason, message or group from the hub (more: cut, marked)
 QUEUE_MAX = 2048  # records waiting for one link's reader; past that the link is behind: it ends
 SAME_TIME = 0.001  # seconds: the hub's history gives times to the millisecond
 UNMAPPED_MAX = 256  # events of plans not (yet) known to a link, kept in case their id comes next
@@ -127,30 +130,51 @@ class HubHost:
     down_said: bool = False  # a link has ended with this down spell's reason: the next ones wait
 
 
-def _frames(buffer: bytearray, chunk: bytes, pending: dict[str, str]) -> list[tuple[str, str]]:
-    """Server-sent events out of the bytes read so far: (event, data) for each frame complete in
-    `buffer` + `chunk`; what is left stays in `buffer`, a frame begun in `pending`."""
-    buffer += chunk
-    out: list[tuple[str, str]] = []
-    while True:
-        end = buffer.find(b"\n")
-        if end < 0:
-            if len(buffer) > MAX_LINE:
-                raise TransportError("closed", f"a line of the hub's stream is over {MAX_LINE} bytes")
-            return out
-        line = bytes(buffer[:end]).rstrip(b"\r").decode("utf-8", "replace")
-        del buffer[: end + 1]
-        if not line:
-            if "data" in pending:
-                out.append((pending.get("event", "message"), pending["data"]))
-            pending.clear()
-        elif not line.startswith(":"):
-            name, _, value = line.partition(":")
-            value = value[1:] if value.startswith(" ") else value
-            if name == "data" and "data" in pending:
-                pending["data"] += "\n" + value
-            elif name in ("event", "data"):
-                pending[name] = value
+class _Events:
+    """Server-sent events out of the stream's bytes as they come: `feed` gives (event, data) for each
+    frame complete so far. A line, and a frame's data however many `data:` lines it takes, are at
+    most MAX_LINE bytes (the hub sends one line a frame); the data is kept as a list of lines and
+    joined once (`+=` on one string copies all of it for every line: quadratic)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.buffer = bytearray()
+        self.scanned = 0  # bytes at the start of `buffer` known to hold no line break
+        self.event: str | None = None
+        self.data: list[str] = []
+        self.size = 0  # bytes of `data`
+
+    def feed(self, chunk: bytes) -> list[tuple[str, str]]:
+        buffer = self.buffer
+        buffer += chunk
+        out: list[tuple[str, str]] = []
+        start, pos = 0, self.scanned  # a line begun in an earlier chunk is not searched again
+        while (end := buffer.find(b"\n", pos)) >= 0:
+            self._line(bytes(buffer[start:end]).rstrip(b"\r"), out)
+            start = pos = end + 1
+        del buffer[:start]
+        self.scanned = len(buffer)
+        if len(buffer) > MAX_LINE:
+            raise TransportError("closed", f"the hub {self.url} sent a line over {MAX_LINE:,} bytes")
+        return out
+
+    def _line(self, raw: bytes, out: list[tuple[str, str]]) -> None:
+        if not raw:
+            if self.data:
+                out.append((self.event or "message", "\n".join(self.data)))
+            self.event, self.data, self.size = None, [], 0
+            return
+        if raw.startswith(b":"):
+            return  # a comment: the hub's ping
+        name, _, value = raw.decode("utf-8", "replace").partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "event":
+            self.event = value
+        elif name == "data":
+            self.size += len(raw) + 1
+            if self.size > MAX_LINE:
+                raise TransportError("closed", f"the hub {self.url} sent a frame over {MAX_LINE:,} bytes")
+            self.data.append(value)
 
 
 class HubStream:
@@ -169,6 +193,7 @@ class HubStream:
         self._session: aiohttp.ClientSession | None = None
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[None] | None = None
+        self._overdue = False  # the first state did not come in time: the reader was cancelled for it
 
     # -- the connection ---------------------------------------------------------------------------
 
@@ -187,13 +212,7 @@ class HubStream:
         await asyncio.shield(self._ready)
 
     async def _run(self, ready: asyncio.Future[None]) -> None:
-        try:
-            await self._read()
-            failure = TransportError("closed", f"the hub {self.url} ended its stream")
-        except TransportError as exc:
-            failure = exc
-        except (aiohttp.ClientError, OSError, asyncio.TimeoutError, ValueError) as exc:
-            failure = TransportError("unreachable", f"the hub {self.url}: {_words(exc)}")
+        failure = await self._outcome(ready)
         self.failure = failure
         if ready.done():  # it was up: the next try may come at once
             self.backoff, self.retry_at = RETRY_FIRST, 0.0
@@ -207,13 +226,49 @@ class HubStream:
             for link in list(links):
                 link.fail(failure)
 
+    async def _outcome(self, ready: asyncio.Future[None]) -> TransportError:
+        """Read the stream to its end; why it ended. The hub's first state (up to its `hub` frame)
+        must come within CONNECT_TIMEOUT however the hub stalls: aiohttp's timeouts bound each read,
+        and a hub that only pings, or sends a frame a byte at a time, never trips them."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._overdue = False
+        timer = asyncio.get_running_loop().call_later(CONNECT_TIMEOUT, self._give_up, ready, task)
+        try:
+            await self._read()
+            return TransportError("closed", f"the hub {self.url} ended its stream")
+        except TransportError as exc:
+            return exc
+        except (aiohttp.ClientError, OSError, asyncio.TimeoutError, ValueError) as exc:
+            return TransportError("unreachable", f"the hub {self.url}: {_words(exc)}")
+        except asyncio.CancelledError:
+            if not self._overdue:
+                raise
+            return TransportError("timeout", f"the hub {self.url} sent no state within {CONNECT_TIMEOUT:g} s")
+        # A reader that died of a frame nobody foresaw would leave every link waiting for ever.
+        except Exception as exc:
+            return TransportError(
+                "closed", f"the hub {self.url}: cannot read its stream ({type(exc).__name__})"
+            )
+        finally:
+            timer.cancel()
+
+    def _give_up(self, ready: asyncio.Future[None], task: asyncio.Task[None]) -> None:
+        if not ready.done():
+            self._overdue = True
+            task.cancel()
+
     async def _read(self) -> None:
         if self._session is None or self._session.closed:
             # READ_TIMEOUT as aiohttp's own read timeout, not an asyncio.wait_for around each read:
             # before Python 3.12, wait_for swallows a cancellation that comes as its read completes,
             # and on a busy stream that is most of them (closing a stream then read it forever).
             timeout = aiohttp.ClientTimeout(sock_connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT)
-            self._session = aiohttp.ClientSession(timeout=timeout)
+            # The hub closes a connection that stays idle HEAD_DEADLINE after an answer: one kept here
+            # is let go before then, so an action's POST (aiohttp retries no POST) never goes out on
+            # a connection the hub is closing.
+            connector = aiohttp.TCPConnector(keepalive_timeout=HEAD_DEADLINE / 2)
+            self._session = aiohttp.ClientSession(timeout=timeout, connector=connector)
         # Not `async with`: leaving it waits for the answer to end, and an events stream never ends;
         # closing the answer drops its connection at once.
         response = await self._session.get(self.url + EVENTS, headers=self.headers())
@@ -222,13 +277,12 @@ class HubStream:
                 raise TransportError("auth-failed", f"the hub {self.url} refused the token (401)")
             if response.status != 200:
                 raise TransportError("unreachable", f"the hub {self.url} answered {response.status}")
-            buffer = bytearray()
-            pending: dict[str, str] = {}
+            events = _Events(self.url)
             while True:
                 chunk = await response.content.readany()
                 if not chunk:
                     return
-                for name, data in _frames(buffer, chunk, pending):
+                for name, data in events.feed(chunk):
                     self._frame(name, data)
         finally:
             response.close()
@@ -246,27 +300,61 @@ class HubStream:
     # -- the frames ---------------------------------------------------------------------------------
 
     def _frame(self, name: str, data: str) -> None:
-        try:
-            value = json.loads(data)
-        except ValueError:
-            return  # not JSON: nothing the protocol sends
-        if name == "hub" and isinstance(value, dict):
-            self._hub(value)
-        elif name == "reset":
+        """One frame taken. A frame this viewer reads that is not what the protocol says ends the
+        stream (TransportError): the hub is not one, or not one this viewer understands, and any
+        frame after it could be read wrong. Kinds it does not read (`problems`, the page's; what a
+        later hub adds) are passed over unread."""
+        if name == "reset":
             self.info = None  # the `hub` frame and the whole state follow
-        elif name in ("host", "hello", "sample", "event") and _pair(value):
-            host, record = value
-            if name == "host":
-                self._host(host, record)
-            elif host in self.hosts:
-                self._record(name, host, record)
+        if name not in ("hub", "host", "hello", "sample", "event"):
+            return
+        try:
+            value = loads(data)  # the wire's rule: no NaN, no infinity, no float out of range
+        except RecursionError:
+            raise self._malformed(name, "nested too deeply") from None
+        except ValueError:
+            raise self._malformed(name, "not JSON") from None
+        if name == "hub":
+            self._hub(value)
+            return
+        if not _pair(value) or not isinstance(value[1], dict):
+            raise self._malformed(name, 'not ["HOST", {...}]')
+        host, record = value
+        if name == "host":
+            self._host(host, record)
+            return
+        # The probe's own record, checked as a line from a probe is (its depth, version, type):
+        # the viewer's session takes it as if its own link had read it.
+        _, problem = check(record, (name,))
+        if problem is not None:
+            raise self._malformed(name, problem["message"])
+        if host in self.hosts:
+            self._record(name, host, record)
 
-    def _hub(self, frame: dict[str, Any]) -> None:
-        hosts = [h for h in frame.get("hosts") or [] if isinstance(h, str)]
-        interval = frame.get("interval")
+    def _malformed(self, name: str, why: str) -> TransportError:
+        return TransportError(
+            "closed", f"the hub {self.url} sent a malformed {name} frame ({printable(why)})"
+        )
+
+    def _hub(self, frame: Any) -> None:
+        if not isinstance(frame, dict):
+            raise self._malformed("hub", "not an object")
+        version = frame.get("v")
+        if type(version) is not int or version != HUB_PROTOCOL:  # True == 1 and 1.0 == 1 in Python
+            shown = printable(repr(version)[:40])
+            raise TransportError(
+                "closed",
+                f"the hub {self.url} speaks protocol version {shown}; this gputui reads {HUB_PROTOCOL}",
+            )
+        hosts = frame.get("hosts")
+        if isinstance(hosts, list) and len(hosts) > MAX_HOSTS:
+            raise TransportError("closed", too_many_hosts(f"the hub {self.url}"))
+        if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+            raise self._malformed("hub", "its hosts are not a list of names")
+        interval: Any = frame.get("interval")
         self.info = HubInfo(
-            version=str(frame.get("version") or ""),
-            interval=float(interval) if isinstance(interval, (int, float)) and interval > 0 else 1.0,
+            version=_text(frame.get("version")) or "",
+            interval=float(interval) if interval_problem(interval) is None else 1.0,
             actions=frame.get("actions") is True,
             hosts=hosts,
         )
@@ -364,7 +452,9 @@ def _pair(value: Any) -> bool:
 
 
 def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
+    """A string of the hub's as it may be shown (a reason, words, a group, a version): the hub's to
+    send, not this viewer's to trust, so escaped (an ESC from it never reaches a terminal) and cut."""
+    return printable(clip_text(value, MAX_WORDS) or "") if isinstance(value, str) and value else None
 
 
 def _words(exc: BaseException) -> str:

@@ -39,6 +39,7 @@ STOP_STEPS = 3  # scrape steps (the shortest seen between two points of the host
 OPEN_TIMEOUT = 30.0  # seconds a link waits for the first round that answers
 QUEUE = 4  # records waiting for a slow reader; older samples are dropped for newer ones
 POD_LABELS = ("namespace", "pod", "container")  # dcgm-exporter's, where it maps GPUs to pods
+MAX_VALUE = float(1 << 63)  # past an exporter's int64, a value is not a reading: it is refused
 
 
 def is_prometheus(spec: HostSpec) -> bool:
@@ -114,15 +115,21 @@ class Poller:
                 query(self.session, self.feed, self.feed.series_query()),
                 query(self.session, self.feed, self.feed.times_query()),
             )
-        except PromError as exc:
-            self.problem = exc.message
-            for link in self._links():
-                link.note(exc.message)
-        else:
             self.problem = None
             self._hand_out(series, times)
+        except PromError as exc:
+            self._failed(exc.message)
+        # The poller is every host's of the feed: one round that fails in a way nobody foresaw must
+        # not end it (its hosts would sit "connecting", then down with "no answer", and say nothing).
+        except Exception as exc:
+            self._failed(f"Prometheus at {self.feed.url}: cannot read its answer ({type(exc).__name__})")
         self.round += 1
         self.done.set()
+
+    def _failed(self, problem: str) -> None:
+        self.problem = problem
+        for link in self._links():
+            link.note(problem)
 
     def _hand_out(self, series: list[Point], times: list[Point]) -> None:
         by_host: dict[str, list[Point]] = {}
@@ -228,7 +235,12 @@ def _index(text: str | None) -> int | None:
 
 
 def _int(value: float | None, scale: float = 1.0) -> int | None:
-    return None if value is None or value < 0 else round(value * scale)
+    """A series' value as a whole number in the wire's units; None (unknown) for none, a negative, or
+    one past MAX_VALUE: 1e308 MiB is a finite float, but in bytes it is infinity (round() raises)."""
+    if value is None or value < 0:
+        return None
+    scaled = value * scale
+    return round(scaled) if scaled <= MAX_VALUE else None
 
 
 def _gpu_record(gpu: _Gpu) -> dict[str, Any]:

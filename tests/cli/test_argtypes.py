@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 import pytest
 
@@ -63,3 +64,28 @@ def test_pid(text, ok):
     else:
         with pytest.raises(argparse.ArgumentTypeError):
             argtypes.pid(text)
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("4096", 4096),
+        ("8GiB", 8 << 30),
+        ("1.5T", 3 << 39),
+        ("2PiB", 2 << 50),
+        ("1EiB", 1 << 60),
+        ("1024P", 1 << 60),
+    ],
+)
+def test_a_size_takes_every_unit_up_to_its_bound(text, value):
+    """The range a refusal names is "1 byte to 1 EiB": its top is written as it says it (`1EiB`)."""
+    assert argtypes.size(text) == value
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [("1.5EiB", "out of range (1 byte to 1 EiB)"), ("2E", "out of range"), ("1ZiB", "is not a size")],
+)
+def test_a_size_past_the_bound_says_the_range(text, says):
+    with pytest.raises(argparse.ArgumentTypeError, match=re.escape(says)):
+        argtypes.size(text)

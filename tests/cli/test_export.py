@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -21,7 +22,7 @@ import time
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gputui.cli.export import make_app, serve, url
+from gputui.cli.export import make_app, serve, url, write_textfile
 from tests.support.exporter import REPO, env, get, gputui, served_url, start, stop, wait_for
 
 pytestmark = pytest.mark.timeout(300)  # real subprocesses on a fresh demo: slow on a busy machine
@@ -110,6 +111,51 @@ def test_bad_usage_is_one_clear_message_and_exit_2(args, says):
 def test_a_textfile_that_is_a_directory_is_refused(tmp_path):
     result = run("--demo", "--once", "--textfile", str(tmp_path))
     assert result.returncode == 2 and "a directory, not a file" in result.stderr
+
+
+def test_a_textfile_path_that_is_a_fifo_is_refused_before_anything_is_written(tmp_path):
+    """A FIFO (as a device would be) at --textfile is never replaced by the rename: one line, exit 2."""
+    fifo = tmp_path / "gputui.prom"
+    os.mkfifo(fifo)
+    result = run("--demo", "--once", "--textfile", str(fifo))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"gputui: --textfile {fifo}: is not a regular file (a FIFO): refused"
+    ]
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert os.listdir(tmp_path) == ["gputui.prom"]
+
+
+def test_a_textfile_path_that_is_a_symlink_is_refused_and_left_alone(tmp_path):
+    """The rename would replace the link, not what it names: refused, the link and its file kept."""
+    target = tmp_path / "elsewhere.prom"
+    target.write_text("kept\n")
+    link = tmp_path / "gputui.prom"
+    link.symlink_to(target)
+    result = run("--demo", "--once", "--textfile", str(link))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"gputui: --textfile {link}: is a symbolic link: refused (name the file itself)"
+    ]
+    assert link.is_symlink() and target.read_text() == "kept\n"
+
+
+def test_write_textfile_checks_the_path_again_before_the_rename(tmp_path):
+    """What is at the path may change while the exporter runs: each write looks again, and a
+    FIFO or a directory put there is refused (OSError), with no temporary file left."""
+    fifo = tmp_path / "fifo.prom"
+    os.mkfifo(fifo)
+    directory = tmp_path / "dir.prom"
+    directory.mkdir()
+    for path in (fifo, directory):
+        with pytest.raises(OSError, match="is not a regular file"):
+            write_textfile(path, b"x 1\n")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and directory.is_dir()
+    assert sorted(os.listdir(tmp_path)) == ["dir.prom", "fifo.prom"]
+    regular = tmp_path / "gputui.prom"
+    write_textfile(regular, b"x 1\n")
+    write_textfile(regular, b"x 2\n")
+    assert regular.read_bytes() == b"x 2\n"
 
 
 def test_listening_on_a_taken_address_is_refused_in_one_line():

@@ -373,3 +373,26 @@ def test_usage(tmp_path: Path) -> None:
         r = gputui(*args)
         assert r.returncode == 2 and words in only_line(r.stderr), (args, r.stderr)
     assert MAX_ENTRY > 3 << 20
+
+
+@pytest.mark.parametrize(
+    "at",
+    [
+        "+99999999999999999999",  # past what a time_t holds: OverflowError
+        "+300000000000",  # past the year 9999: ValueError
+        "+253402300799",
+        "9999-12-31T23:59:59-14:00",
+        "0001-01-01T00:00:00+14:00",  # before 1970: no recording's
+    ],
+)
+def test_a_moment_no_clock_of_a_recording_reaches_is_not_in_it(tmp_path: Path, at: str) -> None:
+    """A moment past any recorder's clock (or before 1970) is refused as any moment outside the
+    recording: one line, exit 2, as text or JSON, never a traceback."""
+    path = tmp_path / "r.gz"
+    demo_recording(path, seconds=2)
+    with RecordingReader(path) as reader, pytest.raises(ValueError, match="is not in any recording"):
+        parse_at(at, reader.header)
+    for json_or_not in ([], ["--json"]):
+        r = gputui("snapshot", "--replay", str(path), f"--at={at}", *json_or_not)
+        assert r.returncode == 2 and r.stdout == "", r.stderr
+        assert "is not in any recording" in only_line(r.stderr)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 import gputui.config.file as config
 from gputui.config.file import Config, ConfigError, HostSpec, find_config, load, load_config, parse_host_arg
+from tests.support.cli import gputui
 
 # ------------------------------------------------------------------------- command-line hosts
 
@@ -51,10 +53,10 @@ def test_local_is_local():
         ("[::1", "without a closing ']'"),
         ("[::1]2222", "after ']'"),
         ("[]:22", "no host name"),
-        ("-oProxyCommand=touch", "must not start with '-'"),
-        ("bad host", "must not contain spaces"),
-        ("-x@host", "user must not start with '-'"),
-        ("ho\x1bst", "control characters"),
+        ("-oProxyCommand=touch", "starts with '-'"),
+        ("bad host", "contains spaces"),
+        ("-x@host", "user starts with '-'"),
+        ("ho\x1bst", "contains control or invisible characters"),
     ],
 )
 def test_bad_host_arguments(arg, words):
@@ -173,8 +175,8 @@ def test_unknown_key_suggests_the_right_one(tmp_path):
         ('[[hosts]]\naddress = "a"\nwrap = "pct exec \'129"\n', 3, "does not split into words"),
         ('[[hosts]]\naddress = "a"\nwrap = "  "\n', 3, "non-empty string"),
         ('[[hosts]]\naddress = "a"\njump = "@x"\n', 3, "hop '@x'"),
-        ('[[hosts]]\naddress = "-oProxyCommand=x"\n', 2, "must not start with '-'"),
-        ('[[hosts]]\naddress = "a b"\n', 2, "must not contain spaces"),
+        ('[[hosts]]\naddress = "-oProxyCommand=x"\n', 2, "starts with '-'"),
+        ('[[hosts]]\naddress = "a b"\n', 2, "contains spaces"),
         ('[[hosts]]\naddress = "a"\nreader = "sim"\nsim_variant = -1\n', 4, "whole number >= 0"),
         ('[[hosts]]\naddress = "a"\nsim_scenario = "demo"\n', 3, 'only applies with reader = "sim"'),
         ("[[hosts]]\nport = 22\n", 1, "needs an 'address'"),
@@ -300,6 +302,39 @@ def test_named_config_must_exist(tmp_path):
     with pytest.raises(ConfigError) as caught:
         find_config(None, {"GPUTUI_CONFIG": str(tmp_path / "nope.toml")})
     assert "$GPUTUI_CONFIG" in caught.value.message
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_a_named_config_that_is_not_a_regular_file_says_so(tmp_path, kind):
+    """There is something at the path, so not "no such config file": what it is, in one line, exit 2,
+    and a FIFO is never opened for a read that would wait for a writer."""
+    path = tmp_path / "config.toml"
+    os.mkfifo(path) if kind == "fifo" else path.mkdir()
+    with pytest.raises(ConfigError, match="is not a regular file"):
+        load(str(path), {})
+    result = gputui("--config", str(path), "hosts", timeout=60)
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is not a regular file" in lines[0] and str(path) in lines[0], lines
+
+
+def test_a_config_over_the_bound_is_refused_without_reading_it_whole(tmp_path):
+    """A config file is read within the bound a host file is (16 MiB): a larger one (here sparse, so
+    nothing large is written) is refused by its size, in one line, exit 2, never read into memory."""
+    path = tmp_path / "config.toml"
+    path.write_text('[[hosts]]\naddress = "gpu-a"\n')
+    path.chmod(0o600)
+    os.truncate(path, config.MAX_CONFIG_BYTES + 1)
+    with pytest.raises(ConfigError, match="is over 16 MiB"):
+        load_config(path)
+    result = gputui("--config", str(path), "hosts", timeout=60)
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is over 16 MiB" in lines[0], lines
+    os.truncate(path, config.MAX_CONFIG_BYTES)  # at the bound: read, and found to be no TOML
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert "is over" not in caught.value.message
 
 
 def test_default_path_is_the_user_config_dir(monkeypatch, tmp_path):

@@ -168,5 +168,7 @@ def test_an_executable_inventory_is_run_by_ansible_inventory(ansible_home: Path)
     hosts = {"all": {"hosts": ["gpu-ok", "ev\x1b[2Jil"]}, "_meta": {"hostvars": {}}}
     script.write_text(f"#!{sys.executable}\nimport json\nprint(json.dumps({hosts!r}))\n")
     script.chmod(0o755)
-    with pytest.raises(InventoryError, match=r"host name 'ev\\e\[2Jil' contains control characters"):
+    with pytest.raises(
+        InventoryError, match=r"host name 'ev\\e\[2Jil' contains control or invisible characters"
+    ):
         inventory_hosts(str(script))

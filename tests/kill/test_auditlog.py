@@ -192,6 +192,22 @@ def test_not_enough_room_is_refused_before_anything_is_sent(tmp_path, monkeypatc
     assert not path.exists() or path.read_text() == ""
 
 
+@pytest.mark.parametrize(
+    ("where", "says"), [("under-a-file", "plain is not a directory"), ("under-proc", "No such file")]
+)
+def test_a_log_whose_directory_cannot_be_made_says_so_not_the_free_space(tmp_path, where, says):
+    """The room check looked at the free space of the nearest directory that exists (/proc: 0 KiB)
+    and blamed it; the log's directory, which cannot be made, is the problem: the check says that.
+    Nothing is written under /proc (a directory cannot be made there)."""
+    plain = tmp_path / "plain"
+    plain.write_text("")
+    path = plain / "sub" / "actions.jsonl" if where == "under-a-file" else Path("/proc/no-such-gputui/x/y")
+    with ActionLog(path) as log, pytest.raises(AuditError) as caught:
+        log.ensure_room(1)
+    assert says in str(caught.value) and "KiB free" not in str(caught.value), caught.value
+    assert plain.read_text() == ""
+
+
 def test_a_short_write_is_continued_not_torn(tmp_path, monkeypatch):
     """os.write may write less than asked (a signal, a nearly full disk): the rest follows."""
     real = os.write

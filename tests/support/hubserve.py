@@ -12,6 +12,7 @@ from aiohttp import web
 from gputui.fleet.fleet import Fleet
 from gputui.serve.actions import add_routes as add_action_routes
 from gputui.serve.app import Settings, make_app
+from gputui.serve.listen import HubRunner
 from gputui.serve.stream import Hub, Log
 
 
@@ -28,7 +29,7 @@ async def hub_on_loopback(
     app = make_app(settings or Settings(), hub)
     if actions_log is not None:
         add_action_routes(app, actions_log)
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+    runner = HubRunner(app, 0.5)  # as `gputui serve` runs it: its bounds on clients
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
     host, port = runner.addresses[0][:2]

@@ -108,7 +108,7 @@ def table(hosts: Sequence[ResolvedHost]) -> list[str]:
     head = [c.upper() for c in COLUMNS]
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(COLUMNS))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in [head, *rows]]
-    names = collapse(h.name for h in hosts)
+    names = _cell(collapse(h.name for h in hosts))  # escaped as a cell is: a name is untrusted
     shown = names if len(names) <= 200 else names[:197] + "..."
     lines.append(f"{count(len(hosts), 'host')}: {shown}")
     return lines

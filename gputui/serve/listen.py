@@ -1,0 +1,153 @@
+"""The hub's listening side: aiohttp's runner, with the rules every client of gputui's HTTP servers is
+held to (gputui/text/clients.py, as `gputui export` holds its own; docs/SERVE.md "Limits").
+
+    runner = HubRunner(app, shutdown_timeout)   # then setup(), a web.TCPSite, cleanup(): as AppRunner's
+
+- A request must arrive whole (its line and headers) within HEAD_DEADLINE seconds of the connection,
+  or of the last answer on it; else the connection is closed. aiohttp's keep-alive timer holds the
+  wait after an answer (`keepalive_timeout`); a sweep, once a second, holds the wait for a first
+  request (aiohttp before 3.14.x arms no timer before one: a client that sent half a request and
+  waited kept its socket for ever, and enough of them took every file descriptor).
+- A malformed request (a line or header over aiohttp's 8,190 bytes, over its 128 headers, a body
+  that is not its Content-Encoding) is answered 400 by aiohttp, which logged a traceback for each:
+  any client could fill the hub's log. Here each is a line of `Notices` (one of a kind every
+  NOTICE_EVERY seconds, the rest counted); a fault of the hub's own in answering is one too.
+- accept() out of file descriptors (EMFILE, past `ulimit -n`): asyncio logged a traceback for every
+  try, thousands a second; here it is a line of `Notices`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import sys
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+
+from ..model.textsafe import printable
+from ..text.clients import HEAD_DEADLINE, Notices, peer_name
+from .app import Handler
+
+SWEEP_EVERY = 1.0  # seconds between two looks for connections with no whole request yet
+OUT_OF_FILES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)  # asyncio's "out of system resource"
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class HubRunner(web.AppRunner):
+    """aiohttp's AppRunner for the hub's app, with the bounds above; `say`: where its lines go."""
+
+    def __init__(
+        self, app: web.Application, shutdown_timeout: float, say: Callable[[str], None] = _stderr
+    ) -> None:
+        self.notices = Notices(say, who="gputui serve")
+        self._heard: weakref.WeakSet[asyncio.BaseTransport] = weakref.WeakSet()  # a request came on it
+        self._seen: weakref.WeakKeyDictionary[asyncio.BaseTransport, float] = weakref.WeakKeyDictionary()
+        self._sweeper: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._before: Any = None  # the loop's exception handler before this runner's
+        heard = self._heard
+
+        @web.middleware
+        async def mark(request: web.Request, handler: Handler) -> web.StreamResponse:
+            if request.transport is not None:
+                heard.add(request.transport)  # its head came whole: aiohttp's keep-alive times the next
+            return await handler(request)
+
+        app.middlewares.insert(0, mark)  # first: every request is marked, whatever answers it
+        super().__init__(
+            app,
+            access_log=None,
+            shutdown_timeout=shutdown_timeout,
+            keepalive_timeout=HEAD_DEADLINE,
+            logger=_ClientLog(self.notices),
+        )
+
+    async def setup(self) -> None:
+        await super().setup()
+        self._loop = asyncio.get_running_loop()
+        self._before = self._loop.get_exception_handler()
+        self._loop.set_exception_handler(self._loop_exception)
+        self._sweeper = asyncio.create_task(self._sweep(), name="gputui serve: first requests")
+
+    async def cleanup(self) -> None:
+        sweeper, self._sweeper = self._sweeper, None
+        if sweeper is not None:
+            sweeper.cancel()
+            await asyncio.gather(sweeper, return_exceptions=True)
+        await super().cleanup()
+        if self._loop is not None:
+            self._loop.set_exception_handler(self._before)
+            self._loop = None
+            self.notices.flush(everything=True)
+
+    async def _sweep(self) -> None:
+        while True:
+            await asyncio.sleep(SWEEP_EVERY)
+            self.notices.flush()
+            server = self.server
+            if server is None:
+                continue
+            now = time.monotonic()
+            for handler in server.connections:
+                transport = handler.transport
+                if transport is None or transport in self._heard:
+                    continue
+                if now - self._seen.setdefault(transport, now) >= HEAD_DEADLINE:
+                    peer = peer_name(transport.get_extra_info("peername"))
+                    self.notices.note(peer, f"no whole request in {HEAD_DEADLINE:g} s: closed")
+                    transport.close()
+
+    def _loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        error = context.get("exception")
+        if (
+            isinstance(error, OSError)
+            and error.errno in OUT_OF_FILES
+            and "accept" in str(context.get("message"))
+        ):
+            where = context.get("socket")
+            address = peer_name(where.getsockname()) if where is not None else "the listening socket"
+            # asyncio tries again at once, up to its backlog a time: the count is of tries, not clients.
+            self.notices.note(
+                address, f"cannot accept a connection: {error.strerror} (ulimit -n?)", ("try", "tries")
+            )
+            return
+        if self._before is not None:
+            self._before(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+
+class _ClientLog(logging.Logger):
+    """What aiohttp's server says of a request (its `logger`), as lines of `notices`: a request it
+    refused (400; or a body that was not its Content-Encoding, which aiohttp finds again when it
+    drains the body after the route's 400) or a fault in answering one (500), by the exception's
+    kind, without the client's bytes and without a traceback; its debug lines are dropped."""
+
+    def __init__(self, notices: Notices) -> None:
+        super().__init__("gputui.serve.clients", logging.WARNING)
+        self.notices = notices
+
+    def handle(self, record: logging.LogRecord) -> None:
+        if record.levelno < logging.WARNING:
+            return
+        error = record.exc_info[1] if record.exc_info else None
+        peer = (
+            printable(str(record.args[0]))[:80]
+            if isinstance(record.args, tuple) and record.args
+            else "a client"
+        )
+        if isinstance(error, HttpProcessingError | web.RequestPayloadError):  # the client's, not the hub's
+            self.notices.note(peer, f"malformed request refused (400, {type(error).__name__})")
+        elif error is not None:
+            self.notices.note(peer, f"answer failed: {type(error).__name__}")
+        else:
+            self.notices.note(peer, printable(record.getMessage())[:200])

@@ -1,0 +1,99 @@
+"""Values out of any range in a Prometheus's series (gputui/transport/prometheus.py): a fake of the query
+API (aiohttp on 127.0.0.1 port 0 of this test's loop) answers a GPU's memory as 1e308 MiB (past what a
+float holds once in bytes), or Inf. The value is refused (unknown), the host stays live, and the
+feed's poller lives on: once the value is sane again it is read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+
+from gputui.config import promql
+from gputui.config.file import HostSpec
+from gputui.fleet.fleet import Fleet
+from gputui.fleet.session import LIVE
+from gputui.text.units import MIB
+from gputui.transport import make_link
+from tests.support.httpfake import serving
+from tests.support.waiting import eventually
+
+pytestmark = pytest.mark.timeout(120)
+
+HOSTS = ("h1", "h2")
+
+
+class Series:
+    """What the fake answers: each host's DCGM_FI_DEV_FB_USED of GPU 0, in MiB, as text."""
+
+    def __init__(self, used: str) -> None:
+        self.used = {"h1": used, "h2": "1000"}
+
+    def answer(self, query: str) -> bytes:
+        now = time.time()
+        if query.startswith("label_replace"):  # the times query: each GPU's newest point
+            items = [
+                {
+                    "metric": {"Hostname": h, "gpu": "0", "gputui_series": promql.DCGM_KEY},
+                    "value": [now, str(now)],
+                }
+                for h in HOSTS
+            ]
+        else:
+            items = [
+                {
+                    "metric": {"__name__": name, "Hostname": h, "gpu": "0", "UUID": f"GPU-{h}"},
+                    "value": [now, value],
+                }
+                for h in HOSTS
+                for name, value in ((promql.DCGM_KEY, self.used[h]), ("DCGM_FI_DEV_FB_FREE", "1000"))
+            ]
+        data = {"resultType": "vector", "result": items}
+        return json.dumps({"status": "success", "data": data}).encode()
+
+
+@contextlib.asynccontextmanager
+async def fake_prometheus(series: Series) -> AsyncIterator[str]:
+    async def query(request: web.Request) -> web.Response:
+        form = await request.post()
+        return web.Response(body=series.answer(str(form.get("query", ""))), content_type="application/json")
+
+    app = web.Application()
+    app.router.add_post("/api/v1/query", query)
+    async with serving(app) as url:
+        yield url
+
+
+def memory_used(fleet: Fleet, name: str) -> int | None:
+    sample = fleet.view(name).sample
+    return sample.gpus[0].memory_used if sample is not None and sample.gpus else None
+
+
+@pytest.mark.parametrize("used", ["1e308", "Inf", "-Inf", "NaN"])
+async def test_a_value_out_of_range_is_refused_and_the_poller_lives_on(used: str) -> None:
+    series = Series(used)
+    async with fake_prometheus(series) as url:
+        feed = promql.parse_feed(url).feed
+        fleet = Fleet()
+        for name in HOSTS:
+            spec = HostSpec(name=name, address=name, feed=feed, read_only=True)
+            fleet.add(name, lambda spec=spec: make_link(spec, interval=0.5), read_only=True, interval=0.5)
+        fleet.start()
+        try:
+            assert await eventually(lambda: all(fleet.view(h).status == LIVE for h in HOSTS), 60), [
+                (v.name, v.status, v.reason, v.detail) for v in fleet.hosts
+            ]
+            assert memory_used(fleet, "h2") == 1000 * MIB
+            assert memory_used(fleet, "h1") is None  # refused: unknown, not a number made up
+            series.used["h1"] = "100"
+            assert await eventually(lambda: memory_used(fleet, "h1") == 100 * MIB, 60), memory_used(
+                fleet, "h1"
+            )
+            assert fleet.view("h1").status == LIVE
+        finally:
+            await fleet.stop()
