@@ -124,18 +124,15 @@ def textfile_problem(path: Path) -> str | None:
 def write_textfile(path: Path, data: bytes) -> None:
     """`data` as `path`, atomically: a new file beside it (created exclusively, never through a
     symlink, named `.NAME.*.tmp`, which the textfile collector does not read), made readable by
-    node_exporter's user, then renamed over `path`, which is looked at first each time (what is
-    there may have changed since the start: textfile_problem). Raises OSError (the new file is
-    removed)."""
-    problem = textfile_problem(path)
-    if problem is not None:
-        raise OSError(errno.EINVAL, problem)
+    node_exporter's user, then renamed over `path`, which is looked at just before each rename
+    (what is there may have changed since the start: textfile_problem). Raises OSError (the new
+    file is removed)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             os.fchmod(f.fileno(), 0o644)
             f.write(data)
-        problem = textfile_problem(path)  # again, just before: the write may have taken a while
+        problem = textfile_problem(path)
         if problem is not None:
             raise OSError(errno.EINVAL, problem)
         os.replace(tmp, path)
