@@ -92,9 +92,13 @@ class Frames:
         return next((at for at, shown in self.shown if at >= since and shown == row), None)
 
 
-async def press(app: Any, table: Any, key: str, frames: Frames) -> tuple[float, float]:
+# How long one key may take to reach the screen before the bench gives it up (counted as unseen).
+GIVE_UP_S = 30.0
+
+
+async def press(app: Any, table: Any, key: str, frames: Frames) -> tuple[float, float | None]:
     """Deliver `key` as the terminal driver does; (ms to the cursor moved, ms to the first frame that
-    shows it there)."""
+    shows it there, None when none did within GIVE_UP_S)."""
     before = table.cursor_row
     target = before + 1 if key == "j" else before - 1
     event = events.Key(key, key)
@@ -102,12 +106,12 @@ async def press(app: Any, table: Any, key: str, frames: Frames) -> tuple[float, 
     frames.shown.clear()
     t0 = time.perf_counter()
     app._driver.send_message(event)
-    while table.cursor_row == before and time.perf_counter() - t0 < 5:
+    while table.cursor_row == before and time.perf_counter() - t0 < GIVE_UP_S:
         await asyncio.sleep(0.001)
     moved = time.perf_counter()
-    while (shown := frames.showing(target, t0)) is None and time.perf_counter() - t0 < 5:
+    while (shown := frames.showing(target, t0)) is None and time.perf_counter() - t0 < GIVE_UP_S:
         await asyncio.sleep(0.001)
-    return (moved - t0) * 1e3, ((shown or time.perf_counter()) - t0) * 1e3
+    return (moved - t0) * 1e3, None if shown is None else (shown - t0) * 1e3
 
 
 def p99(values: list[float]) -> float | None:
@@ -121,6 +125,7 @@ async def run(mode: str, seconds: float, keys: int) -> dict[str, Any]:
     latencies: list[float] = []
     moved: list[float] = []
     rss: list[float] = []
+    unseen = 0
     async with app.run_test(size=(160, 48)) as pilot:
         start = time.monotonic()
         while time.monotonic() - start < 3:  # the hosts connect, the hostile one starts
@@ -135,7 +140,8 @@ async def run(mode: str, seconds: float, keys: int) -> dict[str, Any]:
         gap = seconds / max(keys, 1)
         pressed = 0
         next_rss = 0.0
-        while time.monotonic() < end:
+        # `seconds` paces the keys; all of them are pressed, however long a busy machine takes.
+        while time.monotonic() < end or pressed < keys:
             if time.monotonic() >= next_rss:
                 rss.append(rss_mib())
                 next_rss = time.monotonic() + 1.0
@@ -144,7 +150,10 @@ async def run(mode: str, seconds: float, keys: int) -> dict[str, Any]:
                 key = "j" if main.proc_table.cursor_row == 0 else "k"
                 to_move, to_frame = await press(app, main.proc_table, key, frames)
                 moved.append(to_move)
-                latencies.append(to_frame)
+                if to_frame is None:
+                    unseen += 1
+                else:
+                    latencies.append(to_frame)
                 pressed += 1
             await asyncio.sleep(max(0.0, gap - (time.monotonic() - began)))
         hostile = app.fleet.view("hostile") if "hostile" in app.fleet.sessions else None
@@ -158,7 +167,8 @@ async def run(mode: str, seconds: float, keys: int) -> dict[str, Any]:
         "mode": mode,
         "rss_max_mib": max(rss),
         "rss_end_mib": rss[-1],
-        "keys": len(lat),
+        "keys": pressed,
+        "unseen": unseen,
         "p50_ms": statistics.median(lat) if lat else None,
         "p99_ms": p99(lat),
         "max_ms": lat[-1] if lat else None,
@@ -186,10 +196,13 @@ def main() -> int:
     for r in rows:
         print(
             f"{r['mode']:<8} {r['rss_max_mib']:>11.1f} {r['rss_end_mib']:>8.1f} {r['keys']:>5} "
-            f"{r['p50_ms']:>7.1f} {r['p99_ms']:>7.1f} {r['max_ms']:>7.1f} {r['moved_p99_ms']:>9.1f}  {r['hostile']}"
+            f"{r['p50_ms'] or 0:>7.1f} {r['p99_ms'] or 0:>7.1f} {r['max_ms'] or 0:>7.1f} {r['moved_p99_ms']:>9.1f}  {r['hostile']}"
         )
-    ok = all(r["rss_max_mib"] < 300 and (r["p99_ms"] or 0) < 200 for r in rows)
+    ok = all(r["rss_max_mib"] < 300 and (r["p99_ms"] or 0) < 200 and not r["unseen"] for r in rows)
     print("latency: key delivered -> the first frame showing the cursor moved; moved: -> the cursor moved")
+    for r in rows:
+        if r["unseen"]:
+            print(f"{r['mode']}: {r['unseen']} of {r['keys']} keys reached no frame within {GIVE_UP_S:g} s")
     print("bounds (RSS < 300 MiB, p99 key < 200 ms):", "met" if ok else "MISSED")
     if args.out:
         Path(args.out).write_text(json.dumps(rows, indent=2))

@@ -152,13 +152,14 @@ def test_busy_clean_runs_on_a_small_load(tmp_path):
 
 def test_flood_runs_and_times_keys_to_the_frame(tmp_path):
     out = tmp_path / "flood.json"
-    run = bench("flood.py", "--seconds", "2", "--keys", "4", "--modes", "huge", "--out", str(out))
+    run = bench("flood.py", "--seconds", "0", "--keys", "4", "--modes", "huge", "--out", str(out))
     assert run.returncode == 0, run.stderr[-3000:]
     assert "Event loop is closed" not in run.stderr  # no probe's pipes outlive the app's loop
     [row] = json.loads(out.read_text())
+    # All the keys asked for are pressed, however slow a busy machine is, and each reached a frame
+    # that shows the cursor where it moved (none given up as unseen).
     assert row["mode"] == "huge" and row["keys"] == 4 and row["hostile"] == ["live", None]
-    # Every key reached a frame that shows it, well before the bench's 5 s give-up.
-    assert 0 < row["p50_ms"] < 5000 and 0 < row["moved_p50_ms"] < 5000 and row["rss_max_mib"] > 0
+    assert row["unseen"] == 0 and row["p50_ms"] > 0 and row["moved_p50_ms"] > 0 and row["rss_max_mib"] > 0
 
 
 def test_job_clean_runs_on_the_sim():

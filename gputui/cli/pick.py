@@ -127,7 +127,7 @@ def _judge_host(view: HostView, args: argparse.Namespace) -> HostJudged:
     if view.facts is not None and view.facts.error_code in NO_GPU_CODES:
         return HostJudged(view.name, why_not=view.facts.error_message or view.facts.error_code)
     if sample is None or view.status != LIVE:
-        why = view.detail or view.reason
+        why = view.shown_detail or view.reason
         return HostJudged(view.name, why_not=f"{view.status}{': ' + why if why else ''}")
     conditions = conditions_of(args)
     idle = view.idle.durations(args.idle_after)

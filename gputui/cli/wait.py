@@ -254,7 +254,7 @@ def _pending_words(pending: Pending) -> str:
 
 
 def _no_sample(view: HostView) -> str:
-    why = view.detail or view.reason
+    why = view.shown_detail or view.reason
     return f"no sample yet ({view.status}{': ' + why if why else ''})"
 
 

@@ -134,9 +134,11 @@ class HostView:
     # no one sample carries. `group`: the host's group when its source names one (else by name).
     idle: HostIdle = field(default_factory=HostIdle)
     group: str | None = None
-    # Why the host was last down, until it is live again: between two attempts it is "connecting",
-    # and the fleet view keeps it among the hosts down rather than flicker.
+    # Why the host was last down (the code, and the failed attempt's own words), until it is live
+    # again: between two attempts it is "connecting", and the fleet view keeps it among the hosts
+    # down, with its words, rather than flicker.
     last_down: str | None = None
+    last_detail: str | None = None
     # Whether the last sample said something the fleet's views draw that the one before did not
     # (gputui/fleet/news.py): a sample without news still feeds the history and the idle tracker.
     news: bool = True
@@ -160,6 +162,14 @@ class HostView:
             return None
         code = self.reason or self.last_down
         return REASONS.get(code, code) if code and code != "down" else None
+
+    @property
+    def shown_detail(self) -> str | None:
+        """The words of what is wrong, as people are shown them: while the host tries again after it
+        went down, the words of the attempt that failed."""
+        if self.detail:
+            return self.detail
+        return self.last_detail if self.shown_status == DOWN else None
 
     @property
     def can_kill(self) -> bool:
@@ -314,9 +324,9 @@ class HostSession:
     def _set(self, status: str, reason: str | None = None, detail: str | None = None) -> None:
         v = self.view
         if status == DOWN:
-            v.last_down = reason or "down"
+            v.last_down, v.last_detail = reason or "down", detail
         elif status == LIVE:
-            v.last_down = None
+            v.last_down = v.last_detail = None
         if (v.status, v.reason, v.detail) != (status, reason, detail):
             v.status, v.reason, v.detail = status, reason, detail
             self.notify(StatusChanged(v))

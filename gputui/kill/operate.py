@@ -184,7 +184,9 @@ class Operations:
         if view.read_only or (facts is not None and facts.read_only):
             return HostProblem(host, "refused", "read-only host: kill actions are disabled here")
         if view.sample is None or facts is None:
-            return HostProblem(host, "unreachable", view.detail or view.reason or "no sample arrived in time")
+            return HostProblem(
+                host, "unreachable", view.shown_detail or view.reason or "no sample arrived in time"
+            )
         if any(p.host == host for p in self.running.values()):
             return HostProblem(host, "busy", f"a plan is running on {host}: wait for its verdict")
         return None

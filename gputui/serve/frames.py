@@ -76,7 +76,7 @@ def host_status(view: HostView) -> tuple[str, str | None, str | None]:
     if status == "live":
         return status, None, None
     reason = view.reason or view.last_down
-    return status, reason, view.detail or view.down_why or view.phase_detail
+    return status, reason, view.shown_detail or view.down_why or view.phase_detail
 
 
 def host_record(view: HostView, group: str, with_history: bool) -> dict[str, Any]:

@@ -58,7 +58,7 @@ def host_status(view: HostView) -> tuple[str, str | None, str | None]:
         return "no-gpu", view.facts.error_code, view.facts.error_message
     if view.sample is not None:
         return "live", None, None
-    return DOWN, view.reason or "timeout", view.detail or "no sample arrived in time"
+    return DOWN, view.reason or "timeout", view.shown_detail or "no sample arrived in time"
 
 
 def as_json(

@@ -278,3 +278,39 @@ async def test_an_app_that_stalls_past_the_silence_limit_does_not_call_its_strea
         assert a.status == LIVE and a.connects == connects
     finally:
         await fleet.stop()
+
+
+async def test_a_host_trying_again_keeps_the_words_of_why_it_went_down():
+    """Between two attempts the session says "connecting" and the host is shown down: the lists, the
+    status line and the server say why, in the failed attempt's own words, until it is live again."""
+    from gputui.serve.frames import host_status
+    from gputui.transport.base import TransportError
+
+    opened: list[int] = []
+    forever = asyncio.Event()
+
+    class Refused:
+        hello = None
+        failure = None
+
+        async def open(self) -> None:
+            opened.append(1)
+            if len(opened) == 1:
+                raise TransportError("unreachable", "response over 1 MiB")
+            await forever.wait()  # the second attempt hangs, as a slow source does
+
+        async def close(self) -> None:
+            pass
+
+    fleet = Fleet()
+    view = fleet.add("big", lambda: Refused(), read_only=True)
+    fleet.start()
+    try:
+        assert await eventually(lambda: len(opened) == 2, 60)
+        assert view.status == "connecting" and view.shown_status == DOWN
+        assert view.shown_detail == "response over 1 MiB"
+        assert host_status(view) == (DOWN, "unreachable", "response over 1 MiB")
+    finally:
+        await fleet.stop()
+    view.status, view.last_down, view.last_detail = LIVE, None, None
+    assert view.shown_detail is None  # live: nothing is wrong

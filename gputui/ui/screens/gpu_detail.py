@@ -209,7 +209,7 @@ class GpuDetailScreen(Screen[None]):
             self.refresh_bindings()
         sample = view.sample
         if gpu is None or sample is None:
-            why = view.detail or view.status
+            why = view.shown_detail or view.shown_status
             self.text.update(
                 Text(f"No reading of GPU {self.gpu} on {self.host} ({fmt.safe(why, 200)}).", "italic")
             )

@@ -311,8 +311,8 @@ class HostNotice(StyledStatic):
             text.append(".\nProcesses that hold /dev/nvidia* files are still listed below.")
         elif view.sample is None and view.shown_status == DOWN:
             text.append(f"{fmt.safe(view.name, 60)} is down: {view.down_why or 'down'}", warn)
-            if view.detail:
-                text.append(f"\n{fmt.safe(view.detail, 300)}", muted)
+            if view.shown_detail:
+                text.append(f"\n{fmt.safe(view.shown_detail, 300)}", muted)
             # Between two attempts ("connecting"): say that this one is under way.
             now = f": trying again now ({view.phase or 'connecting'})" if view.status == CONNECTING else ""
             text.append(f"\ngputui keeps retrying in the background{now}.", muted)
