@@ -81,7 +81,7 @@ async def test_the_dashboard_its_action_log_and_its_notifications(tmp_path: Path
             await pilot.pause(0.2)
             assert not raw_in(screen_text(app))  # the dialog, built from the hostile sample
             await pilot.press("ctrl+k")
-            assert await eventually(lambda: any("verdict:" in e.text for e in main.action_log.entries), 30)
+            assert await eventually(lambda: any("verdict:" in e.text for e in main.action_log.entries), 60)
             await pilot.pause(0.5)
             notes = [f"{n.title} {n.message}" for n in app._notifications]
             assert notes and not [n for n in notes if RAW.search(n)]

@@ -130,11 +130,11 @@ async def test_record_replay_snapshot_round_trip(live: Live, tmp_path: Path) -> 
         await pilot.pause(0.5)
         assert player.now() == paused
         await pilot.press("n")
-        await wait_for(pilot, lambda: player.now() == paused + header.interval or player.ended, 30)
+        await wait_for(pilot, lambda: player.now() == paused + header.interval or player.ended)
         await pilot.press("p")
         await wait_for(pilot, lambda: player.ended, 120)
         main = app._main
         assert main is not None
-        await wait_for(pilot, lambda: any(e.tag == plan for e in main.action_log.entries), 30)
-        await wait_for(pilot, lambda: "■ end" in app.replay_bar._last, 10)  # type: ignore[attr-defined]
+        await wait_for(pilot, lambda: any(e.tag == plan for e in main.action_log.entries))
+        await wait_for(pilot, lambda: "■ end" in app.replay_bar._last)  # type: ignore[attr-defined]
         assert clock_words(player.now(), header) in app.replay_bar._last  # type: ignore[attr-defined]

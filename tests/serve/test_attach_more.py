@@ -190,7 +190,7 @@ async def test_the_process_detail_is_the_hubs_and_the_environment_is_refused(tmp
             await wait_for(pilot, lambda: isinstance(app.screen, ProcDetailScreen))
             screen = app.screen
             assert isinstance(screen, ProcDetailScreen)
-            await wait_for(pilot, lambda: screen.status != "reading", 30)
+            await wait_for(pilot, lambda: screen.status != "reading")
             detail = screen.detail
             assert screen.status == "read" and detail is not None, screen.status
             assert detail.pid == proc.pid and detail.start_time == proc.start_time

@@ -192,7 +192,7 @@ async def test_a_hosts_markup_and_control_characters_reach_clients_only_escaped(
             async with client.get(f"{hub.url}/api/v1/events") as response:
                 raw = b""
                 while b"event: problems" not in raw:
-                    raw += await asyncio.wait_for(response.content.readany(), 30)
+                    raw += await asyncio.wait_for(response.content.readany(), 60)
             async with client.get(f"{hub.url}/api/v1/snapshot") as response:
                 snapshot = await response.read()
         for body in (raw, snapshot):
@@ -233,10 +233,10 @@ async def test_a_client_that_stops_reading_holds_bounded_memory_then_gets_a_rese
             assert 0 < hub.hub.buffered() <= 1 << 20, hub.hub.buffered()
             got = b""
             while b"event: reset" not in got:
-                got += await asyncio.wait_for(reader.read(1 << 16), 30)
+                got += await asyncio.wait_for(reader.read(1 << 16), 60)
             rest = got.split(b"event: reset", 1)[1]
             while b"event: problems" not in rest:
-                rest += await asyncio.wait_for(reader.read(1 << 16), 30)
+                rest += await asyncio.wait_for(reader.read(1 << 16), 60)
             # After the reset: the whole state again, `hub` first, then the host's frames.
             order = [line for line in rest.split(b"\n") if line.startswith(b"event: ")]
             assert order[:4] == [b"event: hub", b"event: host", b"event: hello", b"event: sample"], order[:6]
@@ -470,7 +470,7 @@ async def taken(hub: Served, seq: int) -> None:
         while (raw := hub.fleet.hosts[0].raw_sample) is None or raw["seq"] != seq:
             await asyncio.sleep(0.01)
 
-    await asyncio.wait_for(held(), 30)
+    await asyncio.wait_for(held(), 60)
 
 
 async def samples_until(stream: AsyncIterator[tuple[str, Any]], mirror: Mirror, seq: int) -> list[Any]:
@@ -483,7 +483,7 @@ async def samples_until(stream: AsyncIterator[tuple[str, Any]], mirror: Mirror, 
             got.append(data[1])
         return name == "sample" and data[1]["seq"] == seq
 
-    await asyncio.wait_for(until(stream, wanted), 30)
+    await asyncio.wait_for(until(stream, wanted), 60)
     return got
 
 

@@ -49,7 +49,7 @@ async def raw(url: str, request: bytes) -> bytes:
     reader, writer = await asyncio.open_connection(host, int(port))
     try:
         writer.write(request)
-        return await asyncio.wait_for(reader.read(), 30)
+        return await asyncio.wait_for(reader.read(), 60)
     finally:
         writer.close()
 

@@ -102,10 +102,10 @@ async def stop_fleet(fleet: Fleet, links: list[HostileLink]) -> None:
     with contextlib.suppress(Exception):
         await fleet.sessions[NAME].send({"type": "quit", "v": 1})
     try:
-        await asyncio.wait_for(fleet.stop(), 15)
+        await asyncio.wait_for(fleet.stop(), 60)
     except asyncio.TimeoutError:
         for link in links:
             if link.pid is not None:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(link.pid, signal.SIGKILL)
-        await asyncio.wait_for(fleet.stop(), 15)
+        await asyncio.wait_for(fleet.stop(), 60)

@@ -504,7 +504,7 @@ def _down(theme: str, hostile: bool = True) -> GpuTuiApp:
 async def went_down(pilot: Pilot[Any]) -> None:
     """Until demo-b is down (after its whole recording) and DOWN_FOR seconds have passed."""
     app: GpuTuiApp = pilot.app  # type: ignore[assignment]
-    await wait_for(pilot, lambda: app.fleet.view("demo-b").status == DOWN, 20)
+    await wait_for(pilot, lambda: app.fleet.view("demo-b").status == DOWN)
     view = app.fleet.view("demo-a")
     await wait_for(pilot, lambda: view.sample is not None and view.sample.seq >= last_seq("demo-a"))
     await redrawn(pilot)

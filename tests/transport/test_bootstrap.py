@@ -304,7 +304,7 @@ async def test_hello_timeout():
     link = LocalLink(HostSpec(name="here"), payload=fake_payload(main), hello_timeout=0.5, close_timeout=0.2)
     with pytest.raises(TransportError) as caught:
         # (The probe would end by itself after 60 s, and then not as a timeout.)
-        await asyncio.wait_for(link.open(), 30)
+        await asyncio.wait_for(link.open(), 60)
     assert caught.value.reason == "timeout"
     assert link.pid is not None
 

@@ -16,6 +16,7 @@ import re
 import struct
 import termios
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -107,3 +108,28 @@ def test_the_footer_may_ask_what_is_offered_before_the_screen_has_its_widgets() 
     screen = MainScreen()
     for action in (*KILL_ACTIONS, "free_only", "refuse", "quit"):
         assert screen.check_action(action, ()) is None
+
+
+def _cursor_in_sight(table: Any) -> bool:
+    """Whether the table's cursor row is among the rows its frame shows (rows are one line high)."""
+    rows = table.scrollable_content_region.height - (table.header_height if table.show_header else 0)
+    return table.row_count > 0 and table.scroll_y <= table.cursor_row < table.scroll_y + rows
+
+
+@pytest.mark.parametrize("size", [MIN_SIZE, (80, 18), (130, 15)])
+async def test_the_action_log_leaves_the_tables_rows_their_keys_act_on(size: tuple[int, int]) -> None:
+    """With the action log open on a short terminal the log once took ten rows, the GPU table kept
+    its frame and no row, and the footer still offered f and F on a row no one could see. The log
+    now yields; wherever kill keys are offered, the row they act on is in sight."""
+    app = build_app()
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        main = app.screen
+        assert isinstance(main, MainScreen)
+        for keys in (["l"], ["right_square_bracket"], ["tab"], ["slash"]):
+            await pilot.press(*keys)
+            await redrawn(pilot)
+            table = app.focused if keys != ["slash"] else main.proc_table
+            offered = [a for a in KILL_ACTIONS if main.check_action(a, ())]
+            assert offered, (size, keys)
+            assert table is not None and _cursor_in_sight(table), (size, keys, table, table.region)
