@@ -30,7 +30,10 @@ async def test_e_on_the_detail_shows_the_environment_secrets_hidden_until_asked(
         screen = app.screen
         assert isinstance(screen, EnvironScreen)
         await wait_for(pilot, lambda: screen.status != "reading")
-        await wait_for(pilot, lambda: f"Environment of {user.pid}" in screen_text(app))  # drawn
+        # Drawn: the title, then (a layout later, on a busy machine) the variables read.
+        await wait_for(
+            pilot, lambda: f"Environment of {user.pid}" in screen_text(app) and "LANG" in screen_text(app)
+        )
         text = screen_text(app)
         assert f"Environment of {user.pid}" in text and "LANG" in text and "C.UTF-8" in text, text
         assert "variables read from /proc on demo-a" in text
@@ -47,6 +50,7 @@ async def test_e_on_the_detail_shows_the_environment_secrets_hidden_until_asked(
             screen = app.screen
             assert isinstance(screen, EnvironScreen)
             await wait_for(pilot, lambda: screen.status == "read")
+            await wait_for(pilot, lambda: "visible-value" in screen_text(app))  # drawn, a layout later
             text = screen_text(app)
             assert "visible-value" in text and "GPUTUI_TEST_TOKEN" in text and HIDDEN in text
             assert "s3cret" not in text and "1 secret-looking value hidden (s shows it)" in text

@@ -67,3 +67,33 @@ async def test_a_user_chosen_on_the_users_screen_is_that_user_only() -> None:
             for g in p.gpus
         }
         assert used and set(rows) == used, (rows, used)
+
+
+async def test_a_problem_longer_than_its_room_ends_in_a_mark_and_is_whole_on_hover() -> None:
+    """At 60 columns the problem beside the box was cut at its edge with no mark: "is not a" read
+    as the whole reason. It now ends in "…" where cut, and its tooltip holds all of it."""
+    app = build_app()
+    async with app.run_test(size=(60, 15)) as pilot:
+        await procs_of(pilot)
+        await pilot.press("slash", *"gpu:seven-and-a-half")
+        await redrawn(pilot)
+        problem = app.query_one(FilterProblem)
+        words = str(problem.render())
+        assert problem.display and len(words) > problem.size.width  # longer than its room
+        shown = "".join(segment.text for segment in problem.render_line(0)).rstrip()
+        assert shown.endswith("…") and words.startswith(shown[:-1]), (shown, words)
+        assert str(problem.tooltip) == words
+
+
+async def test_text_in_square_brackets_is_said_literally_and_ends_nothing() -> None:
+    """A problem quotes what was typed: `gpu:[b]x[/b]` was read as Textual markup, and the closing
+    tag the problem made of it ended the dashboard with a MarkupError."""
+    app = build_app()
+    async with app.run_test(size=(140, 30)) as pilot:
+        await procs_of(pilot)
+        await pilot.press("slash", *"gpu:[b]x[/b]")
+        await redrawn(pilot)
+        problem = app.query_one(FilterProblem)
+        shown = "".join(segment.text for segment in problem.render_line(0))
+        assert problem.display and shown.startswith("gpu:[b]x[/b] is no GPU index"), shown
+        assert app.is_running

@@ -161,3 +161,41 @@ def test_no_circle_inside_the_ui() -> None:
             if back is not None:
                 circles.append(" -> ".join((importer, *back)))
     assert circles == [], "\n".join(circles)
+
+
+MARKUP_SETTERS = frozenset({"border_title", "border_subtitle"})
+
+
+def _literal(node: ast.expr) -> bool:
+    """A string written in the code: a constant, or one of two chosen by a condition."""
+    if isinstance(node, ast.IfExp):
+        return _literal(node.body) and _literal(node.orelse)
+    return isinstance(node, ast.Constant)
+
+
+def _built_titles(tree: ast.Module) -> Iterator[int]:
+    """Lines where a border title is set to anything but a literal string: Textual reads a str
+    there as markup, so a host's name such as `gpu[/b]` would end the app (widgets/borders.py's
+    set_title and set_subtitle take it literally)."""
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and not _literal(node.value)
+            and any(isinstance(t, ast.Attribute) and t.attr in MARKUP_SETTERS for t in node.targets)
+        ):
+            yield node.lineno
+
+
+def test_a_border_title_that_is_built_goes_through_set_title() -> None:
+    found = [
+        f"{path.relative_to(UI.parent.parent)}:{line}"
+        for _name, path in _modules()
+        for line in _built_titles(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert found == [], "\n".join(found)
+    seeded = ast.parse(
+        'box.border_title = f"Process {pid} · {host}"\n'
+        'box.border_subtitle = "esc close"\n'
+        'box.border_subtitle = "a" if ok else name\n'
+    )
+    assert list(_built_titles(seeded)) == [1, 3]  # the check sees them

@@ -19,6 +19,7 @@ from textual.widgets.option_list import Option
 from gputui.kill.plan import SIGNAL_WORDS
 
 from .. import fmt
+from ..widgets.borders import set_title
 from ..widgets.columns import SORT_KEYS
 from ..widgets.table import KeyedTable
 from .dialog import DIALOG, Dialog
@@ -59,7 +60,7 @@ class ChooseScreen(Dialog[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="choose-box", classes=DIALOG) as box:
-            box.border_title = fmt.safe(self.title_words, 60)
+            set_title(box, fmt.safe(self.title_words, 60))
             box.border_subtitle = "enter choose · esc cancel"
             yield OptionList(
                 *(

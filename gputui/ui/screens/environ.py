@@ -22,6 +22,7 @@ from gputui.model import ProcDetail
 from gputui.text.words import count
 
 from .. import fmt
+from ..widgets.borders import set_title
 from ..widgets.detail_body import DetailBody, no_answer_words, unread_words
 from .dialog import DIALOG, SCROLL_BINDINGS, Dialog
 
@@ -53,7 +54,7 @@ class EnvironScreen(Dialog[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="env-box", classes=DIALOG) as box:
-            box.border_title = f"Environment of {self.pid} · {fmt.safe(self.host, 40)}"
+            set_title(box, f"Environment of {self.pid} · {fmt.safe(self.host, 40)}")
             box.border_subtitle = "s show or hide secrets · r read again · esc close"
             yield DetailBody(id="env-body")
 

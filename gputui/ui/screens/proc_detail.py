@@ -40,6 +40,7 @@ from gputui.text.words import count
 from .. import fmt, kinds
 from ..messages import PlanRequested, View
 from ..panels.kill import not_relayed
+from ..widgets.borders import set_title
 from ..widgets.chart import Scale, Series, nice_bytes, nice_top, stacked, stacked_cells
 from ..widgets.detail_body import DetailBody, no_answer_words, unread_words
 from .dialog import DIALOG, Dialog
@@ -114,7 +115,7 @@ class ProcDetailScreen(Dialog[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="pdetail-box", classes=DIALOG) as box:
-            box.border_title = f"Process {self.record.pid} · {fmt.safe(self.host, 40)}"
+            set_title(box, f"Process {self.record.pid} · {fmt.safe(self.host, 40)}")
             # Short enough for 80 columns: what each key does is in the footer and the help.
             box.border_subtitle = (
                 "c/C copy PID/command · e environment · k signal · r again · esc close"

@@ -22,6 +22,7 @@ from textual.widgets.option_list import Option
 from gputui.kill.plan.signal import SIGNAL_MEANINGS
 
 from .. import fmt
+from ..widgets.borders import set_title
 from .dialog import DIALOG, Dialog
 
 
@@ -39,7 +40,7 @@ class SignalScreen(Dialog[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="signal-box", classes=DIALOG) as box:
-            box.border_title = f"Send a signal to {self.pid} · {fmt.safe(self.host, 40)}"
+            set_title(box, f"Send a signal to {self.pid} · {fmt.safe(self.host, 40)}")
             box.border_subtitle = "enter choose (a confirmation follows) · esc cancel"
             yield Static(
                 Text(f"{self.pid} {fmt.safe(self.command, 200)}", overflow="ellipsis", no_wrap=True),

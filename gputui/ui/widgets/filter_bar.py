@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ClassVar
 
+from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.widgets import Input, Static
@@ -71,9 +72,14 @@ class FilterProblem(Static):
         color: $error;
         text-style: bold;
         display: none;
+        /* one line: cut with a mark, never mid-sentence without one; the tooltip has it whole */
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
     }
     """
 
     def say(self, words: str) -> None:
-        self.update(words)
+        # Text, not a str: the words quote what was typed, which may look like markup ("[b]").
+        self.update(Text(words))
+        self.tooltip = Text(words) if words else None
         self.display = bool(words)
