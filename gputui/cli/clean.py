@@ -41,7 +41,7 @@ from .console import Console
 from .demo import demo_names
 from .exits import Exit
 from .fleets import build_fleet, resolve_hosts
-from .gpuspec import NotFound, UsageError, resolve_gpu_specs, split_targets
+from .gpuspec import NotFound, UsageError, resolve_gpu_specs, take_positional_gpus
 from .jobspec import choose
 from .options import idle_after
 from .outcome import HostOutcome, exit_code
@@ -131,8 +131,8 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
 def run(args: argparse.Namespace) -> int:
     """`gputui clean` with its parsed arguments: its hosts, their fleet, then the plans."""
     config = load(args.config)
-    hosts, gpu_specs = split_targets(args.hosts)
-    args.gpu = list(args.gpu or []) + gpu_specs
+    take_positional_gpus(args)
+    hosts = args.hosts
     if not hosts:
         # A destructive command names its hosts: without one, this machine, unless a config (or
         # the demo) lists hosts, which must then be named.
