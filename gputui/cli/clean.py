@@ -170,20 +170,17 @@ async def run_clean(
     con = Console(stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin, bool(args.json))
     problem = _usage_problem(args)
     if problem is not None:
-        con.warn(problem)
-        return Exit.USAGE
+        return _bad_usage(con, args, problem)
     try:
         options = kill_options(args, kill or KillOptions())
     except UsageError as exc:
-        con.warn(str(exc))
-        return Exit.USAGE
+        return _bad_usage(con, args, str(exc))
     ops = Operations.open(fleet, args.log, kill=options, operator=operator)
     log = ops.audit
     try:
         _report_unfinished(await ops.report_unfinished(), ops, con)
     except UnsafeLog as exc:  # a log path that is not safe to use: refused before anything starts
-        con.warn(exc.strerror or str(exc))
-        return Exit.USAGE
+        return _bad_usage(con, args, exc.strerror or str(exc))
     fleet.start()
     try:
         if args.reset_gpu is not None:
@@ -191,12 +188,31 @@ async def run_clean(
         again = recheck or (lambda host: snapshot_command(host, {}, (), bool(args.demo), Config()))
         return await _clean(args, ops, con, idle_after, again)
     except UsageError as exc:
-        con.warn(str(exc))
-        return Exit.USAGE
+        return _bad_usage(con, args, str(exc), str(log.path))
     finally:
         await fleet.stop()
         log.close()
         con.report(log.path)
+
+
+def _bad_usage(con: Console, args: argparse.Namespace, message: str, log: str | None = None) -> int:
+    """Exit 2, said on stderr; with --json the document too (nothing done, `error` saying why), as
+    `wait --json` does: a script that reads stdout (`| jq .ok`) learns why instead of parsing
+    nothing. `log`: the audit log, once one was opened."""
+    con.warn(message)
+    if con.json:
+        con.document(
+            {
+                "version": CLEAN_JSON,
+                "dry_run": bool(args.dry_run),
+                "ok": False,
+                "exit_code": Exit.USAGE,
+                "error": printable(message),
+                "log": log,
+                "hosts": [],
+            }
+        )
+    return Exit.USAGE
 
 
 def _report_unfinished(report: UnfinishedReport, ops: Operations, con: Console) -> None:

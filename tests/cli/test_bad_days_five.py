@@ -35,3 +35,31 @@ def test_snapshot_takes_a_positional_host_gpu_as_its_gpu_filter(live: Live) -> N
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads(r.stdout)
     assert [(h["name"], [g["index"] for g in h["gpus"]]) for h in doc["hosts"]] == [("demo-b", [5])]
+
+
+# -- clean --json prints its document on a usage error too ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (("--gpu", "9"), "demo-a has no GPU 9"),
+        (("--pid", "999999999"), "not a GPU process"),
+        (("--job", "999999999"), "no job 999999999"),
+        (("--gpu", "0", "--sigint-first", "--signals", "kill"), "say different things"),
+    ],
+)
+def test_clean_json_prints_its_document_when_a_name_names_nothing(
+    live: Live, argv: tuple[str, ...], words: str
+) -> None:
+    """`gputui clean --json ... | jq .ok`: a GPU, PID or job that names nothing exited 2 with an
+    empty stdout (no document to read why from), where `wait --json` prints one (README)."""
+    r = live.gputui(
+        "clean", "--demo", "demo-a", *argv, "--yes", "--json", "--log", str(live.root / "a.jsonl")
+    )
+    live.record()
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert words in r.stderr and "Traceback" not in r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["ok"] is False and doc["exit_code"] == 2 and words in doc["error"]
+    assert doc["hosts"] == [] and doc["version"] == 2
