@@ -350,9 +350,14 @@ def _requests(
 ) -> list[Request]:
     """The command line as one request per host that has something to do. `idle`: with --idle, the
     PIDs of each host's idle holders (what is stopped)."""
+    # --user names whose work the errand is: the sweep takes only those users' holders, not another
+    # user's exporter that happens to hold /dev/nvidia* with no link to a GPU.
+    users = tuple(args.user or ())
     if idle is not None:
         return [
-            Request(name, "processes", pids=pids, sweep=args.sweep) for name, pids in idle.items() if pids
+            Request(name, "processes", pids=pids, sweep=args.sweep, sweep_users=users)
+            for name, pids in idle.items()
+            if pids
         ]
     gpus = resolve_gpu_specs(args.gpu or [], samples, hosts)
     chosen = choose(
@@ -383,6 +388,7 @@ def _requests(
                     jobs=jobs,
                     sweep=args.sweep,
                     include=include,
+                    sweep_users=users,
                 )
             )
     return out

@@ -6,14 +6,67 @@ round")."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.support.livedemo import Live
+from tests.support.livedemo import POLL, TIMEOUT, Live, snapshot
+from tests.support.waiting import wait_until
 
 # Each test starts a demo (two sims, some twenty processes): more than the suite's 120 s on a busy
 # machine. Nothing here asserts a duration.
 pytestmark = pytest.mark.timeout(600)
+NOBODY = 65534
+# Opens a GPU device file of the sim (its path on stdin), then becomes `nobody` and holds it: another
+# user's unattributed hidden holder (an exporter, say). The path is not on the command line, so the
+# live fixture does not take it for a process of the demo.
+HOLDER = (
+    "import os, sys, time\n"
+    "fd = os.open(sys.stdin.readline().strip(), os.O_RDONLY)\n"
+    f"os.setgid({NOBODY}); os.setuid({NOBODY})\n"
+    "print('held', flush=True)\n"
+    "time.sleep(3600)\n"
+)
+
+
+def host_doc(doc: dict[str, Any], name: str, key: str = "host") -> dict[str, Any]:
+    """A host's part of a document: `clean --json` names it by "host", `snapshot --json` by "name"."""
+    (entry,) = [h for h in doc["hosts"] if h[key] == name]
+    return entry
+
+
+@pytest.fixture
+def nobodys_holder(live: Live) -> Iterator[int]:
+    """A process of `nobody` holding demo-a's /dev/nvidia1 (the sim's), listed as an unattributed
+    hidden holder; ended by its PID at the end (the test started it)."""
+    if os.geteuid() != 0:
+        pytest.skip("a process of another user needs root to start")
+    assert live.gputui("demo", "start").returncode == 0
+    device = Path(live.status()["hosts"]["demo-a"]["directory"]) / "dev" / "nvidia1"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(f"{device}\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "held"
+
+        def listed() -> bool:
+            procs = host_doc(snapshot(live, "demo-a"), "demo-a", "name")["processes"]
+            return any(p["pid"] == proc.pid and p["kind"] == "hidden" and not p["gpus"] for p in procs)
+
+        assert wait_until(listed, TIMEOUT, step=POLL), "the holder was never listed"
+        yield proc.pid
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
 
 
 # -- a positional HOST:N is a GPU for every command that takes GPU SPECs ---------------------------
@@ -63,3 +116,39 @@ def test_clean_json_prints_its_document_when_a_name_names_nothing(
     doc = json.loads(r.stdout)
     assert doc["ok"] is False and doc["exit_code"] == 2 and words in doc["error"]
     assert doc["hosts"] == [] and doc["version"] == 2
+
+
+# -- the sweep: what the errand names, each process once --------------------------------------------
+
+
+def test_a_user_clean_does_not_sweep_another_users_holders(live: Live, nobodys_holder: int) -> None:
+    """`clean --user root --sweep` swept every unattributed holder of the host, nobody's exporter too
+    (a warning said it belonged to someone else; --yes signalled it): --user names whose processes
+    the errand is about."""
+    r = live.gputui("clean", "--demo", "demo-a", "--user", "root", "--sweep", "--dry-run", "--json")
+    live.record()
+    assert r.returncode == 0, r.stdout + r.stderr
+    plan = host_doc(json.loads(r.stdout), "demo-a")["plan"]
+    assert plan["targets"], plan
+    chosen = {t["pid"] for t in plan["targets"]} | {t["pid"] for t in plan["sweep"]}
+    assert nobodys_holder not in chosen
+    assert {t["user"] for t in plan["targets"] + plan["sweep"]} == {"root"}
+
+
+def test_a_job_of_an_unattributed_holder_is_not_swept_again(live: Live) -> None:
+    """demo-a's `probe_cuda.py` holds /dev/nvidia* with no GPU: a job of its own and a sweep
+    candidate. `--job` of it with `--sweep` listed it twice, as the job's root and as swept
+    ("the 2 swept" for one process)."""
+    assert live.gputui("demo", "start").returncode == 0
+    entry = host_doc(snapshot(live, "demo-a"), "demo-a", "name")
+    jobs = {int(j["id"]) for j in entry.get("jobs") or []}
+    (pid,) = [
+        p["pid"] for p in entry["processes"] if p["kind"] == "hidden" and not p["gpus"] and p["pid"] in jobs
+    ]
+    r = live.gputui("clean", "--demo", "demo-a", "--job", str(pid), "--sweep", "--dry-run", "--json")
+    live.record()
+    assert r.returncode == 0, r.stdout + r.stderr
+    plan = host_doc(json.loads(r.stdout), "demo-a")["plan"]
+    listed = [t["pid"] for t in plan["targets"] + plan["sweep"]]
+    assert listed.count(pid) == 1, plan
+    assert sorted(listed) == sorted(set(listed))
