@@ -57,6 +57,12 @@ def kill_options(args: argparse.Namespace, base: KillOptions) -> KillOptions:
     signals = args.signals or ("int" if args.sigint_first else base.signals)
     if args.sigint_first and args.signals not in (None, "int"):
         raise UsageError(f"--sigint-first and --signals {args.signals} say different things")
+    if signals == "kill" and args.term_timeout is not None:
+        # Dropped without a word, the operator would believe the job got its 30 s to save.
+        raise UsageError(
+            "--term-timeout is the wait after a soft signal: --signals kill (here or in [kill]) sends "
+            "SIGKILL at once, with nothing to wait after"
+        )
     return KillOptions(
         signals=signals,
         term_timeout=args.term_timeout if args.term_timeout is not None else base.term_timeout,
@@ -94,6 +100,8 @@ def _named_jobs(args: argparse.Namespace) -> bool:
 
 def _usage_problem(args: argparse.Namespace) -> str | None:
     jobs = _named_jobs(args)
+    if getattr(args, "idle_minutes", None) is not None and not getattr(args, "idle", False):
+        return "--idle-minutes is how long --idle watches for idle holders: it does nothing without --idle"
     if args.reset_gpu is not None:
         if args.all or args.gpu or args.pid or args.sweep or jobs or getattr(args, "idle", False):
             return (

@@ -152,3 +152,23 @@ def test_a_job_of_an_unattributed_holder_is_not_swept_again(live: Live) -> None:
     listed = [t["pid"] for t in plan["targets"] + plan["sweep"]]
     assert listed.count(pid) == 1, plan
     assert sorted(listed) == sorted(set(listed))
+
+
+# -- a flag that would do nothing is said, not dropped ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (("--gpu", "3", "--signals", "kill", "--term-timeout", "30"), "--term-timeout"),
+        (("--gpu", "3", "--idle-minutes", "5"), "--idle-minutes"),
+    ],
+)
+def test_clean_refuses_a_flag_it_would_ignore(live: Live, argv: tuple[str, ...], words: str) -> None:
+    """`--signals kill --term-timeout 30` (SIGKILL at once: no soft signal to wait after) and
+    `--idle-minutes 5` without --idle were dropped without a word: the plan ran as if not typed."""
+    r = live.gputui("clean", "--demo", "demo-a", *argv, "--dry-run", "--log", str(live.root / "a.jsonl"))
+    live.record()
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert words in r.stderr and "Traceback" not in r.stderr
+    assert "plan" not in r.stdout
