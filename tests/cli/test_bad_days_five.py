@@ -172,3 +172,21 @@ def test_clean_refuses_a_flag_it_would_ignore(live: Live, argv: tuple[str, ...],
     assert r.returncode == 2, r.stdout + r.stderr
     assert words in r.stderr and "Traceback" not in r.stderr
     assert "plan" not in r.stdout
+
+
+# -- a process left alone is "no such process" only when it is gone ---------------------------------
+
+
+def test_a_pid_above_the_jobs_is_not_said_to_be_gone(live: Live) -> None:
+    """`clean --pid 1` is refused (PID 1 is above every job), and its row said "(no such process)"
+    of a process that runs: the sample had no record of it, that is all. Only a ghost (a dead PID)
+    is said to be gone."""
+    assert live.gputui("demo", "start").returncode == 0
+    r = live.gputui("clean", "--demo", "demo-a", "--pid", "1", "--dry-run")
+    live.record()
+    assert r.returncode == 4, r.stdout + r.stderr
+    (row,) = [line for line in r.stdout.splitlines() if line.strip().startswith("1 ")]
+    assert "no such process" not in row and "above job" in row
+    # A ghost of the demo is still said to be gone.
+    ghost = live.gputui("clean", "--demo", "demo-a", "--gpu", "2", "--dry-run")
+    assert ghost.returncode == 0 and "(no such process)  (already dead" in ghost.stdout
