@@ -41,7 +41,7 @@ from .console import Console
 from .demo import demo_names
 from .exits import Exit
 from .fleets import build_fleet, resolve_hosts
-from .gpuspec import NotFound, UsageError, resolve_gpu_specs, split_targets
+from .gpuspec import NotFound, UsageError, resolve_gpu_specs, take_positional_gpus
 from .jobspec import choose
 from .options import idle_after
 from .outcome import HostOutcome, exit_code
@@ -57,6 +57,12 @@ def kill_options(args: argparse.Namespace, base: KillOptions) -> KillOptions:
     signals = args.signals or ("int" if args.sigint_first else base.signals)
     if args.sigint_first and args.signals not in (None, "int"):
         raise UsageError(f"--sigint-first and --signals {args.signals} say different things")
+    if signals == "kill" and args.term_timeout is not None:
+        # Dropped without a word, the operator would believe the job got its 30 s to save.
+        raise UsageError(
+            "--term-timeout is the wait after a soft signal: --signals kill (here or in [kill]) sends "
+            "SIGKILL at once, with nothing to wait after"
+        )
     return KillOptions(
         signals=signals,
         term_timeout=args.term_timeout if args.term_timeout is not None else base.term_timeout,
@@ -94,6 +100,8 @@ def _named_jobs(args: argparse.Namespace) -> bool:
 
 def _usage_problem(args: argparse.Namespace) -> str | None:
     jobs = _named_jobs(args)
+    if getattr(args, "idle_minutes", None) is not None and not getattr(args, "idle", False):
+        return "--idle-minutes is how long --idle watches for idle holders: it does nothing without --idle"
     if args.reset_gpu is not None:
         if args.all or args.gpu or args.pid or args.sweep or jobs or getattr(args, "idle", False):
             return (
@@ -131,8 +139,8 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
 def run(args: argparse.Namespace) -> int:
     """`gputui clean` with its parsed arguments: its hosts, their fleet, then the plans."""
     config = load(args.config)
-    hosts, gpu_specs = split_targets(args.hosts)
-    args.gpu = list(args.gpu or []) + gpu_specs
+    take_positional_gpus(args)
+    hosts = args.hosts
     if not hosts:
         # A destructive command names its hosts: without one, this machine, unless a config (or
         # the demo) lists hosts, which must then be named.
@@ -170,20 +178,17 @@ async def run_clean(
     con = Console(stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin, bool(args.json))
     problem = _usage_problem(args)
     if problem is not None:
-        con.warn(problem)
-        return Exit.USAGE
+        return _bad_usage(con, args, problem)
     try:
         options = kill_options(args, kill or KillOptions())
     except UsageError as exc:
-        con.warn(str(exc))
-        return Exit.USAGE
+        return _bad_usage(con, args, str(exc))
     ops = Operations.open(fleet, args.log, kill=options, operator=operator)
     log = ops.audit
     try:
         _report_unfinished(await ops.report_unfinished(), ops, con)
     except UnsafeLog as exc:  # a log path that is not safe to use: refused before anything starts
-        con.warn(exc.strerror or str(exc))
-        return Exit.USAGE
+        return _bad_usage(con, args, exc.strerror or str(exc))
     fleet.start()
     try:
         if args.reset_gpu is not None:
@@ -191,12 +196,31 @@ async def run_clean(
         again = recheck or (lambda host: snapshot_command(host, {}, (), bool(args.demo), Config()))
         return await _clean(args, ops, con, idle_after, again)
     except UsageError as exc:
-        con.warn(str(exc))
-        return Exit.USAGE
+        return _bad_usage(con, args, str(exc), str(log.path))
     finally:
         await fleet.stop()
         log.close()
         con.report(log.path)
+
+
+def _bad_usage(con: Console, args: argparse.Namespace, message: str, log: str | None = None) -> int:
+    """Exit 2, said on stderr; with --json the document too (nothing done, `error` saying why), as
+    `wait --json` does: a script that reads stdout (`| jq .ok`) learns why instead of parsing
+    nothing. `log`: the audit log, once one was opened."""
+    con.warn(message)
+    if con.json:
+        con.document(
+            {
+                "version": CLEAN_JSON,
+                "dry_run": bool(args.dry_run),
+                "ok": False,
+                "exit_code": Exit.USAGE,
+                "error": printable(message),
+                "log": log,
+                "hosts": [],
+            }
+        )
+    return Exit.USAGE
 
 
 def _report_unfinished(report: UnfinishedReport, ops: Operations, con: Console) -> None:
@@ -334,9 +358,14 @@ def _requests(
 ) -> list[Request]:
     """The command line as one request per host that has something to do. `idle`: with --idle, the
     PIDs of each host's idle holders (what is stopped)."""
+    # --user names whose work the errand is: the sweep takes only those users' holders, not another
+    # user's exporter that happens to hold /dev/nvidia* with no link to a GPU.
+    users = tuple(args.user or ())
     if idle is not None:
         return [
-            Request(name, "processes", pids=pids, sweep=args.sweep) for name, pids in idle.items() if pids
+            Request(name, "processes", pids=pids, sweep=args.sweep, sweep_users=users)
+            for name, pids in idle.items()
+            if pids
         ]
     gpus = resolve_gpu_specs(args.gpu or [], samples, hosts)
     chosen = choose(
@@ -367,6 +396,7 @@ def _requests(
                     jobs=jobs,
                     sweep=args.sweep,
                     include=include,
+                    sweep_users=users,
                 )
             )
     return out

@@ -20,6 +20,7 @@ from ..ui.terminal import LOST_STATUS, Lifeline, hung_up
 from ..ui.themes import bundled_themes_dir, load_themes, theme_problem
 from . import options
 from .fleets import build_fleet, over_ssh, resolve_hosts
+from .gpuspec import take_positional_gpus
 from .replay import REPLAY_INTERVAL, open_replay
 from .streams import fail
 
@@ -44,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, lifeline: Lifeline) -> int:
+    take_positional_gpus(args)  # `gputui gpu-a:2`: gpu-a, filtered on its GPU 2 (as --gpu gpu-a:2)
     config = load(args.config)
     replay = None
     if args.replay is not None:

@@ -7,6 +7,7 @@ port). Indexes are ASCII digits: `²` is a digit to str.isdigit, not to int().
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 
 from ..model import Sample
@@ -45,6 +46,16 @@ def split_targets(names: Sequence[str]) -> tuple[list[str], list[str]]:
         elif name not in hosts:
             hosts.append(name)
     return hosts, specs
+
+
+def take_positional_gpus(args: argparse.Namespace) -> None:
+    """Move the GPU specs among `args.hosts` (HOST:INDEX, HOST:all) to `args.gpu`, their hosts staying
+    hosts: every command that takes GPU SPECs reads a positional `gpu-a:2` as `clean` does, so that
+    `gputui clean gpu-a:2 --yes && gputui wait gpu-a:2` waits on the GPU just cleaned (read as a host,
+    it was gpu-a over SSH on port 2, or a host the demo does not have)."""
+    hosts, specs = split_targets(args.hosts or [])
+    args.hosts = hosts
+    args.gpu = [*(args.gpu or []), *specs]
 
 
 def resolve_gpu_specs(

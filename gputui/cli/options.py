@@ -206,7 +206,8 @@ def add_filters(p: argparse.ArgumentParser) -> None:
         action="extend",
         metavar="SPEC",
         help="these GPUs and the processes on them: an index, a UUID, HOST:INDEX or HOST:all, as "
-        "clean --gpu takes them (repeat it, or 2,3; --only is nvitop's name for it)",
+        "clean --gpu takes them (repeat it, or 2,3; --only is nvitop's name for it); a positional "
+        "HOST:N is one too",
     )
     group.add_argument(
         "--compute",

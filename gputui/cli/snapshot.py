@@ -29,6 +29,7 @@ from ..views.narrow import Narrowing, narrow
 from ..views.report import SCHEMA_VERSION, as_json, dumps, host_status, render
 from .exits import STOPS, Exit, stop_signals
 from .fleets import build_fleet, resolve_hosts
+from .gpuspec import take_positional_gpus
 from .options import filter_text, filter_words, idle_after, unknown_gpu_host
 from .quick import INTERVALS
 from .streams import fail, for_a_person, warn
@@ -47,7 +48,9 @@ __all__ = [
 
 
 def run(args: argparse.Namespace) -> int:
-    """`gputui snapshot` of live hosts, with its parsed arguments."""
+    """`gputui snapshot` of live hosts, with its parsed arguments (a positional HOST:N filters on GPU N
+    of HOST, as --gpu HOST:N does)."""
+    take_positional_gpus(args)
     config = load(args.config)
     specs = resolve_hosts(args.hosts, args.demo, config, hub=args.hub, token_file=args.hub_token_file)
     problem = unknown_gpu_host(args, [s.name for s in specs])

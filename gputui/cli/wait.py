@@ -32,7 +32,7 @@ from ..model.textsafe import cells, cut, printable
 from ..text.words import columns, count, shares
 from ..views.readiness import SERIES_JUDGED, SERIES_READER, Conditions, Unready, unready
 from .exits import Exit
-from .gpuspec import NotFound, UsageError, resolve_gpu_specs
+from .gpuspec import NotFound, UsageError, resolve_gpu_specs, take_positional_gpus
 from .judging import judge_fleet
 from .streams import for_a_person
 from .versions import WAIT_JSON
@@ -48,7 +48,8 @@ ASKED = ("util_below", "temp_below", "memory_below", "no_throttle", "persistence
 
 
 def run(args: argparse.Namespace) -> int:
-    """`gputui wait` with its parsed arguments."""
+    """`gputui wait` with its parsed arguments (a positional HOST:N is GPU N of HOST, as for clean)."""
+    take_positional_gpus(args)
     return judge_fleet(args, run_wait)
 
 

@@ -93,6 +93,8 @@ class Request:
     jobs: tuple[Job, ...] = ()
     sweep: bool = False
     include: tuple[int, ...] = ()  # protected monitors the operator includes explicitly
+    # The sweep takes only these users' holders where named (PlanOptions.sweep_users: clean --user).
+    sweep_users: tuple[str, ...] = ()
     # A ladder of SIGNAL_PLANS for this request alone (the dashboard's T, K, I and F9), else the
     # configured one: the plan dialog shows it and can still change it.
     signals: str | None = None
@@ -240,6 +242,7 @@ class Operations:
             operator=self.operator,
             kill=kill,
             probe_uid=view.facts.uid if view.facts is not None else None,
+            sweep_users=request.sweep_users if isinstance(request, Request) else (),
         )
         host = request.host
         if isinstance(request, SignalRequest):

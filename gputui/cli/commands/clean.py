@@ -113,7 +113,11 @@ def _add_targets(parser: argparse.ArgumentParser) -> None:
         "that long first",
     )
     parser.add_argument("--all", action="store_true", help="every GPU of the named hosts")
-    parser.add_argument("--sweep", action="store_true", help="also stop unattributed hidden holders")
+    parser.add_argument(
+        "--sweep",
+        action="store_true",
+        help="also stop unattributed hidden holders (with --user, only those users')",
+    )
     parser.add_argument(
         "--reset-gpu",
         type=argtypes.parse_index_arg,

@@ -30,7 +30,12 @@ def run(argv: list[str]) -> int:
 
 
 def add_wait_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--gpu", action="append", metavar="SPEC", help="a GPU to wait for (default: all of them)")
+    p.add_argument(
+        "--gpu",
+        action="append",
+        metavar="SPEC",
+        help="a GPU to wait for (default: all of them); a positional HOST:N is one too, as for clean",
+    )
     for flag, default, what in (
         ("--timeout", 600.0, "give up after S (default 600; 0: judge once)"),
         ("--settle", 0.0, "ready for S in a row (default 0)"),

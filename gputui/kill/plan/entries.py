@@ -136,6 +136,14 @@ class Excluded(Entry):
     )  # fmt: skip
 
     @property
+    def brief(self) -> str:
+        """As Entry's; an entry with no record is "(no such process)" only where that is known: a
+        ghost, a PID NVML lists that is dead. A PID chosen that the sample has no record of (one
+        above the jobs, an init or a shell, or no GPU process at all) may well run: "?"."""
+        unnamed = self.UNNAMED if self.kind == "ghost" else Entry.UNNAMED
+        return brief_process(self.command, self.name, unnamed)
+
+    @property
     def can_include(self) -> bool:
         """Only a monitor may be included by the operator; the probe refuses every other protection."""
         return self.protected == "monitor" and self.start_time is not None

@@ -32,6 +32,9 @@ class PlanOptions:
     kill: KillOptions = KillOptions()
     probe_uid: int | None = None  # the uid the host's probe runs as (HostFacts.uid): warns about EPERM
     plan_id: str | None = None
+    # Where named, the sweep takes only these users' holders (`clean --user alice --sweep`): another
+    # user's exporter is no part of an errand about alice's work.
+    sweep_users: tuple[str, ...] = ()
 
     def new_id(self) -> str:
         """The new plan's id: the one asked for, else a fresh one."""
@@ -174,7 +177,19 @@ def with_jobs(plan: Plan, sample: Sample, parts: list[JobPart], indexes: set[int
     # reported too.
     used = {i for t in everything for i in t.gpus} - set(plan.gpu_indexes)
     touched = tuple(GpuBefore.of(g) for g in sample.gpus if g.index in used)
-    new = replace(plan, targets=tuple(everything), excluded=tuple(excluded), jobs=jobs, touched=touched)
+    # A job's root may be a sweep candidate too (an unattributed holder that is a job of its own):
+    # it is a target now, listed and counted once.
+    chosen = {t.pid for t in everything}
+    sweep = tuple(t for t in plan.sweep if t.pid not in chosen)
+    new = replace(
+        plan,
+        targets=tuple(everything),
+        excluded=tuple(excluded),
+        jobs=jobs,
+        touched=touched,
+        sweep=sweep,
+        sweep_included=plan.sweep_included and bool(sweep),
+    )
     return replace(new, warnings=tuple(plan_warnings(new, sample, indexes, opts)))
 
 
@@ -241,7 +256,9 @@ def _build(
     sweep_targets = tuple(
         target_entry(host, p, UNATTRIBUTED_WORDS)
         for p in (sweep_candidates(sample) if offered else ())
-        if p.pid not in targets and p.start_time is not None
+        if p.pid not in targets
+        and p.start_time is not None
+        and (not opts.sweep_users or p.user in opts.sweep_users)
     )
     ordered = tuple(sorted(targets.values(), key=lambda t: (min(t.gpus, default=1 << 20), -t.memory, t.pid)))
     used = {i for t in ordered for i in t.gpus} | {i for pid in ghosts for i in by_pid[pid].gpus}
