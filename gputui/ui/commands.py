@@ -15,6 +15,8 @@ from functools import partial
 from typing import Any
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
+from textual.markup import escape
 
 from gputui.text.words import count
 
@@ -183,13 +185,17 @@ class GpuTuiCommands(Provider):
                 partial(act, "free_host(True)"),
             )
 
+    # The palette reads a str as markup: a title carries host names, job ids and command lines, so
+    # it goes as Content (or escaped, for the matcher's highlight), never as markup ("gpu[/b]").
+
     async def discover(self) -> Hits:
         for entry in self.entries():
-            yield DiscoveryHit(entry.title, entry.run, help=entry.help)
+            yield DiscoveryHit(Content(entry.title), entry.run, text=entry.title, help=escape(entry.help))
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for entry in self.entries():
             score = matcher.match(entry.title)
             if score > 0:
-                yield Hit(score, matcher.highlight(entry.title), entry.run, text=entry.title, help=entry.help)
+                shown = matcher.highlight(escape(entry.title))
+                yield Hit(score, shown, entry.run, text=entry.title, help=escape(entry.help))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from textual.command import CommandPalette
 from textual.screen import Screen
 
 from gputui.ui.screens.environ import EnvironScreen
@@ -39,4 +40,21 @@ async def test_a_name_that_looks_like_markup_is_a_title_like_any_other(which: in
         await wait_for(pilot, lambda: app.screen is screen)
         await pilot.pause()
         await wait_for(pilot, lambda: f"· {NAME} " in screen_text(app))  # the title, drawn literally
+        assert app.is_running
+
+
+async def test_the_command_palette_lists_a_name_that_looks_like_markup_literally() -> None:
+    """The palette reads a str as markup too: "Switch to host gpu[/b]" ended the dashboard when
+    ctrl+p opened it (and again when the query matched it)."""
+    app = build_app(("demo-a", NAME), records={NAME: list(recording("demo-a"))})
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await wait_for(pilot, lambda: "Switch to host demo-a" in screen_text(app))  # all listed
+        await pilot.press(*"switch to host gpu")
+        await wait_for(pilot, lambda: "Switch to all hosts" not in screen_text(app))
+        assert f"Switch to host {NAME}" in screen_text(app) and app.is_running
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: not isinstance(app.screen, CommandPalette))
         assert app.is_running
