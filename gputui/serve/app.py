@@ -7,7 +7,8 @@ Every answer carries a strict Content-Security-Policy (the page's own files only
 no eval, no frames), `nosniff` and no referrer; the API's answers are never cached. With tokens,
 everything but the page, its files and the health checks needs `Authorization: Bearer TOKEN` (401
 without a known one; 403 for a viewer's token where an operator's is needed). No cookies are set or
-read. A request past `connections` at once is answered 503.
+read. A request past `connections` at once is answered 503 (serve/listen.py counts connections
+themselves, half-sent ones too; this bound holds where the app runs without it).
 """
 
 from __future__ import annotations
