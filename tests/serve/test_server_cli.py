@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import ssl
 import subprocess
 import urllib.request
@@ -113,3 +114,29 @@ def test_tls_serves_https(tmp_path):
     finally:
         assert stop(proc) == 0
     assert os.path.exists(cert)
+
+
+def test_each_refusal_names_the_command_once(tmp_path):
+    """Every refusal of `gputui serve` reads `gputui serve: ...` (as pick's, wait's and demo's name
+    their command), never `gputui: gputui serve: ...`."""
+    (tmp_path / "cert.pem").write_text("not a certificate")
+    (tmp_path / "tokens").write_text("alice viewer\n")
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    with taken:
+        results = [
+            run("--demo", "--tokens", str(tmp_path / "nope")),
+            run("--demo", "--tokens", str(tmp_path / "tokens")),
+            run("--demo", "--tls-cert", str(tmp_path / "cert.pem"), "--tls-key", str(tmp_path / "cert.pem")),
+            run("--demo", "--tls-cert", str(tmp_path / "cert.pem")),
+            run("--demo", "--listen", "0.0.0.0:0"),
+            run("--new-token", "a b"),
+            run("gpu-nowhere", "--listen", f"127.0.0.1:{port}"),
+        ]
+    for result in results:
+        lines = result.stderr.splitlines()
+        assert result.returncode == 2 and len(lines) == 1, result.stderr
+        assert lines[0].startswith("gputui serve: ") and "gputui: " not in lines[0], lines
+    assert "--tokens" in results[0].stderr and "--listen" in results[-1].stderr
