@@ -92,6 +92,10 @@ def usage_problem(args: argparse.Namespace) -> str | None:
     host, _ = args.listen
     if (args.tls_cert is None) != (args.tls_key is None):
         return "--tls-cert and --tls-key go together"
+    if args.allow_actions and args.tokens is None:
+        # Each action is logged with the operator whose token asked for it: with no tokens the hub
+        # would offer actions and refuse every one (serve/actions.py).
+        return "--allow-actions needs --tokens FILE: an action is taken for an operator's token only"
     if args.tokens is None and not is_loopback(host):
         return (
             f"--listen {printable(host)}: not a loopback address; the fleet would be open to anyone: "

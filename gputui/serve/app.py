@@ -105,12 +105,14 @@ def holder(request: web.Request) -> Holder | None:
 
 
 def may_act(request: web.Request) -> bool:
-    """Whether this request's sender may act: the hub allows actions, and (with tokens) an operator's."""
+    """Whether this request's sender may act: the hub allows actions and the token is an operator's.
+    Without tokens no one may: the actions route refuses every request then (its audit log must
+    name who acted), so a viewer must not be offered a kill flow that ends refused."""
     settings = request.app[SETTINGS]
-    if not settings.allow_actions:
+    if not settings.allow_actions or settings.tokens is None:
         return False
     who = holder(request)
-    return settings.tokens is None or (who is not None and who.operator)
+    return who is not None and who.operator
 
 
 def needs_operator(request: web.Request) -> web.Response | None:

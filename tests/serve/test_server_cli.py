@@ -140,3 +140,13 @@ def test_each_refusal_names_the_command_once(tmp_path):
         assert result.returncode == 2 and len(lines) == 1, result.stderr
         assert lines[0].startswith("gputui serve: ") and "gputui: " not in lines[0], lines
     assert "--tokens" in results[0].stderr and "--listen" in results[-1].stderr
+
+
+def test_allow_actions_without_tokens_is_refused_in_one_line():
+    """A hub acts only for an operator named by a token (its audit log names who): --allow-actions
+    without --tokens would serve a hub that offers actions and refuses each; it is bad usage."""
+    result = run("--demo", "--allow-actions")
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gputui serve: --allow-actions"), lines
+    assert "--tokens" in lines[0]
