@@ -150,3 +150,15 @@ def test_allow_actions_without_tokens_is_refused_in_one_line():
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("gputui serve: --allow-actions"), lines
     assert "--tokens" in lines[0]
+
+
+def test_a_long_token_name_or_role_is_cut_with_a_mark(tmp_path):
+    """A refusal quotes the user's word, cut to a bound: with a mark where it was cut, never a
+    silent slice (docs/RELIABILITY.md "Cut text")."""
+    (tmp_path / "tokens").write_text(f"alice {'r' * 300} {'a' * 64}\n")
+    role = run("--demo", "--tokens", str(tmp_path / "tokens"))
+    name = run("--new-token", "n" * 300)
+    for result, letter in ((role, "r"), (name, "n")):
+        assert result.returncode == 2, result.stderr
+        assert letter * 300 not in result.stderr and letter * 20 in result.stderr, result.stderr
+        assert f"{letter}…'" in result.stderr or f"{letter}...'" in result.stderr, result.stderr
