@@ -36,6 +36,7 @@ from .options import idle_after
 from .streams import fail, say
 
 SHUTDOWN = 1.0  # seconds the open streams get to end when the hub stops
+WHO = "gputui serve"  # how its lines begin, its refusals' too (as pick's, wait's and demo's do)
 
 
 def is_loopback(host: str) -> bool:
@@ -91,6 +92,10 @@ def usage_problem(args: argparse.Namespace) -> str | None:
     host, _ = args.listen
     if (args.tls_cert is None) != (args.tls_key is None):
         return "--tls-cert and --tls-key go together"
+    if args.allow_actions and args.tokens is None:
+        # Each action is logged with the operator whose token asked for it: with no tokens the hub
+        # would offer actions and refuse every one (serve/actions.py).
+        return "--allow-actions needs --tokens FILE: an action is taken for an operator's token only"
     if args.tokens is None and not is_loopback(host):
         return (
             f"--listen {printable(host)}: not a loopback address; the fleet would be open to anyone: "
@@ -104,18 +109,21 @@ def run(args: argparse.Namespace) -> int:
     if args.new_token is not None:
         problem = check_name(args.new_token)
         if problem is not None:
-            return fail(f"--new-token: {problem}")
+            return fail(f"--new-token: {problem}", who=WHO)
         print(new_token_text(args.new_token, args.role), end="")
         return Exit.OK
     problem = usage_problem(args)
     if problem is not None:
-        return fail(problem)
+        return fail(problem, who=WHO)
     tokens: Tokens | None = None
     try:
         tokens = load_tokens(Path(args.tokens)) if args.tokens is not None else None
+    except TokenError as exc:
+        return fail(f"--tokens {exc}", who=WHO)  # the file's path and line begin its words
+    try:
         context = tls_context(args.tls_cert, args.tls_key) if args.tls_cert is not None else None
-    except (TokenError, ValueError) as exc:
-        return fail(f"gputui serve: {exc}")
+    except ValueError as exc:
+        return fail(str(exc), who=WHO)  # names --tls-cert and --tls-key itself
     config = load(args.config)
     settings = Settings(tokens=tokens, allow_actions=args.allow_actions, connections=args.connections)
     specs = resolve_hosts(args.hosts, args.demo, config, read_only=not args.allow_actions)
@@ -145,14 +153,14 @@ async def serve(
         try:
             await site.start()
         except OSError as exc:
-            say(f"gputui: --listen {printable(host)}:{port}: {exc.strerror or exc}")
+            say(f"{WHO}: --listen {printable(host)}:{port}: {printable(str(exc.strerror or exc))}")
             return Exit.USAGE
         stopped = asyncio.Event()
         with stop_signals(asyncio.get_running_loop(), lambda _sig: stopped.set()):
             fleet.start()
             hub.start()
             try:
-                say(f"gputui serve: serving {url(runner, context is not None)}")
+                say(f"{WHO}: serving {url(runner, context is not None)}")
                 await stopped.wait()
             finally:
                 await runner.cleanup()  # the streams end first: nothing reads the fleet after

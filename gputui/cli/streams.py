@@ -201,8 +201,9 @@ def warn(text: str) -> None:
     say(f"gputui: {text}")
 
 
-def fail(message: str, code: int = Exit.USAGE) -> int:
-    """Say what went wrong on one line of stderr; `code`, the command's exit status. Messages quote
-    the user's words and what sources said: escaped here, whoever made them."""
-    say(f"gputui: {printable(message)}")
+def fail(message: str, code: int = Exit.USAGE, who: str = "gputui") -> int:
+    """Say what went wrong on one line of stderr, `who: MESSAGE` (a command that names itself, as
+    `gputui serve` does, passes its name); `code`, the command's exit status. Messages quote the
+    user's words and what sources said: escaped here, whoever made them."""
+    say(f"{who}: {printable(message)}")
     return code

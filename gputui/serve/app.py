@@ -7,7 +7,8 @@ Every answer carries a strict Content-Security-Policy (the page's own files only
 no eval, no frames), `nosniff` and no referrer; the API's answers are never cached. With tokens,
 everything but the page, its files and the health checks needs `Authorization: Bearer TOKEN` (401
 without a known one; 403 for a viewer's token where an operator's is needed). No cookies are set or
-read. A request past `connections` at once is answered 503.
+read. A request past `connections` at once is answered 503 (serve/listen.py counts connections
+themselves, half-sent ones too; this bound holds where the app runs without it).
 """
 
 from __future__ import annotations
@@ -104,12 +105,14 @@ def holder(request: web.Request) -> Holder | None:
 
 
 def may_act(request: web.Request) -> bool:
-    """Whether this request's sender may act: the hub allows actions, and (with tokens) an operator's."""
+    """Whether this request's sender may act: the hub allows actions and the token is an operator's.
+    Without tokens no one may: the actions route refuses every request then (its audit log must
+    name who acted), so a viewer must not be offered a kill flow that ends refused."""
     settings = request.app[SETTINGS]
-    if not settings.allow_actions:
+    if not settings.allow_actions or settings.tokens is None:
         return False
     who = holder(request)
-    return settings.tokens is None or (who is not None and who.operator)
+    return who is not None and who.operator
 
 
 def needs_operator(request: web.Request) -> web.Response | None:

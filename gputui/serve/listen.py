@@ -14,6 +14,11 @@ held to (gputui/text/clients.py, as `gputui export` holds its own; docs/SERVE.md
   NOTICE_EVERY seconds, the rest counted); a fault of the hub's own in answering is one too.
 - accept() out of file descriptors (EMFILE, past `ulimit -n`): asyncio logged a traceback for every
   try, thousands a second; here it is a line of `Notices`.
+- Connections, not requests, are what `--connections` bounds (`_Gate`): one held open with half a
+  request (or none yet) is counted as one with a stream is, so stalled clients cannot take every
+  descriptor while a limit is set; the connection past it is answered 503 at once and closed.
+- aiohttp's own answers (its parser's 400, a fault's 500) are made past every middleware; `_Handler`
+  gives them the headers of every other answer (app.py HEADERS).
 """
 
 from __future__ import annotations
@@ -25,17 +30,27 @@ import sys
 import time
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from ..model.textsafe import printable
 from ..text.clients import HEAD_DEADLINE, Notices, peer_name
-from .app import Handler
+from .app import HEADERS, NO_STORE, SETTINGS, Handler
 
 SWEEP_EVERY = 1.0  # seconds between two looks for connections with no whole request yet
 OUT_OF_FILES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)  # asyncio's "out of system resource"
+ERROR_HEADERS = {**HEADERS, "Cache-Control": NO_STORE}  # on aiohttp's own answers (all errors)
+REFUSAL_LINGER = 1.0  # seconds a refused connection is kept for its client to read the 503 (below)
+_BUSY = b"too many connections: refused\n"
+REFUSAL = (
+    b"HTTP/1.1 503 Service Unavailable\r\n"
+    + b"".join(f"{name}: {value}\r\n".encode() for name, value in ERROR_HEADERS.items())
+    + b"Content-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
+    % len(_BUSY)
+    + _BUSY
+)
 
 
 def _stderr(line: str) -> None:
@@ -63,6 +78,7 @@ class HubRunner(web.AppRunner):
             return await handler(request)
 
         app.middlewares.insert(0, mark)  # first: every request is marked, whatever answers it
+        self.limit = app[SETTINGS].connections
         super().__init__(
             app,
             access_log=None,
@@ -70,6 +86,14 @@ class HubRunner(web.AppRunner):
             keepalive_timeout=HEAD_DEADLINE,
             logger=_ClientLog(self.notices),
         )
+
+    async def _make_server(self) -> web.Server:
+        made = await super()._make_server()  # the app started and frozen, as AppRunner does
+        return _Server(made, self.limit, self._refused)
+
+    def _refused(self, transport: asyncio.BaseTransport) -> None:
+        peer = peer_name(transport.get_extra_info("peername"))
+        self.notices.note(peer, f"too many connections (--connections {self.limit}): answered 503")
 
     async def setup(self) -> None:
         await super().setup()
@@ -124,6 +148,90 @@ class HubRunner(web.AppRunner):
             self._before(loop, context)
         else:
             loop.default_exception_handler(context)
+
+
+class _Handler(web.RequestHandler):
+    """aiohttp's protocol for one connection. The answers aiohttp makes itself (its parser's 400 for a
+    request it cannot read, a 500 for a fault, a 504) are made where no middleware runs; each gets the
+    hub's headers here, as every other answer has them."""
+
+    __slots__ = ()
+
+    def handle_error(
+        self,
+        request: web.BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        response = super().handle_error(request, status, exc, message)
+        response.headers.update(ERROR_HEADERS)
+        return response
+
+
+class _Server(web.Server):
+    """aiohttp's Server as `made` was, whose connections go through a `_Gate` (at most `limit` held)
+    and are served by `_Handler`; `refused(transport)`: says that one was refused."""
+
+    def __init__(
+        self, made: web.Server, limit: int, refused: Callable[[asyncio.BaseTransport], None]
+    ) -> None:
+        super().__init__(
+            made.request_handler,
+            request_factory=made.request_factory,
+            handler_cancellation=made.handler_cancellation,
+            loop=made._loop,
+            **made._kwargs,
+        )
+        self.limit = limit
+        self.refused = refused
+
+    def __call__(self) -> web.RequestHandler:
+        # The listening socket's protocol factory: typed as aiohttp's, a _Gate is what the loop takes.
+        return cast(web.RequestHandler, _Gate(self))
+
+    def held(self) -> int:
+        """Connections being served now (aiohttp's count: from connection_made to connection_lost)."""
+        return len(self._connections)
+
+    def handler(self) -> web.RequestHandler:
+        return _Handler(self, loop=self._loop, **self._kwargs)
+
+
+class _Gate(asyncio.Protocol):
+    """A connection's protocol until it is made: handed to aiohttp while fewer than the limit are
+    held, else answered 503 and closed. Counted at connection_made, one connection after another
+    (a protocol factory runs before asyncio has made the transport, so a burst would be counted
+    late). A refused client's request may already be on its way: the 503 is written and this side
+    shut, its bytes read and dropped until it closes or REFUSAL_LINGER has passed (closing at once
+    over unread bytes sends a reset, which can take the 503 with it)."""
+
+    def __init__(self, server: _Server) -> None:
+        self.server = server
+        self.closer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if self.server.held() < self.server.limit:
+            handler = self.server.handler()
+            transport.set_protocol(handler)
+            handler.connection_made(transport)
+            return
+        assert isinstance(transport, asyncio.Transport)
+        self.server.refused(transport)
+        transport.write(REFUSAL)
+        if transport.can_write_eof():
+            transport.write_eof()
+        self.closer = asyncio.get_running_loop().call_later(REFUSAL_LINGER, transport.close)
+
+    def data_received(self, data: bytes) -> None:
+        pass  # a refused client's request: dropped
+
+    def eof_received(self) -> bool:
+        return False  # the client is done: the transport closes
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.closer is not None:
+            self.closer.cancel()
 
 
 class _ClientLog(logging.Logger):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config.userfile import FileRefused, read_regular
-from ..model.textsafe import printable
+from ..model.textsafe import cut, printable
 
 VIEWER, OPERATOR = "viewer", "operator"
 ROLES = (VIEWER, OPERATOR)
@@ -58,7 +58,7 @@ def token_line(name: str, role: str, token: str) -> str:
 def check_name(name: str) -> str | None:
     """What is wrong with a token's name, in words; None when nothing."""
     if not _NAME.match(name):
-        return f"{printable(name[:80])!r} is not a token name (letters, digits, . _ @ -; at most 64)"
+        return f"{cut(name, 80)!r} is not a token name (letters, digits, . _ @ -; at most 64)"
     return None
 
 
@@ -101,7 +101,7 @@ def parse(text: str, where: str) -> Tokens:
         if problem is not None:
             raise TokenError(f"{where}:{number}: {problem}")
         if role not in ROLES:
-            raise TokenError(f"{where}:{number}: role {printable(role[:40])!r} is not viewer or operator")
+            raise TokenError(f"{where}:{number}: role {cut(role, 40)!r} is not viewer or operator")
         hexdigest = hexdigest.lower()
         if not _DIGEST.match(hexdigest):
             raise TokenError(f"{where}:{number}: not a SHA-256 in hex (64 hex digits): the token's hash")

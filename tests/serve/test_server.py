@@ -328,6 +328,19 @@ async def test_a_viewer_token_streams_without_actions_an_operator_token_with_the
                 assert (name, data["actions"]) == ("hub", actions)
 
 
+async def test_a_hub_without_tokens_offers_no_actions_it_would_refuse():
+    """--allow-actions without tokens: the hub refuses every action (403: no operator to name in its
+    audit log), so its `hub` frame must not tell a viewer it may act (the dashboard would offer a
+    kill flow whose every plan is refused after Ctrl+K)."""
+    async with (
+        served(sim_fleet("demo-a"), Settings(allow_actions=True)) as hub,
+        aiohttp.ClientSession() as client,
+    ):
+        async with client.get(f"{hub.url}/api/v1/events") as response:
+            name, data = await anext(frames(response))
+        assert (name, data["actions"]) == ("hub", False)
+
+
 async def test_metrics_parse_and_follow_each_host():
     async with served(sim_fleet("demo-a", "demo-b")) as hub, aiohttp.ClientSession() as client:
         await wait_live(hub, 2)

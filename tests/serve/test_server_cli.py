@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import ssl
 import subprocess
 import urllib.request
@@ -113,3 +114,51 @@ def test_tls_serves_https(tmp_path):
     finally:
         assert stop(proc) == 0
     assert os.path.exists(cert)
+
+
+def test_each_refusal_names_the_command_once(tmp_path):
+    """Every refusal of `gputui serve` reads `gputui serve: ...` (as pick's, wait's and demo's name
+    their command), never `gputui: gputui serve: ...`."""
+    (tmp_path / "cert.pem").write_text("not a certificate")
+    (tmp_path / "tokens").write_text("alice viewer\n")
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    with taken:
+        results = [
+            run("--demo", "--tokens", str(tmp_path / "nope")),
+            run("--demo", "--tokens", str(tmp_path / "tokens")),
+            run("--demo", "--tls-cert", str(tmp_path / "cert.pem"), "--tls-key", str(tmp_path / "cert.pem")),
+            run("--demo", "--tls-cert", str(tmp_path / "cert.pem")),
+            run("--demo", "--listen", "0.0.0.0:0"),
+            run("--new-token", "a b"),
+            run("gpu-nowhere", "--listen", f"127.0.0.1:{port}"),
+        ]
+    for result in results:
+        lines = result.stderr.splitlines()
+        assert result.returncode == 2 and len(lines) == 1, result.stderr
+        assert lines[0].startswith("gputui serve: ") and "gputui: " not in lines[0], lines
+    assert "--tokens" in results[0].stderr and "--listen" in results[-1].stderr
+
+
+def test_allow_actions_without_tokens_is_refused_in_one_line():
+    """A hub acts only for an operator named by a token (its audit log names who): --allow-actions
+    without --tokens would serve a hub that offers actions and refuses each; it is bad usage."""
+    result = run("--demo", "--allow-actions")
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gputui serve: --allow-actions"), lines
+    assert "--tokens" in lines[0]
+
+
+def test_a_long_token_name_or_role_is_cut_with_a_mark(tmp_path):
+    """A refusal quotes the user's word, cut to a bound: with a mark where it was cut, never a
+    silent slice (docs/RELIABILITY.md "Cut text")."""
+    (tmp_path / "tokens").write_text(f"alice {'r' * 300} {'a' * 64}\n")
+    role = run("--demo", "--tokens", str(tmp_path / "tokens"))
+    name = run("--new-token", "n" * 300)
+    for result, letter in ((role, "r"), (name, "n")):
+        assert result.returncode == 2, result.stderr
+        assert letter * 300 not in result.stderr and letter * 20 in result.stderr, result.stderr
+        assert f"{letter}…'" in result.stderr or f"{letter}...'" in result.stderr, result.stderr

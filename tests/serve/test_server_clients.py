@@ -38,16 +38,28 @@ MALFORMED = {
 
 
 @contextmanager
-def serving(files: int | None = None) -> Iterator[tuple[str, int, subprocess.Popen[bytes]]]:
-    """`gputui serve --demo` on a free loopback port: (host, port, the process); `files`: its limit
-    of open files (RLIMIT_NOFILE). Ended by its PID (SIGTERM, then SIGKILL); stderr is left to read."""
+def serving(files: int | None = None, *options: str) -> Iterator[tuple[str, int, subprocess.Popen[bytes]]]:
+    """`gputui serve --demo [OPTIONS]` on a free loopback port: (host, port, the process); `files`: its
+    limit of open files (RLIMIT_NOFILE). Ended by its PID (SIGTERM, then SIGKILL); stderr is left to
+    read."""
 
     def limit() -> None:
         if files is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gputui", "serve", "--demo", "--listen", "127.0.0.1:0", "--interval", "1"],
+        [
+            sys.executable,
+            "-m",
+            "gputui",
+            "serve",
+            "--demo",
+            "--listen",
+            "127.0.0.1:0",
+            "--interval",
+            "1",
+            *options,
+        ],
         cwd=REPO,
         env=env(),
         stdin=subprocess.DEVNULL,
@@ -76,13 +88,13 @@ def said(proc: subprocess.Popen[bytes]) -> str:
         return proc.stderr.read().decode(errors="replace")
 
 
-def answer(host: str, port: int, request: bytes) -> bytes:
+def answer(host: str, port: int, request: bytes, size: int = 200) -> bytes:
     with socket.create_connection((host, port), timeout=HANG_GUARD) as sock:
         try:
             sock.sendall(request)
         except OSError:
             pass  # the hub may close before all of it is sent: its answer is still there to read
-        return sock.recv(200)
+        return sock.recv(size)
 
 
 @contextmanager
@@ -138,3 +150,21 @@ def test_more_connections_than_open_files_is_a_line_now_and_then() -> None:
     err = said(proc)
     assert "Traceback" not in err, err[:3000]
     assert len(err) < 4000, err[:3000]
+
+
+def test_half_sent_requests_count_against_the_connection_limit() -> None:
+    """`--connections 8` and 8 clients that each sent half a request: the hub holds 8 connections, so
+    the next is answered 503 at once (with the usual headers) instead of being held too; once the
+    deadline has closed the 8, a request is answered again."""
+    whole = b"GET /-/healthy HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    with serving(None, "--connections", "8") as (host, port, proc):
+        with half_sent(host, port, 8) as held:
+            refused = answer(host, port, whole, 2000)
+            assert refused.startswith(b"HTTP/1.1 503 "), refused
+            assert b"\r\nX-Content-Type-Options: nosniff\r\n" in refused, refused
+            for sock in held:
+                assert sock.recv(100) == b""
+        assert answer(host, port, whole).startswith(b"HTTP/1.1 200 ")
+    err = said(proc)
+    assert "Traceback" not in err and len(err.splitlines()) <= 4, err[:3000]
+    assert "too many connections" in err, err

@@ -16,7 +16,7 @@ import pytest
 
 from gputui import api
 from gputui.fleet.fleet import Fleet
-from gputui.serve.app import CSP, Settings
+from gputui.serve.app import CSP, HEADERS, Settings
 from gputui.serve.tokens import Holder, Tokens, digest
 from tests.support.hubserve import hub_on_loopback
 
@@ -111,4 +111,30 @@ async def test_an_action_body_that_cannot_be_read_is_400(
         assert answer.headers["X-Content-Type-Options"] == "nosniff"
         assert answer.headers["Cache-Control"] == "no-store"
         assert "error" in await answer.json()
+    quiet(caplog, capfd)
+
+
+# Requests aiohttp refuses before any route or middleware runs (its parser's 400): the answer is
+# aiohttp's own, and was sent without the headers every other answer of the hub carries.
+REFUSED_BY_THE_PARSER = {
+    "brotli-body": b"POST /api/v1/actions HTTP/1.1\r\nHost: x\r\nContent-Encoding: br\r\n"
+    b"Content-Length: 4\r\nConnection: close\r\n\r\nabcd",
+    "line-over-8190": b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+    "bad-method": b"G\x01T / HTTP/1.1\r\nHost: x\r\n\r\n",
+    "length-and-chunked": b"POST /api/v1/actions HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n"
+    b"Transfer-Encoding: chunked\r\n\r\nabcd",
+}
+
+
+@pytest.mark.parametrize("kind", list(REFUSED_BY_THE_PARSER))
+async def test_aiohttps_own_400_carries_the_security_headers(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str], kind: str
+) -> None:
+    async with hub_url(tmp_path) as url:
+        answer = await raw(url, REFUSED_BY_THE_PARSER[kind])
+    head = answer.split(b"\r\n\r\n", 1)[0].decode("latin-1")
+    assert head.split(" ", 2)[1] == "400", head
+    lines = head.split("\r\n")[1:]
+    for name, value in {**HEADERS, "Cache-Control": "no-store"}.items():
+        assert f"{name}: {value}" in lines, (kind, head)
     quiet(caplog, capfd)

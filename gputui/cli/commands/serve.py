@@ -47,7 +47,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--allow-actions",
         action="store_true",
-        help="let operator tokens act (kill, through the hub's own plans); hosts are read-only otherwise",
+        help="let operator tokens act (kill, through the hub's own plans; needs --tokens); hosts are read-only otherwise",
     )
     p.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this certificate chain (PEM)")
     p.add_argument("--tls-key", metavar="FILE", help="and this private key (PEM)")

@@ -801,8 +801,17 @@
   function takeTokenFromAddress() {
     const match = /(?:^#|&)token=([^&]*)/.exec(location.hash);
     if (!match) return;
-    sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
-    history.replaceState(null, "", location.pathname + location.search); // not left in the address bar
+    // Out of the address bar (and the tab's history) first, whatever follows: a token that cannot
+    // be read is still a secret; and a URIError here would stop the page's start.
+    history.replaceState(null, "", location.pathname + location.search);
+    let value;
+    try {
+      value = decodeURIComponent(match[1]);
+    } catch (e) {
+      if (!(e instanceof URIError)) throw e;
+      return; // not percent-encoding: no token; a hub that needs one asks for it
+    }
+    if (value.trim()) sessionStorage.setItem(TOKEN_KEY, value.trim());
   }
   function askToken(why) {
     $("token-why").textContent = why;
