@@ -207,6 +207,7 @@ WARNING_KINDS = (
     "sweep-off",  # unattributed holders exist and are not included
     "unreadable",  # fds the probe could not read: holders may be missing
     "nothing",  # nothing to signal
+    "zombie",  # a chosen process is a zombie: no signal reaches it, its parent must reap it
     "stale-scan",  # planned on an incremental sample
     "protected-included",  # a monitor is included
     "mps-server",  # an MPS server or control daemon is a target: its clients end with it

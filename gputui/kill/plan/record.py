@@ -139,6 +139,19 @@ class Plan:
         return not self.signalled
 
     @property
+    def zombies_alone(self) -> bool:
+        """Nothing to signal and nothing to prove: every process chosen is a zombie (no signal
+        reaches one; it stays until its parent reaps it) and no GPU or ghost was chosen."""
+        chosen = [e for e in self.excluded if e.chosen]
+        return (
+            self.is_empty
+            and not self.gpus
+            and not self.ghosts
+            and bool(chosen)
+            and all(e.kind == "zombie" for e in chosen)
+        )
+
+    @property
     def signals(self) -> tuple[str, ...]:
         """The soft signals before SIGKILL (a `signal` plan: its one signal)."""
         if self.signal is not None:
