@@ -50,3 +50,48 @@ def test_a_zombie_chosen_by_pid_is_not_said_stopped(live: Live) -> None:
     assert "nothing was signalled" in entry["message"]
     # It is still there: its parent has not reaped it.
     assert [p["pid"] for p in processes(live, "demo-b") if p["kind"] == "zombie"] == [pid]
+
+
+# -- --log: a path that names no file, a pseudo file, a directory that does not exist ----------------
+
+LOG_COMMANDS = {
+    "clean": ("clean", "--demo", "demo-a", "--gpu", "3", "--yes"),
+    "dashboard": ("--demo",),
+    "record": ("record", "REC", "--demo", "--seconds", "1"),
+}
+
+
+@pytest.mark.parametrize("command", sorted(LOG_COMMANDS))
+@pytest.mark.parametrize(
+    "log, words, wrong",
+    [
+        ("", "'' names no file", "audit log . is"),
+        ("/proc/self/status", "keeps no files", "free"),
+        ("MISSING/dir/a.jsonl", "does not exist", "Traceback"),
+    ],
+)
+def test_a_log_path_that_cannot_be_a_log_is_bad_usage(
+    live: Live, command: str, log: str, words: str, wrong: str
+) -> None:
+    """`--log ''` was "audit log . is not a regular file"; `--log /proc/self/status` blamed the free
+    space ("0 KiB free ... nothing sent ...; nothing was sent", exit 1); `--log /nonexistent/dir/a.jsonl`
+    made the directories without a word. Each is bad usage (exit 2) of every command taking --log,
+    said as what it is; a directory is not made for a path the user named."""
+    log = log.replace("MISSING", str(live.root / "missing"))
+    argv = [a.replace("REC", str(live.root / "rec.jsonl")) for a in LOG_COMMANDS[command]]
+    r = live.gputui(*argv, "--log", log, timeout=120)
+    live.record()
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "--log" in r.stderr and words in r.stderr, r.stderr
+    assert wrong not in r.stderr and "nothing sent" not in r.stdout + r.stderr
+    assert not (live.root / "missing").exists()
+
+
+def test_the_default_log_directories_are_still_made(live: Live) -> None:
+    """Only a path the user named must have its directory: the default log's are made."""
+    env = dict(live.env, XDG_STATE_HOME=str(live.root / "state" / "deeper"))
+    assert live.gputui("demo", "start").returncode == 0
+    r = live.gputui("clean", "--demo", "demo-a", "--gpu", "3", "--yes", env=env)
+    live.record()
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (live.root / "state" / "deeper" / "gputui" / "actions.jsonl").stat().st_size > 0
