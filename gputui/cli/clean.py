@@ -30,7 +30,7 @@ from ..config.killoptions import KillOptions
 from ..fleet.fleet import Fleet
 from ..kill.auditlog import UnsafeLog
 from ..kill.operate import Operations, Request, RequestScope, UnfinishedReport, status_of
-from ..kill.plan.entries import Target
+from ..kill.plan.entries import STOP_JOB_FLAG, Target
 from ..kill.plan.record import SIGNAL_WORDS, Plan
 from ..model import Event, Job, Sample
 from ..model.textsafe import fit, pad, printable
@@ -494,7 +494,7 @@ def plan_lines(plan: Plan, width: int = DEFAULT_COLUMNS) -> list[str]:
             lead = f"   {e.pid:>7}  {pad(e.user or '-', 10)} "
             lines.append(fit(lead, e.brief, f"  ({printable(e.why)})", width, LEFT_COMMAND))
     for w in plan.warnings:
-        lines.append(f"   ! {printable(w.message)}")
+        lines.append(f"   ! {printable(w.said(STOP_JOB_FLAG))}")
     lines.append(f"   signals: {SIGNAL_WORDS[plan.kill.signals]}")
     lines.append("   stages: " + "; ".join(plan.stages))
     return lines

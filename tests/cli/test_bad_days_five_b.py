@@ -95,3 +95,20 @@ def test_the_default_log_directories_are_still_made(live: Live) -> None:
     live.record()
     assert r.returncode == 0, r.stdout + r.stderr
     assert (live.root / "state" / "deeper" / "gputui" / "actions.jsonl").stat().st_size > 0
+
+
+# -- a plan's warning names the CLI's way, not the dashboard's key ----------------------------------
+
+
+def test_a_restart_warning_in_the_cli_names_the_cli_flag_not_a_key(live: Live) -> None:
+    """A member stopped without its parent: the plan said "X stops job N whole", `X` being the
+    dashboard's key; the CLI's way is `--job N`."""
+    assert live.gputui("demo", "start").returncode == 0
+    jobs = host_doc(snapshot(live, "demo-a"), "demo-a", "name")["jobs"]
+    job = next(j for j in jobs if len(j["members"]) > 1 and j["root"] not in j["members"])
+    member = job["members"][0]
+    r = live.gputui("clean", "--demo", "demo-a", "--pid", str(member), "--dry-run")
+    live.record()
+    assert r.returncode == 0, r.stdout + r.stderr
+    (warning,) = [line for line in r.stdout.splitlines() if "may start it again" in line]
+    assert f"--job {job['id']}" in warning and "X " not in warning, warning

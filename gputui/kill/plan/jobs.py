@@ -271,8 +271,9 @@ def restart_warnings(targets: Iterable[Target], sample: Sample) -> list[PlanWarn
 
 
 def _restart_warning(sample: Sample, parent: int, children: list[int], job: Job) -> PlanWarning:
-    """`parent 4242 `python supervisor.py` of 5252 is not in the plan and may start it again: X stops
-    job 4242 whole (clean --job 4242)`: the verdict's words (words.restart_words), said before."""
+    """`parent 4242 `python supervisor.py` of 5252 is not in the plan and may start it again: stop
+    job 4242 whole`: the verdict's words (words.restart_words), said before; how to stop the job is
+    each front's to say (PlanWarning.said: `X` in the dashboard, `clean --job 4242` in the CLI)."""
     known: list[Parent | Proc] = [*sample.parents, *sample.processes]
     info = next((p for p in known if p.pid == parent), None)
     brief = brief_process(info.command, info.name) if info is not None else "?"
@@ -281,8 +282,9 @@ def _restart_warning(sample: Sample, parent: int, children: list[int], job: Job)
     return PlanWarning(
         "restart",
         f"parent {parent} `{brief[:80]}` of {kids} is not in the plan and may start {them} "
-        f"again: X stops job {job.id} whole (clean --job {job.id})",
+        f"again: stop job {job.id} whole",
         children[0],
+        job=job.id,
     )
 
 

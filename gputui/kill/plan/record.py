@@ -27,7 +27,7 @@ from ...probe.common import (
 )
 from ...text.units import fmt_gpus
 from ...text.words import count_does, gpus_words, plural
-from .entries import Excluded, GpuBefore, PlanScope, PlanWarning, Target, included
+from .entries import STOP_JOB_FLAG, Excluded, GpuBefore, PlanScope, PlanWarning, Target, included
 from .jobs import jobs_title
 from .mps import mps_warning
 
@@ -333,7 +333,10 @@ class Plan:
             "sweep": [t.describe() for t in self.sweep],
             "sweep_included": self.sweep_included,
             "excluded": [e.describe() for e in self.excluded],
-            "warnings": [{"kind": w.kind, "message": w.message, "pid": w.pid} for w in self.warnings],
+            "warnings": [
+                {"kind": w.kind, "message": w.said(STOP_JOB_FLAG), "pid": w.pid, "job": w.job}
+                for w in self.warnings
+            ],
             "stages": list(self.stages),
             "signals": list(self.signals),
             "term_timeout": self.term_timeout,
