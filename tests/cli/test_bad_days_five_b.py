@@ -112,3 +112,22 @@ def test_a_restart_warning_in_the_cli_names_the_cli_flag_not_a_key(live: Live) -
     assert r.returncode == 0, r.stdout + r.stderr
     (warning,) = [line for line in r.stdout.splitlines() if "may start it again" in line]
     assert f"--job {job['id']}" in warning and "X " not in warning, warning
+
+
+# -- a PID above several jobs: the hint names them all (bounded) ------------------------------------
+
+
+def test_a_pid_above_several_jobs_names_every_job_to_stop(live: Live) -> None:
+    """`clean --pid 1`: "stop the job instead: clean --job N" named the first of the jobs below it."""
+    assert live.gputui("demo", "start").returncode == 0
+    jobs = [j["id"] for j in host_doc(snapshot(live, "demo-a"), "demo-a", "name")["jobs"]]
+    assert len(jobs) > 3, jobs
+    r = live.gputui("clean", "--demo", "demo-a", "--pid", "1", "--dry-run")
+    live.record()
+    assert r.returncode == 4, r.stdout + r.stderr
+    (refused,) = [line for line in r.stdout.splitlines() if line.startswith("== demo-a: REFUSED")]
+    hint = refused.split("instead: ", 1)[1]
+    named = hint.split(" (and ")[0].split()
+    assert named[0] == "clean" and named[1::2] == ["--job"] * 3, hint
+    assert set(named[2::2]) <= set(jobs) and len(set(named[2::2])) == 3, hint
+    assert hint.endswith(f"(and {len(jobs) - 3} more)"), hint

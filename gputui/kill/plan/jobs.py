@@ -8,12 +8,12 @@ PID names without planning anything, and the planner's other scopes need none of
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from ...model import Job, Parent, Proc, Sample, brief_process
 from ...probe.jobs import INIT_COMMS, SESSION_COMMS, SHELLS, Node, interactive_shell
-from ...text.words import pids
+from ...text.words import pids, plural
 from .entries import Excluded, PlanWarning, Target, head_excluded, head_target, target_entry
 from .mps import mps_clients
 from .reasons import PROTECTED_WORDS, why
@@ -129,10 +129,20 @@ def not_a_gpu_process(sample: Sample, host: str, pid: int) -> Excluded:
         pid,
         info.start_time if info is not None else None,
         info,
-        f"above {'job' if len(jobs) == 1 else 'jobs'} {ids}: {PROTECTED_WORDS[what]}; stop the "
-        f"job instead: clean --job {jobs[0].id}",
+        f"above {plural(len(jobs), 'job')} {ids}: {PROTECTED_WORDS[what]}; {stop_instead(jobs)}",
         protected=what,
     )
+
+
+HINTED_JOBS = 3  # the jobs a hint's command names; the rest are counted
+
+
+def stop_instead(jobs: Sequence[Job]) -> str:
+    """`stop the jobs instead: clean --job 4242 --job 4300 --job 4310 (and 5 more)`: every job below
+    a PID that is refused, the first HINTED_JOBS in the command, the rest counted."""
+    flags = " ".join(f"--job {j.id}" for j in jobs[:HINTED_JOBS])
+    more = f" (and {len(jobs) - HINTED_JOBS} more)" if len(jobs) > HINTED_JOBS else ""
+    return f"stop the {plural(len(jobs), 'job')} instead: clean {flags}{more}"
 
 
 # -- which roots must never be signalled ---------------------------------------------------------
