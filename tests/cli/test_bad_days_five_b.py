@@ -131,3 +131,17 @@ def test_a_pid_above_several_jobs_names_every_job_to_stop(live: Live) -> None:
     assert named[0] == "clean" and named[1::2] == ["--job"] * 3, hint
     assert set(named[2::2]) <= set(jobs) and len(set(named[2::2])) == 3, hint
     assert hint.endswith(f"(and {len(jobs) - 3} more)"), hint
+
+
+# -- pick: one GPU is "1 GPU" ---------------------------------------------------------------------
+
+
+def test_pick_says_one_gpu_in_the_singular(live: Live) -> None:
+    """`gputui pick 1` with no GPU ready said "no host has 1 GPUs ready" (and "waiting ... for 1
+    GPUs ready" with --wait)."""
+    assert live.gputui("demo", "start").returncode == 0
+    r = live.gputui("pick", "1", "--demo", "demo-a", "--memory-below", "1B", "--wait", "1")
+    live.record()
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "no host has 1 GPU ready" in r.stderr and "for 1 GPU ready" in r.stderr, r.stderr
+    assert "1 GPUs" not in r.stderr
