@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -146,6 +147,34 @@ def parse_index_arg(text: str) -> int:
     if value is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not a GPU index")
     return value
+
+
+def audit_log(text: str) -> str:
+    """--log PATH, for every command that takes it: a file that can be an audit log, or a usage error
+    saying why not. Refused: an empty path (it names no file: pathlib reads it as the working
+    directory, "audit log . is not a regular file"); a path whose directory does not exist (gputui
+    makes the directories of its default log only, never those of a path typed: a typo must not grow
+    a tree); a path on a file system that keeps no files (/proc, /sys: no blocks, so a plan was
+    refused later for want of free space). The rest (a symlink, a FIFO, another user's file) is
+    auditpath.open_log's to refuse, where the log is opened."""
+    if not text:
+        raise argparse.ArgumentTypeError("'' names no file (leave --log out for the default log)")
+    parent = os.path.dirname(text) or "."
+    if not os.path.isdir(parent):
+        what = "is not a directory" if os.path.lexists(parent) else "does not exist"
+        raise argparse.ArgumentTypeError(
+            f"{shown(text)}: its directory {shown(parent)} {what} (gputui makes only the default "
+            "log's directories: make it first, or leave --log out)"
+        )
+    try:
+        blocks = os.statvfs(parent).f_blocks
+    except OSError:
+        return text  # not readable here: said where the log is opened
+    if blocks == 0:
+        raise argparse.ArgumentTypeError(
+            f"{shown(text)} is on a file system that keeps no files (as /proc or /sys): name a file on a disk"
+        )
+    return text
 
 
 def listen_address(text: str) -> tuple[str, int]:

@@ -30,7 +30,7 @@ from ..config.killoptions import KillOptions
 from ..fleet.fleet import Fleet
 from ..kill.auditlog import UnsafeLog
 from ..kill.operate import Operations, Request, RequestScope, UnfinishedReport, status_of
-from ..kill.plan.entries import Target
+from ..kill.plan.entries import STOP_JOB_FLAG, Target
 from ..kill.plan.record import SIGNAL_WORDS, Plan
 from ..model import Event, Job, Sample
 from ..model.textsafe import fit, pad, printable
@@ -270,12 +270,9 @@ async def _clean(
     for plan in planned.plans:
         outcome = outcomes[plan.host]
         outcome.plan, outcome.status = plan, "planned"
-        # A protected process named by PID, a job whose root is protected, a PID above a job.
-        refused = [e for e in plan.excluded if e.chosen and e.protected]
-        if refused:
-            outcome.status = "refused"
-            hint = " (--include-monitor stops it anyway)" if any(e.can_include for e in refused) else ""
-            outcome.message = "; ".join(f"{e.pid} ({e.name or '?'}) is {e.why}" for e in refused) + hint
+        refusal = _refusal(plan)
+        if refusal is not None:
+            outcome.status, outcome.message = "refused", refusal
     for outcome in outcomes.values():
         _print_plan(con, outcome)
     runnable = [o for o in outcomes.values() if o.status == "planned"]
@@ -308,6 +305,20 @@ async def _clean(
         outcome.verdict = result
         outcome.status, outcome.message = status_of(result)
     return _finish(con, outcomes.values(), ops, dry_run=False)
+
+
+def _refusal(plan: Plan) -> str | None:
+    """Why the plan must not run, or None: a protected process named by PID, a job whose root is
+    protected, a PID above a job; or only zombies chosen (exit 4 too: nothing is done, as for a
+    protected PID; "stopped" would claim a signal no zombie can get)."""
+    refused = [e for e in plan.excluded if e.chosen and e.protected]
+    if refused:
+        hint = " (--include-monitor stops it anyway)" if any(e.can_include for e in refused) else ""
+        return "; ".join(f"{e.pid} ({e.name or '?'}) is {e.why}" for e in refused) + hint
+    if plan.zombies_alone:
+        said = [w.message for w in plan.warnings if w.kind == "zombie"]
+        return "nothing was signalled: " + ("; ".join(said) or "every process chosen is a zombie")
+    return None
 
 
 def _say_interrupted(con: Console, running: Sequence[HostOutcome], ops: Operations, recheck: Recheck) -> None:
@@ -483,7 +494,7 @@ def plan_lines(plan: Plan, width: int = DEFAULT_COLUMNS) -> list[str]:
             lead = f"   {e.pid:>7}  {pad(e.user or '-', 10)} "
             lines.append(fit(lead, e.brief, f"  ({printable(e.why)})", width, LEFT_COMMAND))
     for w in plan.warnings:
-        lines.append(f"   ! {printable(w.message)}")
+        lines.append(f"   ! {printable(w.said(STOP_JOB_FLAG))}")
     lines.append(f"   signals: {SIGNAL_WORDS[plan.kill.signals]}")
     lines.append("   stages: " + "; ".join(plan.stages))
     return lines

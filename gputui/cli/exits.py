@@ -10,7 +10,7 @@ codes"). One number may carry a different word per command: the enum's aliases s
     2  USAGE      bad arguments, config or spec: one line on stderr, nothing done
     3  NO_GPU     a host has no usable driver or GPU: nothing to do there
     4  REFUSED    clean/reset/demo: refused by a safety rule (protected process, another user's
-                  demo directory, a blocker of a reset)
+                  demo directory, a blocker of a reset); clean of zombies alone (nothing to signal)
     5  DECLINED   clean: the operator said no at the prompt
     128+N         ended by signal N: 130 Ctrl+C (INTERRUPTED), 129 hang-up (HANGUP), 143 SIGTERM
                   (TERMINATED)

@@ -114,7 +114,8 @@ def add_memory_below(p: argparse.ArgumentParser) -> None:
 
 
 def add_log(p: argparse.ArgumentParser, help: str) -> None:
-    p.add_argument("--log", metavar="PATH", help=help)
+    """--log PATH, checked here for every command (argtypes.audit_log): a bad one is a usage error."""
+    p.add_argument("--log", type=argtypes.audit_log, metavar="PATH", help=help)
 
 
 def idle_after(args: argparse.Namespace, config: Config) -> float:

@@ -26,6 +26,7 @@ from ..fleet.fleet import Fleet
 from ..fleet.session import DOWN, LIVE, HostView, SampleArrived, StatusChanged
 from ..model import NO_GPU_CODES
 from ..model.textsafe import printable
+from ..text.words import count
 from ..views.pick import Judged, closest, judge, link_of
 from ..views.readiness import Conditions
 from .exits import Exit
@@ -105,7 +106,7 @@ async def run_pick(
         await fleet.stop()
 
 
-def _refusal(fleet: Fleet, count: int) -> tuple[Exit, str] | None:
+def _refusal(fleet: Fleet, wanted: int) -> tuple[Exit, str] | None:
     """Nothing to pick from: no host has a driver or GPU (exit 3), or every host that has sent a
     sample has fewer than N GPUs and none is left to hear from (exit 2: no wait can help)."""
     views = fleet.hosts
@@ -116,10 +117,10 @@ def _refusal(fleet: Fleet, count: int) -> tuple[Exit, str] | None:
         why = v.facts.error_message or v.facts.error_code
         return Exit.NO_GPU, f"{v.name}: {why} (`gputui pick 1 --demo` picks on a simulated cluster)"
     sizes = {v.name: len(v.sample.gpus) for v in views if v.sample is not None}
-    if len(sizes) + len(no_gpu) < len(views) or any(n >= count for n in sizes.values()):
+    if len(sizes) + len(no_gpu) < len(views) or any(n >= wanted for n in sizes.values()):
         return None
     have = ", ".join(f"{printable(h)} has {n}" for h, n in sizes.items()) or "no host sent a sample"
-    return Exit.USAGE, f"no host has {count} GPUs to pick from ({have})"
+    return Exit.USAGE, f"no host has {count(wanted, 'GPU')} to pick from ({have})"
 
 
 def _judge_host(view: HostView, args: argparse.Namespace) -> HostJudged:
@@ -138,12 +139,12 @@ def _judge_host(view: HostView, args: argparse.Namespace) -> HostJudged:
     return HostJudged(view.name, gpus)
 
 
-def _first_with(judged: Sequence[HostJudged], count: int) -> Picked | None:
-    """The first host in order with `count` ready GPUs, and the closest `count` of them."""
+def _first_with(judged: Sequence[HostJudged], wanted: int) -> Picked | None:
+    """The first host in order with `wanted` ready GPUs, and the closest `wanted` of them."""
     for host in judged:
         ready = {j.gpu.index: j for j in host.ready}
-        if len(ready) >= count:
-            chosen = closest([j.gpu for j in ready.values()], count)
+        if len(ready) >= wanted:
+            chosen = closest([j.gpu for j in ready.values()], wanted)
             return Picked(host.host, tuple(ready[g.index] for g in chosen))
     return None
 
@@ -183,7 +184,7 @@ def _report(
             file=err,
         )
     else:
-        print(f"gputui pick: no host has {args.count} GPUs ready" + _after(args), file=err)
+        print(f"gputui pick: no host has {count(args.count, 'GPU')} ready" + _after(args), file=err)
     for line in _reasons(judged, picked):
         print(line, file=err)
     return code
@@ -192,7 +193,7 @@ def _report(
 def _waiting(args: argparse.Namespace, judged: Sequence[HostJudged]) -> str:
     """`gputui pick: waiting up to 120 s for 2 GPUs ready on one host (ready now: demo-b 1)`."""
     now = ", ".join(f"{printable(h.host)} {len(h.ready)}" for h in judged)
-    return f"gputui pick: waiting up to {args.wait:g} s for {args.count} GPUs ready on one host (ready now: {now})"
+    return f"gputui pick: waiting up to {args.wait:g} s for {count(args.count, 'GPU')} ready on one host (ready now: {now})"
 
 
 def _after(args: argparse.Namespace) -> str:

@@ -141,10 +141,10 @@ class ActionLog:
             raise AuditError(
                 errno.ENOSPC,
                 f"audit log {self.path}: {free >> 10} KiB free, a plan of {count(processes, 'process', 'processes')} needs "
-                f"{need >> 10} KiB: nothing sent (free some space, or pass --log PATH)",
+                f"{need >> 10} KiB (free some space, or pass --log PATH)",
             )
         if info.f_flag & os.ST_RDONLY:
-            raise AuditError(errno.EROFS, f"audit log {self.path}: read-only filesystem: nothing sent")
+            raise AuditError(errno.EROFS, f"audit log {self.path}: read-only filesystem")
 
     def write(self, kind: str, action: str, **fields: Any) -> dict[str, Any]:
         """Append one record and make it durable before returning (AuditError if it cannot be)."""

@@ -127,6 +127,9 @@ ALSO_REFUSED = {
 # names (a login may be "x" or "nan"), so they are taken; the rest (no name starts with '-') are not.
 TAKE_A_NAME = {"--user"}
 NAMES = {"1e400", "nan", "inf", "x", "²", "0x10", "1_000"}
+# Flags whose type checks a path, not a number: "99999" is a fine file name (--log: its own tests in
+# tests/cli/test_bad_days_five_b.py).
+PATHS = {"--log"}
 
 
 def numeric_flags() -> list[tuple[str, Any, str]]:
@@ -147,6 +150,7 @@ def numeric_flags() -> list[tuple[str, Any, str]]:
                 action.type is not None
                 and action.option_strings
                 and not isinstance(action, argparse._HelpAction)
+                and action.option_strings[-1] not in PATHS
             ):
                 out.append((command, parser, action.option_strings[-1]))
     return out

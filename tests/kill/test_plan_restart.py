@@ -4,7 +4,8 @@ Stopping a supervisor's worker (`x`, `clean --pid`, or a GPU it is on) left the 
 the plan said nothing, the verdict then said "parent ... may start it again" and a new worker ran
 10 s later. Now every plan warns (kind `restart`) for each target whose parent is of the same job
 (its root or a process between, by the sample's jobs) and is not in the plan, naming that parent
-and the job to stop instead (`X` in the dashboard, `clean --job` from the shell). Pure functions
+and the job to stop instead (`press X` in the dashboard, `clean --job` from the shell: each
+front's words, PlanWarning.said). Pure functions
 over a hand-made sample; the dashboard and `clean` on the sim's `jobs` scenario are tested in
 tests/ui/test_plan_restart.py and below.
 """
@@ -15,6 +16,7 @@ import re
 from pathlib import Path
 
 from gputui.kill.plan import PlanOptions, plan_for_gpus, plan_for_jobs, plan_for_pids
+from gputui.kill.plan.entries import STOP_JOB_FLAG
 from gputui.kill.plan.record import Plan
 from tests.support.cli import gputui
 from tests.support.samples import launcher_sample
@@ -32,7 +34,11 @@ def test_a_member_stopped_without_its_parent_names_the_parent_and_the_job():
     # 301's parent is the agent 201 (between the root and the ranks), of job 200.
     assert "parent 201 `python -m torch.distributed.elastic.agent`" in words
     assert "may start it again" in words and "301" in words
-    assert "X stops job 200" in words and "clean --job 200" in words
+    assert "stop job 200 whole" in words and "X" not in words and "clean" not in words
+    [warning] = [
+        w for w in plan_for_pids(sample, [301], host="h", options=OPTS).warnings if w.kind == "restart"
+    ]
+    assert warning.job == "200" and warning.said(STOP_JOB_FLAG).endswith("whole (clean --job 200)")
 
 
 def test_one_warning_per_parent_naming_every_child():
@@ -43,7 +49,7 @@ def test_one_warning_per_parent_naming_every_child():
 
 def test_a_gpu_plan_warns_too():
     [words] = restarts(plan_for_gpus(launcher_sample(), [1], host="h", options=OPTS))
-    assert "parent 201 " in words and "X stops job 200" in words
+    assert "parent 201 " in words and "stop job 200 whole" in words
 
 
 def test_part_of_a_job_names_the_parent_above_the_part():

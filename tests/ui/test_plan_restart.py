@@ -37,7 +37,8 @@ async def test_x_on_a_supervisors_worker_warns_that_the_supervisor_restarts_it()
         assert [t.pid for t in screen.plans[0].targets] == [worker.pid]
         text = dialog_text(app)
         assert f"parent {job.root} `" in text and "supervisor" in text, text
-        assert "may start it again" in text and f"X stops job {job.id}" in text, text
+        assert "may start it again" in text and f"stop job {job.id} whole (press X)" in text, text
+        assert "clean --job" not in text, text
 
 
 async def test_X_in_the_dialog_closes_the_plan_and_opens_the_plan_of_the_job_its_warning_names() -> None:

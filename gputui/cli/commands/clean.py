@@ -35,8 +35,8 @@ HOST:all. A positional HOST:N with N < 64 is a GPU too (a larger N, or user@host
 exit codes: 0 done: every targeted GPU verified clean, or every chosen process stopped with its
 memory released; 1 not done (still held, ghost memory, survived), a host unreachable, or the outcome
 unknown; 2 bad usage (also: no terminal to confirm on and no --yes, an audit log path that is not safe); 3 no NVIDIA driver or GPU;
-4 refused (read-only host, protected process, permission denied); 5 not confirmed at the prompt:
-nothing done; 130 interrupted (Ctrl+C): what was sent is said on stderr, the outcome is unknown.
+4 refused (read-only host, protected process, permission denied, zombies alone: nothing to signal);
+5 not confirmed at the prompt: nothing done; 130 interrupted (Ctrl+C): what was sent is said on stderr, the outcome is unknown.
 With --json, "ok" is true exactly when the exit code is 0 (a dry run: every plan could be made).
 
 IDLE: --idle stops the idle holders: processes that hold GPU memory at 0% SM for --idle-minutes (the

@@ -207,6 +207,7 @@ WARNING_KINDS = (
     "sweep-off",  # unattributed holders exist and are not included
     "unreadable",  # fds the probe could not read: holders may be missing
     "nothing",  # nothing to signal
+    "zombie",  # a chosen process is a zombie: no signal reaches it, its parent must reap it
     "stale-scan",  # planned on an incremental sample
     "protected-included",  # a monitor is included
     "mps-server",  # an MPS server or control daemon is a target: its clients end with it
@@ -215,17 +216,28 @@ WARNING_KINDS = (
 SEVERE = frozenset({"other-user", "uninterruptible", "permission", "protected-included", "mps-server"})
 
 
+# How a warning's job is stopped from the command line (`clean`'s plan, its JSON, the audit log);
+# the dashboard says its key (PlanWarning.said).
+STOP_JOB_FLAG = "clean --job {job}"
+
+
 @dataclass(frozen=True, slots=True)
 class PlanWarning:
     """Something the operator should know before confirming, of a typed kind (WARNING_KINDS)."""
 
     kind: str  # one of WARNING_KINDS
-    message: str
+    message: str  # in no front's words: a key or a flag is `said`'s to add
     pid: int | None = None
+    job: str | None = None  # the job whose stopping, whole, answers it (a restart warning's)
 
     @property
     def severe(self) -> bool:
         return self.kind in SEVERE
+
+    def said(self, stop_job: str) -> str:
+        """The message as one front says it: where it names a job to stop, how, in that front's
+        words: `stop_job` with `{job}` in it (the dashboard's key, the CLI's flag)."""
+        return self.message if self.job is None else f"{self.message} ({stop_job.format(job=self.job)})"
 
 
 @dataclass(frozen=True, slots=True)

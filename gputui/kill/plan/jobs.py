@@ -8,12 +8,12 @@ PID names without planning anything, and the planner's other scopes need none of
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from ...model import Job, Parent, Proc, Sample, brief_process
 from ...probe.jobs import INIT_COMMS, SESSION_COMMS, SHELLS, Node, interactive_shell
-from ...text.words import pids
+from ...text.words import pids, plural
 from .entries import Excluded, PlanWarning, Target, head_excluded, head_target, target_entry
 from .mps import mps_clients
 from .reasons import PROTECTED_WORDS, why
@@ -129,10 +129,20 @@ def not_a_gpu_process(sample: Sample, host: str, pid: int) -> Excluded:
         pid,
         info.start_time if info is not None else None,
         info,
-        f"above {'job' if len(jobs) == 1 else 'jobs'} {ids}: {PROTECTED_WORDS[what]}; stop the "
-        f"job instead: clean --job {jobs[0].id}",
+        f"above {plural(len(jobs), 'job')} {ids}: {PROTECTED_WORDS[what]}; {stop_instead(jobs)}",
         protected=what,
     )
+
+
+HINTED_JOBS = 3  # the jobs a hint's command names; the rest are counted
+
+
+def stop_instead(jobs: Sequence[Job]) -> str:
+    """`stop the jobs instead: clean --job 4242 --job 4300 --job 4310 (and 5 more)`: every job below
+    a PID that is refused, the first HINTED_JOBS in the command, the rest counted."""
+    flags = " ".join(f"--job {j.id}" for j in jobs[:HINTED_JOBS])
+    more = f" (and {len(jobs) - HINTED_JOBS} more)" if len(jobs) > HINTED_JOBS else ""
+    return f"stop the {plural(len(jobs), 'job')} instead: clean {flags}{more}"
 
 
 # -- which roots must never be signalled ---------------------------------------------------------
@@ -271,8 +281,9 @@ def restart_warnings(targets: Iterable[Target], sample: Sample) -> list[PlanWarn
 
 
 def _restart_warning(sample: Sample, parent: int, children: list[int], job: Job) -> PlanWarning:
-    """`parent 4242 `python supervisor.py` of 5252 is not in the plan and may start it again: X stops
-    job 4242 whole (clean --job 4242)`: the verdict's words (words.restart_words), said before."""
+    """`parent 4242 `python supervisor.py` of 5252 is not in the plan and may start it again: stop
+    job 4242 whole`: the verdict's words (words.restart_words), said before; how to stop the job is
+    each front's to say (PlanWarning.said: `X` in the dashboard, `clean --job 4242` in the CLI)."""
     known: list[Parent | Proc] = [*sample.parents, *sample.processes]
     info = next((p for p in known if p.pid == parent), None)
     brief = brief_process(info.command, info.name) if info is not None else "?"
@@ -281,8 +292,9 @@ def _restart_warning(sample: Sample, parent: int, children: list[int], job: Job)
     return PlanWarning(
         "restart",
         f"parent {parent} `{brief[:80]}` of {kids} is not in the plan and may start {them} "
-        f"again: X stops job {job.id} whole (clean --job {job.id})",
+        f"again: stop job {job.id} whole",
         children[0],
+        job=job.id,
     )
 
 

@@ -20,7 +20,7 @@ from ...text.words import count, gpus_words
 from .entries import Excluded, GpuBefore, PlanScope, PlanWarning, Target, excluded_entry, target_entry
 from .jobs import JobPart, job_for_pid, job_part, not_a_gpu_process, restart_warnings
 from .mps import mps_clients, mps_warning, mps_words
-from .reasons import UNATTRIBUTED_WORDS, exclusion, why, zombie_words
+from .reasons import UNATTRIBUTED_WORDS, chosen_zombie_words, exclusion, why, zombie_words
 from .record import Plan, sweep_warning
 
 
@@ -341,7 +341,10 @@ def plan_warnings(plan: Plan, sample: Sample, indexes: set[int], opts: PlanOptio
                 "read: hidden holders may be missing (run the probe as root)",
             )
         )
-    if plan.is_empty:
+    by_pid = {p.pid: p for p in sample.processes}
+    zombies = [by_pid[e.pid] for e in plan.excluded if e.chosen and e.kind == "zombie" and e.pid in by_pid]
+    out += [PlanWarning("zombie", chosen_zombie_words(z, by_pid), z.pid) for z in zombies]
+    if plan.is_empty and not plan.zombies_alone:  # chosen zombies alone: said above
         where = gpus_words(sorted(indexes)) if indexes else "the chosen processes"
         out.append(PlanWarning("nothing", f"nothing to stop for {where}: the probe will only verify"))
     return out

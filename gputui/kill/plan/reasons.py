@@ -47,6 +47,24 @@ def zombie_words(proc: Proc) -> str:
     return f"zombie: holds nothing, parent {parent} must reap it"
 
 
+def chosen_zombie_words(proc: Proc, by_pid: dict[int, Proc]) -> str:
+    """A zombie the operator chose: why nothing can stop it, who can end it and what holds its GPU
+    memory (docs/GPU_FACTS.md, "Zombies hold nothing": its own is released; a hidden holder tied to
+    it, a child that kept its device files, may hold some)."""
+    parent = proc.ppid if proc.ppid is not None else (proc.links[0] if proc.links else None)
+    reaper = f"its parent {parent} reaps it" if parent is not None else "its parent reaps it"
+    holders = sorted(p.pid for p in by_pid.values() if proc.pid in p.links and p.kind == "hidden")
+    held = (
+        f"the GPU memory it had is held by {', '.join(map(str, holders))} (hidden holders tied to it)"
+        if holders
+        else "it holds no GPU memory"
+    )
+    return (
+        f"{proc.pid} ({proc.name or '?'}) is a zombie: it has exited, no signal reaches it; it stays "
+        f"until {reaper}; {held}"
+    )
+
+
 def _ghost_words(proc: Proc, by_pid: dict[int, Proc]) -> str:
     if proc.reason == "other-namespace" and not proc.links:
         return "not in this PID namespace (a container?): stop it where it runs"

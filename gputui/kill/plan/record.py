@@ -27,7 +27,7 @@ from ...probe.common import (
 )
 from ...text.units import fmt_gpus
 from ...text.words import count_does, gpus_words, plural
-from .entries import Excluded, GpuBefore, PlanScope, PlanWarning, Target, included
+from .entries import STOP_JOB_FLAG, Excluded, GpuBefore, PlanScope, PlanWarning, Target, included
 from .jobs import jobs_title
 from .mps import mps_warning
 
@@ -137,6 +137,19 @@ class Plan:
     def is_empty(self) -> bool:
         """Nothing to signal: the probe will only verify."""
         return not self.signalled
+
+    @property
+    def zombies_alone(self) -> bool:
+        """Nothing to signal and nothing to prove: every process chosen is a zombie (no signal
+        reaches one; it stays until its parent reaps it) and no GPU or ghost was chosen."""
+        chosen = [e for e in self.excluded if e.chosen]
+        return (
+            self.is_empty
+            and not self.gpus
+            and not self.ghosts
+            and bool(chosen)
+            and all(e.kind == "zombie" for e in chosen)
+        )
 
     @property
     def signals(self) -> tuple[str, ...]:
@@ -320,7 +333,10 @@ class Plan:
             "sweep": [t.describe() for t in self.sweep],
             "sweep_included": self.sweep_included,
             "excluded": [e.describe() for e in self.excluded],
-            "warnings": [{"kind": w.kind, "message": w.message, "pid": w.pid} for w in self.warnings],
+            "warnings": [
+                {"kind": w.kind, "message": w.said(STOP_JOB_FLAG), "pid": w.pid, "job": w.job}
+                for w in self.warnings
+            ],
             "stages": list(self.stages),
             "signals": list(self.signals),
             "term_timeout": self.term_timeout,

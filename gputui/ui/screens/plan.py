@@ -68,6 +68,7 @@ from .dialog import DANGER, SCROLL_BINDINGS, Confirm, Dialog, answer_bindings
 KEYS_HINT = "ctrl+k {verb} · i signals · w/v times · p monitor · esc cancel"
 SWEEP_KEY_HINT = " · s sweep"  # after ctrl+k's
 JOB_KEY_HINT = " · X stop job"  # after the monitor's key
+STOP_JOB_KEY = "press X"  # how a warning's job is stopped in this dialog (PlanWarning.said)
 SIGNAL_KEYS_HINT = "ctrl+k send · esc cancel"  # a signal plan: one signal, nothing to change
 TERM_WAITS = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)  # `w` cycles through these (seconds)
 VERIFY_WAITS = (5.0, 10.0, 30.0, 60.0, 120.0)  # `v`
@@ -248,7 +249,7 @@ class PlanWarnings(PlanText):
                     text.append("\n")
                 style = self.style_of("plan--error" if w.severe else "plan--warn")
                 where = f"{fmt.safe(plan.host, 40)}: " if hosts else ""
-                text.append(f"! {where}{fmt.safe(w.message, 300)}", style)
+                text.append(f"! {where}{fmt.safe(w.said(STOP_JOB_KEY), 300)}", style)
         self.display = bool(text)
         self.text = text
         self.update(text)
