@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.support.paths import REPO
 
 SLOW = REPO / "tests" / "slow.txt"
@@ -21,6 +23,7 @@ def collected(*args: str) -> set[str]:
     return {line for line in result.stdout.splitlines() if "::" in line}
 
 
+@pytest.mark.timeout(660)  # two collections of the whole suite, each in a fresh interpreter: slow when busy
 def test_quick_leaves_out_the_listed_tests_and_only_those() -> None:
     listed = {
         line.strip() for line in SLOW.read_text().splitlines() if line.strip() and not line.startswith("#")

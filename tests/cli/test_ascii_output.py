@@ -30,6 +30,8 @@ DATA_COMMANDS = ("export", "probe", "serve")
 NAME = "notebook_k\u00e9rnel_\u540d\u524d\u2713"
 NAME_ASCII = "notebook_k?rnel_????+"
 
+WAITED = "10"  # seconds `wait --demo` judges (never ready) before its report
+
 MODES = [
     pytest.param(("--ascii",), {"LANG": "C.UTF-8"}, id="--ascii"),
     pytest.param((), {"LANG": "C"}, id="LANG=C"),
@@ -92,7 +94,8 @@ def test_snapshot_and_clean_write_only_ascii(args: tuple[str, ...], env: dict[st
 
 @pytest.mark.parametrize(("args", "env"), MODES)
 def test_wait_writes_its_live_line_and_report_in_ascii(args: tuple[str, ...], env: dict[str, str]) -> None:
-    code, data = run_on_pty("wait", "--demo", "--timeout", "2", *args, env=locale_env(**env))
+    # The demo is never ready; the timeout leaves a busy machine room to connect and draw a line.
+    code, data = run_on_pty("wait", "--demo", "--timeout", WAITED, *args, env=locale_env(**env))
     assert code == 1 and b"not ready" in data, data.decode(errors="replace")
     assert b"ready, " in data  # the live line was drawn
     assert not_ascii(data) == []
@@ -102,7 +105,7 @@ def test_a_utf8_locale_gets_the_glyphs() -> None:
     env = locale_env(LANG="C.UTF-8")
     code, data = run("snapshot", "--demo", env=env)
     assert code == 0 and "·".encode() in data and "…".encode() in data
-    code, data = run_on_pty("wait", "--demo", "--timeout", "2", env=env)
+    code, data = run_on_pty("wait", "--demo", "--timeout", WAITED, env=env)
     assert code == 1 and "·".encode() in data  # between a host's GPUs on the live line
 
 

@@ -252,8 +252,10 @@ async def test_the_host_list_says_queued_while_a_host_waits_for_a_slot(pair: Ssh
         assert fleet.view("left").phase == QUEUED
         assert "waiting for a handshake" in (fleet.view("left").phase_detail or "")
         main.host_list.move_cursor(row=main.host_list.get_row_index("left"))
-        await pilot.pause(0.1)
-        assert "queued…" in main.status_line.render().plain
+        deadline = time.monotonic() + 60  # the host chosen, then the status line redrawn for it
+        while "queued…" not in main.status_line.render().plain:
+            assert time.monotonic() < deadline, main.status_line.render().plain
+            await pilot.pause(0.05)
         gate.release(held)
         deadline = time.monotonic() + 60
         while not all(v.status == LIVE for v in fleet.hosts):

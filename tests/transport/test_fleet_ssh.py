@@ -82,7 +82,7 @@ async def test_three_hosts_stream_at_once_over_two_sshd(cluster):
         assert all(len(v.sample.gpus) == 4 for v in views)
         assert {p.kind for p in fleet.view("gpu-a").sample.processes} >= {"user", "ghost", "hidden"}
         # Each host is its own connection and its own remote probe.
-        assert len({link.hello["pid"] for link in cluster.links}) == 3
+        assert len({link.hello["pid"] for link in cluster.links if link.hello}) == 3
         assert {link.route[0] for link in cluster.links} == {"gpu-a", "gpu-b", "gpu-c"}
         # (and the cleanup check below sees them: the probes, gpu-a's sim jobs, one sim dir each)
         assert set(probe_pids(cluster)) < set(cluster.remote_processes())
@@ -138,22 +138,25 @@ async def test_sshd_killed_mid_stream_host_goes_stale_down_and_live_again_in_the
             await shown(host, None, 60)
         assert "3 live" in status_line(app)
         assert {link.label for link in cluster.links} == {"gpu-a", "gpu-b", "gpu-c"}
-        old_probe = next(link.hello["pid"] for link in cluster.links if link.label == "gpu-c")
+        # gpu-c's live link (on a busy machine an attempt before it may have failed, with no hello).
+        old_probe = next(
+            link.hello["pid"] for link in reversed(cluster.links) if link.label == "gpu-c" and link.hello
+        )
         server = cluster.server_of["gpu-c"]
 
         # sshd-2 hangs (SIGSTOP: no data, no FIN): gpu-c is drawn stale...
         freeze(server)
-        await shown("gpu-c", {"stale"}, 10)
+        await shown("gpu-c", {"stale"}, 60)
         assert "1 stale" in status_line(app)  # drawn by the same redraw as the host list
         # ...then sshd-2 is killed (listener and session): the connection breaks, gpu-c is down.
         kill_sshd(server)
-        await shown("gpu-c", {"down"}, 10)
+        await shown("gpu-c", {"down"}, 60)
         assert "1 down" in status_line(app)
         # (it is retried at once: its state flips between down and connecting from now on)
         after_stale = seen[seen.index((STALE, "silent")) :]
         assert (DOWN, "unreachable") in after_stale, seen
         # Its probe saw the channel end and exited by itself.
-        await until(lambda: gone(old_probe), 10, f"the remote probe {old_probe} to exit")
+        await until(lambda: gone(old_probe), 60, f"the remote probe {old_probe} to exit")
 
         # While gpu-c is down (and retried in the background), the others keep streaming and keys
         # are handled: each moves the fleet table's cursor, over gpu-a's GPUs. (How long a key takes
@@ -171,7 +174,7 @@ async def test_sshd_killed_mid_stream_host_goes_stale_down_and_live_again_in_the
             rows.append(table.cursor_row)
             await pilot.pause(0.15)
         assert rows == [1, 2, 3, 2, 1, 0] and table.cursor_key == first, rows
-        await until(lambda: a.sample.seq >= seq_a + 3 and b.sample.seq >= seq_b + 3, 10, "a and b streaming")
+        await until(lambda: a.sample.seq >= seq_a + 3 and b.sample.seq >= seq_b + 3, 60, "a and b streaming")
         assert a.status == LIVE and b.status == LIVE
         assert rendered(app, "gpu-a") not in ("stale", "down") and rendered(app, "gpu-b") not in (
             "stale",
@@ -181,10 +184,10 @@ async def test_sshd_killed_mid_stream_host_goes_stale_down_and_live_again_in_the
 
         # sshd-2 comes back on the same port: gpu-c is live again, nobody pressed anything.
         server.start()
-        await shown("gpu-c", None, 15)
+        await shown("gpu-c", None, 60)
         assert c.status == LIVE and c.connects == 2 and "3 live" in status_line(app)
         seq_c = c.sample.seq
-        await until(lambda: c.sample.seq >= seq_c + 2, 10, "gpu-c streaming again")
+        await until(lambda: c.sample.seq >= seq_c + 2, 60, "gpu-c streaming again")
     statuses = [status for status, _ in seen]
     assert statuses.index(STALE) < statuses.index(DOWN) < len(statuses) - 1 - statuses[::-1].index(LIVE)
     assert statuses[-1] == LIVE

@@ -449,11 +449,10 @@ async def test_action_log_shows_events_with_milliseconds() -> None:
         await wait_for(pilot, lambda: len(main.action_log.entries) == 1)
         await redrawn(pilot)
         assert main.action_log.display
-        text = screen_text(app)
-        assert ".125 demo-a" in text and "SIGTERM -> 10678 [b]python\\e" in text
+        await wait_for(pilot, lambda: ".125 demo-a" in screen_text(app))  # its lines drawn, a layout later
+        assert "SIGTERM -> 10678 [b]python\\e" in screen_text(app)
         main.action_log.set_filter("nothing like it")
-        await pilot.pause()
-        assert "SIGTERM" not in screen_text(app)
+        await wait_for(pilot, lambda: "SIGTERM" not in screen_text(app))
 
 
 def test_fixture_has_the_hostile_process() -> None:
