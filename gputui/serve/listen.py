@@ -35,7 +35,7 @@ from typing import Any, cast
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
-from ..model.textsafe import printable
+from ..model.textsafe import cut
 from ..text.clients import HEAD_DEADLINE, Notices, peer_name
 from .app import HEADERS, NO_STORE, SETTINGS, Handler
 
@@ -248,14 +248,10 @@ class _ClientLog(logging.Logger):
         if record.levelno < logging.WARNING:
             return
         error = record.exc_info[1] if record.exc_info else None
-        peer = (
-            printable(str(record.args[0]))[:80]
-            if isinstance(record.args, tuple) and record.args
-            else "a client"
-        )
+        peer = cut(str(record.args[0]), 80) if isinstance(record.args, tuple) and record.args else "a client"
         if isinstance(error, HttpProcessingError | web.RequestPayloadError):  # the client's, not the hub's
             self.notices.note(peer, f"malformed request refused (400, {type(error).__name__})")
         elif error is not None:
             self.notices.note(peer, f"answer failed: {type(error).__name__}")
         else:
-            self.notices.note(peer, printable(record.getMessage())[:200])
+            self.notices.note(peer, cut(record.getMessage(), 200))
