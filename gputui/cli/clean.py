@@ -140,6 +140,9 @@ def run(args: argparse.Namespace) -> int:
     """`gputui clean` with its parsed arguments: its hosts, their fleet, then the plans."""
     config = load(args.config)
     take_positional_gpus(args)
+    refused = _refused_before_starting(args, config.kill)
+    if refused is not None:
+        return refused
     hosts = args.hosts
     if not hosts:
         # A destructive command names its hosts: without one, this machine, unless a config (or
@@ -155,6 +158,19 @@ def run(args: argparse.Namespace) -> int:
     return asyncio.run(
         run_clean(args, fleet, kill=config.kill, idle_after=idle_after(args, config), recheck=recheck)
     )
+
+
+def _refused_before_starting(args: argparse.Namespace, kill: KillOptions) -> int | None:
+    """The exit of a usage error the command line alone shows (run_clean's own checks), said before
+    anything is started for it (the demo, a host's probe); None when there is none."""
+    con = Console(sys.stdout, sys.stderr, sys.stdin, bool(args.json))
+    problem = _usage_problem(args)
+    if problem is None:
+        try:
+            kill_options(args, kill)
+        except UsageError as exc:
+            problem = str(exc)
+    return None if problem is None else _bad_usage(con, args, problem)
 
 
 async def run_clean(

@@ -10,7 +10,7 @@ import logging
 import sys
 from typing import Any
 
-from ..config.file import load
+from ..config.file import Config, load
 from ..fleet.fleet import Fleet
 from ..fleet.session import FleetEvent, SampleArrived
 from ..recording.player import ReplayPlayer
@@ -19,6 +19,7 @@ from ..ui.factory import make_app
 from ..ui.terminal import LOST_STATUS, Lifeline, hung_up
 from ..ui.themes import bundled_themes_dir, load_themes, theme_problem
 from . import options
+from .demo import check_demo_names
 from .fleets import build_fleet, over_ssh, resolve_hosts
 from .gpuspec import take_positional_gpus
 from .replay import REPLAY_INTERVAL, open_replay
@@ -57,7 +58,17 @@ def _run(args: argparse.Namespace, lifeline: Lifeline) -> int:
         replay, fleet = opened
         args.interval = REPLAY_INTERVAL
         hosts = [v.name for v in fleet.hosts]
-    else:
+    # Every refusal of the command line before the hosts are resolved (the demo started, a hub read).
+    problem = _theme_problem(args, config)
+    if problem is None and replay is None and args.demo and not args.hub:
+        check_demo_names(args.hosts)
+        problem = options.demo_gpu_problem(args)
+    if problem is not None:
+        return fail(problem)
+    refused = _no_terminal(args, lifeline)
+    if refused is not None:
+        return refused
+    if replay is None:
         specs = resolve_hosts(
             args.hosts,
             args.demo,
@@ -72,19 +83,6 @@ def _run(args: argparse.Namespace, lifeline: Lifeline) -> int:
         return fail(problem)
     interval = args.interval or config.interval or 1.0
     theme = args.theme or config.theme
-    if theme:
-        problem = theme_problem(theme, load_themes(bundled_themes_dir()))
-        if problem is not None:
-            where = "--theme" if args.theme else f"theme in {config.path}" if config.path else "theme"
-            return fail(f"{where}: {problem}")
-    if not args.force_tty:
-        for what, stream in (("stdout", sys.stdout), ("stdin", sys.stdin)):
-            if stream is None or not stream.isatty():
-                # A terminal that hung up is no terminal either: then the hangup is why it ends.
-                ending = lifeline.signalled()
-                if ending is None and hung_up(stream):
-                    ending = fail(HUNG_UP.format(what=what), LOST_STATUS)
-                return ending if ending is not None else fail(NO_TERMINAL.format(what=what))
     read_only = args.read_only or config.read_only or replay is not None
     if replay is None:
         fleet = build_fleet(specs, interval)
@@ -111,6 +109,29 @@ def _run(args: argparse.Namespace, lifeline: Lifeline) -> int:
         if replay.problem and not app.return_code:
             return fail(f"the replay stopped: {replay.problem}", 1)
     return int(app.return_code or 0)
+
+
+def _theme_problem(args: argparse.Namespace, config: Config) -> str | None:
+    theme = args.theme or config.theme
+    if theme:
+        problem = theme_problem(theme, load_themes(bundled_themes_dir()))
+        if problem is not None:
+            where = "--theme" if args.theme else f"theme in {config.path}" if config.path else "theme"
+            return f"{where}: {problem}"
+    return None
+
+
+def _no_terminal(args: argparse.Namespace, lifeline: Lifeline) -> int | None:
+    """The exit when there is no terminal to draw on (before the hosts are resolved); else None."""
+    if not args.force_tty:
+        for what, stream in (("stdout", sys.stdout), ("stdin", sys.stdin)):
+            if stream is None or not stream.isatty():
+                # A terminal that hung up is no terminal either: then the hangup is why it ends.
+                ending = lifeline.signalled()
+                if ending is None and hung_up(stream):
+                    ending = fail(HUNG_UP.format(what=what), LOST_STATUS)
+                return ending if ending is not None else fail(NO_TERMINAL.format(what=what))
+    return None
 
 
 def young_threshold(hosts: int) -> int:

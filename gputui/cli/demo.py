@@ -18,10 +18,10 @@ error, which main catches); gputui/cli/democtl.py attaches the hosts to the live
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from ..config.file import HostSpec
+from ..config.file import ConfigError, HostSpec
 from .exits import Exit
 
 DEMO_HOSTS = (
@@ -50,6 +50,17 @@ def demo_specs(read_only: bool = False) -> list[HostSpec]:
 
 def demo_names() -> list[str]:
     return [spec.name for spec in DEMO_HOSTS]
+
+
+def check_demo_names(names: Sequence[str]) -> None:
+    """ConfigError for a name that is none of the demo's hosts (said before the demo is started)."""
+    unknown = [n for n in names if n not in demo_names()]
+    if unknown:
+        raise ConfigError(
+            None,
+            None,
+            f"the demo has no host {', '.join(map(repr, unknown))} (its hosts: {', '.join(demo_names())})",
+        )
 
 
 def demo_mode(environ: Mapping[str, str] = os.environ) -> str:

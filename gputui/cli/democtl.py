@@ -64,11 +64,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..config.file import ConfigError, HostSpec
+from ..config.file import HostSpec
 from ..model.textsafe import printable
 from ..probe.readers.sim import start_time
 from . import argtypes
-from .demo import DEMO_FRESH, DEMO_HOSTS, DemoError, demo_mode
+from .demo import DEMO_FRESH, DEMO_HOSTS, DemoError, check_demo_names, demo_mode
 from .exits import Exit
 
 DIR_NAME = "gputui-demo"
@@ -536,13 +536,7 @@ def demo_hosts(names: Sequence[str]) -> list[HostSpec]:
     is not running) unless GPUTUI_DEMO=fresh. An unknown name is a ConfigError; a demo that cannot
     run is a DemoError."""
     by_name = {s.name: s for s in DEMO_HOSTS}
-    unknown = [n for n in names if n not in by_name]
-    if unknown:
-        raise ConfigError(
-            None,
-            None,
-            f"the demo has no host {', '.join(map(repr, unknown))} (its hosts: {', '.join(by_name)})",
-        )
+    check_demo_names(names)
     specs = [by_name[n] for n in names] if names else list(DEMO_HOSTS)
     if demo_mode() == DEMO_FRESH:
         return specs

@@ -20,6 +20,7 @@ import concurrent.futures
 import contextlib
 import errno
 import os
+import socket
 import stat
 import sys
 import tempfile
@@ -85,10 +86,28 @@ def run(args: argparse.Namespace) -> int:
     problem = usage_problem(args)
     if problem is not None:
         return fail(problem)
-    config = load(args.config)
-    specs = resolve_hosts(args.hosts, args.demo, config, read_only=True)
-    fleet = build_fleet(specs, interval=args.interval)
-    return asyncio.run(run_export(args, fleet))
+    # The address is bound before anything is started (the demo, a host's probe): a refusal of it
+    # leaves nothing running behind it.
+    sock = None
+    if args.listen is not None:
+        host, port = args.listen
+        try:
+            sock = bind(host, port)
+        except OSError as exc:
+            return fail(listen_problem(host, port, exc))
+    try:
+        config = load(args.config)
+        specs = resolve_hosts(args.hosts, args.demo, config, read_only=True)
+        fleet = build_fleet(specs, interval=args.interval)
+    except BaseException:
+        if sock is not None:
+            sock.close()
+        raise
+    return asyncio.run(run_export(args, fleet, sock))
+
+
+def listen_problem(host: str, port: int, exc: OSError) -> str:
+    return f"--listen {host}:{port}: {exc.strerror or exc}"
 
 
 # -- the textfile ----------------------------------------------------------------------------------
@@ -241,8 +260,9 @@ class Ready:
         return self.ready
 
 
-async def run_export(args: argparse.Namespace, fleet: Fleet) -> int:
-    """The command, once its arguments are checked (usage_problem) and its fleet built."""
+async def run_export(args: argparse.Namespace, fleet: Fleet, sock: socket.socket | None = None) -> int:
+    """The command, once its arguments are checked (usage_problem) and its fleet built; `sock`: the
+    --listen address already bound (else it is bound here)."""
     loop = asyncio.get_running_loop()
     collector = FleetCollector(lambda: fleet.hosts)
     reg: CollectorRegistry = registry(collector)
@@ -252,9 +272,9 @@ async def run_export(args: argparse.Namespace, fleet: Fleet) -> int:
         host, port = args.listen
         app = make_app(make_wsgi_app(registry(OnLoop(collector, loop))), lambda: on_loop(loop, ready.check))
         try:
-            server = serve(host, port, app, args.connections)
+            server = ExportServer(sock or bind(host, port), app, say, args.connections)
         except OSError as exc:
-            say(f"gputui: --listen {host}:{port}: {exc.strerror or exc}")
+            say(f"gputui: {listen_problem(host, port, exc)}")
             return Exit.USAGE
     stopped = asyncio.Event()
     textfile = Path(args.textfile) if args.textfile else None

@@ -16,6 +16,7 @@ from ..config.file import idle_threshold as threshold
 from ..model.textsafe import printable
 from ..views.filter import FilterError, parse
 from . import argtypes, streams
+from .demo import demo_names
 
 # `--demo` without [idle] in the config or --idle-minutes: its notebook kernels hold memory at 0 % SM
 # from the start, and a demo should show an idle holder within a minute, not ten.
@@ -248,3 +249,14 @@ def unknown_gpu_host(args: argparse.Namespace, hosts: list[str]) -> str | None:
         if sep and not any(c in host for c in "*?[") and host.casefold() not in {h.casefold() for h in hosts}:
             return f"--gpu {spec}: {host} is not one of the hosts ({', '.join(hosts)})"
     return None
+
+
+def demo_gpu_problem(args: argparse.Namespace) -> str | None:
+    """unknown_gpu_host for --demo, said before the demo is started for nothing: its hosts are known
+    without it (those named, when each is one of its own, else all of them)."""
+    if not args.demo or getattr(args, "hub", None):
+        return None
+    names = demo_names()
+    if args.hosts and not set(args.hosts) <= set(names):
+        return None  # the demo's own words on them come from resolve_hosts
+    return unknown_gpu_host(args, list(args.hosts) or names)

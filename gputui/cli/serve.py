@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import ipaddress
 import os
+import socket
 import ssl
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from ..fleet.fleet import Fleet
 from ..model.textsafe import printable
 from ..serve.actions import add_routes as add_action_routes
 from ..serve.app import Settings, make_app
-from ..serve.listen import HubRunner
+from ..serve.listen import HubRunner, bind_all
 from ..serve.stream import Hub
 from ..serve.tokens import TokenError, Tokens, check_name, new_token, token_line
 from ..serve.tokens import load as load_tokens
@@ -124,12 +125,21 @@ def run(args: argparse.Namespace) -> int:
         context = tls_context(args.tls_cert, args.tls_key) if args.tls_cert is not None else None
     except ValueError as exc:
         return fail(str(exc), who=WHO)  # names --tls-cert and --tls-key itself
-    config = load(args.config)
-    settings = Settings(tokens=tokens, allow_actions=args.allow_actions, connections=args.connections)
-    specs = resolve_hosts(args.hosts, args.demo, config, read_only=not args.allow_actions)
-    fleet = build_fleet(specs, interval=args.interval)
-    hub = Hub(fleet, args.interval, idle_after(args, config))
-    return asyncio.run(serve(args, fleet, hub, settings, context))
+    host, port = args.listen
+    try:  # bound before anything is started (the demo, a host's probe): a refusal leaves nothing
+        socks = bind_all(host, port, BACKLOG)
+    except OSError as exc:
+        return fail(f"--listen {host}:{port}: {exc.strerror or exc}", who=WHO)
+    try:
+        config = load(args.config)
+        settings = Settings(tokens=tokens, allow_actions=args.allow_actions, connections=args.connections)
+        specs = resolve_hosts(args.hosts, args.demo, config, read_only=not args.allow_actions)
+        fleet = build_fleet(specs, interval=args.interval)
+        hub = Hub(fleet, args.interval, idle_after(args, config))
+        return asyncio.run(serve(args, fleet, hub, settings, context, socks))
+    finally:
+        for sock in socks:
+            sock.close()
 
 
 def url(runner: web.AppRunner, tls: bool) -> str:
@@ -140,18 +150,23 @@ def url(runner: web.AppRunner, tls: bool) -> str:
 
 
 async def serve(
-    args: argparse.Namespace, fleet: Fleet, hub: Hub, settings: Settings, context: ssl.SSLContext | None
+    args: argparse.Namespace,
+    fleet: Fleet,
+    hub: Hub,
+    settings: Settings,
+    context: ssl.SSLContext | None,
+    socks: list[socket.socket],
 ) -> int:
-    """The hub until a stop signal: the fleet, its frames, the server."""
+    """The hub until a stop signal: the fleet, its frames, the server on `socks` (bound: bind_all)."""
     host, port = args.listen
     app = make_app(settings, hub)
     add_action_routes(app, getattr(args, "log", None))  # POST /api/v1/actions (--allow-actions)
     runner = HubRunner(app, SHUTDOWN)  # clients held to export's rules: a whole request in 5 s, quiet notices
     await runner.setup()
     try:
-        site = web.TCPSite(runner, host, port, ssl_context=context, backlog=BACKLOG)
         try:
-            await site.start()
+            for sock in socks:
+                await web.SockSite(runner, sock, ssl_context=context, backlog=BACKLOG).start()
         except OSError as exc:
             say(f"{WHO}: --listen {printable(host)}:{port}: {printable(str(exc.strerror or exc))}")
             return Exit.USAGE

@@ -30,7 +30,7 @@ from ..views.report import SCHEMA_VERSION, as_json, dumps, host_status, render
 from .exits import STOPS, Exit, stop_signals
 from .fleets import build_fleet, resolve_hosts
 from .gpuspec import take_positional_gpus
-from .options import filter_text, filter_words, idle_after, unknown_gpu_host
+from .options import demo_gpu_problem, filter_text, filter_words, idle_after, unknown_gpu_host
 from .quick import INTERVALS
 from .streams import fail, for_a_person, warn
 
@@ -52,6 +52,9 @@ def run(args: argparse.Namespace) -> int:
     of HOST, as --gpu HOST:N does)."""
     take_positional_gpus(args)
     config = load(args.config)
+    problem = demo_gpu_problem(args)  # before the demo is started for nothing
+    if problem is not None:
+        return fail(problem)
     specs = resolve_hosts(args.hosts, args.demo, config, hub=args.hub, token_file=args.hub_token_file)
     problem = unknown_gpu_host(args, [s.name for s in specs])
     if problem is not None:

@@ -29,6 +29,7 @@ from ..kill.operate import Operations, Request
 from ..kill.plan.record import Plan
 from ..model import Sample
 from ..probe.common import SIGNAL_PLANS
+from ..text.words import listed
 from .app import HUB, SETTINGS, holder
 
 LADDERS = ("term", "int", "kill")
@@ -194,7 +195,7 @@ def _plan(ops: Operations, asked: ActionRequest, sample: Sample, late: set[str])
     roots = {j.key: j for j in sample.jobs}
     gone = [t for t in asked.targets if t not in processes and t not in roots]
     if gone:
-        words = ", ".join(f"{pid} (started {start})" for pid, start in gone[:8])
+        words = listed([f"{pid} (started {start})" for pid, start in gone])
         raise Refused(409, f"no longer there (exited, or the PID names another process now): {words}")
     procs = tuple(processes[t] for t in asked.targets if t in processes)
     jobs = tuple(roots[t] for t in asked.targets if t not in processes)
@@ -213,6 +214,6 @@ def _plan(ops: Operations, asked: ActionRequest, sample: Sample, late: set[str])
     shown = set(asked.targets)
     extra = [t for t in plan.targets if (t.pid, t.start_time) not in shown]
     if extra:
-        words = ", ".join(str(t.pid) for t in extra[:8])
+        words = listed([str(t.pid) for t in extra])
         raise Refused(409, f"processes you were not shown are on those GPUs now ({words}): plan again")
     return plan

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import socket
 import sys
 import time
 import weakref
@@ -35,7 +36,7 @@ from typing import Any, cast
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
-from ..model.textsafe import printable
+from ..model.textsafe import cut
 from ..text.clients import HEAD_DEADLINE, Notices, peer_name
 from .app import HEADERS, NO_STORE, SETTINGS, Handler
 
@@ -248,14 +249,33 @@ class _ClientLog(logging.Logger):
         if record.levelno < logging.WARNING:
             return
         error = record.exc_info[1] if record.exc_info else None
-        peer = (
-            printable(str(record.args[0]))[:80]
-            if isinstance(record.args, tuple) and record.args
-            else "a client"
-        )
+        peer = cut(str(record.args[0]), 80) if isinstance(record.args, tuple) and record.args else "a client"
         if isinstance(error, HttpProcessingError | web.RequestPayloadError):  # the client's, not the hub's
             self.notices.note(peer, f"malformed request refused (400, {type(error).__name__})")
         elif error is not None:
             self.notices.note(peer, f"answer failed: {type(error).__name__}")
         else:
-            self.notices.note(peer, printable(record.getMessage())[:200])
+            self.notices.note(peer, cut(record.getMessage(), 200))
+
+
+def bind_all(host: str, port: int, backlog: int) -> list[socket.socket]:
+    """Listening sockets on every address `host` is (both of `localhost`, as aiohttp's TCPSite binds
+    them), bound before the hub starts anything: an address that cannot be had is refused with
+    nothing running. Raises OSError (the address is taken, not this host's), none left open."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    bound: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in dict.fromkeys(infos):
+            sock = socket.socket(family, kind, proto)
+            bound.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind(address)
+            sock.listen(backlog)
+            sock.setblocking(False)
+    except BaseException:
+        for sock in bound:
+            sock.close()
+        raise
+    return bound

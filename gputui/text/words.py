@@ -104,10 +104,14 @@ def no_gpu_words(names: Iterable[str], local: Iterable[str] = ()) -> str:
     hosts = list(names)
     if len(hosts) == 1 and hosts[0] in set(local):
         return "no NVIDIA driver or GPU on this host"
-    shown = ", ".join(printable(h) for h in hosts[:8]) + (
-        f" and {len(hosts) - 8} more" if len(hosts) > 8 else ""
-    )
-    return f"no NVIDIA driver or GPU on {shown or 'any host'}"
+    return f"no NVIDIA driver or GPU on {listed([printable(h) for h in hosts]) or 'any host'}"
+
+
+def listed(items: Sequence[str], shown: int = 8) -> str:
+    """`items` joined with commas, the first `shown` of them, and how many more were left out:
+    `101, 102, 103 and 7 more`; never a list that looks whole but is not."""
+    more = f" and {len(items) - shown:,} more" if len(items) > shown else ""
+    return ", ".join(items[:shown]) + more
 
 
 # -- stages ------------------------------------------------------------------------------------

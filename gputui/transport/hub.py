@@ -39,6 +39,7 @@ import aiohttp
 
 from ..config.hostlist import MAX_HOSTS, too_many_hosts
 from ..model.host import HUB_PROTOCOL, NOT_THROUGH_A_HUB
+from ..model.textsafe import cut
 from ..probe.delta import DeltaError, apply
 from ..probe.wire import check, clip_text, interval_problem, loads, printable
 from ..text.clients import HEAD_DEADLINE
@@ -341,7 +342,7 @@ class HubStream:
             raise self._malformed("hub", "not an object")
         version = frame.get("v")
         if type(version) is not int or version != HUB_PROTOCOL:  # True == 1 and 1.0 == 1 in Python
-            shown = printable(repr(version)[:40])
+            shown = cut(repr(version), 40)
             raise TransportError(
                 "closed",
                 f"the hub {self.url} speaks protocol version {shown}; this gputui reads {HUB_PROTOCOL}",

@@ -229,7 +229,10 @@ def host_records(name: str, points: list[Point], newest: float, feed: PromFeed) 
 
 
 def _index(text: str | None) -> int | None:
-    if text is None or not text.isdigit() or len(text) > 4:
+    """A GPU's `gpu` label as its index; None for one that is no index. ASCII digits only: `²` is a
+    digit to str.isdigit that int() refuses (it raised, and the whole feed's round failed), `٣` one
+    it reads as 3."""
+    if text is None or not text.isascii() or not text.isdecimal() or len(text) > 4:
         return None
     return int(text)
 

@@ -33,13 +33,14 @@ class Series:
 
     def __init__(self, used: str) -> None:
         self.used = {"h1": used, "h2": "1000"}
+        self.gpu = {"h1": "0", "h2": "0"}  # each host's GPU label, as its exporter wrote it
 
     def answer(self, query: str) -> bytes:
         now = time.time()
         if query.startswith("label_replace"):  # the times query: each GPU's newest point
             items = [
                 {
-                    "metric": {"Hostname": h, "gpu": "0", "gputui_series": promql.DCGM_KEY},
+                    "metric": {"Hostname": h, "gpu": self.gpu[h], "gputui_series": promql.DCGM_KEY},
                     "value": [now, str(now)],
                 }
                 for h in HOSTS
@@ -47,7 +48,7 @@ class Series:
         else:
             items = [
                 {
-                    "metric": {"__name__": name, "Hostname": h, "gpu": "0", "UUID": f"GPU-{h}"},
+                    "metric": {"__name__": name, "Hostname": h, "gpu": self.gpu[h], "UUID": f"GPU-{h}"},
                     "value": [now, value],
                 }
                 for h in HOSTS
@@ -74,15 +75,20 @@ def memory_used(fleet: Fleet, name: str) -> int | None:
     return sample.gpus[0].memory_used if sample is not None and sample.gpus else None
 
 
+def prom_fleet(url: str) -> Fleet:
+    feed = promql.parse_feed(url).feed
+    fleet = Fleet()
+    for name in HOSTS:
+        spec = HostSpec(name=name, address=name, feed=feed, read_only=True)
+        fleet.add(name, lambda spec=spec: make_link(spec, interval=0.5), read_only=True, interval=0.5)
+    return fleet
+
+
 @pytest.mark.parametrize("used", ["1e308", "Inf", "-Inf", "NaN"])
 async def test_a_value_out_of_range_is_refused_and_the_poller_lives_on(used: str) -> None:
     series = Series(used)
     async with fake_prometheus(series) as url:
-        feed = promql.parse_feed(url).feed
-        fleet = Fleet()
-        for name in HOSTS:
-            spec = HostSpec(name=name, address=name, feed=feed, read_only=True)
-            fleet.add(name, lambda spec=spec: make_link(spec, interval=0.5), read_only=True, interval=0.5)
+        fleet = prom_fleet(url)
         fleet.start()
         try:
             assert await eventually(lambda: all(fleet.view(h).status == LIVE for h in HOSTS), 60), [
@@ -95,5 +101,26 @@ async def test_a_value_out_of_range_is_refused_and_the_poller_lives_on(used: str
                 fleet, "h1"
             )
             assert fleet.view("h1").status == LIVE
+        finally:
+            await fleet.stop()
+
+
+@pytest.mark.parametrize("label", ["\u00b2", "\u0663", "3a", "-1", ""])
+async def test_a_gpu_label_that_is_no_index_costs_only_its_own_series(label: str) -> None:
+    """h1's exporter writes its GPU as `²` (a digit to str.isdigit, not to int), an Arabic-Indic 3,
+    or no number: that series is no GPU of h1's, and h2 of the same feed is read as ever (before,
+    `²` raised in the round: every host of the feed was down, "cannot read its answer")."""
+    series = Series("500")
+    series.gpu["h1"] = label
+    async with fake_prometheus(series) as url:
+        fleet = prom_fleet(url)
+        fleet.start()
+        try:
+            assert await eventually(lambda: memory_used(fleet, "h2") == 1000 * MIB, 60), [
+                (v.name, v.status, v.reason, v.detail) for v in fleet.hosts
+            ]
+            assert fleet.view("h2").status == LIVE
+            sample = fleet.view("h1").sample
+            assert sample is None or not sample.gpus, sample.gpus  # no GPU made up from the label
         finally:
             await fleet.stop()

@@ -195,6 +195,25 @@ async def test_actions_refused_to_a_viewer_and_for_a_stale_target(tmp_path: Path
         assert info.hosts == ["demo-a", "demo-b"] and not info.actions
 
 
+async def test_a_refusal_of_many_stale_targets_says_how_many_it_left_out(tmp_path: Path) -> None:
+    """A 409 lists the first targets that are gone and counts the rest: not 8 PIDs of 10 as if
+    they were all."""
+    async with served(tmp_path, Settings(tokens=TOKENS, allow_actions=True)) as hub:
+        sample = hub.fleet.view("demo-a").sample
+        assert sample is not None
+        proc = next(p for p in sample.processes if p.kind == "user")
+        stale = [[proc.pid, (proc.start_time or 0) + i] for i in range(1, 11)]
+        body = {"host": "demo-a", "scope": "pids", "gpus": [], "targets": stale}
+        async with aiohttp.ClientSession() as session:
+            url = hub.url + hubs.ACTIONS
+            async with session.post(url, json=body, headers={"Authorization": f"Bearer {ALICE}"}) as r:
+                assert r.status == 409
+                error = (await r.json())["error"]
+        assert "no longer there" in error and error.endswith(" and 2 more"), error
+        assert error.count(f"{proc.pid} (started") == 8, error
+        assert _alive(proc.pid, proc.start_time)
+
+
 def _alive(pid: int, start_time: int | None) -> bool:
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()

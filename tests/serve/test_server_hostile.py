@@ -13,11 +13,15 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from aiohttp.http_exceptions import HttpProcessingError
 
 from gputui import api
 from gputui.fleet.fleet import Fleet
+from gputui.model.textsafe import output_ellipsis
 from gputui.serve.app import CSP, HEADERS, Settings
+from gputui.serve.listen import _ClientLog
 from gputui.serve.tokens import Holder, Tokens, digest
+from gputui.text.clients import Notices
 from tests.support.hubserve import hub_on_loopback
 
 pytestmark = pytest.mark.timeout(120)
@@ -138,3 +142,20 @@ async def test_aiohttps_own_400_carries_the_security_headers(
     for name, value in {**HEADERS, "Cache-Control": "no-store"}.items():
         assert f"{name}: {value}" in lines, (kind, head)
     quiet(caplog, capfd)
+
+
+def test_what_aiohttp_says_of_a_client_is_cut_with_a_mark() -> None:
+    """The lines the hub's aiohttp logger becomes (serve/listen.py `_ClientLog`): a client's address
+    longer than a line takes, or a long message of aiohttp's, is cut where a mark says so."""
+    lines: list[str] = []
+    log = _ClientLog(Notices(lines.append, who="gputui serve"))
+    address = "fe80::" + "1" * 300
+    log.error("Error handling request from %s", address, exc_info=HttpProcessingError())
+    log.warning("Web-handler should return a response instance, got %s", "x" * 500)
+    assert len(lines) == 2, lines
+    peer = lines[0].split(": ")[1]
+    assert peer.startswith("fe80::111") and peer.endswith(output_ellipsis()) and len(peer) <= 80, lines
+    assert "malformed request refused (400, HttpProcessingError)" in lines[0], lines
+    said = lines[1].split(": ", 2)[2]
+    assert said.startswith("Web-handler should return") and said.endswith(output_ellipsis()), lines
+    assert len(said) <= 200, lines

@@ -151,6 +151,15 @@ async def test_the_hub_frames_version_and_hosts_are_checked(data: bytes, words: 
     one_line(result, words)
 
 
+async def test_a_long_protocol_version_is_cut_with_a_mark() -> None:
+    """A hub's version that is a long text is quoted cut, and the cut is marked: not sliced at 40
+    characters so that it reads as the whole version."""
+    result = await snapshot(sends(hub(v="9" * 500)))
+    one_line(result, "speaks protocol version '9999")
+    shown = result.stderr.split("protocol version ", 1)[1].split(";", 1)[0]
+    assert shown.endswith("…") and len(shown) < 80, result.stderr
+
+
 async def test_a_hub_with_more_hosts_than_a_command_takes_is_refused() -> None:
     result = await snapshot(sends(hub([f"h{i}" for i in range(MAX_HOSTS + 1)])))
     one_line(result, f"more than {MAX_HOSTS:,} hosts in all")
