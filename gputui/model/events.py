@@ -237,7 +237,7 @@ class PlanVerdict:
     blockers: tuple[str, ...] = ()  # a reset's: what stops it, in words
     ladder: tuple[str, ...] = ()  # a reset's: the steps it would take (a dry run says them)
     # Parents of stopped processes that still run and may start them again (a supervisor): named,
-    # never signalled (words.restart_words says it; `clean --pid PARENT` stops them).
+    # never signalled (words.restart_words says it, and how to stop it).
     restarts: tuple[Restart, ...] = ()
 
     @property

@@ -319,26 +319,33 @@ def process_counts(processes: Iterable[ProcessVerdict]) -> str:
     return ", ".join(f"{n} {printable(result)}" for result, n in counts.most_common())
 
 
-def restart_words(r: Restart) -> str:
+# How a parent that may start again what a plan stopped is stopped, in each front's words. Once it
+# has started GPU processes again it is a job's root: `clean --job`, the dashboard's X. Before, it
+# holds no GPU and no plan can name it (`clean --pid` of it is refused): the shell's kill stops it.
+CLI_JOB_STOP = "`clean --job {pid}` stops it whole"
+KEY_JOB_STOP = "X on job {pid} stops it whole (J lists jobs)"
+
+
+def restart_words(r: Restart, job_stop: str = CLI_JOB_STOP) -> str:
     """A parent that outlived what the plan stopped: `parent 4242 `python supervisor.py` still runs
-    and may start it again: `clean --pid 4242``; once it has, `... has started 5252 again (GPU 2)`.
-    The same words in `clean`'s text, its JSON (`restarts[].words`) and the dashboard's verdict."""
+    and may start it again: `kill 4242` stops it (a plan names only what holds a GPU)`; once it has,
+    `... has started 5252 again (GPU 2) since: ` and `job_stop` (CLI_JOB_STOP, KEY_JOB_STOP). The
+    same words in `clean`'s text, its JSON (`restarts[].words`) and the dashboard's verdict."""
     who = f"parent {r.pid} `{cut(r.brief, RESTART_COMMAND)}` still runs"
     if r.new:
         on = f" on GPU {','.join(map(str, r.new_gpus))}" if r.new_gpus else ""
         what = f"and has started {pids(r.new[:8])}{' and more' if len(r.new) > 8 else ''}{on} since"
-    else:
-        them = "it" if len(r.children) <= 1 else "them"
-        what = f"and may start {them} again"
-    return f"{who} {what}: `clean --pid {r.pid}`"
+        return f"{who} {what}: {job_stop.format(pid=r.pid)}"
+    them = "it" if len(r.children) <= 1 else "them"
+    return f"{who} and may start {them} again: `kill {r.pid}` stops it (a plan names only what holds a GPU)"
 
 
-def restarts_line(verdict: PlanVerdict) -> str:
+def restarts_line(verdict: PlanVerdict, job_stop: str = CLI_JOB_STOP) -> str:
     """Every restart warning of a verdict, `; `-separated (empty when there is none)."""
-    return "; ".join(restart_words(r) for r in verdict.restarts)
+    return "; ".join(restart_words(r, job_stop) for r in verdict.restarts)
 
 
-def verdict_summary(verdict: PlanVerdict) -> str:
+def verdict_summary(verdict: PlanVerdict, job_stop: str = CLI_JOB_STOP) -> str:
     """One line: `clean in 209 ms · GPU 0 clean; GPU 1 clean · 3 exited`; a signal plan's:
     `SIGSTOP sent to 4121 python train.py: state T (stopped) · 12 ms`."""
     if verdict.unknown or verdict.result in ("refused", "error"):
@@ -361,7 +368,7 @@ def verdict_summary(verdict: PlanVerdict) -> str:
     if verdict.problems:
         parts.append("NOT TRUSTED: " + printable("; ".join(verdict.problems)))
     if verdict.restarts:
-        parts.append("WARNING: " + restarts_line(verdict))
+        parts.append("WARNING: " + restarts_line(verdict, job_stop))
     return " · ".join(parts)
 
 

@@ -23,7 +23,7 @@ from gputui.fleet.fleet import Fleet
 from gputui.kill.operate import FRESH_TIMEOUT, AnyRequest, Operations, Request, status_of
 from gputui.kill.plan import KillOptions, Plan
 from gputui.model import Event, PlanVerdict
-from gputui.text.words import toast_title, verdict_summary
+from gputui.text.words import KEY_JOB_STOP, toast_title, verdict_summary
 
 from . import fmt
 from . import spinner as actions
@@ -169,7 +169,7 @@ class KillFlow(FleetIntake):
                 self._show_progress()
                 if self._progress_timer is not None:
                     self._progress_timer.pause()
-        self._ended(plan, verdict, verdict_summary(verdict))
+        self._ended(plan, verdict, verdict_summary(verdict, KEY_JOB_STOP))
         return verdict
 
     def _ended(self, plan: Plan, verdict: PlanVerdict | None, text: str) -> None:

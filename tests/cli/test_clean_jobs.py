@@ -19,12 +19,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 from gputui.cli.exits import Exit
 from gputui.config.file import HostSpec
 from gputui.fleet.fleet import Fleet
 from gputui.model import Job, Sample
+from gputui.model.events import Restart
+from gputui.text.words import KEY_JOB_STOP, restart_words
 from tests.support.cli import gputui as run_gputui
 from tests.support.commands import clean, fleet_of
 from tests.support.procs import start_time
@@ -143,8 +146,14 @@ def test_a_gpu_clean_names_the_supervisor_that_restarts_its_worker(tmp_path):
     assert restart["children"] == [worker["pid"]] and restart["name"] == "python"
     assert "supervisor" in " ".join(restart["command"])
     words = restart["words"]
-    assert words.startswith(f"parent {restart['pid']} `") and f"clean --pid {restart['pid']}" in words
-    assert f"parent {restart['pid']}" in run.stderr and f"clean --pid {restart['pid']}" in run.stderr
+    assert words.startswith(f"parent {restart['pid']} `") and f"parent {restart['pid']}" in run.stderr
+    # The way out it names works now. Until it starts its worker again the supervisor holds no GPU, so
+    # `clean --pid` of it was refused ("not a GPU process", exit 2: it once said that): the shell's
+    # kill stops it; once it has, it is a job's root again (restart_words_name_a_way_that_works).
+    if restart["new"]:
+        assert f"`clean --job {restart['pid']}` stops it whole" in words
+    else:
+        assert f"`kill {restart['pid']}` stops it" in words and "clean --pid" not in words
 
 
 # -- names: exact, and a name that matches nothing lists what exists ---------------------------
@@ -243,3 +252,16 @@ def test_a_name_not_found_while_a_host_did_not_answer_is_unknown_not_a_usage_err
         assert "Traceback" not in run.stderr
         assert words in run.stderr and "far did not answer" in run.stderr, run.stderr
         assert "far" in run.stdout and "UNREACHABLE" in run.stdout, run.stdout
+
+
+def test_restart_words_name_a_way_that_works_in_each_front() -> None:
+    """Before the supervisor starts its worker again, no plan can name it (it holds no GPU): kill.
+    After, it is a job's root: `clean --job` in the CLI, X on the job in the dashboard."""
+    waiting = Restart(pid=4242, name="python", command=("python", "supervisor.py"), children=(5252,))
+    assert restart_words(waiting).endswith(
+        "may start it again: `kill 4242` stops it (a plan names only what holds a GPU)"
+    )
+    assert restart_words(waiting, KEY_JOB_STOP) == restart_words(waiting)
+    again = replace(waiting, new=(6363,), new_gpus=(2,))
+    assert restart_words(again).endswith("has started 6363 on GPU 2 since: `clean --job 4242` stops it whole")
+    assert restart_words(again, KEY_JOB_STOP).endswith("since: X on job 4242 stops it whole (J lists jobs)")

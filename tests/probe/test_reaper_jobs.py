@@ -120,7 +120,7 @@ def test_a_stopped_workers_supervisor_is_named_and_a_gpu_it_takes_again_is_not_c
     assert data["taken_again"] == [2] and gpu_verdict(events, 2)["result"] == "held"
     words = restart_words(parsed(events).restarts[0])
     assert f"parent {supervisor.pid} `" in words and "has started" in words
-    assert f"clean --pid {supervisor.pid}" in words
+    assert f"`clean --job {supervisor.pid}` stops it whole" in words  # a job's root again: --job stops it
 
 
 def test_a_worker_stopped_by_pid_names_its_supervisor(sim_probe):
