@@ -65,7 +65,10 @@ def _run(args: argparse.Namespace, lifeline: Lifeline) -> int:
         problem = options.demo_gpu_problem(args)
     if problem is not None:
         return fail(problem)
-    refused = _no_terminal(args, lifeline)
+    # No terminal is said before the demo starts (it lives on after this command), else after the
+    # hosts are resolved: a host list that cannot be read is the first thing to hear (exit 2).
+    starts_demo = replay is None and args.demo and not args.hub
+    refused = _no_terminal(args, lifeline) if starts_demo else None
     if refused is not None:
         return refused
     if replay is None:
@@ -81,6 +84,9 @@ def _run(args: argparse.Namespace, lifeline: Lifeline) -> int:
     problem = options.unknown_gpu_host(args, hosts)
     if problem is not None:
         return fail(problem)
+    refused = None if starts_demo else _no_terminal(args, lifeline)
+    if refused is not None:
+        return refused
     interval = args.interval or config.interval or 1.0
     theme = args.theme or config.theme
     read_only = args.read_only or config.read_only or replay is not None
