@@ -1,0 +1,89 @@
+"""Bad days with kube and Slurm, fifth round: what an operator meets with a real cluster's tools.
+
+The tools are fakes on PATH (as in test_kube_source.py and test_tool_bounds.py): scripts in tmp_path
+that print what the real ones print, and misbehave the way wrappers and plugins do. Any process a
+fake leaves behind writes its PID to a file, and the test ends it by that PID."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gputui.inventory import kube
+from gputui.inventory.base import InventoryError
+from gputui.inventory.tool import run_tool
+
+NODES = {
+    "kind": "List",
+    "items": [
+        {
+            "kind": "Node",
+            "metadata": {"name": "gpu-1", "labels": {}},
+            "status": {"capacity": {"nvidia.com/gpu": "8"}},
+        }
+    ],
+}
+
+# A child the tool starts and leaves running with the tool's stdout and stderr (a credential plugin's
+# cache refresher, a wrapper's `logger &`, an ssh ControlMaster): the tool itself has answered and exited.
+LEAVES_A_CHILD = """\
+import subprocess
+child = subprocess.Popen(["sleep", "3600"])  # inherits stdout and stderr
+open({pid_file!r}, "w").write(str(child.pid))
+"""
+
+
+def fake(bin_dir: Path, name: str, body: str) -> Path:
+    """An executable `name` in bin_dir: Python, `body` after `import json, os, sys, time`."""
+    bin_dir.mkdir(exist_ok=True)
+    path = bin_dir / name
+    path.write_text(f"#!{sys.executable}\nimport json, os, sys, time\n{textwrap.dedent(body)}")
+    path.chmod(0o755)
+    return path
+
+
+@contextlib.contextmanager
+def ended_after(pid_file: Path) -> Iterator[None]:
+    """Ends the process whose PID the fake wrote to `pid_file` (one the test's fake started)."""
+    try:
+        yield
+    finally:
+        if pid_file.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
+@pytest.mark.timeout(120)
+def test_kubectl_that_answers_and_leaves_a_child_holding_its_output_is_read(tmp_path, monkeypatch):
+    # Before: the answer was read only once both pipes closed, so a child holding them open made a
+    # kubectl that had printed its nodes and exited 0 "did not answer within 30 s" (exit 1).
+    pid_file = tmp_path / "child.pid"
+    body = f"sys.stdout.write({json.dumps(NODES)!r}); sys.stdout.flush()\n"
+    fake(tmp_path / "bin", "kubectl", body + LEAVES_A_CHILD.format(pid_file=str(pid_file)))
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    monkeypatch.setattr(kube, "TIMEOUT", 20.0)
+    with ended_after(pid_file):
+        hosts = kube.kube_hosts("")
+    assert [h.name for h in hosts] == ["gpu-1"]
+
+
+@pytest.mark.timeout(120)
+def test_a_failing_tool_that_leaves_a_child_says_its_own_reason(tmp_path, monkeypatch):
+    pid_file = tmp_path / "child.pid"
+    body = "sys.stderr.write('scontrol: error: Unable to contact slurm controller (connect failure)\\n')\n"
+    fake(tmp_path / "bin", "scontrol", LEAVES_A_CHILD.format(pid_file=str(pid_file)) + body + "sys.exit(1)\n")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    with ended_after(pid_file), pytest.raises(InventoryError) as caught:
+        run_tool(["scontrol", "show", "partition", "gpu"], "@slurm:gpu", install="nothing", timeout=20)
+    assert caught.value.message == (
+        "@slurm:gpu: scontrol failed: scontrol: error: Unable to contact slurm controller (connect failure)"
+    )
+    assert caught.value.unavailable
