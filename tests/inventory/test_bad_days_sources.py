@@ -17,9 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from gputui.config.file import Config
 from gputui.inventory import kube
 from gputui.inventory.base import InventoryError
+from gputui.inventory.specs import host_specs
 from gputui.inventory.tool import run_tool
+from gputui.transport import make_link
+from gputui.transport.local import LocalLink
+from gputui.transport.ssh import SshLink
 
 NODES = {
     "kind": "List",
@@ -87,3 +92,49 @@ def test_a_failing_tool_that_leaves_a_child_says_its_own_reason(tmp_path, monkey
         "@slurm:gpu: scontrol failed: scontrol: error: Unable to contact slurm controller (connect failure)"
     )
     assert caught.value.unavailable
+
+
+# --- a node named "local" -------------------------------------------------------------------------
+
+
+def kube_node(name: str) -> dict[str, object]:
+    return {"kind": "Node", "metadata": {"name": name}, "status": {"capacity": {"nvidia.com/gpu": "8"}}}
+
+
+@pytest.mark.parametrize(
+    ("spec", "tool", "body"),
+    [
+        (
+            "@kube:",
+            "kubectl",
+            f"print({json.dumps({'kind': 'List', 'items': [kube_node('local'), kube_node('gpu-2')]})!r})\n",
+        ),
+        ("@slurm:gpu", "scontrol", "print('PartitionName=gpu AllowGroups=ALL Nodes=local,gpu-2 State=UP')\n"),
+        ("@slurm-job:4711", "squeue", "print('RUNNING|local,gpu-2')\n"),
+    ],
+)
+def test_a_cluster_node_named_local_is_that_node_over_ssh_not_this_machine(
+    tmp_path, monkeypatch, spec, tool, body
+):
+    # Before: a node the cluster names "local" had the address gputui keeps for this machine, so
+    # `gputui clean @kube: --all` read and cleaned the operator's own GPUs in its place.
+    fake(tmp_path / "bin", tool, body)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    specs = {s.name: s for s in host_specs([spec], Config())}
+    assert set(specs) == {"local", "gpu-2"}
+    assert not specs["local"].is_local()
+    assert specs["local"].address == "local"  # `ssh local`, as for any node: its ssh config entry applies
+    assert isinstance(make_link(specs["local"]), SshLink)
+    # The word on the command line, a host file or a hostlist still means this machine.
+    (tmp_path / "hosts.txt").write_text("local\n")
+    for mine in ("local", f"@file:{tmp_path / 'hosts.txt'}"):
+        [this] = host_specs([mine], Config())
+        assert this.is_local() and isinstance(make_link(this), LocalLink)
+
+
+def test_an_ssh_config_entry_named_local_is_reached_over_ssh(tmp_path):
+    ssh_config = tmp_path / "ssh_config"
+    ssh_config.write_text("Host local\n    HostName 10.0.0.9\n    User ops\n")
+    [spec] = host_specs(["@ssh:local"], Config(), ssh_config)
+    assert not spec.is_local()
+    assert isinstance(make_link(spec), SshLink)
