@@ -138,3 +138,24 @@ def test_an_ssh_config_entry_named_local_is_reached_over_ssh(tmp_path):
     [spec] = host_specs(["@ssh:local"], Config(), ssh_config)
     assert not spec.is_local()
     assert isinstance(make_link(spec), SshLink)
+
+
+def test_gpu_nodes_whose_device_plugin_shares_or_splits_their_gpus_are_listed(tmp_path, monkeypatch):
+    # Before: only `nvidia.com/gpu` capacity counted, so a node whose GPUs are all in MIG mode under
+    # the device plugin's "mixed" strategy (`nvidia.com/mig-1g.10gb: 7`, no nvidia.com/gpu) or shared
+    # by time-slicing with renameByDefault (`nvidia.com/gpu.shared: 32`) was no GPU node: left out,
+    # and a cluster of only those "lists 2 nodes, none with nvidia.com/gpu capacity" (exit 2).
+    def node(name: str, capacity: dict[str, str]) -> dict[str, object]:
+        return {"kind": "Node", "metadata": {"name": name}, "status": {"capacity": {"cpu": "96", **capacity}}}
+
+    items = [
+        node(
+            "mig-node", {"nvidia.com/mig-1g.10gb": "7", "nvidia.com/mig-3g.40gb": "2", "nvidia.com/gpu": "0"}
+        ),
+        node("shared-node", {"nvidia.com/gpu.shared": "32"}),
+        node("cpu-node", {"nvidia.com/mig-1g.10gb": "0"}),
+        node("other-node", {"example.com/nvidia.com/mig-1g.10gb": "3"}),
+    ]
+    fake(tmp_path / "bin", "kubectl", f"print({json.dumps({'kind': 'List', 'items': items})!r})\n")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    assert [h.name for h in kube.kube_hosts("")] == ["mig-node", "shared-node"]
