@@ -63,7 +63,7 @@ def _host_word(spec: HostSpec, config: Config) -> str | None:
 
 def _ssh_word(spec: HostSpec) -> str | None:
     """`[user@]host[:port]` (an IPv6 address in brackets) for a host reached directly."""
-    if spec.address == LOCAL:
+    if spec.is_local():
         return LOCAL
     address = f"[{spec.address}]" if ":" in spec.address else spec.address
     user = f"{spec.user}@" if spec.user else ""

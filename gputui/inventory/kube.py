@@ -6,9 +6,10 @@ credentials, nothing of gputui's. SELECTOR is a label selector passed as one `--
 (`@kube:nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3`, `@kube:pool=train,zone!=b`).
 
 Each node is a host:
-- only nodes with GPUs: `status.capacity["nvidia.com/gpu"]` above 0 (the NVIDIA device plugin's
-  resource); a cluster's CPU nodes are no part of a GPU fleet, and a selector that finds only those
-  says so in one line;
+- only nodes with GPUs: a `status.capacity` of the NVIDIA device plugin's above 0 (`nvidia.com/gpu`;
+  `nvidia.com/gpu.shared`, GPUs shared by time-slicing or MPS renamed; `nvidia.com/mig-<profile>`,
+  MIG instances under the "mixed" strategy); a cluster's CPU nodes are no part of a GPU fleet, and a
+  selector that finds only those says so in one line;
 - reached by its name (as `ssh NODE`; ssh config entries may match it), which is what kubelets
   register on most clusters; no name is looked up in DNS here (a thousand lookups against a slow
   resolver would stall the listing): where node names do not resolve, an ssh config `Host` entry
@@ -31,6 +32,8 @@ from .tool import TOOL_TIMEOUT, label, parse_json, run_tool, shown, word
 
 INSTALL = "install kubectl and point it at the cluster (KUBECONFIG, or ~/.kube/config)"
 GPU_RESOURCE = "nvidia.com/gpu"
+GPU_RESOURCES = (GPU_RESOURCE, "nvidia.com/gpu.shared")  # whole GPUs; GPUs shared by time-slicing or MPS
+MIG_RESOURCE = "nvidia.com/mig-"  # MIG instances under the device plugin's "mixed" strategy
 GROUP_LABELS = ("nvidia.com/gpu.product", "node.kubernetes.io/instance-type")
 MAX_LABEL_SELECTOR = 1024  # characters of a label selector (kubectl --selector)
 TIMEOUT = TOOL_TIMEOUT  # seconds kubectl has; it is told a little less, to say why itself
@@ -55,7 +58,9 @@ def kube_hosts(selector: str, source: str | None = None) -> list[ResolvedHost]:
             hosts.setdefault(host.name, host)
     if not hosts:
         what = count(len(items), "node") if items else "no node"
-        raise InventoryError(f"{where}: kubectl lists {what}, none with {GPU_RESOURCE} capacity")
+        raise InventoryError(
+            f"{where}: kubectl lists {what}, none with {GPU_RESOURCE} capacity (or shared or MIG GPUs)"
+        )
     return list(hosts.values())
 
 
@@ -74,7 +79,7 @@ def _node(item: Any, spec: str, where: str) -> ResolvedHost | None:
     if not isinstance(item, dict) or item.get("kind", "Node") != "Node":
         return None
     metadata, status = _object(item, "metadata"), _object(item, "status")
-    if _gpus(_object(status, "capacity").get(GPU_RESOURCE)) <= 0:
+    if not _has_gpus(_object(status, "capacity")):
         return None
     name = word(metadata.get("name"), "node name", where)
     labels = _object(metadata, "labels")
@@ -85,6 +90,16 @@ def _node(item: Any, spec: str, where: str) -> ResolvedHost | None:
 def _object(value: Any, key: str) -> dict[str, Any]:
     found = value.get(key) if isinstance(value, dict) else None
     return found if isinstance(found, dict) else {}
+
+
+def _has_gpus(capacity: dict[str, Any]) -> bool:
+    """Whether the device plugin gives the node a GPU: whole (`nvidia.com/gpu`), shared by
+    time-slicing or MPS under its own name (`nvidia.com/gpu.shared`), or as MIG instances under the
+    "mixed" strategy (`nvidia.com/mig-1g.10gb`, with no `nvidia.com/gpu` for a GPU in MIG mode)."""
+    return any(
+        (key in GPU_RESOURCES or key.startswith(MIG_RESOURCE)) and _gpus(value) > 0
+        for key, value in capacity.items()
+    )
 
 
 def _gpus(value: Any) -> int:

@@ -19,6 +19,14 @@ from .base import ResolvedHost
 from .sources import Resolver
 
 _SPEC_FIELDS = {f.name for f in fields(HostSpec)}
+NODE_SOURCES = ("@kube:", "@slurm:", "@slurm-job:", "@ssh:")  # sources whose hosts a cluster's tool names
+
+
+def this_machine(host: ResolvedHost) -> bool:
+    """Whether `host` is the machine gputui runs on: the word `local` where the user wrote it (the
+    command line, a host file, a hostlist, the config, an inventory's `ansible_connection=local`); a
+    node that kubectl, Slurm or an ssh config Host names "local" is that node, over SSH."""
+    return host.address == LOCAL and not (host.alias or host.source.startswith(NODE_SOURCES))
 
 
 def config_host(spec: HostSpec) -> ResolvedHost:
@@ -60,8 +68,10 @@ def to_spec(host: ResolvedHost, config: Config, entries: Mapping[str, HostSpec] 
             value = getattr(host, key)
             if value is not None:
                 values[key] = value
-    if values["address"] == LOCAL:
+    if this_machine(host):
         values.pop("jump", None)
+    elif values["address"] == LOCAL:
+        values["over_ssh"] = True  # a cluster's node named "local": never this machine in its place
     values["group"] = host.group  # the fleet view folds healthy hosts by it
     if host.feed is not None:  # series, not a probe: nothing there can be acted on
         values.update(feed=host.feed, read_only=True)

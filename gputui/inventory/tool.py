@@ -25,6 +25,8 @@ MAX_OUTPUT = 64 << 20  # bytes of stdout: 100,000 hosts with their vars fit many
 MAX_ERROR = 64 << 10  # the tail of stderr kept: its last line says why a tool failed
 MAX_LABEL = 200  # characters of a spec as an error message quotes it
 _CHUNK = 1 << 16
+_PIPE_CHUNKS = 64  # reads of a pipe's rest once its tool has exited: 4 MiB, more than a pipe holds
+_EXITED_TICK = 0.2  # seconds without output after which the tool is asked whether it has exited
 _LONG_INT = 20  # digits: a JSON number longer than this stays text (Python refuses 4,300 and more)
 _PORT = re.compile(r"[0-9]{1,5}")  # ASCII digits only: '²' and '٢' are digits to str.isdigit
 _LINE = re.compile(r"\S[^\n]*")  # a line that is not blank, found without splitting the whole text
@@ -75,11 +77,11 @@ def run_tool(
 
 
 def _collect(proc: subprocess.Popen[bytes], deadline: float, limit: int) -> tuple[bytes, bytes, str | None]:
-    """stdout (up to `limit` bytes) and the tail of stderr, read together until both end and the
-    tool exits; or what stopped it: "limit" or "timeout"."""
-    out: list[bytes] = []
-    size = 0
-    err = bytearray()
+    """stdout (up to `limit` bytes) and the tail of stderr, read until both end, or until the tool
+    has exited and what it wrote is read (a child it left holding its pipes, such as a credential
+    plugin's refresher or a wrapper's `logger &`, is not waited for); or what stopped it: "limit" or
+    "timeout"."""
+    read = _Read(limit)
     with selectors.DefaultSelector() as selector:
         for stream in (proc.stdout, proc.stderr):
             assert stream is not None  # both are pipes
@@ -87,24 +89,67 @@ def _collect(proc: subprocess.Popen[bytes], deadline: float, limit: int) -> tupl
         while selector.get_map():
             left = deadline - time.monotonic()
             if left <= 0:
-                return b"", bytes(err), "timeout"
-            for key, _ in selector.select(left):
-                chunk = os.read(key.fd, _CHUNK)
-                if not chunk:
+                return b"", bytes(read.err), "timeout"
+            ready = selector.select(min(left, _EXITED_TICK))
+            for key, _ in ready:
+                if not read.chunk(key.fd, key.fileobj is proc.stdout):
                     selector.unregister(key.fileobj)
-                elif key.fileobj is proc.stdout:
-                    size += len(chunk)
-                    if size > limit:
-                        return b"", bytes(err), "limit"
-                    out.append(chunk)
-                else:
-                    err += chunk
-                    del err[:-MAX_ERROR]
+            if read.over:
+                return b"", bytes(read.err), "limit"
+            if not ready and proc.poll() is not None:
+                for key in list(selector.get_map().values()):
+                    read.rest(key.fd, key.fileobj is proc.stdout)
+                break
+    if read.over:
+        return b"", bytes(read.err), "limit"
     try:
         proc.wait(max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:  # its output closed, yet it does not exit
-        return b"", bytes(err), "timeout"
-    return b"".join(out), bytes(err), None
+        return b"", bytes(read.err), "timeout"
+    return b"".join(read.out), bytes(read.err), None
+
+
+class _Read:
+    """What a tool has written so far: stdout up to `limit` bytes (`over` past it), stderr's tail."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.out: list[bytes] = []
+        self.size = 0
+        self.err = bytearray()
+        self.over = False
+
+    def chunk(self, fd: int, is_out: bool) -> bool:
+        """One read of `fd`; False at its end."""
+        data = os.read(fd, _CHUNK)
+        self._keep(data, is_out)
+        return bool(data)
+
+    def rest(self, fd: int, is_out: bool) -> None:
+        """What is left in the pipe of a tool that has exited (a pipe holds at most 1 MiB), without
+        waiting for more: a child that holds the pipe may write later, or never, or without end."""
+        os.set_blocking(fd, False)
+        for _ in range(_PIPE_CHUNKS):
+            if self.over:
+                return
+            try:
+                data = os.read(fd, _CHUNK)
+            except BlockingIOError:
+                return
+            if not data:
+                return
+            self._keep(data, is_out)
+
+    def _keep(self, data: bytes, is_out: bool) -> None:
+        if not is_out:
+            self.err += data
+            del self.err[:-MAX_ERROR]
+            return
+        self.size += len(data)
+        if self.size > self.limit:
+            self.over = True
+        else:
+            self.out.append(data)
 
 
 def _end(proc: subprocess.Popen[bytes]) -> None:

@@ -156,7 +156,9 @@ def test_a_cluster_without_gpu_nodes_says_so(tmp_path):
     prints(tmp_path, {"apiVersion": "v1", "kind": "List", "items": [node("cpu-1", None), node("cpu-2", "0")]})
     run = hosts(tmp_path, "@kube:pool=cpu")
     assert run.returncode == Exit.USAGE
-    assert one_line(run).endswith("@kube:pool=cpu: kubectl lists 2 nodes, none with nvidia.com/gpu capacity")
+    assert one_line(run).endswith(
+        "@kube:pool=cpu: kubectl lists 2 nodes, none with nvidia.com/gpu capacity (or shared or MIG GPUs)"
+    )
 
 
 def test_without_kubectl_it_says_what_to_install(tmp_path):

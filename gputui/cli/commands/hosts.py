@@ -21,7 +21,7 @@ from ...config.file import LOCAL, load
 from ...config.hostlist import collapse
 from ...inventory.base import ResolvedHost
 from ...inventory.sources import SPEC_HELP
-from ...inventory.specs import config_host, resolve_hosts, shown
+from ...inventory.specs import config_host, resolve_hosts, shown, this_machine
 from ...text.words import count
 from ..argtypes import shown as quoted
 from ..options import add_ascii, add_config
@@ -91,7 +91,7 @@ def file_sd(hosts: Sequence[ResolvedHost], port: int) -> list[dict[str, object]]
     """Prometheus file_sd: one target group a host, so each keeps its own labels."""
     out: list[dict[str, object]] = []
     for h in hosts:
-        address = "localhost" if h.address == LOCAL else h.address
+        address = "localhost" if this_machine(h) else h.address
         if ":" in address:  # IPv6
             address = f"[{address}]"
         labels = {"gputui_host": h.name}
