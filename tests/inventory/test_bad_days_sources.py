@@ -10,8 +10,6 @@ import contextlib
 import json
 import os
 import signal
-import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +23,7 @@ from gputui.inventory.tool import run_tool
 from gputui.transport import make_link
 from gputui.transport.local import LocalLink
 from gputui.transport.ssh import SshLink
+from tests.support.faketools import fake
 
 NODES = {
     "kind": "List",
@@ -44,15 +43,6 @@ import subprocess
 child = subprocess.Popen(["sleep", "3600"])  # inherits stdout and stderr
 open({pid_file!r}, "w").write(str(child.pid))
 """
-
-
-def fake(bin_dir: Path, name: str, body: str) -> Path:
-    """An executable `name` in bin_dir: Python, `body` after `import json, os, sys, time`."""
-    bin_dir.mkdir(exist_ok=True)
-    path = bin_dir / name
-    path.write_text(f"#!{sys.executable}\nimport json, os, sys, time\n{textwrap.dedent(body)}")
-    path.chmod(0o755)
-    return path
 
 
 @contextlib.contextmanager

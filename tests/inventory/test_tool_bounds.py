@@ -10,13 +10,13 @@ import os
 import resource
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from gputui.inventory.base import InventoryError
 from gputui.inventory.tool import MAX_OUTPUT, run_tool
+from tests.support.faketools import fake
 
 ROOT = Path(__file__).resolve().parents[2]
 MEMORY = 3 << 30  # RLIMIT_AS of the gputui under test: a 2 GB answer held whole cannot fit
@@ -28,15 +28,6 @@ out = sys.stdout.buffer
 for _ in range(2048):
     out.write(chunk)
 """
-
-
-def fake(bin_dir: Path, name: str, body: str) -> Path:
-    """An executable `name` in bin_dir: Python, `body` after `import json, os, sys, time`."""
-    bin_dir.mkdir(exist_ok=True)
-    path = bin_dir / name
-    path.write_text(f"#!{sys.executable}\nimport json, os, sys, time\n{textwrap.dedent(body)}")
-    path.chmod(0o755)
-    return path
 
 
 def limit_memory() -> None:
