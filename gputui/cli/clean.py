@@ -331,10 +331,7 @@ def _refusal(plan: Plan) -> str | None:
     if refused:
         hint = " (--include-monitor stops it anyway)" if any(e.can_include for e in refused) else ""
         return "; ".join(f"{e.pid} ({e.name or '?'}) is {e.why}" for e in refused) + hint
-    if plan.zombies_alone:
-        said = [w.message for w in plan.warnings if w.kind == "zombie"]
-        return "nothing was signalled: " + ("; ".join(said) or "every process chosen is a zombie")
-    return None
+    return plan.zombies_refusal
 
 
 def _say_interrupted(con: Console, running: Sequence[HostOutcome], ops: Operations, recheck: Recheck) -> None:
