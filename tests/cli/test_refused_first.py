@@ -88,3 +88,16 @@ def test_clean_json_without_a_host_prints_its_document(live: Live, config: bool)
     assert doc["ok"] is False and doc["exit_code"] == 2 and words in doc["error"], doc
     assert doc["hosts"] == [] and doc["dry_run"] is True and doc["log"] is None, doc
     assert not live.status()["running"], result.stderr
+
+
+@pytest.mark.parametrize("command", ["export", "serve"])
+def test_a_long_bad_listen_address_is_cut_with_a_mark(live: Live, command: str) -> None:
+    """A --listen value that is no ADDR:PORT was quoted sliced at 80 characters, with no mark."""
+    value = "host-" + "x" * 200
+    result = live.gputui(command, "--demo", "--listen", value)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    line = result.stderr.strip().splitlines()[-1]  # after argparse's usage
+    assert "is not ADDR:PORT" in line and value not in line, line
+    quoted = line.partition("'")[2].partition("'")[0]
+    assert quoted.startswith("host-xxx") and quoted.endswith(("\u2026", "...")), line
+    assert not live.status()["running"], result.stderr
