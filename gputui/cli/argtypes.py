@@ -182,7 +182,7 @@ def listen_address(text: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
     if not sep or not port.isascii() or not port.isdecimal() or int(port) > 65535:
         raise argparse.ArgumentTypeError(
-            f"{printable(text[:80])!r} is not ADDR:PORT (e.g. 127.0.0.1:9842, [::1]:9842, :9842)"
+            f"{cut(text, 80)!r} is not ADDR:PORT (e.g. 127.0.0.1:9842, [::1]:9842, :9842)"
         )
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]

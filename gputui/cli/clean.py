@@ -48,7 +48,7 @@ from .outcome import HostOutcome, exit_code
 from .quick import INTERVALS
 from .recheck import Recheck, snapshot_command, snapshot_commands
 from .reset import run_reset
-from .streams import fail, for_a_person
+from .streams import for_a_person
 from .versions import CLEAN_JSON
 
 
@@ -149,8 +149,8 @@ def run(args: argparse.Namespace) -> int:
         # the demo) lists hosts, which must then be named.
         listed = demo_names() if args.demo else [s.name for s in config.hosts]
         problem = hosts_problem(hosts, listed, args.demo, config.path)
-        if problem is not None:
-            return fail(problem)
+        if problem is not None:  # said as every refusal of clean's is: with --json, its document too
+            return _bad_usage(Console(sys.stdout, sys.stderr, sys.stdin, bool(args.json)), args, problem)
         hosts = ["local"]
     specs = resolve_hosts(hosts, args.demo, config)
     fleet = build_fleet(specs, interval=INTERVALS["clean"])
@@ -331,10 +331,7 @@ def _refusal(plan: Plan) -> str | None:
     if refused:
         hint = " (--include-monitor stops it anyway)" if any(e.can_include for e in refused) else ""
         return "; ".join(f"{e.pid} ({e.name or '?'}) is {e.why}" for e in refused) + hint
-    if plan.zombies_alone:
-        said = [w.message for w in plan.warnings if w.kind == "zombie"]
-        return "nothing was signalled: " + ("; ".join(said) or "every process chosen is a zombie")
-    return None
+    return plan.zombies_refusal
 
 
 def _say_interrupted(con: Console, running: Sequence[HostOutcome], ops: Operations, recheck: Recheck) -> None:

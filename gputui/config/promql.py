@@ -169,7 +169,9 @@ def dcgm_host(labels: dict[str, str]) -> str | None:
     if instance.startswith("["):  # [::1]:9400
         return instance[1:].partition("]")[0] or None
     host, _, port = instance.rpartition(":")
-    return (host if host and port.isdigit() else instance) or None
+    # A port is ASCII digits: `²` is a digit to str.isdigit, `٣` a decimal one; neither is a port.
+    is_port = port.isascii() and port.isdecimal()
+    return (host if host and is_port else instance) or None
 
 
 def host_of(labels: dict[str, str]) -> str | None:

@@ -58,7 +58,7 @@ from typing import Any, BinaryIO
 from .. import __version__
 from ..config.userfile import FileRefused, open_regular
 from ..model import HOST_STATUSES
-from ..model.textsafe import printable
+from ..model.textsafe import cut, printable
 from ..probe import wire
 
 FORMAT = 2  # the header's "gputui_recording": what this gputui writes
@@ -188,7 +188,7 @@ def parse_at(text: str, header: Header) -> float:
 def _moment_of(text: str, header: Header) -> float:
     """parse_at's moment, before it is bounded."""
     if not text or len(text) > 64 or not text.isascii():
-        raise ValueError(f"{printable(text[:64])!r} is no time (HH:MM[:SS], an ISO timestamp or +SECONDS)")
+        raise ValueError(f"{cut(text, 64)!r} is no time (HH:MM[:SS], an ISO timestamp or +SECONDS)")
     if text.startswith("+"):
         number = text[1:]
         if not number or not all(c.isdigit() or c == "." for c in number) or number.count(".") > 1:
@@ -523,7 +523,7 @@ class RecordingReader:
             raise RecordingError(f"{self.name}: line {self.line}: {what} nested too deeply") from None
         except (UnicodeDecodeError, ValueError) as exc:
             raise RecordingError(
-                f"{self.name}: line {self.line}: {what} is not JSON ({printable(str(exc))[:120]})"
+                f"{self.name}: line {self.line}: {what} is not JSON ({cut(str(exc), 120)})"
             ) from None
 
     # -- the header
@@ -545,8 +545,8 @@ class RecordingReader:
         version = doc.get("gputui_recording")
         if type(version) is not int or version not in FORMATS:
             raise RecordingError(
-                f"{self.name}: recording format {printable(repr(version))[:40]}; this gputui reads "
-                f"formats {FORMATS[0]} to {FORMATS[-1]} (written by {printable(str(doc.get('created_by')))[:40]})"
+                f"{self.name}: recording format {cut(repr(version), 40)}; this gputui reads "
+                f"formats {FORMATS[0]} to {FORMATS[-1]} (written by {cut(str(doc.get('created_by')), 40)})"
             )
         started = _time(doc.get("started"))
         offset = doc.get("utc_offset")
@@ -573,7 +573,7 @@ class RecordingReader:
             utc_offset=offset,
             hosts=tuple(hosts),
             interval=float(interval),  # type: ignore[arg-type]  # checked above
-            created_by=printable(created)[:80] if isinstance(created, str) else "",
+            created_by=cut(created, 80) if isinstance(created, str) else "",
             max_bytes=cap if type(cap) is int and cap > 0 else None,
             format=version,
         )
@@ -623,7 +623,7 @@ class RecordingReader:
         if t is None:
             raise self._bad("no time (t)")
         if kind not in KINDS:
-            raise self._bad(f"unknown kind {printable(repr(kind))[:40]}")
+            raise self._bad(f"unknown kind {cut(repr(kind), 40)}")
         if not isinstance(record, dict):
             raise self._bad("no record")
         again = doc.get("again", False)
@@ -633,7 +633,7 @@ class RecordingReader:
             if host != "":
                 raise self._bad(f"the {kind} line names a host")
         elif not isinstance(host, str) or host not in hosts:
-            shown = printable(repr(host))[:60]
+            shown = cut(repr(host), 60)
             raise self._bad(f"host {shown} is not one of the header's")
         if kind == "probe":
             checked, problem = wire.check(record, wire.PROBE_TYPES)
@@ -735,7 +735,7 @@ class RecordingReader:
     def _status(self, record: dict[str, Any]) -> dict[str, Any]:
         status = record.get("status")
         if status not in HOST_STATUSES:
-            raise self._bad(f"unknown host status {printable(repr(status))[:40]}")
+            raise self._bad(f"unknown host status {cut(repr(status), 40)}")
         out: dict[str, Any] = {"status": status}
         for key in ("reason", "detail"):
             value = record.get(key)

@@ -14,6 +14,10 @@ fleet calls it stale, and after STOP_ROUNDS rounds without one its link fails ("
 so the host is down and its session tries again (a link opens only for a host with series). A round
 that fails (no answer, garbage, too large) gives no host a sample and says why once to each link,
 one line; the other feeds and the SSH hosts of the fleet are not touched.
+
+A GPU in the series of several exporters (SOURCE_LABELS differ) is one GPU where they agree; a value
+they give differently is unknown and the GPU's error is CONFLICT, said once to the host's log
+(`_merged`, `conflicts`): which of them is right cannot be told, so none is shown as if it were.
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ import aiohttp
 from .. import __version__
 from ..config.file import HostSpec
 from ..config.promql import DCGM_KEY, PREFIX, Point, PromError, PromFeed, feed_of, host_of, query
+from ..model.textsafe import cut
 from ..text.units import MIB
+from ..text.words import count, listed
 from .base import TransportError
 
 MIN_POLL = 0.5  # seconds between two rounds, whatever the fleet asks
@@ -40,6 +46,8 @@ OPEN_TIMEOUT = 30.0  # seconds a link waits for the first round that answers
 QUEUE = 4  # records waiting for a slow reader; older samples are dropped for newer ones
 POD_LABELS = ("namespace", "pod", "container")  # dcgm-exporter's, where it maps GPUs to pods
 MAX_VALUE = float(1 << 63)  # past an exporter's int64, a value is not a reading: it is refused
+SOURCE_LABELS = ("job", "instance")  # the labels Prometheus gives a scrape target: which exporter
+CONFLICT = "series-conflict"  # the error of a GPU whose exporters' series differ (`_merged`)
 
 
 def is_prometheus(spec: HostSpec) -> bool:
@@ -154,9 +162,12 @@ class Poller:
             if fresh and host.step is not None and now - host.newest > STOP_STEPS * host.step:
                 fresh = False  # a series that stays, with no new point (a frozen timestamp)
             host.missed = 0 if fresh else host.missed + 1
+            if fresh:
+                gpus = gpus_of(by_host[name])
+                records, conflict = host_records(name, gpus, host.newest, self.feed), conflicts(name, gpus)
             for link in host.links:
                 if fresh:
-                    link.take(host_records(name, by_host[name], host.newest, self.feed))
+                    link.take(records, conflict)
                 elif host.missed >= STOP_ROUNDS:
                     link.stop(host.newest, now)
 
@@ -181,23 +192,14 @@ class _Gpu:
     index: int
     labels: dict[str, str] = field(default_factory=dict)
     values: dict[str, float | None] = field(default_factory=dict)
+    differ: tuple[str, ...] = ()  # what its exporters' series say differently (SOURCE_LABELS apart)
+    sources: tuple[tuple[str, ...], ...] = ()  # those exporters, where several give its series
 
 
-def host_records(name: str, points: list[Point], newest: float, feed: PromFeed) -> tuple[dict[str, Any], ...]:
-    """The hello and the whole sample of one host, from its points: (hello, sample)."""
-    gpus: dict[int, _Gpu] = {}
-    for point in points:
-        index = _index(point.labels.get("gpu"))
-        if index is None:
-            continue
-        gpu = gpus.setdefault(index, _Gpu(index))
-        metric = point.labels.get("__name__", "")
-        if metric in ("gputui_gpu_info", DCGM_KEY) or not gpu.labels:
-            gpu.labels = point.labels
-        key = metric
-        if metric in ("gputui_gpu_error", "gputui_gpu_ecc_errors_total"):
-            key = f"{metric}:{point.labels.get('code') or point.labels.get('type', '')}"
-        gpu.values[key] = point.value
+def host_records(
+    name: str, gpus: dict[int, _Gpu], newest: float, feed: PromFeed
+) -> tuple[dict[str, Any], ...]:
+    """The hello and the whole sample of one host, from its GPUs (`gpus_of`): (hello, sample)."""
     records = [_gpu_record(gpus[i]) for i in sorted(gpus)]
     driver = next((g.labels.get("DCGM_FI_DRIVER_VERSION") for g in gpus.values()), None)
     hello = {
@@ -228,6 +230,77 @@ def host_records(name: str, points: list[Point], newest: float, feed: PromFeed) 
     return hello, sample
 
 
+def conflicts(name: str, gpus_by_index: dict[int, _Gpu]) -> str | None:
+    """Words on the GPUs of a host whose exporters' series differ (None: none do), for its log."""
+    gpus = [g for _, g in sorted(gpus_by_index.items()) if g.differ]
+    if not gpus:
+        return None
+    said = [
+        f"GPU {g.index} is in the series of {len(g.sources)} exporters"
+        f" ({_sources_words(g.sources)}), which differ in"
+        f" {listed(g.differ, 3)}"
+        for g in gpus[:2]
+    ]
+    more = f"; so are {count(len(gpus) - 2, 'more GPU')}" if len(gpus) > 2 else ""
+    return (
+        f"{name}: {'; '.join(said)}{more}: shown unknown ({CONFLICT}) rather than one picked;"
+        ' a selector keeps one: @prometheus:URL#{job="..."}'
+    )
+
+
+def _sources_words(sources: tuple[tuple[str, ...], ...], shown: int = 3) -> str:
+    """`job="a" instance="x:9400"; job="b" instance="y:9400"`, the first `shown` and how many more."""
+    said = [
+        " ".join(f'{label}="{cut(value, 60)}"' for label, value in zip(SOURCE_LABELS, s, strict=True))
+        for s in sources
+    ]
+    more = f" and {len(said) - shown} more" if len(said) > shown else ""
+    return "; ".join(said[:shown]) + more
+
+
+def gpus_of(points: list[Point]) -> dict[int, _Gpu]:
+    """Each GPU of a host's points, its exporters' (SOURCE_LABELS) series made one (`_merged`)."""
+    each: dict[int, dict[tuple[str, ...], _Gpu]] = {}
+    for point in points:
+        index = _index(point.labels.get("gpu"))
+        if index is None:
+            continue
+        source = tuple(point.labels.get(label, "") for label in SOURCE_LABELS)
+        gpu = each.setdefault(index, {}).setdefault(source, _Gpu(index))
+        metric = point.labels.get("__name__", "")
+        if metric in ("gputui_gpu_info", DCGM_KEY) or not gpu.labels:
+            gpu.labels = point.labels
+        key = metric
+        if metric in ("gputui_gpu_error", "gputui_gpu_ecc_errors_total"):
+            key = f"{metric}:{point.labels.get('code') or point.labels.get('type', '')}"
+        gpu.values[key] = point.value
+    return {index: _merged(index, sources) for index, sources in each.items()}
+
+
+def _merged(index: int, sources: dict[tuple[str, ...], _Gpu]) -> _Gpu:
+    """One GPU of several exporters' series (two jobs, two instances giving one host's GPU): a value
+    they all give alike is read; one they give differently is unknown, and the GPU's error says
+    CONFLICT. Which exporter is right cannot be told: a value picked would be a guess shown as fact."""
+    ordered = [sources[key] for key in sorted(sources)]
+    if len(ordered) == 1:
+        return ordered[0]
+    values: dict[str, float | None] = {}
+    differ: list[str] = []
+    for key in sorted({k for gpu in ordered for k in gpu.values}):
+        given = {gpu.values[key] for gpu in ordered if key in gpu.values}
+        if len(given) == 1:
+            values[key] = given.pop()
+        else:
+            values[key] = None
+            differ.append(key.removeprefix("DCGM_FI_DEV_"))
+    labels = dict(ordered[0].labels)
+    for label in ("UUID", "uuid"):
+        if len({gpu.labels.get(label) for gpu in ordered}) > 1:
+            differ.insert(0, label)
+            labels.pop(label, None)
+    return _Gpu(index, labels, values, tuple(differ), tuple(sorted(sources)))
+
+
 def _index(text: str | None) -> int | None:
     """A GPU's `gpu` label as its index; None for one that is no index. ASCII digits only: `²` is a
     digit to str.isdigit that int() refuses (it raised, and the whole feed's round failed), `٣` one
@@ -247,9 +320,14 @@ def _int(value: float | None, scale: float = 1.0) -> int | None:
 
 
 def _gpu_record(gpu: _Gpu) -> dict[str, Any]:
+    record = _gputui_gpu(gpu) if gpu.labels.get("__name__", "").startswith("gputui_") else _dcgm_gpu(gpu)
+    if gpu.differ:
+        record["error"] = CONFLICT
+    return record
+
+
+def _dcgm_gpu(gpu: _Gpu) -> dict[str, Any]:
     v, labels = gpu.values, gpu.labels
-    if labels.get("__name__", "").startswith("gputui_"):
-        return _gputui_gpu(gpu)
     used, free, reserved = v.get(DCGM_KEY), v.get("DCGM_FI_DEV_FB_FREE"), v.get("DCGM_FI_DEV_FB_RESERVED")
     total = None if used is None or free is None else used + free + (reserved or 0.0)
     xid = _int(v.get("DCGM_FI_DEV_XID_ERRORS"))
@@ -327,6 +405,8 @@ class PromLink:
         self._seq = 0
         self._first: tuple[dict[str, Any], ...] | None = None
         self._said: str | None = None  # the last problem said (once, until it changes)
+        self._conflict: str | None = None  # the series' conflict said (once, until it changes)
+        self._first_conflict: str | None = None
 
     async def open(self) -> None:
         poller = self._poller = poller_for(self.feed)
@@ -347,17 +427,26 @@ class PromLink:
         hello, sample = self._first
         self.hello = hello
         self._queue.put_nowait(self._numbered(sample))
+        self._say_conflict(self._first_conflict)
 
-    def take(self, records: tuple[dict[str, Any], ...]) -> None:
-        """This round's hello and sample for the host."""
+    def take(self, records: tuple[dict[str, Any], ...], conflict: str | None = None) -> None:
+        """This round's hello and sample for the host, and what its exporters' series say
+        differently (`conflicts`), said once until it changes."""
         self._said = None
         if self.hello is None:
-            self._first = records
+            self._first, self._first_conflict = records, conflict
             return
         if self._queue.qsize() >= QUEUE:  # a reader that fell behind gets the newest
             with contextlib.suppress(asyncio.QueueEmpty):
                 self._queue.get_nowait()
         self._queue.put_nowait(self._numbered(records[1]))
+        self._say_conflict(conflict)
+
+    def _say_conflict(self, conflict: str | None) -> None:
+        if conflict != self._conflict:
+            self._conflict = conflict
+            if conflict is not None:
+                self._queue.put_nowait({"type": "error", "v": 1, "code": CONFLICT, "message": conflict})
 
     def note(self, problem: str) -> None:
         """A round failed: said once to the fleet (an `error` record), until it changes."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..fleet.idle import span
 from ..model import IDLE_SLACK, Gpu, Preflight, Proc, ProcessFacts, Sample, brief_process
-from ..model.textsafe import printable
+from ..model.textsafe import cut, printable
 from ..text.units import fmt_bytes
 from ..text.words import count, unaccounted_words
 
@@ -66,7 +66,7 @@ def started_by(sample: Sample, proc: Proc) -> str | None:
         parent = next((p for p in sample.processes if p.pid == proc.ppid), None)
     if parent is None:
         return None
-    return f"started by {proc.ppid} `{printable(brief_process(parent.command, parent.name))[:80]}`"
+    return f"started by {proc.ppid} `{cut(brief_process(parent.command, parent.name), 80)}`"
 
 
 def new_process_words(sample: Sample, proc: Proc, index: int) -> str:

@@ -15,7 +15,8 @@ from dataclasses import replace
 from typing import Any
 
 from gputui.fleet.session import GpuHistory
-from gputui.model import Gpu, Preflight, Sample
+from gputui.model import Gpu, Parent, Preflight, Proc, Sample
+from gputui.model.textsafe import cells, output_ellipsis
 from gputui.probe.readers.sim import GiB, SimReader
 from gputui.views.readiness import Conditions, preflight_flags, unready
 from tests.support.commands import clean, fleet_of, wait
@@ -246,3 +247,23 @@ def test_each_condition_says_what_fails_and_by_how_much():
     assert failed(blank)[-1] == ("preflight", "no preflight reading yet", None)
     assert failed(blank, conditions=Conditions())[-1][0] == "utilization"  # no preflight asked for
     assert failed(replace(gpu, error="gpu-lost")) == [("error", "the GPU reports an error: gpu-lost", None)]
+
+
+def test_a_new_processs_long_parent_command_is_cut_with_a_mark():
+    """`wait` names the parent of a new GPU process ("started by 4242 `python supervisor.py ...`"):
+    a parent's command over 80 characters was sliced there with no mark, as if it were whole."""
+    long = ("python", "supervisor.py", *(f"--option-{i}=value-{i}" for i in range(12)))
+    worker = Proc(pid=5151, start_time=2, kind="user", ppid=4242, command=("python", "w.py"), gpus=(2,))
+    sample = Sample(
+        seq=1,
+        time=0.0,
+        gpus=(Gpu(index=2, memory_used=8 * GiB, memory_total=80 * GiB),),
+        processes=(worker,),
+        parents=(Parent(pid=4242, start_time=1, command=long),),
+    )
+    (found,) = [
+        u for u in unready(sample.gpus[0], sample, Conditions(), known=set()) if u.condition == "processes"
+    ]
+    assert "started by 4242 `python supervisor.py --option-0=value-0" in found.words, found.words
+    quoted = found.words.partition("`")[2].partition("`")[0]
+    assert quoted.endswith(output_ellipsis()) and cells(quoted) == 80, quoted

@@ -396,3 +396,60 @@ def test_a_moment_no_clock_of_a_recording_reaches_is_not_in_it(tmp_path: Path, a
         r = gputui("snapshot", "--replay", str(path), f"--at={at}", *json_or_not)
         assert r.returncode == 2 and r.stdout == "", r.stderr
         assert "is not in any recording" in only_line(r.stderr)
+
+
+# -- long text in a damaged recording is cut with a mark ----------------------------------------------
+
+
+def _written(tmp_path: Path) -> list[bytes]:
+    """A small recording of demo-a (its hello and a sample), written with a fixed clock."""
+    path = tmp_path / "small.gz"
+    clock = Clock()
+    writer = RecordingWriter(path, ["demo-a"], interval=1.0, clock=clock)
+    for record in fixture("demo-a")[:2]:
+        clock.now += 1
+        writer.write("demo-a", "probe", record)
+    writer.close("seconds")
+    return lines_of(path)
+
+
+def _with_entry(lines: list[bytes], **changes: object) -> list[bytes]:
+    entry = json.loads(lines[2]) | changes
+    return [*lines[:2], json.dumps(entry).encode() + b"\n", *lines[3:]]
+
+
+LONG = "x" * 200
+LONG_TEXT: dict[str, tuple[Callable[[list[bytes]], list[bytes]], str]] = {
+    "a recording format": (
+        lambda lines: [json.dumps(json.loads(lines[0]) | {"gputui_recording": LONG}).encode() + b"\n"],
+        "recording format 'xxx",
+    ),
+    "its writer": (
+        lambda lines: [
+            json.dumps(json.loads(lines[0]) | {"gputui_recording": 9, "created_by": LONG}).encode() + b"\n"
+        ],
+        "(written by xxx",
+    ),
+    "a kind": (lambda lines: _with_entry(lines, kind=LONG), "unknown kind 'xxx"),
+    "a host": (lambda lines: _with_entry(lines, host=LONG), "host 'xxx"),
+    "a host status": (
+        lambda lines: _with_entry(lines, kind="status", record={"status": LONG}),
+        "unknown host status 'xxx",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(LONG_TEXT))
+def test_long_text_of_a_damaged_recording_is_cut_with_a_mark(tmp_path: Path, case: str) -> None:
+    """A recording's format, writer, kind, host or status quoted in the one line that refuses it was
+    sliced at 40 or 60 characters with no mark: it read as if it were the whole value."""
+    make, words = LONG_TEXT[case]
+    path = tmp_path / "bad.gz"
+    gzip_lines(path, make(_written(tmp_path)))
+    r = gputui(
+        "snapshot", "--replay", str(path), "--at", "+1", env=dict(os.environ, PYTHONIOENCODING="utf-8")
+    )
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    line = only_line(r.stderr)
+    assert words in line and LONG not in line, line
+    assert "x\u2026" in line, line  # cut, and the cut marked

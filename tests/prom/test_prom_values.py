@@ -6,21 +6,15 @@ feed's poller lives on: once the value is sane again it is read.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
-from collections.abc import AsyncIterator
 
 import pytest
-from aiohttp import web
 
 from gputui.config import promql
-from gputui.config.file import HostSpec
-from gputui.fleet.fleet import Fleet
 from gputui.fleet.session import LIVE
 from gputui.text.units import MIB
-from gputui.transport import make_link
-from tests.support.httpfake import serving
+from tests.prom.fakeprom import fake_prometheus, memory_used, prom_fleet
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(120)
@@ -58,37 +52,11 @@ class Series:
         return json.dumps({"status": "success", "data": data}).encode()
 
 
-@contextlib.asynccontextmanager
-async def fake_prometheus(series: Series) -> AsyncIterator[str]:
-    async def query(request: web.Request) -> web.Response:
-        form = await request.post()
-        return web.Response(body=series.answer(str(form.get("query", ""))), content_type="application/json")
-
-    app = web.Application()
-    app.router.add_post("/api/v1/query", query)
-    async with serving(app) as url:
-        yield url
-
-
-def memory_used(fleet: Fleet, name: str) -> int | None:
-    sample = fleet.view(name).sample
-    return sample.gpus[0].memory_used if sample is not None and sample.gpus else None
-
-
-def prom_fleet(url: str) -> Fleet:
-    feed = promql.parse_feed(url).feed
-    fleet = Fleet()
-    for name in HOSTS:
-        spec = HostSpec(name=name, address=name, feed=feed, read_only=True)
-        fleet.add(name, lambda spec=spec: make_link(spec, interval=0.5), read_only=True, interval=0.5)
-    return fleet
-
-
 @pytest.mark.parametrize("used", ["1e308", "Inf", "-Inf", "NaN"])
 async def test_a_value_out_of_range_is_refused_and_the_poller_lives_on(used: str) -> None:
     series = Series(used)
     async with fake_prometheus(series) as url:
-        fleet = prom_fleet(url)
+        fleet = prom_fleet(url, HOSTS)
         fleet.start()
         try:
             assert await eventually(lambda: all(fleet.view(h).status == LIVE for h in HOSTS), 60), [
@@ -113,7 +81,7 @@ async def test_a_gpu_label_that_is_no_index_costs_only_its_own_series(label: str
     series = Series("500")
     series.gpu["h1"] = label
     async with fake_prometheus(series) as url:
-        fleet = prom_fleet(url)
+        fleet = prom_fleet(url, HOSTS)
         fleet.start()
         try:
             assert await eventually(lambda: memory_used(fleet, "h2") == 1000 * MIB, 60), [

@@ -242,3 +242,24 @@ async def test_a_stream_closes_while_the_hub_still_streams() -> None:
             await asyncio.wait_for(stream.close(), 60)
             info = await asyncio.wait_for(hubs.read_hub(url), 60)
             assert len(info.hosts) == 64
+
+
+async def test_a_plan_of_zombies_alone_is_refused_as_clean_refuses_it(tmp_path: Path) -> None:
+    """POST /api/v1/actions naming demo-b's zombie alone: no signal reaches a zombie, so `gputui
+    clean` refuses such a plan (exit 4, "nothing was signalled: ..."). The hub ran it and answered
+    200, its verdict "stopped"; it refuses it now (409), in clean's words, and runs nothing."""
+    async with served(tmp_path, Settings(tokens=TOKENS, allow_actions=True)) as hub:
+        sample = hub.fleet.view("demo-b").sample
+        assert sample is not None
+        zombie = next(p for p in sample.processes if p.kind == "zombie")
+        body = {"host": "demo-b", "scope": "pids", "gpus": [], "targets": [[zombie.pid, zombie.start_time]]}
+        async with aiohttp.ClientSession() as session:
+            url = hub.url + hubs.ACTIONS
+            async with session.post(url, json=body, headers={"Authorization": f"Bearer {ALICE}"}) as r:
+                status, answer = r.status, await r.json()
+        assert status == 409, answer
+        error = answer["error"]
+        assert error.startswith("nothing was signalled: ") and f"parent {zombie.ppid}" in error, error
+        assert "stopped" not in error, error
+        records, _ = read_records(hub.log) if hub.log.exists() else ([], None)
+        assert not any(r.get("stage") == "done" for r in records), records

@@ -152,6 +152,16 @@ class Plan:
         )
 
     @property
+    def zombies_refusal(self) -> str | None:
+        """Why a plan of zombies alone (`zombies_alone`) is not run, in the words every front says
+        (`gputui clean`'s exit 4, the hub's 409): "stopped" would claim a signal no zombie can get.
+        None for any other plan."""
+        if not self.zombies_alone:
+            return None
+        said = [w.message for w in self.warnings if w.kind == "zombie"]
+        return "nothing was signalled: " + ("; ".join(said) or "every process chosen is a zombie")
+
+    @property
     def signals(self) -> tuple[str, ...]:
         """The soft signals before SIGKILL (a `signal` plan: its one signal)."""
         if self.signal is not None:
