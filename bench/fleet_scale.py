@@ -415,12 +415,17 @@ async def measure(
             table.focus()
             frames = Frames(app, table) if key_every > 0 else None
             keys: list[float] = []
+            unseen = 0  # keys no frame showed within flood.GIVE_UP_S
             cpu0, wall0, wait0 = time.process_time(), time.monotonic(), runqueue_wait()
             if frames is None:
                 await asyncio.sleep(seconds)
             while frames is not None and time.monotonic() < wall0 + seconds:
                 began = time.monotonic()  # a `j` every key_every s: what an operator feels
-                keys.append((await press(app, table, "j", frames))[1])
+                shown = (await press(app, table, "j", frames))[1]
+                if shown is None:
+                    unseen += 1
+                else:
+                    keys.append(shown)
                 await asyncio.sleep(max(0.0, key_every - (time.monotonic() - began)))
             cpu1, wall1, wait1 = time.process_time(), time.monotonic(), runqueue_wait()
             recording = False
@@ -457,6 +462,7 @@ async def measure(
                 samples_per_s=samples / wall,
                 all_live_after=all(v.status == LIVE for v in fleet.hosts),
                 key_ms=keys,
+                key_unseen=unseen,
                 delay_drawn_ms=[1000 * d for d in drawn],
                 delay_painted_ms=[1000 * d for d in painted],
                 delay_arrived_ms=[1000 * d for d in arrived],
@@ -729,13 +735,18 @@ async def measure_decode(
         print(f"window begins ({os.getpid()})", file=sys.stderr, flush=True)  # for a profiler to attach
         cpu0, wall0 = time.process_time(), time.monotonic()
         end = wall0 + seconds
+        unseen = 0
         next_rss = 0.0
         while time.monotonic() < end:
             began = time.monotonic()
             if began >= next_rss:
                 rss.append(rss_bytes() / 2**20)
                 next_rss = began + 1.0
-            latencies.append((await press(app, table, "j", frames))[1])
+            shown = (await press(app, table, "j", frames))[1]
+            if shown is None:
+                unseen += 1  # no frame showed it within flood.GIVE_UP_S
+            else:
+                latencies.append(shown)
             await asyncio.sleep(max(0.0, key_every - (time.monotonic() - began)))
         cpu1, wall1 = time.process_time(), time.monotonic()
         gc.callbacks.remove(on_gc)
@@ -752,6 +763,7 @@ async def measure_decode(
             app_rss_mib=max(rss),
             app_rss_end_mib=rss[-1],
             key_ms=latencies,
+            key_unseen=unseen,
             samples=counted[0],
             samples_per_s=counted[0] / wall,
             hosts_updated=updated,

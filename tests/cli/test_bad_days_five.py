@@ -12,10 +12,10 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.support.cli import host_doc
 from tests.support.livedemo import POLL, TIMEOUT, Live, snapshot
 from tests.support.waiting import wait_until
 
@@ -33,12 +33,6 @@ HOLDER = (
     "print('held', flush=True)\n"
     "time.sleep(3600)\n"
 )
-
-
-def host_doc(doc: dict[str, Any], name: str, key: str = "host") -> dict[str, Any]:
-    """A host's part of a document: `clean --json` names it by "host", `snapshot --json` by "name"."""
-    (entry,) = [h for h in doc["hosts"] if h[key] == name]
-    return entry
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli.test_bad_days_five import host_doc
+from tests.support.cli import host_doc
 from tests.support.livedemo import Live, snapshot
 
 # Each test starts a demo (two sims, some twenty processes): more than the suite's 120 s on a busy

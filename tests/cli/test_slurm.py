@@ -228,7 +228,9 @@ def test_prolog_asks_wait_for_the_sites_conditions(scripts: dict[str, Any]) -> N
 def test_epilog_clean_gpus_keep_the_node(scripts: dict[str, Any]) -> None:
     code, line = run_script(EPILOG, scripts, **job_env("201", "0"))
     assert code == 0 and line["verdict"] == "clean" and line["drain"] is False
-    assert line["job_exit"] == 2 and line["job_clean"] is None  # nothing of job 201 left: fine
+    # Nothing of job 201 left: fine (clean --json says so in its document too, exit 2).
+    assert line["job_exit"] == 2 and line["job_clean"]["ok"] is False
+    assert "no Slurm job 201" in line["job_clean"]["error"]
     assert line["gpus_exit"] == 0 and line["gpus_clean"]["ok"] is True
     assert scripts["audit"].exists()
 

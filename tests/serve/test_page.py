@@ -9,7 +9,6 @@ reads the hub with it (from the form, or from the address's #token=)."""
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 import os
@@ -17,27 +16,19 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import zipfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
 
-from gputui import api
-from gputui.fleet.fleet import Fleet
-from gputui.serve.app import Settings, make_app
-from gputui.serve.stream import Hub as FleetHub
 from tests.support.browser import chromium_page
 from tests.support.livedemo import Live, snapshot
-from tests.support.waiting import wait_until
+from tests.support.pagehub import demo_records, replay_hub, wait_for
 
 pytestmark = pytest.mark.timeout(600)
 
-PATIENCE = 90.0  # seconds: a busy 2-core CI machine; nothing here asserts a duration
 SERVING = re.compile(r"serving (http://127\.0\.0\.1:\d+)/")
 HOSTILE_NAME = "<b>x</b>"  # the comm (15 bytes at most)
 HOSTILE_ARGS = ["<img src=x onerror=window.__pwned=1>", "<script>window.__pwned=2</script>"]
@@ -87,13 +78,6 @@ def hub(live: Live) -> Iterator[tuple[Live, Hub]]:
         yield live, started
     finally:
         stop_hub(started)
-
-
-def wait_for(what: Callable[[], Any], message: str) -> Any:
-    wait_until(what, PATIENCE, step=0.2)
-    got = what()
-    assert got, message
-    return got
 
 
 def pids_shown(page: Any, host: str) -> set[int]:
@@ -233,61 +217,6 @@ def _token_and_line(said: str) -> tuple[str, str]:
 
 
 # -- a large fleet: a hub of replayed hosts (the serve package on a loop of its own, in a thread) --
-
-DEMO_A = Path(__file__).resolve().parents[1] / "fixtures" / "demo-a.jsonl"
-
-
-def demo_records() -> list[dict[str, Any]]:
-    """demo-a's recorded hello and samples (whole: the recording's first sample, then the rest)."""
-    return [r for r in api.load_recording(DEMO_A) if r["type"] in ("hello", "sample")]
-
-
-@contextmanager
-def replay_hub(hosts: dict[str, list[dict[str, Any]]], rate: float = 2.0) -> Iterator[str]:
-    """A real hub (aiohttp app, Hub, Fleet) over ReplayLinks playing `hosts`' records over and over
-    at `rate` records a second, on 127.0.0.1 and a free port, its loop in a thread; its URL."""
-    ready: list[str] = []
-    started = threading.Event()
-    stop: list[asyncio.Event] = []
-
-    async def serve() -> None:
-        fleet = Fleet()
-        for name, records in hosts.items():
-            fleet.add(name, lambda r=records: api.ReplayLink(r, loop=True, rate=rate), interval=1.0)
-        hub = FleetHub(fleet, 1.0, 60.0)
-        runner = web.AppRunner(make_app(Settings(connections=64), hub), access_log=None, shutdown_timeout=0.5)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", 0).start()
-        fleet.start()
-        hub.start()
-        stop.append(asyncio.Event())
-        host, port = runner.addresses[0][:2]
-        ready.append(f"http://{host}:{port}")
-        started.set()
-        try:
-            await stop[0].wait()
-        finally:
-            await runner.cleanup()
-            await hub.stop()
-            await fleet.stop()
-
-    def run() -> None:
-        try:
-            loop.run_until_complete(serve())
-        finally:
-            started.set()  # a hub that failed to start is not waited for
-
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
-        assert started.wait(PATIENCE) and ready, "the hub did not start"
-        yield ready[0]
-    finally:
-        if stop:
-            loop.call_soon_threadsafe(stop[0].set)
-        thread.join(PATIENCE)
-        loop.close()
 
 
 def test_a_large_fleet_is_drawn_where_it_is_seen_and_filtered_whole() -> None:

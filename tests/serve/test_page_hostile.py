@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.serve.test_page import demo_records, replay_hub, wait_for
 from tests.support.browser import chromium_page
+from tests.support.pagehub import demo_records, replay_hub, wait_for
 
 pytestmark = pytest.mark.timeout(600)
 

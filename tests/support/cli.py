@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,3 +31,9 @@ def gputui(
         timeout=timeout,
         check=False,
     )
+
+
+def host_doc(doc: dict[str, Any], name: str, key: str = "host") -> dict[str, Any]:
+    """A host's part of a document: `clean --json` names it by "host", `snapshot --json` by "name"."""
+    (entry,) = [h for h in doc["hosts"] if h[key] == name]
+    return entry
