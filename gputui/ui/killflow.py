@@ -106,6 +106,15 @@ class KillFlow(FleetIntake):
         planned = await self.ops.plan(requests, self.fresh_timeout)
         for problem in planned.problems:
             self.notify(problem, title="Cannot plan", severity="warning", markup=False)
+        # A plan of zombies alone is refused as `clean` and the hub refuse it: confirmed, it would
+        # signal nothing and its verdict would say "stopped".
+        for plan in planned.plans:
+            if plan.zombies_refusal is not None:
+                self.log_note(
+                    plan.host, f"plan {plan.id} refused: {plan.zombies_refusal}", "warning", tag=plan.id
+                )
+                self.notify(plan.zombies_refusal, title=f"{plan.host}: nothing to stop", severity="warning")
+        planned.plans = [p for p in planned.plans if p.zombies_refusal is None]
         if not planned.plans:
             return
         if view is not None and view != self.view_now():
