@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from ..model import HOST_STATUSES, Event, HostFacts, Preflight, Sample, done_event
+from ..model.textsafe import shortened
 from ..probe.wire import MAX_PROCESSES
 from ..transport.base import Link, TransportError
 from .deltas import DELTAS_EVERY, DeltaError, SampleIntake
@@ -589,7 +590,7 @@ class HostSession:
                 q.put_nowait(done_event(plan, "refused", str(message), error=str(code)))
             message = record.get("message")
             if isinstance(message, str):
-                self.last_problem = message[:PROBLEM_CHARS]
+                self.last_problem = shortened(message, PROBLEM_CHARS)
             awaited = q is not None
             if q is not None or self._note():
                 self.notify(ErrorArrived(v, record))
@@ -612,7 +613,7 @@ class HostSession:
         """A delta that cannot be merged: refused like any bad record (said, rate-limited), and the
         probe asked for a whole sample; the host keeps its last sample until one comes."""
         message = f"sample refused: {why}"
-        self.last_problem = message[:PROBLEM_CHARS]
+        self.last_problem = shortened(message, PROBLEM_CHARS)
         self._want_whole = True
         if self._note():
             self.notify(ErrorArrived(self.view, {"type": "error", "code": "bad-delta", "message": message}))

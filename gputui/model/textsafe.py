@@ -118,6 +118,13 @@ def encodable(text: str, encoding: str | None) -> str:
     return text.encode(encoding, "backslashreplace").decode(encoding)
 
 
+def shortened(text: str, limit: int) -> str:
+    """`text` kept at most `limit` characters, its last a "…" where it was cut: for text that is
+    stored (a host's last problem, a recorded status's detail) and escaped where it is shown, so
+    not escaped here (`cut` escapes: shown, it would be escaped twice)."""
+    return text if len(text) <= limit else text[: max(limit - 1, 0)] + ELLIPSIS
+
+
 def cut(text: str, width: int, mark: str | None = None) -> str:
     """`text` made printable (escaped) in at most `width` cells: whole where it fits, else its start
     and a mark where it was cut (`mark`, by default `…`, or `...` where the output cannot take it:

@@ -58,7 +58,7 @@ from typing import Any, BinaryIO
 from .. import __version__
 from ..config.userfile import FileRefused, open_regular
 from ..model import HOST_STATUSES
-from ..model.textsafe import cut, printable
+from ..model.textsafe import cut, printable, shortened
 from ..probe import wire
 
 FORMAT = 2  # the header's "gputui_recording": what this gputui writes
@@ -741,7 +741,7 @@ class RecordingReader:
             value = record.get(key)
             if value is not None and not isinstance(value, str):
                 raise self._bad(f"a status's {key} must be text")
-            out[key] = value[:MAX_TEXT] if isinstance(value, str) else None
+            out[key] = shortened(value, MAX_TEXT) if isinstance(value, str) else None
         return out
 
     def _bad(self, why: str) -> RecordingError:

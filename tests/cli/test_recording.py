@@ -16,6 +16,7 @@ import pytest
 
 from gputui.recording.format import (
     MAX_ENTRY,
+    MAX_TEXT,
     Header,
     RecordingError,
     RecordingReader,
@@ -453,3 +454,20 @@ def test_long_text_of_a_damaged_recording_is_cut_with_a_mark(tmp_path: Path, cas
     line = only_line(r.stderr)
     assert words in line and LONG not in line, line
     assert "x\u2026" in line, line  # cut, and the cut marked
+
+
+def test_a_long_status_detail_is_kept_shortened_with_a_mark(tmp_path: Path) -> None:
+    """A host's status detail (why it is down: an SSH error, a source's words) read back from a
+    recording was sliced at MAX_TEXT characters with no mark; it now ends in "…" where cut, kept as
+    it was written otherwise (escaped where it is shown)."""
+    path = tmp_path / "status.gz"
+    clock = Clock()
+    writer = RecordingWriter(path, ["demo-a"], interval=1.0, clock=clock)
+    clock.now += 1
+    detail = "ssh: \\ " + "y" * 2000
+    writer.write("demo-a", "status", {"status": "down", "reason": "unreachable", "detail": detail})
+    writer.close("seconds")
+    with RecordingReader(path) as reader:
+        [entry] = [e for e in reader.entries() if e.kind == "status"]
+    shown = entry.record["detail"]
+    assert len(shown) == MAX_TEXT and shown.endswith("y\u2026") and shown.startswith("ssh: \\ y")

@@ -11,7 +11,17 @@ import sys
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gputui.model.textsafe import ASCII_ELLIPSIS, ELLIPSIS, cells, cut, ellipsis_for, fit, pad, printable
+from gputui.model.textsafe import (
+    ASCII_ELLIPSIS,
+    ELLIPSIS,
+    cells,
+    cut,
+    ellipsis_for,
+    fit,
+    pad,
+    printable,
+    shortened,
+)
 from tests.support.fuzzing import FUZZ
 from tests.support.paths import REPO
 
@@ -95,3 +105,12 @@ def test_a_process_whose_output_is_ascii_cuts_with_three_dots() -> None:
         )
         assert done.returncode == 0, done.stderr
         assert done.stdout.decode(encoding).rstrip("\n") == expected
+
+
+def test_shortened_marks_the_cut_and_keeps_the_text_as_it_was() -> None:
+    """Stored text (a host's last problem, a recorded status's detail) is escaped where it is shown:
+    shortened, it keeps its backslashes and escapes as they were, and a cut ends in the mark."""
+    assert shortened("short", 10) == "short"
+    assert shortened("x" * 10, 10) == "x" * 10
+    long = "a\\b\x1b[2J" + "y" * 50
+    assert shortened(long, 12) == long[:11] + "\u2026" and len(shortened(long, 12)) == 12
