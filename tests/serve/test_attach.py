@@ -17,6 +17,7 @@ import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -26,6 +27,7 @@ from gputui.config.file import HostSpec
 from gputui.fleet.fleet import Fleet
 from gputui.fleet.session import DOWN
 from gputui.kill.auditlog import read_records
+from gputui.model import Proc
 from gputui.serve.app import Settings
 from gputui.serve.tokens import Holder, Tokens, digest
 from gputui.transport import hub as hubs
@@ -199,19 +201,31 @@ async def test_a_refusal_of_many_stale_targets_says_how_many_it_left_out(tmp_pat
     """A 409 lists the first targets that are gone and counts the rest: not 8 PIDs of 10 as if
     they were all."""
     async with served(tmp_path, Settings(tokens=TOKENS, allow_actions=True)) as hub:
-        sample = hub.fleet.view("demo-a").sample
-        assert sample is not None
-        proc = next(p for p in sample.processes if p.kind == "user")
+        proc = _of_kind(hub, "demo-a", "user")
         stale = [[proc.pid, (proc.start_time or 0) + i] for i in range(1, 11)]
-        body = {"host": "demo-a", "scope": "pids", "gpus": [], "targets": stale}
-        async with aiohttp.ClientSession() as session:
-            url = hub.url + hubs.ACTIONS
-            async with session.post(url, json=body, headers={"Authorization": f"Bearer {ALICE}"}) as r:
-                assert r.status == 409
-                error = (await r.json())["error"]
+        status, answer = await _post_action(hub, "demo-a", stale, ALICE)
+        assert status == 409
+        error = answer["error"]
         assert "no longer there" in error and error.endswith(" and 2 more"), error
         assert error.count(f"{proc.pid} (started") == 8, error
         assert _alive(proc.pid, proc.start_time)
+
+
+def _of_kind(hub: Served, host: str, kind: str) -> Proc:
+    """A process of `kind` on `host`, as the hub's last sample lists it."""
+    sample = hub.fleet.view(host).sample
+    assert sample is not None
+    return next(p for p in sample.processes if p.kind == kind)
+
+
+async def _post_action(hub: Served, host: str, targets: list[list[Any]], token: str) -> tuple[int, Any]:
+    """POST /api/v1/actions naming `targets` ([pid, start_time]) on `host`: (status, answer)."""
+    body = {"host": host, "scope": "pids", "gpus": [], "targets": targets}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(hub.url + hubs.ACTIONS, json=body, headers={"Authorization": f"Bearer {token}"}) as r,
+    ):
+        return r.status, await r.json(content_type=None)
 
 
 def _alive(pid: int, start_time: int | None) -> bool:
@@ -249,14 +263,8 @@ async def test_a_plan_of_zombies_alone_is_refused_as_clean_refuses_it(tmp_path: 
     clean` refuses such a plan (exit 4, "nothing was signalled: ..."). The hub ran it and answered
     200, its verdict "stopped"; it refuses it now (409), in clean's words, and runs nothing."""
     async with served(tmp_path, Settings(tokens=TOKENS, allow_actions=True)) as hub:
-        sample = hub.fleet.view("demo-b").sample
-        assert sample is not None
-        zombie = next(p for p in sample.processes if p.kind == "zombie")
-        body = {"host": "demo-b", "scope": "pids", "gpus": [], "targets": [[zombie.pid, zombie.start_time]]}
-        async with aiohttp.ClientSession() as session:
-            url = hub.url + hubs.ACTIONS
-            async with session.post(url, json=body, headers={"Authorization": f"Bearer {ALICE}"}) as r:
-                status, answer = r.status, await r.json()
+        zombie = _of_kind(hub, "demo-b", "zombie")
+        status, answer = await _post_action(hub, "demo-b", [[zombie.pid, zombie.start_time]], ALICE)
         assert status == 409, answer
         error = answer["error"]
         assert error.startswith("nothing was signalled: ") and f"parent {zombie.ppid}" in error, error

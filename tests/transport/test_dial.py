@@ -18,6 +18,7 @@ from gputui.fleet.fleet import Fleet
 from gputui.fleet.session import LIVE, FleetEvent, StatusChanged
 from gputui.transport import dial
 from gputui.transport.dial import BACKING_OFF, CONNECTING, QUEUED, Dialer, Dropped, Gate
+from tests.support.pilot import wait_for
 from tests.support.sshcluster import NO_BASHRC, SshCluster, running_cluster
 from tests.support.sshd import SshEnv, SshServer
 
@@ -252,10 +253,8 @@ async def test_the_host_list_says_queued_while_a_host_waits_for_a_slot(pair: Ssh
         assert fleet.view("left").phase == QUEUED
         assert "waiting for a handshake" in (fleet.view("left").phase_detail or "")
         main.host_list.move_cursor(row=main.host_list.get_row_index("left"))
-        deadline = time.monotonic() + 60  # the host chosen, then the status line redrawn for it
-        while "queued…" not in main.status_line.render().plain:
-            assert time.monotonic() < deadline, main.status_line.render().plain
-            await pilot.pause(0.05)
+        # The host chosen, then the status line redrawn for it.
+        await wait_for(pilot, lambda: "queued…" in main.status_line.render().plain)
         gate.release(held)
         deadline = time.monotonic() + 60
         while not all(v.status == LIVE for v in fleet.hosts):

@@ -4,6 +4,8 @@ A user chosen on the Users screen (U) filters by that name, literally."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.widgets import Input
 
 from gputui.ui.screens.users import UsersScreen
@@ -69,31 +71,37 @@ async def test_a_user_chosen_on_the_users_screen_is_that_user_only() -> None:
         assert used and set(rows) == used, (rows, used)
 
 
+async def _problem_of(size: tuple[int, int], typed: str) -> dict[str, Any]:
+    """The filter box opened on demo-a's processes at `size`, `typed` in it: its problem line (shown
+    or not, its words, its width, its tooltip) and that line as drawn (its first row)."""
+    app = build_app()
+    async with app.run_test(size=size) as pilot:
+        await procs_of(pilot)
+        await pilot.press("slash", *typed)
+        await redrawn(pilot)
+        problem = app.query_one(FilterProblem)
+        assert app.is_running
+        return {
+            "display": problem.display,
+            "words": str(problem.render()),
+            "width": problem.size.width,
+            "tooltip": str(problem.tooltip),
+            "shown": "".join(segment.text for segment in problem.render_line(0)).rstrip(),
+        }
+
+
 async def test_a_problem_longer_than_its_room_ends_in_a_mark_and_is_whole_on_hover() -> None:
     """At 60 columns the problem beside the box was cut at its edge with no mark: "is not a" read
     as the whole reason. It now ends in "…" where cut, and its tooltip holds all of it."""
-    app = build_app()
-    async with app.run_test(size=(60, 15)) as pilot:
-        await procs_of(pilot)
-        await pilot.press("slash", *"gpu:seven-and-a-half")
-        await redrawn(pilot)
-        problem = app.query_one(FilterProblem)
-        words = str(problem.render())
-        assert problem.display and len(words) > problem.size.width  # longer than its room
-        shown = "".join(segment.text for segment in problem.render_line(0)).rstrip()
-        assert shown.endswith("…") and words.startswith(shown[:-1]), (shown, words)
-        assert str(problem.tooltip) == words
+    problem = await _problem_of((60, 15), "gpu:seven-and-a-half")
+    words, shown = problem["words"], problem["shown"]
+    assert problem["display"] and len(words) > problem["width"]  # longer than its room
+    assert shown.endswith("…") and words.startswith(shown[:-1]), (shown, words)
+    assert problem["tooltip"] == words
 
 
 async def test_text_in_square_brackets_is_said_literally_and_ends_nothing() -> None:
     """A problem quotes what was typed: `gpu:[b]x[/b]` was read as Textual markup, and the closing
     tag the problem made of it ended the dashboard with a MarkupError."""
-    app = build_app()
-    async with app.run_test(size=(140, 30)) as pilot:
-        await procs_of(pilot)
-        await pilot.press("slash", *"gpu:[b]x[/b]")
-        await redrawn(pilot)
-        problem = app.query_one(FilterProblem)
-        shown = "".join(segment.text for segment in problem.render_line(0))
-        assert problem.display and shown.startswith("gpu:[b]x[/b] is no GPU index"), shown
-        assert app.is_running
+    problem = await _problem_of((140, 30), "gpu:[b]x[/b]")
+    assert problem["display"] and problem["shown"].startswith("gpu:[b]x[/b] is no GPU index"), problem
