@@ -578,7 +578,9 @@ class PlanScreen(Dialog[tuple[Plan, ...] | None]):
         self.redraw()
 
     def redraw(self) -> None:
-        if not self.is_attached:
+        # Not composed yet, or being taken down (an app that ends as the dialog opens removes its
+        # widgets before on_mount runs): nothing to draw.
+        if not self.is_attached or not self.query(PlanBody):
             return
         self.fitted = False
         self.query_one(PlanBody).show(self.plans, self.samples, self.operator, self.size.width)
