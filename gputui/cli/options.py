@@ -50,13 +50,36 @@ def add_hub(p: argparse.ArgumentParser) -> None:
 def add_connections(p: argparse.ArgumentParser, default: int, held: str) -> None:
     """--connections N: what a command's HTTP server holds at once (`held`, said with N), the next
     one answered 503 rather than queued."""
+    add_count(
+        p, "--connections", 65536, "a number of connections", default, f"{held}; one more is answered 503"
+    )
+
+
+def add_count(p: argparse.ArgumentParser, flag: str, most: int, what: str, default: int, help: str) -> None:
+    """FLAG N: a whole number from 1 to `most` (`what` names it in the error), `default` said in the help."""
     p.add_argument(
-        "--connections",
-        type=argtypes.whole(1, 65536, "a number of connections"),
+        flag,
+        type=argtypes.whole(1, most, what),
         default=default,
         metavar="N",
-        help=f"{held}; one more is answered 503 (default {default})",
+        help=f"{help} (default {default})",
     )
+
+
+def flag(p: argparse.ArgumentParser, *names: str, help: str) -> None:
+    """An option that takes no value: on where given."""
+    p.add_argument(*names, action="store_true", help=help)
+
+
+def add_gpus(p: argparse.ArgumentParser, help: str) -> None:
+    """--gpu SPEC, repeated: the GPUs a command acts on or waits for, each as gpuspec.py resolves it
+    (an index, a UUID, HOST:INDEX, HOST:all)."""
+    p.add_argument("--gpu", action="append", metavar="SPEC", help=help)
+
+
+def add_json(p: argparse.ArgumentParser, version: int) -> None:
+    """--json: the command's one document on stdout, of this version (gputui/cli/versions.py)."""
+    flag(p, "--json", help=f"print one JSON document (version {version})")
 
 
 def add_config(p: argparse.ArgumentParser) -> None:

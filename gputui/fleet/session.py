@@ -240,47 +240,48 @@ class HostView:
 
 
 @dataclass(frozen=True, slots=True)
-class StatusChanged:
-    """The host's status, reason, detail or connection phase changed: read them on `view`."""
+class HostEvent:
+    """What every fleet event carries: the host it is of, as the fleet holds it."""
 
     view: HostView
 
 
 @dataclass(frozen=True, slots=True)
-class HelloArrived:
+class StatusChanged(HostEvent):
+    """The host's status, reason, detail or connection phase changed: read them on `view`."""
+
+
+@dataclass(frozen=True, slots=True)
+class HelloArrived(HostEvent):
     """The host's probe said hello: what it runs on, and what it can do."""
 
-    view: HostView
     facts: HostFacts
 
 
 @dataclass(frozen=True, slots=True)
-class SampleArrived:
+class SampleArrived(HostEvent):
     """A sample was taken and recorded on `view` (its history, idle tracker and `news` updated).
     `record`: the wire record it came as (whole, or a delta merged into the last sample), where the
     host's `raw_sample` is exactly that record applied onto the last one (gputui/probe/delta.py
     `apply`); None where it is not (a sample taken the general way, cut to the app's bounds). A
     relay passes the record on (the hub's stream), else the whole sample."""
 
-    view: HostView
     sample: Sample
     record: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class EventArrived:
+class EventArrived(HostEvent):
     """An event of a plan: one the fleet waits for, or (rate-limited) one of no plan it knows."""
 
-    view: HostView
     event: Event
 
 
 @dataclass(frozen=True, slots=True)
-class ErrorArrived:
+class ErrorArrived(HostEvent):
     """An error the probe sent (the record as it came, untrusted), or one the session says of the
     probe's records (code "flood": lines dropped; "bad-delta": a sample refused). Rate-limited."""
 
-    view: HostView
     record: dict[str, Any]
 
 

@@ -32,12 +32,7 @@ def this_machine(host: ResolvedHost) -> bool:
 def config_host(spec: HostSpec) -> ResolvedHost:
     """A [[hosts]] entry as the inventory lists it."""
     return ResolvedHost(
-        name=spec.name,
-        address=spec.address,
-        user=spec.user,
-        port=spec.port,
-        jump=spec.jump,
-        source="config",
+        spec.name, spec.address, user=spec.user, port=spec.port, jump=spec.jump, source="config"
     )
 
 

@@ -19,17 +19,10 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from ..fleet import session
 from ..fleet.deltas import RawSample
 from ..fleet.fleet import Fleet
-from ..fleet.session import (
-    ErrorArrived,
-    EventArrived,
-    FleetEvent,
-    HelloArrived,
-    HostView,
-    SampleArrived,
-    StatusChanged,
-)
+from ..fleet.session import FleetEvent, HostView
 from ..model.decode import plain
 from ..probe.wire import dumps
 from ..views.problems import FleetProblems
@@ -213,21 +206,21 @@ class Hub:
         feed = self.feeds.get(event.view.name)
         if feed is None:
             return
-        data: bytes | None = None
-        if isinstance(event, SampleArrived):
-            data = feed.sample_frame(event.record)
-            self.touched[feed.view.name] = feed.view
-        elif isinstance(event, HelloArrived):
-            data = feed.hello_frame()
-            self.touched[feed.view.name] = feed.view
-        elif isinstance(event, StatusChanged):
-            data = feed.status_frame(self.problems.group(feed.view.name))
-            self.touched[feed.view.name] = feed.view
-        elif isinstance(event, EventArrived):
-            record = {"type": "event", "v": 1, **plain(event.event)}
-            data = host_frame(feed.view.name, to_json(record).encode("ascii"), "event")
-        elif isinstance(event, ErrorArrived):
-            return  # the probe's complaints are the host's status and problems, not frames
+        match event:
+            case session.SampleArrived():
+                data = feed.sample_frame(event.record)
+                self.touched[feed.view.name] = feed.view
+            case session.HelloArrived():
+                data = feed.hello_frame()
+                self.touched[feed.view.name] = feed.view
+            case session.StatusChanged():
+                data = feed.status_frame(self.problems.group(feed.view.name))
+                self.touched[feed.view.name] = feed.view
+            case session.EventArrived():
+                record = {"type": "event", "v": 1, **plain(event.event)}
+                data = host_frame(feed.view.name, to_json(record).encode("ascii"), "event")
+            case _:
+                return  # ErrorArrived: the probe's complaints are the host's status and problems, not frames
         if data is not None:
             self.publish(data)
 

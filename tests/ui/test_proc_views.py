@@ -7,6 +7,7 @@ recordings are re-recorded from the sim probe, with new PIDs.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import shlex
 from typing import Any
@@ -218,6 +219,33 @@ async def test_detail_shows_the_probe_answer_literally_and_copies() -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is main
+
+
+async def test_an_answer_that_comes_as_the_detail_closes_draws_nothing() -> None:
+    """Closing the detail prunes its body before the screen: an answer read meanwhile finds the
+    screen still attached and its body gone (its styles cleared). Seen through a hub under load: the
+    redraw raised KeyError, the worker failed and the app ended."""
+    app = build_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        main = await procs_of(pilot)
+        proc = next(p for p in sample_of(app).processes if p.kind == "user" and p.start_time)
+        screen = await open_detail(pilot, main, proc_row_key(proc))
+        answer = asyncio.Event()
+
+        async def late_detail(*_: Any, **__: Any) -> None:
+            await answer.wait()
+
+        app.fleet.request_detail = late_detail  # type: ignore[method-assign]
+        await pilot.press("r")
+        await wait_for(pilot, lambda: screen.status == "reading")
+        await screen.body.remove()  # what leaving does first
+        assert screen.is_attached
+        answer.set()
+        await wait_for(pilot, lambda: screen.status == "no-answer")
+        await pilot.pause()
+        assert app.is_running and app.return_code is None
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is main)
 
 
 async def test_detail_says_why_a_process_has_its_kind() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
@@ -81,12 +82,30 @@ def commands_help() -> str:
     return "\n".join(["other commands (each with --help):", *lines])
 
 
-def command_parser(name: str, exits: str, description: str | None = None, **kwargs: Any) -> argtypes.Parser:
+Part = Callable[[argparse.ArgumentParser], None]  # adds some options (gputui/cli/options.py's add_*)
+
+
+def command_parser(
+    name: str, exits: str, *parts: Part, description: str | None = None, **kwargs: Any
+) -> argtypes.Parser:
     """The parser of `gputui NAME`: its summary (or `description`) first, `exits` (its exit codes
-    and what else its --help ends with) last; `kwargs` as argparse takes them (formatter_class)."""
-    return argtypes.Parser(
+    and what else its --help ends with) last, its options added by each of `parts` in turn (the
+    order --help lists them in); `kwargs` as argparse takes them (formatter_class)."""
+    p = argtypes.Parser(
         prog=f"gputui {name}", description=description or summary(name), epilog=exits, **kwargs
     )
+    for add in parts:
+        add(p)
+    return p
+
+
+def runner(name: str, parser: Callable[[], argparse.ArgumentParser]) -> Callable[[list[str]], int]:
+    """A command's `run(argv)` where all it does is parse and `run_in` gputui.cli.NAME."""
+
+    def run(argv: list[str]) -> int:
+        return run_in(name, parser().parse_args(argv))
+
+    return run
 
 
 def run_in(runner: str, args: argparse.Namespace) -> int:

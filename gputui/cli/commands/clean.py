@@ -14,7 +14,7 @@ import argparse
 from ...probe.common import SIGNAL_PLANS
 from .. import argtypes, options
 from ..versions import CLEAN_JSON
-from . import command_parser, run_in
+from . import command_parser, runner
 
 PARALLEL = 16  # hosts acting at once (--parallel): a fleet's plans do not all signal in one instant
 
@@ -51,16 +51,18 @@ Every plan, signal and verdict is recorded in the audit log, before the signal i
 
 
 def parser() -> argparse.ArgumentParser:
-    p = command_parser("clean", EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    options.add_hosts(p)
-    options.add_ascii(p)
-    add_clean_arguments(p)
-    options.add_idle_minutes(p)
-    return p
+    return command_parser(
+        "clean",
+        EPILOG,
+        options.add_hosts,
+        options.add_ascii,
+        add_clean_arguments,
+        options.add_idle_minutes,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
 
-def run(argv: list[str]) -> int:
-    return run_in("clean", parser().parse_args(argv))
+run = runner("clean", parser)
 
 
 def add_clean_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,12 +77,7 @@ def add_clean_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_targets(parser: argparse.ArgumentParser) -> None:
     """What to clean: GPUs, processes, jobs, idle holders, a reset."""
-    parser.add_argument(
-        "--gpu",
-        action="append",
-        metavar="SPEC",
-        help="a GPU to clean: NVML index, UUID, HOST:INDEX or HOST:all (repeatable)",
-    )
+    options.add_gpus(parser, "a GPU to clean: NVML index, UUID, HOST:INDEX or HOST:all (repeatable)")
     parser.add_argument(
         "--pid", action="append", type=argtypes.pid, metavar="PID", help="a process to stop (repeatable)"
     )
@@ -106,17 +103,15 @@ def _add_targets(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--user", action="append", metavar="NAME", help="stop this user's jobs and GPU processes (repeatable)"
     )
-    parser.add_argument(
+    options.flag(
+        parser,
         "--idle",
-        action="store_true",
         help="stop the idle holders (GPU memory at 0%% SM for --idle-minutes): the hosts are watched "
         "that long first",
     )
-    parser.add_argument("--all", action="store_true", help="every GPU of the named hosts")
-    parser.add_argument(
-        "--sweep",
-        action="store_true",
-        help="also stop unattributed hidden holders (with --user, only those users')",
+    options.flag(parser, "--all", help="every GPU of the named hosts")
+    options.flag(
+        parser, "--sweep", help="also stop unattributed hidden holders (with --user, only those users')"
     )
     parser.add_argument(
         "--reset-gpu",
@@ -124,10 +119,8 @@ def _add_targets(parser: argparse.ArgumentParser) -> None:
         metavar="INDEX",
         help="reset this GPU of the named host (for memory no process holds; lists what blocks it first)",
     )
-    parser.add_argument(
-        "--include-monitor",
-        action="store_true",
-        help="stop the GPU monitors named by --pid too (protected otherwise)",
+    options.flag(
+        parser, "--include-monitor", help="stop the GPU monitors named by --pid too (protected otherwise)"
     )
 
 
@@ -140,9 +133,7 @@ def _add_how(parser: argparse.ArgumentParser) -> None:
         help="term: SIGTERM then SIGKILL (default); int: SIGINT first; kill: SIGKILL at once; "
         "hup, usr1: SIGHUP or SIGUSR1 first (a server that shuts down on it)",
     )
-    parser.add_argument(
-        "--sigint-first", action="store_true", help="send SIGINT before SIGTERM (same as --signals int)"
-    )
+    options.flag(parser, "--sigint-first", help="send SIGINT before SIGTERM (same as --signals int)")
     for flag, what in (  # the config's [kill] timeouts, each a flag
         ("--term-timeout", "after each soft signal before the next (default 5"),
         ("--verify-timeout", "for the outcome to be verified (default 10"),
@@ -154,15 +145,16 @@ def _add_how(parser: argparse.ArgumentParser) -> None:
             metavar="S",
             help=f"seconds to wait {what}, or [kill] in the config)",
         )
-    parser.add_argument(
+    options.add_count(
+        parser,
         "--parallel",
-        type=argtypes.whole(1, 4096, "a number of hosts"),
-        default=PARALLEL,
-        metavar="N",
-        help=f"at most N hosts acting at once, the others waiting their turn (default {PARALLEL})",
+        4096,
+        "a number of hosts",
+        PARALLEL,
+        "at most N hosts acting at once, the others waiting their turn",
     )
-    parser.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
-    parser.add_argument("--dry-run", action="store_true", help="print the plan and stop")
-    parser.add_argument("--json", action="store_true", help=f"print one JSON document (version {CLEAN_JSON})")
+    options.flag(parser, "--yes", "-y", help="do not ask for confirmation")
+    options.flag(parser, "--dry-run", help="print the plan and stop")
+    options.add_json(parser, CLEAN_JSON)
     options.add_log(parser, "audit log (default: the user state dir)")
     options.add_timeout(parser, "wait this long for each host (default 20)")

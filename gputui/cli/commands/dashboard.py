@@ -22,11 +22,11 @@ def parser() -> argparse.ArgumentParser:
     )
     options.add_hosts(p)
     options.add_hub(p)
-    p.add_argument("--read-only", action="store_true", help="watch only: no kill action anywhere")
+    options.flag(p, "--read-only", help="watch only: no kill action anywhere")
     options.add_interval(p, None, "seconds between samples (0.1 to 3600)")
-    p.add_argument(
+    options.flag(
+        p,
         "--no-pace",
-        action="store_true",
         help="keep the interval when the app cannot keep up with its hosts (by default the samples "
         "come slower then, up to 8 times, and the status line says so; 64 hosts or more)",
     )
@@ -39,9 +39,9 @@ def parser() -> argparse.ArgumentParser:
         help="the dashboard on a recording (gputui record): p pause, n step, , and . 10 s back and on, "
         "{ and } the start and the end, < and > speed",
     )
-    p.add_argument(
+    options.flag(
+        p,
         "--force-tty",
-        action="store_true",
         help="draw even when stdin or stdout is not a terminal (it is refused otherwise, exit 2)",
     )
     options.add_idle_minutes(p)

@@ -7,33 +7,31 @@ import argparse
 
 from .. import argtypes, options
 from ..exportserver import CONNECTIONS
-from . import command_parser, run_in
+from . import command_parser, runner
 
 DEFAULT_INTERVAL = 5.0  # seconds between samples (and textfile writes): well under a scrape interval
 
 
 def parser() -> argparse.ArgumentParser:
-    p = command_parser(
+    return command_parser(
         "export",
         "exit codes: 0 written (--once), or stopped by Ctrl+C or SIGTERM; 1 the metrics could not "
         "be written; 2 bad usage, or --listen could not take its address",
+        options.add_hosts,
+        add_export_arguments,
     )
-    options.add_hosts(p)
-    add_export_arguments(p)
-    return p
 
 
-def run(argv: list[str]) -> int:
-    return run_in("export", parser().parse_args(argv))
+run = runner("export", parser)
 
 
 def add_export_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
+    options.flag(
+        p,
         "--rules",
-        action="store_true",
         help="print the alerting rules shipped with gputui (for Prometheus' rule_files), then exit",
     )
-    p.add_argument("--once", action="store_true", help="one sample of each host, written once, then exit")
+    options.flag(p, "--once", help="one sample of each host, written once, then exit")
     p.add_argument(
         "--textfile",
         metavar="PATH",

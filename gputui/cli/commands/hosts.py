@@ -24,7 +24,7 @@ from ...inventory.sources import SPEC_HELP
 from ...inventory.specs import config_host, resolve_hosts, shown, this_machine
 from ...text.words import count
 from ..argtypes import shown as quoted
-from ..options import add_ascii, add_config
+from ..options import add_ascii, add_config, flag
 from . import command_parser
 
 HOSTS_JSON_VERSION = 1
@@ -43,7 +43,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("specs", nargs="*", metavar="SPEC", help="hosts, hostlists, @sources, group names")
     add_config(p)
-    p.add_argument("--json", action="store_true", help="the same as --format json")
+    flag(p, "--json", help="the same as --format json")
     add_ascii(p)
     p.add_argument("--format", choices=FORMATS, default=None, help="text (default), json or prometheus-sd")
     p.add_argument(

@@ -41,12 +41,25 @@ interrupted (Ctrl+C)."""
 
 
 def parser() -> argparse.ArgumentParser:
-    p = command_parser("pick", EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    return command_parser(
+        "pick",
+        EPILOG,
+        _add_count,
+        options.add_hosts,
+        options.add_ascii,
+        add_pick_arguments,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def _add_count(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "count", type=argtypes.whole(1, MAX_GPUS, "a number of GPUs"), metavar="N", help="how many GPUs"
     )
-    options.add_hosts(p)
-    options.add_ascii(p)
+
+
+def add_pick_arguments(p: argparse.ArgumentParser) -> None:
+    """How long to wait, the condition, the output."""
     p.add_argument(
         "--wait",
         type=argtypes.seconds_upto(MAX_WAIT),
@@ -61,10 +74,9 @@ def parser() -> argparse.ArgumentParser:
         default="cvd",
         help="cvd: `export CUDA_VISIBLE_DEVICES=...` (default); json: one JSON document",
     )
-    p.add_argument("--uuid", action="store_true", help="name the GPUs by UUID, not by index")
+    options.flag(p, "--uuid", help="name the GPUs by UUID, not by index")
     options.add_interval(p, INTERVAL, "seconds between samples while waiting (0.1 to 3600; default 0.25)")
     options.add_idle_minutes(p)
-    return p
 
 
 def run(argv: list[str]) -> int:

@@ -7,19 +7,24 @@ import argparse
 
 from .. import argtypes, options
 from ..exportserver import CONNECTIONS
-from . import command_parser, run_in
+from . import command_parser, runner
 
 DEFAULT_LISTEN = "127.0.0.1:8765"
 DEFAULT_INTERVAL = 1.0  # seconds between samples: what the page and attached dashboards show
 
 
 def parser() -> argparse.ArgumentParser:
-    p = command_parser(
+    return command_parser(
         "serve",
         "exit codes: 0 stopped by Ctrl+C or SIGTERM; 2 bad usage (a public --listen without "
         "--tokens, a bad tokens file or TLS file), or --listen could not take its address",
+        options.add_hosts,
+        add_serve_arguments,
     )
-    options.add_hosts(p)
+
+
+def add_serve_arguments(p: argparse.ArgumentParser) -> None:
+    """Where and to whom it serves (--listen, --tokens, TLS), what viewers may do, how often it samples."""
     p.add_argument(
         "--listen",
         type=argtypes.listen_address,
@@ -44,9 +49,9 @@ def parser() -> argparse.ArgumentParser:
         default="viewer",
         help="--new-token's role (default viewer: sees everything, acts on nothing)",
     )
-    p.add_argument(
+    options.flag(
+        p,
         "--allow-actions",
-        action="store_true",
         help="let operator tokens act (kill, through the hub's own plans; needs --tokens); hosts are read-only otherwise",
     )
     p.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this certificate chain (PEM)")
@@ -56,10 +61,8 @@ def parser() -> argparse.ArgumentParser:
     options.add_interval(
         p, DEFAULT_INTERVAL, f"seconds between each host's samples (default {DEFAULT_INTERVAL:g})"
     )
-    return p
 
 
-def run(argv: list[str]) -> int:
-    # aiohttp, the fleet and the hub load only now: this module loads in 80 ms without them, 270 ms
-    # with them (dev VM).
-    return run_in("serve", parser().parse_args(argv))
+# aiohttp, the fleet and the hub load only as it runs: this module loads in 80 ms without them, 270 ms
+# with them (dev VM).
+run = runner("serve", parser)

@@ -10,16 +10,23 @@ from . import command_parser
 
 
 def parser() -> argparse.ArgumentParser:
-    p = command_parser(
+    return command_parser(
         "snapshot",
         "exit codes: 0 every host sampled (--watch: also ended by Ctrl+C); 1 a host down, or the "
         "output could not be written; 2 bad usage; 3 no NVIDIA driver or GPU; 129 hang-up, 143 SIGTERM "
         "(--watch)",
+        options.add_hosts,
+        options.add_hub,
+        options.add_ascii,
+        add_snapshot_arguments,
+        options.add_idle_minutes,
+        options.add_filters,
     )
-    options.add_hosts(p)
-    options.add_hub(p)
-    options.add_ascii(p)
-    p.add_argument("--json", action="store_true", help="print versioned JSON (schema in README)")
+
+
+def add_snapshot_arguments(p: argparse.ArgumentParser) -> None:
+    """--json, --timeout, --watch, and --replay with --at."""
+    options.flag(p, "--json", help="print versioned JSON (schema in README)")
     options.add_timeout(p)
     p.add_argument(
         "--watch",
@@ -33,9 +40,6 @@ def parser() -> argparse.ArgumentParser:
         metavar="TIME",
         help="with --replay: the state at TIME (HH:MM[:SS], an ISO timestamp, +SECONDS; default: the end)",
     )
-    options.add_idle_minutes(p)
-    options.add_filters(p)
-    return p
 
 
 def run(argv: list[str]) -> int:

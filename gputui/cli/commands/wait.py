@@ -8,33 +8,29 @@ from ...views.readiness import DEFAULT_UTIL_BELOW
 from .. import argtypes, options
 from ..quick import INTERVALS
 from ..versions import WAIT_JSON
-from . import command_parser, run_in
+from . import command_parser, runner
 
 MAX_WAIT = 24 * 3600.0
 
 
 def parser() -> argparse.ArgumentParser:
-    p = command_parser(
-        "wait", "exit codes: 0 ready; 1 timeout (or every host down); 2 bad usage; 3 no NVIDIA driver or GPU"
+    return command_parser(
+        "wait",
+        "exit codes: 0 ready; 1 timeout (or every host down); 2 bad usage; 3 no NVIDIA driver or GPU",
+        options.add_hosts,
+        options.add_hub,
+        options.add_ascii,
+        add_wait_arguments,
+        options.add_idle_minutes,
     )
-    options.add_hosts(p)
-    options.add_hub(p)
-    options.add_ascii(p)
-    add_wait_arguments(p)
-    options.add_idle_minutes(p)
-    return p
 
 
-def run(argv: list[str]) -> int:
-    return run_in("wait", parser().parse_args(argv))
+run = runner("wait", parser)
 
 
 def add_wait_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--gpu",
-        action="append",
-        metavar="SPEC",
-        help="a GPU to wait for (default: all of them); a positional HOST:N is one too, as for clean",
+    options.add_gpus(
+        p, "a GPU to wait for (default: all of them); a positional HOST:N is one too, as for clean"
     )
     for flag, default, what in (
         ("--timeout", 600.0, "give up after S (default 600; 0: judge once)"),
@@ -55,7 +51,7 @@ def add_wait_arguments(p: argparse.ArgumentParser) -> None:
         metavar="PCT",
         help="utilization below PCT, 1 to 100 (default 1: zero)",
     )
-    p.add_argument("--no-throttle", action="store_true", help="also: no clock-event (throttle) reason active")
-    p.add_argument("--persistence", action="store_true", help="also: persistence mode on")
+    options.flag(p, "--no-throttle", help="also: no clock-event (throttle) reason active")
+    options.flag(p, "--persistence", help="also: persistence mode on")
     options.add_interval(p, INTERVALS["wait"], "seconds between samples (0.1 to 3600; default 0.25)")
-    p.add_argument("--json", action="store_true", help=f"print one JSON document (version {WAIT_JSON})")
+    options.add_json(p, WAIT_JSON)

@@ -276,6 +276,8 @@ class ProcDetailScreen(Dialog[None]):
 
     def redraw(self) -> None:
         body = self.body
+        if not body.is_attached:
+            return  # the screen is closing: Textual prunes the body first, and its styles with it
         detail = self.detail
         ok = detail if detail is not None and detail.ok else None
         rows = Rows(body.style_of("pdetail--muted"), body.style_of("pdetail--warn"), ok)
