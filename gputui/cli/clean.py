@@ -320,6 +320,8 @@ async def _clean(
         outcome = outcomes[plan.host]
         outcome.verdict = result
         outcome.status, outcome.message = status_of(result)
+        if plan.instances and outcome.message is None:  # how each instance was judged, either way
+            outcome.message = result.message
     return _finish(con, outcomes.values(), ops, dry_run=False)
 
 
