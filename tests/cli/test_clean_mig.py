@@ -16,15 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.cli import gputui as run_gputui
+from tests.support.hosts import sim_host_toml
 
-CONFIG = """
-[[hosts]]
-name = "mig"
-address = "local"
-reader = "sim"
-sim_scenario = "mig"
-sim_seed = 3
-"""
+CONFIG = sim_host_toml("mig", "mig", 3)
 
 
 def gputui(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -33,6 +33,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.hosts import sim_host_toml
+
 REPO = Path(__file__).resolve().parents[2]
 PROLOG = REPO / "contrib" / "slurm" / "prolog.sh"
 EPILOG = REPO / "contrib" / "slurm" / "epilog.sh"
@@ -51,14 +53,7 @@ reader = "sim"
 sim_scenario = "demo"
 sim_variant = 1
 sim_seed = 2
-
-[[hosts]]
-name = "mig"
-address = "local"
-reader = "sim"
-sim_scenario = "mig"
-sim_seed = 3
-"""
+""" + sim_host_toml("mig", "mig", 3)
 
 
 def q(text: str | Path) -> str:

@@ -54,7 +54,7 @@ def test_a_mig_instance_plan_takes_what_runs_in_it_and_nothing_else() -> None:
     assert plan.to_wire()["scope"] == "processes" and plan.to_wire()["gpus"] == []
     assert plan.title == "Free MIG instance 0:1.0"
     assert "other MIG instances left alone" in plan.proves
-    with pytest.raises(PlanError, match="no MIG instance 0:3.0"):
+    with pytest.raises(PlanError, match=r"no MIG instance 0:3\.0"):
         plan_for_selection(mig_sample(0), host="h", instances=[MigPlace(0, 3, 0)])
 
 

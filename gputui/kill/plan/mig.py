@@ -15,10 +15,6 @@ from ...config.killoptions import PlanError
 from ...model import IDLE_SLACK, MigPlace, Proc, Sample
 from ...text.units import fmt_bytes
 
-# Who keeps an instance from clean: a live process placed in it (a monitor is never placed: NVML
-# lists only compute and graphics contexts).
-HOLDERS = ("user", "ghost", "hidden")
-
 
 def mig_part(sample: Sample, host: str, places: tuple[MigPlace, ...]) -> list[Proc]:
     """The processes that run in these MIG instances (each once). Raises PlanError for an instance
@@ -44,14 +40,14 @@ def instance_left(sample: Sample, place: MigPlace) -> tuple[list[str], str]:
     instance = next((i for i in gpu.mig_instances or () if i.on(gpu.index) == place), None)
     if instance is None:
         return [f"MIG instance {place.label} is gone from GPU {gpu.index}"], "not judged"
-    left = [p for p in sample.in_instance(place) if p.kind in HOLDERS and not p.protected]
+    left = _holders(sample, place)
     out = [f"{p.pid} ({p.kind}) still runs in it" for p in left[:8]]
     if len(left) > 8:
         out.append(f"and {len(left) - 8} more")
     shared = MigPlace(place.gpu, place.gi, None)
     if instance.memory_used is None:
         return out, "nothing runs in it (its memory is not read: judged by its processes alone)"
-    if any(p.kind in HOLDERS for p in sample.in_instance(shared)):
+    if _holders(sample, shared):
         return (
             out,
             "nothing runs in it (its GPU instance's memory is shared with a process in another compute instance)",
@@ -62,3 +58,9 @@ def instance_left(sample: Sample, place: MigPlace) -> tuple[list[str], str]:
             "orphaned memory: a reset of the GPU frees it)"
         )
     return out, f"nothing runs in it, memory at idle ({fmt_bytes(instance.memory_used)} used)"
+
+
+def _holders(sample: Sample, place: MigPlace) -> list[Proc]:
+    """What keeps an instance from clean: a process placed in it that is not protected (a monitor
+    is never placed: NVML lists only compute and graphics contexts)."""
+    return [p for p in sample.in_instance(place) if p.kind in ("user", "ghost", "hidden") and not p.protected]
