@@ -32,7 +32,7 @@ from ..kill.auditlog import UnsafeLog
 from ..kill.operate import Operations, Request, RequestScope, UnfinishedReport, status_of
 from ..kill.plan.entries import STOP_JOB_FLAG, Target
 from ..kill.plan.record import SIGNAL_WORDS, Plan
-from ..model import Event, Job, Sample
+from ..model import Event, Job, MigPlace, Sample
 from ..model.textsafe import fit, pad, printable
 from ..text.units import fmt_bytes, fmt_bytes_of
 from ..text.words import DEFAULT_COLUMNS, count, signals_sent, stage_line, verdict_lines
@@ -320,6 +320,8 @@ async def _clean(
         outcome = outcomes[plan.host]
         outcome.verdict = result
         outcome.status, outcome.message = status_of(result)
+        if plan.instances and outcome.message is None:  # how each instance was judged, either way
+            outcome.message = result.message
     return _finish(con, outcomes.values(), ops, dry_run=False)
 
 
@@ -407,15 +409,17 @@ def _requests(
         pids = tuple(sorted(here.pids)) if here is not None else ()
         jobs = tuple(here.jobs.values()) if here is not None else ()
         include = pids if args.include_monitor else ()
+        named = gpus.get(name)
         if args.all:
             out.append(Request(name, "host", sweep=args.sweep))
-        elif name in gpus or pids or jobs:
-            scope: RequestScope = "gpus" if name in gpus else ("processes" if pids else "jobs")
+        elif named is not None or pids or jobs:
+            scope: RequestScope = "gpus" if named is not None else ("processes" if pids else "jobs")
             out.append(
                 Request(
                     name,
                     scope,
-                    gpus=tuple(sorted(gpus.get(name, ()))),
+                    gpus=tuple(sorted(named.gpus)) if named is not None else (),
+                    instances=tuple(sorted(named.instances, key=_place)) if named is not None else (),
                     pids=pids,
                     jobs=jobs,
                     sweep=args.sweep,
@@ -424,6 +428,10 @@ def _requests(
                 )
             )
     return out
+
+
+def _place(place: MigPlace) -> tuple[int, int, int]:
+    return (place.gpu, place.gi, -1 if place.ci is None else place.ci)
 
 
 async def _watch_for_idle(fleet: Fleet, con: Console, idle_after: float) -> None:
@@ -477,7 +485,8 @@ def plan_lines(plan: Plan, width: int = DEFAULT_COLUMNS) -> list[str]:
     terminal of `width` cells wide: each command takes the room its row leaves (at least
     PLAN_COMMAND cells; a narrower terminal wraps the row), cut with a mark where it must be."""
     gpus = ", ".join(
-        f"GPU {g.index}: {fmt_bytes_of(g.memory_used, g.memory_total)}" for g in plan.gpus + plan.touched
+        [f"MIG instance {i.label}" for i in plan.instances]
+        + [f"GPU {g.index}: {fmt_bytes_of(g.memory_used, g.memory_total)}" for g in plan.gpus + plan.touched]
     )
     lines = [
         f"== {printable(plan.host)}: plan {plan.id} ({plan.scope}) by {printable(plan.operator)}: {gpus or '-'}",

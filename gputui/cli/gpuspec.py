@@ -1,7 +1,8 @@
 """GPU SPECs on the command line (`gputui clean`, `gputui wait`): which GPUs of which hosts.
 
-A GPU SPEC is an NVML index (on every named host), a GPU UUID (or a unique prefix of one), HOST:INDEX
-or HOST:all. A positional HOST:N with N < 64 is a GPU too (a larger N, or user@host:N, is an SSH
+A GPU SPEC is an NVML index (on every named host), a GPU UUID (or a unique prefix of one), a MIG
+instance's UUID (`MIG-...`, or a unique prefix: that instance alone, not its GPU), HOST:INDEX or
+HOST:all. A positional HOST:N with N < 64 is a GPU too (a larger N, or user@host:N, is an SSH
 port). Indexes are ASCII digits: `²` is a digit to str.isdigit, not to int().
 """
 
@@ -9,8 +10,9 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
-from ..model import Sample
+from ..model import MigPlace, Sample
 from ..model.textsafe import printable
 from .argtypes import parse_index
 
@@ -58,30 +60,63 @@ def take_positional_gpus(args: argparse.Namespace) -> None:
     args.gpu = [*(args.gpu or []), *specs]
 
 
+@dataclass
+class Targets:
+    """What the GPU SPECs name on one host: whole GPUs by index, and MIG instances alone (a MIG
+    UUID names its instance, never the GPU's other instances, which run other jobs)."""
+
+    gpus: set[int] = field(default_factory=set)
+    instances: set[MigPlace] = field(default_factory=set)
+
+    def update(self, other: Targets) -> None:
+        self.gpus |= other.gpus
+        self.instances |= other.instances
+
+
 def resolve_gpu_specs(
     specs: Sequence[str], samples: dict[str, Sample], hosts: Sequence[str]
-) -> dict[str, set[int]]:
-    """GPU SPECs to {host: GPU indexes}. Raises UsageError for a spec that names nothing."""
-    out: dict[str, set[int]] = {}
+) -> dict[str, Targets]:
+    """GPU SPECs to {host: Targets}. Raises UsageError for a spec that names nothing."""
+    out: dict[str, Targets] = {}
     for spec in specs:
-        for host, indexes in _resolve_one(spec.strip(), samples, hosts).items():
-            out.setdefault(host, set()).update(indexes)
+        for host, targets in _resolve_one(spec.strip(), samples, hosts).items():
+            out.setdefault(host, Targets()).update(targets)
     return out
 
 
-def _resolve_one(spec: str, samples: dict[str, Sample], hosts: Sequence[str]) -> dict[str, set[int]]:
-    # HOST:INDEX first: a host may well be named like a UUID prefix ("gpu-a:3"); a UUID has no ":".
-    if spec.upper().startswith(("GPU-", "MIG-")) and spec.rpartition(":")[0] not in hosts:
-        found = {
-            host: {g.index for g in s.gpus if g.uuid and g.uuid.lower().startswith(spec.lower())}
-            for host, s in samples.items()
-        }
-        found = {h: i for h, i in found.items() if i}
-        if not found:
-            raise NotFound(f"--gpu {printable(spec)}: no GPU has that UUID")
-        if sum(len(i) for i in found.values()) != 1:
-            raise UsageError(f"--gpu {printable(spec)}: several GPUs match that UUID")
-        return found
+def is_uuid(spec: str, hosts: Sequence[str]) -> bool:
+    """A GPU's or MIG instance's UUID (or a prefix of one); HOST:INDEX first: a host may well be
+    named like a UUID prefix ("gpu-a:3"), and a UUID has no ":"."""
+    spec = spec.strip()
+    return spec.upper().startswith(("GPU-", "MIG-")) and spec.rpartition(":")[0] not in hosts
+
+
+def _by_uuid(spec: str, samples: dict[str, Sample]) -> dict[str, Targets]:
+    """The one GPU or MIG instance whose UUID starts with `spec` (case aside), on whichever host."""
+    found: dict[str, Targets] = {}
+    matches = 0
+    for host, sample in samples.items():
+        here = Targets()
+        for g in sample.gpus:
+            if g.uuid and g.uuid.lower().startswith(spec.lower()):
+                here.gpus.add(g.index)
+            for instance in g.mig_instances or ():
+                if instance.uuid and instance.uuid.lower().startswith(spec.lower()):
+                    here.instances.add(instance.on(g.index))
+        if here.gpus or here.instances:
+            found[host] = here
+            matches += len(here.gpus) + len(here.instances)
+    what = "MIG instance" if spec.upper().startswith("MIG-") else "GPU"
+    if not found:
+        raise NotFound(f"--gpu {printable(spec)}: no {what} has that UUID")
+    if matches != 1:
+        raise UsageError(f"--gpu {printable(spec)}: several {what}s match that UUID")
+    return found
+
+
+def _resolve_one(spec: str, samples: dict[str, Sample], hosts: Sequence[str]) -> dict[str, Targets]:
+    if is_uuid(spec, hosts):
+        return _by_uuid(spec, samples)
     host, sep, index = spec.rpartition(":")
     if sep:
         if host not in hosts:
@@ -90,8 +125,8 @@ def _resolve_one(spec: str, samples: dict[str, Sample], hosts: Sequence[str]) ->
             )
         if host not in samples:
             return {}  # the host is down or has no GPU: its outcome says so
-        return {host: _indexes_of(spec, index, samples[host], host)}
-    return {h: _indexes_of(spec, spec, s, h) for h, s in samples.items()}
+        return {host: Targets(_indexes_of(spec, index, samples[host], host))}
+    return {h: Targets(_indexes_of(spec, spec, s, h)) for h, s in samples.items()}
 
 
 def _indexes_of(spec: str, index: str, sample: Sample, host: str) -> set[int]:

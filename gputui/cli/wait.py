@@ -32,7 +32,7 @@ from ..model.textsafe import cells, cut, printable
 from ..text.words import columns, count, shares
 from ..views.readiness import SERIES_JUDGED, SERIES_READER, Conditions, Unready, unready
 from .exits import Exit
-from .gpuspec import NotFound, UsageError, resolve_gpu_specs, take_positional_gpus
+from .gpuspec import NotFound, Targets, UsageError, is_uuid, resolve_gpu_specs, take_positional_gpus
 from .judging import judge_fleet
 from .streams import for_a_person
 from .versions import WAIT_JSON
@@ -198,9 +198,22 @@ def _chosen(specs: list[str], samples: dict[str, Sample], hosts: list[str]) -> d
             if set(samples) >= set(hosts):
                 raise
             continue
-        for host, indexes in found.items():
+        for host, indexes in whole_gpus(spec, found).items():
             out.setdefault(host, set()).update(indexes)
     return out
+
+
+def whole_gpus(spec: str, found: dict[str, Targets]) -> dict[str, set[int]]:
+    """The whole GPUs `spec` names. A MIG instance is refused (exit 2): ready is judged of a whole
+    GPU (its memory, its processes), and the GPU's other instances run other jobs; judging that GPU
+    instead would wait on them (docs/SLURM.md "Which GPUs")."""
+    instances = sorted(p.label for t in found.values() for p in t.instances)
+    if instances:
+        raise UsageError(
+            f"--gpu {printable(spec.strip())}: names MIG instance {instances[0]}; gputui wait judges whole "
+            "GPUs only (the GPU's other instances run other jobs): name no MIG instance"
+        )
+    return {host: t.gpus for host, t in found.items()}
 
 
 def _update(
@@ -282,9 +295,9 @@ def _judge(specs: list[str], host: str, sample: Sample, hosts: list[str]) -> tup
     missing: list[str] = []
     for spec in specs:
         try:
-            indexes |= resolve_gpu_specs([spec], {host: sample}, hosts).get(host, set())
-        except UsageError as exc:
-            if not _is_uuid(spec, hosts):
+            indexes |= whole_gpus(spec, resolve_gpu_specs([spec], {host: sample}, hosts)).get(host, set())
+        except UsageError as exc:  # a UUID this host lacks may be another's; anything else is said
+            if not (is_uuid(spec, hosts) and isinstance(exc, NotFound)):
                 missing.append(str(exc))
         else:
             if trouble and spec.strip() in ("all", f"{host}:all"):
@@ -292,11 +305,6 @@ def _judge(specs: list[str], host: str, sample: Sample, hosts: list[str]) -> tup
     if missing:
         return indexes, trouble or "; ".join(missing)
     return indexes, None
-
-
-def _is_uuid(spec: str, hosts: list[str]) -> bool:
-    spec = spec.strip()
-    return spec.upper().startswith(("GPU-", "MIG-")) and spec.rpartition(":")[0] not in hosts
 
 
 def _all_down(fleet: Fleet, waits: dict[tuple[str, int], GpuWait], pending: dict[str, Pending]) -> bool:

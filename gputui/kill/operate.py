@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import getpass
 import threading
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -36,6 +37,7 @@ from ..model import (
     OUTCOME_UNKNOWN,
     Event,
     Job,
+    MigPlace,
     PlanVerdict,
     Proc,
     Sample,
@@ -47,6 +49,7 @@ from .auditlog import ActionLog, AuditError
 from .auditpath import UnsafeLog, default_log_path
 from .plan.entries import Excluded, PlanWarning, excluded_entry
 from .plan.jobs import excluded_root, job_for_pid, job_words
+from .plan.mig import instance_left
 from .plan.planner import PlanOptions, plan_for_host, plan_for_selection
 from .plan.record import Plan
 from .plan.signal import plan_for_signal
@@ -83,7 +86,9 @@ class Request:
     names another process is not a target), or "jobs" (`jobs`, as the dashboard shows them: each is
     stopped root first, then the members left; a job whose root's PID now names another process,
     or whose root has gone, is not a target). GPUs, processes and jobs may be asked together. A PID
-    that is a job's root (a launcher holding no GPU) chooses its job (plan.job_for_pid)."""
+    that is a job's root (a launcher holding no GPU) chooses its job (plan.job_for_pid).
+    `instances`: MIG instances freed alone (scope "gpus": `--gpu MIG-...`), the processes in them
+    stopped and each proved clean, never their GPU's other instances (plan/mig.py)."""
 
     host: str
     scope: RequestScope
@@ -91,6 +96,7 @@ class Request:
     pids: tuple[int, ...] = ()
     processes: tuple[Proc, ...] = ()
     jobs: tuple[Job, ...] = ()
+    instances: tuple[MigPlace, ...] = ()
     sweep: bool = False
     include: tuple[int, ...] = ()  # protected monitors the operator includes explicitly
     # The sweep takes only these users' holders where named (PlanOptions.sweep_users: clean --user).
@@ -279,6 +285,7 @@ class Operations:
                 gpu_indexes=request.gpus,
                 pids=pids,
                 jobs=jobs,
+                instances=request.instances,
                 sweep=request.sweep,
                 options=options,
             )
@@ -320,7 +327,43 @@ class Operations:
         if done is None:  # the stream ended without a verdict: nobody knows what happened
             done = done_event(plan.id, OUTCOME_UNKNOWN, "the probe sent no verdict")
             guard.write(done)
-        return guard.verdict(PlanVerdict.from_event(done, allowed=plan.pids_allowed()))
+        verdict = guard.verdict(PlanVerdict.from_event(done, allowed=plan.pids_allowed()))
+        if plan.instances and verdict.ok:
+            verdict = await self._prove_instances(plan, verdict, on_event)
+        return verdict
+
+    async def _prove_instances(
+        self, plan: Plan, verdict: PlanVerdict, on_event: Callable[[Event], None] | None
+    ) -> PlanVerdict:
+        """A plan of MIG instances whose processes the probe proved gone: each instance judged from a
+        fresh full scan (plan/mig.py), said in a `verify` event (logged, shown) and in the verdict:
+        `clean`, or `not-clean` with what is left. The probe's own verdict is about processes."""
+        samples, _ = await self.fleet.full_scans([plan.host], FRESH_TIMEOUT)
+        sample = samples.get(plan.host)
+        problems: list[str] = []
+        words: list[str] = []
+        for place in plan.instances:
+            if sample is None:
+                left, how = ["no scan came after the plan"], "not judged"
+            else:
+                left, how = instance_left(sample, place)
+            problems += [f"MIG instance {place.label}: {w}" for w in left]
+            words.append(f"MIG instance {place.label}: " + ("; ".join(left) if left else f"clean, {how}"))
+        ok = not problems
+        event = Event(
+            plan=plan.id,
+            time=time.time(),
+            stage="verify",
+            result="clean" if ok else "held",
+            message="; ".join(words),
+            data={"mig": [p.label for p in plan.instances], "ok": ok},
+        )
+        with contextlib.suppress(OSError):  # the plan has run: a log that fails now changes nothing
+            self.audit.write_event(plan.host, event)
+        if on_event is not None:
+            on_event(event)
+        message = f"{verdict.message}; {event.message}" if verdict.message else event.message
+        return replace(verdict, result="clean" if ok else "not-clean", ok=ok, message=message)
 
     async def reset(
         self, host: str, gpu: int, *, dry_run: bool = False, on_event: Callable[[Event], None] | None = None

@@ -136,6 +136,10 @@ class MigInstance:
         """`1.0`: GPU instance 1, compute instance 0 (`1.?` when the compute instance is unknown)."""
         return mig_label(self.gi, self.ci)
 
+    def on(self, gpu: int) -> MigPlace:
+        """This instance as a place on GPU `gpu` (what `--gpu MIG-...` names, and a process runs in)."""
+        return MigPlace(gpu, self.gi, self.ci)
+
     @classmethod
     def from_wire(cls, d: Any) -> MigInstance | None:
         gi = _instance(d.get("gi")) if isinstance(d, dict) else None
@@ -157,6 +161,13 @@ class MigPlace:
     def label(self) -> str:
         """`0:1.0`: GPU 0, GPU instance 1, compute instance 0."""
         return f"{self.gpu}:{mig_label(self.gi, self.ci)}"
+
+    def within(self, instance: MigPlace) -> bool:
+        """Whether a process placed here may run in `instance`: the same GPU and GPU instance, and the
+        same compute instance where both are known (an unknown one may be it, and a GPU instance's
+        compute instances share its memory)."""
+        same = self.gpu == instance.gpu and self.gi == instance.gi
+        return same and (self.ci is None or instance.ci is None or self.ci == instance.ci)
 
     @classmethod
     def from_wire(cls, d: Any) -> MigPlace | None:

@@ -270,6 +270,10 @@ class Sample:
         """Processes using or attributed to GPU `index`."""
         return [p for p in self.processes if index in p.gpus]
 
+    def in_instance(self, instance: MigPlace) -> list[Proc]:
+        """Processes that run in MIG instance `instance` (MigPlace.within), as NVML places them."""
+        return [p for p in self.processes if any(m.within(instance) for m in p.mig)]
+
     def gpu_is_free(self, gpu: Gpu) -> bool:
         """No user, ghost or hidden holder attributed, and memory at its idle baseline."""
         if gpu.error or gpu.memory_used is None:

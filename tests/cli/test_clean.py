@@ -29,7 +29,7 @@ from gputui.config.file import HostSpec
 from gputui.kill.auditlog import read_records, unfinished
 from gputui.kill.operate import status_of
 from gputui.kill.plan import PlanOptions, plan_for_gpus
-from gputui.model import Event, PlanVerdict
+from gputui.model import Event, PlanVerdict, Sample
 from gputui.text.words import stage_line
 from tests.support.commands import clean, fleet_of
 from tests.support.procs import descendants, end_probes, start_time
@@ -313,14 +313,20 @@ def test_positional_gpu_specs_are_split_from_hosts():
 def test_gpu_specs_resolve_by_index_uuid_and_host():
     s = sample()
     samples = {"a": s, "b": s}
-    assert resolve_gpu_specs(["1"], samples, ["a", "b"]) == {"a": {1}, "b": {1}}
-    assert resolve_gpu_specs(["a:all", "b:2"], samples, ["a", "b"]) == {"a": {0, 1, 2, 3}, "b": {2}}
+
+    def gpus(specs: list[str], where: dict[str, Sample], hosts: list[str]) -> dict[str, set[int]]:
+        found = resolve_gpu_specs(specs, where, hosts)
+        assert not any(t.instances for t in found.values())  # whole GPUs only
+        return {h: t.gpus for h, t in found.items()}
+
+    assert gpus(["1"], samples, ["a", "b"]) == {"a": {1}, "b": {1}}
+    assert gpus(["a:all", "b:2"], samples, ["a", "b"]) == {"a": {0, 1, 2, 3}, "b": {2}}
     one = {"a": s}
-    assert resolve_gpu_specs(["GPU-00000003"], one, ["a"]) == {"a": {3}}
-    assert resolve_gpu_specs(["gpu-00000003-aaaa-bbbb-cccc-dddddddddddd"], one, ["a"]) == {"a": {3}}
+    assert gpus(["GPU-00000003"], one, ["a"]) == {"a": {3}}
+    assert gpus(["gpu-00000003-aaaa-bbbb-cccc-dddddddddddd"], one, ["a"]) == {"a": {3}}
     # Hosts named like a UUID prefix: HOST:INDEX and HOST:all still name the host.
     named = {"gpu-a": s, "gpu-b": s}
-    assert resolve_gpu_specs(["gpu-a:3", "gpu-b:all"], named, ["gpu-a", "gpu-b"]) == {
+    assert gpus(["gpu-a:3", "gpu-b:all"], named, ["gpu-a", "gpu-b"]) == {
         "gpu-a": {3},
         "gpu-b": {0, 1, 2, 3},
     }

@@ -33,6 +33,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.hosts import sim_host_toml
+
 REPO = Path(__file__).resolve().parents[2]
 PROLOG = REPO / "contrib" / "slurm" / "prolog.sh"
 EPILOG = REPO / "contrib" / "slurm" / "epilog.sh"
@@ -51,7 +53,7 @@ reader = "sim"
 sim_scenario = "demo"
 sim_variant = 1
 sim_seed = 2
-"""
+""" + sim_host_toml("mig", "mig", 3)
 
 
 def q(text: str | Path) -> str:
@@ -61,7 +63,7 @@ def q(text: str | Path) -> str:
 
 def make_gputui(where: Path) -> Path:
     """A `gputui` for the scripts: this checkout, on a sim host named by $SLURM_JOB_PARTITION (or
-    $GPUTUI_TEST_HOST): "busy", else "pre". Everything it needs is written in: slurmd passes no
+    $GPUTUI_TEST_HOST): "busy" or "mig" (the `mig` scenario: GPU 0 in MIG mode), else "pre". Everything it needs is written in: slurmd passes no
     environment."""
     config = where / "hosts.toml"
     config.write_text(CONFIG)
@@ -72,7 +74,7 @@ def make_gputui(where: Path) -> Path:
     wrapper = where / "gputui"
     wrapper.write_text(
         "#!/bin/sh\n"
-        'case "${SLURM_JOB_PARTITION:-${GPUTUI_TEST_HOST:-pre}}" in busy) host=busy ;; *) host=pre ;; esac\n'
+        'case "${SLURM_JOB_PARTITION:-${GPUTUI_TEST_HOST:-pre}}" in busy) host=busy ;; mig) host=mig ;; *) host=pre ;; esac\n'
         f"PYTHONPATH={q(REPO)} XDG_STATE_HOME={q(state)} TMPDIR={q(tmp)} GPUTUI_DEMO=fresh \\\n"
         f'    exec {q(sys.executable)} -m gputui "$@" --config {q(config)} "$host"\n'
     )
@@ -249,6 +251,31 @@ def test_epilog_drains_when_a_gpu_is_not_clean(scripts: dict[str, Any]) -> None:
     assert code == 1 and line["verdict"] == "not-clean" and line["drain"] is True
     assert line["gpus_exit"] == 1 and line["gpus_clean"]["ok"] is False
     assert "orphaned" in line["detail"]
+
+
+def test_epilog_cleans_the_mig_instance_slurm_names_and_no_other(scripts: dict[str, Any]) -> None:
+    # On a MIG node slurmd names a job's GPUs by their MIG instance UUIDs: the instance is cleaned
+    # (the two processes in 1.0), the job in 2.0 of the same GPU is left alone, the node kept.
+    shown = subprocess.run(
+        [str(scripts["gputui"]), "snapshot", "--json"],
+        env={"GPUTUI_TEST_HOST": "mig"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    (host,) = json.loads(shown.stdout)["hosts"]
+    uuid = next(i["uuid"] for i in host["gpus"][0]["mig_instances"] if (i["gi"], i["ci"]) == (1, 0))
+    code, line = run_script(EPILOG, scripts, host="mig", **job_env("206", uuid))
+    assert code == 0 and line["verdict"] == "clean" and line["drain"] is False, line
+    assert line["gpus_exit"] == 0
+    (cleaned,) = line["gpus_clean"]["hosts"]
+    assert cleaned["status"] == "clean" and cleaned["plan"]["mig"] == ["0:1.0"]
+    commands = sorted(" ".join(t["command"]) for t in cleaned["plan"]["targets"])
+    assert len(commands) == 2 and "train.py" in commands[1] and "notebook_kernel.py" in commands[0]
+    records = [json.loads(x) for x in scripts["audit"].read_text().splitlines()]
+    signalled = {r["pid"] for r in records if r["kind"] == "event" and r.get("signal")}
+    assert signalled == {t["pid"] for t in cleaned["plan"]["targets"]}
 
 
 def test_epilog_of_a_job_without_gpus_or_outside_slurm(scripts: dict[str, Any]) -> None:

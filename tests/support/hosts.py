@@ -15,3 +15,12 @@ def probe_host(name: str = "local", **fields: object) -> HostSpec:
 def preflight_spec(scenario: str = "preflight", name: str = PREFLIGHT_HOST) -> HostSpec:
     """A seeded sim host: by default the "preflight" scenario (four GPUs, each unready in its own way)."""
     return HostSpec(name=name, reader="sim", sim_scenario=scenario, sim_seed=7)
+
+
+def sim_host_toml(name: str, scenario: str, seed: int) -> str:
+    """A config file's sim host on this machine (`[[hosts]]`), of `scenario` with `seed`: what the
+    real CLI reads with --config."""
+    return (
+        f'\n[[hosts]]\nname = "{name}"\naddress = "local"\nreader = "sim"\n'
+        f'sim_scenario = "{scenario}"\nsim_seed = {seed}\n'
+    )

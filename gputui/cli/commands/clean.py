@@ -31,6 +31,8 @@ with its memory released and the root gone too. --job ID (as `gputui snapshot` l
 
 GPU SPEC: an NVML index (on every named host), a GPU UUID (or a unique prefix), HOST:INDEX or
 HOST:all. A positional HOST:N with N < 64 is a GPU too (a larger N, or user@host:N, is an SSH port).
+A MIG instance's UUID (MIG-..., or a unique prefix) names that instance alone: the processes in it
+are stopped, its GPU's other instances left alone, and the instance proved clean.
 
 exit codes: 0 done: every targeted GPU verified clean, or every chosen process stopped with its
 memory released; 1 not done (still held, ghost memory, survived), a host unreachable, or the outcome

@@ -261,6 +261,7 @@ class GpuBefore:
 
 # What the operator asked for: the wire's scopes (the probe's), and the app's own. selection: GPUs
 # and processes chosen together; jobs: jobs (and processes) chosen, no GPU to clean; signal: one
-# signal, once, to one process (the detail screen's `k`: plan_for_signal).
-PlanScope = Literal[WireScope, "selection", "jobs", "signal"]
+# signal, once, to one process (the detail screen's `k`: plan_for_signal); mig: MIG instances alone
+# (`--gpu MIG-...`: the processes in them, never their GPU's other instances).
+PlanScope = Literal[WireScope, "selection", "jobs", "signal", "mig"]
 SCOPES: tuple[PlanScope, ...] = get_args(PlanScope)

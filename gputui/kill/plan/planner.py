@@ -15,10 +15,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from ...config.killoptions import KillOptions, PlanError
-from ...model import Job, Proc, Sample
+from ...model import Job, MigPlace, Proc, Sample
 from ...text.words import count, gpus_words
 from .entries import Excluded, GpuBefore, PlanScope, PlanWarning, Target, excluded_entry, target_entry
 from .jobs import JobPart, job_for_pid, job_part, not_a_gpu_process, restart_warnings
+from .mig import mig_part
 from .mps import mps_clients, mps_warning, mps_words
 from .reasons import UNATTRIBUTED_WORDS, chosen_zombie_words, exclusion, why, zombie_words
 from .record import Plan, sweep_warning
@@ -94,18 +95,24 @@ def plan_for_selection(
     gpu_indexes: Iterable[int] = (),
     pids: Iterable[int] = (),
     jobs: Iterable[Job] = (),
+    instances: Iterable[MigPlace] = (),
     sweep: bool = False,
     options: PlanOptions | None = None,
 ) -> Plan:
-    """GPUs, processes and jobs chosen together (the dashboard's selection, `--gpu` with `--pid`).
+    """GPUs, processes, jobs and MIG instances chosen together (the dashboard's selection, `--gpu`
+    with `--pid`).
 
     Processes chosen by PID bring the hidden holders tied to them (stopping a parent alone would only
     turn it into a ghost); the GPUs they use are reported, not cleaned: that was not asked. A PID
     that is a job's root (a launcher, a supervisor: it may hold no GPU itself) or a process between
     a root and its members chooses that job, or the part of it below that process (`job_for_pid`);
-    `jobs` are chosen whole. A job is stopped root first, then the members left (`Target.role`)."""
+    `jobs` are chosen whole. A job is stopped root first, then the members left (`Target.role`).
+    A MIG instance (`instances`) chooses the processes that run in it and the hidden holders tied
+    to them, never a job they belong to nor its GPU's other instances (`mig_part`)."""
     asked = set(gpu_indexes)
     indexes = _check_gpus(sample, asked, host)
+    places = tuple(dict.fromkeys(instances))
+    in_places = mig_part(sample, host, places)
     wanted = list(dict.fromkeys(pids))
     by_pid = {p.pid: p for p in sample.processes}
     chosen_jobs = list(dict.fromkeys(jobs))
@@ -120,15 +127,20 @@ def plan_for_selection(
     chosen = [p for p in sample.processes if set(p.gpus) & indexes]
     chosen += [by_pid[pid] for pid in plain if pid in by_pid]
     chosen += [p for part in parts for p in part.members]
-    tied = set(plain) | {t.pid for part in parts for t in part.heads}
+    chosen += in_places
+    tied = set(plain) | {t.pid for part in parts for t in part.heads} | {p.pid for p in in_places}
     chosen += [p for p in sample.processes if p.kind == "hidden" and set(p.links) & tied]
     scope: PlanScope
-    if chosen_jobs and not asked:
+    if places and not (asked or wanted or chosen_jobs):
+        scope = "mig"
+    elif chosen_jobs and not asked:
         scope = "jobs"
+    elif places:
+        scope = "selection"
     else:
         scope = "gpus" if not wanted and not chosen_jobs else ("processes" if not asked else "selection")
     opts = options or PlanOptions()
-    plan = _build(sample, host, scope, indexes, chosen, sweep, opts, explicit=set(plain))
+    plan = _build(sample, host, scope, indexes, chosen, sweep, opts, explicit=set(plain), instances=places)
     unknown = tuple(not_a_gpu_process(sample, host, pid) for pid in plain if pid not in by_pid)
     if unknown:
         plan = replace(plan, excluded=plan.excluded + unknown)
@@ -220,6 +232,7 @@ def _build(
     sweep: bool,
     opts: PlanOptions,
     explicit: set[int] | None = None,
+    instances: tuple[MigPlace, ...] = (),
 ) -> Plan:
     by_pid = {p.pid: p for p in sample.processes}
     explicit = explicit or set()
@@ -246,7 +259,11 @@ def _build(
                 if suspect is not None and pid not in targets and exclusion(suspect, by_pid) is None:
                     targets[pid] = target_entry(host, suspect, f"holds the memory of ghost {proc.pid}")
         elif reason is None:
-            targets[proc.pid] = target_entry(host, proc, why(proc, explicit), mps_clients(sample, proc))
+            said = why(proc, explicit)
+            inside = [m.label for m in proc.mig if any(m.within(i) for i in instances)]
+            if inside:
+                said = f"runs in MIG instance {', '.join(inside)}; {said}"
+            targets[proc.pid] = target_entry(host, proc, said, mps_clients(sample, proc))
     for zombie in _zombies_near(sample, indexes, targets, scope):
         excluded.setdefault(zombie.pid, excluded_entry(host, zombie, zombie_words(zombie)))
     # The sweep is offered where it can add something: a plan that frees GPUs (a holder NVML does not
@@ -277,6 +294,7 @@ def _build(
         ghosts=tuple(ghosts),
         kill=opts.kill,
         sample_seq=sample.seq,
+        instances=instances,
     )
     return replace(plan, warnings=tuple(plan_warnings(plan, sample, indexes, opts)))
 
@@ -345,6 +363,6 @@ def plan_warnings(plan: Plan, sample: Sample, indexes: set[int], opts: PlanOptio
     zombies = [by_pid[e.pid] for e in plan.excluded if e.chosen and e.kind == "zombie" and e.pid in by_pid]
     out += [PlanWarning("zombie", chosen_zombie_words(z, by_pid), z.pid) for z in zombies]
     if plan.is_empty and not plan.zombies_alone:  # chosen zombies alone: said above
-        where = gpus_words(sorted(indexes)) if indexes else "the chosen processes"
+        where = gpus_words(sorted(indexes)) if indexes else (plan.instances_words or "the chosen processes")
         out.append(PlanWarning("nothing", f"nothing to stop for {where}: the probe will only verify"))
     return out

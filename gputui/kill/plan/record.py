@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ...config.killoptions import KillOptions
-from ...model import Job
+from ...model import Job, MigPlace
 from ...probe.common import (
     KILL_WAIT_S,
     POLL_FAST_S,
@@ -68,6 +68,10 @@ class Plan:
     # A `signal` plan (scope "signal"): this one signal, sent once to its one target; no ladder,
     # no verification (plan_for_signal). None for every other plan.
     signal: str | None = None
+    # MIG instances the plan frees (`--gpu MIG-...`): the processes in them are its targets; the
+    # probe proves them gone, the app then proves each instance clean from a fresh scan
+    # (Operations.run: nothing left in it, its memory at idle where read). Not its GPU's others.
+    instances: tuple[MigPlace, ...] = ()
 
     # -- what it is --------------------------------------------------------------------------
 
@@ -95,10 +99,19 @@ class Plan:
             return f"Free every GPU ({fmt_gpus(self.gpu_indexes)})"
         if self.scope == "gpus":
             return f"Free {gpus}"
+        if self.scope == "mig":
+            return f"Free {self.instances_words}"
         chosen = "the chosen process" if len(self.targets) == 1 else "the chosen processes"
         if self.scope == "selection":
             return f"Free {gpus} and stop {chosen}"
         return f"Stop {chosen}"
+
+    @property
+    def instances_words(self) -> str:
+        """`MIG instance 0:1.0`, `MIG instances 0:1.0, 0:2.0`; empty without instances."""
+        if not self.instances:
+            return ""
+        return f"{plural(len(self.instances), 'MIG instance')} {', '.join(i.label for i in self.instances)}"
 
     @property
     def kind_title(self) -> str:
@@ -108,6 +121,8 @@ class Plan:
             return f"Send {self.signal}"
         if self.jobs:
             return "Stop jobs"
+        if self.scope == "mig":
+            return "Free MIG instances"
         if self.cleans_gpus:
             return "Free GPUs and stop processes" if self.scope == "selection" else "Free GPUs"
         return "Stop processes"
@@ -204,6 +219,13 @@ class Plan:
             if self.scope == "selection":
                 what += "; the chosen processes gone"
             return what
+        if self.instances:
+            return (
+                f"{self.instances_words} clean: the processes in it gone with the memory they held "
+                "released, then nothing left running in it and its memory back at idle (where the "
+                "driver reads an instance's memory; else judged by its processes), from a fresh scan. "
+                "The GPU's other MIG instances left alone"
+            )
         if self.jobs:
             return (
                 "each job gone (its root, the processes between and every member) and the GPU memory "
@@ -233,6 +255,8 @@ class Plan:
         steps.append("SIGKILL the survivors" if self.signals else "SIGKILL at once")
         if self.cleans_gpus:
             rescan = f"rescan: stop the hidden holders now on {gpus_words(self.gpu_indexes)}"
+        elif self.instances:
+            rescan = "rescan: stop only holders tied to the processes in the instance"
         else:
             rescan = "rescan: stop only holders tied to the targets"
         if self.sweep_included and self.sweep:
@@ -242,6 +266,8 @@ class Plan:
             f"verify {gpus_words(self.gpu_indexes) + ' clean' if self.cleans_gpus else 'the targets gone'}"
             f" (NVML every {VERIFY_FAST_POLL_MS}-{VERIFY_POLL_MS} ms, up to {self.verify_timeout:g} s)"
         )
+        if self.instances:
+            steps.append(f"then a fresh scan: {self.instances_words} clean (nothing in it, memory at idle)")
         return tuple(steps)
 
     # -- changing it before it is confirmed --------------------------------------------------
@@ -354,6 +380,7 @@ class Plan:
             "include_protected": list(self.include_protected),
             "title": self.title,
             "signal": self.signal,
+            "mig": [i.label for i in self.instances],
             "jobs": [
                 dict(j.describe(), targets=[t.pid for t in self.job_targets(j)], where=j.where)
                 for j in self.jobs
