@@ -42,6 +42,12 @@ from ..probe.readers.scenarios import SCENARIOS
 from ..probe.wire import interval_problem
 
 LOCAL = "local"
+# Said where a user or a port is written with `local` (`alice@local`, `local:2222`, a [[hosts]] entry):
+# dropped, the operator would believe this machine was reached as that user, or another one was.
+LOCAL_ALONE = (
+    "`local` is this machine, read without SSH: a user or port does not apply (name the machine by "
+    "its address to reach it over SSH)"
+)
 READERS = ("nvml", "sim")
 MAX_NESTING = 64  # arrays and inline tables in one value; no key of the config needs more than 2
 
@@ -345,6 +351,8 @@ def parse_host_arg(arg: str) -> HostSpec:
         if not user:
             raise _arg_error(arg, "the user before '@' is empty")
     address, port = _split_host_port(arg, rest)
+    if address == LOCAL and (user is not None or port is not None):
+        raise _arg_error(arg, LOCAL_ALONE)
     for what, value in (("host", address), ("user", user)):
         problem = None if value is None else _host_word(value)
         if problem:
@@ -697,6 +705,9 @@ def _host_from_table(
     # Either one stands in for the other: a name alone is an alias, an address alone is its own name.
     values.setdefault("address", values.get("name"))
     values.setdefault("name", values["address"])
+    own = next((key for key in ("user", "port") if key in entry), None)  # [defaults] apply to every host
+    if values["address"] == LOCAL and own is not None:
+        raise fail(table, own, f"{where}: {LOCAL_ALONE}")
     if force_read_only:
         values["read_only"] = True
     reader = values.get("reader", "nvml")
