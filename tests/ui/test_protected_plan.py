@@ -10,15 +10,14 @@ from pathlib import Path
 
 from gputui.ui.screens.plan import IncludeScreen
 from tests.support.apps import sim_app
-from tests.support.pilot import dialog, dialog_text, ready, wait_for
+from tests.support.pilot import dialog, dialog_text, ready, sample_of, wait_for
 
 
 async def test_a_selection_with_a_monitor_runs_nothing_until_the_monitor_is_included(tmp_path: Path) -> None:
     app = sim_app(tmp_path)
     async with app.run_test(size=(140, 40)) as pilot:
         main = await ready(pilot, gpu_row=0)
-        sample = app.fleet.view("demo-a").sample
-        assert sample is not None
+        sample = sample_of(app)
         [monitor] = [p for p in sample.processes if p.protected == "monitor"]
         user = next(p for p in sample.processes if p.kind == "user")
         main.state.selection.toggle("demo-a", user)
