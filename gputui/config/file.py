@@ -90,8 +90,9 @@ class HostSpec:
     # Where a host's records come from when no probe runs for it (no config key; its source sets it):
     # "hub:URL" (a `gputui serve`), "prometheus:URL[#SELECTOR]" (series in a Prometheus).
     feed: str | None = None
-    # A node a cluster's tool names "local" (kube, Slurm, an ssh config Host): that node, reached over
-    # SSH by its name, never this machine, which the word means where the user writes it (no config key).
+    # A node a source names "local" (kube, Slurm, an ssh config Host, an Ansible host without
+    # ansible_connection=local): that node, reached over SSH by its name, never this machine, which
+    # the word means where the user writes it (no config key).
     over_ssh: bool = False
 
     def is_local(self) -> bool:
