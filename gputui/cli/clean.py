@@ -286,7 +286,7 @@ async def _clean(
     for plan in planned.plans:
         outcome = outcomes[plan.host]
         outcome.plan, outcome.status = plan, "planned"
-        refusal = _refusal(plan)
+        refusal = plan.refusal()  # nothing is done (exit 4): a protected process named, or zombies alone
         if refusal is not None:
             outcome.status, outcome.message = "refused", refusal
     for outcome in outcomes.values():
@@ -323,17 +323,6 @@ async def _clean(
         if plan.instances and outcome.message is None:  # how each instance was judged, either way
             outcome.message = result.message
     return _finish(con, outcomes.values(), ops, dry_run=False)
-
-
-def _refusal(plan: Plan) -> str | None:
-    """Why the plan must not run, or None: a protected process named by PID, a job whose root is
-    protected, a PID above a job; or only zombies chosen (exit 4 too: nothing is done, as for a
-    protected PID; "stopped" would claim a signal no zombie can get)."""
-    refused = [e for e in plan.excluded if e.chosen and e.protected]
-    if refused:
-        hint = " (--include-monitor stops it anyway)" if any(e.can_include for e in refused) else ""
-        return "; ".join(f"{e.pid} ({e.name or '?'}) is {e.why}" for e in refused) + hint
-    return plan.zombies_refusal
 
 
 def _say_interrupted(con: Console, running: Sequence[HostOutcome], ops: Operations, recheck: Recheck) -> None:

@@ -42,6 +42,12 @@ from ..probe.readers.scenarios import SCENARIOS
 from ..probe.wire import interval_problem
 
 LOCAL = "local"
+# Said where a user or a port is written with `local` (`alice@local`, `local:2222`, a [[hosts]] entry):
+# dropped, the operator would believe this machine was reached as that user, or another one was.
+LOCAL_ALONE = (
+    "`local` is this machine, read without SSH: a user or port does not apply (name the machine by "
+    "its address to reach it over SSH)"
+)
 READERS = ("nvml", "sim")
 MAX_NESTING = 64  # arrays and inline tables in one value; no key of the config needs more than 2
 
@@ -84,8 +90,9 @@ class HostSpec:
     # Where a host's records come from when no probe runs for it (no config key; its source sets it):
     # "hub:URL" (a `gputui serve`), "prometheus:URL[#SELECTOR]" (series in a Prometheus).
     feed: str | None = None
-    # A node a cluster's tool names "local" (kube, Slurm, an ssh config Host): that node, reached over
-    # SSH by its name, never this machine, which the word means where the user writes it (no config key).
+    # A node a source names "local" (kube, Slurm, an ssh config Host, an Ansible host without
+    # ansible_connection=local): that node, reached over SSH by its name, never this machine, which
+    # the word means where the user writes it (no config key).
     over_ssh: bool = False
 
     def is_local(self) -> bool:
@@ -345,6 +352,8 @@ def parse_host_arg(arg: str) -> HostSpec:
         if not user:
             raise _arg_error(arg, "the user before '@' is empty")
     address, port = _split_host_port(arg, rest)
+    if address == LOCAL and (user is not None or port is not None):
+        raise _arg_error(arg, LOCAL_ALONE)
     for what, value in (("host", address), ("user", user)):
         problem = None if value is None else _host_word(value)
         if problem:
@@ -697,6 +706,9 @@ def _host_from_table(
     # Either one stands in for the other: a name alone is an alias, an address alone is its own name.
     values.setdefault("address", values.get("name"))
     values.setdefault("name", values["address"])
+    own = next((key for key in ("user", "port") if key in entry), None)  # [defaults] apply to every host
+    if values["address"] == LOCAL and own is not None:
+        raise fail(table, own, f"{where}: {LOCAL_ALONE}")
     if force_read_only:
         values["read_only"] = True
     reader = values.get("reader", "nvml")

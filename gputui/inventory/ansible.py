@@ -3,7 +3,8 @@
 
 A host's address, user and port come from `ansible_host`, `ansible_user` and `ansible_port` (or their
 old `ansible_ssh_*` names); a jump host from `-J HOST` or `-o ProxyJump=HOST` in
-`ansible_ssh_common_args` / `ansible_ssh_extra_args`; `ansible_connection=local` is this machine.
+`ansible_ssh_common_args` / `ansible_ssh_extra_args`; `ansible_connection=local` is this machine
+(and only it: a host named `local` without it is that host, over SSH).
 GROUP (default `all`) includes its child groups' hosts.
 
 `ansible-inventory` runs an executable inventory (a script, a plugin), as the user running gputui;
@@ -155,9 +156,10 @@ def _host(name: str, hostvars: Any, group: str | None, spec: str) -> ResolvedHos
                 return str(value).strip()
         return None
 
-    address = text("ansible_host", "ansible_ssh_host") or name
-    if text("ansible_connection") == "local":
-        address = LOCAL
+    # Only ansible_connection=local is this machine, as for Ansible: a host named `local` (or whose
+    # ansible_host is) is another machine, reached over SSH by that name.
+    here = text("ansible_connection") == "local"
+    address = LOCAL if here else text("ansible_host", "ansible_ssh_host") or name
     user = text("ansible_user", "ansible_ssh_user", "ansible_remote_user")
     port_key, port_value = next(
         ((k, v) for k in ("ansible_port", "ansible_ssh_port") if (v := vars_.get(k)) not in (None, "")),
@@ -173,6 +175,7 @@ def _host(name: str, hostvars: Any, group: str | None, spec: str) -> ResolvedHos
         jump=None if jump is None else word(jump, f"{who}: the jump host", where),
         group=group,
         source=spec,
+        remote=not here,
     )
 
 

@@ -39,11 +39,14 @@ class ResolvedHost:
     source: str = ""  # the spec it came from, as written: "gpu[001-128]", "@slurm:gpu"
     alias: bool = False  # an ~/.ssh/config entry: connect through its name, so every option applies
     feed: str | None = None  # where its records come from when no probe runs for it (HostSpec.feed)
+    # A machine a tool or an inventory names (a cluster's node, an Ansible host without
+    # ansible_connection=local): never this machine, even named `local` (specs.this_machine).
+    remote: bool = False
 
     def describe(self) -> dict[str, object]:
         """Its fields as `gputui hosts --json` lists them; how it is connected to (`alias`) is not said,
         and `feed` only where its records come from elsewhere than a probe."""
-        return plain(self, skip=("alias",) if self.feed is not None else ("alias", "feed"))
+        return plain(self, skip=("alias", "remote") if self.feed is not None else ("alias", "remote", "feed"))
 
 
 def checked(host: ResolvedHost, where: str) -> ResolvedHost:

@@ -84,7 +84,7 @@ def _node(item: Any, spec: str, where: str) -> ResolvedHost | None:
     name = word(metadata.get("name"), "node name", where)
     labels = _object(metadata, "labels")
     group = next((v for v in (labels.get(k) for k in GROUP_LABELS) if _is_label_value(v)), None)
-    return checked(ResolvedHost(name, name, group=group, source=spec), where)
+    return checked(ResolvedHost(name, name, group=group, source=spec, remote=True), where)
 
 
 def _object(value: Any, key: str) -> dict[str, Any]:

@@ -61,7 +61,9 @@ def partition_hosts(partition: str, source: str | None = None) -> list[ResolvedH
     names.finish()
     if not names.names:
         raise InventoryError(f"{where}: the partition has no nodes")
-    return [checked(ResolvedHost(n, n, group=partition, source=spec), where) for n in names.names]
+    return [
+        checked(ResolvedHost(n, n, group=partition, source=spec, remote=True), where) for n in names.names
+    ]
 
 
 def _partition_nodes(out: str, partition: str, where: str) -> str:
@@ -108,7 +110,7 @@ def job_hosts(job: str, source: str | None = None) -> list[ResolvedHost]:
         said = shown("/".join(states), quote=False)
         raise InventoryError(f"{where}: the job has no nodes (it is {said})")
     group = f"job {job}"
-    return [checked(ResolvedHost(n, n, group=group, source=spec), where) for n in names.names]
+    return [checked(ResolvedHost(n, n, group=group, source=spec, remote=True), where) for n in names.names]
 
 
 class _Names:

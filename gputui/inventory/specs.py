@@ -19,14 +19,14 @@ from .base import ResolvedHost
 from .sources import Resolver
 
 _SPEC_FIELDS = {f.name for f in fields(HostSpec)}
-NODE_SOURCES = ("@kube:", "@slurm:", "@slurm-job:", "@ssh:")  # sources whose hosts a cluster's tool names
 
 
 def this_machine(host: ResolvedHost) -> bool:
     """Whether `host` is the machine gputui runs on: the word `local` where the user wrote it (the
     command line, a host file, a hostlist, the config, an inventory's `ansible_connection=local`); a
-    node that kubectl, Slurm or an ssh config Host names "local" is that node, over SSH."""
-    return host.address == LOCAL and not (host.alias or host.source.startswith(NODE_SOURCES))
+    node that kubectl, Slurm, an ssh config Host or an Ansible inventory names "local" is that node,
+    over SSH (`remote`, `alias`)."""
+    return host.address == LOCAL and not (host.alias or host.remote)
 
 
 def config_host(spec: HostSpec) -> ResolvedHost:

@@ -173,11 +173,18 @@ def _no_constant(name):
     raise ValueError("%s is not a JSON number" % name)
 
 
+def _cut(text, limit):
+    # type: (str, int) -> str
+    """`text` in at most `limit` characters, ending in "…" where cut (a message that quotes a
+    received value: what is shown is not taken for the whole)."""
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
 def _finite_float(text):
     # type: (str) -> float
     value = float(text)
     if not math.isfinite(value):  # 1e400
-        raise ValueError("%s is out of a float's range" % text[:40])
+        raise ValueError("%s is out of a float's range" % _cut(text, 40))
     return value
 
 
@@ -215,7 +222,7 @@ def _decode(line, allowed):
     except RecursionError:
         return None, error("bad-json", "not a JSON line: nested too deeply")
     except (UnicodeDecodeError, ValueError) as exc:
-        return None, error("bad-json", "not a JSON line: %s" % (str(exc)[:200],))
+        return None, error("bad-json", "not a JSON line: %s" % (_cut(str(exc), 200),))
     return check(record, allowed, line.count(b"[") + line.count(b"{"))
 
 
@@ -252,4 +259,4 @@ def _brief(value):
     # type: (Any) -> str
     """A received value in an error message, at most 80 characters of its repr."""
     text = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
-    return text if len(text) <= 80 else text[:77] + "..."
+    return _cut(text, 80)

@@ -7,8 +7,8 @@ stop these processes; `gpus`: free these GPUs), the targets by PID and start tim
 host itself, plans from that (gputui/kill/operate.py, as the dashboard and `gputui clean` do), and
 runs the plan only when it is what the operator saw: every target still there (else 409: a PID
 may have been reused), and, freeing GPUs, no process the operator was not shown (else 409: plan
-again), and not of zombies alone (409, as `gputui clean` refuses it: no signal reaches one). The
-plan's events reach every client on the stream; its audit log names the operator.
+again), and, as `gputui clean` refuses them (exit 4), naming no protected process and not of
+zombies alone (409, in clean's words: `Plan.refusal`). The plan's events reach every client on the stream; its audit log names the operator.
 
     {"host": "gpu-a", "scope": "pids", "gpus": [], "targets": [[4121, 123456]], "ladder": "term"}
     -> 200 {"plan": "a1b2c3", "targets": [[4121, 123456]], "refused": [[4130, "protected: monitor"]]}
@@ -35,6 +35,12 @@ from .app import HUB, SETTINGS, holder
 
 LADDERS = ("term", "int", "kill")
 SCOPES = ("pids", "gpus")
+# A hub includes no monitor (it has no --include-monitor, and a viewer's plan that includes one is
+# not sent to it): what does, said where clean says "--include-monitor stops it anyway".
+HUB_MONITOR_HINT = (
+    "a hub stops no monitor: `gputui clean HOST --pid PID --include-monitor`, run where the host is "
+    "reached directly, does"
+)
 MAX_TARGETS = 1024  # processes one request may name (a host's bound on what a sample lists)
 
 Identity = tuple[int, int]
@@ -217,6 +223,7 @@ def _plan(ops: Operations, asked: ActionRequest, sample: Sample, late: set[str])
     if extra:
         words = listed([str(t.pid) for t in extra])
         raise Refused(409, f"processes you were not shown are on those GPUs now ({words}): plan again")
-    if plan.zombies_refusal is not None:  # as `gputui clean` refuses it: nothing would be signalled
-        raise Refused(409, plan.zombies_refusal)
+    refusal = plan.refusal(HUB_MONITOR_HINT)  # as `gputui clean` refuses it (exit 4)
+    if refusal is not None:
+        raise Refused(409, refusal)
     return plan

@@ -15,6 +15,9 @@ from gputui.config.file import parse_config
 from gputui.inventory.ansible import inventory_hosts
 from gputui.inventory.base import InventoryError
 from gputui.inventory.specs import host_specs
+from gputui.transport import make_link
+from gputui.transport.local import LocalLink
+from gputui.transport.ssh import SshLink
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_ansible = pytest.mark.skipif(
@@ -80,6 +83,27 @@ def test_the_whole_inventory_and_a_local_host(ansible_home: Path) -> None:
     assert set(hosts) == {"gpu-a", "gpu-b", "node01", "node02", "node03", "cpu1"}
     assert hosts["cpu1"].address == "local"  # ansible_connection=local: this machine
     assert hosts["cpu1"].group is None
+
+
+@needs_ansible
+def test_an_inventory_host_named_local_is_that_host_over_ssh(ansible_home: Path) -> None:
+    """Only `ansible_connection=local` is this machine (Ansible's own meaning): a host the inventory
+    names `local`, or whose ansible_host is `local`, is another machine, reached over SSH by that
+    name. Before, both had the address gputui keeps for this machine, and `gputui clean @ansible:...
+    --all` would have cleaned the operator's own GPUs in their place."""
+    inv = ansible_home / "hosts.ini"
+    inv.write_text(
+        "local ansible_user=ops\nother ansible_host=local\nhere ansible_connection=local\n"
+        "there ansible_host=local ansible_connection=local\n"
+    )
+    specs = {s.name: s for s in host_specs([f"@ansible:{inv}"], parse_config(""))}
+    assert set(specs) == {"local", "other", "here", "there"}
+    for name in ("local", "other"):
+        assert specs[name].address == "local" and not specs[name].is_local(), specs[name]
+        assert isinstance(make_link(specs[name]), SshLink)
+    assert specs["local"].user == "ops"
+    for name in ("here", "there"):
+        assert specs[name].is_local() and isinstance(make_link(specs[name]), LocalLink), specs[name]
 
 
 @needs_ansible

@@ -110,6 +110,17 @@ def test_numbers_json_does_not_have_are_refused(number):
     assert record is None and err["code"] == "bad-json", err
 
 
+def test_a_long_number_out_of_range_is_cut_with_a_mark():
+    """A float beyond the range, written long, is quoted in the refusal cut at 40 characters: it was
+    sliced there with no mark, and read as the whole number."""
+    number = "1" + "0" * 400 + ".5"
+    record, err = decode(b'{"type":"sample","v":1,"time":%s}' % number.encode(), ("sample",))
+    assert record is None and err["code"] == "bad-json", err
+    assert "1" + "0" * 38 + "\u2026 is out of a float's range" in err["message"], err
+    short = decode(b'{"type":"sample","v":1,"time":1e400}', ("sample",))[1]
+    assert short is not None and "1e400 is out of a float's range" in short["message"], short
+
+
 def test_huge_integer_is_refused_not_raised():
     record, err = decode(b'{"type":"sample","v":1,"seq":' + b"9" * 5000 + b"}", ("sample",))
     assert (record, err["code"]) == (None, "bad-json")

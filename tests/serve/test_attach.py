@@ -271,3 +271,27 @@ async def test_a_plan_of_zombies_alone_is_refused_as_clean_refuses_it(tmp_path: 
         assert "stopped" not in error, error
         records, _ = read_records(hub.log) if hub.log.exists() else ([], None)
         assert not any(r.get("stage") == "done" for r in records), records
+
+
+async def test_a_plan_naming_a_protected_process_is_refused_as_clean_refuses_it(tmp_path: Path) -> None:
+    """POST /api/v1/actions naming a user process and demo-a's monitor: `gputui clean --pid` naming a
+    protected process refuses the whole plan (exit 4, "... is protected ..."). The hub ran the rest
+    of it (200: the user process stopped, the monitor in `refused`); it refuses it now (409), in
+    clean's words, its hint saying what stops a monitor, since a hub has no --include-monitor."""
+    async with served(tmp_path, Settings(tokens=TOKENS, allow_actions=True)) as hub:
+        user = _of_kind(hub, "demo-a", "user")
+        sample = hub.fleet.view("demo-a").sample
+        assert sample is not None
+        [monitor] = [p for p in sample.processes if p.protected == "monitor"]
+        named = [[user.pid, user.start_time], [monitor.pid, monitor.start_time]]
+        status, answer = await _post_action(hub, "demo-a", named, ALICE)
+        assert status == 409, answer
+        error = answer["error"]
+        assert error.startswith(f"{monitor.pid} (nv-hostengine) is "), error
+        assert "--include-monitor stops it anyway" not in error, error
+        assert "a hub stops no monitor" in error, error
+        status, answer = await _post_action(hub, "demo-a", named[1:], ALICE)  # the monitor alone
+        assert status == 409 and answer["error"].startswith(f"{monitor.pid} (nv-hostengine) is "), answer
+        assert _alive(user.pid, user.start_time) and _alive(monitor.pid, monitor.start_time)
+        records, _ = read_records(hub.log) if hub.log.exists() else ([], None)
+        assert not any(r.get("stage") == "done" for r in records), records

@@ -34,6 +34,7 @@ from .mps import mps_warning
 VERIFY_POLL_MS = round(POLL_S * 1000)  # the probe's NVML polling interval while verifying (the
 VERIFY_FAST_POLL_MS = round(POLL_FAST_S * 1000)  # fast one for its first POLL_FAST_FOR_S, then this)
 KILL_WAIT = KILL_WAIT_S
+INCLUDE_MONITOR_HINT = "--include-monitor stops it anyway"  # `gputui clean`'s way to include a monitor
 SIGNAL_WORDS = {  # the ladders of KillOptions.signals (probe.common.SIGNAL_PLANS), in words
     "term": "SIGTERM, then SIGKILL",
     "int": "SIGINT, then SIGTERM, then SIGKILL",
@@ -175,6 +176,24 @@ class Plan:
             return None
         said = [w.message for w in self.warnings if w.kind == "zombie"]
         return "nothing was signalled: " + ("; ".join(said) or "every process chosen is a zombie")
+
+    @property
+    def protected_chosen(self) -> tuple[Excluded, ...]:
+        """The protected processes the operator named (by PID, a job whose root is protected, a PID
+        above a job) that the plan leaves alone."""
+        return tuple(e for e in self.excluded if e.chosen and e.protected)
+
+    def refusal(self, monitor_hint: str = INCLUDE_MONITOR_HINT) -> str | None:
+        """Why the plan is not run, in the words every front says (`gputui clean`'s exit 4, the hub's
+        409), or None: a protected process was named (the operator asked for something the plan will
+        not do: the rest must not run as if it would), then a plan of zombies alone
+        (`zombies_refusal`). `monitor_hint` says what would stop a named monitor (the front's way to
+        include one), added in brackets when one is among them."""
+        refused = self.protected_chosen
+        if refused:
+            hint = f" ({monitor_hint})" if any(e.can_include for e in refused) else ""
+            return "; ".join(f"{e.pid} ({e.name or '?'}) is {e.why}" for e in refused) + hint
+        return self.zombies_refusal
 
     @property
     def signals(self) -> tuple[str, ...]:

@@ -146,6 +146,15 @@ def nothing_words(plan: Plan) -> str:
     return "Nothing to stop here."
 
 
+MONITOR_HINT = "p includes it, after a second confirmation"  # the dialog's --include-monitor
+
+
+def refused(plan: Plan) -> str | None:
+    """Why the dialog runs no part of `plan`, in the words `gputui clean` (exit 4) and the hub (409)
+    refuse it with, or None: a protected process the operator named is left alone."""
+    return plan.refusal(MONITOR_HINT)
+
+
 def _next(values: tuple[float, ...], now: float) -> float:
     """The next value after `now` in `values`, round and round (a value not in the list: the first
     one above it)."""
@@ -343,6 +352,12 @@ class PlanBody(PlanText):
             line.append("p", self.style_of("plan--section"))
             line.append(" includes it, after a second confirmation", muted)
             out.append(line)
+        why = refused(plan)
+        if why is not None:
+            line = Text(no_wrap=False)
+            line.append("Not run: ", self.style_of("plan--warn"))
+            line.append(f"nothing here is signalled while a process you named is left alone: {fmt.safe(why)}")
+            out.append(line)
         return out
 
     def _job_head(self, job: Job, stopped: int) -> Text:
@@ -520,8 +535,9 @@ class PlanScreen(Dialog[tuple[Plan, ...] | None]):
 
     @property
     def runnable(self) -> tuple[Plan, ...]:
-        """The plans that signal something: verifying alone is not what the operator asked for."""
-        return tuple(p for p in self.plans if not p.is_empty)
+        """The plans that signal something (verifying alone is not what the operator asked for) and
+        leave alone no protected process the operator named (`refused`)."""
+        return tuple(p for p in self.plans if not p.is_empty and refused(p) is None)
 
     @property
     def sweep_on(self) -> bool:
@@ -606,6 +622,8 @@ class PlanScreen(Dialog[tuple[Plan, ...] | None]):
             summary.append(f"Stop {what} on {where}, {then}.", body.style_of("plan--section"))
         else:
             hint = "s adds the sweep" if any(p.sweep for p in self.plans) else "nothing to confirm"
+            if any(refused(p) is not None for p in self.plans):
+                hint = "a process you named is protected: not run, see why below"
             summary.append(f"Nothing to stop: no process to signal ({hint}).", body.style_of("plan--warn"))
         self._show("#plan-summary", summary)
         stages = Text(no_wrap=False)
