@@ -47,9 +47,8 @@ def add_wait_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--util-below",
         type=argtypes.whole(1, 100, "a percentage"),
-        default=DEFAULT_UTIL_BELOW,
         metavar="PCT",
-        help="utilization below PCT, 1 to 100 (default 1: zero)",
+        help=f"utilization below PCT, 1 to 100 (default {DEFAULT_UTIL_BELOW}: zero; a MIG instance has none: refused)",
     )
     options.flag(p, "--no-throttle", help="also: no clock-event (throttle) reason active")
     options.flag(p, "--persistence", help="also: persistence mode on")
