@@ -37,7 +37,6 @@ from ..views.readiness import (
     SERIES_READER,
     Conditions,
     Unready,
-    instance_unready,
     unready,
 )
 from .exits import Exit
@@ -286,7 +285,7 @@ def _update(
             w.uuid = instance.uuid if instance is not None and instance.uuid else w.uuid
             if w.known is None:
                 w.known = {p.key for p in sample.in_instance(item)}
-            w.last = instance_unready(item, sample, conditions, preflight, known=w.known, idle=idle)
+            w.last = unready(gpu, sample, conditions, preflight, known=w.known, idle=idle, instance=item)
         else:
             if w.known is None:
                 w.known = {p.key for p in sample.on_gpu(item)}

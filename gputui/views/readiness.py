@@ -102,14 +102,46 @@ def unready(
     known: Collection[tuple[int, int | None]] | None = None,
     idle: Mapping[tuple[int, int | None], float] | None = None,
     series: bool = False,
+    instance: MigPlace | None = None,
 ) -> list[Unready]:
     """Every condition `gpu` fails in `sample` (empty: ready). `preflight`: its latest preflight
     record (the sample carries one only now and then). `known`: the processes (pid, start time)
     there when the wait began; one that is not is named as new, with the parent that started it.
     `idle`: the idle holders (gputui/fleet/idle.py) among them, with their seconds at 0 % SM: a GPU that
     waits on one says so (it frees nothing by itself: someone must stop it). `series`: the sample
-    was made from Prometheus' series, with no holder list: each condition says so (SERIES_NOTE)."""
-    found = _found(gpu, sample, conditions, preflight, known, idle)
+    was made from Prometheus' series, with no holder list: each condition says so (SERIES_NOTE).
+
+    `instance`: judge that MIG instance of `gpu` alone, a slice whose GPU's other instances run other
+    jobs: nothing runs in it (the holders a clean of it stops: gputui/kill/plan/mig.py), its memory
+    at idle where that can be judged (read by the driver, nothing running in its GPU instance) and
+    below --memory-below; and its GPU's own health: no error, no memory fault, the temperature,
+    clock-event reasons and persistence mode asked for. Never utilization (NVML reports none per
+    instance, nor for a GPU in MIG mode) nor the GPU's unaccounted memory (other instances' is in it)."""
+    if gpu.error:
+        return [Unready("error", f"the GPU reports an error: {gpu.error}")]
+    if instance is None:
+        users, where = [p for p in sample.on_gpu(gpu.index) if p.is_holder], f"on GPU {gpu.index}"
+        own = [
+            *_memory(gpu, conditions),
+            _unaccounted(gpu, conditions),
+            _under("utilization", gpu.util_gpu, conditions.util_below, "%", float),
+        ]
+    else:
+        mig = gpu.mig_instance(instance)
+        if mig is None:
+            return [Unready("mig", f"MIG instance {instance.label} is gone (destroyed, or MIG mode is off)")]
+        users, where = holders(sample, instance), f"in MIG instance {instance.label}"
+        own = [*_instance_memory(sample, instance, mig, conditions)]
+    found = [
+        u
+        for u in (
+            _processes(users, sample, known, idle, where),
+            *own,
+            _temperature(gpu, conditions),
+            *_preflight(preflight, conditions),
+        )
+        if u is not None
+    ]
     if series:
         return [Unready(u.condition, f"{u.words} ({SERIES_NOTE})", u.excess) for u in found]
     return found
@@ -128,29 +160,6 @@ def is_ready(gpu: Gpu, sample: Sample, conditions: Conditions, preflight: Prefli
         or bool(_preflight(preflight, conditions))
     )
     return not failed and not [p for p in sample.on_gpu(gpu.index) if p.is_holder]
-
-
-def _found(
-    gpu: Gpu,
-    sample: Sample,
-    conditions: Conditions,
-    preflight: Preflight | None,
-    known: Collection[tuple[int, int | None]] | None,
-    idle: Mapping[tuple[int, int | None], float] | None,
-) -> list[Unready]:
-    if gpu.error:
-        return [Unready("error", f"the GPU reports an error: {gpu.error}")]
-    found = [
-        _processes(
-            [p for p in sample.on_gpu(gpu.index) if p.is_holder], sample, known, idle, f"on GPU {gpu.index}"
-        ),
-        *_memory(gpu, conditions),
-        _unaccounted(gpu, conditions),
-        _under("utilization", gpu.util_gpu, conditions.util_below, "%", float),
-        _temperature(gpu, conditions),
-        *_preflight(preflight, conditions),
-    ]
-    return [u for u in found if u is not None]
 
 
 def _processes(
@@ -177,38 +186,6 @@ def _processes(
     if len(fresh) > 4:
         parts.append(f"and {len(fresh) - 4} more new")
     return Unready("processes", "; ".join(parts), float(len(users)))
-
-
-def instance_unready(
-    place: MigPlace,
-    sample: Sample,
-    conditions: Conditions,
-    preflight: Preflight | None = None,
-    known: Collection[tuple[int, int | None]] | None = None,
-    idle: Mapping[tuple[int, int | None], float] | None = None,
-) -> list[Unready]:
-    """Every condition MIG instance `place` fails in `sample` (empty: ready); the arguments are
-    unready's. A slice of a GPU whose other instances run other jobs: nothing runs in it (the
-    holders a clean of it stops, gputui/kill/plan/mig.py), its memory at idle where that can be
-    judged (read by the driver, nothing running in its GPU instance) and below --memory-below;
-    and its GPU's own health: no error, no memory fault, and the temperature, clock-event reasons
-    and persistence mode asked for. Never utilization (NVML reports none per instance, nor for a
-    GPU in MIG mode) nor the GPU's unaccounted memory (the other instances' is in it)."""
-    gpu = sample.gpu(place.gpu)
-    if gpu is None:
-        return [Unready("gpu", f"GPU {place.gpu} is not in the latest sample")]
-    if gpu.error:
-        return [Unready("error", f"the GPU reports an error: {gpu.error}")]
-    instance = gpu.mig_instance(place)
-    if instance is None:
-        return [Unready("mig", f"MIG instance {place.label} is gone (destroyed, or MIG mode is off)")]
-    found = [
-        _processes(holders(sample, place), sample, known, idle, f"in MIG instance {place.label}"),
-        *_instance_memory(sample, place, instance, conditions),
-        _temperature(gpu, conditions),
-        *_preflight(preflight, conditions),
-    ]
-    return [u for u in found if u is not None]
 
 
 def _instance_memory(
