@@ -7,8 +7,8 @@
 #   busy: after the timeout a live process still uses or holds a GPU (another
 #         job's, or one still ending), and nothing else is wrong with it        exit 0, logged
 #         (GPUTUI_PROLOG_DRAIN_BUSY=1: exit 1, drain)
-#   busy MIG instance: the same in a MIG instance Slurm names (no other job
-#         shares it: what runs there is in the job's way)                       exit 1, drain
+#   busy MIG instance: the same in a MIG instance Slurm names (given to this
+#         job alone: what runs there is in the job's way)                       exit 1, drain
 #   unusable: memory that no live process holds (ghost, orphaned, outside, or
 #         used with no process), the GPU reports an error or is not in the
 #         sample, the probe gave no sample, a condition the site asked for

@@ -7,8 +7,10 @@
 Made for `gputui clean --all --yes && gputui wait --settle 5 && ./run_benchmark.sh`. Ready means
 (gputui.views.readiness): no process uses or holds the GPU (monitors aside), memory within the idle slack
 of its baseline, no unaccounted memory, utilization 0; and, when asked, below a temperature, below a
-memory figure, under a utilization, not throttling, in persistence mode. On a terminal a line per
-host says what each GPU waits for and for how long.
+memory figure, under a utilization, not throttling, in persistence mode. A MIG instance (`--gpu
+MIG-...`) is waited for alone, by what makes sense of a slice (readiness.unready's `instance`): no
+utilization, --util-below refused. On a terminal a line per host says what each GPU waits for and
+for how long.
 
 Exit codes: 0 ready; 1 timeout (each GPU's failing conditions printed, and in the JSON), or a host
 down; 2 bad usage; 3 no NVIDIA driver or GPU.
