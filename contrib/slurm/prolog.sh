@@ -7,6 +7,8 @@
 #   busy: after the timeout a live process still uses or holds a GPU (another
 #         job's, or one still ending), and nothing else is wrong with it        exit 0, logged
 #         (GPUTUI_PROLOG_DRAIN_BUSY=1: exit 1, drain)
+#   busy MIG instance: the same in a MIG instance Slurm names (given to this
+#         job alone: what runs there is in the job's way)                       exit 1, drain
 #   unusable: memory that no live process holds (ghost, orphaned, outside, or
 #         used with no process), the GPU reports an error or is not in the
 #         sample, the probe gave no sample, a condition the site asked for
@@ -193,24 +195,29 @@ case $code in
 esac
 
 # Not ready by the timeout: each GPU's conditions (wait's JSON, one key a line: "N": { opens a GPU,
-# "condition": "..." is one of its conditions; "no_sample"/"not_judged": a host it could not judge).
-# busy: "processes" among them, and nothing but what a process's own use explains.
-classes=$(printf '%s\n' "$out" | awk '
+# "G:I.C": { a MIG instance, whose "uuid" follows; "condition": "..." is one of its conditions;
+# "no_sample"/"not_judged": a host it could not judge). busy: "processes" among them, and nothing
+# but what a process's own use explains. A UUID is said only when it is one (MIG- and 32 hex digits).
+classes=$(printf '%s\n' "$out" | awk -v uuid="^\"MIG-$uuid\"\$" '
     function flush() {
         if (gpu == "" || conds == "") return
         hard = 0; n = split(conds, c, " ")
         for (i = 1; i <= n; i++)
             if (c[i] !~ /^(processes|memory|memory-below|utilization|temperature)$/) hard = 1
         if (conds !~ /(^| )processes( |$)/) hard = 1
-        printf "%s%s GPU %s: %s", sep, (hard ? "unusable" : "busy"), gpu, conds; sep = "; "
+        printf "%s%s %s: %s", sep, (hard ? "unusable" : "busy"), gpu, conds; sep = "; "
     }
     /^ *"(no_sample|not_judged)": / { v = $0; sub(/^ */, "", v); printf "%sunjudged: %s", sep, v; sep = "; " }
-    /^ *"[0-9]+": [{] *$/ { flush(); gpu = $1; gsub(/[":]/, "", gpu); conds = "" }
+    /^ *"[0-9]+": [{] *$/ { flush(); gpu = $1; gsub(/[":]/, "", gpu); gpu = "GPU " gpu; conds = "" }
+    /^ *"[0-9]+:[0-9]+[.]([0-9]+|[?])": [{] *$/ { flush(); gpu = $1; gsub(/"/, "", gpu); sub(/:$/, "", gpu)
+                                                   gpu = "MIG instance " gpu; conds = "" }
+    /^ *"uuid": "/ && gpu ~ /^MIG/ { v = $2; sub(/,$/, "", v); if (v ~ uuid) { gsub(/"/, "", v); gpu = gpu " (" v ")" } }
     /^ *"condition": "/ { v = $0; sub(/^ *"condition": "/, "", v); sub(/".*$/, "", v)
                           conds = (conds == "" ? v : conds " " v) }
     END { flush() }')
 case $classes in
     *unusable* | *unjudged*) finish unusable 1 "$classes" "$code" "$doc" ;;
+    *"busy MIG instance"*) finish busy 1 "$classes" "$code" "$doc" ;;
     *busy*)
         if [ "$drain_busy" = 1 ]; then finish busy 1 "$classes" "$code" "$doc"; fi
         finish busy 0 "$classes" "$code" "$doc" ;;

@@ -7,8 +7,10 @@
 Made for `gputui clean --all --yes && gputui wait --settle 5 && ./run_benchmark.sh`. Ready means
 (gputui.views.readiness): no process uses or holds the GPU (monitors aside), memory within the idle slack
 of its baseline, no unaccounted memory, utilization 0; and, when asked, below a temperature, below a
-memory figure, under a utilization, not throttling, in persistence mode. On a terminal a line per
-host says what each GPU waits for and for how long.
+memory figure, under a utilization, not throttling, in persistence mode. A MIG instance (`--gpu
+MIG-...`) is waited for alone, by what makes sense of a slice (readiness.unready's `instance`): no
+utilization, --util-below refused. On a terminal a line per host says what each GPU waits for and
+for how long.
 
 Exit codes: 0 ready; 1 timeout (each GPU's failing conditions printed, and in the JSON), or a host
 down; 2 bad usage; 3 no NVIDIA driver or GPU.
@@ -27,10 +29,18 @@ from typing import Any, TextIO
 from ..config.file import idle_threshold as threshold
 from ..fleet.fleet import Fleet
 from ..fleet.session import DOWN, HostView, SampleArrived, StatusChanged
-from ..model import NO_GPU_CODES, Preflight, Sample
+from ..model import NO_GPU_CODES, MigPlace, Preflight, Sample
+from ..model.gpus import mig_label
 from ..model.textsafe import cells, cut, printable
 from ..text.words import columns, count, shares
-from ..views.readiness import SERIES_JUDGED, SERIES_READER, Conditions, Unready, unready
+from ..views.readiness import (
+    DEFAULT_UTIL_BELOW,
+    SERIES_JUDGED,
+    SERIES_READER,
+    Conditions,
+    Unready,
+    unready,
+)
 from .exits import Exit
 from .gpuspec import NotFound, Targets, UsageError, is_uuid, resolve_gpu_specs, take_positional_gpus
 from .judging import judge_fleet
@@ -41,6 +51,9 @@ from .versions import WAIT_JSON
 Pending = tuple[str, str]
 NO_SAMPLE, NOT_JUDGED = "no_sample", "not_judged"
 READABLE = 24  # cells of a GPU's words below which the live line names its first condition instead
+# What is waited for on a host: a whole GPU (its index), or a MIG instance alone (a MIG UUID names it).
+Item = int | MigPlace
+Key = tuple[str, Item]  # (host, item)
 
 
 # The conditions the command line sets, each an option of the same name (--util-below: util_below).
@@ -54,15 +67,32 @@ def run(args: argparse.Namespace) -> int:
 
 
 def conditions_of(args: argparse.Namespace) -> Conditions:
-    return Conditions(**{name: getattr(args, name) for name in ASKED})
+    asked = {name: getattr(args, name) for name in ASKED}
+    if asked["util_below"] is None:  # not asked (None, so that a MIG instance can refuse it when asked)
+        asked["util_below"] = DEFAULT_UTIL_BELOW
+    return Conditions(**asked)
+
+
+def order(key: Key) -> tuple[str, int, int, int, int]:
+    """Hosts by name, then each GPU by index, itself before its MIG instances (by GPU and compute
+    instance; an unknown compute instance first)."""
+    host, item = key
+    if isinstance(item, MigPlace):
+        return (host, item.gpu, 1, item.gi, -1 if item.ci is None else item.ci)
+    return (host, item, 0, 0, 0)
+
+
+def item_name(item: Item) -> str:
+    """`GPU 2`, `MIG 0:1.0`: what a line of the verdict names."""
+    return f"MIG {item.label}" if isinstance(item, MigPlace) else f"GPU {item}"
 
 
 @dataclass
 class GpuWait:
-    """One GPU being waited for: since when it has been ready, and what it lacks now."""
+    """One GPU or MIG instance being waited for: since when it has been ready, and what it lacks now."""
 
     host: str
-    index: int
+    item: Item
     ready_since: float | None = None  # monotonic: ready in every sample since
     last: list[Unready] = field(default_factory=list)
     # The processes (pid, start time) on the GPU in the first sample judged: one that comes later
@@ -70,6 +100,12 @@ class GpuWait:
     known: set[tuple[int, int | None]] | None = None
     waited: float = 0.0
     series: bool = False  # judged from Prometheus' series (no holder list)
+    uuid: str | None = None  # a MIG instance's, as the latest sample says it
+
+    @property
+    def gpu(self) -> int:
+        """The GPU it is, or whose instance it is."""
+        return self.item.gpu if isinstance(self.item, MigPlace) else self.item
 
     def ready_for(self, now: float) -> float:
         return now - self.ready_since if self.ready_since is not None else 0.0
@@ -102,19 +138,19 @@ async def run_wait(
         # against these (a spec that names nothing there is a usage error).
         judged = {h: s for h, s in samples.items() if _list_trouble(s) is None}
         try:
-            chosen = _chosen(args.gpu or [], judged, hosts)
+            chosen = _chosen(args.gpu or [], judged, hosts, args.util_below is not None)
         except UsageError as exc:
             return _refuse(out, err, args, Exit.USAGE, str(exc), time.monotonic() - started)
         if conditions.needs_preflight:
             await fleet.configure(args.interval, preflight_every=1)
-        waits = {(h, i): GpuWait(h, i) for h, indexes in chosen.items() for i in indexes}
+        waits = {(h, i): GpuWait(h, i) for h, items in chosen.items() for i in items}
         # Hosts with no sample yet (connecting, down, slow), or whose sample cannot be judged (no
         # GPU listed, GPU records refused): not ready, and waited for, never left out; their GPUs
         # join as a sample that can be judged comes.
         pending: dict[str, Pending] = {
             h: (NO_SAMPLE, "") for h in _awaited(args.gpu or [], fleet) if h not in judged
         }
-        preflights: dict[tuple[str, int], Preflight] = {}
+        preflights: dict[tuple[str, int], Preflight] = {}  # (host, GPU index)
         changed = asyncio.Event()
         fleet.listen(
             lambda change: changed.set() if isinstance(change, SampleArrived | StatusChanged) else None
@@ -122,7 +158,7 @@ async def run_wait(
         deadline = started + args.timeout
         while True:
             now = time.monotonic()
-            _judge_pending(fleet, pending, waits, args.gpu or [], hosts)
+            _judge_pending(fleet, pending, waits, args.gpu or [], hosts, args.util_below is not None)
             for view in fleet.hosts:
                 _update(view, waits, preflights, conditions, now, idle_after)
             if (
@@ -152,9 +188,10 @@ async def run_wait(
 def _judge_pending(
     fleet: Fleet,
     pending: dict[str, Pending],
-    waits: dict[tuple[str, int], GpuWait],
+    waits: dict[Key, GpuWait],
     specs: list[str],
     hosts: list[str],
+    util_asked: bool = False,
 ) -> None:
     """Take in the pending hosts whose sample can now be judged (their GPUs join `waits`); say why
     of the others, and drop a host with no driver or no GPU (nothing to wait for there)."""
@@ -166,8 +203,8 @@ def _judge_pending(
         elif late is None:
             pending[host] = (NO_SAMPLE, _no_sample(view))
         else:
-            indexes, problem = _judge(specs, host, late, hosts)
-            for i in indexes:
+            items, problem = _judge(specs, host, late, hosts, util_asked)
+            for i in items:
                 waits.setdefault((host, i), GpuWait(host, i))
             if problem is None:
                 del pending[host]
@@ -185,12 +222,15 @@ def _no_gpu(fleet: Fleet) -> str | None:
     return None
 
 
-def _chosen(specs: list[str], samples: dict[str, Sample], hosts: list[str]) -> dict[str, set[int]]:
-    """The GPUs to wait for on the hosts judged now. A UUID none of them has is the user's mistake
-    only when every host is judged; else it may be on one not heard from yet (`_judge`, later)."""
+def _chosen(
+    specs: list[str], samples: dict[str, Sample], hosts: list[str], util_asked: bool = False
+) -> dict[str, set[Item]]:
+    """The GPUs and MIG instances to wait for on the hosts judged now. A UUID none of them has is the
+    user's mistake only when every host is judged; else it may be on one not heard from yet
+    (`_judge`, later). `util_asked`: --util-below was given, which no MIG instance can be judged by."""
     if not specs:
         return {h: {g.index for g in s.gpus} for h, s in samples.items()}
-    out: dict[str, set[int]] = {}
+    out: dict[str, set[Item]] = {}
     for spec in specs:
         try:
             found = resolve_gpu_specs([spec], samples, hosts)
@@ -198,27 +238,27 @@ def _chosen(specs: list[str], samples: dict[str, Sample], hosts: list[str]) -> d
             if set(samples) >= set(hosts):
                 raise
             continue
-        for host, indexes in whole_gpus(spec, found).items():
-            out.setdefault(host, set()).update(indexes)
+        for host, items in items_of(found, util_asked).items():
+            out.setdefault(host, set()).update(items)
     return out
 
 
-def whole_gpus(spec: str, found: dict[str, Targets]) -> dict[str, set[int]]:
-    """The whole GPUs `spec` names. A MIG instance is refused (exit 2): ready is judged of a whole
-    GPU (its memory, its processes), and the GPU's other instances run other jobs; judging that GPU
-    instead would wait on them (docs/SLURM.md "Which GPUs")."""
+def items_of(found: dict[str, Targets], util_asked: bool = False) -> dict[str, set[Item]]:
+    """What the specs name, to wait for: whole GPUs, and MIG instances alone (the GPU's other
+    instances run other jobs: docs/SLURM.md "Which GPUs"). A MIG instance with --util-below asked is
+    bad usage: NVML gives no utilization of an instance, nor of its GPU in MIG mode."""
     instances = sorted(p.label for t in found.values() for p in t.instances)
-    if instances:
+    if instances and util_asked:
         raise UsageError(
-            f"--gpu {printable(spec.strip())}: names MIG instance {instances[0]}; gputui wait judges whole "
-            "GPUs only (the GPU's other instances run other jobs): name no MIG instance"
+            f"--util-below: NVML reports no utilization of a MIG instance ({instances[0]}), nor of its "
+            "GPU in MIG mode"
         )
-    return {host: t.gpus for host, t in found.items()}
+    return {host: {*t.gpus, *t.instances} for host, t in found.items()}
 
 
 def _update(
     view: HostView,
-    waits: dict[tuple[str, int], GpuWait],
+    waits: dict[Key, GpuWait],
     preflights: dict[tuple[str, int], Preflight],
     conditions: Conditions,
     now: float,
@@ -226,7 +266,7 @@ def _update(
 ) -> None:
     sample = view.sample
     idle = view.idle.durations(threshold(None) if idle_after is None else idle_after)
-    for (host, index), w in waits.items():
+    for (host, item), w in waits.items():
         if host != view.name:
             continue
         if view.status != "live" or sample is None:
@@ -235,18 +275,24 @@ def _update(
                 [Unready("host", f"{view.name} is {view.status}: {view.detail or view.reason or ''}")],
             )
             continue
-        gpu = next((g for g in sample.gpus if g.index == index), None)
+        gpu = sample.gpu(w.gpu)
         if gpu is None:
-            w.ready_since, w.last = None, [Unready("gpu", f"GPU {index} is not in the latest sample")]
+            w.ready_since, w.last = None, [Unready("gpu", f"GPU {w.gpu} is not in the latest sample")]
             continue
         if gpu.preflight is not None:
-            preflights[(host, index)] = gpu.preflight
-        if w.known is None:
-            w.known = {p.key for p in sample.on_gpu(index)}
-        w.series = view.facts is not None and view.facts.reader == SERIES_READER
-        w.last = unready(
-            gpu, sample, conditions, preflights.get((host, index)), known=w.known, idle=idle, series=w.series
-        )
+            preflights[(host, w.gpu)] = gpu.preflight
+        preflight = preflights.get((host, w.gpu))
+        if isinstance(item, MigPlace):
+            instance = gpu.mig_instance(item)
+            w.uuid = instance.uuid if instance is not None and instance.uuid else w.uuid
+            if w.known is None:
+                w.known = {p.key for p in sample.in_instance(item)}
+            w.last = unready(gpu, sample, conditions, preflight, known=w.known, idle=idle, instance=item)
+        else:
+            if w.known is None:
+                w.known = {p.key for p in sample.on_gpu(item)}
+            w.series = view.facts is not None and view.facts.reader == SERIES_READER
+            w.last = unready(gpu, sample, conditions, preflight, known=w.known, idle=idle, series=w.series)
         if w.last:
             w.ready_since = None
         elif w.ready_since is None:
@@ -283,19 +329,24 @@ def _list_trouble(sample: Sample) -> str | None:
     return refused or None
 
 
-def _judge(specs: list[str], host: str, sample: Sample, hosts: list[str]) -> tuple[set[int], str | None]:
-    """The GPUs of `host` to wait for in `sample`, and why the host cannot be judged (None: it can).
+def _judge(
+    specs: list[str], host: str, sample: Sample, hosts: list[str], util_asked: bool = False
+) -> tuple[set[Item], str | None]:
+    """The GPUs and MIG instances of `host` to wait for in `sample`, and why the host cannot be
+    judged (None: it can).
 
     Every GPU (no spec, `all`, HOST:all) needs the whole list; a GPU named by index needs that GPU in
-    it. A UUID names one GPU of whichever host has it (checked when the wait began), not one of each."""
+    it. A UUID names one GPU or MIG instance of whichever host has it (checked when the wait began),
+    not one of each."""
     trouble = _list_trouble(sample)
     if not specs:
         return {g.index for g in sample.gpus}, trouble
-    indexes: set[int] = set()
+    indexes: set[Item] = set()
     missing: list[str] = []
     for spec in specs:
         try:
-            indexes |= whole_gpus(spec, resolve_gpu_specs([spec], {host: sample}, hosts)).get(host, set())
+            found = resolve_gpu_specs([spec], {host: sample}, hosts)
+            indexes |= items_of(found, util_asked).get(host, set())
         except UsageError as exc:  # a UUID this host lacks may be another's; anything else is said
             if not (is_uuid(spec, hosts) and isinstance(exc, NotFound)):
                 missing.append(str(exc))
@@ -307,7 +358,7 @@ def _judge(specs: list[str], host: str, sample: Sample, hosts: list[str]) -> tup
     return indexes, None
 
 
-def _all_down(fleet: Fleet, waits: dict[tuple[str, int], GpuWait], pending: dict[str, Pending]) -> bool:
+def _all_down(fleet: Fleet, waits: dict[Key, GpuWait], pending: dict[str, Pending]) -> bool:
     hosts = {h for h, _ in waits} | set(pending)
     return bool(hosts) and all(fleet.view(h).status == DOWN for h in hosts)
 
@@ -318,7 +369,7 @@ Spent = tuple[float, float]
 
 def _live_line(
     err: TextIO,
-    waits: dict[tuple[str, int], GpuWait],
+    waits: dict[Key, GpuWait],
     pending: dict[str, Pending],
     now: float,
     settle: float,
@@ -332,7 +383,7 @@ def _live_line(
 
 
 def live_text(
-    waits: dict[tuple[str, int], GpuWait],
+    waits: dict[Key, GpuWait],
     pending: dict[str, Pending],
     now: float,
     settle: float,
@@ -353,14 +404,14 @@ def live_text(
         h: [("", _pending_words(p), "no sample" if p[0] == NO_SAMPLE else "not judged")]
         for h, p in sorted(pending.items())
     }
-    for (host, index), w in sorted(waits.items()):
+    for (host, item), w in sorted(waits.items(), key=lambda kv: order(kv[0])):
         if w.ready_since is not None:
-            state = (f"GPU {index}", f"ready {w.ready_for(now):.1f}/{settle:g} s", "ready")
+            state = (item_name(item), f"ready {w.ready_for(now):.1f}/{settle:g} s", "ready")
         elif w.last:
             more = f" +{len(w.last) - 1}" if len(w.last) > 1 else ""
-            state = (f"GPU {index}", w.last[0].words, w.last[0].condition + more)
+            state = (item_name(item), w.last[0].words, w.last[0].condition + more)
         else:
-            state = (f"GPU {index}", "waiting", "waiting")
+            state = (item_name(item), "waiting", "waiting")
         by_host.setdefault(host, []).append(state)
     states = [(printable(long), printable(short)) for parts in by_host.values() for _, long, short in parts]
     frame = cells(lead) + sum(
@@ -422,7 +473,7 @@ def _report(
     out: TextIO,
     err: TextIO,
     args: argparse.Namespace,
-    waits: dict[tuple[str, int], GpuWait],
+    waits: dict[Key, GpuWait],
     now: float,
     waited: float,
     ready: bool,
@@ -433,51 +484,63 @@ def _report(
     code = Exit.READY if ready else Exit.TIMEOUT
     pending = pending or {}
     if args.json:
-        hosts: dict[str, dict[str, Any]] = {}
-        for (host, index), w in sorted(waits.items()):
-            hosts.setdefault(host, {})[str(index)] = {
-                "ready": w.ready_since is not None,
-                "ready_for_s": round(w.ready_for(now), 3),
-                "unready": [u.describe() for u in w.last],
-            }
-        for host in pending:
-            hosts.setdefault(host, {})
-        entries: list[dict[str, Any]] = []
-        for host, gpus in hosts.items():
-            entry: dict[str, Any] = {"host": host, "gpus": gpus}
-            if host in pending:
-                kind, why = pending[host]
-                entry[kind] = why
-            entries.append(entry)
         doc = {
             "version": WAIT_JSON,
             "ready": ready,
             "exit_code": code,
             "waited_s": round(waited, 3),
             "settle_s": args.settle,
-            "hosts": entries,
+            "hosts": _host_entries(waits, pending, now),
         }
         print(json.dumps(doc, indent=2, ensure_ascii=True), file=out)
         return code
+    ordered = sorted(waits.items(), key=lambda kv: order(kv[0]))
     if ready:
-        where = ", ".join(
-            f"{printable(h)} GPU {','.join(str(i) for hh, i in sorted(waits) if hh == h)}"
-            for h in sorted({h for h, _ in waits})
-        )
+        where = ", ".join(f"{printable(h)} {_ready_items(h, waits)}" for h in sorted({h for h, _ in waits}))
         judged = f"; {SERIES_JUDGED}" if any(w.series for w in waits.values()) else ""
         print(f"ready: {where} (after {waited:.1f} s{judged})", file=out)
         return code
     print(f"gputui wait: not ready after {waited:.1f} s", file=err)
     for host, p in sorted(pending.items()):
         print(f"  {printable(host)}: {printable(_pending_words(p))}", file=err)
-    for (host, index), w in sorted(waits.items()):
+    for (host, item), w in ordered:
         if w.ready_since is not None and w.ready_for(now) >= args.settle:
             continue
+        name = f"{printable(host)} {item_name(item)}"
         if w.ready_since is not None:
-            print(
-                f"  {printable(host)} GPU {index}: ready for {w.ready_for(now):.1f} s of {args.settle:g}",
-                file=err,
-            )
+            print(f"  {name}: ready for {w.ready_for(now):.1f} s of {args.settle:g}", file=err)
         for u in w.last:
-            print(f"  {printable(host)} GPU {index}: {u.condition}: {printable(u.words)}", file=err)
+            print(f"  {name}: {u.condition}: {printable(u.words)}", file=err)
     return code
+
+
+def _ready_items(host: str, waits: dict[Key, GpuWait]) -> str:
+    """`GPU 0,1`, `MIG 0:1.0,0:5.0`, `GPU 2 and MIG 0:5.0`: what was waited for on `host`."""
+    items = [i for h, i in sorted(waits, key=order) if h == host]
+    gpus = [str(i) for i in items if not isinstance(i, MigPlace)]
+    places = [i.label for i in items if isinstance(i, MigPlace)]
+    return " and ".join(
+        f"{what} {','.join(names)}" for what, names in (("GPU", gpus), ("MIG", places)) if names
+    )
+
+
+def _host_entries(waits: dict[Key, GpuWait], pending: dict[str, Pending], now: float) -> list[dict[str, Any]]:
+    """The JSON document's hosts: each GPU by its index under "gpus"; each MIG instance under "mig"
+    by its place (`0:1.0`, present only where one is waited for), with its GPU, instance and UUID; a
+    host not judged with why ("no_sample", "not_judged")."""
+    hosts: dict[str, dict[str, Any]] = {}
+    for (host, item), w in sorted(waits.items(), key=lambda kv: order(kv[0])):
+        entry = hosts.setdefault(host, {"host": host, "gpus": {}})
+        verdict = {
+            "ready": w.ready_since is not None,
+            "ready_for_s": round(w.ready_for(now), 3),
+            "unready": [u.describe() for u in w.last],
+        }
+        if isinstance(item, MigPlace):
+            named = {"gpu": item.gpu, "mig": mig_label(item.gi, item.ci), "uuid": w.uuid}
+            entry.setdefault("mig", {})[item.label] = {**named, **verdict}
+        else:
+            entry["gpus"][str(item)] = verdict
+    for host, (kind, why) in pending.items():
+        hosts.setdefault(host, {"host": host, "gpus": {}})[kind] = why
+    return list(hosts.values())

@@ -251,6 +251,10 @@ class Gpu:
             return None
         return min(1.0, self.memory_used / self.memory_total)
 
+    def mig_instance(self, place: MigPlace) -> MigInstance | None:
+        """Its MIG instance at `place` (None: it has none there: destroyed, or MIG mode off)."""
+        return next((i for i in self.mig_instances or () if i.on(self.index) == place), None)
+
 
 _GPU = wire_fields(
     Gpu,

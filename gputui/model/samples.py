@@ -128,6 +128,12 @@ class Proc(ProcessFacts):
         """A process's identity: a PID alone can be reused."""
         return (self.pid, self.start_time)
 
+    @property
+    def is_holder(self) -> bool:
+        """What keeps a GPU or a MIG instance from ready (gputui wait) and an instance from clean: a
+        user, ghost or hidden process that is not protected (a monitor, a zombie: never)."""
+        return self.kind in ("user", "ghost", "hidden") and not self.protected
+
     def sm_util(self, gpu: int | None = None) -> int | None:
         """SM utilization on `gpu`, or the highest over its GPUs (None: not read)."""
         if self.gpu_util is None:

@@ -13,7 +13,18 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from ..fleet.idle import span
-from ..model import IDLE_SLACK, Gpu, Preflight, Proc, ProcessFacts, Sample, brief_process
+from ..kill.plan.mig import holders, memory_unjudged
+from ..model import (
+    IDLE_SLACK,
+    Gpu,
+    MigInstance,
+    MigPlace,
+    Preflight,
+    Proc,
+    ProcessFacts,
+    Sample,
+    brief_process,
+)
 from ..model.textsafe import cut, printable
 from ..text.units import fmt_bytes
 from ..text.words import count, unaccounted_words
@@ -69,11 +80,12 @@ def started_by(sample: Sample, proc: Proc) -> str | None:
     return f"started by {proc.ppid} `{cut(brief_process(parent.command, parent.name), 80)}`"
 
 
-def new_process_words(sample: Sample, proc: Proc, index: int) -> str:
+def new_process_words(sample: Sample, proc: Proc, where: str) -> str:
     """`new process 5151 on GPU 2, started by 4242 `python supervisor.py``: a GPU process that was
-    not there when the wait began (a supervisor's restarted worker: stop the parent, not it)."""
+    not there when the wait began (a supervisor's restarted worker: stop the parent, not it).
+    `where`: `on GPU 2`, `in MIG instance 0:1.0`."""
     parent = started_by(sample, proc)
-    return f"new process {proc.pid} on GPU {index}" + (f", {parent}" if parent else "")
+    return f"new process {proc.pid} {where}" + (f", {parent}" if parent else "")
 
 
 def _idle_note(proc: Proc, idle: Mapping[tuple[int, int | None], float] | None) -> str:
@@ -90,14 +102,46 @@ def unready(
     known: Collection[tuple[int, int | None]] | None = None,
     idle: Mapping[tuple[int, int | None], float] | None = None,
     series: bool = False,
+    instance: MigPlace | None = None,
 ) -> list[Unready]:
     """Every condition `gpu` fails in `sample` (empty: ready). `preflight`: its latest preflight
     record (the sample carries one only now and then). `known`: the processes (pid, start time)
     there when the wait began; one that is not is named as new, with the parent that started it.
     `idle`: the idle holders (gputui/fleet/idle.py) among them, with their seconds at 0 % SM: a GPU that
     waits on one says so (it frees nothing by itself: someone must stop it). `series`: the sample
-    was made from Prometheus' series, with no holder list: each condition says so (SERIES_NOTE)."""
-    found = _found(gpu, sample, conditions, preflight, known, idle)
+    was made from Prometheus' series, with no holder list: each condition says so (SERIES_NOTE).
+
+    `instance`: judge that MIG instance of `gpu` alone, a slice whose GPU's other instances run other
+    jobs: nothing runs in it (the holders a clean of it stops: gputui/kill/plan/mig.py), its memory
+    at idle where that can be judged (read by the driver, nothing running in its GPU instance) and
+    below --memory-below; and its GPU's own health: no error, no memory fault, the temperature,
+    clock-event reasons and persistence mode asked for. Never utilization (NVML reports none per
+    instance, nor for a GPU in MIG mode) nor the GPU's unaccounted memory (other instances' is in it)."""
+    if gpu.error:
+        return [Unready("error", f"the GPU reports an error: {gpu.error}")]
+    if instance is None:
+        users, where = [p for p in sample.on_gpu(gpu.index) if p.is_holder], f"on GPU {gpu.index}"
+        own = [
+            *_memory(gpu, conditions),
+            _unaccounted(gpu, conditions),
+            _under("utilization", gpu.util_gpu, conditions.util_below, "%", float),
+        ]
+    else:
+        mig = gpu.mig_instance(instance)
+        if mig is None:
+            return [Unready("mig", f"MIG instance {instance.label} is gone (destroyed, or MIG mode is off)")]
+        users, where = holders(sample, instance), f"in MIG instance {instance.label}"
+        own = [*_instance_memory(sample, instance, mig, conditions)]
+    found = [
+        u
+        for u in (
+            _processes(users, sample, known, idle, where),
+            *own,
+            _temperature(gpu, conditions),
+            *_preflight(preflight, conditions),
+        )
+        if u is not None
+    ]
     if series:
         return [Unready(u.condition, f"{u.words} ({SERIES_NOTE})", u.excess) for u in found]
     return found
@@ -115,44 +159,23 @@ def is_ready(gpu: Gpu, sample: Sample, conditions: Conditions, preflight: Prefli
         or _unaccounted(gpu, conditions) is not None
         or bool(_preflight(preflight, conditions))
     )
-    return not failed and _processes(gpu, sample, None, None) is None
-
-
-def _found(
-    gpu: Gpu,
-    sample: Sample,
-    conditions: Conditions,
-    preflight: Preflight | None,
-    known: Collection[tuple[int, int | None]] | None,
-    idle: Mapping[tuple[int, int | None], float] | None,
-) -> list[Unready]:
-    if gpu.error:
-        return [Unready("error", f"the GPU reports an error: {gpu.error}")]
-    found = [
-        _processes(gpu, sample, known, idle),
-        *_memory(gpu, conditions),
-        _unaccounted(gpu, conditions),
-        _under("utilization", gpu.util_gpu, conditions.util_below, "%", float),
-        _temperature(gpu, conditions),
-        *_preflight(preflight, conditions),
-    ]
-    return [u for u in found if u is not None]
+    return not failed and not [p for p in sample.on_gpu(gpu.index) if p.is_holder]
 
 
 def _processes(
-    gpu: Gpu,
+    users: list[Proc],
     sample: Sample,
     known: Collection[tuple[int, int | None]] | None,
     idle: Mapping[tuple[int, int | None], float] | None,
+    where: str,
 ) -> Unready | None:
-    """Processes that use or hold the GPU: the new ones first (with the parent that started them),
-    then the others, four of each named."""
-    users = [p for p in sample.on_gpu(gpu.index) if p.kind in ("user", "ghost", "hidden") and not p.protected]
+    """The holders (Proc.is_holder) of a GPU or MIG instance, `where` it is: the new ones first
+    (with the parent that started them), then the others, four of each named."""
     if not users:
         return None
     fresh = [p for p in users if known is not None and p.key not in known and p.kind != "ghost"]
     old = [p for p in users if p not in fresh]
-    parts = [new_process_words(sample, p, gpu.index) for p in fresh[:4]]
+    parts = [new_process_words(sample, p, where) for p in fresh[:4]]
     names = ", ".join(
         f"{p.pid} ({p.kind}{': ' + p.command_line if p.kind != 'ghost' else ''}{_idle_note(p, idle)})"
         for p in old[:4]
@@ -163,6 +186,31 @@ def _processes(
     if len(fresh) > 4:
         parts.append(f"and {len(fresh) - 4} more new")
     return Unready("processes", "; ".join(parts), float(len(users)))
+
+
+def _instance_memory(
+    sample: Sample, place: MigPlace, instance: MigInstance, conditions: Conditions
+) -> list[Unready]:
+    """A MIG instance's memory above idle where it can be judged (kill.plan.mig.memory_unjudged:
+    nothing said where it cannot, its processes are), and at or above --memory-below."""
+    used, out = instance.memory_used, []
+    if (
+        memory_unjudged(sample, place, instance) is None
+        and used is not None
+        and used > conditions.memory_slack
+    ):
+        slack = fmt_bytes(conditions.memory_slack)
+        words = f"{fmt_bytes(used)} used with nothing running in it (slack {slack}; ghost or orphaned: a reset of the GPU frees it)"
+        out.append(Unready("memory", words, float(used)))
+    below = conditions.memory_below
+    if below is not None and (used is None or used >= below):
+        words = (
+            "no memory figure of the MIG instance from the driver"
+            if used is None
+            else (f"{fmt_bytes(used)} used, not below {fmt_bytes(below)}")
+        )
+        out.append(Unready("memory-below", words, None if used is None else float(used)))
+    return out
 
 
 def _memory(gpu: Gpu, conditions: Conditions) -> list[Unready]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.cli import gputui as run_gputui
-from tests.support.hosts import sim_host_toml
+from tests.support.hosts import mig_uuids, sim_host_toml
 
 CONFIG = sim_host_toml("mig", "mig", 3)
 
@@ -32,7 +32,7 @@ def instance_uuids(tmp_path: Path) -> dict[str, str]:
     r = gputui(tmp_path, "snapshot", "--json")
     assert r.returncode == 0, r.stderr
     (host,) = json.loads(r.stdout)["hosts"]
-    return {f"{i['gi']}.{i['ci']}": i["uuid"] for i in host["gpus"][0]["mig_instances"]}
+    return mig_uuids(host)
 
 
 def script_of(entry: dict[str, Any]) -> str:
@@ -80,14 +80,3 @@ def test_mig_uuids_on_the_command_line(tmp_path: Path) -> None:
     assert r.returncode == 2 and "several MIG instances match that UUID" in r.stderr
     r = gputui(tmp_path, "clean", "--gpu", "MIG-00000000-0000-0000-0000-000000000000", "--dry-run")
     assert r.returncode == 2 and "no MIG instance has that UUID" in r.stderr
-    # wait judges whole GPUs: a MIG instance is refused, said in one line (not the GPU in its place).
-    r = gputui(tmp_path, "wait", "--gpu", uuids["1.0"], "--timeout", "5")
-    assert r.returncode == 2
-    assert (
-        r.stderr.strip()
-        .splitlines()[-1]
-        .endswith(
-            "gputui wait judges whole GPUs only (the GPU's other "
-            "instances run other jobs): name no MIG instance"
-        )
-    )

@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.hosts import sim_host_toml
+from tests.support.hosts import mig_uuids, sim_host_toml
 
 REPO = Path(__file__).resolve().parents[2]
 PROLOG = REPO / "contrib" / "slurm" / "prolog.sh"
@@ -253,9 +253,8 @@ def test_epilog_drains_when_a_gpu_is_not_clean(scripts: dict[str, Any]) -> None:
     assert "orphaned" in line["detail"]
 
 
-def test_epilog_cleans_the_mig_instance_slurm_names_and_no_other(scripts: dict[str, Any]) -> None:
-    # On a MIG node slurmd names a job's GPUs by their MIG instance UUIDs: the instance is cleaned
-    # (the two processes in 1.0), the job in 2.0 of the same GPU is left alone, the node kept.
+def mig_instances(scripts: dict[str, Any]) -> dict[str, str]:
+    """The "mig" host's MIG instance UUIDs by label (`1.0`), as the scripts' gputui shows them."""
     shown = subprocess.run(
         [str(scripts["gputui"]), "snapshot", "--json"],
         env={"GPUTUI_TEST_HOST": "mig"},
@@ -265,7 +264,38 @@ def test_epilog_cleans_the_mig_instance_slurm_names_and_no_other(scripts: dict[s
         check=True,
     )
     (host,) = json.loads(shown.stdout)["hosts"]
-    uuid = next(i["uuid"] for i in host["gpus"][0]["mig_instances"] if (i["gi"], i["ci"]) == (1, 0))
+    return mig_uuids(host)
+
+
+def test_prolog_judges_the_mig_instance_slurm_names(scripts: dict[str, Any]) -> None:
+    # On a MIG node slurmd names a job's GPUs by their MIG instance UUIDs: the Prolog waits on that
+    # instance alone. 5.0 is free: the job starts, whatever runs in 1.0 and 2.0 of the same GPU.
+    uuids = mig_instances(scripts)
+    code, line = run_script(PROLOG, scripts, host="mig", **job_env("118", uuids["5.0"]))
+    assert code == 0 and line["verdict"] == "ready" and line["drain"] is False, line
+    (host,) = line["gputui"]["hosts"]
+    assert host["mig"]["0:5.0"]["uuid"] == uuids["5.0"] and host["mig"]["0:5.0"]["ready"] is True
+    # 1.0 still runs two processes: nobody else's job shares an instance, so the node drains
+    # (GPUTUI_PROLOG_DRAIN_BUSY or not), and the line names the instance.
+    code, line = run_script(PROLOG, scripts, host="mig", **job_env("119", uuids["1.0"]))
+    assert code == 1 and line["verdict"] == "busy" and line["drain"] is True, line
+    assert line["detail"] == f"busy MIG instance 0:1.0 ({uuids['1.0']}): processes"
+    # With a whole GPU of the node beside it, each said in its words.
+    code, line = run_script(PROLOG, scripts, host="mig", **job_env("120", f"{uuids['2.0']},2"))
+    assert code == 1 and line["verdict"] == "busy"
+    assert line["detail"] == f"busy MIG instance 0:2.0 ({uuids['2.0']}): processes"
+    code, line = run_script(PROLOG, scripts, host="mig", **job_env("121", f"{uuids['5.0']},1"))
+    assert (
+        code == 0
+        and line["verdict"] == "busy"
+        and line["detail"] == "busy GPU 1: processes memory utilization"
+    )
+
+
+def test_epilog_cleans_the_mig_instance_slurm_names_and_no_other(scripts: dict[str, Any]) -> None:
+    # On a MIG node slurmd names a job's GPUs by their MIG instance UUIDs: the instance is cleaned
+    # (the two processes in 1.0), the job in 2.0 of the same GPU is left alone, the node kept.
+    uuid = mig_instances(scripts)["1.0"]
     code, line = run_script(EPILOG, scripts, host="mig", **job_env("206", uuid))
     assert code == 0 and line["verdict"] == "clean" and line["drain"] is False, line
     assert line["gpus_exit"] == 0

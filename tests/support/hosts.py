@@ -24,3 +24,11 @@ def sim_host_toml(name: str, scenario: str, seed: int) -> str:
         f'\n[[hosts]]\nname = "{name}"\naddress = "local"\nreader = "sim"\n'
         f'sim_scenario = "{scenario}"\nsim_seed = {seed}\n'
     )
+
+
+def mig_uuids(host: dict[str, object]) -> dict[str, str]:
+    """GPU 0's MIG instances by label (`1.0`), from a host of `snapshot --json`: the sim's "mig"
+    scenario gives them UUIDs from its seed, the same in every command of one seed."""
+    gpus = host["gpus"]
+    assert isinstance(gpus, list)
+    return {f"{i['gi']}.{i['ci']}": i["uuid"] for i in gpus[0]["mig_instances"]}

@@ -13,15 +13,28 @@ from . import command_parser, runner
 MAX_WAIT = 24 * 3600.0
 
 
+EPILOG = """\
+GPU SPEC: as for clean: an NVML index, a GPU UUID (or a unique prefix), HOST:INDEX or HOST:all; a
+positional HOST:N too. A MIG instance's UUID (MIG-..., or a unique prefix) is waited for alone, not
+its GPU (whose other instances run other jobs): nothing runs in it, its memory at idle where the
+driver reads it with nothing in its GPU instance, and its GPU's health and --temp-below,
+--no-throttle, --persistence; --memory-below bounds the instance's memory. Utilization is not judged
+(NVML gives none under MIG): --util-below with a MIG instance is refused. --json lists an instance
+under its host's "mig" by place (0:1.0: GPU 0, GPU instance 1, compute instance 0), with its UUID.
+
+exit codes: 0 ready; 1 timeout (or every host down); 2 bad usage; 3 no NVIDIA driver or GPU"""
+
+
 def parser() -> argparse.ArgumentParser:
     return command_parser(
         "wait",
-        "exit codes: 0 ready; 1 timeout (or every host down); 2 bad usage; 3 no NVIDIA driver or GPU",
+        EPILOG,
         options.add_hosts,
         options.add_hub,
         options.add_ascii,
         add_wait_arguments,
         options.add_idle_minutes,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
 
 
@@ -30,7 +43,9 @@ run = runner("wait", parser)
 
 def add_wait_arguments(p: argparse.ArgumentParser) -> None:
     options.add_gpus(
-        p, "a GPU to wait for (default: all of them); a positional HOST:N is one too, as for clean"
+        p,
+        "a GPU, or a MIG instance alone (MIG-...), to wait for (default: every GPU); a positional HOST:N "
+        "is one too, as for clean",
     )
     for flag, default, what in (
         ("--timeout", 600.0, "give up after S (default 600; 0: judge once)"),
@@ -47,9 +62,8 @@ def add_wait_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--util-below",
         type=argtypes.whole(1, 100, "a percentage"),
-        default=DEFAULT_UTIL_BELOW,
         metavar="PCT",
-        help="utilization below PCT, 1 to 100 (default 1: zero)",
+        help=f"utilization below PCT, 1 to 100 (default {DEFAULT_UTIL_BELOW}: zero; a MIG instance has none: refused)",
     )
     options.flag(p, "--no-throttle", help="also: no clock-event (throttle) reason active")
     options.flag(p, "--persistence", help="also: persistence mode on")

@@ -12,7 +12,7 @@ Pure functions over a Sample.
 from __future__ import annotations
 
 from ...config.killoptions import PlanError
-from ...model import IDLE_SLACK, MigPlace, Proc, Sample
+from ...model import IDLE_SLACK, MigInstance, MigPlace, Proc, Sample
 from ...text.units import fmt_bytes
 
 
@@ -21,8 +21,7 @@ def mig_part(sample: Sample, host: str, places: tuple[MigPlace, ...]) -> list[Pr
     the sample's GPU does not have (destroyed since it was named, MIG mode off)."""
     for place in places:
         gpu = sample.gpu(place.gpu)
-        have = [i.on(place.gpu) for i in (gpu.mig_instances or ())] if gpu is not None else []
-        if place not in have:
+        if gpu is None or gpu.mig_instance(place) is None:
             raise PlanError(f"{host} has no MIG instance {place.label} (destroyed, or MIG mode is off)")
     return list({p.pid: p for place in places for p in sample.in_instance(place)}.values())
 
@@ -37,21 +36,16 @@ def instance_left(sample: Sample, place: MigPlace) -> tuple[list[str], str]:
         return [f"GPU {place.gpu} is not in the sample"], "not judged"
     if gpu.error:
         return [f"GPU {place.gpu} reports an error: {gpu.error}"], "not judged"
-    instance = next((i for i in gpu.mig_instances or () if i.on(gpu.index) == place), None)
+    instance = gpu.mig_instance(place)
     if instance is None:
         return [f"MIG instance {place.label} is gone from GPU {gpu.index}"], "not judged"
-    left = _holders(sample, place)
+    left = holders(sample, place)
     out = [f"{p.pid} ({p.kind}) still runs in it" for p in left[:8]]
     if len(left) > 8:
         out.append(f"and {len(left) - 8} more")
-    shared = MigPlace(place.gpu, place.gi, None)
-    if instance.memory_used is None:
-        return out, "nothing runs in it (its memory is not read: judged by its processes alone)"
-    if _holders(sample, shared):
-        return (
-            out,
-            "nothing runs in it (its GPU instance's memory is shared with a process in another compute instance)",
-        )
+    unjudged = memory_unjudged(sample, place, instance)
+    if unjudged is not None or instance.memory_used is None:
+        return out, f"nothing runs in it ({unjudged})"
     if instance.memory_used > IDLE_SLACK:
         out.append(
             f"{fmt_bytes(instance.memory_used)} still used with nothing running in it (ghost or "
@@ -60,7 +54,19 @@ def instance_left(sample: Sample, place: MigPlace) -> tuple[list[str], str]:
     return out, f"nothing runs in it, memory at idle ({fmt_bytes(instance.memory_used)} used)"
 
 
-def _holders(sample: Sample, place: MigPlace) -> list[Proc]:
-    """What keeps an instance from clean: a process placed in it that is not protected (a monitor
-    is never placed: NVML lists only compute and graphics contexts)."""
-    return [p for p in sample.in_instance(place) if p.kind in ("user", "ghost", "hidden") and not p.protected]
+def holders(sample: Sample, place: MigPlace) -> list[Proc]:
+    """What keeps an instance from clean, and from ready (gputui wait): a process placed in it that is
+    a holder (Proc.is_holder; a monitor is never placed: NVML lists only compute and graphics
+    contexts)."""
+    return [p for p in sample.in_instance(place) if p.is_holder]
+
+
+def memory_unjudged(sample: Sample, place: MigPlace, instance: MigInstance) -> str | None:
+    """Why MIG instance `place`'s memory (`instance`, as the sample lists it) says nothing of its
+    being idle; None where it does. Its memory is its GPU instance's, shared by that GPU instance's
+    compute instances: it is judged where the driver reads it and nothing runs in any of them."""
+    if instance.memory_used is None:
+        return "its memory is not read: judged by its processes alone"
+    if holders(sample, MigPlace(place.gpu, place.gi, None)):
+        return "its GPU instance's memory is shared with a process in another compute instance"
+    return None
