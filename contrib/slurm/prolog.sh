@@ -7,8 +7,7 @@
 #   busy: after the timeout a live process still uses or holds a GPU (another
 #         job's, or one still ending), and nothing else is wrong with it        exit 0, logged
 #         (GPUTUI_PROLOG_DRAIN_BUSY=1: exit 1, drain)
-#   busy MIG instance: the same in a MIG instance Slurm names (given to this
-#         job alone: what runs there is in the job's way)                       exit 1, drain
+#         (a MIG instance Slurm names is judged alone, by the same rules)
 #   unusable: memory that no live process holds (ghost, orphaned, outside, or
 #         used with no process), the GPU reports an error or is not in the
 #         sample, the probe gave no sample, a condition the site asked for
@@ -217,7 +216,6 @@ classes=$(printf '%s\n' "$out" | awk -v uuid="^\"MIG-$uuid\"\$" '
     END { flush() }')
 case $classes in
     *unusable* | *unjudged*) finish unusable 1 "$classes" "$code" "$doc" ;;
-    *"busy MIG instance"*) finish busy 1 "$classes" "$code" "$doc" ;;
     *busy*)
         if [ "$drain_busy" = 1 ]; then finish busy 1 "$classes" "$code" "$doc"; fi
         finish busy 0 "$classes" "$code" "$doc" ;;

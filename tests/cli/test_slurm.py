@@ -275,14 +275,18 @@ def test_prolog_judges_the_mig_instance_slurm_names(scripts: dict[str, Any]) -> 
     assert code == 0 and line["verdict"] == "ready" and line["drain"] is False, line
     (host,) = line["gputui"]["hosts"]
     assert host["mig"]["0:5.0"]["uuid"] == uuids["5.0"] and host["mig"]["0:5.0"]["ready"] is True
-    # 1.0 still runs two processes: nobody else's job shares an instance, so the node drains
-    # (GPUTUI_PROLOG_DRAIN_BUSY or not), and the line names the instance.
+    # 1.0 still runs two processes: busy, as a whole GPU would be (the job starts, the line names
+    # the instance), and the node drains where the site says so.
     code, line = run_script(PROLOG, scripts, host="mig", **job_env("119", uuids["1.0"]))
-    assert code == 1 and line["verdict"] == "busy" and line["drain"] is True, line
+    assert code == 0 and line["verdict"] == "busy" and line["drain"] is False, line
     assert line["detail"] == f"busy MIG instance 0:1.0 ({uuids['1.0']}): processes"
+    code, line = run_script(
+        PROLOG, scripts, host="mig", GPUTUI_PROLOG_DRAIN_BUSY="1", **job_env("122", uuids["1.0"])
+    )
+    assert code == 1 and line["verdict"] == "busy" and line["drain"] is True, line
     # With a whole GPU of the node beside it, each said in its words.
     code, line = run_script(PROLOG, scripts, host="mig", **job_env("120", f"{uuids['2.0']},2"))
-    assert code == 1 and line["verdict"] == "busy"
+    assert code == 0 and line["verdict"] == "busy"
     assert line["detail"] == f"busy MIG instance 0:2.0 ({uuids['2.0']}): processes"
     code, line = run_script(PROLOG, scripts, host="mig", **job_env("121", f"{uuids['5.0']},1"))
     assert (
