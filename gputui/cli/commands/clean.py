@@ -53,15 +53,8 @@ Every plan, signal and verdict is recorded in the audit log, before the signal i
 
 
 def parser() -> argparse.ArgumentParser:
-    return command_parser(
-        "clean",
-        EPILOG,
-        options.add_hosts,
-        options.add_ascii,
-        add_clean_arguments,
-        options.add_idle_minutes,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parts = (options.add_hosts, options.add_ascii, add_clean_arguments, options.add_idle_minutes)
+    return command_parser("clean", EPILOG, *parts, formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
 run = runner("clean", parser)

@@ -41,15 +41,8 @@ interrupted (Ctrl+C)."""
 
 
 def parser() -> argparse.ArgumentParser:
-    return command_parser(
-        "pick",
-        EPILOG,
-        _add_count,
-        options.add_hosts,
-        options.add_ascii,
-        add_pick_arguments,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parts = (_add_count, options.add_hosts, options.add_ascii, add_pick_arguments)
+    return command_parser("pick", EPILOG, *parts, formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
 def _add_count(p: argparse.ArgumentParser) -> None:

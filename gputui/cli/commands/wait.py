@@ -26,16 +26,14 @@ exit codes: 0 ready; 1 timeout (or every host down); 2 bad usage; 3 no NVIDIA dr
 
 
 def parser() -> argparse.ArgumentParser:
-    return command_parser(
-        "wait",
-        EPILOG,
+    parts = (
         options.add_hosts,
         options.add_hub,
         options.add_ascii,
         add_wait_arguments,
         options.add_idle_minutes,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    return command_parser("wait", EPILOG, *parts, formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
 run = runner("wait", parser)
