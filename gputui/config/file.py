@@ -42,11 +42,12 @@ from ..probe.readers.scenarios import SCENARIOS
 from ..probe.wire import interval_problem
 
 LOCAL = "local"
-# Said where a user or a port is written with `local` (`alice@local`, `local:2222`, a [[hosts]] entry):
-# dropped, the operator would believe this machine was reached as that user, or another one was.
+# Said where a user, a port or a jump host is written with `local` (`alice@local`, `local:2222`, a
+# [[hosts]] entry): dropped, the operator would believe this machine was reached as that user, or
+# through that jump host, or another machine was.
 LOCAL_ALONE = (
-    "`local` is this machine, read without SSH: a user or port does not apply (name the machine by "
-    "its address to reach it over SSH)"
+    "`local` is this machine, read without SSH: a user, port or jump host does not apply (name the "
+    "machine by its address to reach it over SSH)"
 )
 READERS = ("nvml", "sim")
 MAX_NESTING = 64  # arrays and inline tables in one value; no key of the config needs more than 2
@@ -706,7 +707,7 @@ def _host_from_table(
     # Either one stands in for the other: a name alone is an alias, an address alone is its own name.
     values.setdefault("address", values.get("name"))
     values.setdefault("name", values["address"])
-    own = next((key for key in ("user", "port") if key in entry), None)  # [defaults] apply to every host
+    own = next((key for key in ("user", "port", "jump") if key in entry), None)  # [defaults] apply to all
     if values["address"] == LOCAL and own is not None:
         raise fail(table, own, f"{where}: {LOCAL_ALONE}")
     if force_read_only:

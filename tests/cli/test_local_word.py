@@ -14,7 +14,7 @@ from tests.support.cli import gputui
 
 pytestmark = pytest.mark.timeout(300)
 
-WORDS = "`local` is this machine, read without SSH: a user or port does not apply"
+WORDS = "`local` is this machine, read without SSH: a user, port or jump host does not apply"
 
 
 def refused(*args: str, said: str) -> None:
@@ -48,8 +48,8 @@ def test_a_host_file_that_gives_local_a_user_is_refused(tmp_path: Path) -> None:
     refused("snapshot", f"@file:{hosts}", said="'alice@local'")
 
 
-@pytest.mark.parametrize("key", ['user = "alice"', "port = 2222"])
-def test_a_config_host_at_local_with_its_own_user_or_port_is_refused(tmp_path: Path, key: str) -> None:
+@pytest.mark.parametrize("key", ['user = "alice"', "port = 2222", 'jump = "bastion"'])
+def test_a_config_host_at_local_with_its_own_user_port_or_jump_is_refused(tmp_path: Path, key: str) -> None:
     config = tmp_path / "gputui.toml"
     config.write_text(f'[[hosts]]\nname = "box"\naddress = "local"\n{key}\n')
     refused("snapshot", "--config", str(config), said="[[hosts]] #1")
