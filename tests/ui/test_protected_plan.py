@@ -39,3 +39,23 @@ async def test_a_selection_with_a_monitor_runs_nothing_until_the_monitor_is_incl
         assert [p.host for p in screen.runnable] == ["demo-a"]
         assert sorted(t.pid for t in screen.runnable[0].targets) == sorted([user.pid, monitor.pid])
         await pilot.press("escape")
+
+
+async def test_a_protected_process_that_cannot_be_included_says_how_to_go_on(tmp_path: Path) -> None:
+    # The probe itself is never signalled, whatever is included: the dialog says the way on is to
+    # unselect it, and offers no `p` for it.
+    app = sim_app(tmp_path)
+    async with app.run_test(size=(140, 40)) as pilot:
+        main = await ready(pilot, gpu_row=0)
+        sample = sample_of(app)
+        probe = next(p for p in sample.processes if p.protected and p.protected != "monitor")
+        user = next(p for p in sample.processes if p.kind == "user")
+        main.state.selection.toggle("demo-a", user)
+        main.state.selection.toggle("demo-a", probe)
+        await pilot.press("x")
+        screen = await dialog(pilot)
+        await wait_for(pilot, lambda: "Not run:" in dialog_text(app))
+        text = " ".join(dialog_text(app).split())
+        assert f"{probe.pid} (" in text and "unselect it (space) and plan again" in text, text
+        assert "p includes it" not in text and screen.runnable == (), text
+        await pilot.press("escape")

@@ -146,13 +146,19 @@ def nothing_words(plan: Plan) -> str:
     return "Nothing to stop here."
 
 
-MONITOR_HINT = "p includes it, after a second confirmation"  # the dialog's --include-monitor
+UNSELECT = "esc, unselect it (space) and plan again"  # the way on where nothing includes it
+MONITOR_HINT = f"p includes it, after a second confirmation; or {UNSELECT}"  # the dialog's --include-monitor
 
 
 def refused(plan: Plan) -> str | None:
     """Why the dialog runs no part of `plan`, in the words `gputui clean` (exit 4) and the hub (409)
-    refuse it with, or None: a protected process the operator named is left alone."""
-    return plan.refusal(MONITOR_HINT)
+    refuse it with, or None: a protected process the operator named is left alone. Where none of
+    them can be included (the probe, PID 1, a kernel thread), the words say the way on: unselect it."""
+    why = plan.refusal(MONITOR_HINT)
+    chosen = plan.protected_chosen
+    if why is None or not chosen or any(e.can_include for e in chosen):
+        return why
+    return f"{why} ({UNSELECT})"
 
 
 def _next(values: tuple[float, ...], now: float) -> float:
