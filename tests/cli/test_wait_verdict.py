@@ -13,6 +13,8 @@ import pytest
 
 from gputui.cli import wait
 from gputui.cli.wait import GpuWait, _report
+from gputui.model import MigPlace
+from gputui.views.readiness import Unready
 
 VERDICT = 1000.0  # the monotonic moment the verdict was reached
 
@@ -39,3 +41,17 @@ def test_a_gpu_still_settling_at_the_timeout_keeps_its_line(written_later: None)
     waits = {("h", 0): GpuWait("h", 0, ready_since=VERDICT - 1.8)}
     _report(out, err, args, waits, VERDICT, 30.0, ready=False)
     assert "h GPU 0: ready for 1.8 s of 2" in err.getvalue()
+
+
+def test_the_live_line_names_a_mig_instance_beside_its_gpu() -> None:
+    # A MIG instance waited for alone is named by its place, after its GPU; each says what it waits for.
+    place = MigPlace(0, 1, 0)
+    waits: dict[wait.Key, GpuWait] = {
+        ("mig", place): GpuWait(
+            "mig", place, last=[Unready("processes", "used or held by 4121 (user: python train.py)")]
+        ),
+        ("mig", 0): GpuWait("mig", 0, ready_since=VERDICT - 1.0),
+    }
+    line = wait.live_text(waits, {}, VERDICT, 2.0, 200)
+    assert line.startswith("1/2 ready"), line
+    assert line.index("GPU 0 ready 1.0/2 s") < line.index("MIG 0:1.0 used or held by 4121"), line
