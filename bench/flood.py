@@ -168,6 +168,8 @@ async def run(mode: str, seconds: float, keys: int) -> dict[str, Any]:
         "rss_max_mib": max(rss),
         "rss_end_mib": rss[-1],
         "keys": pressed,
+        "moved": len(moved),  # keys whose cursor move was seen in the table
+        "framed": len(lat),  # keys that reached a drawn frame (the others are `unseen`)
         "unseen": unseen,
         "p50_ms": statistics.median(lat) if lat else None,
         "p99_ms": p99(lat),
