@@ -32,7 +32,7 @@ from ..kill.auditlog import UnsafeLog
 from ..kill.operate import Operations, Request, RequestScope, UnfinishedReport, status_of
 from ..kill.plan.entries import STOP_JOB_FLAG, Target
 from ..kill.plan.record import SIGNAL_WORDS, Plan
-from ..model import Event, Job, MigPlace, Sample
+from ..model import Event, Job, Sample
 from ..model.textsafe import fit, pad, printable
 from ..text.units import fmt_bytes, fmt_bytes_of
 from ..text.words import DEFAULT_COLUMNS, count, signals_sent, stage_line, verdict_lines
@@ -408,7 +408,9 @@ def _requests(
                     name,
                     scope,
                     gpus=tuple(sorted(named.gpus)) if named is not None else (),
-                    instances=tuple(sorted(named.instances, key=_place)) if named is not None else (),
+                    instances=tuple(sorted(named.instances, key=lambda p: p.order))
+                    if named is not None
+                    else (),
                     pids=pids,
                     jobs=jobs,
                     sweep=args.sweep,
@@ -417,10 +419,6 @@ def _requests(
                 )
             )
     return out
-
-
-def _place(place: MigPlace) -> tuple[int, int, int]:
-    return (place.gpu, place.gi, -1 if place.ci is None else place.ci)
 
 
 async def _watch_for_idle(fleet: Fleet, con: Console, idle_after: float) -> None:

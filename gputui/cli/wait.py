@@ -78,7 +78,7 @@ def order(key: Key) -> tuple[str, int, int, int, int]:
     instance; an unknown compute instance first)."""
     host, item = key
     if isinstance(item, MigPlace):
-        return (host, item.gpu, 1, item.gi, -1 if item.ci is None else item.ci)
+        return (host, item.gpu, 1, *item.order[1:])
     return (host, item, 0, 0, 0)
 
 

@@ -162,6 +162,11 @@ class MigPlace:
         """`0:1.0`: GPU 0, GPU instance 1, compute instance 0."""
         return f"{self.gpu}:{mig_label(self.gi, self.ci)}"
 
+    @property
+    def order(self) -> tuple[int, int, int]:
+        """Its place in a list: by GPU, GPU instance, then compute instance (an unknown one first)."""
+        return (self.gpu, self.gi, -1 if self.ci is None else self.ci)
+
     def within(self, instance: MigPlace) -> bool:
         """Whether a process placed here may run in `instance`: the same GPU and GPU instance, and the
         same compute instance where both are known (an unknown one may be it, and a GPU instance's
